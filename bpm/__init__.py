@@ -1,0 +1,7 @@
+"""bpm: a BPM process engine whose state lives in PostgreSQL and whose work Celery carries."""
+
+from bpm.errors import BpmError, BpmnError
+from bpm.handlers import HandlerContext, handler
+
+__all__ = ["BpmError", "BpmnError", "HandlerContext", "handler"]
+__version__ = "0.1.0"

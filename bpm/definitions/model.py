@@ -1,0 +1,104 @@
+"""The compiled, immutable form of a definition that the engine walks.
+
+A definition row is immutable, so its compiled graph can be cached by definition id for the
+life of a process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from enum import StrEnum
+from typing import Any
+
+from bpm.expressions import Expression
+
+
+class NodeType(StrEnum):
+    START = "startEvent"
+    END = "endEvent"
+    SERVICE_TASK = "serviceTask"
+    USER_TASK = "userTask"
+    RECEIVE_TASK = "receiveTask"
+    TASK = "task"
+    MANUAL_TASK = "manualTask"
+    EXCLUSIVE = "exclusiveGateway"
+    PARALLEL = "parallelGateway"
+    TIMER = "timerEvent"
+    MESSAGE = "messageEvent"
+    COMPENSATION_THROW = "compensationThrow"
+    BOUNDARY = "boundaryEvent"
+    SUBPROCESS = "subProcess"
+
+
+GATEWAYS = frozenset({NodeType.EXCLUSIVE, NodeType.PARALLEL})
+PASS_THROUGH = frozenset({NodeType.START, NodeType.TASK, NodeType.MANUAL_TASK})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often a handler runs and how long to wait between runs (exponential backoff)."""
+
+    max_attempts: int = 1
+    backoff: timedelta = timedelta(seconds=1)
+    factor: float = 2.0
+    max_backoff: timedelta = timedelta(minutes=1)
+
+    def delay(self, attempt: int) -> timedelta:
+        """Wait before the run after ``attempt`` (1-based) failed."""
+        seconds = self.backoff.total_seconds() * (self.factor ** max(attempt - 1, 0))
+        return min(timedelta(seconds=seconds), self.max_backoff)
+
+
+@dataclass(frozen=True)
+class Flow:
+    id: str
+    source: str
+    target: str
+    condition: Expression | None = None
+
+
+@dataclass(frozen=True)
+class Node:
+    id: str
+    type: NodeType
+    scope: str | None
+    incoming: tuple[str, ...] = ()
+    outgoing: tuple[str, ...] = ()
+    handler: str | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    timeout: timedelta = timedelta(minutes=5)
+    default_flow: str | None = None
+    terminate: bool = False
+    error_code: str | None = None
+    name: str | None = None
+
+    @property
+    def is_join(self) -> bool:
+        return self.type is NodeType.PARALLEL and len(self.incoming) > 1
+
+    @property
+    def is_fork(self) -> bool:
+        return self.type is NodeType.PARALLEL and len(self.outgoing) > 1
+
+
+@dataclass(frozen=True)
+class ProcessGraph:
+    """Nodes of every scope in one map (ids are unique across the document)."""
+
+    key: str
+    name: str
+    saga: str
+    nodes: dict[str, Node]
+    flows: dict[str, Flow]
+    starts: dict[str | None, str]
+    document: dict[str, Any]
+
+    def node(self, node_id: str) -> Node:
+        return self.nodes[node_id]
+
+    def outgoing(self, node_id: str) -> list[Flow]:
+        return [self.flows[f] for f in self.nodes[node_id].outgoing]
+
+    def start_of(self, scope: str | None) -> Node:
+        return self.nodes[self.starts[scope]]

@@ -1,0 +1,393 @@
+"""Turn a definition document into a validated ``ProcessGraph``.
+
+Validation happens before anything is stored, so a bad document never changes the database, and
+every error names the element (node or flow id) so the author can find it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import deque
+from collections.abc import Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from bpm.definitions.durations import parse_duration
+from bpm.definitions.model import GATEWAYS, Flow, Node, NodeType, ProcessGraph, RetryPolicy
+from bpm.errors import InvalidDefinition, InvalidExpression
+from bpm.expressions import compile_expression
+
+KEY_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+ID_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
+MAX_NODES = 2000
+
+PROCESS_KEYS = {"key", "name", "saga", "nodes", "flows", "historyTimeToLive"}
+FLOW_KEYS = {"id", "source", "target", "condition", "name"}
+COMMON_NODE_KEYS = {"id", "type", "name"}
+NODE_KEYS: dict[NodeType, set[str]] = {
+    NodeType.START: set(),
+    NodeType.END: {"terminate", "error", "compensate", "activity"},
+    NodeType.SERVICE_TASK: {"handler", "topic", "compensation", "retry", "timeout", "priority"},
+    NodeType.TASK: set(),
+    NodeType.MANUAL_TASK: set(),
+    NodeType.EXCLUSIVE: {"default"},
+    NodeType.PARALLEL: set(),
+    NodeType.SUBPROCESS: {"nodes", "flows", "saga", "compensation"},
+}
+NOT_YET: dict[NodeType, str] = {
+    NodeType.USER_TASK: "user tasks",
+    NodeType.RECEIVE_TASK: "receive tasks",
+    NodeType.TIMER: "timer events",
+    NodeType.MESSAGE: "message events",
+    NodeType.COMPENSATION_THROW: "compensation throw events",
+    NodeType.BOUNDARY: "boundary events",
+}
+RETRY_KEYS = {"max_attempts", "backoff", "factor", "max_backoff"}
+SAGA_SCOPES = {"none", "local", "global"}
+
+
+def load_document(path: str | Path) -> dict[str, Any]:
+    """Read a JSON definition file, with an error that names the file and the line."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidDefinition(f"{p}: cannot read the file ({exc.strerror})") from exc
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidDefinition(
+            f"{p}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from exc
+    if not isinstance(doc, dict):
+        raise InvalidDefinition(f"{p}: a definition is a JSON object, got {type(doc).__name__}")
+    return doc
+
+
+def compile_definition(doc: Mapping[str, Any]) -> ProcessGraph:
+    """Validate a definition document and compile it; raises ``InvalidDefinition``."""
+    if not isinstance(doc, Mapping):
+        raise InvalidDefinition("a definition is a JSON object")
+    _check_keys(doc, PROCESS_KEYS, "process", None)
+    key = doc.get("key")
+    if not isinstance(key, str) or not KEY_PATTERN.match(key):
+        raise InvalidDefinition(
+            f"process: 'key' must be a string matching {KEY_PATTERN.pattern}, got {key!r}"
+        )
+    name = doc.get("name", key)
+    if not isinstance(name, str):
+        raise InvalidDefinition(f"process {key!r}: 'name' must be a string")
+    saga = _saga(doc, f"process {key!r}", None)
+    builder = _GraphBuilder()
+    builder.add_scope(doc, None)
+    builder.check()
+    return ProcessGraph(
+        key=key,
+        name=name,
+        saga=saga,
+        nodes=builder.nodes,
+        flows=builder.flows,
+        starts=builder.starts,
+        document=json.loads(json.dumps(doc)),
+    )
+
+
+def _saga(raw: Mapping[str, Any], where: str, element: str | None) -> str:
+    saga = raw.get("saga", "none")
+    if saga not in SAGA_SCOPES:
+        raise InvalidDefinition(f"{where}: 'saga' must be none, local or global, got {saga!r}",
+                                element)
+    if saga != "none":
+        raise InvalidDefinition(f"{where}: saga scope {saga!r} is not supported yet", element)
+    return str(saga)
+
+
+def _check_keys(raw: Mapping[str, Any], allowed: set[str], where: str, element: str | None) -> None:
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise InvalidDefinition(
+            f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})", element
+        )
+
+
+def _where(node_id: str, kind: str) -> str:
+    return f"node {node_id!r} ({kind})"
+
+
+class _GraphBuilder:
+    """Collects nodes and flows of every scope, then checks the graph as a whole."""
+
+    def __init__(self) -> None:
+        self.raw_nodes: dict[str, tuple[Mapping[str, Any], str | None]] = {}
+        self.flows: dict[str, Flow] = {}
+        self.flow_scope: dict[str, str | None] = {}
+        self.nodes: dict[str, Node] = {}
+        self.starts: dict[str | None, str] = {}
+
+    def add_scope(self, raw: Mapping[str, Any], scope: str | None) -> None:
+        where = "process" if scope is None else _where(scope, "subProcess")
+        nodes = raw.get("nodes")
+        flows = raw.get("flows", [])
+        if not isinstance(nodes, list) or not nodes:
+            raise InvalidDefinition(f"{where}: 'nodes' must be a non-empty list", scope)
+        if not isinstance(flows, list):
+            raise InvalidDefinition(f"{where}: 'flows' must be a list", scope)
+        for item in nodes:
+            self._add_raw_node(item, scope, where)
+        for item in flows:
+            self._add_flow(item, scope, where)
+
+    def _add_raw_node(self, item: Any, scope: str | None, where: str) -> None:
+        if not isinstance(item, Mapping):
+            raise InvalidDefinition(f"{where}: every node is a JSON object, got {item!r}", scope)
+        node_id = item.get("id")
+        if not isinstance(node_id, str) or not ID_PATTERN.match(node_id):
+            raise InvalidDefinition(
+                f"{where}: node id must be a string matching {ID_PATTERN.pattern}, got {node_id!r}",
+                scope,
+            )
+        if node_id in self.raw_nodes:
+            raise InvalidDefinition(f"node {node_id!r}: duplicate id", node_id)
+        if len(self.raw_nodes) >= MAX_NODES:
+            raise InvalidDefinition(f"{where}: more than {MAX_NODES} nodes", scope)
+        kind = str(item.get("type"))
+        try:
+            node_type = NodeType(kind)
+        except ValueError:
+            allowed = ", ".join(t.value for t in NodeType)
+            raise InvalidDefinition(
+                f"node {node_id!r}: unknown node type {kind!r} (known: {allowed})", node_id
+            ) from None
+        if node_type in NOT_YET:
+            raise InvalidDefinition(
+                f"{_where(node_id, node_type.value)}: {NOT_YET[node_type]} are not supported yet",
+                node_id,
+            )
+        _check_keys(item, COMMON_NODE_KEYS | NODE_KEYS[node_type], _where(node_id, kind), node_id)
+        self.raw_nodes[node_id] = (item, scope)
+        if node_type is NodeType.SUBPROCESS:
+            _saga(item, _where(node_id, kind), node_id)
+            self.add_scope(item, node_id)
+
+    def _add_flow(self, item: Any, scope: str | None, where: str) -> None:
+        if not isinstance(item, Mapping):
+            raise InvalidDefinition(f"{where}: every flow is a JSON object, got {item!r}", scope)
+        flow_id = item.get("id")
+        if not isinstance(flow_id, str) or not ID_PATTERN.match(flow_id):
+            raise InvalidDefinition(
+                f"{where}: flow id must be a string matching {ID_PATTERN.pattern}, got {flow_id!r}",
+                scope,
+            )
+        if flow_id in self.flows or flow_id in self.raw_nodes:
+            raise InvalidDefinition(f"flow {flow_id!r}: duplicate id", flow_id)
+        _check_keys(item, FLOW_KEYS, f"flow {flow_id!r}", flow_id)
+        ends = {}
+        for end in ("source", "target"):
+            ref = item.get(end)
+            if not isinstance(ref, str):
+                raise InvalidDefinition(f"flow {flow_id!r}: '{end}' must be a node id", flow_id)
+            if ref not in self.raw_nodes or self.raw_nodes[ref][1] != scope:
+                inside = "the process" if scope is None else f"subProcess {scope!r}"
+                raise InvalidDefinition(
+                    f"flow {flow_id!r}: {end} {ref!r} is not a node of {inside} (dangling flow)",
+                    flow_id,
+                )
+            ends[end] = ref
+        condition = item.get("condition")
+        expr = None
+        if condition is not None:
+            if not isinstance(condition, str):
+                raise InvalidDefinition(f"flow {flow_id!r}: 'condition' must be a string", flow_id)
+            try:
+                expr = compile_expression(condition, where=f"flow {flow_id!r}")
+            except InvalidExpression as exc:
+                raise InvalidDefinition(str(exc), flow_id) from exc
+        self.flows[flow_id] = Flow(flow_id, ends["source"], ends["target"], expr)
+        self.flow_scope[flow_id] = scope
+
+    def check(self) -> None:
+        incoming: dict[str, list[str]] = {n: [] for n in self.raw_nodes}
+        outgoing: dict[str, list[str]] = {n: [] for n in self.raw_nodes}
+        for flow in self.flows.values():
+            outgoing[flow.source].append(flow.id)
+            incoming[flow.target].append(flow.id)
+        for node_id, (raw, scope) in self.raw_nodes.items():
+            node = _compile_node(node_id, raw, scope, tuple(incoming[node_id]),
+                                 tuple(outgoing[node_id]), self.flows)
+            self.nodes[node_id] = node
+            if node.type is NodeType.START:
+                if scope in self.starts:
+                    raise InvalidDefinition(
+                        f"node {node_id!r}: a second startEvent in "
+                        f"{'the process' if scope is None else repr(scope)} "
+                        f"(the first is {self.starts[scope]!r})",
+                        node_id,
+                    )
+                self.starts[scope] = node_id
+        scopes = {None} | {n for n, (raw, _) in self.raw_nodes.items()
+                           if raw.get("type") == NodeType.SUBPROCESS}
+        for scope in scopes:
+            if scope not in self.starts:
+                inside = "the process" if scope is None else f"subProcess {scope!r}"
+                raise InvalidDefinition(f"{inside} has no startEvent", scope)
+        self._check_reachable()
+
+    def _check_reachable(self) -> None:
+        seen: set[str] = set()
+        todo = deque(self.starts.values())
+        while todo:
+            node_id = todo.popleft()
+            if node_id in seen:
+                continue
+            seen.add(node_id)
+            todo.extend(self.flows[f].target for f in self.nodes[node_id].outgoing)
+        for node_id in self.raw_nodes:
+            if node_id not in seen:
+                raise InvalidDefinition(
+                    f"node {node_id!r}: unreachable from the start event of its scope", node_id
+                )
+
+
+def _compile_node(
+    node_id: str,
+    raw: Mapping[str, Any],
+    scope: str | None,
+    incoming: tuple[str, ...],
+    outgoing: tuple[str, ...],
+    flows: Mapping[str, Flow],
+) -> Node:
+    node_type = NodeType(str(raw["type"]))
+    where = _where(node_id, node_type.value)
+    name = raw.get("name")
+    if name is not None and not isinstance(name, str):
+        raise InvalidDefinition(f"{where}: 'name' must be a string", node_id)
+    _check_shape(node_type, where, node_id, incoming, outgoing)
+    _check_conditions(node_type, where, node_id, outgoing, flows)
+    fields: dict[str, Any] = {}
+    if node_type is NodeType.SERVICE_TASK:
+        fields = _service_task_fields(raw, where, node_id)
+    elif node_type is NodeType.END:
+        fields = _end_fields(raw, where, node_id)
+    elif node_type is NodeType.EXCLUSIVE:
+        fields = _exclusive_fields(raw, where, node_id, outgoing, flows)
+    elif node_type is NodeType.SUBPROCESS and "compensation" in raw:
+        raise InvalidDefinition(f"{where}: compensation is not supported yet", node_id)
+    return Node(node_id, node_type, scope, incoming, outgoing, name=name, **fields)
+
+
+def _check_shape(
+    node_type: NodeType,
+    where: str,
+    node_id: str,
+    incoming: tuple[str, ...],
+    outgoing: tuple[str, ...],
+) -> None:
+    if node_type is NodeType.START and incoming:
+        raise InvalidDefinition(f"{where}: a start event cannot have incoming flows", node_id)
+    if node_type is NodeType.START and len(outgoing) != 1:
+        raise InvalidDefinition(f"{where}: a start event needs exactly one outgoing flow", node_id)
+    if node_type is NodeType.END and outgoing:
+        raise InvalidDefinition(f"{where}: an end event cannot have outgoing flows", node_id)
+    if node_type in GATEWAYS and not outgoing:
+        raise InvalidDefinition(f"{where}: a gateway needs at least one outgoing flow", node_id)
+    if node_type not in GATEWAYS and len(outgoing) > 1:
+        raise InvalidDefinition(
+            f"{where}: only gateways may have several outgoing flows "
+            f"(has {', '.join(outgoing)}); add a parallel or exclusive gateway",
+            node_id,
+        )
+
+
+def _check_conditions(
+    node_type: NodeType, where: str, node_id: str, outgoing: tuple[str, ...],
+    flows: Mapping[str, Flow],
+) -> None:
+    if node_type is NodeType.EXCLUSIVE:
+        return
+    for flow_id in outgoing:
+        if flows[flow_id].condition is not None:
+            raise InvalidDefinition(
+                f"flow {flow_id!r}: conditions are only allowed on flows leaving an "
+                f"exclusiveGateway, and this one leaves {where}",
+                flow_id,
+            )
+
+
+def _service_task_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, Any]:
+    if "topic" in raw:
+        raise InvalidDefinition(f"{where}: external topic tasks are not supported yet", node_id)
+    if "compensation" in raw:
+        raise InvalidDefinition(f"{where}: compensation is not supported yet", node_id)
+    handler = raw.get("handler")
+    if not isinstance(handler, str) or not NAME_PATTERN.match(handler):
+        raise InvalidDefinition(
+            f"{where}: needs 'handler', a handler name matching {NAME_PATTERN.pattern}", node_id
+        )
+    fields: dict[str, Any] = {"handler": handler, "retry": _retry(raw.get("retry"), where,
+                                                                  node_id)}
+    if "timeout" in raw:
+        timeout = parse_duration(raw["timeout"], where=f"{where} 'timeout'", element=node_id)
+        if timeout <= timedelta(0):
+            raise InvalidDefinition(f"{where}: 'timeout' must be positive", node_id)
+        fields["timeout"] = timeout
+    if "priority" in raw and not isinstance(raw["priority"], int):
+        raise InvalidDefinition(f"{where}: 'priority' must be an integer", node_id)
+    return fields
+
+
+def _retry(raw: Any, where: str, node_id: str) -> RetryPolicy:
+    if raw is None:
+        return RetryPolicy()
+    if not isinstance(raw, Mapping):
+        raise InvalidDefinition(f"{where}: 'retry' must be an object", node_id)
+    _check_keys(raw, RETRY_KEYS, f"{where} 'retry'", node_id)
+    attempts = raw.get("max_attempts", 1)
+    if not isinstance(attempts, int) or isinstance(attempts, bool) or not 1 <= attempts <= 1000:
+        raise InvalidDefinition(f"{where}: retry 'max_attempts' must be an integer 1..1000",
+                                node_id)
+    factor = raw.get("factor", 2.0)
+    if not isinstance(factor, int | float) or isinstance(factor, bool) or not 1 <= factor <= 100:
+        raise InvalidDefinition(f"{where}: retry 'factor' must be a number 1..100", node_id)
+    default = RetryPolicy()
+    backoff = (parse_duration(raw["backoff"], where=f"{where} retry 'backoff'", element=node_id)
+               if "backoff" in raw else default.backoff)
+    max_backoff = (parse_duration(raw["max_backoff"], where=f"{where} retry 'max_backoff'",
+                                  element=node_id)
+                   if "max_backoff" in raw else max(default.max_backoff, backoff))
+    return RetryPolicy(attempts, backoff, float(factor), max_backoff)
+
+
+def _end_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, Any]:
+    if raw.get("compensate") or "activity" in raw:
+        raise InvalidDefinition(f"{where}: compensation end events are not supported yet", node_id)
+    terminate = raw.get("terminate", False)
+    if not isinstance(terminate, bool):
+        raise InvalidDefinition(f"{where}: 'terminate' must be true or false", node_id)
+    error = raw.get("error")
+    if error is not None and (not isinstance(error, str) or not error):
+        raise InvalidDefinition(f"{where}: 'error' must be a non-empty error code", node_id)
+    if terminate and error is not None:
+        raise InvalidDefinition(f"{where}: an end event is terminate or error, not both", node_id)
+    return {"terminate": terminate, "error_code": error}
+
+
+def _exclusive_fields(
+    raw: Mapping[str, Any], where: str, node_id: str, outgoing: tuple[str, ...],
+    flows: Mapping[str, Flow],
+) -> dict[str, Any]:
+    default = raw.get("default")
+    if default is None:
+        return {}
+    if default not in outgoing:
+        raise InvalidDefinition(
+            f"{where}: default flow {default!r} is not one of its outgoing flows "
+            f"({', '.join(outgoing)})",
+            node_id,
+        )
+    if flows[default].condition is not None:
+        raise InvalidDefinition(f"flow {default!r}: the default flow cannot have a condition",
+                                default)
+    return {"default_flow": default}

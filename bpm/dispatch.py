@@ -1,0 +1,86 @@
+"""The small interface through which the engine hands work to whoever executes it.
+
+The engine only ever calls ``dispatch`` after the transaction that made the jobs necessary has
+committed (engine spec 2.7). Celery implements it in ``workers/``; embedded mode implements it
+in-process (``bpm.embedded``). A lost job is never fatal: the scans re-derive it from the rows.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+ADVANCE_TOKEN = "bpm.advance_token"
+RUN_HANDLER = "bpm.run_handler"
+START_INSTANCE = "bpm.start_instance"
+
+
+@dataclass(frozen=True)
+class Job:
+    """One nudge: a Celery task name and its JSON arguments (ids only, never state)."""
+
+    name: str
+    args: dict[str, Any]
+    not_before: datetime | None = None
+
+
+class Dispatcher(Protocol):
+    def dispatch(self, jobs: Sequence[Job]) -> None:
+        """Send jobs; called after commit. Must not raise for a lost message's sake."""
+        ...
+
+
+@dataclass(order=True)
+class _Delayed:
+    due: datetime
+    seq: int
+    job: Job = field(compare=False)
+
+
+class InProcessDispatcher:
+    """Queues jobs in memory for a runner in the same process (embedded mode, tests, bench).
+
+    Jobs with ``not_before`` wait in a heap until due; everything else is FIFO.
+    """
+
+    def __init__(self) -> None:
+        self._ready: deque[Job] = deque()
+        self._delayed: list[_Delayed] = []
+        self._seq = itertools.count()
+
+    def dispatch(self, jobs: Sequence[Job]) -> None:
+        for job in jobs:
+            if job.not_before is None:
+                self._ready.append(job)
+            else:
+                heapq.heappush(self._delayed, _Delayed(job.not_before, next(self._seq), job))
+
+    def pop(self, now: datetime) -> Job | None:
+        """The next job that may run at ``now``, or None."""
+        while self._delayed and self._delayed[0].due <= now:
+            self._ready.append(heapq.heappop(self._delayed).job)
+        return self._ready.popleft() if self._ready else None
+
+    def next_due(self) -> datetime | None:
+        return self._delayed[0].due if self._delayed else None
+
+    def __len__(self) -> int:
+        return len(self._ready) + len(self._delayed)
+
+
+class DroppingDispatcher:
+    """Loses every job, as a process killed between commit and send would.
+
+    Used to show that the scans recover work whose nudge never arrived.
+    """
+
+    def __init__(self) -> None:
+        self.dropped: list[Job] = []
+
+    def dispatch(self, jobs: Sequence[Job]) -> None:
+        self.dropped.extend(jobs)

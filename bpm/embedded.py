@@ -1,0 +1,96 @@
+"""Embedded mode: the same engine, with jobs run in this process instead of by Celery.
+
+For trying bpm, for the demo, and for unit tests of a user's own processes. SQLite by default,
+PostgreSQL when ``BPM_DATABASE_URL`` names it. It is not a second implementation: every job goes
+through ``Engine.run_job``, exactly as a Celery task would call it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from datetime import datetime
+from uuid import UUID
+
+from bpm.clock import SYSTEM_CLOCK, Clock
+from bpm.dispatch import InProcessDispatcher
+from bpm.engine.engine import Engine
+from bpm.engine.scans import ScanConfig
+from bpm.handlers import HandlerRegistry
+from bpm.store import Database, instances
+from bpm.store.migrate import require_current, upgrade
+
+log = logging.getLogger("bpm.embedded")
+END_STATES = frozenset({"COMPLETED", "FAILED", "TERMINATED", "CANCELLED"})
+
+
+class EmbeddedRuntime:
+    """An engine with an in-process dispatcher and a loop that drains it."""
+
+    def __init__(self, url: str | None = None, *, handlers: HandlerRegistry | None = None,
+                 clock: Clock = SYSTEM_CLOCK, migrate: bool | None = None,
+                 db: Database | None = None) -> None:
+        self.db = db or Database(url)
+        if migrate if migrate is not None else not self.db.is_postgres:
+            upgrade(self.db)  # SQLite sets itself up; PostgreSQL is migrated on purpose
+        else:
+            require_current(self.db)
+        self.dispatcher = InProcessDispatcher()
+        self.engine = Engine(self.db, self.dispatcher, handlers=handlers, clock=clock)
+
+    def run_until_idle(self, *, timeout: float = 60.0,
+                       until: Callable[[], bool] | None = None) -> bool:
+        """Run queued jobs (waiting for delayed retries) until none is left or ``until()``.
+
+        Returns True when it stopped because the work ran out or ``until`` held, False on timeout.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            job = self.dispatcher.pop(self.engine.clock.now())
+            if job is not None:
+                self._run(job)
+                continue
+            if until is not None and until():
+                return True
+            due = self.dispatcher.next_due()
+            if due is None:
+                return until is None or until()
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(_seconds_until(due, self.engine.clock.now(), deadline))
+
+    def _run(self, job: object) -> None:
+        from bpm.dispatch import Job
+
+        assert isinstance(job, Job)
+        try:
+            self.engine.run_job(job)
+        except Exception:  # a job must never stop the loop: it is logged, the scans recover
+            log.exception("job %s %s failed", job.name, job.args)
+
+    def wait_for(self, instance_id: UUID, timeout: float = 60.0) -> str:
+        """Run jobs until the instance reaches an end state (or FAILED), return its state."""
+
+        def ended() -> bool:
+            return self.state(instance_id) in END_STATES
+
+        self.run_until_idle(timeout=timeout, until=ended)
+        return self.state(instance_id)
+
+    def state(self, instance_id: UUID) -> str:
+        with self.db.transaction() as conn:
+            row = instances.get(conn, instance_id)
+        return row.state if row else "UNKNOWN"
+
+    def recover(self, now: datetime | None = None, cfg: ScanConfig | None = None) -> dict[str, int]:
+        """Run every scan once, as a starting worker does (engine spec 2.8)."""
+        return self.engine.run_scans(now, cfg)
+
+    def close(self) -> None:
+        self.db.dispose()
+
+
+def _seconds_until(due: datetime, now: datetime, deadline: float) -> float:
+    wait = (due - now).total_seconds()
+    return max(0.0, min(wait, 0.2, deadline - time.monotonic()))

@@ -1,0 +1,1 @@
+"""The engine: node semantics, joins, handler runs, scans and the operator's actions."""

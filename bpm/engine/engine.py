@@ -1,0 +1,257 @@
+"""The engine facade: every use case is one method that owns its transactions.
+
+Jobs (advance a token, run a handler) re-read their rows and act under version checks, so a
+job delivered twice, late, or after someone else did the work ends as a logged no-op.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import socket
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+from uuid import UUID
+
+from bpm.clock import SYSTEM_CLOCK, Clock
+from bpm.definitions.model import ProcessGraph
+from bpm.definitions.parse import compile_definition
+from bpm.dispatch import ADVANCE_TOKEN, RUN_HANDLER, Dispatcher, Job
+from bpm.engine import handler_runs, joins, lifecycle, nodes, scans, views
+from bpm.engine.tx import Conflict, Next, NextToken, RunTask, Stale, Tx
+from bpm.errors import NotFound
+from bpm.handlers import HandlerContext, HandlerRegistry
+from bpm.handlers import registry as default_registry
+from bpm.store import Connection, Database, definitions, instances, tokens, variables
+
+log = logging.getLogger("bpm.engine")
+T = TypeVar("T")
+
+DONE, STALE, UNKNOWN, DEFERRED = "done", "stale", "unknown", "deferred"
+DEFAULT_LOCK = timedelta(minutes=5)
+
+
+class _InstanceInfo:
+    """What never changes about an instance, cached to save a query per job."""
+
+    __slots__ = ("business_key", "def_id", "key")
+
+    def __init__(self, def_id: UUID, key: str, business_key: str | None) -> None:
+        self.def_id, self.key, self.business_key = def_id, key, business_key
+
+
+class Engine:
+    """Runs process instances stored in ``db``; hands follow-up work to ``dispatcher``."""
+
+    def __init__(self, db: Database, dispatcher: Dispatcher, *,
+                 handlers: HandlerRegistry | None = None, clock: Clock = SYSTEM_CLOCK,
+                 worker_id: str | None = None, chain_limit: int = 100,
+                 run_handlers_inline: bool = True) -> None:
+        self.db = db
+        self.dispatcher = dispatcher
+        self.handlers = handlers if handlers is not None else default_registry
+        self.clock = clock
+        self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
+        self.chain_limit = chain_limit
+        self.run_handlers_inline = run_handlers_inline
+        self._graphs: dict[UUID, ProcessGraph] = {}
+        self._instances: OrderedDict[UUID, _InstanceInfo] = OrderedDict()
+
+    # --- transactions --------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self, actor: str | None = None) -> Iterator[Tx]:
+        """One transaction; its history is flushed before commit, its jobs sent after."""
+        with self.db.transaction() as conn:
+            tx = Tx(conn, self.clock.now(), actor or self.worker_id)
+            yield tx
+            tx.history.flush(conn)
+        if tx.jobs:
+            self.dispatcher.dispatch(tx.jobs)
+
+    def _retrying(self, fn: Callable[[], T], attempts: int = 5) -> T:
+        """Retry a transaction that lost a version race, with jitter (never an incident)."""
+        for attempt in range(attempts):
+            try:
+                return fn()
+            except Conflict:
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(random.uniform(0.001, 0.005 * (attempt + 1)))
+        raise AssertionError("unreachable")
+
+    # --- definitions & instance info ---------------------------------------------------
+
+    def graph(self, def_id: UUID, conn: Connection | None = None) -> ProcessGraph:
+        """The compiled graph of a definition; definitions are immutable, so it is cached.
+
+        Pass the caller's connection when inside a transaction: a second connection could
+        wait on the first one's lock (SQLite).
+        """
+        graph = self._graphs.get(def_id)
+        if graph is None:
+            if conn is None:
+                with self.db.transaction() as own:
+                    row = definitions.by_id(own, def_id)
+            else:
+                row = definitions.by_id(conn, def_id)
+            if row is None:
+                raise NotFound(f"definition {def_id} does not exist")
+            graph = compile_definition(row.graph)
+            self._graphs[def_id] = graph
+        return graph
+
+    def _info(self, tx: Tx, instance_id: UUID) -> _InstanceInfo:
+        info = self._instances.get(instance_id)
+        if info is None:
+            inst = instances.get(tx.conn, instance_id)
+            if inst is None:
+                raise NotFound(f"instance {instance_id} does not exist")
+            info = _InstanceInfo(inst.process_def_id, inst.process_key, inst.business_key)
+            self._instances[instance_id] = info
+            if len(self._instances) > 10_000:
+                self._instances.popitem(last=False)
+        return info
+
+    # --- jobs ----------------------------------------------------------------------------
+
+    def run_job(self, job: Job) -> str:
+        """Execute one dispatched job by name (what a Celery task or the embedded loop calls)."""
+        if job.name == ADVANCE_TOKEN:
+            return self.advance(UUID(job.args["token_id"]), int(job.args["expected_version"]))
+        if job.name == RUN_HANDLER:
+            return self.run_handler(UUID(job.args["task_id"]))
+        raise ValueError(f"unknown job {job.name!r}")
+
+    def advance(self, token_id: UUID, expected_version: int) -> str:
+        """Apply the node semantics for this token once; a stale version is a no-op."""
+        return self._chain(NextToken(token_id, expected_version))
+
+    def run_handler(self, task_id: UUID) -> str:
+        """Lock the task, run its handler outside any transaction, commit the outcome."""
+        return self._chain(RunTask(task_id))
+
+    def _chain(self, nxt: Next) -> str:
+        """Follow one token through automatic nodes, each step its own transaction."""
+        outcome = DONE
+        for step in range(self.chain_limit):
+            if nxt is None:
+                return outcome
+            try:
+                if isinstance(nxt, NextToken):
+                    nxt = self._retrying(lambda n=nxt: self._advance_once(n))  # type: ignore[misc]
+                elif self.run_handlers_inline or step == 0:
+                    nxt = self._run_handler_once(nxt.task_id)
+                else:
+                    self.dispatcher.dispatch([Job(RUN_HANDLER, {"task_id": str(nxt.task_id)})])
+                    return outcome
+            except Stale as exc:
+                log.info("no-op: %s", exc, extra={"action": "stale"})
+                return STALE if step == 0 else outcome
+            except NotFound as exc:
+                log.warning("dropped: %s", exc, extra={"action": "unknown"})
+                return UNKNOWN
+        self._defer(nxt)
+        return DEFERRED
+
+    def _defer(self, nxt: Next) -> None:
+        """The chain bound was reached: queue the rest so other work gets its turn."""
+        if isinstance(nxt, NextToken):
+            self.dispatcher.dispatch([Job(ADVANCE_TOKEN, {"token_id": str(nxt.token_id),
+                                                          "expected_version": nxt.version})])
+        elif isinstance(nxt, RunTask):
+            self.dispatcher.dispatch([Job(RUN_HANDLER, {"task_id": str(nxt.task_id)})])
+
+    def _advance_once(self, nxt: NextToken) -> Next:
+        with self.transaction() as tx:
+            tok = tokens.get(tx.conn, nxt.token_id)
+            if tok is None:
+                raise NotFound(f"token {nxt.token_id} does not exist")
+            if tok.version != nxt.version:
+                raise Stale(f"token {tok.id} is at version {tok.version}, job expected "
+                            f"{nxt.version}")
+            g = self.graph(self._info(tx, tok.instance_id).def_id, tx.conn)
+            if tok.state == "ACTIVE":
+                return nodes.arrive(tx, g, tok)
+            if tok.state == "WAITING" and tok.wait_kind == "CHILDREN":
+                return joins.decide(tx, g, tok)
+            raise Stale(f"token {tok.id} is {tok.state}; nothing to advance")
+
+    def _run_handler_once(self, task_id: UUID) -> Next:
+        with self.transaction() as tx:
+            task = handler_runs.lock_task(tx, task_id, DEFAULT_LOCK)
+            if task is None:
+                raise Stale(f"task {task_id} is not READY and due; another runner has it or "
+                            f"it is finished")
+            info = self._info(tx, task.instance_id)
+            g = self.graph(info.def_id, tx.conn)
+            task = handler_runs.fit_lock(tx, task, g.node(task.node_id).timeout)
+            values = variables.load(tx.conn, task.instance_id)
+        ctx = HandlerContext(values, str(task.id), task.attempts, task.instance_id,
+                             info.business_key, info.key, task.node_id, task.id)
+        started = time.perf_counter()
+        outcome = handler_runs.invoke(self.handlers, task, ctx)
+        log.debug("handler %s ran in %.1f ms", task.handler,
+                  (time.perf_counter() - started) * 1000)
+        with self.transaction() as tx:
+            if outcome.variables is not None:
+                return handler_runs.complete_task(tx, g, task, outcome.variables)
+            return handler_runs.fail_task(tx, g, task, outcome)
+
+    # --- used by the facade modules ------------------------------------------------------
+
+    def retrying(self, fn: Callable[[], T]) -> T:
+        return self._retrying(fn)
+
+    def info_for(self, tx: Tx, instance_id: UUID) -> tuple[UUID, str, str | None]:
+        info = self._info(tx, instance_id)
+        return info.def_id, info.key, info.business_key
+
+    def remember(self, instance_id: UUID, def_id: UUID, key: str,
+                 business_key: str | None) -> None:
+        self._instances[instance_id] = _InstanceInfo(def_id, key, business_key)
+
+    def describe(self) -> dict[str, Any]:
+        return {"database": self.db.safe_url, "worker_id": self.worker_id,
+                "handlers": self.handlers.names()}
+
+    # --- the public API ------------------------------------------------------------------
+
+    def deploy(self, document: Mapping[str, Any], *, source: str | None = None,
+               source_format: str = "json") -> lifecycle.Deployed:
+        return lifecycle.deploy(self, document, source=source, source_format=source_format)
+
+    def start(self, key: str, variables: Mapping[str, Any] | None = None, *,
+              business_key: str | None = None, idempotency_key: str | None = None,
+              version: int | None = None) -> lifecycle.Started:
+        return lifecycle.start(self, key, variables, business_key=business_key,
+                               idempotency_key=idempotency_key, version=version)
+
+    def cancel(self, instance_id: UUID, reason: str = "cancelled by an operator") -> None:
+        lifecycle.cancel(self, instance_id, reason)
+
+    def retry(self, token_or_task: UUID, retries: int | None = None) -> UUID:
+        return lifecycle.retry(self, token_or_task, retries)
+
+    def show(self, instance_id: UUID) -> dict[str, Any]:
+        return views.show(self, instance_id)
+
+    def trace(self, instance_id: UUID) -> list[dict[str, Any]]:
+        return views.trace(self, instance_id)
+
+    def instances(self, *, state: str | None = None, key: str | None = None,
+                  business_key: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        return views.list_instances(self, state=state, key=key, business_key=business_key,
+                                    limit=limit)
+
+    def incidents(self, limit: int = 100) -> list[dict[str, Any]]:
+        return views.open_incidents(self, limit)
+
+    def run_scans(self, now: datetime | None = None,
+                  cfg: scans.ScanConfig | None = None) -> dict[str, int]:
+        return scans.run_all_scans(self, now, cfg or scans.ScanConfig())

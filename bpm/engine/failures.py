@@ -1,0 +1,86 @@
+"""Failing a token, opening its incident, and cancelling what a token leaves behind."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from bpm.engine.moves import move
+from bpm.engine.tx import Conflict, Tx
+from bpm.store import incidents, instances, tasks
+from bpm.store.rows import TokenRow
+
+LIVE_INSTANCE = ("RUNNING", "FAILED")
+_EVENT_OF_STATE = {"RUNNING": "InstanceResumed", "COMPLETED": "InstanceCompleted",
+                   "FAILED": "InstanceFailed", "TERMINATED": "InstanceTerminated",
+                   "CANCELLED": "InstanceCancelled"}
+
+
+def fail_token(tx: Tx, tok: TokenRow, *, kind: str, message: str, details: str | None = None,
+               task_id: UUID | None = None) -> TokenRow:
+    """Token -> FAILED, engine event ``TokenFailed``, an open incident, instance -> FAILED.
+
+    With saga scope ``none`` (the only scope so far) the failure stops here and waits for an
+    operator: retry the token, or cancel the instance (engine spec 4.2).
+    """
+    failed = move(tx, tok, state="FAILED", event="FAILED", data={"error": message})
+    incident = incidents.open_incident(
+        tx.conn, instance_id=tok.instance_id, token_id=tok.id, task_id=task_id,
+        node_id=tok.node_id, kind=kind, message=message, details=details, now=tx.now)
+    tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="TokenFailed",
+                      node_id=tok.node_id, token_id=tok.id, actor=tx.actor,
+                      data={"error": message, "kind": kind})
+    tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="IncidentOpened",
+                      node_id=tok.node_id, token_id=tok.id, actor=tx.actor,
+                      data={"incident_id": str(incident.id), "kind": kind, "message": message})
+    set_instance_state(tx, tok.instance_id, "FAILED", only_from=("RUNNING",))
+    return failed
+
+
+def set_instance_state(tx: Tx, instance_id: UUID, state: str,
+                       only_from: tuple[str, ...] = LIVE_INSTANCE) -> bool:
+    """Lock the instance row and change its state if it is in one of ``only_from``.
+
+    The row lock serialises branches that fail or finish at the same moment, so the guarded
+    update cannot lose against them.
+    """
+    inst = instances.get(tx.conn, instance_id, for_update=True)
+    if inst is None or inst.state not in only_from or inst.state == state:
+        return False
+    ended = tx.now if state in ("COMPLETED", "TERMINATED", "CANCELLED") else None
+    if not instances.set_state(tx.conn, inst, state, tx.now, ended):
+        raise Conflict(f"instance {instance_id} changed under its row lock")
+    tx.history.engine(instance_id=instance_id, at=tx.now, type=_EVENT_OF_STATE[state],
+                      from_state=inst.state, to_state=state, actor=tx.actor)
+    return True
+
+
+def cancel_token(tx: Tx, tok: TokenRow, reason: str) -> None:
+    """Cancel a live token with its open task and open incidents."""
+    move(tx, tok, state="CANCELLED", event="CANCELLED", data={"reason": reason})
+    task = tasks.open_of_token(tx.conn, tok.id)
+    if task is not None:
+        cancel_task(tx, task.id, reason)
+    resolve_incidents(tx, tok.id, reason)
+
+
+def cancel_task(tx: Tx, task_id: UUID, reason: str) -> None:
+    task = tasks.get(tx.conn, task_id)
+    if task is None or task.state in ("DONE", "CANCELLED"):
+        return
+    if not tasks.finish(tx.conn, task, state="CANCELLED", now=tx.now):
+        raise Conflict(f"task {task.id} changed while it was being cancelled")
+    tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
+                    at=tx.now, type="CANCELLED", node_id=task.node_id, from_state=task.state,
+                    to_state="CANCELLED", actor=tx.actor, data={"reason": reason})
+
+
+def resolve_incidents(tx: Tx, token_id: UUID, reason: str) -> int:
+    count = 0
+    for incident in incidents.open_of_token(tx.conn, token_id):
+        if not incidents.resolve(tx.conn, incident, tx.now):
+            raise Conflict(f"incident {incident.id} changed while it was being resolved")
+        tx.history.engine(instance_id=incident.instance_id, at=tx.now, type="IncidentResolved",
+                          node_id=incident.node_id, token_id=token_id, actor=tx.actor,
+                          data={"incident_id": str(incident.id), "reason": reason})
+        count += 1
+    return count

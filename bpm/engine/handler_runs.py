@@ -1,0 +1,157 @@
+"""Running an in-process handler task: lock, run outside any transaction, record the outcome.
+
+Three steps, two transactions (engine spec 4.2 and 2.5): the lock counts the attempt as it
+starts; the handler runs with no transaction open; the outcome is committed only if the task
+is still locked by this runner at the version it locked (a late result after the lock expired
+and another runner took over is rejected).
+"""
+
+from __future__ import annotations
+
+import json
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Any
+from uuid import UUID
+
+from bpm.definitions.model import ProcessGraph
+from bpm.engine.failures import fail_token
+from bpm.engine.nodes import leave
+from bpm.engine.tx import Next, Stale, Tx
+from bpm.errors import BadVariables, BpmnError
+from bpm.handlers import HandlerContext, HandlerRegistry
+from bpm.store import tasks, tokens, variables
+from bpm.store.rows import TaskRow
+from bpm.variables import check_variables
+
+MAX_DETAILS = 8000
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a handler run produced: variables to set, or an error to record."""
+
+    variables: dict[str, Any] | None = None
+    error: str | None = None
+    details: str | None = None
+    retryable: bool = True
+    bpmn_code: str | None = None
+
+
+def lock_task(tx: Tx, task_id: UUID, lock_for: timedelta) -> TaskRow | None:
+    expire = tx.now + lock_for
+    task = tasks.lock(tx.conn, task_id, tx.actor, expire, tx.now)
+    if task is None:
+        return None
+    tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
+                    at=tx.now, type="LOCKED", node_id=task.node_id, from_state="READY",
+                    to_state="LOCKED", actor=tx.actor,
+                    data={"attempt": task.attempts})
+    return task
+
+
+def fit_lock(tx: Tx, task: TaskRow, lock_for: timedelta) -> TaskRow:
+    """Give the lock the node's own timeout when it differs from the default used to lock."""
+    expire = tx.now + lock_for
+    if task.lock_expire_at == expire:
+        return task
+    tasks.set_lock_expiry(tx.conn, task, expire)
+    return replace(task, lock_expire_at=expire)
+
+
+def invoke(registry: HandlerRegistry, task: TaskRow, ctx: HandlerContext) -> Outcome:
+    """Call the handler; never raises (every failure becomes an ``Outcome``)."""
+    fn = registry.get(task.handler or "")
+    if fn is None:
+        known = ", ".join(registry.names()) or "none"
+        return Outcome(error=f"no handler is registered as {task.handler!r} in this worker "
+                             f"(registered: {known}); set BPM_IMPORTS to the module that "
+                             f"registers it", retryable=False)
+    try:
+        result = fn(ctx)
+    except BpmnError as exc:
+        return Outcome(error=str(exc), bpmn_code=exc.code, retryable=False)
+    except Exception as exc:
+        details = traceback.format_exc()[-MAX_DETAILS:]
+        return Outcome(error=f"{type(exc).__name__}: {exc}", details=details)
+    return _check_result(task, result)
+
+
+def _check_result(task: TaskRow, result: object) -> Outcome:
+    if result is None:
+        return Outcome(variables={})
+    if not isinstance(result, Mapping):
+        return Outcome(error=f"handler {task.handler!r} returned {type(result).__name__}; "
+                             f"a handler returns a dict of variables or None", retryable=False)
+    try:
+        return Outcome(variables=check_variables(result, where=f"handler {task.handler!r}"))
+    except BadVariables as exc:
+        return Outcome(error=str(exc), retryable=False)
+
+
+def complete_task(tx: Tx, g: ProcessGraph, task: TaskRow, values: dict[str, Any]) -> Next:
+    """Task DONE, result variables written, token moved on: one transaction."""
+    if not tasks.finish(tx.conn, task, state="DONE", now=tx.now):
+        raise Stale(f"task {task.id} is no longer locked by {tx.actor} at version "
+                    f"{task.version}; its result is dropped")
+    tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
+                    at=tx.now, type="COMPLETED", node_id=task.node_id, from_state="LOCKED",
+                    to_state="DONE", actor=tx.actor,
+                    data={"variables": values} if values else None)
+    variables.write(tx.conn, task.instance_id, values, tx.now)
+    tok = tokens.get(tx.conn, task.token_id)
+    if tok is None or tok.state != "WAITING" or tok.node_id != task.node_id:
+        raise Stale(f"token of task {task.id} is no longer waiting at {task.node_id!r}")
+    return leave(tx, g, tok, g.node(task.node_id))
+
+
+def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
+    """Retry later with backoff while attempts remain; else fail the token with an incident."""
+    node = g.node(task.node_id)
+    retry = outcome.retryable and task.retries > 0
+    retry_at = tx.now + node.retry.delay(task.attempts) if retry else None
+    state = "READY" if retry else "FAILED"
+    if not tasks.finish(tx.conn, task, state=state, now=tx.now, retry_at=retry_at,
+                        retries=task.retries if retry else 0, error_message=outcome.error,
+                        error_details=outcome.details):
+        raise Stale(f"task {task.id} is no longer locked by {tx.actor}; failure dropped")
+    tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
+                    at=tx.now, type="FAILED", node_id=task.node_id, from_state="LOCKED",
+                    to_state=state, actor=tx.actor,
+                    data={"attempt": task.attempts, "error": outcome.error,
+                          "retry_at": retry_at.isoformat() if retry_at else None,
+                          "bpmn_error": outcome.bpmn_code})
+    if retry:
+        tx.run_handler_later(task.id, retry_at)
+        return None
+    tok = tokens.get(tx.conn, task.token_id)
+    if tok is None or tok.state != "WAITING":
+        raise Stale(f"token of task {task.id} is no longer waiting")
+    attempts = f" after {task.attempts} attempt{'s' if task.attempts != 1 else ''}"
+    fail_token(tx, tok, kind="bpmn-error" if outcome.bpmn_code else "handler",
+               message=f"task {task.node_id!r} failed{attempts}: {outcome.error}",
+               details=outcome.details, task_id=task.id)
+    return None
+
+
+def expire_lock(tx: Tx, g: ProcessGraph, task: TaskRow) -> Next:
+    """A runner took the lock and never reported back: that run used up an attempt."""
+    if task.retries > 0:
+        if not tasks.finish(tx.conn, task, state="READY", now=tx.now, retry_at=tx.now,
+                            error_message="the handler's lock expired before it reported back"):
+            raise Stale(f"task {task.id} changed before its lock could expire")
+        tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
+                        at=tx.now, type="LOCK_EXPIRED", node_id=task.node_id,
+                        from_state="LOCKED", to_state="READY", actor=tx.actor,
+                        data={"owner": task.lock_owner, "attempt": task.attempts})
+        tx.run_handler_later(task.id)
+        return None
+    outcome = Outcome(error=f"the handler's worker never reported back ({task.lock_owner}; "
+                            f"killed, or its lock expired)", retryable=False)
+    return fail_task(tx, g, task, outcome)
+
+
+def json_size(values: Mapping[str, Any]) -> int:
+    return len(json.dumps(values))

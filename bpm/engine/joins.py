@@ -1,0 +1,86 @@
+"""Decisions a WAITING parent token takes about its children (engine spec 4.4 and 4.7).
+
+A decision locks the parent row first (``SELECT ... FOR UPDATE``), so decisions for one scope
+serialise; it then re-reads the children and acts only on what it finds. Two decisions for one
+set of arrivals are therefore harmless: the second finds nothing to consume.
+"""
+
+from __future__ import annotations
+
+from bpm.definitions.model import Node, NodeType, ProcessGraph
+from bpm.engine.moves import create, move, new_token
+from bpm.engine.nodes import end_token, leave
+from bpm.engine.tx import Next, NextToken, Stale, Tx
+from bpm.store import tokens
+from bpm.store.rows import TokenRow
+
+
+def decide(tx: Tx, g: ProcessGraph, parent: TokenRow) -> Next:
+    locked = tokens.get(tx.conn, parent.id, for_update=True)
+    if locked is None or locked.version != parent.version or locked.state != "WAITING":
+        raise Stale(f"token {parent.id} moved on before its decision")
+    children = tokens.live_children(tx.conn, locked.id)
+    for join_id, arrived in _arrivals(children).items():
+        node = g.node(join_id)
+        picked = _pick(node, arrived)
+        if picked is not None:
+            return _fire_join(tx, g, locked, node, picked, children)
+    if children:
+        return None  # branches still running: nothing to decide yet
+    node = g.node(locked.node_id)
+    if node.type is NodeType.SUBPROCESS:
+        tx.history.engine(instance_id=locked.instance_id, at=tx.now, type="SubprocessCompleted",
+                          node_id=node.id, token_id=locked.id, actor=tx.actor)
+        return leave(tx, g, locked, node)
+    return end_token(tx, locked)  # every branch of this scope ended at an end event
+
+
+def _arrivals(children: list[TokenRow]) -> dict[str, list[TokenRow]]:
+    out: dict[str, list[TokenRow]] = {}
+    for child in sorted(children, key=lambda c: (c.updated_at, str(c.id))):
+        if child.state == "WAITING" and child.wait_kind == "JOIN":
+            out.setdefault(child.node_id, []).append(child)
+    return out
+
+
+def _pick(node: Node, arrived: list[TokenRow]) -> list[TokenRow] | None:
+    """One token per incoming flow (the earliest), or None while a flow has none yet."""
+    by_flow: dict[str, TokenRow] = {}
+    for child in arrived:
+        if child.via_flow in node.incoming and child.via_flow not in by_flow:
+            by_flow[child.via_flow] = child
+    if len(by_flow) < len(node.incoming):
+        return None
+    return [by_flow[f] for f in node.incoming]
+
+
+def _fire_join(tx: Tx, g: ProcessGraph, parent: TokenRow, node: Node, picked: list[TokenRow],
+               children: list[TokenRow]) -> Next:
+    for child in picked:
+        move(tx, child, state="COMPLETED", event="JOINED", data={"join": node.id})
+    consumed = {c.id for c in picked}
+    others = [c for c in children if c.id not in consumed]
+    flows = g.outgoing(node.id)
+    tx.history.engine(instance_id=parent.instance_id, at=tx.now, type="JoinFired",
+                      node_id=node.id, token_id=parent.id, actor=tx.actor,
+                      data={"consumed": [str(c.id) for c in picked],
+                            "continues": "parent" if not others else "branch"})
+    if not others:
+        # Block-structured case: the scope token itself moves past the join.
+        tokens.link(tx.conn, [(c.id, parent.id, "JOIN") for c in picked])
+        if len(flows) == 1:
+            moved = move(tx, parent, state="ACTIVE", event="MOVED", node_id=flows[0].target,
+                         via_flow=flows[0].id, data={"from": node.id, "flow": flows[0].id})
+            return NextToken(moved.id, moved.version)
+        parent = move(tx, parent, state="WAITING", event="FORKED", node_id=node.id,
+                      via_flow=None, wait_kind="CHILDREN", data={"into": [f.id for f in flows]})
+    # A join inside a wider fork (or a join that forks again): new branches continue.
+    branches = [new_token(tx, instance_id=parent.instance_id, node_id=f.target, parent=parent.id,
+                          scope_id=parent.scope_id, concurrent=True, via_flow=f.id)
+                for f in flows]
+    links = [(c.id, b.id, "JOIN") for c in picked for b in branches] if others else []
+    links += [(parent.id, b.id, "FORK") for b in branches] if not others else []
+    create(tx, branches, links)
+    for branch in branches[1:]:
+        tx.advance_later(branch.id, 0)
+    return NextToken(branches[0].id, 0)

@@ -1,0 +1,207 @@
+"""Deploying definitions, starting instances, and the operator's actions (retry, cancel)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from uuid import UUID, uuid4
+
+from bpm.definitions.parse import compile_definition
+from bpm.engine.failures import cancel_token, resolve_incidents, set_instance_state
+from bpm.engine.moves import create, move, new_token
+from bpm.engine.tx import Conflict, Tx
+from bpm.errors import InvalidOperation, NotFound, UnknownProcess
+from bpm.store import definitions, incidents, instances, tasks, tokens, variables
+from bpm.store.definitions import VersionTaken
+from bpm.store.rows import DefinitionRow, InstanceRow
+from bpm.variables import check_variables
+
+if TYPE_CHECKING:
+    from bpm.engine.engine import Engine
+
+OPERATOR = "operator"
+
+
+@dataclass(frozen=True)
+class Deployed:
+    id: UUID
+    key: str
+    version: int
+    created: bool
+
+
+@dataclass(frozen=True)
+class Started:
+    id: UUID
+    key: str
+    business_key: str | None
+    state: str
+    created: bool
+
+
+def checksum(document: Mapping[str, Any]) -> str:
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def deploy(engine: Engine, document: Mapping[str, Any], *, source: str | None = None,
+           source_format: str = "json") -> Deployed:
+    """Validate, then store as a new version unless the latest version is the same graph."""
+    graph = compile_definition(document)
+    digest = checksum(graph.document)
+    for _ in range(5):
+        try:
+            with engine.transaction(OPERATOR) as tx:
+                return _deploy_txn(tx, graph.key, graph.name, graph.document, digest,
+                                   source or json.dumps(graph.document, indent=2), source_format)
+        except VersionTaken:
+            continue  # a concurrent deploy of the same key took the number: look again
+    raise Conflict(f"could not deploy {graph.key!r}: concurrent deploys kept winning")
+
+
+def _deploy_txn(tx: Tx, key: str, name: str, document: dict[str, Any], digest: str,
+                source: str, source_format: str) -> Deployed:
+    latest = definitions.latest(tx.conn, key)
+    if latest is not None and latest.checksum == digest:
+        return Deployed(latest.id, key, latest.version, created=False)
+    row = definitions.insert(tx.conn, key=key, name=name,
+                             version=(latest.version + 1) if latest else 1, graph=document,
+                             source=source, source_format=source_format, checksum=digest,
+                             now=tx.now)
+    tx.history.engine(instance_id=None, at=tx.now, type="DefinitionDeployed", actor=tx.actor,
+                      data={"id": str(row.id), "key": key, "version": row.version})
+    return Deployed(row.id, key, row.version, created=True)
+
+
+def start(engine: Engine, key: str, values: Mapping[str, Any] | None = None, *,
+          business_key: str | None = None, idempotency_key: str | None = None,
+          version: int | None = None) -> Started:
+    """Start an instance, or return the one this idempotency key already started.
+
+    The idempotency key defaults to the business key, so a redelivered start for the same
+    business key never starts a second instance.
+    """
+    checked = check_variables(values, where=f"start of {key!r}")
+    if business_key is not None and (not isinstance(business_key, str) or not business_key):
+        raise InvalidOperation("the business key must be a non-empty string")
+    ikey = idempotency_key or business_key
+    with engine.transaction() as tx:
+        row = _definition(tx, key, version)
+        if ikey is not None:
+            existing = instances.by_idempotency_key(tx.conn, key, ikey)
+            if existing is not None:
+                return Started(existing.id, key, existing.business_key, existing.state, False)
+        inst = InstanceRow(uuid4(), row.id, key, business_key, ikey, "RUNNING", 0, tx.now,
+                           tx.now, None)
+        if not _insert_instance(tx, inst):
+            existing = instances.by_idempotency_key(tx.conn, key, ikey or "")
+            assert existing is not None
+            return Started(existing.id, key, existing.business_key, existing.state, False)
+        variables.write(tx.conn, inst.id, checked, tx.now)
+        graph = engine.graph(row.id, tx.conn)
+        root = new_token(tx, instance_id=inst.id, node_id=graph.start_of(None).id, parent=None,
+                         scope_id=None, concurrent=False, via_flow=None)
+        tx.history.engine(instance_id=inst.id, at=tx.now, type="InstanceStarted",
+                          to_state="RUNNING", actor=tx.actor,
+                          data={"key": key, "version": row.version,
+                                "business_key": business_key, "variables": checked})
+        create(tx, [root], [])
+        tx.advance_later(root.id, 0)
+    engine.remember(inst.id, row.id, key, business_key)
+    return Started(inst.id, key, business_key, "RUNNING", True)
+
+
+def _definition(tx: Tx, key: str, version: int | None) -> DefinitionRow:
+    row = (definitions.latest(tx.conn, key) if version is None
+           else definitions.by_key_version(tx.conn, key, version))
+    if row is None:
+        which = f"{key!r}" if version is None else f"{key!r} version {version}"
+        raise UnknownProcess(f"no process definition {which} is deployed; deploy it first "
+                             f"(bpm deploy FILE)")
+    return row
+
+
+def _insert_instance(tx: Tx, inst: InstanceRow) -> bool:
+    """Insert in a savepoint; False when a concurrent start took the idempotency key."""
+    from sqlalchemy.exc import IntegrityError
+
+    try:
+        with tx.conn.begin_nested():
+            instances.insert(tx.conn, inst)
+    except IntegrityError:
+        if inst.idempotency_key is None:
+            raise
+        return False
+    return True
+
+
+def cancel(engine: Engine, instance_id: UUID, reason: str = "cancelled by an operator") -> None:
+    """Cancel every live token, task and incident, and the instance (one transaction)."""
+
+    def run() -> None:
+        with engine.transaction(OPERATOR) as tx:
+            inst = instances.get(tx.conn, instance_id, for_update=True)
+            if inst is None:
+                raise NotFound(f"instance {instance_id} does not exist")
+            if inst.state not in ("RUNNING", "FAILED"):
+                raise InvalidOperation(f"instance {instance_id} is {inst.state}; only RUNNING "
+                                       f"or FAILED instances can be cancelled")
+            for tok in tokens.of_instance(tx.conn, instance_id):
+                if tok.state in ("ACTIVE", "WAITING", "FAILED"):
+                    cancel_token(tx, tok, reason)
+            set_instance_state(tx, instance_id, "CANCELLED")
+
+    engine.retrying(run)
+
+
+def retry(engine: Engine, token_or_task: UUID, retries: int | None = None) -> UUID:
+    """Re-run a FAILED token: its task gets fresh attempts, its incident is resolved."""
+    if retries is not None and retries < 1:
+        raise InvalidOperation("--retries must be at least 1")
+
+    def run() -> UUID:
+        with engine.transaction(OPERATOR) as tx:
+            tok = tokens.get(tx.conn, token_or_task)
+            if tok is None:
+                task = tasks.get(tx.conn, token_or_task)
+                tok = tokens.get(tx.conn, task.token_id) if task else None
+            if tok is None:
+                raise NotFound(f"no token or task has id {token_or_task}")
+            if tok.state != "FAILED":
+                raise InvalidOperation(f"token {tok.id} at {tok.node_id!r} is {tok.state}; "
+                                       f"only FAILED tokens can be retried")
+            _retry_txn(engine, tx, tok.id, retries)
+            return tok.id
+
+    return engine.retrying(run)
+
+
+def _retry_txn(engine: Engine, tx: Tx, token_id: UUID, retries: int | None) -> None:
+    tok = tokens.get(tx.conn, token_id)
+    assert tok is not None
+    def_id, _, _ = engine.info_for(tx, tok.instance_id)
+    node = engine.graph(def_id, tx.conn).node(tok.node_id)
+    task = tasks.open_of_token(tx.conn, tok.id)
+    if task is not None and task.state == "FAILED":
+        attempts = retries or node.retry.max_attempts
+        if not tasks.finish(tx.conn, task, state="READY", now=tx.now, retries=attempts):
+            raise Conflict(f"task {task.id} changed during retry")
+        tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=tok.id,
+                        at=tx.now, type="RETRIED", node_id=task.node_id, from_state="FAILED",
+                        to_state="READY", actor=tx.actor, data={"retries": attempts})
+        move(tx, tok, state="WAITING", event="RETRIED", wait_kind="TASK")
+        tx.run_handler_later(task.id)
+    elif node.type.value == "exclusiveGateway":
+        moved = move(tx, tok, state="ACTIVE", event="RETRIED")
+        tx.advance_later(moved.id, moved.version)
+    else:
+        raise InvalidOperation(f"token {tok.id} failed at {node.type.value} {node.id!r}, which "
+                               f"cannot run again; cancel the instance instead")
+    resolve_incidents(tx, tok.id, "retried by an operator")
+    tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="OperatorRetry",
+                      node_id=tok.node_id, token_id=tok.id, actor=tx.actor)
+    if not incidents.of_instance(tx.conn, tok.instance_id, only_open=True):
+        set_instance_state(tx, tok.instance_id, "RUNNING", only_from=("FAILED",))

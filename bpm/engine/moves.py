@@ -1,0 +1,46 @@
+"""Token state changes, each version-checked and recorded in history in the same transaction."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+from uuid import UUID, uuid4
+
+from bpm.engine.tx import Conflict, Tx
+from bpm.store import tokens
+from bpm.store.rows import TokenRow
+
+
+def move(tx: Tx, tok: TokenRow, *, state: str, event: str, node_id: str | None = None,
+         via_flow: str | None = None, wait_kind: str | None = None,
+         data: dict[str, Any] | None = None) -> TokenRow:
+    """Change a token under its version; raise ``Conflict`` if someone changed it first."""
+    node = tok.node_id if node_id is None else node_id
+    via = tok.via_flow if via_flow is None and node_id is None else via_flow
+    if not tokens.move(tx.conn, tok, state=state, node_id=node, via_flow=via,
+                       wait_kind=wait_kind, now=tx.now):
+        raise Conflict(f"token {tok.id} changed since version {tok.version}")
+    tx.history.token(instance_id=tok.instance_id, token_id=tok.id, at=tx.now, type=event,
+                     node_id=node, from_state=tok.state, to_state=state, actor=tx.actor,
+                     data=data)
+    return replace(tok, state=state, node_id=node, via_flow=via, wait_kind=wait_kind,
+                   version=tok.version + 1, updated_at=tx.now)
+
+
+def new_token(tx: Tx, *, instance_id: UUID, node_id: str, parent: UUID | None,
+              scope_id: str | None, concurrent: bool, via_flow: str | None,
+              state: str = "ACTIVE", mode: str = "FORWARD") -> TokenRow:
+    """A token row to insert; ``create`` writes a batch of them with their history."""
+    return TokenRow(uuid4(), instance_id, node_id, state, mode, parent, scope_id, concurrent,
+                    via_flow, None, 0, tx.now, tx.now)
+
+
+def create(tx: Tx, rows: list[TokenRow], links: list[tuple[UUID, UUID, str]]) -> None:
+    tokens.insert(tx.conn, rows)
+    tokens.link(tx.conn, links)
+    for row in rows:
+        tx.history.token(instance_id=row.instance_id, token_id=row.id, at=tx.now,
+                         type="CREATED", node_id=row.node_id, from_state=None, to_state=row.state,
+                         actor=tx.actor,
+                         data={"parent": str(row.parent_token_id) if row.parent_token_id else None,
+                               "via": row.via_flow, "scope": row.scope_id})

@@ -1,0 +1,176 @@
+"""What happens when a token is ACTIVE at a node (engine spec section 4).
+
+Each function runs inside one transaction that moves exactly one existing token, and returns
+what the job should do next (go on with a token, run a task, or stop).
+"""
+
+from __future__ import annotations
+
+from uuid import uuid4
+
+from bpm.definitions.model import Flow, Node, NodeType, ProcessGraph
+from bpm.engine.failures import cancel_token, fail_token, set_instance_state
+from bpm.engine.moves import create, move, new_token
+from bpm.engine.tx import Conflict, Next, NextToken, RunTask, Tx
+from bpm.errors import ExpressionEvalError, MissingVariable
+from bpm.expressions import evaluate_condition
+from bpm.store import tasks, tokens, variables
+from bpm.store.rows import TaskRow, TokenRow
+
+
+def arrive(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
+    node = g.node(tok.node_id)
+    kind = node.type
+    if kind is NodeType.SERVICE_TASK:
+        return _create_handler_task(tx, tok, node)
+    if kind is NodeType.EXCLUSIVE:
+        return _exclusive(tx, g, tok, node)
+    if kind is NodeType.PARALLEL:
+        if node.is_join:
+            return _park_at_join(tx, tok)
+        return fork_or_leave(tx, g, tok, node)
+    if kind is NodeType.SUBPROCESS:
+        return _enter_subprocess(tx, g, tok, node)
+    if kind is NodeType.END:
+        return _end_event(tx, g, tok, node)
+    return leave(tx, g, tok, node)  # startEvent, task, manualTask: pass through
+
+
+def leave(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+    """Move along the node's single outgoing flow; with none, the path ends here (as Camunda)."""
+    flows = g.outgoing(node.id)
+    if not flows:
+        return end_token(tx, tok)
+    return take(tx, tok, flows[0])
+
+
+def take(tx: Tx, tok: TokenRow, flow: Flow, event: str = "MOVED") -> NextToken:
+    moved = move(tx, tok, state="ACTIVE", event=event, node_id=flow.target, via_flow=flow.id,
+                 data={"from": flow.source, "flow": flow.id})
+    return NextToken(moved.id, moved.version)
+
+
+def fork_or_leave(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+    flows = g.outgoing(node.id)
+    if len(flows) == 1:
+        return take(tx, tok, flows[0])
+    if tok.concurrent:
+        # A branch that forks again ends and hands over to new siblings under the same scope
+        # token, so every join counts the tokens of one scope (Camunda 7's execution tree).
+        move(tx, tok, state="COMPLETED", event="FORKED", data={"into": [f.id for f in flows]})
+        parent = tok.parent_token_id
+    else:
+        move(tx, tok, state="WAITING", event="FORKED", wait_kind="CHILDREN",
+             data={"into": [f.id for f in flows]})
+        parent = tok.id
+    children = [new_token(tx, instance_id=tok.instance_id, node_id=f.target, parent=parent,
+                          scope_id=tok.scope_id, concurrent=True, via_flow=f.id) for f in flows]
+    create(tx, children, [(tok.id, c.id, "FORK") for c in children])
+    for child in children[1:]:
+        tx.advance_later(child.id, 0)
+    return NextToken(children[0].id, 0)
+
+
+def _exclusive(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+    flows = g.outgoing(node.id)
+    values = variables.load(tx.conn, tok.instance_id)
+    for flow in flows:
+        if flow.id == node.default_flow:
+            continue
+        if flow.condition is None:
+            return take(tx, tok, flow)
+        try:
+            if evaluate_condition(flow.condition, values):
+                return take(tx, tok, flow)
+        except MissingVariable as exc:
+            message = (f"gateway {node.id!r}: condition of flow {flow.id!r} reads variable "
+                       f"{exc.name!r}, which the instance does not have")
+            fail_token(tx, tok, kind="condition", message=message, details=str(exc))
+            return None
+        except ExpressionEvalError as exc:
+            message = f"gateway {node.id!r}: condition of flow {flow.id!r} failed: {exc}"
+            fail_token(tx, tok, kind="condition", message=message)
+            return None
+    if node.default_flow is not None:
+        return take(tx, tok, g.flows[node.default_flow])
+    fail_token(tx, tok, kind="no-path",
+               message=f"gateway {node.id!r}: no condition is true and there is no default flow")
+    return None
+
+
+def _park_at_join(tx: Tx, tok: TokenRow) -> Next:
+    """Wait at the join, then let the parent decide (engine spec 4.4)."""
+    move(tx, tok, state="WAITING", event="ARRIVED_AT_JOIN", wait_kind="JOIN",
+         data={"via": tok.via_flow})
+    if tok.parent_token_id is None:
+        return None  # a lone token at a join waits forever, as in BPMN
+    parent = tokens.get(tx.conn, tok.parent_token_id)
+    if parent is None or parent.state != "WAITING":
+        return None
+    return NextToken(parent.id, parent.version)
+
+
+def _create_handler_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
+    move(tx, tok, state="WAITING", event="WAITING", wait_kind="TASK")
+    task = TaskRow(uuid4(), tok.id, tok.instance_id, node.id, None, node.handler, "HANDLER",
+                   "READY", node.retry.max_attempts, 0, None, None, None, None, None, 0, 0,
+                   tx.now, tx.now)
+    tasks.insert(tx.conn, task)
+    tx.history.task(instance_id=tok.instance_id, task_id=task.id, token_id=tok.id, at=tx.now,
+                    type="CREATED", node_id=node.id, from_state=None, to_state="READY",
+                    actor=tx.actor, data={"handler": node.handler,
+                                          "max_attempts": node.retry.max_attempts})
+    return RunTask(task.id)
+
+
+def _enter_subprocess(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+    move(tx, tok, state="WAITING", event="ENTERED_SUBPROCESS", wait_kind="CHILDREN")
+    start = g.start_of(node.id)
+    child = new_token(tx, instance_id=tok.instance_id, node_id=start.id, parent=tok.id,
+                      scope_id=node.id, concurrent=False, via_flow=None)
+    create(tx, [child], [(tok.id, child.id, "SUBPROCESS")])
+    return NextToken(child.id, 0)
+
+
+def _end_event(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+    if node.error_code is not None:
+        fail_token(tx, tok, kind="error-end",
+                   message=f"error end event {node.id!r} threw {node.error_code!r} and no error "
+                           f"boundary catches it")
+        return None
+    if node.terminate:
+        return _terminate(tx, tok)
+    return end_token(tx, tok)
+
+
+def end_token(tx: Tx, tok: TokenRow) -> Next:
+    """The token's path is over; its parent (or the instance) decides what that means."""
+    move(tx, tok, state="COMPLETED", event="COMPLETED")
+    if tok.parent_token_id is None:
+        set_instance_state(tx, tok.instance_id, "COMPLETED")
+        return None
+    parent = tokens.get(tx.conn, tok.parent_token_id)
+    if parent is None or parent.state != "WAITING":
+        return None
+    return NextToken(parent.id, parent.version)
+
+
+def _terminate(tx: Tx, tok: TokenRow) -> Next:
+    """Cancel every other token of this scope; the scope token then completes (spec 4.8)."""
+    scope_root = tok.parent_token_id if tok.concurrent else tok.id
+    everything = tokens.of_instance(tx.conn, tok.instance_id)
+    children: dict[object, list[TokenRow]] = {}
+    for row in everything:
+        children.setdefault(row.parent_token_id, []).append(row)
+    todo = list(children.get(scope_root, []))
+    while todo:
+        row = todo.pop()
+        todo.extend(children.get(row.id, []))
+        if row.id != tok.id and row.state in ("ACTIVE", "WAITING", "FAILED"):
+            cancel_token(tx, row, reason=f"terminate end event {tok.node_id!r}")
+    tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="ScopeTerminated",
+                      node_id=tok.node_id, token_id=tok.id, actor=tx.actor)
+    return end_token(tx, tok)
+
+
+__all__ = ["Conflict", "arrive", "end_token", "fork_or_leave", "leave", "take"]

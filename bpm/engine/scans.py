@@ -1,0 +1,90 @@
+"""The stalled-work scans (engine spec 2.8): recovery is re-running them, nothing more.
+
+Each scan claims a bounded batch with ``FOR UPDATE SKIP LOCKED`` and only sends nudges; the
+jobs re-check everything under version checks, so two scanners at once, or a scan racing the
+job it re-sends, do no harm. Every scan takes ``now`` so tests can move time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from bpm.dispatch import ADVANCE_TOKEN, RUN_HANDLER, Job
+from bpm.engine import handler_runs
+from bpm.engine.tx import Stale
+from bpm.store import tasks, tokens
+
+if TYPE_CHECKING:
+    from bpm.engine.engine import Engine
+
+
+@dataclass(frozen=True)
+class ScanConfig:
+    #: How long a row may sit untouched before a scan assumes its nudge was lost.
+    grace: timedelta = timedelta(seconds=30)
+    batch: int = 500
+
+
+def scan_stalled_tokens(engine: Engine, now: datetime, cfg: ScanConfig = ScanConfig()) -> int:
+    """ACTIVE tokens nobody advanced within the grace period: nudge them again."""
+    with engine.db.transaction() as conn:
+        found = tokens.stalled_active(conn, now - cfg.grace, cfg.batch)
+    _send(engine, [Job(ADVANCE_TOKEN, {"token_id": str(t), "expected_version": v})
+                   for t, v in found])
+    return len(found)
+
+
+def scan_ready_tasks(engine: Engine, now: datetime, cfg: ScanConfig = ScanConfig()) -> int:
+    """READY handler tasks whose retry time has come or whose job was lost: run them."""
+    with engine.db.transaction() as conn:
+        found = tasks.due_handler_tasks(conn, now, now - cfg.grace, cfg.batch)
+    _send(engine, [Job(RUN_HANDLER, {"task_id": str(t)}) for t in found])
+    return len(found)
+
+
+def scan_waiting_parents(engine: Engine, now: datetime, cfg: ScanConfig = ScanConfig()) -> int:
+    """WAITING parents whose children are done or parked at a join: let them decide."""
+    with engine.db.transaction() as conn:
+        found = tokens.parents_to_recheck(conn, now - cfg.grace, cfg.batch)
+    _send(engine, [Job(ADVANCE_TOKEN, {"token_id": str(t), "expected_version": v})
+                   for t, v in found])
+    return len(found)
+
+
+def scan_expired_handler_locks(engine: Engine, now: datetime,
+                               cfg: ScanConfig = ScanConfig()) -> int:
+    """Handler tasks whose runner died mid-run: the run counts as an attempt (spec 4.2)."""
+    with engine.db.transaction() as conn:
+        expired = [t for t in tasks.expired_locks(conn, now, cfg.batch) if t.kind == "HANDLER"]
+    done = 0
+    for task in expired:
+        try:
+            with engine.transaction("scan") as tx:
+                fresh = tasks.get(tx.conn, task.id)
+                if fresh is None or fresh.version != task.version:
+                    raise Stale(f"task {task.id} moved on")
+                def_id, _, _ = engine.info_for(tx, task.instance_id)
+                handler_runs.expire_lock(tx, engine.graph(def_id, tx.conn), fresh)
+                done += 1
+        except Stale:
+            continue
+    return done
+
+
+def run_all_scans(engine: Engine, now: datetime | None = None,
+                  cfg: ScanConfig = ScanConfig()) -> dict[str, int]:
+    """What a starting worker does, and what beat does on schedule."""
+    at = now or engine.clock.now()
+    return {
+        "expired_locks": scan_expired_handler_locks(engine, at, cfg),
+        "stalled_tokens": scan_stalled_tokens(engine, at, cfg),
+        "ready_tasks": scan_ready_tasks(engine, at, cfg),
+        "waiting_parents": scan_waiting_parents(engine, at, cfg),
+    }
+
+
+def _send(engine: Engine, jobs: list[Job]) -> None:
+    if jobs:
+        engine.dispatcher.dispatch(jobs)

@@ -1,0 +1,100 @@
+"""Read models for the CLI and the Python API: plain JSON-ready dicts with stable names."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from bpm.errors import NotFound
+from bpm.store import definitions, history, incidents, instances, tasks, tokens, variables
+from bpm.store.rows import EventRow, IncidentRow, InstanceRow, TaskRow, TokenRow
+
+if TYPE_CHECKING:
+    from bpm.engine.engine import Engine
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _id(value: UUID | None) -> str | None:
+    return str(value) if value else None
+
+
+def instance_summary(row: InstanceRow, version: int | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": str(row.id), "key": row.process_key, "business_key": row.business_key,
+        "state": row.state, "started_at": _iso(row.started_at), "ended_at": _iso(row.ended_at),
+           "definition_id": str(row.process_def_id)}
+    if version is not None:
+        out["definition_version"] = version
+    return out
+
+
+def token_view(t: TokenRow) -> dict[str, Any]:
+    return {"id": str(t.id), "node_id": t.node_id, "state": t.state, "mode": t.mode,
+            "parent_token_id": _id(t.parent_token_id), "scope_id": t.scope_id,
+            "wait_kind": t.wait_kind, "version": t.version, "created_at": _iso(t.created_at),
+            "updated_at": _iso(t.updated_at)}
+
+
+def task_view(t: TaskRow) -> dict[str, Any]:
+    return {"id": str(t.id), "token_id": str(t.token_id), "node_id": t.node_id,
+            "kind": t.kind, "handler": t.handler, "topic": t.topic, "state": t.state,
+            "attempts": t.attempts, "retries": t.retries, "retry_at": _iso(t.retry_at),
+            "lock_owner": t.lock_owner, "lock_expire_at": _iso(t.lock_expire_at),
+            "error_message": t.error_message}
+
+
+def incident_view(i: IncidentRow) -> dict[str, Any]:
+    return {"id": str(i.id), "token_id": _id(i.token_id), "task_id": _id(i.task_id),
+            "node_id": i.node_id, "kind": i.kind, "message": i.message, "state": i.state,
+            "created_at": _iso(i.created_at), "resolved_at": _iso(i.resolved_at)}
+
+
+def event_view(e: EventRow) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": e.id, "at": _iso(e.at), "kind": e.table, "type": e.type,
+                           "node_id": e.node_id}
+    for name, value in (("from_state", e.from_state), ("to_state", e.to_state),
+                        ("token_id", _id(e.token_id)), ("task_id", _id(e.task_id)),
+                        ("actor", e.actor), ("data", e.data)):
+        if value is not None:
+            out[name] = value
+    return out
+
+
+def show(engine: Engine, instance_id: UUID) -> dict[str, Any]:
+    with engine.db.transaction() as conn:
+        row = instances.get(conn, instance_id)
+        if row is None:
+            raise NotFound(f"instance {instance_id} does not exist")
+        definition = definitions.by_id(conn, row.process_def_id)
+        out = instance_summary(row, definition.version if definition else None)
+        out["tokens"] = [token_view(t) for t in tokens.of_instance(conn, instance_id)]
+        out["tasks"] = [task_view(t) for t in tasks.of_instance(conn, instance_id)]
+        out["timers"] = []
+        out["variables"] = variables.load(conn, instance_id)
+        out["incidents"] = [incident_view(i) for i in incidents.of_instance(conn, instance_id)]
+    return out
+
+
+def trace(engine: Engine, instance_id: UUID) -> list[dict[str, Any]]:
+    with engine.db.transaction() as conn:
+        if instances.get(conn, instance_id) is None:
+            raise NotFound(f"instance {instance_id} does not exist")
+        return [event_view(e) for e in history.of_instance(conn, instance_id)]
+
+
+def list_instances(engine: Engine, *, state: str | None = None, key: str | None = None,
+                   business_key: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+    with engine.db.transaction() as conn:
+        rows = instances.search(conn, state=state, key=key, business_key=business_key,
+                                limit=limit)
+    return [instance_summary(r) for r in rows]
+
+
+def open_incidents(engine: Engine, limit: int = 100) -> list[dict[str, Any]]:
+    with engine.db.transaction() as conn:
+        return [dict(incident_view(i), instance_id=str(i.instance_id))
+                for i in incidents.all_open(conn, limit)]

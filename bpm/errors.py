@@ -1,0 +1,88 @@
+"""One exception hierarchy for everything bpm raises.
+
+Every error carries a message a user can act on: what is wrong and where (element id, variable
+name, instance id). Constructors pass every argument to ``Exception.__init__`` so the errors
+survive pickling (Celery serialises them) and ``str()`` returns the message.
+"""
+
+from __future__ import annotations
+
+
+class BpmError(Exception):
+    """Root of every error bpm raises."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else self.__class__.__doc__ or ""
+
+
+# --- definitions -------------------------------------------------------------------------------
+
+
+class DefinitionError(BpmError):
+    """A process definition is invalid; nothing was deployed."""
+
+
+class InvalidDefinition(DefinitionError):
+    """The definition document breaks a rule; ``element`` names the offending element."""
+
+    def __init__(self, message: str, element: str | None = None) -> None:
+        super().__init__(message, element)
+        self.element = element
+
+
+class InvalidExpression(DefinitionError):
+    """A condition or timer expression does not parse or uses something unsafe."""
+
+
+class UnknownProcess(BpmError):
+    """No definition is deployed under that process key."""
+
+
+# --- runtime -----------------------------------------------------------------------------------
+
+
+class ExpressionEvalError(BpmError):
+    """An expression failed while it was evaluated over an instance's variables."""
+
+
+class MissingVariable(ExpressionEvalError):
+    """An expression read a variable the instance does not have."""
+
+    def __init__(self, message: str, name: str) -> None:
+        super().__init__(message, name)
+        self.name = name
+
+
+class BadVariables(BpmError):
+    """Variables that are not a JSON object of JSON values, or too large."""
+
+    def __init__(self, message: str, name: str | None = None) -> None:
+        super().__init__(message, name)
+        self.name = name
+
+
+class NotFound(BpmError):
+    """An instance, token or task id that does not exist."""
+
+
+class InvalidOperation(BpmError):
+    """An operator action that does not apply to the current state (nothing was changed)."""
+
+
+class BpmnError(BpmError):
+    """Raised by a handler to signal a business error with a code (BPMN error).
+
+    It follows a matching error boundary event; without one it fails the token with no retries.
+    """
+
+    def __init__(self, code: str, message: str = "") -> None:
+        super().__init__(code, message)
+        self.code = code
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"BPMN error {self.code}" + (f": {self.message}" if self.message else "")
+
+
+class ConfigError(BpmError):
+    """The environment or command line names something that cannot be used."""

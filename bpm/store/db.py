@@ -1,0 +1,103 @@
+"""Connecting to PostgreSQL (production) or SQLite (embedded mode)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Connection, create_engine, event
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.pool import StaticPool
+
+from bpm.errors import ConfigError
+
+__all__ = ["Connection", "Database", "database_url"]
+
+DEFAULT_URL = "sqlite:///bpm.db"
+
+
+def database_url(url: str | None = None) -> str:
+    """The URL to use: the argument, else ``BPM_DATABASE_URL``, else ``./bpm.db`` (SQLite).
+
+    A plain ``postgresql://`` URL is upgraded to the psycopg 3 driver.
+    """
+    raw = url or os.environ.get("BPM_DATABASE_URL") or DEFAULT_URL
+    for prefix in ("postgresql://", "postgres://"):
+        if raw.startswith(prefix):
+            raw = "postgresql+psycopg://" + raw[len(prefix):]
+    return raw
+
+
+class Database:
+    """A SQLAlchemy engine plus what the store needs to know about its dialect."""
+
+    def __init__(self, url: str | None = None, *, pool_size: int = 10, echo: bool = False) -> None:
+        self.url = database_url(url)
+        try:
+            parsed = make_url(self.url)
+        except ArgumentError as exc:
+            raise ConfigError(f"BPM_DATABASE_URL {self.url!r} is not a database URL") from exc
+        self.dialect = parsed.get_backend_name()
+        if self.dialect not in ("postgresql", "sqlite"):
+            raise ConfigError(f"database {self.dialect!r} is not supported: use postgresql or "
+                              "sqlite")
+        self.engine = self._create(parsed.database or "", pool_size, echo)
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.dialect == "postgresql"
+
+    def _create(self, database: str, pool_size: int, echo: bool) -> Engine:
+        if self.is_postgres:
+            return create_engine(self.url, pool_size=pool_size, max_overflow=pool_size,
+                                 echo=echo, pool_pre_ping=True)
+        memory = database in ("", ":memory:")
+        kwargs: dict[str, Any] = {"poolclass": StaticPool} if memory else {}
+        engine = create_engine(self.url, echo=echo,
+                               connect_args={"check_same_thread": False, "timeout": 30}, **kwargs)
+        _sqlite_transactions(engine)
+        return engine
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """One database transaction: commits on success, rolls back on any exception."""
+        with self.engine.begin() as conn:
+            yield conn
+
+    def check_reachable(self) -> None:
+        try:
+            with self.engine.connect():
+                pass
+        except OperationalError as exc:
+            raise ConfigError(f"cannot connect to {self.safe_url}: {exc.orig}") from exc
+
+    @property
+    def safe_url(self) -> str:
+        return make_url(self.url).render_as_string(hide_password=True)
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _sqlite_transactions(engine: Engine) -> None:
+    """Make SQLite take its write lock at BEGIN, so concurrent writers wait instead of failing.
+
+    pysqlite's own transaction handling is switched off and SQLAlchemy's BEGIN becomes
+    BEGIN IMMEDIATE, as the SQLAlchemy docs recommend for SQLite.
+    """
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")

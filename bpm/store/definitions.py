@@ -1,0 +1,64 @@
+"""Definition rows: immutable, versioned per key."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID, uuid4
+
+from sqlalchemy import Connection, bindparam, select
+from sqlalchemy.exc import IntegrityError
+
+from bpm.store.rows import DefinitionRow, from_row
+from bpm.store.schema import process_definitions as t
+
+_COLS = (t.c.id, t.c.key, t.c.name, t.c.version, t.c.graph, t.c.checksum, t.c.created_at)
+_LATEST = select(*_COLS).where(t.c.key == bindparam("key")).order_by(t.c.version.desc()).limit(1)
+_BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
+_BY_KEY_VERSION = select(*_COLS).where(t.c.key == bindparam("key"),
+                                       t.c.version == bindparam("version"))
+
+
+class VersionTaken(Exception):
+    """Another deploy of the same key won the race for this version number."""
+
+
+def latest(conn: Connection, key: str) -> DefinitionRow | None:
+    row = conn.execute(_LATEST, {"key": key}).first()
+    return from_row(DefinitionRow, row) if row else None
+
+
+def by_id(conn: Connection, def_id: UUID) -> DefinitionRow | None:
+    row = conn.execute(_BY_ID, {"id": def_id}).first()
+    return from_row(DefinitionRow, row) if row else None
+
+
+def by_key_version(conn: Connection, key: str, version: int) -> DefinitionRow | None:
+    row = conn.execute(_BY_KEY_VERSION, {"key": key, "version": version}).first()
+    return from_row(DefinitionRow, row) if row else None
+
+
+def insert(conn: Connection, *, key: str, name: str, version: int, graph: dict[str, Any],
+           source: str, source_format: str, checksum: str, now: datetime) -> DefinitionRow:
+    def_id = uuid4()
+    try:
+        with conn.begin_nested():
+            conn.execute(t.insert(), {
+                "id": def_id, "key": key, "name": name, "version": version, "graph": graph,
+                "source": source, "source_format": source_format, "checksum": checksum,
+                "created_at": now,
+            })
+    except IntegrityError as exc:
+        raise VersionTaken(key, version) from exc
+    return DefinitionRow(def_id, key, name, version, graph, checksum, now)
+
+
+def list_latest(conn: Connection) -> list[DefinitionRow]:
+    rows = conn.execute(select(*_COLS).order_by(t.c.key, t.c.version.desc())).all()
+    seen: set[str] = set()
+    out = []
+    for row in rows:
+        if row.key not in seen:
+            seen.add(row.key)
+            out.append(from_row(DefinitionRow, row))
+    return out

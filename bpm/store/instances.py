@@ -1,0 +1,68 @@
+"""Process instance rows."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from uuid import UUID
+
+from sqlalchemy import Connection, bindparam, func, select
+
+from bpm.store.rows import InstanceRow, from_row
+from bpm.store.schema import process_instances as t
+
+_COLS = (t.c.id, t.c.process_def_id, t.c.process_key, t.c.business_key, t.c.idempotency_key,
+         t.c.state, t.c.version, t.c.started_at, t.c.updated_at, t.c.ended_at)
+_BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
+_BY_IDEMPOTENCY = select(*_COLS).where(t.c.process_key == bindparam("key"),
+                                       t.c.idempotency_key == bindparam("ikey"))
+_SET_STATE = (
+    t.update()
+    .where(t.c.id == bindparam("b_id"), t.c.version == bindparam("b_version"))
+    .values(state=bindparam("state"), version=t.c.version + 1, updated_at=bindparam("now"),
+            ended_at=bindparam("ended_at"))
+)
+
+
+def get(conn: Connection, instance_id: UUID, *, for_update: bool = False) -> InstanceRow | None:
+    stmt = _BY_ID.with_for_update() if for_update else _BY_ID
+    row = conn.execute(stmt, {"id": instance_id}).first()
+    return from_row(InstanceRow, row) if row else None
+
+
+def by_idempotency_key(conn: Connection, key: str, ikey: str) -> InstanceRow | None:
+    row = conn.execute(_BY_IDEMPOTENCY, {"key": key, "ikey": ikey}).first()
+    return from_row(InstanceRow, row) if row else None
+
+
+def insert(conn: Connection, row: InstanceRow) -> None:
+    conn.execute(t.insert(), {
+        "id": row.id, "process_def_id": row.process_def_id, "process_key": row.process_key,
+        "business_key": row.business_key, "idempotency_key": row.idempotency_key,
+        "state": row.state, "version": row.version, "started_at": row.started_at,
+        "updated_at": row.updated_at, "ended_at": row.ended_at,
+    })
+
+
+def set_state(conn: Connection, row: InstanceRow, state: str, now: datetime,
+              ended_at: datetime | None) -> bool:
+    """Guarded update; False when someone else changed the instance first."""
+    result = conn.execute(_SET_STATE, {"b_id": row.id, "b_version": row.version, "state": state,
+                                       "now": now, "ended_at": ended_at})
+    return result.rowcount == 1
+
+
+def search(conn: Connection, *, state: str | None = None, key: str | None = None,
+           business_key: str | None = None, limit: int = 100) -> list[InstanceRow]:
+    stmt = select(*_COLS).order_by(t.c.started_at.desc()).limit(limit)
+    if state:
+        stmt = stmt.where(t.c.state == state)
+    if key:
+        stmt = stmt.where(t.c.process_key == key)
+    if business_key:
+        stmt = stmt.where(t.c.business_key == business_key)
+    return [from_row(InstanceRow, row) for row in conn.execute(stmt)]
+
+
+def count_by_state(conn: Connection) -> dict[str, int]:
+    rows = conn.execute(select(t.c.state, func.count()).group_by(t.c.state))
+    return {state: n for state, n in rows}

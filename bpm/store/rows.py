@@ -1,0 +1,115 @@
+"""Plain records the store returns, so the engine never handles SQLAlchemy rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar
+from uuid import UUID
+
+
+@dataclass(frozen=True, slots=True)
+class DefinitionRow:
+    id: UUID
+    key: str
+    name: str
+    version: int
+    graph: dict[str, Any]
+    checksum: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceRow:
+    id: UUID
+    process_def_id: UUID
+    process_key: str
+    business_key: str | None
+    idempotency_key: str | None
+    state: str
+    version: int
+    started_at: datetime
+    updated_at: datetime
+    ended_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRow:
+    id: UUID
+    instance_id: UUID
+    node_id: str
+    state: str
+    mode: str
+    parent_token_id: UUID | None
+    scope_id: str | None
+    concurrent: bool
+    via_flow: str | None
+    wait_kind: str | None
+    version: int
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRow:
+    id: UUID
+    token_id: UUID
+    instance_id: UUID
+    node_id: str
+    topic: str | None
+    handler: str | None
+    kind: str
+    state: str
+    retries: int
+    attempts: int
+    retry_at: datetime | None
+    lock_owner: str | None
+    lock_expire_at: datetime | None
+    error_message: str | None
+    error_details: str | None
+    priority: int
+    version: int
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class IncidentRow:
+    id: UUID
+    instance_id: UUID
+    token_id: UUID | None
+    task_id: UUID | None
+    node_id: str | None
+    kind: str
+    message: str
+    details: str | None
+    state: str
+    version: int
+    created_at: datetime
+    resolved_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class EventRow:
+    """One history row from any of the three history tables."""
+
+    id: int
+    table: str
+    instance_id: UUID | None
+    at: datetime
+    type: str
+    node_id: str | None
+    from_state: str | None
+    to_state: str | None
+    token_id: UUID | None
+    task_id: UUID | None
+    actor: str | None
+    data: dict[str, Any] | None
+
+
+R = TypeVar("R")
+
+
+def from_row(cls: type[R], row: Any) -> R:
+    """Build a record from a result row whose columns are in the record's field order."""
+    return cls(*row)

@@ -1,0 +1,265 @@
+"""The tables of schema v2 (engine spec section 3), as SQLAlchemy Core metadata.
+
+The Alembic migrations in ``migrations/`` create exactly these tables; a test compares the
+migrated database with this metadata so the two never drift. Hot queries are served by partial
+indexes on the live states, which stay small however many finished rows pile up.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Boolean,
+    CheckConstraint,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    Sequence,
+    Table,
+    Text,
+    UniqueConstraint,
+    Uuid,
+    text,
+)
+
+from bpm.store.types import BigId, JsonValue, UtcDateTime
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+INSTANCE_STATES = ("RUNNING", "COMPLETED", "FAILED", "TERMINATED", "CANCELLED")
+TOKEN_STATES = ("ACTIVE", "WAITING", "COMPLETED", "FAILED", "CANCELLED")
+TOKEN_MODES = ("FORWARD", "COMPENSATION")
+WAIT_KINDS = ("TASK", "CHILDREN", "JOIN", "TIMER", "MESSAGE", "USER")
+LINK_TYPES = ("FORK", "SUBPROCESS", "JOIN", "COMPENSATION")
+TASK_STATES = ("READY", "LOCKED", "DONE", "FAILED", "CANCELLED")
+TASK_KINDS = ("HANDLER", "EXTERNAL")
+TIMER_STATES = ("SCHEDULED", "FIRED", "CANCELLED")
+RECORD_STATES = ("PENDING", "COMPLETED", "FAILED")
+INCIDENT_STATES = ("OPEN", "RESOLVED")
+
+#: One sequence numbers all three history tables on PostgreSQL, so a trace merges them in the
+#: exact order they were written. SQLite ignores sequences and numbers each table itself.
+history_seq = Sequence("bpm_history_seq", metadata=metadata)
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+process_definitions = Table(
+    "process_definitions",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("key", Text, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("graph", JsonValue, nullable=False),
+    Column("source", Text, nullable=False),
+    Column("source_format", Text, nullable=False),
+    Column("checksum", Text, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    UniqueConstraint("key", "version"),
+    CheckConstraint("version >= 1", name="version_positive"),
+)
+
+process_instances = Table(
+    "process_instances",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("process_def_id", Uuid, ForeignKey("process_definitions.id"), nullable=False),
+    Column("process_key", Text, nullable=False),
+    Column("business_key", Text),
+    Column("idempotency_key", Text),
+    Column("state", Text, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("started_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    Column("ended_at", UtcDateTime),
+    UniqueConstraint("process_key", "idempotency_key"),
+    CheckConstraint(_in("state", INSTANCE_STATES), name="state"),
+    Index("ix_process_instances_started_at", "started_at"),
+    Index("ix_process_instances_business_key", "business_key"),
+    Index("ix_process_instances_process_key_started_at", "process_key", "started_at"),
+    Index("ix_process_instances_live", "state", "started_at",
+          postgresql_where=text("state IN ('RUNNING', 'FAILED')"),
+          sqlite_where=text("state IN ('RUNNING', 'FAILED')")),
+)
+
+variables = Table(
+    "variables",
+    metadata,
+    Column("instance_id", Uuid, ForeignKey("process_instances.id"), nullable=False),
+    Column("name", Text, nullable=False),
+    Column("value", JsonValue, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    PrimaryKeyConstraint("instance_id", "name"),
+)
+
+tokens = Table(
+    "tokens",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("instance_id", Uuid, ForeignKey("process_instances.id"), nullable=False),
+    Column("node_id", Text, nullable=False),
+    Column("state", Text, nullable=False),
+    Column("mode", Text, nullable=False),
+    Column("parent_token_id", Uuid, ForeignKey("tokens.id")),
+    Column("scope_id", Text),
+    # A concurrent branch of its parent's scope (created by a fork or a join inside a fork),
+    # as opposed to the scope's own token. Forks of a branch create siblings, as Camunda 7 does.
+    Column("concurrent", Boolean, nullable=False),
+    # The flow the token arrived by: parallel joins count arrivals per incoming flow.
+    Column("via_flow", Text),
+    # What a WAITING token waits for (TASK, CHILDREN, JOIN, ...), so scans need no graph.
+    Column("wait_kind", Text),
+    Column("version", Integer, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    CheckConstraint(_in("state", TOKEN_STATES), name="state"),
+    CheckConstraint(_in("mode", TOKEN_MODES), name="mode"),
+    Index("ix_tokens_instance_id", "instance_id"),
+    Index("ix_tokens_live_children", "parent_token_id",
+          postgresql_where=text("state IN ('ACTIVE', 'WAITING', 'FAILED')"),
+          sqlite_where=text("state IN ('ACTIVE', 'WAITING', 'FAILED')")),
+    Index("ix_tokens_active", "updated_at",
+          postgresql_where=text("state = 'ACTIVE'"), sqlite_where=text("state = 'ACTIVE'")),
+    Index("ix_tokens_waiting", "wait_kind", "updated_at",
+          postgresql_where=text("state = 'WAITING'"), sqlite_where=text("state = 'WAITING'")),
+)
+
+token_links = Table(
+    "token_links",
+    metadata,
+    Column("parent_token_id", Uuid, ForeignKey("tokens.id"), nullable=False),
+    Column("child_token_id", Uuid, ForeignKey("tokens.id"), nullable=False),
+    Column("link_type", Text, nullable=False),
+    PrimaryKeyConstraint("parent_token_id", "child_token_id", "link_type"),
+    CheckConstraint(_in("link_type", LINK_TYPES), name="link_type"),
+    Index("ix_token_links_child_token_id", "child_token_id"),
+)
+
+external_tasks = Table(
+    "external_tasks",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("token_id", Uuid, ForeignKey("tokens.id"), nullable=False),
+    Column("instance_id", Uuid, ForeignKey("process_instances.id"), nullable=False),
+    Column("node_id", Text, nullable=False),
+    Column("topic", Text),
+    Column("handler", Text),
+    Column("kind", Text, nullable=False),
+    Column("state", Text, nullable=False),
+    # retries left (Camunda's meaning); attempts counts runs started, each one as it starts.
+    Column("retries", Integer, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("retry_at", UtcDateTime),
+    Column("lock_owner", Text),
+    Column("lock_expire_at", UtcDateTime),
+    Column("error_message", Text),
+    Column("error_details", Text),
+    Column("priority", Integer, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    CheckConstraint(_in("state", TASK_STATES), name="state"),
+    CheckConstraint(_in("kind", TASK_KINDS), name="kind"),
+    CheckConstraint("retries >= 0 AND attempts >= 0", name="counts"),
+    Index("ix_external_tasks_token_id", "token_id"),
+    Index("ix_external_tasks_instance_id", "instance_id"),
+    Index("ix_external_tasks_ready", "kind", "retry_at",
+          postgresql_where=text("state = 'READY'"), sqlite_where=text("state = 'READY'")),
+    Index("ix_external_tasks_fetch", "topic", "priority", "created_at",
+          postgresql_where=text("state = 'READY' AND kind = 'EXTERNAL'"),
+          sqlite_where=text("state = 'READY' AND kind = 'EXTERNAL'")),
+    Index("ix_external_tasks_locked", "lock_expire_at",
+          postgresql_where=text("state = 'LOCKED'"), sqlite_where=text("state = 'LOCKED'")),
+)
+
+timers = Table(
+    "timers",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("token_id", Uuid, ForeignKey("tokens.id"), nullable=False),
+    Column("instance_id", Uuid, ForeignKey("process_instances.id"), nullable=False),
+    Column("node_id", Text, nullable=False),
+    Column("fire_at", UtcDateTime, nullable=False),
+    Column("state", Text, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    CheckConstraint(_in("state", TIMER_STATES), name="state"),
+    Index("ix_timers_due", "fire_at",
+          postgresql_where=text("state = 'SCHEDULED'"), sqlite_where=text("state = 'SCHEDULED'")),
+    Index("ix_timers_instance_id", "instance_id"),
+)
+
+compensation_records = Table(
+    "compensation_records",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("instance_id", Uuid, ForeignKey("process_instances.id"), nullable=False),
+    Column("token_id", Uuid, ForeignKey("tokens.id"), nullable=False),
+    Column("node_id", Text, nullable=False),
+    Column("scope_id", Text),
+    Column("handler", Text, nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("status", Text, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    UniqueConstraint("instance_id", "seq"),
+    CheckConstraint(_in("status", RECORD_STATES), name="status"),
+)
+
+incidents = Table(
+    "incidents",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("instance_id", Uuid, ForeignKey("process_instances.id"), nullable=False),
+    Column("token_id", Uuid, ForeignKey("tokens.id")),
+    Column("task_id", Uuid, ForeignKey("external_tasks.id")),
+    Column("node_id", Text),
+    Column("kind", Text, nullable=False),
+    Column("message", Text, nullable=False),
+    Column("details", Text),
+    Column("state", Text, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("resolved_at", UtcDateTime),
+    CheckConstraint(_in("state", INCIDENT_STATES), name="state"),
+    Index("ix_incidents_instance_id", "instance_id"),
+    Index("ix_incidents_open", "created_at",
+          postgresql_where=text("state = 'OPEN'"), sqlite_where=text("state = 'OPEN'")),
+)
+
+
+def _history(name: str, *extra: Column[object]) -> Table:
+    return Table(
+        name,
+        metadata,
+        Column("id", BigId, history_seq, primary_key=True),
+        Column("instance_id", Uuid),
+        Column("at", UtcDateTime, nullable=False),
+        Column("type", Text, nullable=False),
+        Column("node_id", Text),
+        Column("from_state", Text),
+        Column("to_state", Text),
+        *extra,
+        Column("actor", Text),
+        Column("data", JsonValue),
+        Index(f"ix_{name}_instance_id_id", "instance_id", "id"),
+        Index(f"ix_{name}_at", "at"),
+    )
+
+
+token_events = _history("token_events", Column("token_id", Uuid))
+task_events = _history("task_events", Column("task_id", Uuid), Column("token_id", Uuid))
+engine_events = _history("engine_events", Column("token_id", Uuid))

@@ -1,0 +1,105 @@
+"""External task rows: work for the engine's handler runner or for remote workers."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from uuid import UUID
+
+from sqlalchemy import Connection, bindparam, or_, select
+
+from bpm.store.rows import TaskRow, from_row
+from bpm.store.schema import external_tasks as t
+
+_COLS = (t.c.id, t.c.token_id, t.c.instance_id, t.c.node_id, t.c.topic, t.c.handler, t.c.kind,
+         t.c.state, t.c.retries, t.c.attempts, t.c.retry_at, t.c.lock_owner, t.c.lock_expire_at,
+         t.c.error_message, t.c.error_details, t.c.priority, t.c.version, t.c.created_at,
+         t.c.updated_at)
+_BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
+_LOCK = (
+    t.update()
+    .where(t.c.id == bindparam("b_id"), t.c.state == "READY",
+           or_(t.c.retry_at.is_(None), t.c.retry_at <= bindparam("now")))
+    .values(state="LOCKED", lock_owner=bindparam("owner"), lock_expire_at=bindparam("expire"),
+            attempts=t.c.attempts + 1, retries=t.c.retries - 1, version=t.c.version + 1,
+            updated_at=bindparam("now"))
+    .returning(*_COLS)
+)
+_FINISH = (
+    t.update()
+    .where(t.c.id == bindparam("b_id"), t.c.version == bindparam("b_version"))
+    .values(state=bindparam("state"), retry_at=bindparam("retry_at"),
+            lock_owner=bindparam("lock_owner"), lock_expire_at=bindparam("lock_expire_at"),
+            error_message=bindparam("error_message"), error_details=bindparam("error_details"),
+            retries=bindparam("retries"), version=t.c.version + 1, updated_at=bindparam("now"))
+)
+_OPEN_OF_TOKEN = select(*_COLS).where(t.c.token_id == bindparam("id"),
+                                      t.c.state.in_(("READY", "LOCKED", "FAILED")))
+
+
+def get(conn: Connection, task_id: UUID) -> TaskRow | None:
+    row = conn.execute(_BY_ID, {"id": task_id}).first()
+    return from_row(TaskRow, row) if row else None
+
+
+def open_of_token(conn: Connection, token_id: UUID) -> TaskRow | None:
+    row = conn.execute(_OPEN_OF_TOKEN, {"id": token_id}).first()
+    return from_row(TaskRow, row) if row else None
+
+
+def of_instance(conn: Connection, instance_id: UUID) -> list[TaskRow]:
+    stmt = select(*_COLS).where(t.c.instance_id == instance_id).order_by(t.c.created_at)
+    return [from_row(TaskRow, row) for row in conn.execute(stmt)]
+
+
+def insert(conn: Connection, row: TaskRow) -> None:
+    conn.execute(t.insert(), {c.name: getattr(row, c.name) for c in _COLS})
+
+
+def lock(conn: Connection, task_id: UUID, owner: str, expire: datetime,
+         now: datetime) -> TaskRow | None:
+    """READY -> LOCKED, counting the attempt as it starts; None if not READY or not yet due."""
+    row = conn.execute(_LOCK, {"b_id": task_id, "owner": owner, "expire": expire,
+                               "now": now}).first()
+    return from_row(TaskRow, row) if row else None
+
+
+def finish(conn: Connection, task: TaskRow, *, state: str, now: datetime,
+           retry_at: datetime | None = None, retries: int | None = None,
+           error_message: str | None = None, error_details: str | None = None,
+           keep_lock: bool = False) -> bool:
+    """Version-checked change of a task's state; False when the task moved on meanwhile."""
+    result = conn.execute(_FINISH, {
+        "b_id": task.id, "b_version": task.version, "state": state, "retry_at": retry_at,
+        "lock_owner": task.lock_owner if keep_lock else None,
+        "lock_expire_at": task.lock_expire_at if keep_lock else None,
+        "error_message": error_message if error_message is not None else task.error_message,
+        "error_details": error_details if error_details is not None else task.error_details,
+        "retries": task.retries if retries is None else retries, "now": now,
+    })
+    return result.rowcount == 1
+
+
+def set_lock_expiry(conn: Connection, task: TaskRow, expire: datetime) -> None:
+    """Adjust the lock taken in this same transaction (no version bump: one change)."""
+    conn.execute(t.update().where(t.c.id == task.id, t.c.version == task.version)
+                 .values(lock_expire_at=expire))
+
+
+def due_handler_tasks(conn: Connection, now: datetime, stale_before: datetime,
+                      limit: int) -> list[UUID]:
+    """READY handler tasks whose retry time has come, or whose job was sent long ago."""
+    stmt = (select(t.c.id)
+            .where(t.c.state == "READY", t.c.kind == "HANDLER",
+                   or_(t.c.retry_at <= now,
+                       (t.c.retry_at.is_(None)) & (t.c.updated_at < stale_before)))
+            .order_by(t.c.updated_at).limit(limit)
+            .with_for_update(skip_locked=True))
+    return [row.id for row in conn.execute(stmt)]
+
+
+def expired_locks(conn: Connection, now: datetime, limit: int) -> list[TaskRow]:
+    stmt = (select(*_COLS)
+            .where(t.c.state == "LOCKED", t.c.lock_expire_at < now)
+            .order_by(t.c.lock_expire_at).limit(limit)
+            .with_for_update(skip_locked=True))
+    return [from_row(TaskRow, row) for row in conn.execute(stmt)]

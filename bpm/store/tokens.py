@@ -1,0 +1,104 @@
+"""Token rows and their links: the anchor of every transaction (engine spec 2.3)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import Connection, and_, bindparam, exists, select
+
+from bpm.store.rows import TokenRow, from_row
+from bpm.store.schema import token_links
+from bpm.store.schema import tokens as t
+
+LIVE = ("ACTIVE", "WAITING", "FAILED")
+
+_COLS = (t.c.id, t.c.instance_id, t.c.node_id, t.c.state, t.c.mode, t.c.parent_token_id,
+         t.c.scope_id, t.c.concurrent, t.c.via_flow, t.c.wait_kind, t.c.version, t.c.created_at,
+         t.c.updated_at)
+_BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
+_BY_ID_FOR_UPDATE = _BY_ID.with_for_update()
+_LIVE_CHILDREN = (select(*_COLS)
+                  .where(t.c.parent_token_id == bindparam("id"), t.c.state.in_(LIVE))
+                  .order_by(t.c.created_at, t.c.id))
+_OF_INSTANCE = select(*_COLS).where(t.c.instance_id == bindparam("id")).order_by(t.c.created_at)
+_MOVE = (
+    t.update()
+    .where(t.c.id == bindparam("b_id"), t.c.version == bindparam("b_version"))
+    .values(state=bindparam("state"), node_id=bindparam("node_id"),
+            via_flow=bindparam("via_flow"), wait_kind=bindparam("wait_kind"),
+            version=t.c.version + 1, updated_at=bindparam("now"))
+)
+
+
+def get(conn: Connection, token_id: UUID, *, for_update: bool = False) -> TokenRow | None:
+    row = conn.execute(_BY_ID_FOR_UPDATE if for_update else _BY_ID, {"id": token_id}).first()
+    return from_row(TokenRow, row) if row else None
+
+
+def live_children(conn: Connection, parent_id: UUID) -> list[TokenRow]:
+    return [from_row(TokenRow, row) for row in conn.execute(_LIVE_CHILDREN, {"id": parent_id})]
+
+
+def of_instance(conn: Connection, instance_id: UUID) -> list[TokenRow]:
+    return [from_row(TokenRow, row) for row in conn.execute(_OF_INSTANCE, {"id": instance_id})]
+
+
+def insert(conn: Connection, rows: Sequence[TokenRow]) -> None:
+    conn.execute(t.insert(), [
+        {"id": r.id, "instance_id": r.instance_id, "node_id": r.node_id, "state": r.state,
+         "mode": r.mode, "parent_token_id": r.parent_token_id, "scope_id": r.scope_id,
+         "concurrent": r.concurrent, "via_flow": r.via_flow, "wait_kind": r.wait_kind,
+         "version": r.version, "created_at": r.created_at, "updated_at": r.updated_at}
+        for r in rows
+    ])
+
+
+def link(conn: Connection, links: Sequence[tuple[UUID, UUID, str]]) -> None:
+    if links:
+        conn.execute(token_links.insert(), [
+            {"parent_token_id": p, "child_token_id": c, "link_type": kind} for p, c, kind in links
+        ])
+
+
+def move(conn: Connection, token: TokenRow, *, state: str, node_id: str,
+         via_flow: str | None, wait_kind: str | None, now: datetime) -> bool:
+    """Version-checked update of a token's state and position (engine spec 2.2)."""
+    result = conn.execute(_MOVE, {
+        "b_id": token.id, "b_version": token.version, "state": state, "node_id": node_id,
+        "via_flow": via_flow, "wait_kind": wait_kind, "now": now,
+    })
+    return result.rowcount == 1
+
+
+def stalled_active(conn: Connection, before: datetime, limit: int) -> list[tuple[UUID, int]]:
+    stmt = (select(t.c.id, t.c.version)
+            .where(t.c.state == "ACTIVE", t.c.updated_at < before)
+            .order_by(t.c.updated_at).limit(limit)
+            .with_for_update(skip_locked=True))
+    return [(row.id, row.version) for row in conn.execute(stmt)]
+
+
+def parents_to_recheck(conn: Connection, before: datetime, limit: int) -> list[tuple[UUID, int]]:
+    """WAITING parents whose children are all done, or that have a child parked at a join."""
+    child = t.alias("child")
+    no_live_child = ~exists().where(child.c.parent_token_id == t.c.id,
+                                    child.c.state.in_(LIVE))
+    joined_child = exists().where(and_(child.c.parent_token_id == t.c.id,
+                                       child.c.state == "WAITING", child.c.wait_kind == "JOIN",
+                                       child.c.updated_at < before))
+    stmt = (select(t.c.id, t.c.version)
+            .where(t.c.state == "WAITING", t.c.wait_kind == "CHILDREN",
+                   t.c.updated_at < before, no_live_child | joined_child)
+            .order_by(t.c.updated_at).limit(limit)
+            .with_for_update(skip_locked=True))
+    return [(row.id, row.version) for row in conn.execute(stmt)]
+
+
+def as_dict(token: TokenRow) -> dict[str, Any]:
+    return {"id": str(token.id), "node_id": token.node_id, "state": token.state,
+            "mode": token.mode, "parent_token_id": str(token.parent_token_id)
+            if token.parent_token_id else None, "scope_id": token.scope_id,
+            "wait_kind": token.wait_kind, "version": token.version}
