@@ -1,0 +1,129 @@
+"""Fixtures for the integration, embedded and migration suites.
+
+PostgreSQL: the schema is migrated once per session into a template database
+(``<BPM_TEST_DATABASE_URL's name>_tmpl``); every test gets its own clone of it, dropped
+afterwards, so tests never see each other's rows (style b.9).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from uuid import uuid4
+
+import psycopg
+import pytest
+from psycopg import sql
+from sqlalchemy.engine import URL, make_url
+
+from bpm.handlers import HandlerRegistry
+from bpm.store import Database
+from bpm.store.migrate import upgrade
+from tests.helpers.clock import FakeClock
+from tests.helpers.runtime import Calls, EngineFactory, Harness
+
+DEFAULT_TEST_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/bpm_test"
+TEST_URL = make_url(os.environ.get("BPM_TEST_DATABASE_URL", DEFAULT_TEST_URL))
+
+
+def _admin() -> psycopg.Connection[tuple[object, ...]]:
+    """An autocommit connection to the ``postgres`` database of the test server."""
+    admin = TEST_URL.set(drivername="postgresql", database="postgres")
+    try:
+        return psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True)
+    except psycopg.OperationalError as exc:
+        pytest.exit(f"cannot reach the test PostgreSQL ({TEST_URL.render_as_string()}): {exc}",
+                    returncode=3)
+
+
+def _url(database: str) -> URL:
+    return TEST_URL.set(database=database)
+
+
+def create_database(name: str, template: str | None = None) -> str:
+    """Create ``name`` (optionally from a template); returns its SQLAlchemy URL."""
+    query = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+    if template is not None:
+        query = sql.SQL("{} TEMPLATE {}").format(query, sql.Identifier(template))
+    with _admin() as conn:
+        conn.execute(query)
+    return _url(name).render_as_string(hide_password=False)
+
+
+def drop_database(name: str) -> None:
+    with _admin() as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+                     .format(sql.Identifier(name)))
+
+
+@pytest.fixture(scope="session")
+def pg_template() -> Iterator[str]:
+    """A database migrated to head, used only as the template of every test's database."""
+    name = f"{TEST_URL.database}_tmpl"
+    drop_database(name)
+    db = Database(create_database(name))
+    try:
+        upgrade(db)
+    finally:
+        db.dispose()
+    yield name
+    drop_database(name)
+
+
+@pytest.fixture
+def pg_url(pg_template: str) -> Iterator[str]:
+    """A fresh, migrated PostgreSQL database for this test only."""
+    name = f"bpm_t_{uuid4().hex[:8]}"
+    url = create_database(name, template=pg_template)
+    try:
+        yield url
+    finally:
+        drop_database(name)
+
+
+@pytest.fixture
+def empty_pg_url() -> Iterator[str]:
+    """A fresh PostgreSQL database with no schema at all."""
+    name = f"bpm_e_{uuid4().hex[:8]}"
+    url = create_database(name)
+    try:
+        yield url
+    finally:
+        drop_database(name)
+
+
+@pytest.fixture
+def pg_db(pg_url: str) -> Iterator[Database]:
+    db = Database(pg_url)
+    try:
+        yield db
+    finally:
+        db.dispose()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def handlers() -> HandlerRegistry:
+    """A fresh registry per test: the module-level one is never touched."""
+    return HandlerRegistry()
+
+
+@pytest.fixture
+def calls(handlers: HandlerRegistry) -> Calls:
+    return Calls(handlers)
+
+
+@pytest.fixture
+def engine_factory(pg_db: Database, handlers: HandlerRegistry, clock: FakeClock) -> EngineFactory:
+    """Make engines (each with its own in-process dispatcher) on this test's database."""
+    return EngineFactory(pg_db, handlers, clock)
+
+
+@pytest.fixture
+def rt(engine_factory: EngineFactory) -> Harness:
+    """The test's main engine."""
+    return engine_factory()

@@ -1,0 +1,102 @@
+"""Checks every test can run over an instance: runtime rows agree with their history.
+
+Engine spec 2.2 and 2.4: each guarded update bumps ``version`` by one and appends one history
+row in the same transaction, and rows start at version 0 with a creation event. So for every
+token and task, its events chain ``from_state -> to_state`` without a gap, the last one ends
+in the row's current state, and there are exactly ``version + 1`` of them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import select
+
+from bpm.store import Database
+from bpm.store.schema import metadata
+from tests.helpers import db as rows
+
+INSTANCE_EVENTS = {"InstanceStarted", "InstanceResumed", "InstanceCompleted", "InstanceFailed",
+                   "InstanceTerminated", "InstanceCancelled"}
+
+
+def _check_chain(what: str, current_state: str, version: int, events: list[dict[str, Any]],
+                 created: str, first_state: str | None = None) -> list[str]:
+    problems: list[str] = []
+    if not events:
+        return [f"{what}: no history at all"]
+    first = events[0]
+    if first["type"] != created or first["from_state"] is not None:
+        problems.append(f"{what}: first event is {first['type']} from {first['from_state']}, "
+                        f"not {created}")
+    if first_state is not None and first["to_state"] != first_state:
+        problems.append(f"{what}: created as {first['to_state']}, expected {first_state}")
+    for before, after in itertools.pairwise(events):
+        if after["from_state"] != before["to_state"]:
+            problems.append(f"{what}: event {after['type']} (id {after['id']}) starts from "
+                            f"{after['from_state']} but the previous one ended in "
+                            f"{before['to_state']}")
+    if events[-1]["to_state"] != current_state:
+        problems.append(f"{what}: is {current_state} but its last event "
+                        f"{events[-1]['type']} ends in {events[-1]['to_state']}")
+    if len(events) != version + 1:
+        problems.append(f"{what}: version {version} but {len(events)} events "
+                        f"(expected version + 1: {[e['type'] for e in events]})")
+    return problems
+
+
+def history_problems(db: Database, iid: UUID) -> list[str]:
+    """Everything about this instance whose runtime rows and history disagree."""
+    problems: list[str] = []
+    token_events: dict[UUID, list[dict[str, Any]]] = defaultdict(list)
+    for event in rows.token_events_of(db, iid):
+        token_events[event["token_id"]].append(event)
+    for tok in rows.tokens_of(db, iid):
+        events = token_events.pop(tok.id, [])
+        what = f"token {tok.id} at {tok.node_id!r}"
+        problems += _check_chain(what, tok.state, tok.version, events, "CREATED", "ACTIVE")
+        if events and events[-1]["node_id"] != tok.node_id:
+            problems.append(f"{what}: last event is at node {events[-1]['node_id']!r}")
+    problems += [f"events for unknown token {t}" for t in token_events]
+
+    task_events: dict[UUID, list[dict[str, Any]]] = defaultdict(list)
+    for event in rows.task_events_of(db, iid):
+        task_events[event["task_id"]].append(event)
+    for task in rows.tasks_of(db, iid):
+        events = task_events.pop(task.id, [])
+        what = f"task {task.id} at {task.node_id!r}"
+        problems += _check_chain(what, task.state, task.version, events, "CREATED", "READY")
+    problems += [f"events for unknown task {t}" for t in task_events]
+
+    inst = rows.instance(db, iid)
+    inst_events = [e for e in rows.engine_events_of(db, iid) if e["type"] in INSTANCE_EVENTS]
+    problems += _check_chain(f"instance {iid}", inst.state, inst.version, inst_events,
+                             "InstanceStarted", "RUNNING")
+    return problems
+
+
+def assert_history_consistent(db: Database, iid: UUID) -> None:
+    problems = history_problems(db, iid)
+    assert not problems, "history disagrees with the runtime rows:\n  " + "\n  ".join(problems)
+
+
+def assert_finished_cleanly(db: Database, iid: UUID, state: str = "COMPLETED") -> None:
+    """The instance ended in ``state``, no token is left live, history agrees."""
+    assert rows.state(db, iid) == state, rows.instance(db, iid)
+    live = rows.live_tokens(db, iid)
+    assert not live, f"tokens left live: {[(t.node_id, t.state) for t in live]}"
+    open_tasks = [t for t in rows.tasks_of(db, iid) if t.state in ("READY", "LOCKED")]
+    assert not open_tasks, f"tasks left open: {[(t.node_id, t.state) for t in open_tasks]}"
+    assert_history_consistent(db, iid)
+
+
+def snapshot(db: Database) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every bpm table, to show that a refused call changed nothing."""
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    with db.transaction() as conn:
+        for table in metadata.sorted_tables:
+            out[table.name] = sorted((tuple(r) for r in conn.execute(select(table))), key=repr)
+    return out
