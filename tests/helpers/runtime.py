@@ -123,7 +123,7 @@ class Calls:
                 self.seen[name].append(ctx)
             return fn(ctx) if fn is not None else None
 
-        self.registry.register(name, run)
+        self.registry.register(name, run, replace=True)
 
     def count(self, name: str) -> int:
         with self._lock:
