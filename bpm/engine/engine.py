@@ -28,12 +28,15 @@ from bpm.errors import NotFound
 from bpm.handlers import HandlerContext, HandlerRegistry
 from bpm.handlers import registry as default_registry
 from bpm.store import Connection, Database, definitions, instances, tokens, variables
+from bpm.store.rows import TaskRow, TokenRow
 
 log = logging.getLogger("bpm.engine")
 T = TypeVar("T")
 
 DONE, STALE, UNKNOWN, DEFERRED = "done", "stale", "unknown", "deferred"
 DEFAULT_LOCK = timedelta(minutes=5)
+#: Nodes one transaction may pass for the same token before it commits.
+MAX_HOPS_PER_TX = 20
 
 
 class _InstanceInfo:
@@ -68,9 +71,10 @@ class Engine:
     def transaction(self, actor: str | None = None) -> Iterator[Tx]:
         """One transaction; its history is flushed before commit, its jobs sent after."""
         with self.db.transaction() as conn:
-            tx = Tx(conn, self.clock.now(), actor or self.worker_id)
+            tx = Tx(conn, self.clock.now(), actor or self.worker_id,
+                    runs_inline=self._runs_inline)
             yield tx
-            tx.history.flush(conn)
+            tx.flush()
         if tx.jobs:
             self.dispatcher.dispatch(tx.jobs)
 
@@ -137,19 +141,17 @@ class Engine:
         return self._chain(RunTask(task_id))
 
     def _chain(self, nxt: Next) -> str:
-        """Follow one token through automatic nodes, each step its own transaction."""
+        """Follow one token through automatic nodes and inline handler runs.
+
+        Every transaction re-reads and version-checks what it changes; the chain only saves the
+        broker hop between them. It stops at ``chain_limit`` steps so queues stay fair.
+        """
         outcome = DONE
         for step in range(self.chain_limit):
             if nxt is None:
                 return outcome
             try:
-                if isinstance(nxt, NextToken):
-                    nxt = self._retrying(lambda n=nxt: self._advance_once(n))  # type: ignore[misc]
-                elif self.run_handlers_inline or step == 0:
-                    nxt = self._run_handler_once(nxt.task_id)
-                else:
-                    self.dispatcher.dispatch([Job(RUN_HANDLER, {"task_id": str(nxt.task_id)})])
-                    return outcome
+                nxt = self._step(nxt, first=step == 0)
             except Stale as exc:
                 log.info("no-op: %s", exc, extra={"action": "stale"})
                 return STALE if step == 0 else outcome
@@ -159,13 +161,26 @@ class Engine:
         self._defer(nxt)
         return DEFERRED
 
+    def _step(self, nxt: NextToken | RunTask, *, first: bool) -> Next:
+        if isinstance(nxt, NextToken):
+            return self._retrying(lambda: self._advance_once(nxt))
+        if nxt.locked is not None:
+            return self._invoke_and_record(nxt.locked, nxt.values or {}, nxt.token)
+        if self.run_handlers_inline or first:
+            return self._run_handler_once(nxt.task_id)
+        self._defer(nxt)
+        return None
+
     def _defer(self, nxt: Next) -> None:
-        """The chain bound was reached: queue the rest so other work gets its turn."""
+        """Queue the rest of a chain so other work gets its turn."""
         if isinstance(nxt, NextToken):
             self.dispatcher.dispatch([Job(ADVANCE_TOKEN, {"token_id": str(nxt.token_id),
                                                           "expected_version": nxt.version})])
         elif isinstance(nxt, RunTask):
             self.dispatcher.dispatch([Job(RUN_HANDLER, {"task_id": str(nxt.task_id)})])
+
+    def _runs_inline(self, handler: str) -> bool:
+        return self.run_handlers_inline and handler in self.handlers
 
     def _advance_once(self, nxt: NextToken) -> Next:
         with self.transaction() as tx:
@@ -177,10 +192,26 @@ class Engine:
                             f"{nxt.version}")
             g = self.graph(self._info(tx, tok.instance_id).def_id, tx.conn)
             if tok.state == "ACTIVE":
-                return nodes.arrive(tx, g, tok)
-            if tok.state == "WAITING" and tok.wait_kind == "CHILDREN":
-                return joins.decide(tx, g, tok)
-            raise Stale(f"token {tok.id} is {tok.state}; nothing to advance")
+                result = nodes.arrive(tx, g, tok)
+            elif tok.state == "WAITING" and tok.wait_kind == "CHILDREN":
+                result = joins.decide(tx, g, tok)
+            else:
+                raise Stale(f"token {tok.id} is {tok.state}; nothing to advance")
+            return self._continue(tx, g, result)
+
+    def _continue(self, tx: Tx, g: ProcessGraph, result: Next) -> Next:
+        """Keep moving the token this transaction already holds, through automatic nodes.
+
+        Only the same token continues (never another one), so a transaction still advances one
+        token (engine spec 2.3); each node passage keeps its own history rows.
+        """
+        for _ in range(MAX_HOPS_PER_TX):
+            if not isinstance(result, NextToken) or result.row is None:
+                return result
+            if result.row.state != "ACTIVE":
+                return result
+            result = nodes.arrive(tx, g, result.row)
+        return result
 
     def _run_handler_once(self, task_id: UUID) -> Next:
         with self.transaction() as tx:
@@ -188,20 +219,34 @@ class Engine:
             if task is None:
                 raise Stale(f"task {task_id} is not READY and due; another runner has it or "
                             f"it is finished")
-            info = self._info(tx, task.instance_id)
-            g = self.graph(info.def_id, tx.conn)
+            g = self.graph(self._info(tx, task.instance_id).def_id, tx.conn)
             task = handler_runs.fit_lock(tx, task, g.node(task.node_id).timeout)
             values = variables.load(tx.conn, task.instance_id)
+        return self._invoke_and_record(task, values)
+
+    def _invoke_and_record(self, task: TaskRow, values: dict[str, Any],
+                           token: TokenRow | None = None) -> Next:
+        """Run the handler with no transaction open, then commit its outcome."""
+        info = self._instances.get(task.instance_id)
+        if info is None:
+            with self.transaction() as tx:
+                info = self._info(tx, task.instance_id)
         ctx = HandlerContext(values, str(task.id), task.attempts, task.instance_id,
                              info.business_key, info.key, task.node_id, task.id)
         started = time.perf_counter()
         outcome = handler_runs.invoke(self.handlers, task, ctx)
         log.debug("handler %s ran in %.1f ms", task.handler,
                   (time.perf_counter() - started) * 1000)
-        with self.transaction() as tx:
-            if outcome.variables is not None:
-                return handler_runs.complete_task(tx, g, task, outcome.variables)
-            return handler_runs.fail_task(tx, g, task, outcome)
+        g = self.graph(info.def_id)
+        try:
+            with self.transaction() as tx:
+                if outcome.variables is not None:
+                    result = handler_runs.complete_task(tx, g, task, outcome.variables, token)
+                    return self._continue(tx, g, result)
+                return handler_runs.fail_task(tx, g, task, outcome)
+        except Conflict as exc:
+            # The token moved while the handler ran (cancelled, or taken over): drop the result.
+            raise Stale(f"result of task {task.id} dropped: {exc}") from exc
 
     # --- used by the facade modules ------------------------------------------------------
 

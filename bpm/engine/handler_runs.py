@@ -23,7 +23,7 @@ from bpm.engine.tx import Next, Stale, Tx
 from bpm.errors import BadVariables, BpmnError
 from bpm.handlers import HandlerContext, HandlerRegistry
 from bpm.store import tasks, tokens, variables
-from bpm.store.rows import TaskRow
+from bpm.store.rows import TaskRow, TokenRow
 from bpm.variables import check_variables
 
 MAX_DETAILS = 8000
@@ -91,8 +91,13 @@ def _check_result(task: TaskRow, result: object) -> Outcome:
         return Outcome(error=str(exc), retryable=False)
 
 
-def complete_task(tx: Tx, g: ProcessGraph, task: TaskRow, values: dict[str, Any]) -> Next:
-    """Task DONE, result variables written, token moved on: one transaction."""
+def complete_task(tx: Tx, g: ProcessGraph, task: TaskRow, values: dict[str, Any],
+                  token: TokenRow | None = None) -> Next:
+    """Task DONE, result variables written, token moved on: one transaction.
+
+    ``token`` is the token row as the transaction that locked the task left it, when that
+    is known; its version is checked when the move is written, so no read is needed.
+    """
     if not tasks.finish(tx.conn, task, state="DONE", now=tx.now):
         raise Stale(f"task {task.id} is no longer locked by {tx.actor} at version "
                     f"{task.version}; its result is dropped")
@@ -101,7 +106,7 @@ def complete_task(tx: Tx, g: ProcessGraph, task: TaskRow, values: dict[str, Any]
                     to_state="DONE", actor=tx.actor,
                     data={"variables": values} if values else None)
     variables.write(tx.conn, task.instance_id, values, tx.now)
-    tok = tokens.get(tx.conn, task.token_id)
+    tok = token if token is not None else tokens.get(tx.conn, task.token_id)
     if tok is None or tok.state != "WAITING" or tok.node_id != task.node_id:
         raise Stale(f"token of task {task.id} is no longer waiting at {task.node_id!r}")
     return leave(tx, g, tok, g.node(task.node_id))

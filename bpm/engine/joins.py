@@ -71,7 +71,7 @@ def _fire_join(tx: Tx, g: ProcessGraph, parent: TokenRow, node: Node, picked: li
         if len(flows) == 1:
             moved = move(tx, parent, state="ACTIVE", event="MOVED", node_id=flows[0].target,
                          via_flow=flows[0].id, data={"from": node.id, "flow": flows[0].id})
-            return NextToken(moved.id, moved.version)
+            return NextToken(moved.id, moved.version, moved)
         parent = move(tx, parent, state="WAITING", event="FORKED", node_id=node.id,
                       via_flow=None, wait_kind="CHILDREN", data={"into": [f.id for f in flows]})
     # A join inside a wider fork (or a join that forks again): new branches continue.

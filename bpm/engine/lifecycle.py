@@ -125,17 +125,8 @@ def _definition(tx: Tx, key: str, version: int | None) -> DefinitionRow:
 
 
 def _insert_instance(tx: Tx, inst: InstanceRow) -> bool:
-    """Insert in a savepoint; False when a concurrent start took the idempotency key."""
-    from sqlalchemy.exc import IntegrityError
-
-    try:
-        with tx.conn.begin_nested():
-            instances.insert(tx.conn, inst)
-    except IntegrityError:
-        if inst.idempotency_key is None:
-            raise
-        return False
-    return True
+    """False when a concurrent start took the idempotency key first (ON CONFLICT DO NOTHING)."""
+    return instances.insert(tx.conn, inst)
 
 
 def cancel(engine: Engine, instance_id: UUID, reason: str = "cancelled by an operator") -> None:

@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 from uuid import UUID, uuid4
 
-from bpm.engine.tx import Conflict, Tx
+from bpm.engine.tx import Tx
 from bpm.store import tokens
 from bpm.store.rows import TokenRow
 
@@ -14,17 +14,21 @@ from bpm.store.rows import TokenRow
 def move(tx: Tx, tok: TokenRow, *, state: str, event: str, node_id: str | None = None,
          via_flow: str | None = None, wait_kind: str | None = None,
          data: dict[str, Any] | None = None) -> TokenRow:
-    """Change a token under its version; raise ``Conflict`` if someone changed it first."""
+    """Change a token under its version and record the transition in history.
+
+    The row is written once, when the transaction flushes, guarded by the version the token
+    had when this transaction first moved it; a token passing several nodes in one transaction
+    costs one UPDATE. ``Conflict`` (at once or at flush) means someone else changed it first.
+    """
     node = tok.node_id if node_id is None else node_id
     via = tok.via_flow if via_flow is None and node_id is None else via_flow
-    if not tokens.move(tx.conn, tok, state=state, node_id=node, via_flow=via,
-                       wait_kind=wait_kind, now=tx.now):
-        raise Conflict(f"token {tok.id} changed since version {tok.version}")
+    moved = replace(tok, state=state, node_id=node, via_flow=via, wait_kind=wait_kind,
+                    version=tok.version + 1, updated_at=tx.now)
+    tx.stage_token(tok, moved)
     tx.history.token(instance_id=tok.instance_id, token_id=tok.id, at=tx.now, type=event,
                      node_id=node, from_state=tok.state, to_state=state, actor=tx.actor,
                      data=data)
-    return replace(tok, state=state, node_id=node, via_flow=via, wait_kind=wait_kind,
-                   version=tok.version + 1, updated_at=tx.now)
+    return moved
 
 
 def new_token(tx: Tx, *, instance_id: UUID, node_id: str, parent: UUID | None,

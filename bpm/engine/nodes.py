@@ -6,6 +6,7 @@ what the job should do next (go on with a token, run a task, or stop).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from uuid import uuid4
 
 from bpm.definitions.model import Flow, Node, NodeType, ProcessGraph
@@ -47,7 +48,7 @@ def leave(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
 def take(tx: Tx, tok: TokenRow, flow: Flow, event: str = "MOVED") -> NextToken:
     moved = move(tx, tok, state="ACTIVE", event=event, node_id=flow.target, via_flow=flow.id,
                  data={"from": flow.source, "flow": flow.id})
-    return NextToken(moved.id, moved.version)
+    return NextToken(moved.id, moved.version, moved)
 
 
 def fork_or_leave(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
@@ -111,16 +112,25 @@ def _park_at_join(tx: Tx, tok: TokenRow) -> Next:
 
 
 def _create_handler_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
-    move(tx, tok, state="WAITING", event="WAITING", wait_kind="TASK")
+    waiting = move(tx, tok, state="WAITING", event="WAITING", wait_kind="TASK")
     task = TaskRow(uuid4(), tok.id, tok.instance_id, node.id, None, node.handler, "HANDLER",
                    "READY", node.retry.max_attempts, 0, None, None, None, None, None, 0, 0,
                    tx.now, tx.now)
-    tasks.insert(tx.conn, task)
     tx.history.task(instance_id=tok.instance_id, task_id=task.id, token_id=tok.id, at=tx.now,
                     type="CREATED", node_id=node.id, from_state=None, to_state="READY",
                     actor=tx.actor, data={"handler": node.handler,
                                           "max_attempts": node.retry.max_attempts})
-    return RunTask(task.id)
+    if not tx.runs_inline(node.handler or ""):
+        tasks.insert(tx.conn, task)
+        return RunTask(task.id)
+    # This process runs the handler right after commit: lock it in this same transaction.
+    locked = replace(task, state="LOCKED", lock_owner=tx.actor, attempts=1,
+                     retries=task.retries - 1, lock_expire_at=tx.now + node.timeout, version=1)
+    tasks.insert(tx.conn, locked)
+    tx.history.task(instance_id=tok.instance_id, task_id=task.id, token_id=tok.id, at=tx.now,
+                    type="LOCKED", node_id=node.id, from_state="READY", to_state="LOCKED",
+                    actor=tx.actor, data={"attempt": 1})
+    return RunTask(task.id, locked, variables.load(tx.conn, tok.instance_id), waiting)
 
 
 def _enter_subprocess(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
@@ -158,6 +168,7 @@ def end_token(tx: Tx, tok: TokenRow) -> Next:
 def _terminate(tx: Tx, tok: TokenRow) -> Next:
     """Cancel every other token of this scope; the scope token then completes (spec 4.8)."""
     scope_root = tok.parent_token_id if tok.concurrent else tok.id
+    tx.flush_tokens()
     everything = tokens.of_instance(tx.conn, tok.instance_id)
     children: dict[object, list[TokenRow]] = {}
     for row in everything:

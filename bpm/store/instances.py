@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy.dialects import postgresql, sqlite
 
 from bpm.store.rows import InstanceRow, from_row
 from bpm.store.schema import process_instances as t
@@ -34,13 +36,24 @@ def by_idempotency_key(conn: Connection, key: str, ikey: str) -> InstanceRow | N
     return from_row(InstanceRow, row) if row else None
 
 
-def insert(conn: Connection, row: InstanceRow) -> None:
-    conn.execute(t.insert(), {
+def _insert_new(dialect: str) -> Any:
+    ins = postgresql.insert(t) if dialect == "postgresql" else sqlite.insert(t)
+    return ins.on_conflict_do_nothing(
+        index_elements=[t.c.process_key, t.c.idempotency_key]).returning(t.c.id)
+
+
+_INSERTS = {"postgresql": _insert_new("postgresql"), "sqlite": _insert_new("sqlite")}
+
+
+def insert(conn: Connection, row: InstanceRow) -> bool:
+    """Insert; False when another start already took this idempotency key."""
+    result = conn.execute(_INSERTS[conn.dialect.name], {
         "id": row.id, "process_def_id": row.process_def_id, "process_key": row.process_key,
         "business_key": row.business_key, "idempotency_key": row.idempotency_key,
         "state": row.state, "version": row.version, "started_at": row.started_at,
         "updated_at": row.updated_at, "ended_at": row.ended_at,
     })
+    return result.first() is not None
 
 
 def set_state(conn: Connection, row: InstanceRow, state: str, now: datetime,

@@ -29,7 +29,7 @@ _MOVE = (
     .where(t.c.id == bindparam("b_id"), t.c.version == bindparam("b_version"))
     .values(state=bindparam("state"), node_id=bindparam("node_id"),
             via_flow=bindparam("via_flow"), wait_kind=bindparam("wait_kind"),
-            version=t.c.version + 1, updated_at=bindparam("now"))
+            version=bindparam("new_version"), updated_at=bindparam("now"))
 )
 
 
@@ -63,12 +63,16 @@ def link(conn: Connection, links: Sequence[tuple[UUID, UUID, str]]) -> None:
         ])
 
 
-def move(conn: Connection, token: TokenRow, *, state: str, node_id: str,
-         via_flow: str | None, wait_kind: str | None, now: datetime) -> bool:
-    """Version-checked update of a token's state and position (engine spec 2.2)."""
+def move(conn: Connection, expected_version: int, row: TokenRow) -> bool:
+    """Write ``row`` over the token if it is still at ``expected_version`` (spec 2.2).
+
+    ``row.version`` is the expected version plus the number of transitions the transaction
+    made, so the version always counts the token's history rows.
+    """
     result = conn.execute(_MOVE, {
-        "b_id": token.id, "b_version": token.version, "state": state, "node_id": node_id,
-        "via_flow": via_flow, "wait_kind": wait_kind, "now": now,
+        "b_id": row.id, "b_version": expected_version, "state": row.state,
+        "node_id": row.node_id, "via_flow": row.via_flow, "wait_kind": row.wait_kind,
+        "new_version": row.version, "now": row.updated_at,
     })
     return result.rowcount == 1
 

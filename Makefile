@@ -1,0 +1,44 @@
+# Two entry points for a newcomer: `make demo` and `make test`. Everything else is a helper.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+BPM_TEST_DATABASE_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/bpm_test
+export BPM_TEST_DATABASE_URL
+
+.PHONY: demo test lint typecheck bench services testdb clean
+
+## demo: a virtualenv with the engine only, then `bpm demo` on SQLite (no server, no broker)
+demo: $(VENV)/.demo-installed
+	$(BIN)/bpm demo
+
+$(VENV)/.demo-installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+## test: dev virtualenv, PostgreSQL and Redis up, a fresh test database, the whole suite
+test: $(VENV)/.dev-installed services testdb
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+$(VENV)/.dev-installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@ $(VENV)/.demo-installed
+
+services:
+	@scripts/ensure_services.sh
+
+testdb: $(VENV)/.dev-installed
+	$(BIN)/python scripts/fresh_database.py "$(BPM_TEST_DATABASE_URL)"
+
+lint: $(VENV)/.dev-installed
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+bench: $(VENV)/.dev-installed services
+	$(BIN)/python bench/engine_throughput.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info bpm-demo.db

@@ -1,0 +1,5 @@
+"""``python -m bpm.cli``: the same as the ``bpm`` console script."""
+
+from bpm.cli.main import main
+
+main()

@@ -1,0 +1,80 @@
+"""``bpm demo``: the example run and a readable account of what the engine did."""
+
+from __future__ import annotations
+
+import click
+
+from bpm.cli import paths, render
+from bpm.cli.demo import DemoResult, DemoRun, new_database, run_demo
+from examples import ORDER_FULFILMENT
+
+OUTLINE = ("validate; then in parallel: reserve stock | charge payment (up to 3 attempts) |",
+           "pack (a subprocess: pick, wrap); then express or standard shipping; notify")
+
+
+@click.command()
+def demo() -> None:
+    """Run the order fulfilment example on a fresh SQLite file and show what happened.
+
+    Needs nothing running: the jobs run in this process. The database is a new file in the
+    temp folder, kept so you can explore it afterwards (the command to do so is printed).
+    """
+    database = new_database()
+    render.line("bpm demo: order fulfilment in embedded mode (jobs run in this process)",
+                style="bold")
+    render.line(f"database: {database} (a fresh SQLite file)")
+    result = run_demo(database, ORDER_FULFILMENT)
+    d = result.deployed
+    render.line(f"deployed {d.key} version {d.version} from {result.definition_file}")
+    for text in OUTLINE:
+        render.line(f"  {text}")
+    render.line()
+    _summary_table(result)
+    for run in result.runs:
+        render.line()
+        _story(run)
+    render.line()
+    _epilogue(result)
+
+
+def _summary_table(result: DemoResult) -> None:
+    rows = []
+    for run in result.runs:
+        inst, values = run.instance, run.instance["variables"]
+        rows.append([inst["id"][:8], inst["business_key"], values.get("total"), inst["state"],
+                     f"{run.duration:.2f} s", values.get("carrier", "-"), run.order.shows])
+    render.table(["instance", "business key", "total", "state", "duration", "shipped by",
+                  "what it shows"], rows)
+
+
+def _story(run: DemoRun) -> None:
+    inst = run.instance
+    render.line(f"{inst['business_key']}  {inst['id'][:8]}  {inst['state']}",
+                style=render.state_style(inst["state"]))
+    g = render.glyphs()
+    for text in paths.render(run.tree, g):
+        render.line(f"  {text}")
+    for step in run.tree.steps():
+        if step.attempts > 1:
+            failures = "; ".join(step.errors) or "an earlier attempt failed"
+            render.line(f"  retried {step.node_id}: {failures}")
+    for incident in inst["incidents"]:
+        render.line(f"  incident ({incident['state'].lower()}): {incident['message']}",
+                    style="red")
+
+
+def _epilogue(result: DemoResult) -> None:
+    runs = result.runs
+    done = [r for r in runs if r.instance["state"] == "COMPLETED"]
+    render.line(f"{len(done)} of {len(runs)} orders COMPLETED in {result.seconds:.1f} s")
+    for run in runs:
+        if run.instance["state"] != "COMPLETED":
+            render.line(f"{run.order.business_key} is {run.instance['state']}: its incident "
+                        f"waits for an operator (bpm retry TOKEN_ID, or bpm cancel ID)")
+    sample = next((r for r in runs if r not in done), runs[0]).instance["id"]
+    render.line("explore the run (the database file is kept):")
+    render.line(f"  export BPM_DATABASE_URL=sqlite:///{result.database}")
+    render.line("  bpm instances")
+    render.line(f"  bpm show {sample}")
+    render.line(f"  bpm trace {sample}")
+    render.line("  bpm incidents")

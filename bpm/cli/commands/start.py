@@ -1,0 +1,74 @@
+"""``bpm start KEY``: start an instance and, in embedded mode, run its jobs here.
+
+Embedded mode has no background worker, so ``bpm start`` always runs the instance's jobs in
+this process until none is left (waiting out retry backoffs), for at most ``--wait`` seconds or
+``IDLE_LIMIT`` without it. With ``--wait`` a non-terminal state at the end is an error; without
+it the state is printed as it is (RUNNING when the instance waits for something).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from bpm.cli import render
+from bpm.cli.errors import fail
+from bpm.cli.lookups import missing_handlers
+from bpm.cli.parsing import collect_variables
+from bpm.cli.runtime import embedded, import_handlers, refuse_broker
+from bpm.embedded import END_STATES, EmbeddedRuntime
+from bpm.errors import ConfigError
+
+IDLE_LIMIT = 60.0
+
+
+@click.command()
+@click.argument("key")
+@click.option("--var", "var_items", multiple=True, metavar="NAME=VALUE",
+              help="A variable; VALUE is parsed as JSON when it is valid JSON, else a string.")
+@click.option("--vars", "vars_json", metavar="JSON",
+              help="Variables as a JSON object (or @FILE); --var entries override it.")
+@click.option("--business-key", help="Your id for the instance; starting it twice starts one.")
+@click.option("--wait", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help="Wait up to SECONDS for COMPLETED, FAILED, TERMINATED or CANCELLED.")
+@click.option("--import", "imports", multiple=True, metavar="MODULE",
+              help="Import MODULE first (it registers handlers); adds to BPM_IMPORTS.")
+@click.option("--json", "as_json", is_flag=True, help="Print {id, key, business_key, state}.")
+def start(key: str, var_items: tuple[str, ...], vars_json: str | None,
+          business_key: str | None, wait: float | None, imports: tuple[str, ...],
+          as_json: bool) -> None:
+    """Start an instance of the latest version of process KEY."""
+    values = collect_variables(vars_json, var_items)
+    refuse_broker("start an instance")
+    import_handlers(imports)
+    with embedded() as rt:
+        doc = _start_and_run(rt, key, values, business_key, wait or IDLE_LIMIT)
+    _print(doc, as_json)
+    if wait is not None and doc["state"] not in END_STATES:
+        fail(f"instance {doc['id']} is still {doc['state']} after {wait:g} s")
+
+
+def _start_and_run(rt: EmbeddedRuntime, key: str, values: dict[str, Any],
+                   business_key: str | None, limit: float) -> dict[str, Any]:
+    missing = missing_handlers(rt, key)
+    if missing:
+        raise ConfigError(f"process {key!r} calls handlers that no imported module registers: "
+                          f"{', '.join(missing)}; name the module that registers them in "
+                          f"BPM_IMPORTS or with --import MODULE")
+    started = rt.engine.start(key, values, business_key=business_key)
+    rt.run_until_idle(timeout=limit)
+    return {"id": str(started.id), "key": started.key, "business_key": started.business_key,
+            "state": rt.state(started.id), "created": started.created}
+
+
+def _print(doc: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        render.emit_json(doc)
+        return
+    who = f" (business key {doc['business_key']})" if doc["business_key"] else ""
+    if doc["created"]:
+        render.line(f"started {doc['key']} instance {doc['id']}{who}")
+    else:
+        render.line(f"{doc['key']} instance {doc['id']}{who} already exists; nothing started")
+    render.line(f"state: {doc['state']}", style=render.state_style(doc["state"]))
