@@ -95,7 +95,11 @@ def _rich_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> Non
     out = Table(*headers, header_style="bold", box=None, pad_edge=False)
     for row in rows:
         out.add_row(*(Text(_cell(v), style=STATE_STYLES.get(_cell(v), "")) for v in row))
-    _console().print(out)
+    console = _console()
+    natural = console.measure(out, options=console.options.update_width(10_000)).maximum
+    if natural > console.width:  # ids must stay whole and copyable: let the terminal wrap
+        console = Console(file=sys.stdout, width=natural)
+    console.print(out)
 
 
 def _console() -> Console:

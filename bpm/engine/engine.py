@@ -27,7 +27,15 @@ from bpm.engine.tx import Conflict, Next, NextToken, RunTask, Stale, Tx
 from bpm.errors import NotFound
 from bpm.handlers import HandlerContext, HandlerRegistry
 from bpm.handlers import registry as default_registry
-from bpm.store import Connection, Database, definitions, instances, tokens, variables
+from bpm.store import (
+    Connection,
+    Database,
+    RetryableDatabaseError,
+    definitions,
+    instances,
+    tokens,
+    variables,
+)
 from bpm.store.rows import TaskRow, TokenRow
 
 log = logging.getLogger("bpm.engine")
@@ -83,7 +91,7 @@ class Engine:
         for attempt in range(attempts):
             try:
                 return fn()
-            except Conflict:
+            except (Conflict, RetryableDatabaseError):
                 if attempt == attempts - 1:
                     raise
                 time.sleep(random.uniform(0.001, 0.005 * (attempt + 1)))
@@ -238,6 +246,17 @@ class Engine:
         log.debug("handler %s ran in %.1f ms", task.handler,
                   (time.perf_counter() - started) * 1000)
         g = self.graph(info.def_id)
+        for attempt in range(5):
+            try:
+                return self._record(g, task, outcome, token)
+            except RetryableDatabaseError:
+                if attempt == 4:
+                    raise
+                time.sleep(random.uniform(0.001, 0.01))
+        raise AssertionError("unreachable")
+
+    def _record(self, g: ProcessGraph, task: TaskRow, outcome: handler_runs.Outcome,
+                token: TokenRow | None) -> Next:
         try:
             with self.transaction() as tx:
                 if outcome.variables is not None:

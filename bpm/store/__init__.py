@@ -4,6 +4,6 @@ Functions here take a ``Connection`` that the caller's transaction owns and neve
 engine opens one transaction per use case with ``Database.transaction()``.
 """
 
-from bpm.store.db import Connection, Database, database_url
+from bpm.store.db import Connection, Database, RetryableDatabaseError, database_url
 
-__all__ = ["Connection", "Database", "database_url"]
+__all__ = ["Connection", "Database", "RetryableDatabaseError", "database_url"]

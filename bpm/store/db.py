@@ -9,14 +9,20 @@ from typing import Any
 
 from sqlalchemy import Connection, create_engine, event
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 from sqlalchemy.pool import StaticPool
 
 from bpm.errors import ConfigError
 
-__all__ = ["Connection", "Database", "database_url"]
+__all__ = ["Connection", "Database", "RetryableDatabaseError", "database_url"]
 
 DEFAULT_URL = "sqlite:///bpm.db"
+#: deadlock_detected, serialization_failure, lock_not_available: worth another try.
+RETRYABLE_SQLSTATES = frozenset({"40P01", "40001", "55P03"})
+
+
+class RetryableDatabaseError(Exception):
+    """The database aborted the transaction for a reason that a retry can fix."""
 
 
 def database_url(url: str | None = None) -> str:
@@ -63,9 +69,17 @@ class Database:
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
-        """One database transaction: commits on success, rolls back on any exception."""
-        with self.engine.begin() as conn:
-            yield conn
+        """One database transaction: commits on success, rolls back on any exception.
+
+        A deadlock or serialization failure comes out as ``RetryableDatabaseError``.
+        """
+        try:
+            with self.engine.begin() as conn:
+                yield conn
+        except DBAPIError as exc:
+            if getattr(exc.orig, "sqlstate", None) in RETRYABLE_SQLSTATES:
+                raise RetryableDatabaseError(str(exc.orig)) from exc
+            raise
 
     def check_reachable(self) -> None:
         try:

@@ -38,7 +38,11 @@ IDLE_LIMIT = 60.0
 def start(key: str, var_items: tuple[str, ...], vars_json: str | None,
           business_key: str | None, wait: float | None, imports: tuple[str, ...],
           as_json: bool) -> None:
-    """Start an instance of the latest version of process KEY."""
+    """Start an instance of the latest version of process KEY.
+
+    Embedded mode (no BPM_BROKER_URL) has no background worker, so the instance's jobs run in
+    this command until none is left: up to --wait seconds, or 60 s without --wait.
+    """
     values = collect_variables(vars_json, var_items)
     refuse_broker("start an instance")
     import_handlers(imports)
