@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import create_engine
+from sqlalchemy import Connection, create_engine
 
 from bpm.store.db import database_url
 from bpm.store.schema import metadata
@@ -22,7 +22,7 @@ def run() -> None:
     engine.dispose()
 
 
-def _run_with(connection: object) -> None:
+def _run_with(connection: Connection) -> None:
     context.configure(
         connection=connection, target_metadata=metadata, render_as_batch=True, compare_type=True
     )
