@@ -1,7 +1,7 @@
 """Fixtures for the integration, embedded and migration suites.
 
 PostgreSQL: the schema is migrated once per session into a template database
-(``<BPM_TEST_DATABASE_URL's name>_tmpl``); every test gets its own clone of it, dropped
+(``<BPM_TEST_DATABASE_URL's name>_tmpl_<pid>``); every test gets its own clone of it, dropped
 afterwards, so tests never see each other's rows (style b.9).
 """
 
@@ -56,10 +56,37 @@ def drop_database(name: str) -> None:
                      .format(sql.Identifier(name)))
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _drop_orphan_templates(prefix: str) -> None:
+    """Templates left by test sessions that died before their teardown."""
+    with _admin() as conn:
+        names = [str(r[0]) for r in conn.execute(
+            "SELECT datname FROM pg_database WHERE datname LIKE %s", (f"{prefix}%",))]
+    for name in names:
+        pid = name.removeprefix(prefix)
+        if pid.isdigit() and not _alive(int(pid)):
+            drop_database(name)
+
+
 @pytest.fixture(scope="session")
 def pg_template() -> Iterator[str]:
-    """A database migrated to head, used only as the template of every test's database."""
-    name = f"{TEST_URL.database}_tmpl"
+    """A database migrated to head, used only as the template of every test's database.
+
+    Named ``<test database>_tmpl_<pid>``: sessions running at the same time (a developer's
+    and CI's, or the CLI suite's) each build and drop their own.
+    """
+    prefix = f"{TEST_URL.database}_tmpl_"
+    _drop_orphan_templates(prefix)
+    name = f"{prefix}{os.getpid()}"
     drop_database(name)
     db = Database(create_database(name))
     try:

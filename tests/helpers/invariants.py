@@ -3,13 +3,15 @@
 Engine spec 2.2 and 2.4: each guarded update bumps ``version`` by one and appends one history
 row in the same transaction, and rows start at version 0 with a creation event. So for every
 token and task, its events chain ``from_state -> to_state`` without a gap, the last one ends
-in the row's current state, and there are exactly ``version + 1`` of them.
+in the row's current state, at the row's ``updated_at`` (the change and its history row were
+written by one transaction, with one ``now``), and there are exactly ``version + 1`` of them.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections import defaultdict
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -23,8 +25,8 @@ INSTANCE_EVENTS = {"InstanceStarted", "InstanceResumed", "InstanceCompleted", "I
                    "InstanceTerminated", "InstanceCancelled"}
 
 
-def _check_chain(what: str, current_state: str, version: int, events: list[dict[str, Any]],
-                 created: str, first_state: str | None = None) -> list[str]:
+def _check_chain(what: str, current_state: str, version: int, updated_at: datetime,
+                 events: list[dict[str, Any]], created: str, first_state: str) -> list[str]:
     problems: list[str] = []
     if not events:
         return [f"{what}: no history at all"]
@@ -32,7 +34,7 @@ def _check_chain(what: str, current_state: str, version: int, events: list[dict[
     if first["type"] != created or first["from_state"] is not None:
         problems.append(f"{what}: first event is {first['type']} from {first['from_state']}, "
                         f"not {created}")
-    if first_state is not None and first["to_state"] != first_state:
+    if first["to_state"] != first_state:
         problems.append(f"{what}: created as {first['to_state']}, expected {first_state}")
     for before, after in itertools.pairwise(events):
         if after["from_state"] != before["to_state"]:
@@ -42,6 +44,10 @@ def _check_chain(what: str, current_state: str, version: int, events: list[dict[
     if events[-1]["to_state"] != current_state:
         problems.append(f"{what}: is {current_state} but its last event "
                         f"{events[-1]['type']} ends in {events[-1]['to_state']}")
+    if events[-1]["at"] != updated_at:
+        # The change and its history row share the transaction's ``now`` (spec 2.4).
+        problems.append(f"{what}: updated at {updated_at} but its last event is at "
+                        f"{events[-1]['at']}")
     if len(events) != version + 1:
         problems.append(f"{what}: version {version} but {len(events)} events "
                         f"(expected version + 1: {[e['type'] for e in events]})")
@@ -57,7 +63,8 @@ def history_problems(db: Database, iid: UUID) -> list[str]:
     for tok in rows.tokens_of(db, iid):
         events = token_events.pop(tok.id, [])
         what = f"token {tok.id} at {tok.node_id!r}"
-        problems += _check_chain(what, tok.state, tok.version, events, "CREATED", "ACTIVE")
+        problems += _check_chain(what, tok.state, tok.version, tok.updated_at, events,
+                                 "CREATED", "ACTIVE")
         if events and events[-1]["node_id"] != tok.node_id:
             problems.append(f"{what}: last event is at node {events[-1]['node_id']!r}")
     problems += [f"events for unknown token {t}" for t in token_events]
@@ -68,13 +75,14 @@ def history_problems(db: Database, iid: UUID) -> list[str]:
     for task in rows.tasks_of(db, iid):
         events = task_events.pop(task.id, [])
         what = f"task {task.id} at {task.node_id!r}"
-        problems += _check_chain(what, task.state, task.version, events, "CREATED", "READY")
+        problems += _check_chain(what, task.state, task.version, task.updated_at, events,
+                                 "CREATED", "READY")
     problems += [f"events for unknown task {t}" for t in task_events]
 
     inst = rows.instance(db, iid)
     inst_events = [e for e in rows.engine_events_of(db, iid) if e["type"] in INSTANCE_EVENTS]
-    problems += _check_chain(f"instance {iid}", inst.state, inst.version, inst_events,
-                             "InstanceStarted", "RUNNING")
+    problems += _check_chain(f"instance {iid}", inst.state, inst.version, inst.updated_at,
+                             inst_events, "InstanceStarted", "RUNNING")
     return problems
 
 
