@@ -1,0 +1,31 @@
+"""The Celery app: ``celery -A workers worker`` / ``celery -A workers beat`` / ``flower``."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import Celery
+from celery.signals import worker_ready
+
+from beat.schedule import beat_schedule
+from workers.config import celery_config, settings_from_env
+from workers.runtime import import_handler_modules
+from workers.tasks import register
+
+log = logging.getLogger("bpm.worker")
+
+settings = settings_from_env()
+app = Celery("bpm")
+app.conf.update(celery_config(settings))
+app.conf.beat_schedule = beat_schedule(settings)
+register(app, settings)
+import_handler_modules()
+
+
+@worker_ready.connect
+def _recover_on_start(sender: Any = None, **_: Any) -> None:
+    """Recovery is not special code: a starting worker just asks for every scan once."""
+    for name in ("bpm.scan_locks", "bpm.scan_stalled"):
+        app.send_task(name, queue=settings.route(name))
+    log.info("worker ready: recovery scans requested")

@@ -1,0 +1,78 @@
+"""Celery settings the engine's semantics rely on (runtime contract), read from the environment.
+
+JSON only; a message is acknowledged after its job ran (``task_acks_late``) and put back if the
+worker process died (``task_reject_on_worker_lost``); one message at a time per process
+(prefetch 1). None of this is needed for correctness -- the scans are -- but it keeps recovery
+fast and work evenly spread.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from kombu.entity import Queue
+
+TOKENS, HANDLERS, COMPENSATION, STARTS, SCANS = (
+    "bpm.tokens", "bpm.handlers", "bpm.compensation", "bpm.starts", "bpm.scans")
+QUEUES = (TOKENS, HANDLERS, COMPENSATION, STARTS, SCANS)
+
+#: Task name -> queue (task names are stable: other services send them by name).
+ROUTES = {
+    "bpm.start_instance": STARTS,
+    "bpm.advance_token": TOKENS,
+    "bpm.run_handler": HANDLERS,
+    "bpm.run_compensation": COMPENSATION,
+    "bpm.scan_timers": SCANS,
+    "bpm.scan_locks": SCANS,
+    "bpm.scan_stalled": SCANS,
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    broker_url: str
+    queue_prefix: str
+    visibility_timeout: int
+    scan_interval: float
+    stall_grace: float
+
+    def queue(self, name: str) -> str:
+        return f"{self.queue_prefix}{name}"
+
+    def route(self, task_name: str) -> str:
+        return self.queue(ROUTES[task_name])
+
+
+def settings_from_env() -> Settings:
+    return Settings(
+        broker_url=os.environ.get("BPM_BROKER_URL", "redis://127.0.0.1:6379/0"),
+        queue_prefix=os.environ.get("BPM_QUEUE_PREFIX", ""),
+        # Longer than the longest handler lock, so Redis never redelivers a running job.
+        visibility_timeout=int(os.environ.get("BPM_VISIBILITY_TIMEOUT", "7200")),
+        scan_interval=float(os.environ.get("BPM_SCAN_INTERVAL", "5")),
+        stall_grace=float(os.environ.get("BPM_STALL_GRACE", "30")),
+    )
+
+
+def celery_config(s: Settings) -> dict[str, object]:
+    return {
+        "broker_url": s.broker_url,
+        "task_serializer": "json",
+        "result_serializer": "json",
+        "accept_content": ["json"],
+        "event_serializer": "json",
+        "task_ignore_result": True,
+        "result_backend": None,
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "worker_prefetch_multiplier": 1,
+        "broker_transport_options": {"visibility_timeout": s.visibility_timeout},
+        "broker_connection_retry_on_startup": True,
+        "task_queues": [Queue(s.queue(q)) for q in QUEUES],
+        "task_default_queue": s.queue(TOKENS),
+        "task_routes": {name: {"queue": s.route(name)} for name in ROUTES},
+        "worker_hijack_root_logger": False,
+        "task_send_sent_event": True,
+        "worker_send_task_events": True,
+    }

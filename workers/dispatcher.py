@@ -1,0 +1,41 @@
+"""The engine's dispatcher, implemented with Celery: jobs become messages sent by task name."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from celery import Celery
+
+from bpm.dispatch import Job
+from workers.config import Settings
+
+log = logging.getLogger("bpm.dispatch")
+
+
+class CeleryDispatcher:
+    """Sends each job to its queue. Called after commit; a send that fails is only logged.
+
+    A job with ``not_before`` goes out with an ETA as a fast path only: if the message is
+    lost or late, the scans find the due row anyway (runtime contract: no ETA for correctness).
+    """
+
+    def __init__(self, app: Celery, settings: Settings) -> None:
+        self.app = app
+        self.settings = settings
+
+    def dispatch(self, jobs: Sequence[Job]) -> None:
+        for job in jobs:
+            try:
+                self.app.send_task(job.name, kwargs=job.args,
+                                   queue=self.settings.route(job.name), eta=_eta(job))
+            except Exception:  # the row is committed; a scan re-sends what was lost
+                log.exception("could not send %s %s; the scans will recover it", job.name,
+                              job.args)
+
+
+def _eta(job: Job) -> datetime | None:
+    if job.not_before is None or job.not_before <= datetime.now(UTC):
+        return None
+    return job.not_before

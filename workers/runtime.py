@@ -1,0 +1,58 @@
+"""One engine per worker process, created lazily in the process that uses it.
+
+Prefork children must not share the parent's database connections, so the engine is built on
+first use in each process (keyed by pid).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import socket
+import threading
+
+from celery import Celery
+
+from bpm.engine.engine import Engine
+from bpm.engine.scans import ScanConfig
+from bpm.errors import ConfigError
+from bpm.store import Database
+from workers.config import Settings
+from workers.dispatcher import CeleryDispatcher
+
+log = logging.getLogger("bpm.worker")
+_lock = threading.Lock()
+_engines: dict[int, Engine] = {}
+
+
+def import_handler_modules(spec: str | None = None) -> list[str]:
+    """Import the modules named in ``BPM_IMPORTS`` (they register handlers)."""
+    names = [m.strip() for m in (spec or os.environ.get("BPM_IMPORTS", "")).split(",")
+             if m.strip()]
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise ConfigError(f"BPM_IMPORTS names {name!r}, which cannot be imported: {exc}"
+                              ) from exc
+    return names
+
+
+def engine_for(app: Celery, settings: Settings) -> Engine:
+    pid = os.getpid()
+    engine = _engines.get(pid)
+    if engine is None:
+        with _lock:
+            engine = _engines.get(pid)
+            if engine is None:
+                engine = Engine(Database(pool_size=2), CeleryDispatcher(app, settings),
+                                worker_id=f"{socket.gethostname()}:{pid}")
+                _engines[pid] = engine
+    return engine
+
+
+def scan_config(settings: Settings) -> ScanConfig:
+    from datetime import timedelta
+
+    return ScanConfig(grace=timedelta(seconds=settings.stall_grace))
