@@ -1,0 +1,78 @@
+"""``bpm demo`` and the path tree it draws."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from bpm.cli import paths
+from bpm.cli.render import ASCII, UNICODE
+from tests.cli.conftest import Bpm
+
+
+def test_demo__runs_the_orders_and_prints_what_happened(bpm: Bpm) -> None:
+    out = bpm.ok("demo").stdout
+    assert out.count("COMPLETED") >= 4
+    assert "charge (attempt 2)" in out and "payment gateway timed out" in out
+    assert "ship_express" in out and "ship_standard" in out
+    assert "pack_start → pick → wrap → pack_end" in out
+    assert "OUT_OF_STOCK" in out
+    match = re.search(r"BPM_DATABASE_URL=sqlite:///(\S+)", out)
+    assert match and Path(match.group(1)).exists()
+
+
+def test_demo__database_is_explorable_afterwards(bpm: Bpm,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    out = bpm.ok("demo").stdout
+    match = re.search(r"BPM_DATABASE_URL=(\S+)", out)
+    assert match
+    monkeypatch.setenv("BPM_DATABASE_URL", match.group(1))
+    found = bpm.json("instances")
+    assert isinstance(found, list) and len(found) == 5
+
+
+def _event(kind: str, type_: str, node: str, token: str, **data: object) -> dict[str, object]:
+    out: dict[str, object] = {"kind": kind, "type": type_, "node_id": node, "token_id": token,
+                              "data": data}
+    if kind == "task":
+        out["task_id"] = f"task-{token}-{node}"
+    return out
+
+
+def test_paths__fork_subprocess_and_retry() -> None:
+    events = [
+        _event("token", "CREATED", "start", "root", parent=None),
+        _event("token", "MOVED", "split", "root", **{"from": "start"}),
+        _event("token", "CREATED", "a", "t1", parent="root"),
+        _event("token", "CREATED", "sub", "t2", parent="root"),
+        # task events of one transaction may come back before the token's MOVED
+        _event("task", "LOCKED", "a", "t1", attempt=1),
+        _event("task", "FAILED", "a", "t1", attempt=1, error="boom"),
+        _event("task", "LOCKED", "a", "t1", attempt=2),
+        _event("token", "MOVED", "join", "t1", **{"from": "a"}),
+        _event("token", "CREATED", "sub_start", "t3", parent="t2"),
+        _event("token", "MOVED", "sub_end", "t3", **{"from": "sub_start"}),
+        _event("token", "MOVED", "join", "t2", **{"from": "sub"}),
+        _event("token", "MOVED", "end", "root", **{"from": "join"}),
+    ]
+    tree = paths.build(events)
+    assert paths.render(tree, UNICODE) == [
+        "start → split",
+        "├─ a (attempt 2) → join",
+        "└─ sub",
+        "   └─ sub_start → sub_end",
+        "   → join",
+        "→ join → end",
+    ]
+    assert [s.errors for s in tree.steps() if s.attempts > 1] == [["attempt 1: boom"]]
+
+
+def test_paths__failed_step_is_marked_in_ascii_too() -> None:
+    events = [
+        _event("token", "CREATED", "start", "root", parent=None),
+        _event("token", "MOVED", "work", "root", **{"from": "start"}),
+        _event("token", "FAILED", "work", "root"),
+    ]
+    assert paths.render(paths.build(events), ASCII) == ["start -> work x"]

@@ -1,0 +1,132 @@
+"""``bpm start``: variables from the command line, waiting, and refusing what cannot run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bpm import HandlerContext, handler
+from bpm.handlers import registry
+from tests.cli.conftest import Bpm, start_order
+
+ALWAYS_FAILS = "cli_test_always_fails"
+
+
+def _always_fails(ctx: HandlerContext) -> None:
+    raise RuntimeError("this handler never works")
+
+
+if ALWAYS_FAILS not in registry:
+    handler(ALWAYS_FAILS)(_always_fails)
+
+SLOW_RETRY = {"key": "slow_retry", "nodes": [
+    {"id": "s", "type": "startEvent"},
+    {"id": "work", "type": "serviceTask", "handler": ALWAYS_FAILS,
+     "retry": {"max_attempts": 3, "backoff": "PT5S"}},
+    {"id": "e", "type": "endEvent"}],
+    "flows": [{"id": "f1", "source": "s", "target": "work"},
+              {"id": "f2", "source": "work", "target": "e"}]}
+
+
+@pytest.mark.usefixtures("deployed")
+def test_start_wait_json__completes(bpm: Bpm) -> None:
+    doc = start_order(bpm, "--var", "total=250", "--business-key", "ORDER-1")
+    assert doc["state"] == "COMPLETED"
+    assert doc["key"] == "order_fulfilment" and doc["business_key"] == "ORDER-1"
+    assert {"id", "key", "business_key", "state"} <= set(doc)
+
+
+@pytest.mark.usefixtures("deployed")
+def test_start__takes_the_express_branch_when_total_is_high(bpm: Bpm) -> None:
+    express = start_order(bpm, "--var", "total=250")
+    standard = start_order(bpm, "--var", "total=20")
+    shown = [bpm.json("show", str(doc["id"])) for doc in (express, standard)]
+    carriers = [doc["variables"]["carrier"] for doc in shown if isinstance(doc, dict)]
+    assert carriers == ["courier", "post"]
+
+
+@pytest.mark.usefixtures("deployed")
+def test_start__var_values_are_json_when_they_parse(bpm: Bpm) -> None:
+    doc = bpm.json("start", "order_fulfilment", "--wait", "20",
+                   "--vars", '{"total": 5, "items": ["x"], "note": "from vars"}',
+                   "--var", "note=plain text", "--var", "flag=true", "--var", "code=007",
+                   "--var", "ratio=0.5", "--var", "weird=NaN", "--var", "empty=")
+    shown = bpm.json("show", str(doc["id"]))  # type: ignore[index]
+    assert isinstance(shown, dict)
+    values = shown["variables"]
+    assert values["note"] == "plain text"  # --var overrides --vars
+    assert values["flag"] is True and values["ratio"] == 0.5
+    assert values["code"] == "007" and values["weird"] == "NaN" and values["empty"] == ""
+
+
+@pytest.mark.usefixtures("deployed")
+def test_start__without_wait_still_runs_in_embedded_mode(bpm: Bpm) -> None:
+    out = bpm.ok("start", "order_fulfilment", "--var", "total=1", "--var", 'items=["a"]').stdout
+    assert "started order_fulfilment instance" in out and "COMPLETED" in out
+
+
+@pytest.mark.usefixtures("deployed")
+def test_start__same_business_key_starts_one_instance(bpm: Bpm) -> None:
+    first = start_order(bpm, "--var", "total=1", "--business-key", "DUP")
+    again = start_order(bpm, "--var", "total=1", "--business-key", "DUP")
+    assert again["id"] == first["id"] and again["created"] is False
+    assert len(bpm.json("instances", "--business-key", "DUP")) == 1  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (("--var", "no-equals-sign"), "NAME=VALUE"),
+    (("--var", "=5"), "NAME=VALUE"),
+    (("--vars", "{not json"), "not valid JSON"),
+    (("--vars", "[1, 2]"), "JSON object"),
+    (("--vars", "@missing.json"), "cannot read"),
+    (("--wait", "-1"), "--wait"),
+])
+def test_start__bad_variables_are_one_line_errors(bpm: Bpm, args: tuple[str, ...],
+                                                  expected: str) -> None:
+    assert expected in bpm.error("start", "order_fulfilment", *args)
+
+
+def test_start__unknown_key(bpm: Bpm) -> None:
+    line = bpm.error("start", "no_such_process")
+    assert "no_such_process" in line and "bpm deploy" in line
+
+
+def test_start__refuses_when_handlers_are_not_registered(bpm: Bpm, tmp_path: Path) -> None:
+    doc = json.loads(json.dumps(SLOW_RETRY))
+    doc["key"] = "unhandled"
+    doc["nodes"][1]["handler"] = "nobody_registers_this"
+    path = tmp_path / "unhandled.json"
+    path.write_text(json.dumps(doc))
+    bpm.ok("deploy", str(path))
+    line = bpm.error("start", "unhandled")
+    assert "nobody_registers_this" in line and "BPM_IMPORTS" in line
+    assert bpm.json("instances") == []
+
+
+def test_start__import_of_a_missing_module(bpm: Bpm) -> None:
+    line = bpm.error("start", "x", "--import", "no_such_module_here")
+    assert "no_such_module_here" in line
+
+
+def test_start__imports_from_bpm_imports(bpm: Bpm, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BPM_IMPORTS", "examples.order_handlers, no_such_module_either")
+    assert "no_such_module_either" in bpm.error("start", "x")
+
+
+def test_start__broker_mode_is_refused(bpm: Bpm, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BPM_BROKER_URL", "redis://localhost:6379/0")
+    line = bpm.error("start", "order_fulfilment")
+    assert "BPM_BROKER_URL" in line and "Celery" in line
+
+
+def test_start__wait_timeout_is_an_error_after_printing_the_state(bpm: Bpm,
+                                                                  tmp_path: Path) -> None:
+    path = tmp_path / "slow.json"
+    path.write_text(json.dumps(SLOW_RETRY))
+    bpm.ok("deploy", str(path))
+    result = bpm("start", "slow_retry", "--wait", "0.3", "--json")
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["state"] == "RUNNING"
+    assert "still RUNNING" in result.stderr
