@@ -1,0 +1,105 @@
+"""Cancelling an instance (engine spec 4.2, operator actions)."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import pytest
+
+from bpm.definitions import ProcessBuilder
+from bpm.errors import InvalidOperation, NotFound
+from bpm.handlers import HandlerContext
+from bpm.store import Database
+from tests.helpers import db as rows
+from tests.helpers.invariants import assert_finished_cleanly, snapshot
+from tests.helpers.processes import fork_one_join, single_task
+from tests.helpers.runtime import ONLY_ADVANCE, Calls, EngineFactory, Harness, failing
+
+FAILED_BRANCH = (ProcessBuilder("half_failed").start().parallel_gateway("fork")
+                 .service_task("ok", handler="idle").service_task("bad", handler="bad")
+                 .end("e_ok").end("e_bad").sequence("start", "fork", "ok", "e_ok")
+                 .sequence("fork", "bad", "e_bad").build())
+
+
+def test_cancel_a_running_instance(engine_factory: EngineFactory, calls: Calls,
+                                   pg_db: Database) -> None:
+    calls.add("branch")
+    calls.add("after")
+    rt = engine_factory(run_handlers_inline=False)
+    rt.deploy(fork_one_join())
+    iid = rt.start("fork3")
+    rt.drain(ONLY_ADVANCE)
+    assert {t.state for t in rows.tasks_of(pg_db, iid)} == {"READY"}
+
+    rt.engine.cancel(iid, reason="customer withdrew")
+    assert_finished_cleanly(pg_db, iid, "CANCELLED")
+    assert {t.state for t in rows.tokens_of(pg_db, iid)} == {"CANCELLED"}
+    assert {t.state for t in rows.tasks_of(pg_db, iid)} == {"CANCELLED"}
+    assert rows.instance(pg_db, iid).ended_at is not None
+    (event,) = rows.engine_events_of(pg_db, iid, type="InstanceCancelled")
+    assert (event["from_state"], event["to_state"]) == ("RUNNING", "CANCELLED")
+    reasons = {e["data"]["reason"] for e in rows.token_events_of(pg_db, iid, type="CANCELLED")}
+    assert reasons == {"customer withdrew"}
+
+    assert set(rt.drain()) == {"stale"}  # the queued handler runs find nothing to do
+    assert calls.count("branch") == 0
+    assert_finished_cleanly(pg_db, iid, "CANCELLED")
+
+
+def test_cancel_a_failed_instance_resolves_its_incidents(rt: Harness, calls: Calls,
+                                                         pg_db: Database) -> None:
+    calls.add("idle")
+    calls.add("bad", failing(99))
+    iid = rt.run(FAILED_BRANCH)
+    assert rows.state(pg_db, iid) == "FAILED"
+    assert [i.state for i in rows.incidents_of(pg_db, iid)] == ["OPEN"]
+
+    rt.engine.cancel(iid)
+    assert_finished_cleanly(pg_db, iid, "CANCELLED")
+    assert [i.state for i in rows.incidents_of(pg_db, iid)] == ["RESOLVED"]
+    assert rt.engine.incidents() == []
+    tasks = {t.node_id: t.state for t in rows.tasks_of(pg_db, iid)}
+    assert tasks == {"ok": "DONE", "bad": "CANCELLED"}
+    tokens = {t.node_id: t.state for t in rows.tokens_of(pg_db, iid)}
+    assert tokens == {"e_ok": "COMPLETED", "bad": "CANCELLED", "fork": "CANCELLED"}
+
+
+@pytest.mark.parametrize("end_state", ["COMPLETED", "CANCELLED"])
+def test_cancel_an_ended_instance_is_refused(rt: Harness, calls: Calls, pg_db: Database,
+                                             end_state: str) -> None:
+    calls.add("work")
+    iid = rt.run(single_task())
+    if end_state == "CANCELLED":
+        iid = rt.start("single")
+        rt.engine.cancel(iid)
+    assert rows.state(pg_db, iid) == end_state
+    before = snapshot(pg_db)
+    with pytest.raises(InvalidOperation, match=f"is {end_state}"):
+        rt.engine.cancel(iid)
+    assert snapshot(pg_db) == before
+
+
+def test_cancel_an_unknown_instance(rt: Harness) -> None:
+    with pytest.raises(NotFound):
+        rt.engine.cancel(UUID(int=3))
+
+
+def test_cancel_while_the_handler_runs_drops_its_result(engine_factory: EngineFactory,
+                                                        calls: Calls, pg_db: Database) -> None:
+    operator = engine_factory()
+
+    def slow(ctx: HandlerContext) -> dict[str, int]:
+        operator.engine.cancel(ctx.instance_id)  # lands while this handler is running
+        return {"charged": 1}
+
+    calls.add("work", slow)
+    rt = engine_factory()
+    rt.deploy(single_task())
+    iid = rt.start("single")
+    rt.drain()
+
+    assert calls.count("work") == 1
+    assert_finished_cleanly(pg_db, iid, "CANCELLED")
+    assert rt.engine.show(iid)["variables"] == {}
+    assert [t.state for t in rows.tasks_of(pg_db, iid)] == ["CANCELLED"]
+    assert rows.task_events_of(pg_db, iid, type="COMPLETED") == []
