@@ -53,9 +53,10 @@ def test_console_script__bad_input_is_one_line_on_stderr(tmp_path: Path) -> None
 
 
 def test_console_script__demo(tmp_path: Path) -> None:
-    result = run(tmp_path, "demo")
+    result = run(tmp_path, "demo", env={"TMPDIR": str(tmp_path)})
     assert result.returncode == 0, result.stderr
     assert "COMPLETED" in result.stdout and "charge (attempt 2)" in result.stdout
+    assert list(tmp_path.glob("bpm-demo-*/demo.db"))
 
 
 def test_start_from_python_example(tmp_path: Path) -> None:
