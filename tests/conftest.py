@@ -23,21 +23,25 @@ from tests.helpers.clock import FakeClock
 from tests.helpers.runtime import Calls, EngineFactory, Harness
 
 DEFAULT_TEST_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/bpm_test"
-TEST_URL = make_url(os.environ.get("BPM_TEST_DATABASE_URL", DEFAULT_TEST_URL))
+
+
+def _test_url() -> URL:
+    """``BPM_TEST_DATABASE_URL``; read when a PostgreSQL fixture is first used."""
+    return make_url(os.environ.get("BPM_TEST_DATABASE_URL", DEFAULT_TEST_URL))
 
 
 def _admin() -> psycopg.Connection[tuple[object, ...]]:
     """An autocommit connection to the ``postgres`` database of the test server."""
-    admin = TEST_URL.set(drivername="postgresql", database="postgres")
+    admin = _test_url().set(drivername="postgresql", database="postgres")
     try:
         return psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True)
     except psycopg.OperationalError as exc:
-        pytest.exit(f"cannot reach the test PostgreSQL ({TEST_URL.render_as_string()}): {exc}",
+        pytest.exit(f"cannot reach the test PostgreSQL ({admin.render_as_string()}): {exc}",
                     returncode=3)
 
 
 def _url(database: str) -> URL:
-    return TEST_URL.set(database=database)
+    return _test_url().set(database=database)
 
 
 def create_database(name: str, template: str | None = None) -> str:
@@ -84,7 +88,7 @@ def pg_template() -> Iterator[str]:
     Named ``<test database>_tmpl_<pid>``: sessions running at the same time (a developer's
     and CI's, or the CLI suite's) each build and drop their own.
     """
-    prefix = f"{TEST_URL.database}_tmpl_"
+    prefix = f"{_test_url().database}_tmpl_"
     _drop_orphan_templates(prefix)
     name = f"{prefix}{os.getpid()}"
     drop_database(name)
