@@ -1,0 +1,46 @@
+"""Process definitions the runtime tests deploy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bpm.definitions import ProcessBuilder
+
+
+def branches_and_subprocess() -> dict[str, Any]:
+    """Parallel branches, a subprocess, and a handler that fails once then succeeds."""
+    inner = (ProcessBuilder("inner").start("s_start").service_task("s1", handler="noop")
+             .service_task("s2", handler="noop").end("s_end")
+             .sequence("s_start", "s1", "s2", "s_end"))
+    return (ProcessBuilder("branches").start().parallel_gateway("fork")
+            .service_task("a", handler="noop")
+            .service_task("b", handler="flaky",
+                          retry={"max_attempts": 3, "backoff": "PT0.2S"})
+            .sub_process("sub", inner).parallel_gateway("join")
+            .service_task("after", handler="noop").end()
+            .sequence("start", "fork").flow("fork", "a").flow("fork", "b").flow("fork", "sub")
+            .flow("a", "join").flow("b", "join").flow("sub", "join")
+            .sequence("join", "after", "end").build())
+
+
+def steps(key: str, count: int) -> dict[str, Any]:
+    b = ProcessBuilder(key).start()
+    names = [f"n{i}" for i in range(count)]
+    for name in names:
+        b.service_task(name, handler="noop")
+    return b.end().sequence("start", *names, "end").build()
+
+
+def slow_then_noop() -> dict[str, Any]:
+    return (ProcessBuilder("slow").start()
+            .service_task("slow", handler="slow", timeout="PT3S",
+                          retry={"max_attempts": 3, "backoff": "PT0S"})
+            .service_task("after", handler="noop").end()
+            .sequence("start", "slow", "after", "end").build())
+
+
+def suicide() -> dict[str, Any]:
+    return (ProcessBuilder("suicide").start()
+            .service_task("die", handler="suicide", timeout="PT2S",
+                          retry={"max_attempts": 2, "backoff": "PT0S"})
+            .end().sequence("start", "die", "end").build())

@@ -1,0 +1,172 @@
+"""The distributed runtime with real worker and beat processes on Redis and PostgreSQL.
+
+Messages may be lost, duplicated or delayed and workers may die: no instance may be lost and
+no token transition may happen twice (engine spec section 2).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+from uuid import uuid4
+
+import pytest
+
+from bpm.dispatch import InProcessDispatcher
+from bpm.embedded import EmbeddedRuntime
+from bpm.engine.engine import Engine
+from bpm.store import history, incidents
+from tests.helpers.invariants import assert_finished_cleanly, assert_history_consistent
+from tests.workers import handlers, processes
+from tests.workers.cluster import Cluster
+from workers.config import settings_from_env
+from workers.dispatcher import CeleryDispatcher
+
+assert callable(handlers.noop)  # the reference run in this process needs these handlers
+
+
+def deploy(cluster: Cluster, *documents: dict[str, Any]) -> Engine:
+    engine = Engine(cluster.db, InProcessDispatcher())
+    for doc in documents:
+        engine.deploy(doc)
+    return engine
+
+
+def signature(cluster: Cluster, business_key: str) -> Counter[tuple[str, str, str | None]]:
+    """History without ids, times and actors: what happened, not who or when."""
+    with cluster.db.transaction() as conn:
+        events = history.of_instance(conn, cluster.instance_id(business_key))
+    return Counter((e.table, e.type, e.node_id) for e in events)
+
+
+def test_branches_subprocess_and_retry_complete_on_two_workers(cluster: Cluster) -> None:
+    deploy(cluster, processes.branches_and_subprocess())
+    cluster.worker("w1")
+    cluster.worker("w2")
+    cluster.wait_ready()
+    for i in range(10):
+        cluster.start("branches", {"i": i}, f"order-{i}")
+    cluster.wait_all(10, timeout=60)
+    for i in range(10):
+        assert_finished_cleanly(cluster.db, cluster.instance_id(f"order-{i}"))
+        for node in ("a", "s1", "s2", "after"):
+            assert cluster.calls(f"order-{i}", node) == (1, 1)
+        assert cluster.calls(f"order-{i}", "b") == (2, 1)  # failed once, same key
+
+
+def test_every_message_delivered_twice_changes_nothing(
+        cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BPM_DATABASE_URL", cluster.env["BPM_DATABASE_URL"])  # for record()
+    engine = deploy(cluster, processes.branches_and_subprocess())
+    cluster.env["BPM_IMPORTS"] += ",tests.workers.duplicate_sends"
+    cluster.worker("w1")
+    cluster.worker("w2")
+    cluster.wait_ready()
+    for i in range(5):
+        task_id = str(uuid4())
+        cluster.start("branches", {"i": i}, f"dup-{i}", task_id=task_id)
+        cluster.start("branches", {"i": i}, f"dup-{i}", task_id=task_id)  # redelivered
+    cluster.wait_all(5, timeout=60)
+    # The same process run once, with single deliveries, in this test process.
+    reference = EmbeddedRuntime(db=cluster.db, migrate=False)
+    started = reference.engine.start("branches", {"i": 0}, business_key="reference")
+    reference.wait_for(started.id, timeout=30)
+    assert cluster.states()["reference"] == "COMPLETED"
+    expected = signature(cluster, "reference")
+    for i in range(5):
+        assert signature(cluster, f"dup-{i}") == expected
+        assert_history_consistent(cluster.db, cluster.instance_id(f"dup-{i}"))
+        for node in ("a", "s1", "s2", "after"):
+            assert cluster.calls(f"dup-{i}", node) == (1, 1)
+    assert len(cluster.states()) == 6, "a duplicated start message started a second instance"
+    del engine, started
+
+
+def test_worker_killed_while_its_handler_runs(cluster: Cluster) -> None:
+    deploy(cluster, processes.slow_then_noop())
+    cluster.worker("w1")
+    cluster.worker("w2")
+    cluster.beat("beat1")
+    cluster.wait_ready()
+    cluster.start("slow", {"slow_seconds": 2.5}, "victim")
+    cluster.wait_until(lambda: bool(cluster.running_pids("slow")), 30,
+                       "the slow handler to run")
+    pid = cluster.running_pids("slow")[0]
+    victim = next(name for name, p in cluster.procs.items() if _group(pid) == p.pid)
+    cluster.kill(victim)
+    cluster.wait_all(1, timeout=60)
+    iid = cluster.instance_id("victim")
+    assert_finished_cleanly(cluster.db, iid)
+    with cluster.db.transaction() as conn:
+        events = history.of_instance(conn, iid)
+    moved_on = [e for e in events if e.type == "MOVED" and e.node_id == "after"]
+    assert len(moved_on) == 1, "the token left the killed task more than once"
+    slow = next(t for t in cluster.task_rows("victim") if t.node_id == "slow")
+    assert slow.state == "DONE" and slow.attempts == 2
+    assert cluster.calls("victim", "after") == (1, 1)
+
+
+def test_broker_flushed_mid_run_loses_no_instance(cluster: Cluster) -> None:
+    engine = deploy(cluster, processes.steps("flush", 6))
+    cluster.worker("w1")
+    cluster.worker("w2")
+    cluster.beat("beat1")
+    cluster.beat("beat2")  # two beats for the whole test: nothing may fire twice
+    cluster.wait_ready()
+    sender = Engine(cluster.db, CeleryDispatcher(_client_app(cluster), _settings(cluster)))
+    for i in range(200):
+        sender.start("flush", {"i": i}, business_key=f"f-{i}")
+    cluster.wait_until(lambda: _completed(cluster) >= 20, 60, "the run to get going")
+    cluster.redis.flushall()
+    unfinished = 200 - _completed(cluster)
+    assert unfinished > 0, "everything finished before the flush; make the run longer"
+    cluster.wait_all(200, timeout=120)
+    for i in range(200):
+        for n in range(6):
+            assert cluster.calls(f"f-{i}", f"n{n}") == (1, 1)
+    for i in range(0, 200, 20):
+        assert_finished_cleanly(cluster.db, cluster.instance_id(f"f-{i}"))
+    del engine
+
+
+def test_handler_that_kills_its_worker_ends_as_an_incident(cluster: Cluster) -> None:
+    deploy(cluster, processes.suicide())
+    cluster.worker("w1")
+    cluster.beat("beat1")
+    cluster.wait_ready()
+    cluster.start("suicide", {}, "poison")
+    cluster.wait_all(1, timeout=60, states=frozenset({"FAILED"}))
+    time.sleep(3)  # give it the chance to (wrongly) run again
+    die = next(t for t in cluster.task_rows("poison") if t.node_id == "die")
+    assert die.state == "FAILED" and die.attempts == 2
+    assert cluster.calls("poison", "die") == (2, 1)
+    with cluster.db.transaction() as conn:
+        opened = incidents.of_instance(conn, cluster.instance_id("poison"), only_open=True)
+    assert len(opened) == 1 and "never reported back" in opened[0].message
+
+
+def _completed(cluster: Cluster) -> int:
+    return sum(1 for s in cluster.states().values() if s == "COMPLETED")
+
+
+def _group(pid: int) -> int:
+    import os
+
+    return os.getpgid(pid)
+
+
+def _client_app(cluster: Cluster) -> Any:
+    return cluster.client()
+
+
+def _settings(cluster: Cluster) -> Any:
+    import os
+
+    saved = dict(os.environ)
+    os.environ.update({k: v for k, v in cluster.env.items() if k.startswith("BPM_")})
+    try:
+        return settings_from_env()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
