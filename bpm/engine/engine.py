@@ -47,6 +47,10 @@ DEFAULT_LOCK = timedelta(minutes=5)
 MAX_HOPS_PER_TX = 20
 
 
+def _never(_handler: str) -> bool:
+    return False
+
+
 class _InstanceInfo:
     """What never changes about an instance, cached to save a query per job."""
 
@@ -76,11 +80,11 @@ class Engine:
     # --- transactions --------------------------------------------------------------------
 
     @contextmanager
-    def transaction(self, actor: str | None = None) -> Iterator[Tx]:
+    def transaction(self, actor: str | None = None, *, inline: bool = False) -> Iterator[Tx]:
         """One transaction; its history is flushed before commit, its jobs sent after."""
         with self.db.transaction() as conn:
             tx = Tx(conn, self.clock.now(), actor or self.worker_id,
-                    runs_inline=self._runs_inline)
+                    runs_inline=self._runs_inline if inline else _never)
             yield tx
             tx.flush()
         if tx.jobs:
@@ -159,7 +163,9 @@ class Engine:
             if nxt is None:
                 return outcome
             try:
-                nxt = self._step(nxt, first=step == 0)
+                # The last step of a chain creates its tasks unlocked, so the job that
+                # carries on from it can lock them.
+                nxt = self._step(nxt, first=step == 0, inline=step < self.chain_limit - 1)
             except Stale as exc:
                 log.info("no-op: %s", exc, extra={"action": "stale"})
                 return STALE if step == 0 else outcome
@@ -169,13 +175,13 @@ class Engine:
         self._defer(nxt)
         return DEFERRED
 
-    def _step(self, nxt: NextToken | RunTask, *, first: bool) -> Next:
+    def _step(self, nxt: NextToken | RunTask, *, first: bool, inline: bool) -> Next:
         if isinstance(nxt, NextToken):
-            return self._retrying(lambda: self._advance_once(nxt))
+            return self._retrying(lambda: self._advance_once(nxt, inline))
         if nxt.locked is not None:
-            return self._invoke_and_record(nxt.locked, nxt.values or {}, nxt.token)
+            return self._invoke_and_record(nxt.locked, nxt.values or {}, nxt.token, inline)
         if self.run_handlers_inline or first:
-            return self._run_handler_once(nxt.task_id)
+            return self._run_handler_once(nxt.task_id, inline)
         self._defer(nxt)
         return None
 
@@ -190,8 +196,8 @@ class Engine:
     def _runs_inline(self, handler: str) -> bool:
         return self.run_handlers_inline and handler in self.handlers
 
-    def _advance_once(self, nxt: NextToken) -> Next:
-        with self.transaction() as tx:
+    def _advance_once(self, nxt: NextToken, inline: bool) -> Next:
+        with self.transaction(inline=inline) as tx:
             tok = tokens.get(tx.conn, nxt.token_id)
             if tok is None:
                 raise NotFound(f"token {nxt.token_id} does not exist")
@@ -221,7 +227,7 @@ class Engine:
             result = nodes.arrive(tx, g, result.row)
         return result
 
-    def _run_handler_once(self, task_id: UUID) -> Next:
+    def _run_handler_once(self, task_id: UUID, inline: bool) -> Next:
         with self.transaction() as tx:
             task = handler_runs.lock_task(tx, task_id, DEFAULT_LOCK)
             if task is None:
@@ -230,10 +236,10 @@ class Engine:
             g = self.graph(self._info(tx, task.instance_id).def_id, tx.conn)
             task = handler_runs.fit_lock(tx, task, g.node(task.node_id).timeout)
             values = variables.load(tx.conn, task.instance_id)
-        return self._invoke_and_record(task, values)
+        return self._invoke_and_record(task, values, None, inline)
 
     def _invoke_and_record(self, task: TaskRow, values: dict[str, Any],
-                           token: TokenRow | None = None) -> Next:
+                           token: TokenRow | None, inline: bool) -> Next:
         """Run the handler with no transaction open, then commit its outcome."""
         info = self._instances.get(task.instance_id)
         if info is None:
@@ -248,7 +254,7 @@ class Engine:
         g = self.graph(info.def_id)
         for attempt in range(5):
             try:
-                return self._record(g, task, outcome, token)
+                return self._record(g, task, outcome, token, inline)
             except RetryableDatabaseError:
                 if attempt == 4:
                     raise
@@ -256,9 +262,9 @@ class Engine:
         raise AssertionError("unreachable")
 
     def _record(self, g: ProcessGraph, task: TaskRow, outcome: handler_runs.Outcome,
-                token: TokenRow | None) -> Next:
+                token: TokenRow | None, inline: bool) -> Next:
         try:
-            with self.transaction() as tx:
+            with self.transaction(inline=inline) as tx:
                 if outcome.variables is not None:
                     result = handler_runs.complete_task(tx, g, task, outcome.variables, token)
                     return self._continue(tx, g, result)

@@ -1,7 +1,7 @@
 """Append-only history: written in the transaction of the change it records (spec 2.4).
 
-Rows are buffered per transaction and written with one multi-row INSERT per table just before
-commit, which keeps the per-step statement count low.
+Rows are buffered per transaction and written just before commit with ids that follow the
+order they were recorded in, across all three tables, so a trace reads cause before effect.
 """
 
 from __future__ import annotations
@@ -10,71 +10,95 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, literal, select, union_all
+from sqlalchemy import Connection, func, literal, select, text, union_all
 
 from bpm.store.rows import EventRow
-from bpm.store.schema import engine_events, task_events, token_events
+from bpm.store.schema import HISTORY_BLOCK, engine_events, history_seq, task_events, token_events
 
 _TABLES = {"token": token_events, "task": task_events, "engine": engine_events}
 
 
 class HistoryBuffer:
-    """Collects the history rows of one transaction."""
+    """Collects the history rows of one transaction, in the order the engine wrote them."""
 
     def __init__(self) -> None:
-        self.rows: dict[str, list[dict[str, Any]]] = {"token": [], "task": [], "engine": []}
+        self.rows: list[tuple[str, dict[str, Any]]] = []
 
     def token(self, *, instance_id: UUID, token_id: UUID, at: datetime, type: str,
               node_id: str | None, from_state: str | None, to_state: str | None,
               actor: str | None = None, data: dict[str, Any] | None = None) -> None:
-        self.rows["token"].append({
+        self.rows.append(("token", {
             "instance_id": instance_id, "token_id": token_id, "at": at, "type": type,
             "node_id": node_id, "from_state": from_state, "to_state": to_state, "actor": actor,
-            "data": data})
+            "data": data}))
 
     def task(self, *, instance_id: UUID, task_id: UUID, token_id: UUID, at: datetime, type: str,
              node_id: str | None, from_state: str | None, to_state: str | None,
              actor: str | None = None, data: dict[str, Any] | None = None) -> None:
-        self.rows["task"].append({
+        self.rows.append(("task", {
             "instance_id": instance_id, "task_id": task_id, "token_id": token_id, "at": at,
             "type": type, "node_id": node_id, "from_state": from_state, "to_state": to_state,
-            "actor": actor, "data": data})
+            "actor": actor, "data": data}))
 
     def engine(self, *, instance_id: UUID | None, at: datetime, type: str,
                node_id: str | None = None, token_id: UUID | None = None,
                from_state: str | None = None, to_state: str | None = None,
                actor: str | None = None, data: dict[str, Any] | None = None) -> None:
-        self.rows["engine"].append({
+        self.rows.append(("engine", {
             "instance_id": instance_id, "token_id": token_id, "at": at, "type": type,
             "node_id": node_id, "from_state": from_state, "to_state": to_state, "actor": actor,
-            "data": data})
+            "data": data}))
 
     def flush(self, conn: Connection) -> None:
-        if conn.dialect.name == "postgresql":
-            self._flush_one_statement(conn)
-        for name, rows in self.rows.items():
-            if rows:
-                conn.execute(_TABLES[name].insert(), rows)
-                rows.clear()
+        """Write the rows with ids that follow the order they were recorded in.
 
-    def _flush_one_statement(self, conn: Connection) -> None:
-        """PostgreSQL: every table's rows in one INSERT with data-modifying CTEs.
-
-        One round trip instead of up to three; history is on every step's path.
+        PostgreSQL: one ``nextval`` reserves a block of ``HISTORY_BLOCK`` ids (the sequence
+        steps by that much), and a single statement inserts into all three tables. SQLite holds
+        its write lock for the whole transaction, so the next free id is simply read.
         """
-        parts = [(name, rows) for name, rows in self.rows.items() if rows]
-        if len(parts) < 2:
+        if not self.rows:
             return
+        if conn.dialect.name == "postgresql" and len(self.rows) <= HISTORY_BLOCK:
+            self._flush_block(conn)
+        else:
+            self._flush_explicit(conn, _next_ids(conn, len(self.rows)))
+        self.rows.clear()
+
+    def _flush_block(self, conn: Connection) -> None:
+        base = select(history_seq.next_value().label("b")).cte("h_base")
+        first = select(base.c.b).scalar_subquery()
+        by_table: dict[str, list[dict[str, Any]]] = {}
+        for k, (name, row) in enumerate(self.rows):
+            by_table.setdefault(name, []).append({**row, "id": first + k})
+        parts = list(by_table.items())
         (last_name, last_rows), others = parts[-1], parts[:-1]
-        stmt = _TABLES[last_name].insert().values(last_rows)
+        stmt = _TABLES[last_name].insert().values(last_rows).add_cte(base)
         for name, rows in others:
             stmt = stmt.add_cte(_TABLES[name].insert().values(rows).cte(f"h_{name}"))
         conn.execute(stmt)
-        for _, rows in parts:
-            rows.clear()
+
+    def _flush_explicit(self, conn: Connection, ids: list[int]) -> None:
+        by_table: dict[str, list[dict[str, Any]]] = {}
+        for row_id, (name, row) in zip(ids, self.rows, strict=True):
+            by_table.setdefault(name, []).append({**row, "id": row_id})
+        for name, rows in by_table.items():
+            conn.execute(_TABLES[name].insert(), rows)
 
     def __len__(self) -> int:
-        return sum(len(rows) for rows in self.rows.values())
+        return len(self.rows)
+
+
+def _next_ids(conn: Connection, count: int) -> list[int]:
+    """Increasing ids for ``count`` rows (a large transaction, or SQLite)."""
+    if conn.dialect.name == "postgresql":
+        bases = conn.execute(text(
+            "SELECT nextval('bpm_history_seq') FROM generate_series(1, :n) ORDER BY 1"),
+            {"n": (count + HISTORY_BLOCK - 1) // HISTORY_BLOCK}).scalars().all()
+        return [b + k for b in bases for k in range(HISTORY_BLOCK)][:count]
+    top = conn.execute(select(func.max(union_all(
+        *(select(func.max(t.c.id).label("m")) for t in _TABLES.values())).subquery().c.m)))
+    start = (top.scalar() or 0) + 1
+    return list(range(start, start + count))
 
 
 def of_instance(conn: Connection, instance_id: UUID) -> list[EventRow]:
@@ -89,9 +113,8 @@ def of_instance(conn: Connection, instance_id: UUID) -> list[EventRow]:
             table.c.actor, table.c.data,
         ).where(table.c.instance_id == instance_id))
     stmt = union_all(*parts).subquery()
-    # PostgreSQL numbers all three tables from one sequence: the id is the true order.
-    order = ((stmt.c.id,) if conn.dialect.name == "postgresql" else (stmt.c.at, stmt.c.id))
-    rows = conn.execute(select(stmt).order_by(*order))
+    # All three tables share one increasing numbering: the id is the order of writing.
+    rows = conn.execute(select(stmt).order_by(stmt.c.id))
     return [_event(row) for row in rows]
 
 

@@ -48,8 +48,10 @@ RECORD_STATES = ("PENDING", "COMPLETED", "FAILED")
 INCIDENT_STATES = ("OPEN", "RESOLVED")
 
 #: One sequence numbers all three history tables on PostgreSQL, so a trace merges them in the
-#: exact order they were written. SQLite ignores sequences and numbers each table itself.
-history_seq = Sequence("bpm_history_seq", metadata=metadata)
+#: exact order they were written. Each ``nextval`` reserves a block of ids for one transaction's
+#: rows (bpm.store.history). SQLite ignores sequences; the writer numbers rows itself.
+HISTORY_BLOCK = 1000
+history_seq = Sequence("bpm_history_seq", increment=HISTORY_BLOCK, metadata=metadata)
 
 
 def _in(column: str, values: tuple[str, ...]) -> str:

@@ -2,16 +2,35 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, DateTime, Integer
+from sqlalchemy import BigInteger, DateTime, Integer, Text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
-#: JSONB on PostgreSQL, JSON text elsewhere.
-JsonValue = JSON().with_variant(JSONB(), "postgresql")
+
+class JsonText(TypeDecorator[Any]):
+    """JSON kept as TEXT on SQLite.
+
+    A column declared ``JSON`` gets NUMERIC affinity in SQLite, which turns the text ``2.0`` into
+    the integer 2 and a 20-digit integer into a float; TEXT affinity keeps the JSON as written.
+    """
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> str:
+        return json.dumps(value, separators=(",", ":"))
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        return None if value is None else json.loads(value)
+
+
+#: JSONB on PostgreSQL, JSON as TEXT elsewhere.
+JsonValue = JsonText().with_variant(JSONB(), "postgresql")
 
 #: bigserial on PostgreSQL; SQLite only autoincrements an INTEGER primary key.
 BigId = BigInteger().with_variant(Integer(), "sqlite")

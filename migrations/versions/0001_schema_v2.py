@@ -23,10 +23,9 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.schema import CreateSequence, DropSequence, Sequence
 
-from bpm.store.types import UtcDateTime
+from bpm.store.types import JsonValue, UtcDateTime
 
 revision = "0001"
 down_revision = None
@@ -34,7 +33,7 @@ branch_labels = None
 depends_on = None
 
 
-HISTORY_SEQ = Sequence("bpm_history_seq")
+HISTORY_SEQ = Sequence("bpm_history_seq", increment=1000)  # a block of ids per transaction
 
 
 def _is_postgres() -> bool:
@@ -67,7 +66,7 @@ def upgrade() -> None:
         sa.Column("actor", sa.Text(), nullable=True),
         sa.Column(
             "data",
-            sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
+            JsonValue,
             nullable=True,
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_engine_events")),
@@ -86,7 +85,7 @@ def upgrade() -> None:
         sa.Column("version", sa.Integer(), nullable=False),
         sa.Column(
             "graph",
-            sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
+            JsonValue,
             nullable=False,
         ),
         sa.Column("source", sa.Text(), nullable=False),
@@ -111,7 +110,7 @@ def upgrade() -> None:
         sa.Column("actor", sa.Text(), nullable=True),
         sa.Column(
             "data",
-            sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
+            JsonValue,
             nullable=True,
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_task_events")),
@@ -133,7 +132,7 @@ def upgrade() -> None:
         sa.Column("actor", sa.Text(), nullable=True),
         sa.Column(
             "data",
-            sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
+            JsonValue,
             nullable=True,
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_token_events")),
@@ -246,7 +245,7 @@ def upgrade() -> None:
         sa.Column("name", sa.Text(), nullable=False),
         sa.Column(
             "value",
-            sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
+            JsonValue,
             nullable=False,
         ),
         sa.Column("version", sa.Integer(), nullable=False),

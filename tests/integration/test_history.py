@@ -155,12 +155,6 @@ def test_trace_is_the_whole_history_in_order(engine_factory: EngineFactory, call
     assert {t["node_id"] for t in shown["tasks"]} == {"flaky", "enrich", "after"}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: bpm/store/history.py HistoryBuffer.flush writes one transaction's rows grouped by "
-    "table (_flush_one_statement: the last table as the main INSERT, the others as "
-    "data-modifying CTEs, which PostgreSQL runs in no defined order), so ids from the shared "
-    "sequence do not follow the order the engine wrote the events; schema.py and "
-    "history.of_instance promise that they do"))
 def test_trace_follows_the_order_events_were_written(rt: Harness, calls: Calls) -> None:
     """Within one transaction too: a trace must read as cause before effect (spec 6)."""
     calls.add("work")

@@ -27,12 +27,6 @@ def sequence_of_tasks(key: str, n: int) -> ProcessBuilder:
     return b.sequence("start", *names, "end")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: Engine._chain (bpm/engine/engine.py _chain/_defer) hands a RunTask whose task was "
-    "created already LOCKED for this runner (nodes._create_handler_task when runs_inline) to "
-    "the queue when chain_limit is reached; the queued run_handler cannot lock a LOCKED task "
-    "and ends as 'stale', so the task waits for its lock to expire and then loses an attempt "
-    "it never ran (with the default max_attempts=1: an incident)"))
 @pytest.mark.parametrize("limit", [1, 2, 3])
 def test_chain_limit_hands_the_rest_to_the_queue_without_losing_it(
         engine_factory: EngineFactory, calls: Calls, limit: int) -> None:
