@@ -17,7 +17,7 @@ from bpm.dispatch import DroppingDispatcher, InProcessDispatcher
 from bpm.engine import handler_runs
 from bpm.engine.engine import Engine
 from bpm.engine.tx import Stale
-from bpm.handlers import HandlerContext
+from bpm.handlers import HandlerContext, HandlerFn, HandlerRegistry
 from bpm.store import Database
 from bpm.store.rows import TaskRow
 from tests.helpers import db as rows
@@ -284,3 +284,47 @@ def test_scans_alone_carry_an_instance_whose_every_job_is_lost(
     assert_finished_cleanly(pg_db, iid)
     assert attempts == {"inner": 2}
     assert calls.count("after") == 1
+
+
+class Crash(BaseException):
+    """The worker process dies here (not an Exception: nothing in the engine catches it)."""
+
+
+class DyingRegistry(HandlerRegistry):
+    """Handlers whose runner dies just before calling the handler, once."""
+
+    armed = True
+
+    def get(self, name: str) -> HandlerFn | None:
+        if self.armed:
+            self.armed = False
+            raise Crash(f"worker killed before running {name!r}")
+        return super().get(name)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "BUG: nodes._create_handler_task locks the task for this runner (attempts=1, "
+    "retries-1) in the transaction that creates it when the runner will run it inline. A "
+    "worker that dies after that commit and before the handler starts leaves the task LOCKED "
+    "for the node timeout (5 min, not the 30 s scan grace), and the expired-lock scan then "
+    "charges an attempt that never ran: with the default max_attempts=1 the instance FAILS "
+    "with an incident. Spec 2.7: dying between commit and dispatch must be harmless"))
+def test_worker_dying_between_task_creation_and_handler_start_loses_no_attempt(
+        engine_factory: EngineFactory, calls: Calls, clock: FakeClock) -> None:
+    calls.add("work")
+    dying = DyingRegistry()
+    dying.register("work", calls.registry.get("work") or (lambda ctx: None))
+    crashed = engine_factory(DroppingDispatcher(), handlers=dying)
+    crashed.deploy(single_task())  # max_attempts 1, the default
+    iid = crashed.start("single")
+    db = crashed.engine.db
+    with pytest.raises(Crash):
+        crashed.engine.advance(root_of(db, iid), 0)
+    assert calls.count("work") == 0
+
+    worker = engine_factory()
+    for _ in range(3):
+        clock.advance(LATER)
+        scan_and_drain(worker)
+    assert calls.count("work") == 1
+    assert_finished_cleanly(db, iid)
