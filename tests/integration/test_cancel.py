@@ -166,7 +166,7 @@ def deadlocks(db: Database) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=(
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
     "BUG: lock-order inversion. lifecycle.cancel locks the instance row FOR UPDATE first "
     "(instances.get(for_update=True)) and then updates tokens and tasks; a worker updates its "
     "token or task first and then needs the instance row: explicitly (failures."
