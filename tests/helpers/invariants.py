@@ -17,7 +17,8 @@ from uuid import UUID
 
 from sqlalchemy import select
 
-from bpm.store import Database
+from bpm.store import Database, history
+from bpm.store.rows import EventRow
 from bpm.store.schema import metadata
 from tests.helpers import db as rows
 
@@ -86,8 +87,51 @@ def history_problems(db: Database, iid: UUID) -> list[str]:
     return problems
 
 
+def trace_problems(db: Database, iid: UUID) -> list[str]:
+    """Where the merged trace (spec 6) puts an effect before its cause.
+
+    Checked: a task is created right after its token started waiting at the task's node; a
+    task's completion comes right before its token leaves the node; tokens consumed by a join
+    are marked JOINED before ``JoinFired``; the instance's start and end frame the trace.
+    """
+    with db.transaction() as conn:
+        trace = history.of_instance(conn, iid)
+    problems: list[str] = []
+    last_of_token: dict[UUID | None, EventRow] = {}
+    completed_task_of_token: dict[UUID | None, EventRow] = {}
+    joined: set[UUID | None] = set()
+    for event in trace:
+        where = f"{event.table} {event.type} at {event.node_id!r} (id {event.id})"
+        if event.table == "task" and event.type == "CREATED":
+            before = last_of_token.get(event.token_id)
+            if before is None or (before.type, before.node_id) != ("WAITING", event.node_id):
+                problems.append(f"{where} does not follow its token's WAITING there "
+                                f"(follows {before.type if before else None})")
+        if event.table == "task" and event.type == "COMPLETED":
+            completed_task_of_token[event.token_id] = event
+        if event.table == "token":
+            done = completed_task_of_token.pop(event.token_id, None)
+            if done is not None and event.type not in ("MOVED", "COMPLETED", "FORKED"):
+                problems.append(f"task {done.node_id!r} completed, then its token did "
+                                f"{event.type} (id {event.id})")
+            if event.type == "JOINED":
+                joined.add(event.token_id)
+            last_of_token[event.token_id] = event
+        if event.table == "engine" and event.type == "JoinFired" and event.data:
+            missing = [t for t in event.data.get("consumed", []) if UUID(t) not in joined]
+            if missing:
+                problems.append(f"{where} comes before JOINED of {missing}")
+    if trace and trace[0].type != "InstanceStarted":
+        problems.append(f"the trace starts with {trace[0].table} {trace[0].type}")
+    ends = [e for e in trace if e.type in ("InstanceCompleted", "InstanceCancelled")]
+    if ends and trace[-1] is not ends[-1]:
+        problems.append(f"{ends[-1].type} (id {ends[-1].id}) is followed by "
+                        f"{trace[-1].table} {trace[-1].type} (id {trace[-1].id})")
+    return problems
+
+
 def assert_history_consistent(db: Database, iid: UUID) -> None:
-    problems = history_problems(db, iid)
+    problems = history_problems(db, iid) + trace_problems(db, iid)
     assert not problems, "history disagrees with the runtime rows:\n  " + "\n  ".join(problems)
 
 
