@@ -17,6 +17,10 @@ def parse_duration(value: object, *, where: str, element: str | None) -> timedel
     if not isinstance(value, str):
         raise InvalidDefinition(f"{where}: expected an ISO 8601 duration string, got {value!r}",
                                 element)
+    if not value.strip("PT"):  # isodate reads a bare "P" or "PT" as zero
+        raise InvalidDefinition(
+            f"{where}: {value!r} is not an ISO 8601 duration (for example PT5S or P1DT2H)", element
+        )
     try:
         parsed = isodate.parse_duration(value)
     except (isodate.ISO8601Error, ValueError) as exc:

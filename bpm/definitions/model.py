@@ -72,6 +72,7 @@ class Node:
     terminate: bool = False
     error_code: str | None = None
     name: str | None = None
+    priority: int = 0
 
     @property
     def is_join(self) -> bool:

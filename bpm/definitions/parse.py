@@ -24,7 +24,7 @@ ID_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
 MAX_NODES = 2000
 
-PROCESS_KEYS = {"key", "name", "saga", "nodes", "flows", "historyTimeToLive"}
+PROCESS_KEYS = {"key", "name", "saga", "nodes", "flows"}
 FLOW_KEYS = {"id", "source", "target", "condition", "name"}
 COMMON_NODE_KEYS = {"id", "type", "name"}
 NODE_KEYS: dict[NodeType, set[str]] = {
@@ -149,7 +149,7 @@ class _GraphBuilder:
                 f"{where}: node id must be a string matching {ID_PATTERN.pattern}, got {node_id!r}",
                 scope,
             )
-        if node_id in self.raw_nodes:
+        if node_id in self.raw_nodes or node_id in self.flows:
             raise InvalidDefinition(f"node {node_id!r}: duplicate id", node_id)
         if len(self.raw_nodes) >= MAX_NODES:
             raise InvalidDefinition(f"{where}: more than {MAX_NODES} nodes", scope)
@@ -333,8 +333,11 @@ def _service_task_fields(raw: Mapping[str, Any], where: str, node_id: str) -> di
         if timeout <= timedelta(0):
             raise InvalidDefinition(f"{where}: 'timeout' must be positive", node_id)
         fields["timeout"] = timeout
-    if "priority" in raw and not isinstance(raw["priority"], int):
-        raise InvalidDefinition(f"{where}: 'priority' must be an integer", node_id)
+    if "priority" in raw:
+        priority = raw["priority"]
+        if not isinstance(priority, int) or isinstance(priority, bool):
+            raise InvalidDefinition(f"{where}: 'priority' must be an integer", node_id)
+        fields["priority"] = priority
     return fields
 
 

@@ -47,6 +47,16 @@ DEFAULT_LOCK = timedelta(minutes=5)
 MAX_HOPS_PER_TX = 20
 
 
+def as_id(value: UUID | str, what: str) -> UUID:
+    """Accept ids as UUIDs or strings; a malformed one is a clear error, not a driver error."""
+    if isinstance(value, UUID):
+        return value
+    try:
+        return UUID(str(value))
+    except ValueError:
+        raise NotFound(f"{what} id {value!r} is not a valid id (expected a UUID)") from None
+
+
 def _never(_handler: str) -> bool:
     return False
 
@@ -302,17 +312,17 @@ class Engine:
         return lifecycle.start(self, key, variables, business_key=business_key,
                                idempotency_key=idempotency_key, version=version)
 
-    def cancel(self, instance_id: UUID, reason: str = "cancelled by an operator") -> None:
-        lifecycle.cancel(self, instance_id, reason)
+    def cancel(self, instance_id: UUID | str, reason: str = "cancelled by an operator") -> None:
+        lifecycle.cancel(self, as_id(instance_id, "instance"), reason)
 
-    def retry(self, token_or_task: UUID, retries: int | None = None) -> UUID:
-        return lifecycle.retry(self, token_or_task, retries)
+    def retry(self, token_or_task: UUID | str, retries: int | None = None) -> UUID:
+        return lifecycle.retry(self, as_id(token_or_task, "token or task"), retries)
 
-    def show(self, instance_id: UUID) -> dict[str, Any]:
-        return views.show(self, instance_id)
+    def show(self, instance_id: UUID | str) -> dict[str, Any]:
+        return views.show(self, as_id(instance_id, "instance"))
 
-    def trace(self, instance_id: UUID) -> list[dict[str, Any]]:
-        return views.trace(self, instance_id)
+    def trace(self, instance_id: UUID | str) -> list[dict[str, Any]]:
+        return views.trace(self, as_id(instance_id, "instance"))
 
     def instances(self, *, state: str | None = None, key: str | None = None,
                   business_key: str | None = None, limit: int = 100) -> list[dict[str, Any]]:

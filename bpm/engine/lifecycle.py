@@ -130,11 +130,15 @@ def _insert_instance(tx: Tx, inst: InstanceRow) -> bool:
 
 
 def cancel(engine: Engine, instance_id: UUID, reason: str = "cancelled by an operator") -> None:
-    """Cancel every live token, task and incident, and the instance (one transaction)."""
+    """Cancel every live token, task and incident, and the instance (one transaction).
+
+    Rows are locked in the order a worker locks them (tasks, then the instance, then tokens at
+    flush), so a cancel racing the workers cannot deadlock with them.
+    """
 
     def run() -> None:
         with engine.transaction(OPERATOR) as tx:
-            inst = instances.get(tx.conn, instance_id, for_update=True)
+            inst = instances.get(tx.conn, instance_id)
             if inst is None:
                 raise NotFound(f"instance {instance_id} does not exist")
             if inst.state not in ("RUNNING", "FAILED"):
@@ -143,7 +147,8 @@ def cancel(engine: Engine, instance_id: UUID, reason: str = "cancelled by an ope
             for tok in tokens.of_instance(tx.conn, instance_id):
                 if tok.state in ("ACTIVE", "WAITING", "FAILED"):
                     cancel_token(tx, tok, reason)
-            set_instance_state(tx, instance_id, "CANCELLED")
+            if not set_instance_state(tx, instance_id, "CANCELLED"):
+                raise Conflict(f"instance {instance_id} ended while it was being cancelled")
 
     engine.retrying(run)
 
@@ -151,7 +156,7 @@ def cancel(engine: Engine, instance_id: UUID, reason: str = "cancelled by an ope
 def retry(engine: Engine, token_or_task: UUID, retries: int | None = None) -> UUID:
     """Re-run a FAILED token: its task gets fresh attempts, its incident is resolved."""
     if retries is not None and retries < 1:
-        raise InvalidOperation("--retries must be at least 1")
+        raise InvalidOperation(f"retries must be at least 1, got {retries}")
 
     def run() -> UUID:
         with engine.transaction(OPERATOR) as tx:

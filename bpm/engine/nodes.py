@@ -114,8 +114,8 @@ def _park_at_join(tx: Tx, tok: TokenRow) -> Next:
 def _create_handler_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
     waiting = move(tx, tok, state="WAITING", event="WAITING", wait_kind="TASK")
     task = TaskRow(uuid4(), tok.id, tok.instance_id, node.id, None, node.handler, "HANDLER",
-                   "READY", node.retry.max_attempts, 0, None, None, None, None, None, 0, 0,
-                   tx.now, tx.now)
+                   "READY", node.retry.max_attempts, 0, None, None, None, None, None,
+                   node.priority, 0, tx.now, tx.now)
     tx.history.task(instance_id=tok.instance_id, task_id=task.id, token_id=tok.id, at=tx.now,
                     type="CREATED", node_id=node.id, from_state=None, to_state="READY",
                     actor=tx.actor, data={"handler": node.handler,

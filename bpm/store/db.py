@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 from sqlalchemy.pool import StaticPool
 
-from bpm.errors import ConfigError
+from bpm.errors import BpmError, ConfigError
 
 __all__ = ["Connection", "Database", "RetryableDatabaseError", "database_url"]
 
@@ -21,7 +21,7 @@ DEFAULT_URL = "sqlite:///bpm.db"
 RETRYABLE_SQLSTATES = frozenset({"40P01", "40001", "55P03"})
 
 
-class RetryableDatabaseError(Exception):
+class RetryableDatabaseError(BpmError):
     """The database aborted the transaction for a reason that a retry can fix."""
 
 

@@ -10,10 +10,11 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from psycopg.types.json import Jsonb
 from sqlalchemy import Connection, func, literal, select, text, union_all
 
 from bpm.store.rows import EventRow
-from bpm.store.schema import HISTORY_BLOCK, engine_events, history_seq, task_events, token_events
+from bpm.store.schema import HISTORY_BLOCK, engine_events, task_events, token_events
 
 _TABLES = {"token": token_events, "task": task_events, "engine": engine_events}
 
@@ -65,17 +66,17 @@ class HistoryBuffer:
         self.rows.clear()
 
     def _flush_block(self, conn: Connection) -> None:
-        base = select(history_seq.next_value().label("b")).cte("h_base")
-        first = select(base.c.b).scalar_subquery()
-        by_table: dict[str, list[dict[str, Any]]] = {}
+        params: dict[str, list[Any]] = {}
+        for name in _TABLES:
+            for column in (*_COMMON, *_EXTRA[name]):
+                params[f"{name}_{column}"] = []
         for k, (name, row) in enumerate(self.rows):
-            by_table.setdefault(name, []).append({**row, "id": first + k})
-        parts = list(by_table.items())
-        (last_name, last_rows), others = parts[-1], parts[:-1]
-        stmt = _TABLES[last_name].insert().values(last_rows).add_cte(base)
-        for name, rows in others:
-            stmt = stmt.add_cte(_TABLES[name].insert().values(rows).cte(f"h_{name}"))
-        conn.execute(stmt)
+            params[f"{name}_k"].append(k)
+            for column in (*_COMMON[1:], *_EXTRA[name]):
+                value = row[column]
+                params[f"{name}_{column}"].append(
+                    Jsonb(value) if column == "data" and value is not None else value)
+        conn.exec_driver_sql(_BLOCK_INSERT, params)
 
     def _flush_explicit(self, conn: Connection, ids: list[int]) -> None:
         by_table: dict[str, list[dict[str, Any]]] = {}
@@ -86,6 +87,35 @@ class HistoryBuffer:
 
     def __len__(self) -> int:
         return len(self.rows)
+
+
+_COMMON = ("k", "instance_id", "at", "type", "node_id", "from_state", "to_state", "actor", "data")
+_TYPES = {"k": "int", "instance_id": "uuid", "at": "timestamptz", "data": "jsonb",
+          "token_id": "uuid", "task_id": "uuid"}
+_EXTRA = {"token": ("token_id",), "task": ("task_id", "token_id"), "engine": ("token_id",)}
+
+
+def _block_insert() -> str:
+    """One fixed statement (so the server prepares it once) for all three tables.
+
+    One ``nextval`` reserves the block; each table's rows come in as arrays, one per column,
+    numbered ``k`` in the order they were recorded.
+    """
+    parts = ["WITH base AS (SELECT nextval('bpm_history_seq') AS b)"]
+    inserts = []
+    for name, table in _TABLES.items():
+        columns = [c for c in (*_COMMON, *_EXTRA[name]) if c != "k"]
+        arrays = ", ".join(f"%({name}_{c})s::{_TYPES.get(c, 'text')}[]"
+                           for c in ("k", *columns))
+        inserts.append(
+            f"INSERT INTO {table.name} (id, {', '.join(columns)}) "
+            f"SELECT base.b + u.k, {', '.join('u.' + c for c in columns)} "
+            f"FROM base, unnest({arrays}) AS u(k, {', '.join(columns)})")
+    parts += [f", h_{i} AS ({sql})" for i, sql in enumerate(inserts[:-1])]
+    return " ".join(parts) + " " + inserts[-1]
+
+
+_BLOCK_INSERT = _block_insert()
 
 
 def _next_ids(conn: Connection, count: int) -> list[int]:

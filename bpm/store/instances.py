@@ -26,7 +26,8 @@ _SET_STATE = (
 
 
 def get(conn: Connection, instance_id: UUID, *, for_update: bool = False) -> InstanceRow | None:
-    stmt = _BY_ID.with_for_update() if for_update else _BY_ID
+    # FOR NO KEY UPDATE: inserting rows that reference the instance (FOR KEY SHARE) goes on.
+    stmt = _BY_ID.with_for_update(key_share=True) if for_update else _BY_ID
     row = conn.execute(stmt, {"id": instance_id}).first()
     return from_row(InstanceRow, row) if row else None
 

@@ -258,7 +258,6 @@ def _history(name: str, *extra: Column[object]) -> Table:
         Column("actor", Text),
         Column("data", JsonValue),
         Index(f"ix_{name}_instance_id_id", "instance_id", "id"),
-        Index(f"ix_{name}_at", "at"),
     )
 
 

@@ -19,7 +19,8 @@ _COLS = (t.c.id, t.c.instance_id, t.c.node_id, t.c.state, t.c.mode, t.c.parent_t
          t.c.scope_id, t.c.concurrent, t.c.via_flow, t.c.wait_kind, t.c.version, t.c.created_at,
          t.c.updated_at)
 _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
-_BY_ID_FOR_UPDATE = _BY_ID.with_for_update()
+# FOR NO KEY UPDATE: creating child tokens that reference the parent (FOR KEY SHARE) goes on.
+_BY_ID_FOR_UPDATE = _BY_ID.with_for_update(key_share=True)
 _LIVE_CHILDREN = (select(*_COLS)
                   .where(t.c.parent_token_id == bindparam("id"), t.c.state.in_(LIVE))
                   .order_by(t.c.created_at, t.c.id))
@@ -93,9 +94,12 @@ def parents_to_recheck(conn: Connection, before: datetime, limit: int) -> list[t
     joined_child = exists().where(and_(child.c.parent_token_id == t.c.id,
                                        child.c.state == "WAITING", child.c.wait_kind == "JOIN",
                                        child.c.updated_at < before))
+    # A parent with a FAILED branch waits for an operator, whose retry nudges it again;
+    # re-checking it every scan would only crowd out the parents that can move.
+    failed_child = exists().where(child.c.parent_token_id == t.c.id, child.c.state == "FAILED")
     stmt = (select(t.c.id, t.c.version)
             .where(t.c.state == "WAITING", t.c.wait_kind == "CHILDREN",
-                   t.c.updated_at < before, no_live_child | joined_child)
+                   t.c.updated_at < before, no_live_child | (joined_child & ~failed_child))
             .order_by(t.c.updated_at).limit(limit)
             .with_for_update(skip_locked=True))
     return [(row.id, row.version) for row in conn.execute(stmt)]

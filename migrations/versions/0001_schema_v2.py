@@ -72,7 +72,6 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_engine_events")),
     )
     with op.batch_alter_table("engine_events", schema=None) as batch_op:
-        batch_op.create_index("ix_engine_events_at", ["at"], unique=False)
         batch_op.create_index(
             "ix_engine_events_instance_id_id", ["instance_id", "id"], unique=False
         )
@@ -116,7 +115,6 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_task_events")),
     )
     with op.batch_alter_table("task_events", schema=None) as batch_op:
-        batch_op.create_index("ix_task_events_at", ["at"], unique=False)
         batch_op.create_index("ix_task_events_instance_id_id", ["instance_id", "id"], unique=False)
 
     op.create_table(
@@ -138,7 +136,6 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_token_events")),
     )
     with op.batch_alter_table("token_events", schema=None) as batch_op:
-        batch_op.create_index("ix_token_events_at", ["at"], unique=False)
         batch_op.create_index("ix_token_events_instance_id_id", ["instance_id", "id"], unique=False)
 
     op.create_table(
@@ -518,18 +515,15 @@ def downgrade() -> None:
     op.drop_table("process_instances")
     with op.batch_alter_table("token_events", schema=None) as batch_op:
         batch_op.drop_index("ix_token_events_instance_id_id")
-        batch_op.drop_index("ix_token_events_at")
 
     op.drop_table("token_events")
     with op.batch_alter_table("task_events", schema=None) as batch_op:
         batch_op.drop_index("ix_task_events_instance_id_id")
-        batch_op.drop_index("ix_task_events_at")
 
     op.drop_table("task_events")
     op.drop_table("process_definitions")
     with op.batch_alter_table("engine_events", schema=None) as batch_op:
         batch_op.drop_index("ix_engine_events_instance_id_id")
-        batch_op.drop_index("ix_engine_events_at")
 
     op.drop_table("engine_events")
     if _is_postgres():

@@ -166,16 +166,6 @@ def deadlocks(db: Database) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "BUG: lock-order inversion. lifecycle.cancel locks the instance row FOR UPDATE first "
-    "(instances.get(for_update=True)) and then updates tokens and tasks; a worker updates its "
-    "token or task first and then needs the instance row: explicitly (failures."
-    "set_instance_state, also FOR UPDATE) or implicitly, because inserting an external_tasks/"
-    "tokens/incidents row takes FOR KEY SHARE on the referenced process_instances row, which "
-    "FOR UPDATE blocks. PostgreSQL breaks each deadlock after deadlock_timeout (1 s) and the "
-    "engine retries: correct, but each collision stalls both sides for a second, and five in "
-    "a row reach the operator as RetryableDatabaseError. FOR NO KEY UPDATE would remove the "
-    "foreign-key cycles; the task/instance order needs one lock order"))
 def test_cancel_racing_the_workers_never_deadlocks(
         engine_factory: EngineFactory, handlers: HandlerRegistry, pg_db: Database,
         clock: FakeClock) -> None:
