@@ -73,6 +73,21 @@ class InProcessDispatcher:
         return len(self._ready) + len(self._delayed)
 
 
+def broker_dispatcher() -> Dispatcher:
+    """The Celery dispatcher of ``workers/``, loaded by name so ``bpm`` never imports Celery."""
+    import importlib
+
+    from bpm.errors import ConfigError
+
+    try:
+        client = importlib.import_module("workers.client")
+    except ImportError as exc:
+        raise ConfigError(f"BPM_BROKER_URL is set but the Celery runtime cannot be loaded "
+                          f"({exc}); install bpm with the 'celery' extra") from exc
+    dispatcher: Dispatcher = client.dispatcher_from_env()
+    return dispatcher
+
+
 class DroppingDispatcher:
     """Loses every job, as a process killed between commit and send would.
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from uuid import UUID
 
 from bpm.embedded import EmbeddedRuntime
+from bpm.engine.engine import Engine
 from bpm.store import definitions, tokens
 
 
@@ -23,7 +24,7 @@ def missing_handlers(rt: EmbeddedRuntime, key: str) -> list[str]:
     return sorted(name for name in names if name not in rt.engine.handlers)
 
 
-def instance_of_token(rt: EmbeddedRuntime, token_id: UUID) -> UUID | None:
-    with rt.db.transaction() as conn:
+def instance_of_token(engine: Engine, token_id: UUID) -> UUID | None:
+    with engine.db.transaction() as conn:
         row = tokens.get(conn, token_id)
     return row.instance_id if row else None

@@ -18,7 +18,7 @@ EPILOG = """\b
 Environment:
   BPM_DATABASE_URL  SQLAlchemy URL (default: sqlite:///bpm.db in this folder)
   BPM_IMPORTS       comma-separated modules that register handlers
-  BPM_BROKER_URL    Celery broker (not available in this version: embedded mode only)
+  BPM_BROKER_URL    Celery broker: jobs go to the workers (unset: they run in bpm itself)
   BPM_DEBUG=1       show the traceback of an unexpected error
 """
 
@@ -46,7 +46,7 @@ def cli() -> None:
     """bpm: a BPM process engine (state in PostgreSQL or SQLite).
 
     Without BPM_BROKER_URL, bpm runs in embedded mode: the jobs of an instance run inside the
-    bpm command that started or retried it.
+    bpm command that started or retried it. With it, they go to the Celery workers.
     """
     quiet_logging()
 
@@ -58,6 +58,7 @@ for command in (inspect.instances, inspect.show, inspect.trace, inspect.incident
     cli.add_command(command)
 cli.add_command(operate.retry)
 cli.add_command(operate.cancel)
+cli.add_command(operate.recover)
 cli.add_command(demo)
 
 

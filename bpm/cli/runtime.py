@@ -1,8 +1,8 @@
-"""Opening the engine for one command: configuration, handler imports, embedded runtime.
+"""Opening the engine for one command: configuration, handler imports, the runtime.
 
-Only embedded mode exists in this version: jobs run inside the ``bpm`` process. A command that
-must hand work to Celery refuses to run when ``BPM_BROKER_URL`` is set, rather than silently
-running the jobs somewhere the operator did not ask for.
+Without ``BPM_BROKER_URL`` (embedded mode) the jobs an action causes run inside the ``bpm``
+process. With it (distributed mode) they are sent to the Celery workers, and ``bpm`` only
+reads and writes the database.
 """
 
 from __future__ import annotations
@@ -17,9 +17,12 @@ from contextlib import contextmanager
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
+from bpm.dispatch import broker_dispatcher
 from bpm.embedded import EmbeddedRuntime
+from bpm.engine.engine import Engine
 from bpm.errors import ConfigError
-from bpm.store.db import database_url
+from bpm.store.db import Database, database_url
+from bpm.store.migrate import require_current
 
 IMPORTS_ENV = "BPM_IMPORTS"
 BROKER_ENV = "BPM_BROKER_URL"
@@ -53,11 +56,23 @@ def import_handlers(extra: Sequence[str] = ()) -> list[str]:
     return names
 
 
-def refuse_broker(action: str) -> None:
-    if os.environ.get(BROKER_ENV, "").strip():
-        raise ConfigError(f"{BROKER_ENV} is set, but the Celery runtime is not available in "
-                          f"this version of bpm, so it cannot {action} through a broker; unset "
-                          f"{BROKER_ENV} to run in embedded mode (jobs run in this process)")
+def broker_mode() -> bool:
+    return bool(os.environ.get(BROKER_ENV, "").strip())
+
+
+@contextmanager
+def distributed(url: str | None = None) -> Iterator[Engine]:
+    """An engine whose jobs go to the Celery workers (the database must be migrated)."""
+    try:
+        db = Database(url)
+        require_current(db)
+    except OperationalError as exc:
+        raise ConfigError(f"cannot use the database {safe_url(url)}: "
+                          f"{_first_line(exc.orig or exc)}") from exc
+    try:
+        yield Engine(db, broker_dispatcher(), worker_id="bpm-cli")
+    finally:
+        db.dispose()
 
 
 def safe_url(url: str | None = None) -> str:

@@ -20,7 +20,7 @@ import examples.order_handlers  # noqa: F401  (registers the example's handlers)
 from bpm.cli.main import cli
 from examples import ORDER_FULFILMENT
 
-ENV_VARS = ("BPM_DATABASE_URL", "BPM_BROKER_URL", "BPM_IMPORTS", "BPM_DEBUG")
+ENV_VARS = ("BPM_DATABASE_URL", "BPM_BROKER_URL", "BPM_IMPORTS", "BPM_DEBUG", "BPM_QUEUE_PREFIX")
 
 
 class Bpm:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from uuid import uuid4
 
 import pytest
 
 from bpm import HandlerContext, handler
 from bpm.handlers import registry
-from tests.cli.conftest import Bpm, start_order
+from tests.cli.conftest import ORDER_FULFILMENT, Bpm, start_order
 
 ALWAYS_FAILS = "cli_test_always_fails"
 
@@ -115,10 +116,14 @@ def test_start__imports_from_bpm_imports(bpm: Bpm, monkeypatch: pytest.MonkeyPat
     assert "no_such_module_either" in bpm.error("start", "x")
 
 
-def test_start__broker_mode_is_refused(bpm: Bpm, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("BPM_BROKER_URL", "redis://localhost:6379/0")
-    line = bpm.error("start", "order_fulfilment")
-    assert "BPM_BROKER_URL" in line and "Celery" in line
+def test_start__broker_mode_writes_the_instance_and_sends_its_job(
+        bpm: Bpm, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No worker listens on this test's queues: the instance stays RUNNING, its job queued."""
+    bpm.ok("deploy", str(ORDER_FULFILMENT))
+    monkeypatch.setenv("BPM_BROKER_URL", "redis://127.0.0.1:6379/9")
+    monkeypatch.setenv("BPM_QUEUE_PREFIX", f"cli-{uuid4().hex[:8]}.")
+    doc = bpm.json("start", "order_fulfilment", "--var", "total=5", "--json")
+    assert doc["state"] == "RUNNING" and doc["created"] is True
 
 
 def test_start__wait_timeout_is_an_error_after_printing_the_state(bpm: Bpm,

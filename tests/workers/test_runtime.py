@@ -170,3 +170,28 @@ def _settings(cluster: Cluster) -> Any:
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+def test_cli_start_wait_completes_through_workers_and_beat(cluster: Cluster) -> None:
+    """The README's distributed run: migrate (done), deploy, 2 workers, beat, bpm start --wait."""
+    import json
+    import subprocess
+
+    from tests.cli.conftest import ORDER_FULFILMENT, bpm_executable
+
+    cluster.env["BPM_IMPORTS"] = "examples.order_handlers"
+    cluster.worker("w1")
+    cluster.worker("w2")
+    cluster.beat("beat1")
+    cluster.wait_ready()
+    env = dict(cluster.env)
+    run = [*bpm_executable()]
+    deployed = subprocess.run([*run, "deploy", str(ORDER_FULFILMENT), "--json"], env=env,
+                              capture_output=True, text=True, check=True)
+    assert json.loads(deployed.stdout)["version"] == 1
+    started = subprocess.run(
+        [*run, "start", "order_fulfilment", "--var", "total=180", "--var", 'items=["lamp"]',
+         "--var", "payment_glitch=true", "--business-key", "cli-1", "--wait", "60", "--json"],
+        env=env, capture_output=True, text=True)
+    assert started.returncode == 0, started.stderr + cluster.tail()
+    assert json.loads(started.stdout)["state"] == "COMPLETED"

@@ -1,14 +1,17 @@
-"""``bpm start KEY``: start an instance and, in embedded mode, run its jobs here.
+"""``bpm start KEY``: start an instance; in embedded mode, run its jobs here.
 
-Embedded mode has no background worker, so ``bpm start`` always runs the instance's jobs in
-this process until none is left (waiting out retry backoffs), for at most ``--wait`` seconds or
-``IDLE_LIMIT`` without it. With ``--wait`` a non-terminal state at the end is an error; without
-it the state is printed as it is (RUNNING when the instance waits for something).
+Embedded mode has no background worker, so ``bpm start`` runs the instance's jobs in this
+process until none is left (waiting out retry backoffs), for at most ``--wait`` seconds or
+``IDLE_LIMIT`` without it. In distributed mode (``BPM_BROKER_URL``) the instance is written to
+the database and its first job sent to the Celery workers; ``--wait`` then watches the database.
+With ``--wait`` a non-terminal state at the end is an error.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
+from uuid import UUID
 
 import click
 
@@ -16,8 +19,10 @@ from bpm.cli import render
 from bpm.cli.errors import fail
 from bpm.cli.lookups import missing_handlers
 from bpm.cli.parsing import collect_variables
-from bpm.cli.runtime import embedded, import_handlers, refuse_broker
+from bpm.cli.runtime import broker_mode, distributed, embedded, import_handlers
 from bpm.embedded import END_STATES, EmbeddedRuntime
+from bpm.engine.engine import Engine
+from bpm.engine.lifecycle import Started
 from bpm.errors import ConfigError
 
 IDLE_LIMIT = 60.0
@@ -30,40 +35,65 @@ IDLE_LIMIT = 60.0
 @click.option("--vars", "vars_json", metavar="JSON",
               help="Variables as a JSON object (or @FILE); --var entries override it.")
 @click.option("--business-key", help="Your id for the instance; starting it twice starts one.")
+@click.option("--idempotency-key", metavar="KEY",
+              help="Deduplicates starts instead of the business key (default: the business key).")
 @click.option("--wait", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
               help="Wait up to SECONDS for COMPLETED, FAILED, TERMINATED or CANCELLED.")
 @click.option("--import", "imports", multiple=True, metavar="MODULE",
               help="Import MODULE first (it registers handlers); adds to BPM_IMPORTS.")
 @click.option("--json", "as_json", is_flag=True, help="Print {id, key, business_key, state}.")
 def start(key: str, var_items: tuple[str, ...], vars_json: str | None,
-          business_key: str | None, wait: float | None, imports: tuple[str, ...],
-          as_json: bool) -> None:
+          business_key: str | None, idempotency_key: str | None, wait: float | None,
+          imports: tuple[str, ...], as_json: bool) -> None:
     """Start an instance of the latest version of process KEY.
 
     Embedded mode (no BPM_BROKER_URL) has no background worker, so the instance's jobs run in
-    this command until none is left: up to --wait seconds, or 60 s without --wait.
+    this command until none is left: up to --wait seconds, or 60 s without --wait. With
+    BPM_BROKER_URL the Celery workers run them, and --wait watches the instance's state.
     """
     values = collect_variables(vars_json, var_items)
-    refuse_broker("start an instance")
-    import_handlers(imports)
-    with embedded() as rt:
-        doc = _start_and_run(rt, key, values, business_key, wait or IDLE_LIMIT)
+    if broker_mode():
+        with distributed() as engine:
+            started = engine.start(key, values, business_key=business_key,
+                                   idempotency_key=idempotency_key)
+            doc = _doc(started, _watch(engine, started.id, wait))
+    else:
+        import_handlers(imports)
+        with embedded() as rt:
+            doc = _start_and_run(rt, key, values, business_key, idempotency_key,
+                                 wait or IDLE_LIMIT)
     _print(doc, as_json)
     if wait is not None and doc["state"] not in END_STATES:
         fail(f"instance {doc['id']} is still {doc['state']} after {wait:g} s")
 
 
+def _watch(engine: Engine, instance_id: UUID, wait: float | None) -> str:
+    """Poll the instance until it ends or ``wait`` runs out (distributed mode)."""
+    deadline = time.monotonic() + (wait or 0)
+    while True:
+        state = str(engine.show(instance_id)["state"])
+        if state in END_STATES or time.monotonic() >= deadline:
+            return state
+        time.sleep(0.1)
+
+
+def _doc(started: Started, state: str) -> dict[str, Any]:
+    return {"id": str(started.id), "key": started.key, "business_key": started.business_key,
+            "state": state, "created": started.created}
+
+
 def _start_and_run(rt: EmbeddedRuntime, key: str, values: dict[str, Any],
-                   business_key: str | None, limit: float) -> dict[str, Any]:
+                   business_key: str | None, idempotency_key: str | None,
+                   limit: float) -> dict[str, Any]:
     missing = missing_handlers(rt, key)
     if missing:
         raise ConfigError(f"process {key!r} calls handlers that no imported module registers: "
                           f"{', '.join(missing)}; name the module that registers them in "
                           f"BPM_IMPORTS or with --import MODULE")
-    started = rt.engine.start(key, values, business_key=business_key)
+    started = rt.engine.start(key, values, business_key=business_key,
+                              idempotency_key=idempotency_key)
     rt.run_until_idle(timeout=limit)
-    return {"id": str(started.id), "key": started.key, "business_key": started.business_key,
-            "state": rt.state(started.id), "created": started.created}
+    return _doc(started, rt.state(started.id))
 
 
 def _print(doc: dict[str, Any], as_json: bool) -> None:
