@@ -8,6 +8,8 @@ afterwards, so tests never see each other's rows (style b.9).
 from __future__ import annotations
 
 import os
+import queue
+import threading
 from collections.abc import Iterator
 from uuid import uuid4
 
@@ -22,6 +24,7 @@ from bpm.store.migrate import upgrade
 from tests.helpers.clock import FakeClock
 from tests.helpers.runtime import Calls, EngineFactory, Harness
 
+CLONE_PREFIX = "bpm_t_"
 DEFAULT_TEST_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/bpm_test"
 
 
@@ -70,26 +73,61 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _drop_orphan_templates(prefix: str) -> None:
-    """Templates left by test sessions that died before their teardown."""
+def _drop_orphans(*prefixes: str) -> None:
+    """Databases left by test sessions that died before their teardown (``<prefix><pid>_…``)."""
     with _admin() as conn:
-        names = [str(r[0]) for r in conn.execute(
-            "SELECT datname FROM pg_database WHERE datname LIKE %s", (f"{prefix}%",))]
+        names = [str(r[0]) for r in conn.execute("SELECT datname FROM pg_database")]
     for name in names:
-        pid = name.removeprefix(prefix)
-        if pid.isdigit() and not _alive(int(pid)):
-            drop_database(name)
+        for prefix in prefixes:
+            pid = name.removeprefix(prefix).split("_", 1)[0]
+            if name.startswith(prefix) and pid.isdigit() and not _alive(int(pid)):
+                drop_database(name)
+
+
+class _Dropper:
+    """Drops the databases of finished tests in the background (a drop takes a checkpoint,
+    several times longer than the clone), so the next test need not wait for it."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self.errors: list[BaseException] = []
+        self._thread = threading.Thread(target=self._run, name="drop-test-databases",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (name := self._queue.get()) is not None:
+            try:
+                drop_database(name)
+            except BaseException as exc:
+                self.errors.append(exc)
+
+    def drop(self, name: str) -> None:
+        self._queue.put(name)
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout=120)
+        if self.errors:
+            raise self.errors[0]
 
 
 @pytest.fixture(scope="session")
-def pg_template() -> Iterator[str]:
+def _dropper() -> Iterator[_Dropper]:
+    dropper = _Dropper()
+    yield dropper
+    dropper.close()
+
+
+@pytest.fixture(scope="session")
+def pg_template(_dropper: _Dropper) -> Iterator[str]:
     """A database migrated to head, used only as the template of every test's database.
 
     Named ``<test database>_tmpl_<pid>``: sessions running at the same time (a developer's
     and CI's, or the CLI suite's) each build and drop their own.
     """
     prefix = f"{_test_url().database}_tmpl_"
-    _drop_orphan_templates(prefix)
+    _drop_orphans(prefix, CLONE_PREFIX)
     name = f"{prefix}{os.getpid()}"
     drop_database(name)
     db = Database(create_database(name))
@@ -98,18 +136,18 @@ def pg_template() -> Iterator[str]:
     finally:
         db.dispose()
     yield name
-    drop_database(name)
+    _dropper.drop(name)
 
 
 @pytest.fixture
-def pg_url(pg_template: str) -> Iterator[str]:
-    """A fresh, migrated PostgreSQL database for this test only."""
-    name = f"bpm_t_{uuid4().hex[:8]}"
+def pg_url(pg_template: str, _dropper: _Dropper) -> Iterator[str]:
+    """A fresh, migrated PostgreSQL database for this test only (dropped afterwards)."""
+    name = f"{CLONE_PREFIX}{os.getpid()}_{uuid4().hex[:8]}"
     url = create_database(name, template=pg_template)
     try:
         yield url
     finally:
-        drop_database(name)
+        _dropper.drop(name)
 
 
 @pytest.fixture

@@ -10,7 +10,8 @@ import pytest
 
 from bpm import HandlerContext, handler
 from bpm.handlers import registry
-from tests.cli.conftest import ORDER_FULFILMENT, Bpm, start_order
+from examples import ORDER_FULFILMENT
+from tests.cli.conftest import Bpm, start_order
 
 ALWAYS_FAILS = "cli_test_always_fails"
 
@@ -123,6 +124,7 @@ def test_start__broker_mode_writes_the_instance_and_sends_its_job(
     monkeypatch.setenv("BPM_BROKER_URL", "redis://127.0.0.1:6379/9")
     monkeypatch.setenv("BPM_QUEUE_PREFIX", f"cli-{uuid4().hex[:8]}.")
     doc = bpm.json("start", "order_fulfilment", "--var", "total=5", "--json")
+    assert isinstance(doc, dict)
     assert doc["state"] == "RUNNING" and doc["created"] is True
 
 

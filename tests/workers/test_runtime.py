@@ -177,7 +177,8 @@ def test_cli_start_wait_completes_through_workers_and_beat(cluster: Cluster) -> 
     import json
     import subprocess
 
-    from tests.cli.conftest import ORDER_FULFILMENT, bpm_executable
+    from examples import ORDER_FULFILMENT
+    from tests.cli.conftest import bpm_executable
 
     cluster.env["BPM_IMPORTS"] = "examples.order_handlers"
     cluster.worker("w1")
