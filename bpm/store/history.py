@@ -10,7 +10,6 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from psycopg.types.json import Jsonb
 from sqlalchemy import Connection, func, literal, select, text, union_all
 
 from bpm.store.rows import EventRow
@@ -66,6 +65,8 @@ class HistoryBuffer:
         self.rows.clear()
 
     def _flush_block(self, conn: Connection) -> None:
+        from psycopg.types.json import Jsonb  # PostgreSQL only; embedded SQLite needs no psycopg
+
         params: dict[str, list[Any]] = {}
         for name in _TABLES:
             for column in (*_COMMON, *_EXTRA[name]):
