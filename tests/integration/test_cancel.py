@@ -172,3 +172,22 @@ def test_cancel_racing_the_workers_never_deadlocks(
     before = deadlocks(pg_db)
     _cancel_races(engine_factory, handlers, pg_db, clock, rounds=8)
     assert deadlocks(pg_db) == before
+
+
+def test_operator_actions_take_ids_as_strings(rt: Harness, calls: Calls,
+                                              pg_db: Database) -> None:
+    calls.add("idle")
+    calls.add("bad", failing(99))
+    iid = rt.run(FAILED_BRANCH)
+    failed = next(t for t in rows.tokens_of(pg_db, iid) if t.state == "FAILED")
+    assert rt.engine.show(str(iid))["id"] == str(iid)
+    assert rt.engine.trace(str(iid))[0]["type"] == "InstanceStarted"
+    assert rt.engine.retry(str(failed.id)) == failed.id
+    rt.drain()
+    rt.engine.cancel(str(iid))
+    assert_finished_cleanly(pg_db, iid, "CANCELLED")
+    before = snapshot(pg_db)
+    for action in (rt.engine.show, rt.engine.trace, rt.engine.cancel, rt.engine.retry):
+        with pytest.raises(NotFound, match="'not-an-id' is not a valid id"):
+            action("not-an-id")
+    assert snapshot(pg_db) == before
