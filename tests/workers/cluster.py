@@ -61,11 +61,15 @@ class Cluster:
         schedule = self.logs / f"{name}-schedule"
         self._spawn(name, ["beat", "-s", str(schedule), "-l", "info"], None)
 
+    def flower(self, port: int) -> None:
+        self._spawn("flower", ["flower", f"--port={port}", "--address=127.0.0.1"],
+                    {"FLOWER_UNAUTHENTICATED_API": "1"})
+
     def wait_ready(self, timeout: float = 30) -> None:
         """Wait until every worker logged that it is ready."""
         deadline = time.monotonic() + timeout
         for name in self.procs:
-            if name.startswith("beat"):
+            if name.startswith(("beat", "flower")):
                 continue
             log = self.logs / f"{name}.log"
             while b"ready." not in log.read_bytes():

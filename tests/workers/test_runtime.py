@@ -196,3 +196,27 @@ def test_cli_start_wait_completes_through_workers_and_beat(cluster: Cluster) -> 
         env=env, capture_output=True, text=True)
     assert started.returncode == 0, started.stderr + cluster.tail()
     assert json.loads(started.stdout)["state"] == "COMPLETED"
+
+
+def test_flower_shows_the_workers_on_the_same_broker(cluster: Cluster) -> None:
+    import json
+    import socket
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cluster.worker("w1")
+    cluster.wait_ready()
+    cluster.flower(port)
+
+    def workers() -> dict[str, Any]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/workers?refresh=1",
+                                        timeout=5) as response:
+                return dict(json.load(response))
+        except OSError:
+            return {}
+
+    cluster.wait_until(lambda: any(name.startswith("w1@") for name in workers()), 40,
+                       "Flower to list the worker")
