@@ -215,3 +215,16 @@ def test_variables_written_by_a_retried_handler_come_from_the_successful_run(
         .sequence("start", "work", "end").build())
     iid = rt.run(doc)
     assert rt.engine.show(iid)["variables"] == {"result": "ok"}
+
+
+def test_implicit_end_inside_a_subprocess_completes_it(rt: Harness, calls: Calls) -> None:
+    calls.add("work")
+    body = (ProcessBuilder("body").start("s_start").parallel_gateway("s_fork")
+            .service_task("inner", handler="work").task("dead_end")
+            .sequence("s_start", "s_fork", "inner").sequence("s_fork", "dead_end"))
+    doc = (ProcessBuilder("sub_implicit").start().sub_process("sub", body).task("after").end()
+           .sequence("start", "sub", "after", "end").build())
+    iid = rt.run(doc)
+    assert_finished_cleanly(rt.engine.db, iid)
+    assert len(rows.engine_events_of(rt.engine.db, iid, type="SubprocessCompleted")) == 1
+    assert calls.count("work") == 1
