@@ -57,7 +57,9 @@ def test_lost_advance_after_start(engine_factory: EngineFactory, calls: Calls,
     assert (tok.node_id, tok.state) == ("start", "ACTIVE") and stuck(db, iid)
 
     worker = engine_factory()
-    assert worker.engine.run_scans()["stalled_tokens"] == 0  # within the grace period
+    assert worker.engine.run_scans()["stalled_tokens"] == 0
+    clock.advance(GRACE - timedelta(seconds=1))
+    assert worker.engine.run_scans()["stalled_tokens"] == 0  # still within the grace period
     assert stuck(db, iid)
 
     clock.advance(LATER)
