@@ -331,3 +331,34 @@ def test_worker_dying_right_after_locking_its_inline_task_counts_as_a_run(
     assert rows.state(db, iid) == ends
     task = rows.tasks_of(db, iid)[0]
     assert task.attempts == max_attempts
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_handler_outliving_its_timeout_loses_to_the_next_run(
+        engine_factory: EngineFactory, calls: Calls, clock: FakeClock, inline: bool) -> None:
+    """The node's ``timeout`` bounds the lock; a run that overstays it is taken over, and
+    its late result is dropped (spec 2.5, 4.2)."""
+    rescuer = engine_factory(worker_id="rescuer")
+    seen: list[tuple[int, str]] = []
+
+    def slow(ctx: HandlerContext) -> dict[str, int]:
+        seen.append((ctx.attempt, ctx.idempotency_key))
+        if ctx.attempt == 1:  # hangs past its 10 s timeout; meanwhile beat runs the scans
+            clock.advance(timedelta(seconds=11))
+            assert rescuer.engine.run_scans()["expired_locks"] == 1
+            rescuer.drain()
+        return {"winner": ctx.attempt}
+
+    calls.add("work", slow)
+    rt = engine_factory(run_handlers_inline=inline)
+    rt.deploy(single_task(retry={"max_attempts": 2}, timeout="PT10S"))
+    iid = rt.start("single")
+    rt.drain()
+    db = rt.engine.db
+
+    assert [a for a, _ in seen] == [1, 2]
+    assert len({key for _, key in seen}) == 1  # one idempotency key for both runs
+    assert rt.engine.show(iid)["variables"] == {"winner": 2}
+    assert_finished_cleanly(db, iid)
+    completed = rows.task_events_of(db, iid, type="COMPLETED")
+    assert [e["actor"] for e in completed] == ["rescuer"]
