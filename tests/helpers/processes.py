@@ -41,6 +41,33 @@ def fork_two_joins(key: str = "fork3_two_joins") -> Doc:
     return b.flow("b0", "join1").flow("b1", "join1").flow("b2", "join2").build()
 
 
+def fork_two_joins_direct(key: str = "fork3_direct") -> Doc:
+    """As ``fork_two_joins`` with join1 flowing straight into join2 (no task between).
+
+    start -> fork -> {b0, b1} -> join1 -> join2 -> after -> end;  fork -> b2 -> join2
+    """
+    b = (ProcessBuilder(key).start().parallel_gateway("fork").parallel_gateway("join1")
+         .parallel_gateway("join2").service_task("after", handler="after").end()
+         .sequence("start", "fork").sequence("join1", "join2", "after", "end"))
+    for i in range(3):
+        b.service_task(f"b{i}", handler="branch").flow("fork", f"b{i}")
+    return b.flow("b0", "join1").flow("b1", "join1").flow("b2", "join2").build()
+
+
+def join_then_fork(key: str = "join_fork") -> Doc:
+    """A gateway that joins two branches and forks two new ones.
+
+    start -> fork -> {b0, b1} -> jf -> {c0, c1} -> join -> after -> end
+    """
+    b = (ProcessBuilder(key).start().parallel_gateway("fork").parallel_gateway("jf")
+         .parallel_gateway("join").service_task("after", handler="after").end()
+         .sequence("start", "fork").sequence("join", "after", "end"))
+    for i in range(2):
+        b.service_task(f"b{i}", handler="branch").sequence("fork", f"b{i}", "jf")
+        b.service_task(f"c{i}", handler="mid").sequence("jf", f"c{i}", "join")
+    return b.build()
+
+
 def nested_fork(key: str = "nested_fork") -> Doc:
     """A fork inside a fork branch.
 

@@ -24,7 +24,14 @@ from bpm.store import Database
 from tests.helpers import db as rows
 from tests.helpers.clock import FakeClock
 from tests.helpers.invariants import history_problems
-from tests.helpers.processes import Doc, fork_one_join, fork_two_joins, nested_fork
+from tests.helpers.processes import (
+    Doc,
+    fork_one_join,
+    fork_two_joins,
+    fork_two_joins_direct,
+    join_then_fork,
+    nested_fork,
+)
 from tests.helpers.runtime import ONLY_ADVANCE, Harness
 
 T = TypeVar("T")
@@ -46,6 +53,10 @@ SHAPES = {
                        ("join1", "join2"), ("mid", "after")),
     "nested": Shape("nested", nested_fork("race_nested"), ("b0", "b1", "b2"),
                     ("join1", "join2"), ("mid", "after")),
+    "two_joins_direct": Shape("two_joins_direct", fork_two_joins_direct("race_direct"),
+                              ("b0", "b1", "b2"), ("join1", "join2"), ("after",)),
+    "join_fork": Shape("join_fork", join_then_fork("race_join_fork"), ("b0", "b1"),
+                       ("jf", "join"), ("c0", "c1", "after")),
 }
 
 
