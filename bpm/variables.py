@@ -30,6 +30,7 @@ def check_variables(values: object, *, where: str) -> dict[str, Any]:
         if not isinstance(name, str) or not name or len(name) > MAX_NAME_LENGTH:
             raise BadVariables(f"{where}: variable name {name!r} must be a non-empty string of "
                                f"at most {MAX_NAME_LENGTH} characters", str(name))
+        _check_keys(value, name, where)
         try:
             encoded = json.dumps(value, allow_nan=False)
         except (TypeError, ValueError) as exc:
@@ -41,6 +42,22 @@ def check_variables(values: object, *, where: str) -> dict[str, Any]:
                                f"(reached at {name!r})", name)
         out[name] = json.loads(encoded)
     return out
+
+
+def _check_keys(value: Any, name: str, where: str, depth: int = 0) -> None:
+    """JSON object keys are strings; ``json.dumps`` would silently rewrite others (and merge
+    ``1`` with ``"1"``), so they are refused instead."""
+    if depth > 100:
+        raise BadVariables(f"{where}: variable {name!r} is nested more than 100 levels", name)
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise BadVariables(f"{where}: variable {name!r} is not JSON (object key {key!r} "
+                                   f"is not a string)", name)
+            _check_keys(item, name, where, depth + 1)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _check_keys(item, name, where, depth + 1)
 
 
 def _why(value: Any, exc: Exception) -> str:

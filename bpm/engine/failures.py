@@ -67,8 +67,8 @@ def cancel_task(tx: Tx, task_id: UUID, reason: str) -> None:
     task = tasks.get(tx.conn, task_id)
     if task is None or task.state in ("DONE", "CANCELLED"):
         return
-    if not tasks.finish(tx.conn, task, state="CANCELLED", now=tx.now):
-        raise Conflict(f"task {task.id} changed while it was being cancelled")
+    tx.finish_task(task, state="CANCELLED", miss="conflict",
+                   message=f"task {task.id} changed while it was being cancelled")
     tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
                     at=tx.now, type="CANCELLED", node_id=task.node_id, from_state=task.state,
                     to_state="CANCELLED", actor=tx.actor, data={"reason": reason})

@@ -22,7 +22,7 @@ from bpm.engine.nodes import leave
 from bpm.engine.tx import Next, Stale, Tx
 from bpm.errors import BadVariables, BpmnError
 from bpm.handlers import HandlerContext, HandlerRegistry
-from bpm.store import tasks, tokens, variables
+from bpm.store import tasks, tokens
 from bpm.store.rows import TaskRow, TokenRow
 from bpm.variables import check_variables
 
@@ -98,14 +98,14 @@ def complete_task(tx: Tx, g: ProcessGraph, task: TaskRow, values: dict[str, Any]
     ``token`` is the token row as the transaction that locked the task left it, when that
     is known; its version is checked when the move is written, so no read is needed.
     """
-    if not tasks.finish(tx.conn, task, state="DONE", now=tx.now):
-        raise Stale(f"task {task.id} is no longer locked by {tx.actor} at version "
-                    f"{task.version}; its result is dropped")
+    tx.finish_task(task, state="DONE", miss="stale",
+                   message=f"task {task.id} is no longer locked by {tx.actor} at version "
+                           f"{task.version}; its result is dropped")
     tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
                     at=tx.now, type="COMPLETED", node_id=task.node_id, from_state="LOCKED",
                     to_state="DONE", actor=tx.actor,
                     data={"variables": values} if values else None)
-    variables.write(tx.conn, task.instance_id, values, tx.now)
+    tx.write_variables(task.instance_id, values)
     tok = token if token is not None else tokens.get(tx.conn, task.token_id)
     if tok is None or tok.state != "WAITING" or tok.node_id != task.node_id:
         raise Stale(f"token of task {task.id} is no longer waiting at {task.node_id!r}")
@@ -118,10 +118,9 @@ def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
     retry = outcome.retryable and task.retries > 0
     retry_at = tx.now + node.retry.delay(task.attempts) if retry else None
     state = "READY" if retry else "FAILED"
-    if not tasks.finish(tx.conn, task, state=state, now=tx.now, retry_at=retry_at,
-                        retries=task.retries if retry else 0, error_message=outcome.error,
-                        error_details=outcome.details):
-        raise Stale(f"task {task.id} is no longer locked by {tx.actor}; failure dropped")
+    tx.finish_task(task, state=state, retry_at=retry_at, retries=task.retries if retry else 0,
+                   error_message=outcome.error, error_details=outcome.details, miss="stale",
+                   message=f"task {task.id} is no longer locked by {tx.actor}; failure dropped")
     tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
                     at=tx.now, type="FAILED", node_id=task.node_id, from_state="LOCKED",
                     to_state=state, actor=tx.actor,
@@ -144,9 +143,9 @@ def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
 def expire_lock(tx: Tx, g: ProcessGraph, task: TaskRow) -> Next:
     """A runner took the lock and never reported back: that run used up an attempt."""
     if task.retries > 0:
-        if not tasks.finish(tx.conn, task, state="READY", now=tx.now, retry_at=tx.now,
-                            error_message="the handler's lock expired before it reported back"):
-            raise Stale(f"task {task.id} changed before its lock could expire")
+        tx.finish_task(task, state="READY", retry_at=tx.now,
+                       error_message="the handler's lock expired before it reported back",
+                       miss="stale", message=f"task {task.id} changed before its lock expired")
         tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
                         at=tx.now, type="LOCK_EXPIRED", node_id=task.node_id,
                         from_state="LOCKED", to_state="READY", actor=tx.actor,

@@ -14,7 +14,7 @@ from bpm.engine.failures import cancel_token, resolve_incidents, set_instance_st
 from bpm.engine.moves import create, move, new_token
 from bpm.engine.tx import Conflict, Tx
 from bpm.errors import InvalidOperation, NotFound, UnknownProcess
-from bpm.store import definitions, incidents, instances, tasks, tokens, variables
+from bpm.store import definitions, incidents, instances, tasks, tokens
 from bpm.store.definitions import VersionTaken
 from bpm.store.rows import DefinitionRow, InstanceRow
 from bpm.variables import check_variables
@@ -100,7 +100,7 @@ def start(engine: Engine, key: str, values: Mapping[str, Any] | None = None, *,
             existing = instances.by_idempotency_key(tx.conn, key, ikey or "")
             assert existing is not None
             return Started(existing.id, key, existing.business_key, existing.state, False)
-        variables.write(tx.conn, inst.id, checked, tx.now)
+        tx.write_variables(inst.id, checked)
         graph = engine.graph(row.id, tx.conn)
         root = new_token(tx, instance_id=inst.id, node_id=graph.start_of(None).id, parent=None,
                          scope_id=None, concurrent=False, via_flow=None)
@@ -183,8 +183,8 @@ def _retry_txn(engine: Engine, tx: Tx, token_id: UUID, retries: int | None) -> N
     task = tasks.open_of_token(tx.conn, tok.id)
     if task is not None and task.state == "FAILED":
         attempts = retries or node.retry.max_attempts
-        if not tasks.finish(tx.conn, task, state="READY", now=tx.now, retries=attempts):
-            raise Conflict(f"task {task.id} changed during retry")
+        tx.finish_task(task, state="READY", retries=attempts, miss="conflict",
+                       message=f"task {task.id} changed during retry")
         tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=tok.id,
                         at=tx.now, type="RETRIED", node_id=task.node_id, from_state="FAILED",
                         to_state="READY", actor=tx.actor, data={"retries": attempts})

@@ -15,7 +15,7 @@ from bpm.engine.moves import create, move, new_token
 from bpm.engine.tx import Conflict, Next, NextToken, RunTask, Tx
 from bpm.errors import ExpressionEvalError, MissingVariable
 from bpm.expressions import evaluate_condition
-from bpm.store import tasks, tokens, variables
+from bpm.store import tokens
 from bpm.store.rows import TaskRow, TokenRow
 
 
@@ -74,7 +74,7 @@ def fork_or_leave(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
 
 def _exclusive(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     flows = g.outgoing(node.id)
-    values = variables.load(tx.conn, tok.instance_id)
+    values = tx.load_variables(tok.instance_id)
     for flow in flows:
         if flow.id == node.default_flow:
             continue
@@ -121,16 +121,16 @@ def _create_handler_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
                     actor=tx.actor, data={"handler": node.handler,
                                           "max_attempts": node.retry.max_attempts})
     if not tx.runs_inline(node.handler or ""):
-        tasks.insert(tx.conn, task)
+        tx.insert_task(task)
         return RunTask(task.id)
     # This process runs the handler right after commit: lock it in this same transaction.
     locked = replace(task, state="LOCKED", lock_owner=tx.actor, attempts=1,
                      retries=task.retries - 1, lock_expire_at=tx.now + node.timeout, version=1)
-    tasks.insert(tx.conn, locked)
+    tx.insert_task(locked)
     tx.history.task(instance_id=tok.instance_id, task_id=task.id, token_id=tok.id, at=tx.now,
                     type="LOCKED", node_id=node.id, from_state="READY", to_state="LOCKED",
                     actor=tx.actor, data={"attempt": 1})
-    return RunTask(task.id, locked, variables.load(tx.conn, tok.instance_id), waiting)
+    return RunTask(task.id, locked, tx.load_variables(tok.instance_id), waiting)
 
 
 def _enter_subprocess(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:

@@ -9,7 +9,8 @@ from typing import Any
 from uuid import UUID
 
 from bpm.dispatch import ADVANCE_TOKEN, RUN_HANDLER, Job
-from bpm.store import Connection, tokens
+from bpm.store import Connection, tasks, variables
+from bpm.store.batch import BatchMiss, WriteBatch
 from bpm.store.history import HistoryBuffer
 from bpm.store.rows import TaskRow, TokenRow
 
@@ -59,33 +60,53 @@ class Tx:
     conn: Connection
     now: datetime
     actor: str
-    history: HistoryBuffer = field(default_factory=HistoryBuffer)
+    batch: WriteBatch = field(default_factory=WriteBatch)
     jobs: list[Job] = field(default_factory=list)
     #: Whether this process runs a handler itself right after commit (then the task is
     #: created already locked by ``actor``, saving a transaction per step).
     runs_inline: Callable[[str], bool] = field(default=lambda _name: False)
 
-    #: Token rows moved by this transaction, not yet written: id -> (version it was read at,
-    #: newest row).
-    staged: dict[UUID, tuple[int, TokenRow]] = field(default_factory=dict)
+    @property
+    def history(self) -> HistoryBuffer:
+        return self.batch.history
 
     def stage_token(self, before: TokenRow, after: TokenRow) -> None:
-        held = self.staged.get(before.id)
+        """Record a token move; it is written (version-checked) when the transaction flushes."""
+        held = self.batch.token_moves.get(before.id)
         if held is not None and held[1].version != before.version:
             raise Conflict(f"token {before.id} was moved twice from version {before.version}")
-        self.staged[before.id] = ((held[0] if held else before.version), after)
+        self.batch.token_moves[before.id] = ((held[0] if held else before.version), after)
+
+    def finish_task(self, task: TaskRow, *, miss: str, message: str, **change: Any) -> None:
+        """A version-checked task change; at flush a miss raises ``Stale`` or ``Conflict``."""
+        self.batch.change_task(tasks.finish_params(task, now=self.now, **change), miss, message)
+
+    def insert_task(self, task: TaskRow) -> None:
+        self.batch.task_inserts.append(task)
+
+    def write_variables(self, instance_id: UUID, values: dict[str, Any]) -> None:
+        if values:
+            self.batch.values.setdefault(instance_id, {}).update(values)
+
+    def load_variables(self, instance_id: UUID) -> dict[str, Any]:
+        """The instance's variables as this transaction will leave them."""
+        return {**variables.load(self.conn, instance_id),
+                **self.batch.values.get(instance_id, {})}
 
     def flush(self) -> None:
-        """Write staged token rows (version-checked), then the history rows."""
-        self.flush_tokens()
-        self.history.flush(self.conn)
+        """Write everything this transaction decided, in one go."""
+        self.batch.now = self.now
+        try:
+            self.batch.flush(self.conn)
+        except BatchMiss as exc:
+            raise (Stale if exc.kind == "stale" else Conflict)(exc.message) from exc
 
     def flush_tokens(self) -> None:
         """Write staged token rows now; call before reading tokens this transaction moved."""
-        for token_id, (expected, row) in self.staged.items():
-            if not tokens.move(self.conn, expected, row):
-                raise Conflict(f"token {token_id} changed since version {expected}")
-        self.staged.clear()
+        try:
+            self.batch.flush_tokens(self.conn)
+        except BatchMiss as exc:
+            raise Conflict(exc.message) from exc
 
     def advance_later(self, token_id: UUID, version: int) -> None:
         self.jobs.append(Job(ADVANCE_TOKEN, {"token_id": str(token_id),

@@ -67,6 +67,10 @@ class HistoryBuffer:
     def _flush_block(self, conn: Connection) -> None:
         from psycopg.types.json import Jsonb  # PostgreSQL only; embedded SQLite needs no psycopg
 
+        conn.exec_driver_sql(_BLOCK_INSERT, self.params(Jsonb))
+
+    def params(self, jsonb: Any) -> dict[str, list[Any]]:
+        """The rows as one array per table and column, numbered ``k`` in recorded order."""
         params: dict[str, list[Any]] = {}
         for name in _TABLES:
             for column in (*_COMMON, *_EXTRA[name]):
@@ -76,8 +80,8 @@ class HistoryBuffer:
             for column in (*_COMMON[1:], *_EXTRA[name]):
                 value = row[column]
                 params[f"{name}_{column}"].append(
-                    Jsonb(value) if column == "data" and value is not None else value)
-        conn.exec_driver_sql(_BLOCK_INSERT, params)
+                    jsonb(value) if column == "data" and value is not None else value)
+        return params
 
     def _flush_explicit(self, conn: Connection, ids: list[int]) -> None:
         by_table: dict[str, list[dict[str, Any]]] = {}

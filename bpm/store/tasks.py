@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from sqlalchemy import Connection, bindparam, or_, select
@@ -63,20 +64,24 @@ def lock(conn: Connection, task_id: UUID, owner: str, expire: datetime,
     return from_row(TaskRow, row) if row else None
 
 
-def finish(conn: Connection, task: TaskRow, *, state: str, now: datetime,
-           retry_at: datetime | None = None, retries: int | None = None,
-           error_message: str | None = None, error_details: str | None = None,
-           keep_lock: bool = False) -> bool:
-    """Version-checked change of a task's state; False when the task moved on meanwhile."""
-    result = conn.execute(_FINISH, {
+def finish_params(task: TaskRow, *, state: str, now: datetime,
+                  retry_at: datetime | None = None, retries: int | None = None,
+                  error_message: str | None = None, error_details: str | None = None,
+                  keep_lock: bool = False) -> dict[str, Any]:
+    """The parameters of a version-checked change of a task's state (see ``apply_finish``)."""
+    return {
         "b_id": task.id, "b_version": task.version, "state": state, "retry_at": retry_at,
         "lock_owner": task.lock_owner if keep_lock else None,
         "lock_expire_at": task.lock_expire_at if keep_lock else None,
         "error_message": error_message if error_message is not None else task.error_message,
         "error_details": error_details if error_details is not None else task.error_details,
         "retries": task.retries if retries is None else retries, "now": now,
-    })
-    return result.rowcount == 1
+    }
+
+
+def apply_finish(conn: Connection, params: dict[str, Any]) -> bool:
+    """False when the task moved on since the version the change was made from."""
+    return conn.execute(_FINISH, params).rowcount == 1
 
 
 def set_lock_expiry(conn: Connection, task: TaskRow, expire: datetime) -> None:

@@ -308,11 +308,6 @@ def test_concurrent_starts_with_one_key_create_one_instance(rt: Harness,
     assert rows.count_rows(pg_db, engine_events) == 5 + 1  # + DefinitionDeployed
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "BUG: bpm/variables.py check_variables validates with json.dumps, which silently turns "
-    "non-string keys of nested objects (int, float, bool, None) into strings: {1: 'one', "
-    "'1': 'uno'} is stored as {'1': 'uno'} (a value lost) and {None: 1} as {'null': 1}, "
-    "instead of being refused as non-JSON (spec 7); handler results go through it too"))
 @pytest.mark.parametrize("nested", [{1: "one", "1": "uno"}, {None: 1}, {True: "yes"}])
 def test_nested_non_string_keys_are_refused_not_rewritten(
         rt: Harness, pg_db: Database, calls: Calls, nested: dict[Any, Any]) -> None:

@@ -1,0 +1,182 @@
+"""The writes of one engine transaction, sent together just before commit.
+
+The engine decides everything first and writes last: task changes, new tasks, variables, token
+moves and history rows are collected here and, on PostgreSQL, written by one statement (data-
+modifying CTEs over arrays), so a step costs a few round trips however much it records. Every
+guarded update still checks its version; a miss is reported and the transaction rolls back.
+On SQLite (and for unusually large batches) the same writes go out one statement at a time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import Connection
+
+from bpm.store import tasks, tokens, variables
+from bpm.store.history import _COMMON, _EXTRA, _TABLES, _TYPES, HistoryBuffer
+from bpm.store.rows import TaskRow, TokenRow
+from bpm.store.schema import HISTORY_BLOCK
+
+
+class BatchMiss(Exception):
+    """A guarded update found its row changed; ``kind`` says how the engine should take it."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(kind, message)
+        self.kind = kind
+        self.message = message
+
+
+@dataclass
+class _TaskChange:
+    params: dict[str, Any]
+    miss: str
+    message: str
+
+
+@dataclass
+class WriteBatch:
+    history: HistoryBuffer = field(default_factory=HistoryBuffer)
+    task_changes: list[_TaskChange] = field(default_factory=list)
+    task_inserts: list[TaskRow] = field(default_factory=list)
+    values: dict[UUID, dict[str, Any]] = field(default_factory=dict)
+    token_moves: dict[UUID, tuple[int, TokenRow]] = field(default_factory=dict)
+    now: Any = None
+
+    def change_task(self, params: dict[str, Any], miss: str, message: str) -> None:
+        self.task_changes.append(_TaskChange(params, miss, message))
+
+    def flush(self, conn: Connection) -> None:
+        rows = len(self.history) + len(self.task_changes) + len(self.task_inserts) + sum(
+            len(v) for v in self.values.values()) + len(self.token_moves)
+        if rows == 0:
+            return
+        if conn.dialect.name == "postgresql" and len(self.history) <= HISTORY_BLOCK:
+            self._flush_one_statement(conn)
+        else:
+            self._flush_each(conn)
+        self.__init__()  # type: ignore[misc]
+
+    def flush_tokens(self, conn: Connection) -> None:
+        """Write token moves now (before a read that must see them)."""
+        for token_id, (expected, row) in self.token_moves.items():
+            if not tokens.move(conn, expected, row):
+                raise BatchMiss("conflict", f"token {token_id} changed since version {expected}")
+        self.token_moves.clear()
+
+    def _flush_each(self, conn: Connection) -> None:
+        for change in self.task_changes:
+            if not tasks.apply_finish(conn, change.params):
+                raise BatchMiss(change.miss, change.message)
+        for task in self.task_inserts:
+            tasks.insert(conn, task)
+        for instance_id, values in self.values.items():
+            variables.write(conn, instance_id, values, self.now)
+        self.flush_tokens(conn)
+        self.history.flush(conn)
+
+    def _flush_one_statement(self, conn: Connection) -> None:
+        from psycopg.types.json import Jsonb  # PostgreSQL only
+
+        params = self.history.params(Jsonb)
+        params.update(_task_change_params(self.task_changes))
+        params.update(_task_insert_params(self.task_inserts))
+        params.update(_variable_params(self.values, self.now, Jsonb))
+        params.update(_token_params(self.token_moves))
+        changed, moved = conn.exec_driver_sql(_FLUSH, params).one()
+        changed, moved = set(changed or ()), set(moved or ())
+        for change in self.task_changes:
+            if change.params["b_id"] not in changed:
+                raise BatchMiss(change.miss, change.message)
+        for token_id, (expected, _) in self.token_moves.items():
+            if token_id not in moved:
+                raise BatchMiss("conflict", f"token {token_id} changed since version {expected}")
+
+
+_TASK_CHANGE = (("b_id", "uuid"), ("b_version", "int"), ("state", "text"),
+                ("retry_at", "timestamptz"), ("lock_owner", "text"),
+                ("lock_expire_at", "timestamptz"), ("error_message", "text"),
+                ("error_details", "text"), ("retries", "int"), ("now", "timestamptz"))
+_TASK_COLUMNS = (("id", "uuid"), ("token_id", "uuid"), ("instance_id", "uuid"),
+                 ("node_id", "text"), ("topic", "text"), ("handler", "text"), ("kind", "text"),
+                 ("state", "text"), ("retries", "int"), ("attempts", "int"),
+                 ("retry_at", "timestamptz"), ("lock_owner", "text"),
+                 ("lock_expire_at", "timestamptz"), ("error_message", "text"),
+                 ("error_details", "text"), ("priority", "int"), ("version", "int"),
+                 ("created_at", "timestamptz"), ("updated_at", "timestamptz"))
+_VARIABLE = (("instance_id", "uuid"), ("name", "text"), ("value", "jsonb"),
+             ("updated_at", "timestamptz"))
+_TOKEN = (("id", "uuid"), ("expected", "int"), ("state", "text"), ("node_id", "text"),
+          ("via_flow", "text"), ("wait_kind", "text"), ("version", "int"),
+          ("updated_at", "timestamptz"))
+
+
+def _arrays(prefix: str, columns: tuple[tuple[str, str], ...]) -> str:
+    unnest = ", ".join(f"%({prefix}_{name})s::{kind}[]" for name, kind in columns)
+    return f"unnest({unnest}) AS u({', '.join(name for name, _ in columns)})"
+
+
+def _flush_sql() -> str:
+    sets = ", ".join(f"{c} = u.{c}" for c in ("state", "retry_at", "lock_owner",
+                                              "lock_expire_at", "error_message",
+                                              "error_details", "retries"))
+    ctes = [
+        "base AS (SELECT nextval('bpm_history_seq') AS b)",
+        f"tu AS (UPDATE external_tasks t SET {sets}, version = t.version + 1, "
+        f"updated_at = u.now FROM {_arrays('tu', _TASK_CHANGE)} "
+        f"WHERE t.id = u.b_id AND t.version = u.b_version RETURNING t.id)",
+        f"ti AS (INSERT INTO external_tasks ({', '.join(c for c, _ in _TASK_COLUMNS)}) "
+        f"SELECT {', '.join('u.' + c for c, _ in _TASK_COLUMNS)} "
+        f"FROM {_arrays('ti', _TASK_COLUMNS)})",
+        f"vu AS (INSERT INTO variables (instance_id, name, value, version, updated_at) "
+        f"SELECT u.instance_id, u.name, u.value, 1, u.updated_at FROM {_arrays('vu', _VARIABLE)} "
+        f"ON CONFLICT (instance_id, name) DO UPDATE SET value = excluded.value, "
+        f"version = variables.version + 1, updated_at = excluded.updated_at)",
+        f"ku AS (UPDATE tokens k SET state = u.state, node_id = u.node_id, "
+        f"via_flow = u.via_flow, wait_kind = u.wait_kind, version = u.version, "
+        f"updated_at = u.updated_at FROM {_arrays('ku', _TOKEN)} "
+        f"WHERE k.id = u.id AND k.version = u.expected RETURNING k.id)",
+    ]
+    for i, (name, table) in enumerate(_TABLES.items()):
+        columns = [c for c in (*_COMMON, *_EXTRA[name]) if c != "k"]
+        arrays = ", ".join(f"%({name}_{c})s::{_TYPES.get(c, 'text')}[]" for c in ("k", *columns))
+        ctes.append(
+            f"h_{i} AS (INSERT INTO {table.name} (id, {', '.join(columns)}) "
+            f"SELECT base.b + u.k, {', '.join('u.' + c for c in columns)} "
+            f"FROM base, unnest({arrays}) AS u(k, {', '.join(columns)}))")
+    return ("WITH " + ", ".join(ctes)
+            + " SELECT (SELECT array_agg(id) FROM tu), (SELECT array_agg(id) FROM ku)")
+
+
+_FLUSH = _flush_sql()
+
+
+def _columns(prefix: str, columns: tuple[tuple[str, str], ...],
+             rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    return {f"{prefix}_{name}": [row[name] for row in rows] for name, _ in columns}
+
+
+def _task_change_params(changes: list[_TaskChange]) -> dict[str, list[Any]]:
+    return _columns("tu", _TASK_CHANGE, [c.params for c in changes])
+
+
+def _task_insert_params(rows: list[TaskRow]) -> dict[str, list[Any]]:
+    return _columns("ti", _TASK_COLUMNS,
+                    [{c: getattr(r, c) for c, _ in _TASK_COLUMNS} for r in rows])
+
+
+def _variable_params(values: dict[UUID, dict[str, Any]], now: Any,
+                     jsonb: Any) -> dict[str, list[Any]]:
+    rows = [{"instance_id": iid, "name": name, "value": jsonb(value), "updated_at": now}
+            for iid, named in values.items() for name, value in named.items()]
+    return _columns("vu", _VARIABLE, rows)
+
+
+def _token_params(moves: dict[UUID, tuple[int, TokenRow]]) -> dict[str, list[Any]]:
+    rows = [{"id": row.id, "expected": expected, "state": row.state, "node_id": row.node_id,
+             "via_flow": row.via_flow, "wait_kind": row.wait_kind, "version": row.version,
+             "updated_at": row.updated_at} for expected, row in moves.values()]
+    return _columns("ku", _TOKEN, rows)
