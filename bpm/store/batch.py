@@ -9,14 +9,16 @@ On SQLite (and for unusually large batches) the same writes go out one statement
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from sqlalchemy import Connection
 
 from bpm.store import tasks, tokens, variables
-from bpm.store.history import _COMMON, _EXTRA, _TABLES, _TYPES, HistoryBuffer
+from bpm.store.history import _COMMON, _EXTRA, _TABLES, HistoryBuffer
 from bpm.store.rows import TaskRow, TokenRow
 from bpm.store.schema import HISTORY_BLOCK
 
@@ -79,13 +81,22 @@ class WriteBatch:
         self.history.flush(conn)
 
     def _flush_one_statement(self, conn: Connection) -> None:
-        from psycopg.types.json import Jsonb  # PostgreSQL only
-
-        params = self.history.params(Jsonb)
-        params.update(_task_change_params(self.task_changes))
-        params.update(_task_insert_params(self.task_inserts))
-        params.update(_variable_params(self.values, self.now, Jsonb))
-        params.update(_token_params(self.token_moves))
+        params = {
+            "tu": _json([c.params for c in self.task_changes]),
+            "ti": _json([{c: getattr(r, c) for c, _ in _TASK_COLUMNS}
+                         for r in self.task_inserts]),
+            "vu": _json([{"instance_id": iid, "name": name, "value": value,
+                          "updated_at": self.now}
+                         for iid, named in self.values.items()
+                         for name, value in named.items()]),
+            "ku": _json([{"id": row.id, "expected": expected, "state": row.state,
+                          "node_id": row.node_id, "via_flow": row.via_flow,
+                          "wait_kind": row.wait_kind, "version": row.version,
+                          "updated_at": row.updated_at}
+                         for expected, row in self.token_moves.values()]),
+            "h": _json([{"k": k, "tbl": name, **row}
+                        for k, (name, row) in enumerate(self.history.rows)]),
+        }
         changed, moved = conn.exec_driver_sql(_FLUSH, params).one()
         changed, moved = set(changed or ()), set(moved or ())
         for change in self.task_changes:
@@ -94,6 +105,19 @@ class WriteBatch:
         for token_id, (expected, _) in self.token_moves.items():
             if token_id not in moved:
                 raise BatchMiss("conflict", f"token {token_id} changed since version {expected}")
+
+
+def _json(rows: list[dict[str, Any]]) -> str:
+    """Rows as one JSON array: encoding it is far cheaper than binding a parameter a column."""
+    return json.dumps(rows, default=_scalar, separators=(",", ":"))
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, UUID):
+        return str(value)
+    raise TypeError(f"cannot write {type(value).__name__} to the database")
 
 
 _TASK_CHANGE = (("b_id", "uuid"), ("b_version", "int"), ("state", "text"),
@@ -114,9 +138,14 @@ _TOKEN = (("id", "uuid"), ("expected", "int"), ("state", "text"), ("node_id", "t
           ("updated_at", "timestamptz"))
 
 
-def _arrays(prefix: str, columns: tuple[tuple[str, str], ...]) -> str:
-    unnest = ", ".join(f"%({prefix}_{name})s::{kind}[]" for name, kind in columns)
-    return f"unnest({unnest}) AS u({', '.join(name for name, _ in columns)})"
+def _recordset(param: str, columns: tuple[tuple[str, str], ...]) -> str:
+    spec = ", ".join(f"{name} {kind}" for name, kind in columns)
+    return f"jsonb_to_recordset(%({param})s::jsonb) AS u({spec})"
+
+
+_HISTORY = (("k", "int"), ("tbl", "text"), ("instance_id", "uuid"), ("at", "timestamptz"),
+            ("type", "text"), ("node_id", "text"), ("from_state", "text"), ("to_state", "text"),
+            ("actor", "text"), ("data", "jsonb"), ("token_id", "uuid"), ("task_id", "uuid"))
 
 
 def _flush_sql() -> str:
@@ -125,58 +154,31 @@ def _flush_sql() -> str:
                                               "error_details", "retries"))
     ctes = [
         "base AS (SELECT nextval('bpm_history_seq') AS b)",
+        f"h AS MATERIALIZED (SELECT * FROM {_recordset('h', _HISTORY)})",
         f"tu AS (UPDATE external_tasks t SET {sets}, version = t.version + 1, "
-        f"updated_at = u.now FROM {_arrays('tu', _TASK_CHANGE)} "
+        f"updated_at = u.now FROM {_recordset('tu', _TASK_CHANGE)} "
         f"WHERE t.id = u.b_id AND t.version = u.b_version RETURNING t.id)",
         f"ti AS (INSERT INTO external_tasks ({', '.join(c for c, _ in _TASK_COLUMNS)}) "
         f"SELECT {', '.join('u.' + c for c, _ in _TASK_COLUMNS)} "
-        f"FROM {_arrays('ti', _TASK_COLUMNS)})",
+        f"FROM {_recordset('ti', _TASK_COLUMNS)})",
         f"vu AS (INSERT INTO variables (instance_id, name, value, version, updated_at) "
-        f"SELECT u.instance_id, u.name, u.value, 1, u.updated_at FROM {_arrays('vu', _VARIABLE)} "
+        f"SELECT u.instance_id, u.name, u.value, 1, u.updated_at "
+        f"FROM {_recordset('vu', _VARIABLE)} "
         f"ON CONFLICT (instance_id, name) DO UPDATE SET value = excluded.value, "
         f"version = variables.version + 1, updated_at = excluded.updated_at)",
         f"ku AS (UPDATE tokens k SET state = u.state, node_id = u.node_id, "
         f"via_flow = u.via_flow, wait_kind = u.wait_kind, version = u.version, "
-        f"updated_at = u.updated_at FROM {_arrays('ku', _TOKEN)} "
+        f"updated_at = u.updated_at FROM {_recordset('ku', _TOKEN)} "
         f"WHERE k.id = u.id AND k.version = u.expected RETURNING k.id)",
     ]
     for i, (name, table) in enumerate(_TABLES.items()):
         columns = [c for c in (*_COMMON, *_EXTRA[name]) if c != "k"]
-        arrays = ", ".join(f"%({name}_{c})s::{_TYPES.get(c, 'text')}[]" for c in ("k", *columns))
         ctes.append(
             f"h_{i} AS (INSERT INTO {table.name} (id, {', '.join(columns)}) "
-            f"SELECT base.b + u.k, {', '.join('u.' + c for c in columns)} "
-            f"FROM base, unnest({arrays}) AS u(k, {', '.join(columns)}))")
+            f"SELECT base.b + h.k, {', '.join('h.' + c for c in columns)} "
+            f"FROM base, h WHERE h.tbl = '{name}')")
     return ("WITH " + ", ".join(ctes)
             + " SELECT (SELECT array_agg(id) FROM tu), (SELECT array_agg(id) FROM ku)")
 
 
 _FLUSH = _flush_sql()
-
-
-def _columns(prefix: str, columns: tuple[tuple[str, str], ...],
-             rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
-    return {f"{prefix}_{name}": [row[name] for row in rows] for name, _ in columns}
-
-
-def _task_change_params(changes: list[_TaskChange]) -> dict[str, list[Any]]:
-    return _columns("tu", _TASK_CHANGE, [c.params for c in changes])
-
-
-def _task_insert_params(rows: list[TaskRow]) -> dict[str, list[Any]]:
-    return _columns("ti", _TASK_COLUMNS,
-                    [{c: getattr(r, c) for c, _ in _TASK_COLUMNS} for r in rows])
-
-
-def _variable_params(values: dict[UUID, dict[str, Any]], now: Any,
-                     jsonb: Any) -> dict[str, list[Any]]:
-    rows = [{"instance_id": iid, "name": name, "value": jsonb(value), "updated_at": now}
-            for iid, named in values.items() for name, value in named.items()]
-    return _columns("vu", _VARIABLE, rows)
-
-
-def _token_params(moves: dict[UUID, tuple[int, TokenRow]]) -> dict[str, list[Any]]:
-    rows = [{"id": row.id, "expected": expected, "state": row.state, "node_id": row.node_id,
-             "via_flow": row.via_flow, "wait_kind": row.wait_kind, "version": row.version,
-             "updated_at": row.updated_at} for expected, row in moves.values()]
-    return _columns("ku", _TOKEN, rows)

@@ -59,7 +59,7 @@ class Database:
     def _create(self, database: str, pool_size: int, echo: bool) -> Engine:
         if self.is_postgres:
             return create_engine(self.url, pool_size=pool_size, max_overflow=pool_size,
-                                 echo=echo, pool_pre_ping=True)
+                                 echo=echo, pool_pre_ping=False, pool_recycle=3600)
         memory = database in ("", ":memory:")
         kwargs: dict[str, Any] = {"poolclass": StaticPool} if memory else {}
         engine = create_engine(self.url, echo=echo,
