@@ -17,13 +17,13 @@ TOKENS, HANDLERS, COMPENSATION, STARTS, SCANS = (
     "bpm.tokens", "bpm.handlers", "bpm.compensation", "bpm.starts", "bpm.scans")
 QUEUES = (TOKENS, HANDLERS, COMPENSATION, STARTS, SCANS)
 
-#: Task name -> queue (task names are stable: other services send them by name).
+#: Task name -> queue (task names are stable: other services send them by name). The
+#: compensation queue is consumed already; ``bpm.run_compensation`` and ``bpm.scan_timers``
+#: join these routes when saga compensation and timers land.
 ROUTES = {
     "bpm.start_instance": STARTS,
     "bpm.advance_token": TOKENS,
     "bpm.run_handler": HANDLERS,
-    "bpm.run_compensation": COMPENSATION,
-    "bpm.scan_timers": SCANS,
     "bpm.scan_locks": SCANS,
     "bpm.scan_stalled": SCANS,
 }

@@ -23,11 +23,12 @@ def branches_and_subprocess() -> dict[str, Any]:
             .sequence("join", "after", "end").build())
 
 
-def steps(key: str, count: int) -> dict[str, Any]:
+def steps(key: str, count: int, *, timeout: str | None = None,
+          retry: dict[str, Any] | None = None) -> dict[str, Any]:
     b = ProcessBuilder(key).start()
     names = [f"n{i}" for i in range(count)]
     for name in names:
-        b.service_task(name, handler="noop")
+        b.service_task(name, handler="noop", timeout=timeout, retry=retry)
     return b.end().sequence("start", *names, "end").build()
 
 
