@@ -65,6 +65,26 @@ class NotFound(BpmError):
     """An instance, token or task id that does not exist."""
 
 
+class TaskNotFound(NotFound):
+    """No external task has that id."""
+
+
+class TaskLockError(BpmError):
+    """A worker acted on a task it does not hold: nothing was changed."""
+
+
+class WrongWorker(TaskLockError):
+    """The task is locked by another worker."""
+
+
+class LockExpired(TaskLockError):
+    """The worker's lock ran out; the task may already belong to another worker."""
+
+
+class TaskNotLocked(TaskLockError):
+    """The task is not locked (finished, cancelled, or waiting for a fetch)."""
+
+
 class InvalidOperation(BpmError):
     """An operator action that does not apply to the current state (nothing was changed)."""
 

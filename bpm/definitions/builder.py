@@ -39,10 +39,12 @@ class ProcessBuilder:
             error: str | None = None) -> Self:
         return self._node(node_id, "endEvent", terminate=terminate, error=error)
 
-    def service_task(self, node_id: str, *, handler: str, retry: dict[str, Any] | None = None,
-                     timeout: str | None = None, name: str | None = None) -> Self:
-        return self._node(node_id, "serviceTask", handler=handler, retry=retry, timeout=timeout,
-                          name=name)
+    def service_task(self, node_id: str, *, handler: str | None = None, topic: str | None = None,
+                     retry: dict[str, Any] | None = None, timeout: str | None = None,
+                     name: str | None = None, priority: int | None = None) -> Self:
+        """A service task run by an in-process ``handler`` or by external workers (``topic``)."""
+        return self._node(node_id, "serviceTask", handler=handler, topic=topic, retry=retry,
+                          timeout=timeout, name=name, priority=priority)
 
     def task(self, node_id: str, name: str | None = None) -> Self:
         return self._node(node_id, "task", name=name)

@@ -66,6 +66,7 @@ class Node:
     incoming: tuple[str, ...] = ()
     outgoing: tuple[str, ...] = ()
     handler: str | None = None
+    topic: str | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeout: timedelta = timedelta(minutes=5)
     default_flow: str | None = None

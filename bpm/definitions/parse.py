@@ -317,17 +317,20 @@ def _check_conditions(
 
 
 def _service_task_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, Any]:
-    if "topic" in raw:
-        raise InvalidDefinition(f"{where}: external topic tasks are not supported yet", node_id)
     if "compensation" in raw:
         raise InvalidDefinition(f"{where}: compensation is not supported yet", node_id)
-    handler = raw.get("handler")
-    if not isinstance(handler, str) or not NAME_PATTERN.match(handler):
+    fields: dict[str, Any] = {"retry": _retry(raw.get("retry"), where, node_id)}
+    if ("handler" in raw) == ("topic" in raw):
         raise InvalidDefinition(
-            f"{where}: needs 'handler', a handler name matching {NAME_PATTERN.pattern}", node_id
-        )
-    fields: dict[str, Any] = {"handler": handler, "retry": _retry(raw.get("retry"), where,
-                                                                  node_id)}
+            f"{where}: needs exactly one of 'handler' (an in-process handler name) or 'topic' "
+            f"(an external worker topic)", node_id)
+    for key in ("handler", "topic"):
+        if key in raw:
+            value = raw[key]
+            if not isinstance(value, str) or not NAME_PATTERN.match(value):
+                raise InvalidDefinition(
+                    f"{where}: '{key}' must be a name matching {NAME_PATTERN.pattern}", node_id)
+            fields[key] = value
     if "timeout" in raw:
         timeout = parse_duration(raw["timeout"], where=f"{where} 'timeout'", element=node_id)
         if timeout <= timedelta(0):

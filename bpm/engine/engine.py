@@ -12,7 +12,7 @@ import random
 import socket
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -22,7 +22,7 @@ from bpm.clock import SYSTEM_CLOCK, Clock
 from bpm.definitions.model import ProcessGraph
 from bpm.definitions.parse import compile_definition
 from bpm.dispatch import ADVANCE_TOKEN, RUN_HANDLER, Dispatcher, Job
-from bpm.engine import handler_runs, joins, lifecycle, nodes, scans, views
+from bpm.engine import external, handler_runs, joins, lifecycle, nodes, scans, views
 from bpm.engine.tx import Conflict, Next, NextToken, RunTask, Stale, Tx
 from bpm.errors import NotFound
 from bpm.handlers import HandlerContext, HandlerRegistry
@@ -285,6 +285,15 @@ class Engine:
 
     # --- used by the facade modules ------------------------------------------------------
 
+    def continue_in(self, tx: Tx, g: ProcessGraph, result: Next) -> Next:
+        """Keep moving the token ``tx`` holds through automatic nodes (see ``_continue``)."""
+        return self._continue(tx, g, result)
+
+    def carry_on(self, nxt: Next) -> None:
+        """After a commit made elsewhere (an external worker's call): send what comes next."""
+        if nxt is not None:
+            self._defer(nxt)
+
     def retrying(self, fn: Callable[[], T]) -> T:
         return self._retrying(fn)
 
@@ -331,6 +340,33 @@ class Engine:
 
     def incidents(self, limit: int = 100) -> list[dict[str, Any]]:
         return views.open_incidents(self, limit)
+
+    # External tasks (workers outside the engine): see bpm.engine.external.
+
+    def fetch_and_lock(self, worker_id: str, topics: Sequence[external.TopicRequest],
+                       max_tasks: int = 10, long_poll: float = 0.0) -> list[external.LockedTask]:
+        return external.fetch_and_lock(self, worker_id, topics, max_tasks, long_poll)
+
+    def complete(self, task_id: UUID | str, worker_id: str,
+                 variables: Mapping[str, Any] | None = None) -> None:
+        external.complete(self, as_id(task_id, "task"), worker_id, variables)
+
+    def fail(self, task_id: UUID | str, worker_id: str, error_message: str,
+             error_details: str | None = None, retries: int = 0,
+             retry_timeout: timedelta = timedelta(0)) -> None:
+        external.fail(self, as_id(task_id, "task"), worker_id, error_message, error_details,
+                      retries, retry_timeout)
+
+    def bpmn_error(self, task_id: UUID | str, worker_id: str, code: str, message: str = "",
+                   variables: Mapping[str, Any] | None = None) -> None:
+        external.bpmn_error(self, as_id(task_id, "task"), worker_id, code, message, variables)
+
+    def extend_lock(self, task_id: UUID | str, worker_id: str,
+                    new_duration: timedelta) -> None:
+        external.extend_lock(self, as_id(task_id, "task"), worker_id, new_duration)
+
+    def unlock(self, task_id: UUID | str) -> None:
+        external.unlock(self, as_id(task_id, "task"))
 
     def run_scans(self, now: datetime | None = None,
                   cfg: scans.ScanConfig | None = None) -> dict[str, int]:

@@ -150,9 +150,13 @@ def expire_lock(tx: Tx, g: ProcessGraph, task: TaskRow) -> Next:
                         at=tx.now, type="LOCK_EXPIRED", node_id=task.node_id,
                         from_state="LOCKED", to_state="READY", actor=tx.actor,
                         data={"owner": task.lock_owner, "attempt": task.attempts})
-        tx.run_handler_later(task.id)
+        if task.kind == "HANDLER":
+            tx.run_handler_later(task.id)
+        else:
+            tx.notify_topics.add(str(task.topic))
         return None
-    outcome = Outcome(error=f"the handler's worker never reported back ({task.lock_owner}; "
+    who = "handler's worker" if task.kind == "HANDLER" else "external worker"
+    outcome = Outcome(error=f"the {who} never reported back ({task.lock_owner}; "
                             f"killed, or its lock expired)", retryable=False)
     return fail_task(tx, g, task, outcome)
 

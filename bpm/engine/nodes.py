@@ -23,6 +23,8 @@ def arrive(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     node = g.node(tok.node_id)
     kind = node.type
     if kind is NodeType.SERVICE_TASK:
+        if node.topic is not None:
+            return _create_external_task(tx, tok, node)
         return _create_handler_task(tx, tok, node)
     if kind is NodeType.EXCLUSIVE:
         return _exclusive(tx, g, tok, node)
@@ -109,6 +111,21 @@ def _park_at_join(tx: Tx, tok: TokenRow) -> Next:
     if parent is None or parent.state != "WAITING":
         return None
     return NextToken(parent.id, parent.version)
+
+
+def _create_external_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
+    """READY for a worker's fetch-and-lock; waiting workers are woken when it commits."""
+    move(tx, tok, state="WAITING", event="WAITING", wait_kind="TASK")
+    task = TaskRow(uuid4(), tok.id, tok.instance_id, node.id, node.topic, None, "EXTERNAL",
+                   "READY", node.retry.max_attempts, 0, None, None, None, None, None,
+                   node.priority, 0, tx.now, tx.now)
+    tx.insert_task(task)
+    tx.history.task(instance_id=tok.instance_id, task_id=task.id, token_id=tok.id, at=tx.now,
+                    type="CREATED", node_id=node.id, from_state=None, to_state="READY",
+                    actor=tx.actor, data={"topic": node.topic,
+                                          "max_attempts": node.retry.max_attempts})
+    tx.notify_topics.add(str(node.topic))
+    return None
 
 
 def _create_handler_task(tx: Tx, tok: TokenRow, node: Node) -> Next:

@@ -55,9 +55,10 @@ def scan_waiting_parents(engine: Engine, now: datetime, cfg: ScanConfig = ScanCo
 
 def scan_expired_handler_locks(engine: Engine, now: datetime,
                                cfg: ScanConfig = ScanConfig()) -> int:
-    """Handler tasks whose runner died mid-run: the run counts as an attempt (spec 4.2)."""
+    """Locked tasks whose runner or external worker never reported back: the run counts as an
+    attempt (spec 4.2); the task is offered again, or fails when no attempt is left."""
     with engine.db.transaction() as conn:
-        expired = [t for t in tasks.expired_locks(conn, now, cfg.batch) if t.kind == "HANDLER"]
+        expired = tasks.expired_locks(conn, now, cfg.batch)
     done = 0
     for task in expired:
         try:

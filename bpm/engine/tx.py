@@ -61,6 +61,8 @@ class Tx:
     now: datetime
     actor: str
     batch: WriteBatch = field(default_factory=WriteBatch)
+    #: Topics that got new READY tasks: long-polling workers are woken at commit.
+    notify_topics: set[str] = field(default_factory=set)
     jobs: list[Job] = field(default_factory=list)
     #: Whether this process runs a handler itself right after commit (then the task is
     #: created already locked by ``actor``, saving a transaction per step).
@@ -100,6 +102,8 @@ class Tx:
             self.batch.flush(self.conn)
         except BatchMiss as exc:
             raise (Stale if exc.kind == "stale" else Conflict)(exc.message) from exc
+        if self.notify_topics:
+            tasks.notify_new(self.conn, sorted(self.notify_topics))
 
     def flush_tokens(self) -> None:
         """Write staged token rows now; call before reading tokens this transaction moved."""

@@ -123,7 +123,8 @@ def _scalar(value: Any) -> str:
 _TASK_CHANGE = (("b_id", "uuid"), ("b_version", "int"), ("state", "text"),
                 ("retry_at", "timestamptz"), ("lock_owner", "text"),
                 ("lock_expire_at", "timestamptz"), ("error_message", "text"),
-                ("error_details", "text"), ("retries", "int"), ("now", "timestamptz"))
+                ("error_details", "text"), ("retries", "int"), ("now", "timestamptz"),
+                ("attempts", "int"))
 _TASK_COLUMNS = (("id", "uuid"), ("token_id", "uuid"), ("instance_id", "uuid"),
                  ("node_id", "text"), ("topic", "text"), ("handler", "text"), ("kind", "text"),
                  ("state", "text"), ("retries", "int"), ("attempts", "int"),
@@ -157,7 +158,7 @@ _HISTORY = (("k", "int"), ("tbl", "text"), ("instance_id", "uuid"), ("at", "time
 def _flush_sql() -> str:
     sets = ", ".join(f"{c} = u.{c}" for c in ("state", "retry_at", "lock_owner",
                                               "lock_expire_at", "error_message",
-                                              "error_details", "retries"))
+                                              "error_details", "retries", "attempts"))
     ctes = [
         "base AS (SELECT nextval('bpm_history_seq') AS b)",
         f"h AS MATERIALIZED (SELECT * FROM {_recordset('h', _HISTORY)})",

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+import json
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -31,7 +32,8 @@ _FINISH = (
     .values(state=bindparam("state"), retry_at=bindparam("retry_at"),
             lock_owner=bindparam("lock_owner"), lock_expire_at=bindparam("lock_expire_at"),
             error_message=bindparam("error_message"), error_details=bindparam("error_details"),
-            retries=bindparam("retries"), version=t.c.version + 1, updated_at=bindparam("now"))
+            retries=bindparam("retries"), attempts=bindparam("attempts"),
+            version=t.c.version + 1, updated_at=bindparam("now"))
 )
 _OPEN_OF_TOKEN = select(*_COLS).where(t.c.token_id == bindparam("id"),
                                       t.c.state.in_(("READY", "LOCKED", "FAILED")))
@@ -67,21 +69,34 @@ def lock(conn: Connection, task_id: UUID, owner: str, expire: datetime,
 def finish_params(task: TaskRow, *, state: str, now: datetime,
                   retry_at: datetime | None = None, retries: int | None = None,
                   error_message: str | None = None, error_details: str | None = None,
-                  keep_lock: bool = False) -> dict[str, Any]:
+                  keep_lock: bool = False, lock_expire_at: datetime | None = None,
+                  attempts: int | None = None) -> dict[str, Any]:
     """The parameters of a version-checked change of a task's state (see ``apply_finish``)."""
     return {
         "b_id": task.id, "b_version": task.version, "state": state, "retry_at": retry_at,
         "lock_owner": task.lock_owner if keep_lock else None,
-        "lock_expire_at": task.lock_expire_at if keep_lock else None,
+        "lock_expire_at": lock_expire_at or (task.lock_expire_at if keep_lock else None),
         "error_message": error_message if error_message is not None else task.error_message,
         "error_details": error_details if error_details is not None else task.error_details,
         "retries": task.retries if retries is None else retries, "now": now,
+        "attempts": task.attempts if attempts is None else attempts,
     }
 
 
 def apply_finish(conn: Connection, params: dict[str, Any]) -> bool:
     """False when the task moved on since the version the change was made from."""
     return conn.execute(_FINISH, params).rowcount == 1
+
+
+NOTIFY_CHANNEL = "bpm_external_tasks"
+
+
+def notify_new(conn: Connection, topics: list[str]) -> None:
+    """PostgreSQL NOTIFY, delivered when the transaction commits (SQLite has no listeners)."""
+    if conn.dialect.name == "postgresql":
+        for topic in topics:
+            conn.exec_driver_sql("SELECT pg_notify(%(c)s, %(t)s)",
+                                 {"c": NOTIFY_CHANNEL, "t": topic})
 
 
 def set_lock_expiry(conn: Connection, task: TaskRow, expire: datetime) -> None:
@@ -108,3 +123,49 @@ def expired_locks(conn: Connection, now: datetime, limit: int) -> list[TaskRow]:
             .order_by(t.c.lock_expire_at).limit(limit)
             .with_for_update(skip_locked=True))
     return [from_row(TaskRow, row) for row in conn.execute(stmt)]
+
+
+_COLUMN_LIST = ", ".join(f"t.{c.name}" for c in _COLS)
+_FETCH_PG = f"""
+WITH r AS (SELECT * FROM jsonb_to_recordset(%(req)s::jsonb) AS r(topic text, lock_ms bigint)),
+picked AS (
+  SELECT c.id, r.lock_ms, c.priority, c.created_at FROM r,
+  LATERAL (SELECT id, priority, created_at FROM external_tasks
+           WHERE state = 'READY' AND kind = 'EXTERNAL' AND topic = r.topic
+             AND (retry_at IS NULL OR retry_at <= %(now)s)
+           ORDER BY priority DESC, created_at LIMIT %(max)s FOR UPDATE SKIP LOCKED) c
+  ORDER BY c.priority DESC, c.created_at LIMIT %(max)s)
+UPDATE external_tasks t SET state = 'LOCKED', lock_owner = %(owner)s,
+  lock_expire_at = %(now)s + picked.lock_ms * interval '1 millisecond',
+  attempts = t.attempts + 1, retries = t.retries - 1, version = t.version + 1,
+  updated_at = %(now)s
+FROM picked WHERE t.id = picked.id
+RETURNING {_COLUMN_LIST}"""
+
+
+def fetch_and_lock(conn: Connection, owner: str, locks: dict[str, int], max_tasks: int,
+                   now: datetime) -> list[TaskRow]:
+    """Lock up to ``max_tasks`` READY external tasks of the topics in ``locks`` (topic -> lock
+    milliseconds), highest priority first, then oldest; rows other workers hold are skipped."""
+    if conn.dialect.name == "postgresql":
+        req = json.dumps([{"topic": t, "lock_ms": ms} for t, ms in locks.items()])
+        rows = conn.exec_driver_sql(_FETCH_PG, {"req": req, "now": now, "max": max_tasks,
+                                                "owner": owner}).all()
+        return sorted((from_row(TaskRow, r) for r in rows),
+                      key=lambda task: (-task.priority, task.created_at))
+    return _fetch_one_by_one(conn, owner, locks, max_tasks, now)
+
+
+def _fetch_one_by_one(conn: Connection, owner: str, locks: dict[str, int], max_tasks: int,
+                      now: datetime) -> list[TaskRow]:
+    """SQLite: the transaction holds the database's write lock, so a plain select will do."""
+    stmt = (select(t.c.id, t.c.topic)
+            .where(t.c.state == "READY", t.c.kind == "EXTERNAL", t.c.topic.in_(list(locks)),
+                   or_(t.c.retry_at.is_(None), t.c.retry_at <= now))
+            .order_by(t.c.priority.desc(), t.c.created_at).limit(max_tasks))
+    out = []
+    for task_id, topic in conn.execute(stmt).all():
+        locked = lock(conn, task_id, owner, now + timedelta(milliseconds=locks[topic]), now)
+        if locked is not None:
+            out.append(locked)
+    return out

@@ -113,8 +113,8 @@ INVALID: list[tuple[str, Mutation, str, str]] = [
     ("unsupported boundaryEvent",
      add_node(id="late", type="boundaryEvent", attachedTo="work", timer={"duration": "PT1H"}),
      "late", "not supported yet"),
-    ("unsupported external topic", set_on(node, "work", topic="payments"), "work",
-     "not supported yet"),
+    ("both a handler and a topic", set_on(node, "work", topic="payments"), "work",
+     "exactly one of 'handler'"),
     ("unknown key typo on a node", set_on(node, "work", handlr="x"), "work",
      "unknown key 'handlr'"),
     ("unknown key typo on a flow", set_on(flow, "f_work", conditon="x > 1"), "f_work",
@@ -139,7 +139,7 @@ INVALID: list[tuple[str, Mutation, str, str]] = [
     ("two outgoing flows off a task", add_flow(id="f_extra", source="work", target="gw"),
      "work", "only gateways may have several outgoing flows"),
     ("service task without handler",
-     lambda d: node(d, "work").pop("handler"), "work", "needs 'handler'"),
+     lambda d: node(d, "work").pop("handler"), "work", "exactly one of 'handler'"),
 ]
 
 

@@ -1,0 +1,268 @@
+"""External tasks: fetch-and-lock, complete, fail, BPMN error, extend lock, unlock.
+
+The calls Camunda 7's external-task API offers, as Python calls over the database (the
+transport for trusted services; an HTTP transport can sit on top). Each call is one
+transaction that checks the task's state, its lock owner and the lock's expiry first; a wrong
+worker, an expired lock, or an unknown or finished task gets its own error and changes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from bpm.engine import handler_runs
+from bpm.engine.failures import fail_token
+from bpm.engine.tx import Conflict, Stale, Tx
+from bpm.errors import (
+    BadVariables,
+    LockExpired,
+    TaskLockError,
+    TaskNotFound,
+    TaskNotLocked,
+    WrongWorker,
+)
+from bpm.store import definitions, tasks, tokens, variables
+from bpm.store.notify import listen
+from bpm.store.rows import TaskRow
+from bpm.variables import check_variables
+
+if TYPE_CHECKING:
+    from bpm.engine.engine import Engine
+
+MAX_TASKS = 1000
+MAX_LONG_POLL = 300.0
+
+
+@dataclass(frozen=True)
+class TopicRequest:
+    """One topic to fetch from, how long to lock its tasks, and which variables to send."""
+
+    topic: str
+    lock_duration: timedelta
+    variables: Sequence[str] | None = None
+
+
+@dataclass(frozen=True)
+class LockedTask:
+    """What a worker needs to do the work and report back."""
+
+    id: UUID
+    topic: str
+    worker_id: str
+    lock_expire_at: datetime
+    instance_id: UUID
+    business_key: str | None
+    process_key: str
+    process_version: int
+    node_id: str
+    attempt: int
+    retries: int
+    priority: int
+    variables: dict[str, Any]
+
+
+def fetch_and_lock(engine: Engine, worker_id: str, topics: Sequence[TopicRequest],
+                   max_tasks: int = 10, long_poll: float = 0.0) -> list[LockedTask]:
+    """Lock up to ``max_tasks`` tasks; with ``long_poll`` seconds, wait for one to appear."""
+    _check_fetch(worker_id, topics, max_tasks, long_poll)
+    deadline = time.monotonic() + long_poll
+    with listen(engine.db, {t.topic for t in topics}) as listener:
+        while True:
+            found = _fetch_once(engine, worker_id, topics, max_tasks)
+            left = deadline - time.monotonic()
+            if found or left <= 0:
+                return found
+            listener.wait(left)
+
+
+def _check_fetch(worker_id: str, topics: Sequence[TopicRequest], max_tasks: int,
+                 long_poll: float) -> None:
+    if not isinstance(worker_id, str) or not worker_id:
+        raise TaskLockError("worker_id must be a non-empty string")
+    if not topics:
+        raise TaskLockError("fetch_and_lock needs at least one topic")
+    for t in topics:
+        if t.lock_duration <= timedelta(0):
+            raise TaskLockError(f"topic {t.topic!r}: lock_duration must be positive")
+    if not 1 <= max_tasks <= MAX_TASKS:
+        raise TaskLockError(f"max_tasks must be between 1 and {MAX_TASKS}, got {max_tasks}")
+    if not 0 <= long_poll <= MAX_LONG_POLL:
+        raise TaskLockError(f"long_poll must be between 0 and {MAX_LONG_POLL:g} seconds")
+
+
+def _fetch_once(engine: Engine, worker_id: str, topics: Sequence[TopicRequest],
+                max_tasks: int) -> list[LockedTask]:
+    requests = {t.topic: t for t in topics}
+    locks = {t.topic: int(t.lock_duration.total_seconds() * 1000) for t in topics}
+    with engine.transaction(worker_id) as tx:
+        locked = tasks.fetch_and_lock(tx.conn, worker_id, locks, max_tasks, tx.now)
+        out = []
+        for task in locked:
+            tx.history.task(instance_id=task.instance_id, task_id=task.id,
+                            token_id=task.token_id, at=tx.now, type="LOCKED",
+                            node_id=task.node_id, from_state="READY", to_state="LOCKED",
+                            actor=worker_id, data={"attempt": task.attempts})
+            out.append(_describe(engine, tx, task, requests[str(task.topic)].variables))
+    return out
+
+
+def _describe(engine: Engine, tx: Tx, task: TaskRow,
+              names: Sequence[str] | None) -> LockedTask:
+    def_id, key, business_key = engine.info_for(tx, task.instance_id)
+    definition = definitions.by_id(tx.conn, def_id)
+    values = variables.load(tx.conn, task.instance_id, list(names) if names is not None
+                            else None)
+    assert task.lock_expire_at is not None and task.topic is not None
+    return LockedTask(task.id, task.topic, str(task.lock_owner), task.lock_expire_at,
+                      task.instance_id, business_key, key,
+                      definition.version if definition else 0, task.node_id, task.attempts,
+                      task.retries, task.priority, values)
+
+
+def _held(tx: Tx, task_id: UUID, worker_id: str) -> TaskRow:
+    """The task, if ``worker_id`` holds an unexpired lock on it; else the matching error."""
+    task = tasks.get(tx.conn, task_id)
+    if task is None or task.kind != "EXTERNAL":
+        raise TaskNotFound(f"no external task has id {task_id}")
+    if task.state != "LOCKED":
+        raise TaskNotLocked(f"task {task_id} ({task.node_id}) is {task.state}, not locked")
+    if task.lock_owner != worker_id:
+        raise WrongWorker(f"task {task_id} is locked by {task.lock_owner!r}, not {worker_id!r}")
+    if task.lock_expire_at is not None and task.lock_expire_at <= tx.now:
+        raise LockExpired(f"the lock of {worker_id!r} on task {task_id} expired at "
+                          f"{task.lock_expire_at.isoformat()}")
+    return task
+
+
+def _run(engine: Engine, worker_id: str, body: Any) -> None:
+    """One transaction; a version race with another change reads as the lock being lost."""
+    try:
+        with engine.transaction(worker_id) as tx:
+            nxt = body(tx)
+        engine.carry_on(nxt)
+    except (Stale, Conflict) as exc:
+        raise LockExpired(f"the task changed while {worker_id!r} reported on it: {exc}") from exc
+
+
+def complete(engine: Engine, task_id: UUID, worker_id: str,
+             values: Mapping[str, Any] | None = None) -> None:
+    """Task DONE, variables written, token moved on; the next step is dispatched at once."""
+    checked = check_variables(values, where=f"complete of task {task_id}")
+
+    def body(tx: Tx) -> Any:
+        task = _held(tx, task_id, worker_id)
+        g = engine.graph(engine.info_for(tx, task.instance_id)[0], tx.conn)
+        return engine.continue_in(tx, g, handler_runs.complete_task(tx, g, task, checked))
+
+    _run(engine, worker_id, body)
+
+
+def fail(engine: Engine, task_id: UUID, worker_id: str, error_message: str,
+         error_details: str | None = None, retries: int = 0,
+         retry_timeout: timedelta = timedelta(0)) -> None:
+    """Report a failure; ``retries`` left (the worker decides, as in Camunda) offers it again
+    after ``retry_timeout``, none fails the token with an incident."""
+    if retries < 0 or retry_timeout < timedelta(0):
+        raise TaskLockError("retries and retry_timeout must not be negative")
+
+    def body(tx: Tx) -> Any:
+        task = _held(tx, task_id, worker_id)
+        state = "READY" if retries > 0 else "FAILED"
+        retry_at = tx.now + retry_timeout if retries > 0 else None
+        tx.finish_task(task, state=state, retries=retries, retry_at=retry_at,
+                       error_message=error_message, error_details=error_details,
+                       miss="conflict", message=f"task {task_id} changed")
+        tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
+                        at=tx.now, type="FAILED", node_id=task.node_id, from_state="LOCKED",
+                        to_state=state, actor=worker_id,
+                        data={"attempt": task.attempts, "error": error_message,
+                              "retries": retries, "retry_at": retry_at.isoformat()
+                              if retry_at else None})
+        if retries > 0:
+            tx.notify_topics.add(str(task.topic))
+            return None
+        _fail_token_of(tx, task, kind="external",
+                       message=f"task {task.node_id!r} failed after {task.attempts} "
+                               f"attempt{'s' if task.attempts != 1 else ''}: {error_message}",
+                       details=error_details)
+        return None
+
+    _run(engine, worker_id, body)
+
+
+def bpmn_error(engine: Engine, task_id: UUID, worker_id: str, code: str, message: str = "",
+               values: Mapping[str, Any] | None = None) -> None:
+    """A business error: with no error boundary to catch it, the token fails (no retries)."""
+    if not isinstance(code, str) or not code:
+        raise BadVariables("a BPMN error needs a non-empty code")
+    checked = check_variables(values, where=f"bpmn_error of task {task_id}")
+
+    def body(tx: Tx) -> Any:
+        task = _held(tx, task_id, worker_id)
+        tx.write_variables(task.instance_id, checked)
+        text = f"BPMN error {code}" + (f": {message}" if message else "")
+        tx.finish_task(task, state="FAILED", retries=0, error_message=text, miss="conflict",
+                       message=f"task {task_id} changed")
+        tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
+                        at=tx.now, type="BPMN_ERROR", node_id=task.node_id,
+                        from_state="LOCKED", to_state="FAILED", actor=worker_id,
+                        data={"code": code, "message": message})
+        _fail_token_of(tx, task, kind="bpmn-error",
+                       message=f"task {task.node_id!r} threw {text} and no error boundary "
+                               f"catches it")
+        return None
+
+    _run(engine, worker_id, body)
+
+
+def extend_lock(engine: Engine, task_id: UUID, worker_id: str, new_duration: timedelta) -> None:
+    """The lock now runs until ``now + new_duration``."""
+    if new_duration <= timedelta(0):
+        raise TaskLockError("new_duration must be positive")
+
+    def body(tx: Tx) -> Any:
+        task = _held(tx, task_id, worker_id)
+        expire = tx.now + new_duration
+        tx.finish_task(task, state="LOCKED", keep_lock=True, lock_expire_at=expire,
+                       miss="conflict", message=f"task {task_id} changed")
+        tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
+                        at=tx.now, type="LOCK_EXTENDED", node_id=task.node_id,
+                        from_state="LOCKED", to_state="LOCKED", actor=worker_id,
+                        data={"lock_expire_at": expire.isoformat()})
+        return None
+
+    _run(engine, worker_id, body)
+
+
+def unlock(engine: Engine, task_id: UUID) -> None:
+    """Give the task back unrun: READY again, and the attempt it took is returned."""
+
+    def body(tx: Tx) -> Any:
+        task = tasks.get(tx.conn, task_id)
+        if task is None or task.kind != "EXTERNAL":
+            raise TaskNotFound(f"no external task has id {task_id}")
+        if task.state != "LOCKED":
+            raise TaskNotLocked(f"task {task_id} is {task.state}, not locked")
+        tx.finish_task(task, state="READY", retries=task.retries + 1,
+                       attempts=task.attempts - 1, miss="conflict",
+                       message=f"task {task_id} changed")
+        tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
+                        at=tx.now, type="UNLOCKED", node_id=task.node_id, from_state="LOCKED",
+                        to_state="READY", actor=tx.actor, data={"owner": task.lock_owner})
+        tx.notify_topics.add(str(task.topic))
+        return None
+
+    _run(engine, "operator", body)
+
+
+def _fail_token_of(tx: Tx, task: TaskRow, *, kind: str, message: str,
+                   details: str | None = None) -> None:
+    tok = tokens.get(tx.conn, task.token_id)
+    if tok is None or tok.state != "WAITING":
+        raise Stale(f"token of task {task.id} is no longer waiting")
+    fail_token(tx, tok, kind=kind, message=message, details=details, task_id=task.id)

@@ -1,0 +1,196 @@
+"""External tasks through the engine's Python API: fetch-and-lock, complete, fail, BPMN error,
+extend and unlock, lock expiry; racing workers never share a task."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from bpm.definitions import ProcessBuilder
+from bpm.engine.external import TopicRequest
+from bpm.errors import BadVariables, LockExpired, TaskNotFound, TaskNotLocked, WrongWorker
+from bpm.store import Database
+from tests.helpers import db as rows
+from tests.helpers.clock import FakeClock
+from tests.helpers.invariants import assert_finished_cleanly, snapshot
+from tests.helpers.runtime import Calls, EngineFactory, Harness
+
+LOCK = timedelta(seconds=30)
+
+
+def two_topics() -> dict[str, Any]:
+    return (ProcessBuilder("ext").start().service_task("charge", topic="payments")
+            .service_task("after", handler="work").service_task("ship", topic="shipping")
+            .end().sequence("start", "charge", "after", "ship", "end").build())
+
+
+def fetch(rt: Harness, worker: str = "w1", topic: str = "payments",
+          **kw: Any) -> list[Any]:
+    return rt.engine.fetch_and_lock(worker, [TopicRequest(topic, LOCK)], **kw)
+
+
+def test_a_process_with_two_topics_and_a_handler_completes(rt: Harness, calls: Calls,
+                                                            pg_db: Database) -> None:
+    calls.add("work")
+    iid = rt.run(two_topics(), {"total": 5})
+    [task] = fetch(rt)
+    assert task.instance_id == iid and task.variables == {"total": 5}
+    assert (task.process_key, task.process_version, task.node_id) == ("ext", 1, "charge")
+    assert task.attempt == 1 and task.retries == 0
+    rt.engine.complete(task.id, "w1", {"charged": True})
+    rt.drain()  # the next step was dispatched at once; the handler runs
+    assert calls.count("work") == 1
+    [ship] = rt.engine.fetch_and_lock("w2", [TopicRequest("shipping", LOCK, ["charged"])])
+    assert ship.variables == {"charged": True}
+    rt.engine.complete(ship.id, "w2")
+    rt.drain()
+    assert_finished_cleanly(pg_db, iid)
+
+
+def test_bad_calls_get_their_own_error_and_change_nothing(rt: Harness, clock: FakeClock,
+                                                          pg_db: Database) -> None:
+    rt.run(two_topics())
+    [task] = fetch(rt)
+    before = snapshot(pg_db)
+    with pytest.raises(WrongWorker):
+        rt.engine.complete(task.id, "intruder")
+    with pytest.raises(TaskNotFound):
+        rt.engine.complete(UUID(int=1), "w1")
+    with pytest.raises(BadVariables):
+        rt.engine.complete(task.id, "w1", {"x": {1, 2}})
+    with pytest.raises(WrongWorker):
+        rt.engine.extend_lock(task.id, "intruder", LOCK)
+    assert snapshot(pg_db) == before
+    rt.engine.complete(task.id, "w1")
+    with pytest.raises(TaskNotLocked):
+        rt.engine.complete(task.id, "w1")  # double complete
+    clock.advance(timedelta(0))
+
+
+def test_lock_expiry_hands_the_task_to_another_worker(rt: Harness, clock: FakeClock) -> None:
+    rt.run(two_topics())
+    [first] = fetch(rt, "w1")
+    assert fetch(rt, "w2") == []
+    clock.advance(LOCK + timedelta(seconds=1))
+    with pytest.raises(LockExpired):
+        rt.engine.complete(first.id, "w1")
+    rt.engine.run_scans()  # the expired lock counts as an attempt: none left -> incident
+    [incident] = rt.engine.incidents()
+    assert "never reported back" in incident["message"]
+
+
+def test_lock_expiry_with_retries_left_goes_to_the_next_worker(
+        rt: Harness, clock: FakeClock) -> None:
+    doc = (ProcessBuilder("ext2").start()
+           .service_task("charge", topic="payments", retry={"max_attempts": 3})
+           .end().sequence("start", "charge", "end").build())
+    iid = rt.run(doc)
+    [first] = fetch(rt, "w1")
+    clock.advance(LOCK + timedelta(seconds=1))
+    rt.engine.run_scans()
+    [second] = fetch(rt, "w2")
+    assert second.id == first.id and second.attempt == 2
+    with pytest.raises(WrongWorker):
+        rt.engine.complete(first.id, "w1")  # the late complete of the first owner
+    rt.engine.complete(second.id, "w2")
+    rt.drain()
+    assert rows.state(rt.engine.db, iid) == "COMPLETED"
+
+
+def test_fail_with_retries_respects_retry_timeout_then_incident_and_retry(
+        rt: Harness, clock: FakeClock) -> None:
+    iid = rt.run(two_topics())
+    [task] = fetch(rt)
+    rt.engine.fail(task.id, "w1", "gateway down", "trace...", retries=1,
+                   retry_timeout=timedelta(minutes=1))
+    assert fetch(rt) == []  # not before retry_at
+    clock.advance(timedelta(minutes=1))
+    [again] = fetch(rt)
+    rt.engine.fail(again.id, "w1", "still down", retries=0)
+    assert rows.state(rt.engine.db, iid) == "FAILED"
+    [incident] = rt.engine.incidents()
+    assert "still down" in incident["message"]
+    rt.engine.retry(task.id, retries=1)  # the operator's retry
+    [third] = fetch(rt)
+    rt.engine.complete(third.id, "w1")
+    assert rows.state(rt.engine.db, iid) == "RUNNING"
+
+
+def test_uncaught_bpmn_error_fails_the_token(rt: Harness) -> None:
+    iid = rt.run(two_topics())
+    [task] = fetch(rt)
+    rt.engine.bpmn_error(task.id, "w1", "CARD_DECLINED", "no funds", {"reason": "funds"})
+    assert rows.state(rt.engine.db, iid) == "FAILED"
+    [incident] = rt.engine.incidents()
+    assert "CARD_DECLINED" in incident["message"]
+
+
+def test_extend_and_unlock(rt: Harness, clock: FakeClock) -> None:
+    rt.run(two_topics())
+    [task] = fetch(rt)
+    clock.advance(timedelta(seconds=20))
+    rt.engine.extend_lock(task.id, "w1", timedelta(minutes=5))
+    clock.advance(timedelta(seconds=20))
+    rt.engine.run_scans()
+    assert fetch(rt, "w2") == []  # still locked: the lock was extended
+    rt.engine.unlock(task.id)
+    [again] = fetch(rt, "w2")
+    assert again.attempt == 1  # unlocking gave the attempt back
+
+
+def test_racing_workers_never_lock_one_task_twice(engine_factory: EngineFactory,
+                                                  pg_db: Database) -> None:
+    doc = (ProcessBuilder("many").start().service_task("t", topic="bulk").end()
+           .sequence("start", "t", "end").build())
+    rt = engine_factory()
+    rt.deploy(doc)
+    for _ in range(400):
+        rt.start("many")
+    rt.drain()
+    seen: list[UUID] = []
+    lock = threading.Lock()
+
+    def worker(n: int) -> None:
+        engine = engine_factory().engine
+        while batch := engine.fetch_and_lock(f"w{n}", [TopicRequest("bulk", LOCK)], 7):
+            with lock:
+                seen.extend(t.id for t in batch)
+            for t in batch:
+                engine.complete(t.id, f"w{n}")
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(seen) == 400 and len(set(seen)) == 400
+
+
+def test_long_polling_returns_soon_after_a_task_appears(engine_factory: EngineFactory) -> None:
+    doc = (ProcessBuilder("later").start().service_task("t", topic="late").end()
+           .sequence("start", "t", "end").build())
+    rt = engine_factory()
+    rt.deploy(doc)
+    got: list[Any] = []
+    returned: list[float] = []
+
+    def poll() -> None:
+        got.extend(rt.engine.fetch_and_lock("poller", [TopicRequest("late", LOCK)],
+                                            long_poll=10))
+        returned.append(time.monotonic())
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    time.sleep(0.5)
+    other = engine_factory()
+    other.start("later")
+    other.drain()  # creates the task and commits it
+    committed = time.monotonic()
+    poller.join()
+    assert len(got) == 1
+    assert returned[0] - committed < 0.1  # woken by NOTIFY, not by a polling interval
