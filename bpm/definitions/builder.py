@@ -64,6 +64,11 @@ class ProcessBuilder:
         return self._node(node_id, "subProcess", name=name, nodes=inner["nodes"],
                           flows=inner["flows"])
 
+    def error_boundary(self, node_id: str, *, attached_to: str, error: str = "*") -> Self:
+        """An error boundary event on a service task or subprocess; ``error`` is the code it
+        catches, ``"*"`` any."""
+        return self._node(node_id, "boundaryEvent", attachedTo=attached_to, error=error)
+
     def flow(self, source: str, target: str, *, condition: str | None = None,
              flow_id: str | None = None) -> Self:
         flow: dict[str, Any] = {"id": flow_id or f"{source}__{target}", "source": source,

@@ -67,6 +67,8 @@ class Node:
     outgoing: tuple[str, ...] = ()
     handler: str | None = None
     topic: str | None = None
+    attached_to: str | None = None
+    catches: str | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeout: timedelta = timedelta(minutes=5)
     default_flow: str | None = None
@@ -95,6 +97,7 @@ class ProcessGraph:
     flows: dict[str, Flow]
     starts: dict[str | None, str]
     document: dict[str, Any]
+    boundaries: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def node(self, node_id: str) -> Node:
         return self.nodes[node_id]
@@ -104,3 +107,12 @@ class ProcessGraph:
 
     def start_of(self, scope: str | None) -> Node:
         return self.nodes[self.starts[scope]]
+
+    def catcher(self, activity: str, code: str) -> Node | None:
+        """The error boundary on ``activity`` that catches ``code``: by code, else catch-all."""
+        attached = [self.nodes[b] for b in self.boundaries.get(activity, ())]
+        for wanted in (code, "*"):
+            for node in attached:
+                if node.catches == wanted:
+                    return node
+        return None

@@ -14,6 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from bpm.definitions.boundaries import boundary_fields, check_attachments
 from bpm.definitions.durations import parse_duration
 from bpm.definitions.model import GATEWAYS, Flow, Node, NodeType, ProcessGraph, RetryPolicy
 from bpm.errors import InvalidDefinition, InvalidExpression
@@ -36,6 +37,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.EXCLUSIVE: {"default"},
     NodeType.PARALLEL: set(),
     NodeType.SUBPROCESS: {"nodes", "flows", "saga", "compensation"},
+    NodeType.BOUNDARY: {"attachedTo", "timer", "error", "interrupting"},
 }
 NOT_YET: dict[NodeType, str] = {
     NodeType.USER_TASK: "user tasks",
@@ -43,7 +45,6 @@ NOT_YET: dict[NodeType, str] = {
     NodeType.TIMER: "timer events",
     NodeType.MESSAGE: "message events",
     NodeType.COMPENSATION_THROW: "compensation throw events",
-    NodeType.BOUNDARY: "boundary events",
 }
 RETRY_KEYS = {"max_attempts", "backoff", "factor", "max_backoff"}
 SAGA_SCOPES = {"none", "local", "global"}
@@ -92,6 +93,7 @@ def compile_definition(doc: Mapping[str, Any]) -> ProcessGraph:
         flows=builder.flows,
         starts=builder.starts,
         document=json.loads(json.dumps(doc)),
+        boundaries=builder.boundaries,
     )
 
 
@@ -126,6 +128,7 @@ class _GraphBuilder:
         self.flow_scope: dict[str, str | None] = {}
         self.nodes: dict[str, Node] = {}
         self.starts: dict[str | None, str] = {}
+        self.boundaries: dict[str, tuple[str, ...]] = {}
 
     def add_scope(self, raw: Mapping[str, Any], scope: str | None) -> None:
         where = "process" if scope is None else _where(scope, "subProcess")
@@ -233,6 +236,7 @@ class _GraphBuilder:
             if scope not in self.starts:
                 inside = "the process" if scope is None else f"subProcess {scope!r}"
                 raise InvalidDefinition(f"{inside} has no startEvent", scope)
+        self.boundaries = check_attachments(self.nodes)
         self._check_reachable()
 
     def _check_reachable(self) -> None:
@@ -244,6 +248,7 @@ class _GraphBuilder:
                 continue
             seen.add(node_id)
             todo.extend(self.flows[f].target for f in self.nodes[node_id].outgoing)
+            todo.extend(self.boundaries.get(node_id, ()))
         for node_id in self.raw_nodes:
             if node_id not in seen:
                 raise InvalidDefinition(
@@ -273,6 +278,8 @@ def _compile_node(
         fields = _end_fields(raw, where, node_id)
     elif node_type is NodeType.EXCLUSIVE:
         fields = _exclusive_fields(raw, where, node_id, outgoing, flows)
+    elif node_type is NodeType.BOUNDARY:
+        fields = boundary_fields(raw, where, node_id, incoming)
     elif node_type is NodeType.SUBPROCESS and "compensation" in raw:
         raise InvalidDefinition(f"{where}: compensation is not supported yet", node_id)
     return Node(node_id, node_type, scope, incoming, outgoing, name=name, **fields)

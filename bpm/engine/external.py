@@ -197,7 +197,8 @@ def fail(engine: Engine, task_id: UUID, worker_id: str, error_message: str,
 
 def bpmn_error(engine: Engine, task_id: UUID, worker_id: str, code: str, message: str = "",
                values: Mapping[str, Any] | None = None) -> None:
-    """A business error: with no error boundary to catch it, the token fails (no retries)."""
+    """A business error: the activity's error boundary for ``code`` (or catch-all) takes it;
+    without one the token fails with an incident (no retries)."""
     if not isinstance(code, str) or not code:
         raise BadVariables("a BPMN error needs a non-empty code")
     checked = check_variables(values, where=f"bpmn_error of task {task_id}")
@@ -206,6 +207,10 @@ def bpmn_error(engine: Engine, task_id: UUID, worker_id: str, code: str, message
         task = _held(tx, task_id, worker_id)
         tx.write_variables(task.instance_id, checked)
         text = f"BPMN error {code}" + (f": {message}" if message else "")
+        g = engine.graph(engine.info_for(tx, task.instance_id)[0], tx.conn)
+        caught = handler_runs.catch_bpmn_error(tx, g, task, code, text)
+        if caught is not None:
+            return engine.continue_in(tx, g, caught)
         tx.finish_task(task, state="FAILED", retries=0, error_message=text, miss="conflict",
                        message=f"task {task_id} changed")
         tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,

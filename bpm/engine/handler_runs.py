@@ -17,6 +17,7 @@ from typing import Any
 from uuid import UUID
 
 from bpm.definitions.model import ProcessGraph
+from bpm.engine.bpmn_errors import catch_at_activity
 from bpm.engine.failures import fail_token
 from bpm.engine.nodes import leave
 from bpm.engine.tx import Next, Stale, Tx
@@ -113,7 +114,14 @@ def complete_task(tx: Tx, g: ProcessGraph, task: TaskRow, values: dict[str, Any]
 
 
 def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
-    """Retry later with backoff while attempts remain; else fail the token with an incident."""
+    """Retry later with backoff while attempts remain; else fail the token with an incident.
+
+    A BPMN error goes to the activity's error boundary when one catches its code.
+    """
+    if outcome.bpmn_code is not None:
+        caught = catch_bpmn_error(tx, g, task, outcome.bpmn_code, outcome.error or "")
+        if caught is not None:
+            return caught
     node = g.node(task.node_id)
     retry = outcome.retryable and task.retries > 0
     retry_at = tx.now + node.retry.delay(task.attempts) if retry else None
@@ -138,6 +146,23 @@ def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
                message=f"task {task.node_id!r} failed{attempts}: {outcome.error}",
                details=outcome.details, task_id=task.id)
     return None
+
+
+def catch_bpmn_error(tx: Tx, g: ProcessGraph, task: TaskRow, code: str,
+                     message: str) -> Next:
+    """Task ends (DONE, with the error kept) and its token takes the catching boundary;
+    None when no boundary of the task catches ``code``."""
+    if g.catcher(task.node_id, code) is None:
+        return None
+    tok = tokens.get(tx.conn, task.token_id)
+    if tok is None or tok.state != "WAITING":
+        raise Stale(f"token of task {task.id} is no longer waiting")
+    tx.finish_task(task, state="DONE", error_message=message, miss="stale",
+                   message=f"task {task.id} changed before its BPMN error was recorded")
+    tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
+                    at=tx.now, type="BPMN_ERROR", node_id=task.node_id, from_state="LOCKED",
+                    to_state="DONE", actor=tx.actor, data={"code": code, "message": message})
+    return catch_at_activity(tx, g, tok, code, message)
 
 
 def expire_lock(tx: Tx, g: ProcessGraph, task: TaskRow) -> Next:

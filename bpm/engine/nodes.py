@@ -10,6 +10,7 @@ from dataclasses import replace
 from uuid import uuid4
 
 from bpm.definitions.model import Flow, Node, NodeType, ProcessGraph
+from bpm.engine.bpmn_errors import throw_from_end
 from bpm.engine.failures import cancel_token, fail_token, set_instance_state
 from bpm.engine.moves import create, move, new_token
 from bpm.engine.tx import Conflict, Next, NextToken, RunTask, Tx
@@ -161,6 +162,9 @@ def _enter_subprocess(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Nex
 
 def _end_event(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     if node.error_code is not None:
+        caught = throw_from_end(tx, g, tok, node.error_code)
+        if caught is not None:
+            return caught
         fail_token(tx, tok, kind="error-end",
                    message=f"error end event {node.id!r} threw {node.error_code!r} and no error "
                            f"boundary catches it")

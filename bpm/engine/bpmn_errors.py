@@ -1,0 +1,82 @@
+"""BPMN errors: caught by an error boundary event, or failing the token (engine spec 4.6, 4.8).
+
+A service task's handler or worker throws at its own activity; an error end event throws at the
+subprocesses around it, innermost first. Catching is interrupting: the activity (or everything
+still running inside the subprocess) is left, and the token takes the boundary's path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from bpm.definitions.model import Node, ProcessGraph
+from bpm.engine.failures import cancel_token
+from bpm.engine.moves import move
+from bpm.engine.tx import NextToken, Tx
+from bpm.store import tokens
+from bpm.store.rows import TokenRow
+
+LIVE = ("ACTIVE", "WAITING", "FAILED")
+
+
+def catch_at_activity(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str,
+                      message: str = "") -> NextToken | None:
+    """``tok`` waits at a task that threw ``code``: take the catching boundary, if any."""
+    catcher = g.catcher(tok.node_id, code)
+    if catcher is None:
+        return None
+    return _take_boundary(tx, tok, catcher, code, message, tok.node_id)
+
+
+def throw_from_end(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str) -> NextToken | None:
+    """An error end event: the innermost enclosing subprocess with a catching boundary ends
+    (its remaining tokens are cancelled) and its token takes the boundary's path."""
+    tx.flush_tokens()
+    everything = {t.id: t for t in tokens.of_instance(tx.conn, tok.instance_id)}
+    current, scope = tok, tok.scope_id
+    while scope is not None:
+        host = _host_of(everything, current, scope)
+        if host is None:
+            return None
+        catcher = g.catcher(scope, code)
+        if catcher is not None:
+            _end_scope(tx, everything, host, tok)
+            return _take_boundary(tx, host, catcher, code, "", tok.node_id)
+        current, scope = host, g.node(scope).scope
+    return None
+
+
+def _host_of(everything: dict[UUID, TokenRow], tok: TokenRow, scope: str) -> TokenRow | None:
+    """The token waiting at subprocess ``scope`` above ``tok``."""
+    row: TokenRow | None = tok
+    while row is not None and row.parent_token_id is not None:
+        row = everything.get(row.parent_token_id)
+        if row is not None and row.node_id == scope and row.wait_kind == "CHILDREN":
+            return row
+    return None
+
+
+def _end_scope(tx: Tx, everything: dict[UUID, TokenRow], host: TokenRow,
+               thrower: TokenRow) -> None:
+    children: dict[Any, list[TokenRow]] = {}
+    for row in everything.values():
+        children.setdefault(row.parent_token_id, []).append(row)
+    todo = list(children.get(host.id, []))
+    while todo:
+        row = todo.pop()
+        todo.extend(children.get(row.id, []))
+        if row.id == thrower.id:
+            move(tx, thrower, state="COMPLETED", event="ERROR_THROWN")
+        elif row.state in LIVE:
+            cancel_token(tx, row, reason=f"error thrown at {thrower.node_id!r}")
+
+
+def _take_boundary(tx: Tx, tok: TokenRow, catcher: Node, code: str, message: str,
+                   thrown_at: str) -> NextToken:
+    moved = move(tx, tok, state="ACTIVE", event="ERROR_CAUGHT", node_id=catcher.id,
+                 via_flow=None, data={"code": code, "thrown_at": thrown_at})
+    tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="BpmnErrorCaught",
+                      node_id=catcher.id, token_id=tok.id, actor=tx.actor,
+                      data={"code": code, "message": message, "thrown_at": thrown_at})
+    return NextToken(moved.id, moved.version, moved)
