@@ -64,6 +64,8 @@ class LockedTask:
     retries: int
     priority: int
     variables: dict[str, Any]
+    #: How long to wait before the next attempt if this one fails: the node's retry policy.
+    backoff: timedelta = timedelta(0)
 
 
 def fetch_and_lock(engine: Engine, worker_id: str, topics: Sequence[TopicRequest],
@@ -118,10 +120,11 @@ def _describe(engine: Engine, tx: Tx, task: TaskRow,
     values = variables.load(tx.conn, task.instance_id, list(names) if names is not None
                             else None)
     assert task.lock_expire_at is not None and task.topic is not None
+    backoff = engine.graph(def_id, tx.conn).node(task.node_id).retry.delay(task.attempts)
     return LockedTask(task.id, task.topic, str(task.lock_owner), task.lock_expire_at,
                       task.instance_id, business_key, key,
                       definition.version if definition else 0, task.node_id, task.attempts,
-                      task.retries, task.priority, values)
+                      task.retries, task.priority, values, backoff)
 
 
 def _held(tx: Tx, task_id: UUID, worker_id: str) -> TaskRow:
