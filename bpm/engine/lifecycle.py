@@ -189,7 +189,10 @@ def _retry_txn(engine: Engine, tx: Tx, token_id: UUID, retries: int | None) -> N
                         at=tx.now, type="RETRIED", node_id=task.node_id, from_state="FAILED",
                         to_state="READY", actor=tx.actor, data={"retries": attempts})
         move(tx, tok, state="WAITING", event="RETRIED", wait_kind="TASK")
-        tx.run_handler_later(task.id)
+        if task.kind == "HANDLER":
+            tx.run_handler_later(task.id)
+        else:
+            tx.notify_topics.add(str(task.topic))
     elif node.type.value == "exclusiveGateway":
         moved = move(tx, tok, state="ACTIVE", event="RETRIED")
         tx.advance_later(moved.id, moved.version)

@@ -20,6 +20,7 @@ _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
 _LOCK = (
     t.update()
     .where(t.c.id == bindparam("b_id"), t.c.state == "READY",
+           t.c.kind == bindparam("kind"),
            or_(t.c.retry_at.is_(None), t.c.retry_at <= bindparam("now")))
     .values(state="LOCKED", lock_owner=bindparam("owner"), lock_expire_at=bindparam("expire"),
             attempts=t.c.attempts + 1, retries=t.c.retries - 1, version=t.c.version + 1,
@@ -59,10 +60,11 @@ def insert(conn: Connection, row: TaskRow) -> None:
 
 
 def lock(conn: Connection, task_id: UUID, owner: str, expire: datetime,
-         now: datetime) -> TaskRow | None:
-    """READY -> LOCKED, counting the attempt as it starts; None if not READY or not yet due."""
+         now: datetime, kind: str = "HANDLER") -> TaskRow | None:
+    """READY -> LOCKED, counting the attempt as it starts; None if not READY or not yet due
+    (or not of ``kind``: a handler job never takes an external worker's task)."""
     row = conn.execute(_LOCK, {"b_id": task_id, "owner": owner, "expire": expire,
-                               "now": now}).first()
+                               "now": now, "kind": kind}).first()
     return from_row(TaskRow, row) if row else None
 
 
@@ -165,7 +167,8 @@ def _fetch_one_by_one(conn: Connection, owner: str, locks: dict[str, int], max_t
             .order_by(t.c.priority.desc(), t.c.created_at).limit(max_tasks))
     out = []
     for task_id, topic in conn.execute(stmt).all():
-        locked = lock(conn, task_id, owner, now + timedelta(milliseconds=locks[topic]), now)
+        locked = lock(conn, task_id, owner, now + timedelta(milliseconds=locks[topic]), now,
+                      kind="EXTERNAL")
         if locked is not None:
             out.append(locked)
     return out

@@ -194,3 +194,11 @@ def test_long_polling_returns_soon_after_a_task_appears(engine_factory: EngineFa
     poller.join()
     assert len(got) == 1
     assert returned[0] - committed < 0.1  # woken by NOTIFY, not by a polling interval
+
+
+def test_a_handler_job_never_takes_an_external_task(rt: Harness) -> None:
+    iid = rt.run(two_topics())
+    task_id = rows.only_task(rt.engine.db, iid, "charge").id
+    assert rt.engine.run_handler(task_id) == "stale"
+    [task] = fetch(rt)
+    assert task.id == task_id and task.attempt == 1
