@@ -20,7 +20,7 @@ _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
 _LOCK = (
     t.update()
     .where(t.c.id == bindparam("b_id"), t.c.state == "READY",
-           t.c.kind == bindparam("kind"),
+           t.c.kind == bindparam("b_kind"),
            or_(t.c.retry_at.is_(None), t.c.retry_at <= bindparam("now")))
     .values(state="LOCKED", lock_owner=bindparam("owner"), lock_expire_at=bindparam("expire"),
             attempts=t.c.attempts + 1, retries=t.c.retries - 1, version=t.c.version + 1,
@@ -64,7 +64,7 @@ def lock(conn: Connection, task_id: UUID, owner: str, expire: datetime,
     """READY -> LOCKED, counting the attempt as it starts; None if not READY or not yet due
     (or not of ``kind``: a handler job never takes an external worker's task)."""
     row = conn.execute(_LOCK, {"b_id": task_id, "owner": owner, "expire": expire,
-                               "now": now, "kind": kind}).first()
+                               "now": now, "b_kind": kind}).first()
     return from_row(TaskRow, row) if row else None
 
 
