@@ -73,6 +73,10 @@ def fetch_and_lock(engine: Engine, worker_id: str, topics: Sequence[TopicRequest
     """Lock up to ``max_tasks`` tasks; with ``long_poll`` seconds, wait for one to appear."""
     _check_fetch(worker_id, topics, max_tasks, long_poll)
     deadline = time.monotonic() + long_poll
+    found = _fetch_once(engine, worker_id, topics, max_tasks)
+    if found or long_poll <= 0:
+        return found
+    # Nothing yet: listen first, then look again, so a task created in between is not missed.
     with listen(engine.db, {t.topic for t in topics}) as listener:
         while True:
             found = _fetch_once(engine, worker_id, topics, max_tasks)
