@@ -204,34 +204,18 @@ def test_a_handler_job_never_takes_an_external_task(rt: Harness) -> None:
     assert task.id == task_id and task.attempt == 1
 
 
-BULK = """
-WITH i AS (
-  INSERT INTO process_instances (id, process_def_id, process_key, state, version, started_at,
-                                 updated_at)
-  SELECT gen_random_uuid(), :def_id, 'many', 'RUNNING', 0, now(), now()
-  FROM generate_series(1, :n) RETURNING id),
-k AS (
-  INSERT INTO tokens (id, instance_id, node_id, state, mode, concurrent, wait_kind, version,
-                      created_at, updated_at)
-  SELECT gen_random_uuid(), i.id, 't', 'WAITING', 'FORWARD', false, 'TASK', 1, now(), now()
-  FROM i RETURNING id, instance_id)
-INSERT INTO external_tasks (id, token_id, instance_id, node_id, topic, kind, state, retries,
-                            attempts, priority, version, created_at, updated_at)
-SELECT gen_random_uuid(), k.id, k.instance_id, 't', 'bulk', 'EXTERNAL', 'READY', 1, 0,
-       (random() * 3)::int, 0, now(), now()
-FROM k
-"""
-
-
 def test_eight_workers_fetching_ten_thousand_tasks_never_share_one(
         engine_factory: EngineFactory, pg_db: Database) -> None:
     from sqlalchemy import text
 
+    from bench.fetch_and_lock import CREATE  # the rows the engine would write, in bulk
+
     rt = engine_factory()
     def_id = rt.engine.deploy(ProcessBuilder("many").start().service_task("t", topic="bulk")
                               .end().sequence("start", "t", "end").build()).id
-    with pg_db.transaction() as conn:  # the rows the engine would write, made in bulk
-        conn.execute(text(BULK), {"def_id": def_id, "n": 10_000})
+    with pg_db.transaction() as conn:
+        conn.execute(text(CREATE), {"def_id": def_id, "n": 10_000, "topic": "bulk",
+                                    "state": "READY"})
     seen: list[list[UUID]] = [[] for _ in range(8)]
 
     def worker(n: int) -> None:
