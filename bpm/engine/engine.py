@@ -85,6 +85,7 @@ class Engine:
         self.chain_limit = chain_limit
         self.run_handlers_inline = run_handlers_inline
         self._graphs: dict[UUID, ProcessGraph] = {}
+        self._versions: dict[UUID, int] = {}
         self._instances: OrderedDict[UUID, _InstanceInfo] = OrderedDict()
 
     # --- transactions --------------------------------------------------------------------
@@ -131,6 +132,16 @@ class Engine:
             graph = compile_definition(row.graph)
             self._graphs[def_id] = graph
         return graph
+
+    def definition_version(self, def_id: UUID, conn: Connection) -> int:
+        """A definition's version number (immutable, so cached)."""
+        version = self._versions.get(def_id)
+        if version is None:
+            row = definitions.by_id(conn, def_id)
+            if row is None:
+                raise NotFound(f"definition {def_id} does not exist")
+            version = self._versions[def_id] = row.version
+        return version
 
     def _info(self, tx: Tx, instance_id: UUID) -> _InstanceInfo:
         info = self._instances.get(instance_id)

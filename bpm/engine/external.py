@@ -26,7 +26,7 @@ from bpm.errors import (
     TaskNotLocked,
     WrongWorker,
 )
-from bpm.store import definitions, tasks, tokens, variables
+from bpm.store import tasks, tokens, variables
 from bpm.store.notify import listen
 from bpm.store.rows import TaskRow
 from bpm.variables import check_variables
@@ -120,14 +120,13 @@ def _fetch_once(engine: Engine, worker_id: str, topics: Sequence[TopicRequest],
 def _describe(engine: Engine, tx: Tx, task: TaskRow,
               names: Sequence[str] | None) -> LockedTask:
     def_id, key, business_key = engine.info_for(tx, task.instance_id)
-    definition = definitions.by_id(tx.conn, def_id)
     values = variables.load(tx.conn, task.instance_id, list(names) if names is not None
                             else None)
     assert task.lock_expire_at is not None and task.topic is not None
     backoff = engine.graph(def_id, tx.conn).node(task.node_id).retry.delay(task.attempts)
     return LockedTask(task.id, task.topic, str(task.lock_owner), task.lock_expire_at,
                       task.instance_id, business_key, key,
-                      definition.version if definition else 0, task.node_id, task.attempts,
+                      engine.definition_version(def_id, tx.conn), task.node_id, task.attempts,
                       task.retries, task.priority, values, backoff)
 
 
