@@ -38,7 +38,7 @@ lint: $(VENV)/.dev-installed
 	$(BIN)/mypy
 
 bench: $(VENV)/.dev-installed services
-	$(BIN)/python bench/engine_throughput.py
+	$(BIN)/python -m bench.engine_throughput
 
 clean:
 	rm -rf $(VENV) build *.egg-info bpm-demo.db

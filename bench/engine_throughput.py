@@ -5,7 +5,7 @@ prints instances/s, steps/s (service-task nodes completed per second) and SQL tr
 statements per step, and compares steps/s with pgbench running a 4-statement transaction
 (select for update, update, two inserts) at the same client count.
 
-    python bench/engine_throughput.py [--instances 300] [--clients 1] [--url URL]
+    python -m bench.engine_throughput [--instances 300] [--clients 1] [--url URL]
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import shutil
 import subprocess
 import tempfile
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from psycopg import sql
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
+from bench.threads import run_concurrently
 from bpm.definitions import ProcessBuilder
 from bpm.dispatch import InProcessDispatcher
 from bpm.engine.engine import Engine
@@ -93,16 +93,7 @@ def fresh_database(url: str) -> None:
 def drive(db: Database, registry: HandlerRegistry, key: str, count: int, clients: int) -> float:
     """Start and finish ``count`` instances with ``clients`` threads; return seconds taken."""
 
-    errors: list[BaseException] = []
-
     def client(n: int) -> None:
-        try:
-            run_client(n)
-        except BaseException as exc:
-            errors.append(exc)
-            raise
-
-    def run_client(n: int) -> None:
         dispatcher = InProcessDispatcher()
         engine = Engine(db, dispatcher, handlers=registry, worker_id=f"bench-{n}")
         for _ in range(count // clients):
@@ -110,15 +101,7 @@ def drive(db: Database, registry: HandlerRegistry, key: str, count: int, clients
             while (job := dispatcher.pop(engine.clock.now())) is not None:
                 engine.run_job(job)
 
-    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
-    started = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise SystemExit(f"benchmark client failed: {errors[0]!r}")
-    return time.perf_counter() - started
+    return run_concurrently(client, clients)
 
 
 def run_shape(db: Database, registry: HandlerRegistry, counters: Counters, key: str,

@@ -20,6 +20,7 @@ from uuid import uuid4
 from sqlalchemy import text
 
 from bench.engine_throughput import fresh_database
+from bench.threads import run_concurrently
 from bpm.definitions import ProcessBuilder
 from bpm.dispatch import InProcessDispatcher
 from bpm.engine.engine import Engine
@@ -69,13 +70,8 @@ def throughput(db: Database, def_id: object, tasks: int, threads: int) -> float:
             with lock:
                 done[0] += len(batch)
 
-    pool = [threading.Thread(target=work, args=(n,)) for n in range(threads)]
-    started = time.perf_counter()
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join()
-    return done[0] / (time.perf_counter() - started)
+    seconds = run_concurrently(work, threads)
+    return done[0] / seconds
 
 
 def latency(db: Database, def_id: object, samples: int) -> tuple[float, float]:

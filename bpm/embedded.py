@@ -14,7 +14,7 @@ from datetime import datetime
 from uuid import UUID
 
 from bpm.clock import SYSTEM_CLOCK, Clock
-from bpm.dispatch import InProcessDispatcher
+from bpm.dispatch import InProcessDispatcher, Job
 from bpm.engine.engine import Engine
 from bpm.engine.scans import ScanConfig
 from bpm.handlers import HandlerRegistry
@@ -60,10 +60,7 @@ class EmbeddedRuntime:
                 return False
             time.sleep(_seconds_until(due, self.engine.clock.now(), deadline))
 
-    def _run(self, job: object) -> None:
-        from bpm.dispatch import Job
-
-        assert isinstance(job, Job)
+    def _run(self, job: Job) -> None:
         try:
             self.engine.run_job(job)
         except Exception:  # a job must never stop the loop: it is logged, the scans recover

@@ -100,7 +100,7 @@ def register(app: Celery, settings: Settings) -> None:
     def scan_locks() -> str:
         def go() -> str:
             engine = engine_for(app, settings)
-            n = scans.scan_expired_handler_locks(engine, engine.clock.now(),
+            n = scans.scan_expired_locks(engine, engine.clock.now(),
                                                  scan_config(settings))
             return f"expired_locks={n}"
 

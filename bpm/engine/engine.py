@@ -316,9 +316,6 @@ class Engine:
                  business_key: str | None) -> None:
         self._instances[instance_id] = _InstanceInfo(def_id, key, business_key)
 
-    def describe(self) -> dict[str, Any]:
-        return {"database": self.db.safe_url, "worker_id": self.worker_id,
-                "handlers": self.handlers.names()}
 
     # --- the public API ------------------------------------------------------------------
 

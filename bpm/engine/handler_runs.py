@@ -8,7 +8,6 @@ and another runner took over is rejected).
 
 from __future__ import annotations
 
-import json
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -185,6 +184,3 @@ def expire_lock(tx: Tx, g: ProcessGraph, task: TaskRow) -> Next:
                             f"killed, or its lock expired)", retryable=False)
     return fail_task(tx, g, task, outcome)
 
-
-def json_size(values: Mapping[str, Any]) -> int:
-    return len(json.dumps(values))

@@ -16,7 +16,7 @@ from bpm.engine.tx import Conflict, Tx
 from bpm.errors import InvalidOperation, NotFound, UnknownProcess
 from bpm.store import definitions, incidents, instances, tasks, tokens
 from bpm.store.definitions import VersionTaken
-from bpm.store.rows import DefinitionRow, InstanceRow
+from bpm.store.rows import DefinitionRow, InstanceRow, TokenRow
 from bpm.variables import check_variables
 
 if TYPE_CHECKING:
@@ -169,15 +169,13 @@ def retry(engine: Engine, token_or_task: UUID, retries: int | None = None) -> UU
             if tok.state != "FAILED":
                 raise InvalidOperation(f"token {tok.id} at {tok.node_id!r} is {tok.state}; "
                                        f"only FAILED tokens can be retried")
-            _retry_txn(engine, tx, tok.id, retries)
+            _retry_txn(engine, tx, tok, retries)
             return tok.id
 
     return engine.retrying(run)
 
 
-def _retry_txn(engine: Engine, tx: Tx, token_id: UUID, retries: int | None) -> None:
-    tok = tokens.get(tx.conn, token_id)
-    assert tok is not None
+def _retry_txn(engine: Engine, tx: Tx, tok: TokenRow, retries: int | None) -> None:
     def_id, _, _ = engine.info_for(tx, tok.instance_id)
     node = engine.graph(def_id, tx.conn).node(tok.node_id)
     task = tasks.open_of_token(tx.conn, tok.id)

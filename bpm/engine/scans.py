@@ -53,7 +53,7 @@ def scan_waiting_parents(engine: Engine, now: datetime, cfg: ScanConfig = ScanCo
     return len(found)
 
 
-def scan_expired_handler_locks(engine: Engine, now: datetime,
+def scan_expired_locks(engine: Engine, now: datetime,
                                cfg: ScanConfig = ScanConfig()) -> int:
     """Locked tasks whose runner or external worker never reported back: the run counts as an
     attempt (spec 4.2); the task is offered again, or fails when no attempt is left."""
@@ -79,7 +79,7 @@ def run_all_scans(engine: Engine, now: datetime | None = None,
     """What a starting worker does, and what beat does on schedule."""
     at = now or engine.clock.now()
     return {
-        "expired_locks": scan_expired_handler_locks(engine, at, cfg),
+        "expired_locks": scan_expired_locks(engine, at, cfg),
         "stalled_tokens": scan_stalled_tokens(engine, at, cfg),
         "ready_tasks": scan_ready_tasks(engine, at, cfg),
         "waiting_parents": scan_waiting_parents(engine, at, cfg),

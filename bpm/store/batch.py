@@ -18,7 +18,7 @@ from uuid import UUID
 from sqlalchemy import Connection
 
 from bpm.store import tasks, tokens, variables
-from bpm.store.history import _COMMON, _EXTRA, _TABLES, HistoryBuffer
+from bpm.store.history import COMMON_COLUMNS, EXTRA_COLUMNS, TABLES, HistoryBuffer
 from bpm.store.rows import TaskRow, TokenRow
 from bpm.store.schema import HISTORY_BLOCK
 
@@ -180,8 +180,8 @@ def _flush_sql() -> str:
         f"WHERE k.id = u.id AND k.version = u.expected "
         f"AND k.id = ANY(ARRAY(SELECT x.id FROM {_ids('ku', 'id')})) RETURNING k.id)",
     ]
-    for i, (name, table) in enumerate(_TABLES.items()):
-        columns = [c for c in (*_COMMON, *_EXTRA[name]) if c != "k"]
+    for i, (name, table) in enumerate(TABLES.items()):
+        columns = [c for c in (*COMMON_COLUMNS, *EXTRA_COLUMNS[name]) if c != "k"]
         ctes.append(
             f"h_{i} AS (INSERT INTO {table.name} (id, {', '.join(columns)}) "
             f"SELECT base.b + h.k, {', '.join('h.' + c for c in columns)} "

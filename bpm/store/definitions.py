@@ -52,13 +52,3 @@ def insert(conn: Connection, *, key: str, name: str, version: int, graph: dict[s
         raise VersionTaken(key, version) from exc
     return DefinitionRow(def_id, key, name, version, graph, checksum, now)
 
-
-def list_latest(conn: Connection) -> list[DefinitionRow]:
-    rows = conn.execute(select(*_COLS).order_by(t.c.key, t.c.version.desc())).all()
-    seen: set[str] = set()
-    out = []
-    for row in rows:
-        if row.key not in seen:
-            seen.add(row.key)
-            out.append(from_row(DefinitionRow, row))
-    return out

@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from bpm.store.rows import InstanceRow, from_row
@@ -76,7 +76,3 @@ def search(conn: Connection, *, state: str | None = None, key: str | None = None
         stmt = stmt.where(t.c.business_key == business_key)
     return [from_row(InstanceRow, row) for row in conn.execute(stmt)]
 
-
-def count_by_state(conn: Connection) -> dict[str, int]:
-    rows = conn.execute(select(t.c.state, func.count()).group_by(t.c.state))
-    return {state: n for state, n in rows}
