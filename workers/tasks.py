@@ -79,7 +79,8 @@ def register(app: Celery, settings: Settings) -> None:
                 business_key=as_optional_str(a.get("business_key"), "business_key"),
                 # A redelivered message has the same task id: it starts nothing new.
                 idempotency_key=as_optional_str(a.get("idempotency_key"), "idempotency_key")
-                or f"celery:{self.request.id}")
+                or f"celery:{self.request.id}",
+                run_now=True)  # this job goes on with the instance: one broker hop less
             return f"started {started.id}" if started.created else f"existing {started.id}"
 
         return _run("bpm.start_instance", {"process_key": kwargs.get("process_key")}, go)

@@ -325,9 +325,12 @@ class Engine:
 
     def start(self, key: str, variables: Mapping[str, Any] | None = None, *,
               business_key: str | None = None, idempotency_key: str | None = None,
-              version: int | None = None) -> lifecycle.Started:
+              version: int | None = None, run_now: bool = False) -> lifecycle.Started:
+        """Start an instance; ``run_now`` advances it in this call (for a worker's job)
+        instead of queueing its first step."""
         return lifecycle.start(self, key, variables, business_key=business_key,
-                               idempotency_key=idempotency_key, version=version)
+                               idempotency_key=idempotency_key, version=version,
+                               run_now=run_now)
 
     def cancel(self, instance_id: UUID | str, reason: str = "cancelled by an operator") -> None:
         lifecycle.cancel(self, as_id(instance_id, "instance"), reason)

@@ -78,11 +78,13 @@ def _deploy_txn(tx: Tx, key: str, name: str, document: dict[str, Any], digest: s
 
 def start(engine: Engine, key: str, values: Mapping[str, Any] | None = None, *,
           business_key: str | None = None, idempotency_key: str | None = None,
-          version: int | None = None) -> Started:
+          version: int | None = None, run_now: bool = False) -> Started:
     """Start an instance, or return the one this idempotency key already started.
 
     The idempotency key defaults to the business key, so a redelivered start for the same
-    business key never starts a second instance.
+    business key never starts a second instance. With ``run_now`` (a worker's start job) the
+    caller goes on advancing the new token itself instead of queueing a job for it, saving a
+    broker hop; if it dies first, the stalled-token scan picks the token up.
     """
     checked = check_variables(values, where=f"start of {key!r}")
     if business_key is not None and (not isinstance(business_key, str) or not business_key):
@@ -109,8 +111,11 @@ def start(engine: Engine, key: str, values: Mapping[str, Any] | None = None, *,
                           data={"key": key, "version": row.version,
                                 "business_key": business_key, "variables": checked})
         create(tx, [root], [])
-        tx.advance_later(root.id, 0)
+        if not run_now:
+            tx.advance_later(root.id, 0)
     engine.remember(inst.id, row.id, key, business_key)
+    if run_now:
+        engine.advance(root.id, 0)
     return Started(inst.id, key, business_key, "RUNNING", True)
 
 

@@ -148,7 +148,7 @@ def _create_handler_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
     tx.history.task(instance_id=tok.instance_id, task_id=task.id, token_id=tok.id, at=tx.now,
                     type="LOCKED", node_id=node.id, from_state="READY", to_state="LOCKED",
                     actor=tx.actor, data={"attempt": 1})
-    return RunTask(task.id, locked, tx.load_variables(tok.instance_id), waiting)
+    return RunTask(task.id, locked, tx.variables_at_commit(tok.instance_id), waiting)
 
 
 def _enter_subprocess(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:

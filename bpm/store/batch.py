@@ -3,7 +3,11 @@
 The engine decides everything first and writes last: task changes, new tasks, variables, token
 moves and history rows are collected here and, on PostgreSQL, written by one statement (data-
 modifying CTEs over arrays), so a step costs a few round trips however much it records. Every
-guarded update still checks its version; a miss is reported and the transaction rolls back.
+guarded update still checks its version; on a miss the statement itself fails (SQLSTATE BPM01,
+raised by ``bpm_guard_miss``), so nothing of it stays even when it ran as its own transaction.
+That lets a transaction whose only statement is this one skip BEGIN and COMMIT (autocommit):
+one round trip for a whole step. The same statement can read back an instance's variables and
+send the long-poll wake-ups, so a handler step needs nothing else.
 On SQLite (and for unusually large batches) the same writes go out one statement at a time.
 """
 
@@ -16,8 +20,10 @@ from typing import Any
 from uuid import UUID
 
 from sqlalchemy import Connection
+from sqlalchemy.exc import DBAPIError
 
 from bpm.store import tasks, tokens, variables
+from bpm.store.db import first_statement_commits
 from bpm.store.history import COMMON_COLUMNS, EXTRA_COLUMNS, TABLES, HistoryBuffer
 from bpm.store.rows import TaskRow, TokenRow
 from bpm.store.schema import HISTORY_BLOCK
@@ -46,6 +52,10 @@ class WriteBatch:
     task_inserts: list[TaskRow] = field(default_factory=list)
     values: dict[UUID, dict[str, Any]] = field(default_factory=dict)
     token_moves: dict[UUID, tuple[int, TokenRow]] = field(default_factory=dict)
+    #: Topics whose workers are woken (PostgreSQL NOTIFY) when this batch commits.
+    notify: set[str] = field(default_factory=set)
+    #: An instance whose variables, as this batch leaves them, are copied into the dict.
+    read_back: tuple[UUID, dict[str, Any]] | None = None
     now: Any = None
 
     def change_task(self, params: dict[str, Any], miss: str, message: str) -> None:
@@ -54,7 +64,7 @@ class WriteBatch:
     def flush(self, conn: Connection) -> None:
         rows = len(self.history) + len(self.task_changes) + len(self.task_inserts) + sum(
             len(v) for v in self.values.values()) + len(self.token_moves)
-        if rows == 0:
+        if rows == 0 and self.read_back is None and not self.notify:
             return
         if conn.dialect.name == "postgresql" and len(self.history) <= HISTORY_BLOCK:
             self._flush_one_statement(conn)
@@ -79,9 +89,16 @@ class WriteBatch:
             variables.write(conn, instance_id, values, self.now)
         self.flush_tokens(conn)
         self.history.flush(conn)
+        if self.notify:
+            tasks.notify_new(conn, sorted(self.notify))
+        if self.read_back is not None:
+            instance_id, into = self.read_back
+            into.update(variables.load(conn, instance_id))
 
     def _flush_one_statement(self, conn: Connection) -> None:
-        params = {
+        read_id, into = self.read_back if self.read_back is not None else (None, None)
+        own = dict(self.values.get(read_id, {})) if read_id is not None else {}
+        params: dict[str, Any] = {
             "tu": _json([c.params for c in self.task_changes]),
             "ti": _json([{c: getattr(r, c) for c, _ in _TASK_COLUMNS}
                          for r in self.task_inserts]),
@@ -97,14 +114,33 @@ class WriteBatch:
             "h": _json([{"k": k, "tbl": name, **row}
                         for k, (name, row) in enumerate(self.history.rows)]),
         }
-        changed, moved = conn.exec_driver_sql(_FLUSH, params).one()
-        changed, moved = set(changed or ()), set(moved or ())
+        params["ntu"] = len({c.params["b_id"] for c in self.task_changes})
+        params["nku"] = len(self.token_moves)
+        params["notify"] = sorted(self.notify)
+        params["ri"] = read_id
+        try:
+            with first_statement_commits(conn):
+                stored = conn.exec_driver_sql(_FLUSH, params).one()[0]
+        except DBAPIError as exc:
+            if getattr(exc.orig, "sqlstate", None) != MISS_SQLSTATE:
+                raise
+            self._raise_miss(json.loads(exc.orig.diag.message_primary or "{}"))  # type: ignore[union-attr]
+        if into is not None:
+            into.update({**(stored or {}), **own})
+
+    def _raise_miss(self, report: dict[str, Any]) -> None:
+        changed = {UUID(x) for x in report.get("tu") or ()}
+        moved = {UUID(x) for x in report.get("ku") or ()}
         for change in self.task_changes:
             if change.params["b_id"] not in changed:
                 raise BatchMiss(change.miss, change.message)
         for token_id, (expected, _) in self.token_moves.items():
             if token_id not in moved:
                 raise BatchMiss("conflict", f"token {token_id} changed since version {expected}")
+        raise BatchMiss("conflict", f"a guarded write missed: {report}")
+
+
+MISS_SQLSTATE = "BPM01"
 
 
 def _json(rows: list[dict[str, Any]]) -> str:
@@ -186,8 +222,18 @@ def _flush_sql() -> str:
             f"h_{i} AS (INSERT INTO {table.name} (id, {', '.join(columns)}) "
             f"SELECT base.b + h.k, {', '.join('h.' + c for c in columns)} "
             f"FROM base, h WHERE h.tbl = '{name}')")
+    ctes.append("n AS (SELECT pg_notify('" + tasks.NOTIFY_CHANNEL + "', topic) "
+                "FROM unnest(%(notify)s::text[]) AS topic)")
+    # A guarded update that missed fails the whole statement (see bpm_guard_miss); otherwise
+    # the statement returns the read-back variables (as they were before it wrote).
+    guard = ("CASE WHEN (SELECT count(*) FROM tu) <> %(ntu)s "
+             "OR (SELECT count(*) FROM ku) <> %(nku)s "
+             "THEN bpm_guard_miss(json_build_object('tu', (SELECT array_agg(id) FROM tu), "
+             "'ku', (SELECT array_agg(id) FROM ku))::text) END")
+    read = ("(SELECT jsonb_object_agg(v.name, v.value) FROM variables v "
+            "WHERE v.instance_id = %(ri)s::uuid)")
     return ("WITH " + ", ".join(ctes)
-            + " SELECT (SELECT array_agg(id) FROM tu), (SELECT array_agg(id) FROM ku)")
+            + f" SELECT {read}, {guard}, (SELECT count(*) FROM n)")
 
 
 _FLUSH = _flush_sql()

@@ -119,3 +119,28 @@ def _sqlite_transactions(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+@contextmanager
+def first_statement_commits(conn: Connection) -> Iterator[bool]:
+    """Let the next statement be its own transaction if nothing else was sent in this one.
+
+    psycopg starts a transaction lazily, at the first statement; when the engine's only
+    statement is its write batch (which undoes itself on any miss), running it in autocommit
+    saves the BEGIN and COMMIT round trips, and the later COMMIT finds nothing to do. Yields
+    whether that happened; on SQLite, or after other statements, it changes nothing.
+    """
+    if conn.dialect.name != "postgresql":
+        yield False
+        return
+    from psycopg.pq import TransactionStatus  # only installed with the postgres extra
+
+    raw = conn.connection.dbapi_connection
+    if raw is None or raw.info.transaction_status != TransactionStatus.IDLE:
+        yield False
+        return
+    raw.autocommit = True
+    try:
+        yield True
+    finally:
+        raw.autocommit = False

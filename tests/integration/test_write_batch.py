@@ -1,0 +1,84 @@
+"""The write batch: one statement per step that undoes itself when a guarded write misses.
+
+On PostgreSQL a transaction whose only statement is the batch runs it in autocommit (no BEGIN
+or COMMIT round trip), so the statement itself must refuse to leave anything behind when a
+version check fails. These tests drive the batch directly, both as a transaction's first
+statement and after a read, and check that a miss writes nothing at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from uuid import UUID
+
+import pytest
+
+from bpm.definitions import ProcessBuilder
+from bpm.engine.tx import Conflict, Stale, Tx
+from bpm.store import Database, tokens
+from bpm.store.rows import TokenRow
+from tests.helpers import db as rows
+from tests.helpers.invariants import snapshot
+from tests.helpers.runtime import Harness
+
+DOC = (ProcessBuilder("batch").start().service_task("hold", topic="t").end()
+       .sequence("start", "hold", "end").build())
+
+
+def waiting_token(rt: Harness) -> tuple[UUID, TokenRow]:
+    rt.deploy(DOC)
+    iid = rt.start("batch", {"a": 1})
+    rt.drain()
+    (tok,) = [t for t in rows.tokens_of(rt.engine.db, iid) if t.state == "WAITING"]
+    return iid, tok
+
+
+def stage_move(tx: Tx, tok: TokenRow, *, expected: int) -> None:
+    """A token move guarded by ``expected`` plus writes that must vanish with it."""
+    stale = replace(tok, version=expected)
+    tx.stage_token(stale, replace(tok, state="ACTIVE", version=expected + 1, updated_at=tx.now))
+    tx.write_variables(tok.instance_id, {"a": 2, "b": "new"})
+    tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="Probe", actor=tx.actor)
+
+
+@pytest.mark.parametrize("read_first", [False, True], ids=["autocommit", "in-transaction"])
+def test_a_missed_version_check_writes_nothing(rt: Harness, read_first: bool) -> None:
+    iid, tok = waiting_token(rt)
+    db: Database = rt.engine.db
+    before = snapshot(db)
+    with pytest.raises(Conflict, match=str(tok.id)):
+        with rt.engine.transaction() as tx:
+            if read_first:
+                assert tokens.get(tx.conn, tok.id) is not None
+            stage_move(tx, tok, expected=tok.version - 1)
+    assert snapshot(db) == before
+    assert rows.engine_events_of(db, iid, type="Probe") == []
+
+
+@pytest.mark.parametrize("read_first", [False, True], ids=["autocommit", "in-transaction"])
+def test_a_guarded_batch_that_holds_commits_and_reads_back(rt: Harness,
+                                                           read_first: bool) -> None:
+    iid, tok = waiting_token(rt)
+    db: Database = rt.engine.db
+    with rt.engine.transaction() as tx:
+        if read_first:
+            assert tokens.get(tx.conn, tok.id) is not None
+        stage_move(tx, tok, expected=tok.version)
+        seen = tx.variables_at_commit(iid)
+        assert seen == {}  # filled when the transaction flushes
+    assert seen == {"a": 2, "b": "new"}
+    assert rows.token(db, tok.id).state == "ACTIVE"
+    assert len(rows.engine_events_of(db, iid, type="Probe")) == 1
+
+
+def test_a_stale_task_change_is_reported_as_stale(rt: Harness) -> None:
+    iid, tok = waiting_token(rt)
+    db: Database = rt.engine.db
+    (task,) = rows.tasks_of(db, iid)
+    before = snapshot(db)
+    with pytest.raises(Stale, match="gone"):
+        with rt.engine.transaction() as tx:
+            tx.finish_task(replace(task, version=task.version + 7), state="DONE", miss="stale",
+                           message=f"task {task.id} is gone")
+            stage_move(tx, tok, expected=tok.version)
+    assert snapshot(db) == before
