@@ -89,6 +89,18 @@ class InvalidOperation(BpmError):
     """An operator action that does not apply to the current state (nothing was changed)."""
 
 
+class TaskClaimed(InvalidOperation):
+    """A user task is claimed by someone else."""
+
+
+class NoMatchingWait(NotFound):
+    """A correlated message matched no token waiting for it."""
+
+
+class AmbiguousCorrelation(InvalidOperation):
+    """A correlated message matched several waiting tokens and did not ask for all."""
+
+
 class BpmnError(BpmError):
     """Raised by a handler to signal a business error with a code (BPMN error).
 

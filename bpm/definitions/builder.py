@@ -69,6 +69,30 @@ class ProcessBuilder:
         catches, ``"*"`` any."""
         return self._node(node_id, "boundaryEvent", attachedTo=attached_to, error=error)
 
+    def timer_boundary(self, node_id: str, *, attached_to: str, duration: str | None = None,
+                       date: str | None = None, interrupting: bool = True) -> Self:
+        """A timer boundary event on a task or subprocess (``duration`` or ``date``)."""
+        timer = {"duration": duration} if duration is not None else {"date": date}
+        return self._node(node_id, "boundaryEvent", attachedTo=attached_to, timer=timer,
+                          interrupting=interrupting)
+
+    def timer(self, node_id: str, *, duration: str | None = None,
+              date: str | None = None) -> Self:
+        """An intermediate timer catch event: wait ``duration`` or until ``date``."""
+        return self._node(node_id, "timerEvent", duration=duration, date=date)
+
+    def user_task(self, node_id: str, *, assignee: str | None = None,
+                  candidate_groups: list[str] | None = None, name: str | None = None) -> Self:
+        return self._node(node_id, "userTask", assignee=assignee,
+                          candidate_groups=candidate_groups, name=name)
+
+    def receive_task(self, node_id: str, *, message: str, name: str | None = None) -> Self:
+        return self._node(node_id, "receiveTask", message=message, name=name)
+
+    def message_event(self, node_id: str, *, message: str, name: str | None = None) -> Self:
+        """An intermediate message catch event."""
+        return self._node(node_id, "messageEvent", message=message, name=name)
+
     def flow(self, source: str, target: str, *, condition: str | None = None,
              flow_id: str | None = None) -> Self:
         flow: dict[str, Any] = {"id": flow_id or f"{source}__{target}", "source": source,

@@ -11,6 +11,7 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
+from bpm.definitions.timers import TimerSpec
 from bpm.expressions import Expression
 
 
@@ -33,6 +34,9 @@ class NodeType(StrEnum):
 
 GATEWAYS = frozenset({NodeType.EXCLUSIVE, NodeType.PARALLEL})
 PASS_THROUGH = frozenset({NodeType.START, NodeType.TASK, NodeType.MANUAL_TASK})
+#: Activities a boundary event may sit on.
+ACTIVITIES = frozenset({NodeType.SERVICE_TASK, NodeType.USER_TASK, NodeType.RECEIVE_TASK,
+                        NodeType.SUBPROCESS})
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,14 @@ class Node:
     error_code: str | None = None
     name: str | None = None
     priority: int = 0
+    #: timerEvent, or a timer boundaryEvent: when it fires.
+    timer: TimerSpec | None = None
+    #: Boundary events: whether firing leaves the activity (non-interrupting spawns a token).
+    interrupting: bool = True
+    #: receiveTask and messageEvent: the message name they wait for.
+    message: str | None = None
+    assignee: str | None = None
+    candidate_groups: tuple[str, ...] = ()
 
     @property
     def is_join(self) -> bool:
@@ -107,6 +119,18 @@ class ProcessGraph:
 
     def start_of(self, scope: str | None) -> Node:
         return self.nodes[self.starts[scope]]
+
+    def timer_boundaries(self, activity: str) -> list[Node]:
+        """The timer boundary events on ``activity`` (armed when a token enters it)."""
+        return [self.nodes[b] for b in self.boundaries.get(activity, ())
+                if self.nodes[b].timer is not None]
+
+    @property
+    def spawns_tokens(self) -> bool:
+        """Whether a non-interrupting boundary can add a token beside a running activity; then
+        a scope token that reaches its end waits for such tokens before it completes."""
+        return any(n.type is NodeType.BOUNDARY and not n.interrupting
+                   for n in self.nodes.values())
 
     def catcher(self, activity: str, code: str) -> Node | None:
         """The error boundary on ``activity`` that catches ``code``: by code, else catch-all."""

@@ -17,6 +17,7 @@ from typing import Any
 from bpm.definitions.boundaries import boundary_fields, check_attachments
 from bpm.definitions.durations import parse_duration
 from bpm.definitions.model import GATEWAYS, Flow, Node, NodeType, ProcessGraph, RetryPolicy
+from bpm.definitions.timers import parse_timer
 from bpm.errors import InvalidDefinition, InvalidExpression
 from bpm.expressions import compile_expression
 
@@ -38,12 +39,12 @@ NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.PARALLEL: set(),
     NodeType.SUBPROCESS: {"nodes", "flows", "saga", "compensation"},
     NodeType.BOUNDARY: {"attachedTo", "timer", "error", "interrupting"},
+    NodeType.USER_TASK: {"assignee", "candidate_groups", "compensation"},
+    NodeType.RECEIVE_TASK: {"message"},
+    NodeType.TIMER: {"duration", "date"},
+    NodeType.MESSAGE: {"message"},
 }
 NOT_YET: dict[NodeType, str] = {
-    NodeType.USER_TASK: "user tasks",
-    NodeType.RECEIVE_TASK: "receive tasks",
-    NodeType.TIMER: "timer events",
-    NodeType.MESSAGE: "message events",
     NodeType.COMPENSATION_THROW: "compensation throw events",
 }
 RETRY_KEYS = {"max_attempts", "backoff", "factor", "max_backoff"}
@@ -280,6 +281,12 @@ def _compile_node(
         fields = _exclusive_fields(raw, where, node_id, outgoing, flows)
     elif node_type is NodeType.BOUNDARY:
         fields = boundary_fields(raw, where, node_id, incoming)
+    elif node_type is NodeType.TIMER:
+        fields = {"timer": parse_timer(raw, where, node_id)}
+    elif node_type in (NodeType.RECEIVE_TASK, NodeType.MESSAGE):
+        fields = {"message": _name(raw, "message", where, node_id)}
+    elif node_type is NodeType.USER_TASK:
+        fields = _user_task_fields(raw, where, node_id)
     elif node_type is NodeType.SUBPROCESS and "compensation" in raw:
         raise InvalidDefinition(f"{where}: compensation is not supported yet", node_id)
     return Node(node_id, node_type, scope, incoming, outgoing, name=name, **fields)
@@ -348,6 +355,31 @@ def _service_task_fields(raw: Mapping[str, Any], where: str, node_id: str) -> di
         if not isinstance(priority, int) or isinstance(priority, bool):
             raise InvalidDefinition(f"{where}: 'priority' must be an integer", node_id)
         fields["priority"] = priority
+    return fields
+
+
+def _name(raw: Mapping[str, Any], key: str, where: str, node_id: str) -> str:
+    value = raw.get(key)
+    if not isinstance(value, str) or not NAME_PATTERN.match(value):
+        raise InvalidDefinition(f"{where}: needs '{key}', a name matching "
+                                f"{NAME_PATTERN.pattern}", node_id)
+    return value
+
+
+def _user_task_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, Any]:
+    if "compensation" in raw:
+        raise InvalidDefinition(f"{where}: compensation is not supported yet", node_id)
+    fields: dict[str, Any] = {}
+    assignee = raw.get("assignee")
+    if assignee is not None:
+        if not isinstance(assignee, str) or not assignee.strip():
+            raise InvalidDefinition(f"{where}: 'assignee' must be a non-empty string", node_id)
+        fields["assignee"] = assignee
+    groups = raw.get("candidate_groups", [])
+    if not isinstance(groups, list) or not all(isinstance(g, str) and g.strip() for g in groups):
+        raise InvalidDefinition(f"{where}: 'candidate_groups' must be a list of group names",
+                                node_id)
+    fields["candidate_groups"] = tuple(groups)
     return fields
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from uuid import UUID
 
 from bpm.definitions.model import Node, ProcessGraph
-from bpm.engine.failures import cancel_token
+from bpm.engine.failures import cancel_timers, cancel_token
 from bpm.engine.moves import move
 from bpm.engine.tx import NextToken, Tx
 from bpm.store import tokens
@@ -74,6 +74,7 @@ def _end_scope(tx: Tx, everything: dict[UUID, TokenRow], host: TokenRow,
 
 def _take_boundary(tx: Tx, tok: TokenRow, catcher: Node, code: str, message: str,
                    thrown_at: str) -> NextToken:
+    cancel_timers(tx, tok, reason=f"error {code!r} caught by {catcher.id!r}")
     moved = move(tx, tok, state="ACTIVE", event="ERROR_CAUGHT", node_id=catcher.id,
                  via_flow=None, data={"code": code, "thrown_at": thrown_at})
     tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="BpmnErrorCaught",

@@ -22,7 +22,18 @@ from bpm.clock import SYSTEM_CLOCK, Clock
 from bpm.definitions.model import ProcessGraph
 from bpm.definitions.parse import compile_definition
 from bpm.dispatch import ADVANCE_TOKEN, RUN_HANDLER, Dispatcher, Job
-from bpm.engine import external, handler_runs, joins, lifecycle, nodes, scans, views
+from bpm.engine import (
+    external,
+    handler_runs,
+    joins,
+    lifecycle,
+    messages,
+    nodes,
+    scans,
+    timers,
+    user_tasks,
+    views,
+)
 from bpm.engine.tx import Conflict, Next, NextToken, RunTask, Stale, Tx
 from bpm.errors import NotFound
 from bpm.handlers import HandlerContext, HandlerRegistry
@@ -378,6 +389,44 @@ class Engine:
 
     def unlock(self, task_id: UUID | str) -> None:
         external.unlock(self, as_id(task_id, "task"))
+
+    # Wait states: timers, user tasks, messages (bpm.engine.timers, user_tasks, messages).
+
+    def fire_due_timers(self, now: datetime | None = None, batch: int = 500) -> int:
+        """Fire the timers due at ``now`` (default: the engine's clock); returns how many."""
+        return len(timers.scan_timers(self, now or self.clock.now(), batch))
+
+    def next_timer_due(self) -> datetime | None:
+        return timers.next_due(self)
+
+    def user_tasks(self, *, assignee: str | None = None, group: str | None = None,
+                   instance_id: UUID | str | None = None,
+                   limit: int = 100) -> list[dict[str, Any]]:
+        """Open user tasks, oldest first, optionally by assignee, candidate group, instance."""
+        iid = as_id(instance_id, "instance") if instance_id is not None else None
+        return user_tasks.listing(self, assignee=assignee, group=group, instance_id=iid,
+                                  limit=limit)
+
+    def claim(self, task_id: UUID | str, user: str) -> None:
+        user_tasks.claim(self, as_id(task_id, "task"), user)
+
+    def unclaim(self, task_id: UUID | str) -> None:
+        user_tasks.unclaim(self, as_id(task_id, "task"))
+
+    def complete_user_task(self, task_id: UUID | str,
+                           variables: Mapping[str, Any] | None = None, *,
+                           user: str | None = None) -> None:
+        user_tasks.complete(self, as_id(task_id, "task"), variables, user)
+
+    def correlate(self, message: str, *, business_key: str | None = None,
+                  instance_id: UUID | str | None = None,
+                  variables: Mapping[str, Any] | None = None,
+                  all_waiting: bool = False) -> list[UUID]:
+        """Deliver a message to the token(s) waiting for it; raises ``NoMatchingWait`` when
+        none waits, ``AmbiguousCorrelation`` when several do and ``all_waiting`` is false."""
+        iid = as_id(instance_id, "instance") if instance_id is not None else None
+        return messages.correlate(self, message, business_key=business_key, instance_id=iid,
+                                  values=variables, all_waiting=all_waiting)
 
     def run_scans(self, now: datetime | None = None,
                   cfg: scans.ScanConfig | None = None) -> dict[str, int]:

@@ -6,7 +6,7 @@ from uuid import UUID
 
 from bpm.engine.moves import move
 from bpm.engine.tx import Conflict, Tx
-from bpm.store import incidents, instances, tasks
+from bpm.store import incidents, instances, tasks, timers, tokens
 from bpm.store.rows import TokenRow
 
 LIVE_INSTANCE = ("RUNNING", "FAILED")
@@ -23,6 +23,7 @@ def fail_token(tx: Tx, tok: TokenRow, *, kind: str, message: str, details: str |
     operator: retry the token, or cancel the instance (engine spec 4.2).
     """
     failed = move(tx, tok, state="FAILED", event="FAILED", data={"error": message})
+    cancel_timers(tx, tok, reason="the token failed")
     incident = incidents.open_incident(
         tx.conn, instance_id=tok.instance_id, token_id=tok.id, task_id=task_id,
         node_id=tok.node_id, kind=kind, message=message, details=details, now=tx.now)
@@ -60,7 +61,35 @@ def cancel_token(tx: Tx, tok: TokenRow, reason: str) -> None:
     task = tasks.open_of_token(tx.conn, tok.id)
     if task is not None:
         cancel_task(tx, task.id, reason)
+    cancel_timers(tx, tok, reason)
     resolve_incidents(tx, tok.id, reason)
+
+
+def cancel_descendants(tx: Tx, tok: TokenRow, reason: str) -> None:
+    """Cancel every live token below ``tok`` (a subprocess that is left early)."""
+    tx.flush_tokens()
+    children: dict[UUID | None, list[TokenRow]] = {}
+    for row in tokens.of_instance(tx.conn, tok.instance_id):
+        children.setdefault(row.parent_token_id, []).append(row)
+    todo = list(children.get(tok.id, []))
+    while todo:
+        row = todo.pop()
+        todo.extend(children.get(row.id, []))
+        if row.state in ("ACTIVE", "WAITING", "FAILED"):
+            cancel_token(tx, row, reason)
+
+
+def cancel_timers(tx: Tx, tok: TokenRow, reason: str) -> int:
+    """Cancel the token's SCHEDULED timers (it left the node they belong to)."""
+    count = 0
+    for timer in timers.scheduled_of_token(tx.conn, tok.id):
+        if not timers.finish(tx.conn, timer, "CANCELLED"):
+            raise Conflict(f"timer {timer.id} fired or was cancelled meanwhile")
+        tx.history.engine(instance_id=timer.instance_id, at=tx.now, type="TimerCancelled",
+                          node_id=timer.node_id, token_id=tok.id, actor=tx.actor,
+                          data={"timer_id": str(timer.id), "reason": reason})
+        count += 1
+    return count
 
 
 def cancel_task(tx: Tx, task_id: UUID, reason: str) -> None:

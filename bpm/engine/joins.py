@@ -32,7 +32,7 @@ def decide(tx: Tx, g: ProcessGraph, parent: TokenRow) -> Next:
         tx.history.engine(instance_id=locked.instance_id, at=tx.now, type="SubprocessCompleted",
                           node_id=node.id, token_id=locked.id, actor=tx.actor)
         return leave(tx, g, locked, node)
-    return end_token(tx, locked)  # every branch of this scope ended at an end event
+    return end_token(tx, locked, g)  # every branch of this scope ended at an end event
 
 
 def _arrivals(children: list[TokenRow]) -> dict[str, list[TokenRow]]:

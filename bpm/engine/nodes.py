@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 from uuid import uuid4
 
-from bpm.definitions.model import Flow, Node, NodeType, ProcessGraph
+from bpm.definitions.model import ACTIVITIES, Flow, Node, NodeType, ProcessGraph
+from bpm.engine import waits
 from bpm.engine.bpmn_errors import throw_from_end
 from bpm.engine.failures import cancel_token, fail_token, set_instance_state
 from bpm.engine.moves import create, move, new_token
@@ -22,29 +23,56 @@ from bpm.store.rows import TaskRow, TokenRow
 
 def arrive(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     node = g.node(tok.node_id)
+    if node.type in ACTIVITIES:
+        result = _enter_activity(tx, g, tok, node)
+        if g.timer_boundaries(node.id):
+            current = tx.current(tok)
+            if current.state == "WAITING":
+                waits.arm_boundaries(tx, g, current, node)
+        return result
+    return _pass(tx, g, tok, node)
+
+
+def _enter_activity(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     kind = node.type
     if kind is NodeType.SERVICE_TASK:
         if node.topic is not None:
             return _create_external_task(tx, tok, node)
         return _create_handler_task(tx, tok, node)
+    if kind is NodeType.USER_TASK:
+        return waits.create_user_task(tx, tok, node)
+    if kind is NodeType.RECEIVE_TASK:
+        return waits.wait_for_message(tx, tok, node)
+    return _enter_subprocess(tx, g, tok, node)
+
+
+def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+    kind = node.type
+    if kind is NodeType.TIMER:
+        return waits.wait_for_timer(tx, tok, node)
+    if kind is NodeType.MESSAGE:
+        return waits.wait_for_message(tx, tok, node)
     if kind is NodeType.EXCLUSIVE:
         return _exclusive(tx, g, tok, node)
     if kind is NodeType.PARALLEL:
         if node.is_join:
             return _park_at_join(tx, tok)
         return fork_or_leave(tx, g, tok, node)
-    if kind is NodeType.SUBPROCESS:
-        return _enter_subprocess(tx, g, tok, node)
     if kind is NodeType.END:
         return _end_event(tx, g, tok, node)
-    return leave(tx, g, tok, node)  # startEvent, task, manualTask: pass through
+    return leave(tx, g, tok, node)  # startEvent, task, manualTask, boundaryEvent: pass through
 
 
 def leave(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
-    """Move along the node's single outgoing flow; with none, the path ends here (as Camunda)."""
+    """Move along the node's single outgoing flow; with none, the path ends here (as Camunda).
+
+    Leaving an activity disarms its boundary timers in the same transaction.
+    """
+    if g.timer_boundaries(node.id):
+        waits.disarm(tx, tok, reason=f"left {node.id!r}")
     flows = g.outgoing(node.id)
     if not flows:
-        return end_token(tx, tok)
+        return end_token(tx, tok, g)
     return take(tx, tok, flows[0])
 
 
@@ -170,23 +198,32 @@ def _end_event(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
                            f"boundary catches it")
         return None
     if node.terminate:
-        return _terminate(tx, tok)
-    return end_token(tx, tok)
+        return _terminate(tx, g, tok)
+    return end_token(tx, tok, g)
 
 
-def end_token(tx: Tx, tok: TokenRow) -> Next:
-    """The token's path is over; its parent (or the instance) decides what that means."""
+def end_token(tx: Tx, tok: TokenRow, g: ProcessGraph | None = None) -> Next:
+    """The token's path is over; its parent (or the instance) decides what that means.
+
+    A scope token with tokens a non-interrupting boundary spawned beside it waits for them
+    (WAITING for CHILDREN at its end) before its scope completes.
+    """
+    if g is not None and g.spawns_tokens and not tok.concurrent and (
+            tokens.live_children(tx.conn, tok.id)):
+        move(tx, tok, state="WAITING", event="WAITING", wait_kind="CHILDREN",
+             data={"until": "spawned tokens end"})
+        return None
     move(tx, tok, state="COMPLETED", event="COMPLETED")
     if tok.parent_token_id is None:
         set_instance_state(tx, tok.instance_id, "COMPLETED")
         return None
     parent = tokens.get(tx.conn, tok.parent_token_id)
-    if parent is None or parent.state != "WAITING":
+    if parent is None or parent.state != "WAITING" or parent.wait_kind != "CHILDREN":
         return None
     return NextToken(parent.id, parent.version)
 
 
-def _terminate(tx: Tx, tok: TokenRow) -> Next:
+def _terminate(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     """Cancel every other token of this scope; the scope token then completes (spec 4.8)."""
     scope_root = tok.parent_token_id if tok.concurrent else tok.id
     tx.flush_tokens()
@@ -202,7 +239,7 @@ def _terminate(tx: Tx, tok: TokenRow) -> Next:
             cancel_token(tx, row, reason=f"terminate end event {tok.node_id!r}")
     tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="ScopeTerminated",
                       node_id=tok.node_id, token_id=tok.id, actor=tx.actor)
-    return end_token(tx, tok)
+    return end_token(tx, tok, g)
 
 
 __all__ = ["Conflict", "arrive", "end_token", "fork_or_leave", "leave", "take"]

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from bpm.dispatch import ADVANCE_TOKEN, RUN_HANDLER, Job
-from bpm.engine import handler_runs
+from bpm.engine import handler_runs, timers
 from bpm.engine.tx import Stale
 from bpm.store import tasks, tokens
 
@@ -79,6 +79,7 @@ def run_all_scans(engine: Engine, now: datetime | None = None,
     """What a starting worker does, and what beat does on schedule."""
     at = now or engine.clock.now()
     return {
+        "timers": len(timers.scan_timers(engine, at, cfg.batch)),
         "expired_locks": scan_expired_locks(engine, at, cfg),
         "stalled_tokens": scan_stalled_tokens(engine, at, cfg),
         "ready_tasks": scan_ready_tasks(engine, at, cfg),

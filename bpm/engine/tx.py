@@ -79,6 +79,11 @@ class Tx:
             raise Conflict(f"token {before.id} was moved twice from version {before.version}")
         self.batch.token_moves[before.id] = ((held[0] if held else before.version), after)
 
+    def current(self, tok: TokenRow) -> TokenRow:
+        """The newest row of ``tok`` as this transaction has moved it so far."""
+        held = self.batch.token_moves.get(tok.id)
+        return held[1] if held is not None else tok
+
     def finish_task(self, task: TaskRow, *, miss: str, message: str, **change: Any) -> None:
         """A version-checked task change; at flush a miss raises ``Stale`` or ``Conflict``."""
         self.batch.change_task(tasks.finish_params(task, now=self.now, **change), miss, message)

@@ -7,8 +7,17 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from bpm.errors import NotFound
-from bpm.store import definitions, history, incidents, instances, tasks, tokens, variables
-from bpm.store.rows import EventRow, IncidentRow, InstanceRow, TaskRow, TokenRow
+from bpm.store import (
+    definitions,
+    history,
+    incidents,
+    instances,
+    tasks,
+    timers,
+    tokens,
+    variables,
+)
+from bpm.store.rows import EventRow, IncidentRow, InstanceRow, TaskRow, TimerRow, TokenRow
 
 if TYPE_CHECKING:
     from bpm.engine.engine import Engine
@@ -44,7 +53,13 @@ def task_view(t: TaskRow) -> dict[str, Any]:
             "kind": t.kind, "handler": t.handler, "topic": t.topic, "state": t.state,
             "attempts": t.attempts, "retries": t.retries, "retry_at": _iso(t.retry_at),
             "lock_owner": t.lock_owner, "lock_expire_at": _iso(t.lock_expire_at),
-            "error_message": t.error_message}
+            "error_message": t.error_message, "assignee": t.assignee,
+            "candidate_groups": t.candidate_groups}
+
+
+def timer_view(t: TimerRow) -> dict[str, Any]:
+    return {"id": str(t.id), "token_id": str(t.token_id), "node_id": t.node_id,
+            "fire_at": _iso(t.fire_at), "state": t.state}
 
 
 def incident_view(i: IncidentRow) -> dict[str, Any]:
@@ -73,7 +88,7 @@ def show(engine: Engine, instance_id: UUID) -> dict[str, Any]:
         out = instance_summary(row, definition.version if definition else None)
         out["tokens"] = [token_view(t) for t in tokens.of_instance(conn, instance_id)]
         out["tasks"] = [task_view(t) for t in tasks.of_instance(conn, instance_id)]
-        out["timers"] = []
+        out["timers"] = [timer_view(t) for t in timers.of_instance(conn, instance_id)]
         out["variables"] = variables.load(conn, instance_id)
         out["incidents"] = [incident_view(i) for i in incidents.of_instance(conn, instance_id)]
     return out

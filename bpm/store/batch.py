@@ -167,7 +167,8 @@ _TASK_COLUMNS = (("id", "uuid"), ("token_id", "uuid"), ("instance_id", "uuid"),
                  ("retry_at", "timestamptz"), ("lock_owner", "text"),
                  ("lock_expire_at", "timestamptz"), ("error_message", "text"),
                  ("error_details", "text"), ("priority", "int"), ("version", "int"),
-                 ("created_at", "timestamptz"), ("updated_at", "timestamptz"))
+                 ("created_at", "timestamptz"), ("updated_at", "timestamptz"),
+                 ("assignee", "text"), ("candidate_groups", "jsonb"))
 _VARIABLE = (("instance_id", "uuid"), ("name", "text"), ("value", "jsonb"),
              ("updated_at", "timestamptz"))
 _TOKEN = (("id", "uuid"), ("expected", "int"), ("state", "text"), ("node_id", "text"),

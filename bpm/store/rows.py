@@ -71,6 +71,20 @@ class TaskRow:
     version: int
     created_at: datetime
     updated_at: datetime
+    assignee: str | None = None
+    candidate_groups: list[str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TimerRow:
+    id: UUID
+    token_id: UUID
+    instance_id: UUID
+    node_id: str
+    fire_at: datetime
+    state: str
+    version: int
+    created_at: datetime
 
 
 @dataclass(frozen=True, slots=True)

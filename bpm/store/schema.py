@@ -42,7 +42,7 @@ TOKEN_MODES = ("FORWARD", "COMPENSATION")
 WAIT_KINDS = ("TASK", "CHILDREN", "JOIN", "TIMER", "MESSAGE", "USER")
 LINK_TYPES = ("FORK", "SUBPROCESS", "JOIN", "COMPENSATION")
 TASK_STATES = ("READY", "LOCKED", "DONE", "FAILED", "CANCELLED")
-TASK_KINDS = ("HANDLER", "EXTERNAL")
+TASK_KINDS = ("HANDLER", "EXTERNAL", "USER")
 TIMER_STATES = ("SCHEDULED", "FIRED", "CANCELLED")
 RECORD_STATES = ("PENDING", "COMPLETED", "FAILED")
 INCIDENT_STATES = ("OPEN", "RESOLVED")
@@ -174,6 +174,9 @@ external_tasks = Table(
     Column("version", Integer, nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
     Column("updated_at", UtcDateTime, nullable=False),
+    # User tasks (kind USER): who has it, and which groups may claim it (JSON list).
+    Column("assignee", Text),
+    Column("candidate_groups", JsonValue),
     CheckConstraint(_in("state", TASK_STATES), name="state"),
     CheckConstraint(_in("kind", TASK_KINDS), name="kind"),
     CheckConstraint("retries >= 0 AND attempts >= 0", name="counts"),

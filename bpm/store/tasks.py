@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, bindparam, or_, select
+from sqlalchemy import Connection, bindparam, or_, select, text
 
 from bpm.store.rows import TaskRow, from_row
 from bpm.store.schema import external_tasks as t
@@ -15,7 +15,7 @@ from bpm.store.schema import external_tasks as t
 _COLS = (t.c.id, t.c.token_id, t.c.instance_id, t.c.node_id, t.c.topic, t.c.handler, t.c.kind,
          t.c.state, t.c.retries, t.c.attempts, t.c.retry_at, t.c.lock_owner, t.c.lock_expire_at,
          t.c.error_message, t.c.error_details, t.c.priority, t.c.version, t.c.created_at,
-         t.c.updated_at)
+         t.c.updated_at, t.c.assignee, t.c.candidate_groups)
 _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
 _LOCK = (
     t.update()
@@ -172,3 +172,34 @@ def _fetch_one_by_one(conn: Connection, owner: str, locks: dict[str, int], max_t
         if locked is not None:
             out.append(locked)
     return out
+
+
+_ASSIGN = (t.update()
+           .where(t.c.id == bindparam("b_id"), t.c.version == bindparam("b_version"))
+           .values(assignee=bindparam("assignee"), version=t.c.version + 1,
+                   updated_at=bindparam("now")))
+
+
+def set_assignee(conn: Connection, task: TaskRow, assignee: str | None, now: datetime) -> bool:
+    """Claim or unclaim a user task under its version; False when it changed meanwhile."""
+    done = conn.execute(_ASSIGN, {"b_id": task.id, "b_version": task.version,
+                                  "assignee": assignee, "now": now})
+    return done.rowcount == 1
+
+
+def open_user_tasks(conn: Connection, *, assignee: str | None = None, group: str | None = None,
+                    instance_id: UUID | None = None, limit: int = 100) -> list[TaskRow]:
+    """READY user tasks, oldest first; ``group`` matches a candidate group."""
+    stmt = (select(*_COLS).where(t.c.kind == "USER", t.c.state == "READY")
+            .order_by(t.c.created_at).limit(limit))
+    if assignee is not None:
+        stmt = stmt.where(t.c.assignee == assignee)
+    if instance_id is not None:
+        stmt = stmt.where(t.c.instance_id == instance_id)
+    if group is not None:
+        member = ("candidate_groups @> CAST(:grp AS jsonb)" if conn.dialect.name == "postgresql"
+                  else "EXISTS (SELECT 1 FROM json_each(external_tasks.candidate_groups) "
+                       "WHERE json_each.value = :grp)")
+        stmt = stmt.where(text(member).bindparams(
+            grp=json.dumps([group]) if conn.dialect.name == "postgresql" else group))
+    return [from_row(TaskRow, row) for row in conn.execute(stmt)]

@@ -108,10 +108,10 @@ def test_error_end_bubbles_to_the_outer_subprocess(rt: Harness, calls: Calls,
 
 @pytest.mark.parametrize(("change", "message"), [
     ({"attachedTo": "nowhere"}, "is not a node of its scope"),
-    ({"attachedTo": "start"}, "only be attached to a serviceTask or a subProcess"),
-    ({"timer": {"duration": "PT1H"}}, "timer boundary events are not supported yet"),
+    ({"attachedTo": "start"}, "only be attached to a serviceTask, userTask"),
+    ({"timer": {"duration": "PT1H"}}, "exactly one of 'error'"),
     ({"interrupting": False}, "always interrupting"),
-    ({"error": ""}, "needs 'error'"),
+    ({"error": ""}, "'error' must be the error code"),
 ])
 def test_bad_boundaries_are_refused_naming_the_boundary(change: dict[str, Any],
                                                         message: str) -> None:

@@ -244,7 +244,7 @@ def test_a_handler_that_kills_its_worker_every_time_ends_as_an_incident(
     assert (task.state, task.attempts) == ("FAILED", 3)
     assert rows.state(db, iid) == "FAILED"
     assert len(rows.incidents_of(db, iid, only_open=True)) == 1
-    assert worker.engine.run_scans() == {"expired_locks": 0, "stalled_tokens": 0,
+    assert worker.engine.run_scans() == {"timers": 0, "expired_locks": 0, "stalled_tokens": 0,
                                          "ready_tasks": 0, "waiting_parents": 0}
     assert_history_consistent(db, iid)
 

@@ -1,0 +1,88 @@
+"""Timer definitions: a duration or a date, literal or ``${expr}`` over the variables.
+
+Literals are checked at deploy time; an expression is compiled at deploy time and its value
+checked when the token arrives, where a bad value fails the token with an incident naming the
+node (engine spec 4.5). Dates without a UTC offset are taken as UTC: everything is stored in
+UTC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from bpm.definitions.durations import parse_duration
+from bpm.errors import BpmError, InvalidDefinition, InvalidExpression
+from bpm.expressions import Expression, compile_expression
+
+TIMER_KINDS = ("duration", "date")
+
+
+class TimerValueError(BpmError):
+    """A timer expression gave something that is not a duration or date."""
+
+
+@dataclass(frozen=True)
+class TimerSpec:
+    kind: str  # "duration" or "date"
+    source: str
+    duration: timedelta | None = None
+    date: datetime | None = None
+    expression: Expression | None = None
+
+    def fire_at(self, now: datetime, variables: Mapping[str, Any]) -> datetime:
+        """When the timer fires for a token arriving ``now``; raises ``TimerValueError``."""
+        if self.expression is not None:
+            value = self.expression.evaluate(variables)
+            if self.kind == "duration":
+                return now + _duration(value, self.source)
+            return _date(value, self.source)
+        if self.duration is not None:
+            return now + self.duration
+        assert self.date is not None
+        return self.date
+
+
+def parse_timer(raw: Mapping[str, Any], where: str, element: str) -> TimerSpec:
+    """Exactly one of ``duration`` or ``date``."""
+    present = [k for k in TIMER_KINDS if k in raw]
+    if len(present) != 1:
+        raise InvalidDefinition(f"{where}: a timer needs exactly one of 'duration' (ISO 8601, "
+                                f"e.g. PT5M) or 'date' (ISO 8601 instant)", element)
+    kind = present[0]
+    value = raw[kind]
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidDefinition(f"{where}: timer '{kind}' must be a non-empty string", element)
+    if value.strip().startswith("${"):
+        try:
+            expr = compile_expression(value.strip(), where=where, kind=f"timer {kind} expression")
+        except InvalidExpression as exc:
+            raise InvalidDefinition(str(exc), element) from exc
+        return TimerSpec(kind, value, expression=expr)
+    if kind == "duration":
+        return TimerSpec(kind, value, duration=parse_duration(value, where=f"{where} timer "
+                                                              f"'duration'", element=element))
+    try:
+        return TimerSpec(kind, value, date=_date(value, value))
+    except TimerValueError as exc:
+        raise InvalidDefinition(f"{where}: {exc}", element) from exc
+
+
+def _duration(value: object, source: str) -> timedelta:
+    try:
+        return parse_duration(value, where=f"timer {source!r}", element=None)
+    except InvalidDefinition as exc:
+        raise TimerValueError(str(exc)) from exc
+
+
+def _date(value: object, source: str) -> datetime:
+    if not isinstance(value, str):
+        raise TimerValueError(f"timer {source!r} gave {value!r}, not an ISO 8601 date string")
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise TimerValueError(f"timer {source!r}: {value!r} is not an ISO 8601 date "
+                              f"(for example 2027-01-31T09:00:00Z)") from None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)

@@ -1,0 +1,82 @@
+"""Message correlation (engine spec 4.9): wake the tokens waiting for a named message.
+
+A correlation names the instance (by id or business key); a message that no token waits for
+is an error the caller sees, never a silent drop, and one that several tokens wait for is an
+error unless the caller asks for all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from bpm.engine.nodes import leave
+from bpm.engine.tx import Next, Tx
+from bpm.errors import AmbiguousCorrelation, InvalidOperation, NoMatchingWait
+from bpm.store import instances, tokens
+from bpm.store.rows import TokenRow
+from bpm.variables import check_variables
+
+if TYPE_CHECKING:
+    from bpm.engine.engine import Engine
+
+#: How many instances one business key may select before the correlation is refused.
+MAX_INSTANCES = 1000
+
+
+def correlate(engine: Engine, message: str, *, business_key: str | None = None,
+              instance_id: UUID | None = None, values: Mapping[str, Any] | None = None,
+              all_waiting: bool = False) -> list[UUID]:
+    """Move every matching WAITING token on; returns their ids."""
+    if not isinstance(message, str) or not message:
+        raise InvalidOperation("a correlation needs a message name")
+    if business_key is None and instance_id is None:
+        raise InvalidOperation(f"correlating {message!r} needs a business key or an instance id")
+    checked = check_variables(values, where=f"correlation of {message!r}")
+    target = (f"instance {instance_id}" if instance_id is not None
+              else f"business key {business_key!r}")
+
+    def body() -> tuple[list[UUID], list[Next]]:
+        with engine.transaction("message") as tx:
+            waiting = _waiting(engine, tx, message, business_key, instance_id)
+            if not waiting:
+                raise NoMatchingWait(f"no token of {target} waits for message {message!r}")
+            if len(waiting) > 1 and not all_waiting:
+                raise AmbiguousCorrelation(
+                    f"{len(waiting)} tokens of {target} wait for message {message!r}; name the "
+                    f"instance, or correlate to all of them")
+            results = []
+            for tok in waiting:
+                tx.write_variables(tok.instance_id, checked)
+                tx.history.engine(instance_id=tok.instance_id, at=tx.now,
+                                  type="MessageCorrelated", node_id=tok.node_id,
+                                  token_id=tok.id, actor=tx.actor,
+                                  data={"message": message, "variables": checked or None})
+                g = engine.graph(engine.info_for(tx, tok.instance_id)[0], tx.conn)
+                results.append(leave(tx, g, tok, g.node(tok.node_id)))
+        return [t.id for t in waiting], results
+
+    woken, nexts = engine.retrying(body)
+    for nxt in nexts:
+        engine.carry_on(nxt)
+    return woken
+
+
+def _waiting(engine: Engine, tx: Tx, message: str, business_key: str | None,
+             instance_id: UUID | None) -> list[TokenRow]:
+    if instance_id is not None:
+        row = instances.get(tx.conn, instance_id)
+        candidates = [row] if row is not None else []
+    else:
+        candidates = instances.search(tx.conn, business_key=business_key, limit=MAX_INSTANCES)
+    out: list[TokenRow] = []
+    for inst in candidates:
+        if inst.state not in ("RUNNING", "FAILED"):  # FAILED: another branch has an incident
+            continue
+        g = engine.graph(inst.process_def_id, tx.conn)
+        for tok in tokens.of_instance(tx.conn, inst.id):
+            if (tok.state == "WAITING" and tok.wait_kind == "MESSAGE"
+                    and g.node(tok.node_id).message == message):
+                out.append(tok)
+    return out

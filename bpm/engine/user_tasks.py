@@ -1,0 +1,111 @@
+"""User tasks (engine spec 4.9): READY until a person completes them through the API or CLI.
+
+Claiming only records who works on the task; completing checks that a claimed task is
+completed by its assignee. Every change is version-checked and written with its history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from bpm.engine.nodes import leave
+from bpm.engine.tx import Conflict, Next, Stale, Tx
+from bpm.errors import InvalidOperation, TaskClaimed, TaskNotFound
+from bpm.store import tasks, tokens
+from bpm.store.rows import TaskRow
+from bpm.variables import check_variables
+
+if TYPE_CHECKING:
+    from bpm.engine.engine import Engine
+
+
+def describe(task: TaskRow) -> dict[str, Any]:
+    return {"id": str(task.id), "instance_id": str(task.instance_id), "node_id": task.node_id,
+            "state": task.state, "assignee": task.assignee,
+            "candidate_groups": task.candidate_groups or [],
+            "created_at": task.created_at.isoformat()}
+
+
+def listing(engine: Engine, *, assignee: str | None = None, group: str | None = None,
+            instance_id: UUID | None = None, limit: int = 100) -> list[dict[str, Any]]:
+    with engine.db.transaction() as conn:
+        rows = tasks.open_user_tasks(conn, assignee=assignee, group=group,
+                                     instance_id=instance_id, limit=limit)
+    return [describe(row) for row in rows]
+
+
+def _open(tx: Tx, task_id: UUID) -> TaskRow:
+    task = tasks.get(tx.conn, task_id)
+    if task is None or task.kind != "USER":
+        raise TaskNotFound(f"no user task has id {task_id}")
+    if task.state != "READY":
+        raise InvalidOperation(f"user task {task_id} ({task.node_id}) is {task.state}; only "
+                               f"an open task can be claimed or completed")
+    return task
+
+
+def claim(engine: Engine, task_id: UUID, user: str) -> None:
+    if not isinstance(user, str) or not user.strip():
+        raise InvalidOperation("claiming a task needs a user name")
+
+    def body() -> None:
+        with engine.transaction(user) as tx:
+            task = _open(tx, task_id)
+            if task.assignee == user:
+                return
+            if task.assignee is not None:
+                raise TaskClaimed(f"user task {task_id} is claimed by {task.assignee!r}; it "
+                                  f"must be unclaimed before {user!r} can claim it")
+            _assign(tx, task, user, "CLAIMED")
+
+    engine.retrying(body)
+
+
+def unclaim(engine: Engine, task_id: UUID) -> None:
+    def body() -> None:
+        with engine.transaction("operator") as tx:
+            task = _open(tx, task_id)
+            if task.assignee is not None:
+                _assign(tx, task, None, "UNCLAIMED")
+
+    engine.retrying(body)
+
+
+def _assign(tx: Tx, task: TaskRow, user: str | None, event: str) -> None:
+    if not tasks.set_assignee(tx.conn, task, user, tx.now):
+        raise Conflict(f"user task {task.id} changed meanwhile")
+    tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
+                    at=tx.now, type=event, node_id=task.node_id, from_state="READY",
+                    to_state="READY", actor=tx.actor,
+                    data={"assignee": user, "was": task.assignee})
+
+
+def complete(engine: Engine, task_id: UUID, values: Mapping[str, Any] | None,
+             user: str | None = None) -> None:
+    """Task DONE, variables written, token moved on; what follows is dispatched at once."""
+    checked = check_variables(values, where=f"complete of user task {task_id}")
+
+    def body() -> Next:
+        with engine.transaction(user or "operator") as tx:
+            task = _open(tx, task_id)
+            if user is not None and task.assignee not in (None, user):
+                raise TaskClaimed(f"user task {task_id} is claimed by {task.assignee!r}, not "
+                                  f"{user!r}")
+            tx.finish_task(task, state="DONE", miss="conflict",
+                           message=f"user task {task_id} changed meanwhile")
+            tx.history.task(instance_id=task.instance_id, task_id=task.id,
+                            token_id=task.token_id, at=tx.now, type="COMPLETED",
+                            node_id=task.node_id, from_state="READY", to_state="DONE",
+                            actor=tx.actor,
+                            data={"variables": checked} if checked else None)
+            tx.write_variables(task.instance_id, checked)
+            tok = tokens.get(tx.conn, task.token_id)
+            if tok is None or tok.state != "WAITING" or tok.node_id != task.node_id:
+                raise Stale(f"the token of user task {task_id} is no longer waiting there")
+            g = engine.graph(engine.info_for(tx, task.instance_id)[0], tx.conn)
+            result = engine.continue_in(tx, g, leave(tx, g, tok, g.node(task.node_id)))
+        return result
+
+    engine.carry_on(engine.retrying(body))

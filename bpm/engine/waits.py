@@ -1,0 +1,80 @@
+"""Arriving at a wait state (engine spec 4.5, 4.6, 4.9), and the timers that go with it.
+
+A token that enters a timer event, a user task, a receive task or a message event becomes
+WAITING until something outside it happens: a timer fires, a person completes the task, a
+message is correlated. A token that enters an activity with timer boundary events arms one
+timer per boundary; whatever moves the token off the activity disarms them, in the same
+transaction, so a timer never fires for a visit that is over.
+"""
+
+from __future__ import annotations
+
+from uuid import uuid4
+
+from bpm.definitions.model import Node, ProcessGraph
+from bpm.definitions.timers import TimerValueError
+from bpm.engine.failures import cancel_timers, fail_token
+from bpm.engine.moves import move
+from bpm.engine.tx import Next, Tx
+from bpm.errors import ExpressionEvalError
+from bpm.store import timers
+from bpm.store.rows import TaskRow, TimerRow, TokenRow
+
+
+def wait_for_timer(tx: Tx, tok: TokenRow, node: Node) -> Next:
+    """Intermediate timer catch event: schedule the timer, the token waits for it."""
+    waiting = move(tx, tok, state="WAITING", event="WAITING", wait_kind="TIMER")
+    schedule(tx, waiting, node, node)
+    return None
+
+
+def wait_for_message(tx: Tx, tok: TokenRow, node: Node) -> Next:
+    """receiveTask / messageEvent: WAITING until a message of this name is correlated."""
+    move(tx, tok, state="WAITING", event="WAITING", wait_kind="MESSAGE",
+         data={"message": node.message})
+    return None
+
+
+def create_user_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
+    """A READY user task; it stays READY (claimed or not) until someone completes it."""
+    move(tx, tok, state="WAITING", event="WAITING", wait_kind="USER")
+    task = TaskRow(uuid4(), tok.id, tok.instance_id, node.id, None, None, "USER", "READY", 0, 0,
+                   None, None, None, None, None, 0, 0, tx.now, tx.now,
+                   assignee=node.assignee,
+                   candidate_groups=list(node.candidate_groups) or None)
+    tx.insert_task(task)
+    tx.history.task(instance_id=tok.instance_id, task_id=task.id, token_id=tok.id, at=tx.now,
+                    type="CREATED", node_id=node.id, from_state=None, to_state="READY",
+                    actor=tx.actor, data={"user_task": True, "assignee": node.assignee,
+                                          "candidate_groups": list(node.candidate_groups)})
+    return None
+
+
+def arm_boundaries(tx: Tx, g: ProcessGraph, tok: TokenRow, activity: Node) -> None:
+    """One SCHEDULED timer per timer boundary of ``activity``, owned by the entering token."""
+    for boundary in g.timer_boundaries(activity.id):
+        if not schedule(tx, tok, boundary, activity):
+            return
+
+
+def schedule(tx: Tx, tok: TokenRow, timer_node: Node, at_node: Node) -> bool:
+    """Insert the timer; a value that is not a duration or date fails the token instead."""
+    assert timer_node.timer is not None
+    try:
+        values = tx.load_variables(tok.instance_id) if timer_node.timer.expression else {}
+        fire_at = timer_node.timer.fire_at(tx.now, values)
+    except (TimerValueError, ExpressionEvalError) as exc:
+        fail_token(tx, tok, kind="timer",
+                   message=f"timer {timer_node.id!r} at {at_node.id!r}: {exc}")
+        return False
+    row = TimerRow(uuid4(), tok.id, tok.instance_id, timer_node.id, fire_at, "SCHEDULED", 0,
+                   tx.now)
+    timers.insert(tx.conn, [row])
+    tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="TimerScheduled",
+                      node_id=timer_node.id, token_id=tok.id, actor=tx.actor,
+                      data={"timer_id": str(row.id), "fire_at": fire_at.isoformat(),
+                            "timer": timer_node.timer.source})
+    return True
+
+
+disarm = cancel_timers
