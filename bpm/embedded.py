@@ -40,22 +40,32 @@ class EmbeddedRuntime:
         self.engine = Engine(self.db, self.dispatcher, handlers=handlers, clock=clock)
 
     def run_until_idle(self, *, timeout: float = 60.0,
-                       until: Callable[[], bool] | None = None) -> bool:
-        """Run queued jobs (waiting for delayed retries) until none is left or ``until()``.
+                       until: Callable[[], bool] | None = None, wait: bool = True) -> bool:
+        """Run queued jobs and fire due timers, waiting for delayed retries and timers that come
+        due before the deadline, until no work is left or ``until()`` holds.
 
         Returns True when it stopped because the work ran out or ``until`` held, False on timeout.
+        Timers due after the deadline stay scheduled (in the database) for a later call.
+        ``wait=False`` never sleeps: work the clock says is not due yet is left for a later call,
+        for a test whose fake clock only moves when the test moves it (``bpm.testing``).
         """
         deadline = time.monotonic() + timeout
         while True:
-            job = self.dispatcher.pop(self.engine.clock.now())
+            now = self.engine.clock.now()
+            job = self.dispatcher.pop(now)
             if job is not None:
                 self._run(job)
                 continue
+            if self.engine.fire_due_timers(now):
+                continue
             if until is not None and until():
                 return True
-            due = self.dispatcher.next_due()
-            if due is None:
-                return until is None or until()
+            if not wait:
+                return until is None
+            due = _earliest(self.dispatcher.next_due(), self.engine.next_timer_due())
+            remaining = deadline - time.monotonic()
+            if due is None or (due - self.engine.clock.now()).total_seconds() > remaining:
+                return until is None or until()  # idle: what is left waits in the database
             if time.monotonic() >= deadline:
                 return False
             time.sleep(_seconds_until(due, self.engine.clock.now(), deadline))
@@ -86,6 +96,11 @@ class EmbeddedRuntime:
 
     def close(self) -> None:
         self.db.dispose()
+
+
+def _earliest(*instants: datetime | None) -> datetime | None:
+    known = [i for i in instants if i is not None]
+    return min(known) if known else None
 
 
 def _seconds_until(due: datetime, now: datetime, deadline: float) -> float:

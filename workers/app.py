@@ -26,6 +26,6 @@ import_handler_modules()
 @worker_ready.connect
 def _recover_on_start(sender: Any = None, **_: Any) -> None:
     """Recovery is not special code: a starting worker just asks for every scan once."""
-    for name in ("bpm.scan_locks", "bpm.scan_stalled"):
+    for name in ("bpm.scan_locks", "bpm.scan_stalled", "bpm.scan_timers"):
         app.send_task(name, queue=settings.route(name))
     log.info("worker ready: recovery scans requested")

@@ -22,7 +22,7 @@ def dispatcher_from_env() -> CeleryDispatcher:
 def send_scans() -> list[str]:
     """Ask the workers to run every scan once (what a starting worker does)."""
     dispatcher = dispatcher_from_env()
-    names = ["bpm.scan_locks", "bpm.scan_stalled"]
+    names = ["bpm.scan_locks", "bpm.scan_stalled", "bpm.scan_timers"]
     for name in names:
         dispatcher.app.send_task(name, queue=dispatcher.settings.route(name))
     return names

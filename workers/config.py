@@ -18,14 +18,16 @@ TOKENS, HANDLERS, COMPENSATION, STARTS, SCANS = (
 QUEUES = (TOKENS, HANDLERS, COMPENSATION, STARTS, SCANS)
 
 #: Task name -> queue (task names are stable: other services send them by name). The
-#: compensation queue is consumed already; ``bpm.run_compensation`` and ``bpm.scan_timers``
-#: join these routes when saga compensation and timers land.
+#: compensation queue is consumed already; ``bpm.run_compensation`` joins these routes when
+#: saga compensation lands. Requests from other services (starts, messages) share a queue.
 ROUTES = {
     "bpm.start_instance": STARTS,
+    "bpm.correlate_message": STARTS,
     "bpm.advance_token": TOKENS,
     "bpm.run_handler": HANDLERS,
     "bpm.scan_locks": SCANS,
     "bpm.scan_stalled": SCANS,
+    "bpm.scan_timers": SCANS,
 }
 
 
@@ -36,6 +38,8 @@ class Settings:
     visibility_timeout: int
     scan_interval: float
     stall_grace: float
+    timer_interval: float = 1.0
+    result_backend: str | None = None
 
     def queue(self, name: str) -> str:
         return f"{self.queue_prefix}{name}"
@@ -52,6 +56,10 @@ def settings_from_env() -> Settings:
         visibility_timeout=int(os.environ.get("BPM_VISIBILITY_TIMEOUT", "7200")),
         scan_interval=float(os.environ.get("BPM_SCAN_INTERVAL", "5")),
         stall_grace=float(os.environ.get("BPM_STALL_GRACE", "30")),
+        # Timers fire within this many seconds of their due time.
+        timer_interval=float(os.environ.get("BPM_TIMER_INTERVAL", "1")),
+        # Only for senders of bpm.correlate_message that want to see a no-match as an error.
+        result_backend=os.environ.get("BPM_RESULT_BACKEND") or None,
     )
 
 
@@ -63,7 +71,7 @@ def celery_config(s: Settings) -> dict[str, object]:
         "accept_content": ["json"],
         "event_serializer": "json",
         "task_ignore_result": True,
-        "result_backend": None,
+        "result_backend": s.result_backend,
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,
         "worker_prefetch_multiplier": 1,

@@ -14,13 +14,17 @@ from typing import Any
 
 from celery import Celery
 
-from bpm.engine import scans
+from bpm.engine import scans, timers
 from bpm.errors import BpmError
 from workers.config import Settings
 from workers.jobs import PoisonMessage, as_optional_str, as_uuid, as_version, bind
 from workers.runtime import engine_for, scan_config
 
 log = logging.getLogger("bpm.jobs")
+
+
+class CorrelationRefused(Exception):
+    """Raised to a sender that waits for the result of a correlation that was refused."""
 
 
 def _run(name: str, ids: dict[str, Any], fn: Callable[[], str]) -> str:
@@ -96,6 +100,43 @@ def register(app: Celery, settings: Settings) -> None:
             return " ".join(f"{k}={v}" for k, v in found.items())
 
         return _run("bpm.scan_stalled", {}, go)
+
+    @app.task(name="bpm.scan_timers", ignore_result=True)
+    def scan_timers() -> str:
+        def go() -> str:
+            engine = engine_for(app, settings)
+            fired = timers.scan_timers(engine, engine.clock.now())
+            late = max((f.lateness.total_seconds() * 1000 for f in fired), default=0.0)
+            return f"fired={len(fired)} lateness_max_ms={late:.0f}"
+
+        return _run("bpm.scan_timers", {}, go)
+
+    @app.task(name="bpm.correlate_message", ignore_result=settings.result_backend is None)
+    def correlate_message(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        """Deliver a message; with BPM_RESULT_BACKEND set, a sender's ``result.get()`` sees
+        a correlation that matched nothing as an error."""
+        refused: list[BpmError] = []
+
+        def go() -> str:
+            a = bind(("message", "business_key", "instance_id", "variables", "all"), args,
+                     kwargs, 1)
+            message = as_optional_str(a["message"], "message")
+            assert message is not None
+            instance = a.get("instance_id")
+            try:
+                woken = engine_for(app, settings).correlate(
+                    message, business_key=as_optional_str(a.get("business_key"), "business_key"),
+                    instance_id=as_uuid(instance, "instance_id") if instance else None,
+                    variables=a.get("variables"), all_waiting=bool(a.get("all", False)))
+            except BpmError as exc:
+                refused.append(exc)
+                raise
+            return "correlated " + ",".join(str(t) for t in woken)
+
+        outcome = _run("bpm.correlate_message", {"message": kwargs.get("message", args[:1])}, go)
+        if refused and settings.result_backend is not None:
+            raise CorrelationRefused(str(refused[0]))
+        return {"outcome": outcome}
 
     @app.task(name="bpm.scan_locks", ignore_result=True)
     def scan_locks() -> str:

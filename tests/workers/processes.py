@@ -45,3 +45,26 @@ def suicide() -> dict[str, Any]:
             .service_task("die", handler="suicide", timeout="PT2S",
                           retry={"max_attempts": 2, "backoff": "PT0S"})
             .end().sequence("start", "die", "end").build())
+
+
+def timed(seconds: int = 2) -> dict[str, Any]:
+    """A timer, then a handler: the timer must fire exactly once, whoever scans."""
+    return (ProcessBuilder("timed").start().timer("pause", duration=f"PT{seconds}S")
+            .service_task("after", handler="noop").end()
+            .sequence("start", "pause", "after", "end").build())
+
+
+def escalated(seconds: int = 2) -> dict[str, Any]:
+    """A user task nobody completes; its interrupting boundary timer takes over."""
+    return (ProcessBuilder("escalated").start().user_task("review")
+            .timer_boundary("late", attached_to="review", duration=f"PT{seconds}S")
+            .service_task("escalate", handler="noop").end("late_end")
+            .service_task("after", handler="noop").end()
+            .sequence("start", "review", "after", "end")
+            .sequence("late", "escalate", "late_end").build())
+
+
+def awaiting_payment() -> dict[str, Any]:
+    return (ProcessBuilder("awaiting").start().receive_task("await", message="paid")
+            .service_task("after", handler="noop").end()
+            .sequence("start", "await", "after", "end").build())
