@@ -1,0 +1,371 @@
+"""Testing your own processes: the real engine, on real PostgreSQL, with a clock the test moves.
+
+The engine reads time only from its clock, and in production time only matters through the
+scans that beat runs (timers, expired locks, retries that came due). So a test that moves a fake
+clock and then runs those same scans sees a day pass in milliseconds, exactly as production
+would live it, without sleeping and without a second, simulated engine.
+
+``ProcessTestKit`` works anywhere; the pytest fixtures at the end of this module are enabled with
+``pytest_plugins = ["bpm.testing"]`` in a top-level ``conftest.py``. See docs/testing.md.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime, timedelta
+from types import TracebackType
+from typing import Any, Self
+from uuid import UUID
+
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from bpm.embedded import EmbeddedRuntime
+from bpm.engine.engine import Engine
+from bpm.engine.external import LockedTask, TopicRequest
+from bpm.engine.lifecycle import Deployed, Started
+from bpm.engine.scans import ScanConfig
+from bpm.errors import ConfigError
+from bpm.handlers import HandlerFn, HandlerRegistry
+from bpm.store import Database, database_url
+from bpm.store.migrate import upgrade
+from bpm.store.schema import metadata
+
+__all__ = [
+    "DEFAULT_TEST_DATABASE_URL",
+    "EPOCH",
+    "TEST_WORKER",
+    "FakeClock",
+    "ProcessTestKit",
+    "database_url_for_tests",
+    "prepare_test_database",
+    "truncate_bpm_tables",
+]
+
+#: Where every fake clock starts unless told otherwise: a fixed instant keeps runs repeatable.
+EPOCH = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
+DEFAULT_TEST_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/bpm_user_tests"
+#: The worker id the kit fetches external tasks with, unless the test names another.
+TEST_WORKER = "bpm-test-worker"
+
+
+class FakeClock:
+    """``now()`` returns a settable instant; each call also ticks ``tick`` forward.
+
+    The tick keeps ``updated_at`` values strictly ordered, as a real clock would, so "the
+    earliest arrival" and "untouched for longer than the grace period" mean something.
+    """
+
+    def __init__(self, start: datetime = EPOCH,
+                 tick: timedelta = timedelta(milliseconds=1)) -> None:
+        if start.tzinfo is None:
+            raise ValueError("the clock must start at a timezone-aware instant (the engine "
+                             "stores UTC)")
+        self._now = start
+        self._tick = tick
+        self._lock = threading.Lock()
+
+    def now(self) -> datetime:
+        with self._lock:
+            current = self._now
+            self._now += self._tick
+            return current
+
+    def peek(self) -> datetime:
+        """The current instant, without ticking (reading it in a test changes nothing)."""
+        with self._lock:
+            return self._now
+
+    def advance(self, delta: timedelta | None = None, **kwargs: float) -> datetime:
+        """Move forward by ``delta`` and/or ``timedelta`` keywords (``hours=24``); returns the
+        new instant. Time never runs backwards: the engine's ordering relies on it."""
+        step = _delta(delta, kwargs)
+        with self._lock:
+            self._now += step
+            return self._now
+
+    def move_to(self, instant: datetime) -> None:
+        """Jump forward to ``instant`` (never backwards)."""
+        with self._lock:
+            self._now = max(self._now, instant)
+
+
+def _delta(delta: timedelta | None, kwargs: Mapping[str, float]) -> timedelta:
+    step = (delta or timedelta(0)) + timedelta(**kwargs)
+    if step < timedelta(0):
+        raise ValueError(f"time only moves forward; cannot advance by {step}")
+    return step
+
+
+class ProcessTestKit:
+    """The engine in this process on a real database, driven by a ``FakeClock``.
+
+    Nothing ever waits on real time: every call runs the work that is due by the fake clock and
+    returns. Timers, delayed retries and lock expiries come due only when the test calls
+    ``advance``, which runs the same scans beat runs in production.
+    """
+
+    def __init__(self, url: str, *, handlers: HandlerRegistry | None = None,
+                 clock: FakeClock | None = None, migrate: bool = True,
+                 scan_config: ScanConfig | None = None, max_steps: int = 10_000) -> None:
+        self.clock = clock if clock is not None else FakeClock()
+        # A private registry by default: one test's doubles never leak into the next.
+        self.handlers = handlers if handlers is not None else HandlerRegistry()
+        self.runtime = EmbeddedRuntime(url, handlers=self.handlers, clock=self.clock,
+                                       migrate=migrate)
+        self.scan_config = scan_config or ScanConfig()
+        self.max_steps = max_steps
+
+    @property
+    def engine(self) -> Engine:
+        return self.runtime.engine
+
+    @property
+    def db(self) -> Database:
+        return self.runtime.db
+
+    @property
+    def now(self) -> datetime:
+        return self.clock.peek()
+
+    # --- handlers and definitions -------------------------------------------------------
+
+    def handler(self, name: str, *, replace: bool = False) -> Callable[[HandlerFn], HandlerFn]:
+        """Register the decorated function as the handler ``name`` for this kit only."""
+
+        def decorate(fn: HandlerFn) -> HandlerFn:
+            self.handlers.register(name, fn, replace=replace)
+            return fn
+
+        return decorate
+
+    def deploy(self, document: Mapping[str, Any]) -> Deployed:
+        return self.engine.deploy(document)
+
+    # --- driving instances --------------------------------------------------------------
+
+    def start(self, key: str, variables: Mapping[str, Any] | None = None, *,
+              business_key: str | None = None,
+              idempotency_key: str | None = None) -> Started:
+        """Start an instance and run it as far as it gets at the current fake time."""
+        started = self.engine.start(key, variables, business_key=business_key,
+                                    idempotency_key=idempotency_key)
+        self.run()
+        return started
+
+    def run(self) -> None:
+        """Run every job and timer that is due now; what is due later waits for ``advance``."""
+        self.runtime.run_until_idle(wait=False)
+
+    def advance(self, delta: timedelta | None = None, **kwargs: float) -> datetime:
+        """Let time pass (``advance(hours=24)``) and do what production does meanwhile.
+
+        The clock stops at every instant a timer or a delayed job comes due on the way, and at
+        the end; at each stop every scan runs (timers, expired locks, stalled tokens, due
+        retries), then the work they release. So a timer that re-arms every 8 hours fires three
+        times in ``advance(hours=24)``, as over a real day. Only the waiting counts towards
+        ``delta``: the engine's own work takes no time here beyond the clock's tick per reading,
+        so that drift never pushes something due "at 24 hours" past the end. Returns the new
+        time.
+        """
+        left = _delta(delta, kwargs)
+        self.run()
+        for _ in range(self.max_steps):
+            due = self._next_due()
+            if due is None or due - self.clock.peek() > left:
+                break
+            left -= max(due - self.clock.peek(), timedelta(0))
+            self._pass_time_to(due)
+        else:
+            raise RuntimeError(f"work still came due after {self.max_steps} stops within "
+                               f"{_delta(delta, kwargs)}: a timer loop that never waits?")
+        self._pass_time_to(self.clock.peek() + left)
+        return self.clock.peek()
+
+    def _pass_time_to(self, instant: datetime) -> None:
+        self.clock.move_to(instant)
+        self.engine.run_scans(self.clock.peek(), self.scan_config)
+        self.run()
+
+    def _next_due(self) -> datetime | None:
+        instants = [d for d in (self.runtime.dispatcher.next_due(), self.engine.next_timer_due())
+                    if d is not None]
+        return min(instants) if instants else None
+
+    def correlate(self, message: str, *, business_key: str | None = None,
+                  instance_id: UUID | str | None = None,
+                  variables: Mapping[str, Any] | None = None,
+                  all_waiting: bool = False) -> list[UUID]:
+        """Deliver a message, then run what it woke."""
+        woken = self.engine.correlate(message, business_key=business_key,
+                                      instance_id=instance_id, variables=variables,
+                                      all_waiting=all_waiting)
+        self.run()
+        return woken
+
+    # --- user tasks ---------------------------------------------------------------------
+
+    def user_tasks(self, *, assignee: str | None = None, group: str | None = None,
+                   instance_id: UUID | str | None = None) -> list[dict[str, Any]]:
+        return self.engine.user_tasks(assignee=assignee, group=group, instance_id=instance_id)
+
+    def claim(self, task_id: UUID | str, user: str) -> None:
+        self.engine.claim(task_id, user)
+
+    def complete_user_task(self, task_id: UUID | str,
+                           variables: Mapping[str, Any] | None = None, *,
+                           user: str | None = None) -> None:
+        """Complete the task as a person would, then run the instance on."""
+        self.engine.complete_user_task(task_id, variables, user=user)
+        self.run()
+
+    # --- external tasks: the test plays the worker --------------------------------------
+
+    def fetch_and_lock(self, topic: str, *, lock: timedelta = timedelta(minutes=5),
+                       worker_id: str = TEST_WORKER, max_tasks: int = 10,
+                       variables: list[str] | None = None) -> list[LockedTask]:
+        return self.engine.fetch_and_lock(worker_id, [TopicRequest(topic, lock, variables)],
+                                          max_tasks)
+
+    def complete_external(self, task: LockedTask,
+                          variables: Mapping[str, Any] | None = None) -> None:
+        self.engine.complete(task.id, task.worker_id, variables)
+        self.run()
+
+    def fail_external(self, task: LockedTask, error_message: str, *, retries: int = 0,
+                      retry_timeout: timedelta = timedelta(0),
+                      error_details: str | None = None) -> None:
+        """Report a failure; with ``retries`` left the task is offered again once the clock
+        has passed ``retry_timeout``."""
+        self.engine.fail(task.id, task.worker_id, error_message, error_details, retries,
+                         retry_timeout)
+        self.run()
+
+    def bpmn_error(self, task: LockedTask, code: str, message: str = "",
+                   variables: Mapping[str, Any] | None = None) -> None:
+        self.engine.bpmn_error(task.id, task.worker_id, code, message, variables)
+        self.run()
+
+    # --- reading ------------------------------------------------------------------------
+
+    def state(self, instance_id: UUID | str) -> str:
+        return self.runtime.state(instance_id if isinstance(instance_id, UUID)
+                                  else UUID(instance_id))
+
+    def show(self, instance_id: UUID | str) -> dict[str, Any]:
+        return self.engine.show(instance_id)
+
+    def trace(self, instance_id: UUID | str) -> list[dict[str, Any]]:
+        return self.engine.trace(instance_id)
+
+    def variables(self, instance_id: UUID | str) -> dict[str, Any]:
+        shown: dict[str, Any] = self.engine.show(instance_id)["variables"]
+        return shown
+
+    def close(self) -> None:
+        self.runtime.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+# --- the test database ----------------------------------------------------------------------
+
+
+def database_url_for_tests() -> str:
+    """``BPM_TEST_DATABASE_URL`` (default ``DEFAULT_TEST_DATABASE_URL``), one database per
+    pytest-xdist worker so parallel workers never truncate each other's rows."""
+    url = make_url(database_url(os.environ.get("BPM_TEST_DATABASE_URL")
+                                or DEFAULT_TEST_DATABASE_URL))
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        url = url.set(database=f"{url.database}_{worker}")
+    return url.render_as_string(hide_password=False)
+
+
+def prepare_test_database(url: str) -> None:
+    """Create the database if it does not exist yet, and migrate it to the current schema."""
+    parsed = make_url(database_url(url))
+    if parsed.get_backend_name() != "postgresql" or not parsed.database:
+        raise ConfigError(f"the bpm test database must be a PostgreSQL database, not "
+                          f"{parsed.render_as_string()}")
+    admin = create_engine(parsed.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            found = conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :name"),
+                                 {"name": parsed.database}).first()
+            if found is None:
+                quoted = conn.dialect.identifier_preparer.quote(parsed.database)
+                try:
+                    conn.execute(text(f"CREATE DATABASE {quoted}"))
+                except DBAPIError as exc:  # another session created it first: fine
+                    if getattr(exc.orig, "sqlstate", None) != "42P04":
+                        raise
+    finally:
+        admin.dispose()
+    db = Database(url)
+    try:
+        upgrade(db)
+    finally:
+        db.dispose()
+
+
+def truncate_bpm_tables(db: Database) -> None:
+    """Delete every row of every bpm table (definitions and history too), keeping the schema:
+    much faster than re-creating the database for each test."""
+    if not db.is_postgres:
+        raise ConfigError("truncate_bpm_tables needs PostgreSQL")
+    names = ", ".join(db.engine.dialect.identifier_preparer.quote(t.name)
+                      for t in metadata.sorted_tables)
+    with db.transaction() as conn:
+        conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+
+
+# --- the pytest plugin: pytest_plugins = ["bpm.testing"] --------------------------------------
+
+try:
+    import pytest
+except ImportError:  # the kit works without pytest; only the fixtures need it
+    pass
+else:
+
+    @pytest.fixture(scope="session")
+    def bpm_database_url() -> str:
+        """The session's test database: created if missing and migrated once; override this
+        fixture to point the kit somewhere else."""
+        url = database_url_for_tests()
+        try:
+            prepare_test_database(url)
+        except OperationalError as exc:
+            shown = make_url(url).render_as_string(hide_password=True)
+            pytest.fail(f"bpm_kit needs a PostgreSQL server: cannot reach {shown} ({exc.orig}); "
+                        f"start one or set BPM_TEST_DATABASE_URL", pytrace=False)
+        except ConfigError as exc:
+            pytest.fail(f"bpm_kit: {exc}; set BPM_TEST_DATABASE_URL", pytrace=False)
+        return url
+
+    @pytest.fixture
+    def bpm_handlers() -> HandlerRegistry:
+        """The handlers ``bpm_kit`` runs: a fresh registry per test. Override it to return
+        ``bpm.handlers.registry`` to run the handlers your modules register with
+        ``@bpm.handler``."""
+        return HandlerRegistry()
+
+    @pytest.fixture
+    def bpm_kit(bpm_database_url: str,
+                bpm_handlers: HandlerRegistry) -> Iterator[ProcessTestKit]:
+        """A kit on an empty database: the rows of earlier tests are truncated first (not
+        afterwards, so a failed test's rows stay for a look until the next test starts)."""
+        kit = ProcessTestKit(bpm_database_url, handlers=bpm_handlers, migrate=False)
+        try:
+            truncate_bpm_tables(kit.db)
+            yield kit
+        finally:
+            kit.close()
