@@ -57,7 +57,7 @@ def instances(state: str | None, key: str | None, business_key: str | None, limi
 @click.argument("instance_id", type=INSTANCE_ID)
 @click.option("--json", "as_json", is_flag=True, help="Print the instance as one JSON object.")
 def show(instance_id: UUID, as_json: bool) -> None:
-    """An instance: its tokens, tasks, timers, variables, incidents and the path it took."""
+    """An instance: its tokens, tasks, user tasks, timers, variables, incidents and its path."""
     with embedded() as rt:
         doc = rt.engine.show(instance_id)
         events = [] if as_json else rt.engine.trace(instance_id)
@@ -86,10 +86,20 @@ def _show_parts(doc: dict[str, Any]) -> None:
     render.table(["id", "node", "state", "waits for", "mode", "parent"],
                  [[t["id"], t["node_id"], t["state"], t["wait_kind"], t["mode"],
                    (t["parent_token_id"] or "-")[:8]] for t in doc["tokens"]])
+    work = [t for t in doc["tasks"] if t["kind"] != "USER"]
+    people = [t for t in doc["tasks"] if t["kind"] == "USER"]
     _section("tasks")
     render.table(["id", "node", "handler", "state", "attempts", "retries left", "error"],
                  [[t["id"], t["node_id"], t["handler"] or t["topic"], t["state"], t["attempts"],
-                   t["retries"], t["error_message"]] for t in doc["tasks"]])
+                   t["retries"], t["error_message"]] for t in work])
+    _section("user tasks")
+    render.table(["id", "node", "state", "assignee", "candidate groups"],
+                 [[t["id"], t["node_id"], t["state"], t["assignee"],
+                   ", ".join(t["candidate_groups"] or []) or None] for t in people])
+    _section("timers")
+    render.table(["node", "fire at", "state", "token"],
+                 [[t["node_id"], when(t["fire_at"]), t["state"], t["token_id"]]
+                  for t in doc["timers"]])
     _section("variables")
     render.table(["name", "value"], [[k, json.dumps(v)] for k, v in doc["variables"].items()])
     _section("incidents")
