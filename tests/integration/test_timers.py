@@ -14,7 +14,7 @@ import pytest
 
 from bpm.definitions import ProcessBuilder
 from bpm.engine.external import TopicRequest
-from bpm.errors import TaskLockError, TaskNotLocked
+from bpm.errors import NoMatchingWait, TaskLockError, TaskNotLocked
 from bpm.store import Database, timers
 from tests.helpers import db as rows
 from tests.helpers.clock import FakeClock
@@ -148,6 +148,8 @@ def boundary_doc(host: str, *, interrupting: bool = True) -> dict[str, Any]:
         b.service_task("act", topic="slow")
     elif host == "user":
         b.user_task("act")
+    elif host == "receive":
+        b.receive_task("act", message="go")
     else:
         inner = (ProcessBuilder("inner").start("s_start").parallel_gateway("s_fork")
                  .service_task("s_a", topic="slow").user_task("s_b")
@@ -163,7 +165,7 @@ def boundary_doc(host: str, *, interrupting: bool = True) -> dict[str, Any]:
             .sequence("late", "escalate", "late_end").build())
 
 
-@pytest.mark.parametrize("host", ["service", "user", "subprocess"])
+@pytest.mark.parametrize("host", ["service", "user", "receive", "subprocess"])
 def test_an_interrupting_boundary_timer_leaves_the_activity(rt: Harness, calls: Calls,
                                                            clock: FakeClock, host: str) -> None:
     calls.add("escalate")
@@ -176,13 +178,17 @@ def test_an_interrupting_boundary_timer_leaves_the_activity(rt: Harness, calls: 
     rt.drain()
     assert calls.count("escalate") == 1 and calls.count("normal") == 0
     assert_finished_cleanly(db, iid)
-    assert {t.state for t in rows.tasks_of(db, iid) if t.node_id != "escalate"} == {"CANCELLED"}
+    activity_tasks = {t.state for t in rows.tasks_of(db, iid) if t.node_id != "escalate"}
+    assert activity_tasks == (set() if host == "receive" else {"CANCELLED"})
     if host == "subprocess":  # both inner branches were cancelled with the subprocess
         inner = [t for t in rows.tokens_of(db, iid) if t.scope_id == "act"]
         assert {t.state for t in inner} == {"CANCELLED"} and len(inner) >= 2
     for task in locked:  # the worker that held it is told it is gone
         with pytest.raises(TaskNotLocked, match="CANCELLED"):
             rt.engine.complete(task.id, "w1", {})
+    if host == "receive":  # the message comes too late: nothing waits for it any more
+        with pytest.raises(NoMatchingWait):
+            rt.engine.correlate("go", instance_id=iid)
 
 
 def test_a_boundary_timer_is_disarmed_when_the_activity_completes(rt: Harness, calls: Calls,
