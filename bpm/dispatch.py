@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 ADVANCE_TOKEN = "bpm.advance_token"
 RUN_HANDLER = "bpm.run_handler"
+RUN_COMPENSATION = "bpm.run_compensation"
 START_INSTANCE = "bpm.start_instance"
 
 

@@ -17,10 +17,10 @@ TOKENS, HANDLERS, COMPENSATION, STARTS, SCANS = (
     "bpm.tokens", "bpm.handlers", "bpm.compensation", "bpm.starts", "bpm.scans")
 QUEUES = (TOKENS, HANDLERS, COMPENSATION, STARTS, SCANS)
 
-#: Task name -> queue (task names are stable: other services send them by name). The
-#: compensation queue is consumed already; ``bpm.run_compensation`` joins these routes when
-#: saga compensation lands. Requests from other services (starts, messages) share a queue.
+#: Task name -> queue (task names are stable: other services send them by name). Requests
+#: from other services (starts, messages) share a queue.
 ROUTES = {
+    "bpm.run_compensation": COMPENSATION,
     "bpm.start_instance": STARTS,
     "bpm.correlate_message": STARTS,
     "bpm.advance_token": TOKENS,

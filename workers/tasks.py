@@ -101,6 +101,16 @@ def register(app: Celery, settings: Settings) -> None:
 
         return _run("bpm.scan_stalled", {}, go)
 
+    @app.task(name="bpm.run_compensation", ignore_result=True)
+    def run_compensation(*args: Any, **kwargs: Any) -> str:
+        def go() -> str:
+            a = bind(("token_id", "expected_version"), args, kwargs, 2)
+            token_id = as_uuid(a["token_id"], "token_id")
+            version = as_version(a["expected_version"])
+            return engine_for(app, settings).run_compensation(token_id, version)
+
+        return _run("bpm.run_compensation", {"token_id": kwargs.get("token_id", args[:1])}, go)
+
     @app.task(name="bpm.scan_timers", ignore_result=True)
     def scan_timers() -> str:
         def go() -> str:

@@ -55,6 +55,24 @@ class RetryPolicy:
 
 
 @dataclass(frozen=True)
+class Compensation:
+    """How an activity is undone: an in-process handler, an external topic, or a handler
+    activity drawn apart from the flow (BPMN's ``isForCompensation``)."""
+
+    handler: str | None = None
+    topic: str | None = None
+    node: str | None = None
+    retry: RetryPolicy = field(default_factory=lambda: RetryPolicy())
+
+    def describe(self) -> str:
+        if self.handler is not None:
+            return f"handler:{self.handler}"
+        if self.topic is not None:
+            return f"topic:{self.topic}"
+        return f"node:{self.node}"
+
+
+@dataclass(frozen=True)
 class Flow:
     id: str
     source: str
@@ -88,6 +106,16 @@ class Node:
     message: str | None = None
     assignee: str | None = None
     candidate_groups: tuple[str, ...] = ()
+    #: Activities: how to undo them once they succeeded (a record is written then).
+    compensation: Compensation | None = None
+    #: subProcess: its saga scope (none, local, global).
+    saga: str = "none"
+    #: compensationThrow / compensating endEvent: compensate only this activity.
+    activity: str | None = None
+    #: endEvent: a compensation end event.
+    compensate: bool = False
+    #: A handler activity for another activity's compensation (never entered by the flow).
+    for_compensation: bool = False
 
     @property
     def is_join(self) -> bool:
@@ -119,6 +147,16 @@ class ProcessGraph:
 
     def start_of(self, scope: str | None) -> Node:
         return self.nodes[self.starts[scope]]
+
+    def saga_scope(self, scope: str | None) -> tuple[str, str | None]:
+        """The saga policy a failure in ``scope`` falls under: the nearest enclosing scope
+        that declares one, as (``"local"`` or ``"global"`` or ``"none"``, that scope)."""
+        while scope is not None:
+            node = self.nodes[scope]
+            if node.saga != "none":
+                return node.saga, scope
+            scope = node.scope
+        return self.saga, None
 
     def timer_boundaries(self, activity: str) -> list[Node]:
         """The timer boundary events on ``activity`` (armed when a token enters it)."""

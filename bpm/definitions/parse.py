@@ -10,13 +10,22 @@ import json
 import re
 from collections import deque
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from bpm.definitions.boundaries import boundary_fields, check_attachments
 from bpm.definitions.durations import parse_duration
-from bpm.definitions.model import GATEWAYS, Flow, Node, NodeType, ProcessGraph, RetryPolicy
+from bpm.definitions.model import (
+    GATEWAYS,
+    Compensation,
+    Flow,
+    Node,
+    NodeType,
+    ProcessGraph,
+    RetryPolicy,
+)
 from bpm.definitions.timers import parse_timer
 from bpm.errors import InvalidDefinition, InvalidExpression
 from bpm.expressions import compile_expression
@@ -43,10 +52,10 @@ NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.RECEIVE_TASK: {"message"},
     NodeType.TIMER: {"duration", "date"},
     NodeType.MESSAGE: {"message"},
+    NodeType.COMPENSATION_THROW: {"activity"},
 }
-NOT_YET: dict[NodeType, str] = {
-    NodeType.COMPENSATION_THROW: "compensation throw events",
-}
+NOT_YET: dict[NodeType, str] = {}
+COMPENSATION_KEYS = {"handler", "topic", "node", "retry"}
 RETRY_KEYS = {"max_attempts", "backoff", "factor", "max_backoff"}
 SAGA_SCOPES = {"none", "local", "global"}
 
@@ -103,8 +112,6 @@ def _saga(raw: Mapping[str, Any], where: str, element: str | None) -> str:
     if saga not in SAGA_SCOPES:
         raise InvalidDefinition(f"{where}: 'saga' must be none, local or global, got {saga!r}",
                                 element)
-    if saga != "none":
-        raise InvalidDefinition(f"{where}: saga scope {saga!r} is not supported yet", element)
     return str(saga)
 
 
@@ -238,7 +245,32 @@ class _GraphBuilder:
                 inside = "the process" if scope is None else f"subProcess {scope!r}"
                 raise InvalidDefinition(f"{inside} has no startEvent", scope)
         self.boundaries = check_attachments(self.nodes)
+        self._check_compensation()
         self._check_reachable()
+
+    def _check_compensation(self) -> None:
+        """Handler activities exist apart from the flow; named activities can be undone."""
+        for node in list(self.nodes.values()):
+            where = _where(node.id, node.type.value)
+            spec = node.compensation
+            if spec is not None and spec.node is not None:
+                handler = self.nodes.get(spec.node)
+                if (handler is None or handler.scope != node.scope or handler.type not in
+                        (NodeType.SERVICE_TASK, NodeType.USER_TASK)):
+                    raise InvalidDefinition(
+                        f"{where}: compensation node {spec.node!r} must be a serviceTask or "
+                        f"userTask of the same scope", node.id)
+                if handler.incoming or handler.outgoing or handler.compensation:
+                    raise InvalidDefinition(
+                        f"node {handler.id!r}: a compensation handler activity stands apart "
+                        f"from the flow (no flows, no compensation of its own)", handler.id)
+                self.nodes[handler.id] = replace(handler, for_compensation=True)
+            if node.activity is not None:
+                target = self.nodes.get(node.activity)
+                if target is None or target.scope != node.scope or target.compensation is None:
+                    raise InvalidDefinition(
+                        f"{where}: 'activity' {node.activity!r} must be an activity of the same "
+                        f"scope that declares a compensation", node.id)
 
     def _check_reachable(self) -> None:
         seen: set[str] = set()
@@ -251,7 +283,7 @@ class _GraphBuilder:
             todo.extend(self.flows[f].target for f in self.nodes[node_id].outgoing)
             todo.extend(self.boundaries.get(node_id, ()))
         for node_id in self.raw_nodes:
-            if node_id not in seen:
+            if node_id not in seen and not self.nodes[node_id].for_compensation:
                 raise InvalidDefinition(
                     f"node {node_id!r}: unreachable from the start event of its scope", node_id
                 )
@@ -287,8 +319,13 @@ def _compile_node(
         fields = {"message": _name(raw, "message", where, node_id)}
     elif node_type is NodeType.USER_TASK:
         fields = _user_task_fields(raw, where, node_id)
-    elif node_type is NodeType.SUBPROCESS and "compensation" in raw:
-        raise InvalidDefinition(f"{where}: compensation is not supported yet", node_id)
+    elif node_type is NodeType.SUBPROCESS:
+        if "compensation" in raw:
+            raise InvalidDefinition(f"{where}: compensation on a subProcess is not supported "
+                                    f"yet; declare it on the activities inside", node_id)
+        fields = {"saga": _saga(raw, where, node_id)}
+    elif node_type is NodeType.COMPENSATION_THROW:
+        fields = {"activity": _activity(raw, where, node_id)}
     return Node(node_id, node_type, scope, incoming, outgoing, name=name, **fields)
 
 
@@ -330,10 +367,36 @@ def _check_conditions(
             )
 
 
+def _activity(raw: Mapping[str, Any], where: str, node_id: str) -> str | None:
+    activity = raw.get("activity")
+    if activity is not None and not isinstance(activity, str):
+        raise InvalidDefinition(f"{where}: 'activity' must be a node id", node_id)
+    return activity
+
+
+def _compensation(raw: Mapping[str, Any], where: str, node_id: str) -> Compensation | None:
+    spec = raw.get("compensation")
+    if spec is None:
+        return None
+    if not isinstance(spec, Mapping):
+        raise InvalidDefinition(f"{where}: 'compensation' must be an object", node_id)
+    _check_keys(spec, COMPENSATION_KEYS, f"{where} 'compensation'", node_id)
+    kinds = [k for k in ("handler", "topic", "node") if k in spec]
+    if len(kinds) != 1:
+        raise InvalidDefinition(f"{where}: 'compensation' needs exactly one of 'handler', "
+                                f"'topic' or 'node'", node_id)
+    value = spec[kinds[0]]
+    pattern = ID_PATTERN if kinds[0] == "node" else NAME_PATTERN
+    if not isinstance(value, str) or not pattern.match(value):
+        raise InvalidDefinition(f"{where}: compensation '{kinds[0]}' must be a name matching "
+                                f"{pattern.pattern}", node_id)
+    retry = _retry(spec.get("retry"), f"{where} compensation", node_id)
+    return Compensation(**{kinds[0]: value}, retry=retry)
+
+
 def _service_task_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, Any]:
-    if "compensation" in raw:
-        raise InvalidDefinition(f"{where}: compensation is not supported yet", node_id)
-    fields: dict[str, Any] = {"retry": _retry(raw.get("retry"), where, node_id)}
+    fields: dict[str, Any] = {"retry": _retry(raw.get("retry"), where, node_id),
+                              "compensation": _compensation(raw, where, node_id)}
     if ("handler" in raw) == ("topic" in raw):
         raise InvalidDefinition(
             f"{where}: needs exactly one of 'handler' (an in-process handler name) or 'topic' "
@@ -367,9 +430,7 @@ def _name(raw: Mapping[str, Any], key: str, where: str, node_id: str) -> str:
 
 
 def _user_task_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, Any]:
-    if "compensation" in raw:
-        raise InvalidDefinition(f"{where}: compensation is not supported yet", node_id)
-    fields: dict[str, Any] = {}
+    fields: dict[str, Any] = {"compensation": _compensation(raw, where, node_id)}
     assignee = raw.get("assignee")
     if assignee is not None:
         if not isinstance(assignee, str) or not assignee.strip():
@@ -406,8 +467,16 @@ def _retry(raw: Any, where: str, node_id: str) -> RetryPolicy:
 
 
 def _end_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, Any]:
-    if raw.get("compensate") or "activity" in raw:
-        raise InvalidDefinition(f"{where}: compensation end events are not supported yet", node_id)
+    compensate = raw.get("compensate", False)
+    if not isinstance(compensate, bool):
+        raise InvalidDefinition(f"{where}: 'compensate' must be true or false", node_id)
+    if "activity" in raw and not compensate:
+        raise InvalidDefinition(f"{where}: 'activity' needs 'compensate': true", node_id)
+    if compensate and (raw.get("terminate") or "error" in raw):
+        raise InvalidDefinition(f"{where}: an end event compensates, terminates or throws an "
+                                f"error, only one of them", node_id)
+    if compensate:
+        return {"compensate": True, "activity": _activity(raw, where, node_id)}
     terminate = raw.get("terminate", False)
     if not isinstance(terminate, bool):
         raise InvalidDefinition(f"{where}: 'terminate' must be true or false", node_id)

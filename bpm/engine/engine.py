@@ -21,7 +21,7 @@ from uuid import UUID
 from bpm.clock import SYSTEM_CLOCK, Clock
 from bpm.definitions.model import ProcessGraph
 from bpm.definitions.parse import compile_definition
-from bpm.dispatch import ADVANCE_TOKEN, RUN_HANDLER, Dispatcher, Job
+from bpm.dispatch import ADVANCE_TOKEN, RUN_COMPENSATION, RUN_HANDLER, Dispatcher, Job
 from bpm.engine import (
     external,
     handler_runs,
@@ -29,6 +29,7 @@ from bpm.engine import (
     lifecycle,
     messages,
     nodes,
+    sagas,
     scans,
     timers,
     user_tasks,
@@ -107,6 +108,7 @@ class Engine:
         with self.db.transaction() as conn:
             tx = Tx(conn, self.clock.now(), actor or self.worker_id,
                     runs_inline=self._runs_inline if inline else _never)
+            tx.graph_for = lambda iid: self.graph(self._info(tx, iid).def_id, tx.conn)
             yield tx
             tx.flush()
         if tx.jobs:
@@ -174,10 +176,18 @@ class Engine:
             return self.advance(UUID(job.args["token_id"]), int(job.args["expected_version"]))
         if job.name == RUN_HANDLER:
             return self.run_handler(UUID(job.args["task_id"]))
+        if job.name == RUN_COMPENSATION:
+            return self.run_compensation(UUID(job.args["token_id"]),
+                                         int(job.args["expected_version"]))
         raise ValueError(f"unknown job {job.name!r}")
 
     def advance(self, token_id: UUID, expected_version: int) -> str:
         """Apply the node semantics for this token once; a stale version is a no-op."""
+        return self._chain(NextToken(token_id, expected_version))
+
+    def run_compensation(self, token_id: UUID, expected_version: int) -> str:
+        """Carry out one compensation token (its handler runs as its task); the same version
+        rules as ``advance``: a duplicate delivery is a no-op."""
         return self._chain(NextToken(token_id, expected_version))
 
     def run_handler(self, task_id: UUID) -> str:
@@ -241,6 +251,8 @@ class Engine:
                 result = nodes.arrive(tx, g, tok)
             elif tok.state == "WAITING" and tok.wait_kind == "CHILDREN":
                 result = joins.decide(tx, g, tok)
+            elif tok.state == "WAITING" and tok.wait_kind == sagas.COMPENSATING:
+                result = sagas.decide(tx, g, tok)
             else:
                 raise Stale(f"token {tok.id} is {tok.state}; nothing to advance")
             return self._continue(tx, g, result)
@@ -348,6 +360,10 @@ class Engine:
 
     def retry(self, token_or_task: UUID | str, retries: int | None = None) -> UUID:
         return lifecycle.retry(self, as_id(token_or_task, "token or task"), retries)
+
+    def resolve(self, incident_or_token: UUID | str, note: str | None = None) -> UUID:
+        """Mark an open incident resolved (the operator fixed the cause by hand)."""
+        return lifecycle.resolve(self, as_id(incident_or_token, "incident or token"), note)
 
     def show(self, instance_id: UUID | str) -> dict[str, Any]:
         return views.show(self, as_id(instance_id, "instance"))

@@ -17,19 +17,27 @@ _EVENT_OF_STATE = {"RUNNING": "InstanceResumed", "COMPLETED": "InstanceCompleted
 
 def fail_token(tx: Tx, tok: TokenRow, *, kind: str, message: str, details: str | None = None,
                task_id: UUID | None = None) -> TokenRow:
-    """Token -> FAILED, engine event ``TokenFailed``, an open incident, instance -> FAILED.
-
-    With saga scope ``none`` (the only scope so far) the failure stops here and waits for an
-    operator: retry the token, or cancel the instance (engine spec 4.2).
+    """Token -> FAILED and engine event ``TokenFailed``; then the saga its scope declares, or
+    (saga scope ``none``) an open incident and the instance FAILED, waiting for an operator:
+    retry the token, or cancel the instance (engine spec 4.2). A compensation token's failure
+    is not compensated: it opens an incident and its saga goes on (spec 5).
     """
+    from bpm.engine import sagas  # sagas builds on this module
+
     failed = move(tx, tok, state="FAILED", event="FAILED", data={"error": message})
     cancel_timers(tx, tok, reason="the token failed")
-    incident = incidents.open_incident(
-        tx.conn, instance_id=tok.instance_id, token_id=tok.id, task_id=task_id,
-        node_id=tok.node_id, kind=kind, message=message, details=details, now=tx.now)
+    if tok.mode == "COMPENSATION":
+        sagas.compensation_failed(tx, tok, failed, message, details, task_id)
+        return failed
     tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="TokenFailed",
                       node_id=tok.node_id, token_id=tok.id, actor=tx.actor,
                       data={"error": message, "kind": kind})
+    if tx.graph_for is not None and sagas.start_if_declared(
+            tx, tx.graph_for(tok.instance_id), failed, message):
+        return failed
+    incident = incidents.open_incident(
+        tx.conn, instance_id=tok.instance_id, token_id=tok.id, task_id=task_id,
+        node_id=tok.node_id, kind=kind, message=message, details=details, now=tx.now)
     tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="IncidentOpened",
                       node_id=tok.node_id, token_id=tok.id, actor=tx.actor,
                       data={"incident_id": str(incident.id), "kind": kind, "message": message})

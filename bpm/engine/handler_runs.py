@@ -122,8 +122,13 @@ def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
         if caught is not None:
             return caught
     node = g.node(task.node_id)
+    policy = node.retry
+    if node.compensation is not None:  # a compensation's own policy (default: no retry)
+        owner = tokens.get(tx.conn, task.token_id)
+        if owner is not None and owner.mode == "COMPENSATION":
+            policy = node.compensation.retry
     retry = outcome.retryable and task.retries > 0
-    retry_at = tx.now + node.retry.delay(task.attempts) if retry else None
+    retry_at = tx.now + policy.delay(task.attempts) if retry else None
     state = "READY" if retry else "FAILED"
     tx.finish_task(task, state=state, retry_at=retry_at, retries=task.retries if retry else 0,
                    error_message=outcome.error, error_details=outcome.details, miss="stale",

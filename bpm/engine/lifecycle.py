@@ -185,7 +185,9 @@ def _retry_txn(engine: Engine, tx: Tx, tok: TokenRow, retries: int | None) -> No
     node = engine.graph(def_id, tx.conn).node(tok.node_id)
     task = tasks.open_of_token(tx.conn, tok.id)
     if task is not None and task.state == "FAILED":
-        attempts = retries or node.retry.max_attempts
+        policy = (node.compensation.retry if tok.mode == "COMPENSATION" and node.compensation
+                  else node.retry)
+        attempts = retries or policy.max_attempts
         tx.finish_task(task, state="READY", retries=attempts, miss="conflict",
                        message=f"task {task.id} changed during retry")
         tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=tok.id,
@@ -207,3 +209,25 @@ def _retry_txn(engine: Engine, tx: Tx, tok: TokenRow, retries: int | None) -> No
                       node_id=tok.node_id, token_id=tok.id, actor=tx.actor)
     if not incidents.of_instance(tx.conn, tok.instance_id, only_open=True):
         set_instance_state(tx, tok.instance_id, "RUNNING", only_from=("FAILED",))
+
+
+def resolve(engine: Engine, incident_or_token: UUID, note: str | None = None) -> UUID:
+    """Mark an open incident resolved without re-running anything: the operator fixed it by
+    hand (a compensation that failed, say). Returns the token the incident belonged to."""
+
+    def run() -> UUID:
+        with engine.transaction(OPERATOR) as tx:
+            incident = incidents.get(tx.conn, incident_or_token)
+            token_id = incident.token_id if incident is not None else incident_or_token
+            if token_id is None or not incidents.open_of_token(tx.conn, token_id):
+                raise NotFound(f"no open incident has id {incident_or_token}, and no token with "
+                               f"that id has one")
+            tok = tokens.get(tx.conn, token_id)
+            assert tok is not None
+            resolve_incidents(tx, tok.id, note or "resolved by an operator")
+            tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="OperatorResolved",
+                              node_id=tok.node_id, token_id=tok.id, actor=tx.actor,
+                              data={"note": note})
+            return tok.id
+
+    return engine.retrying(run)

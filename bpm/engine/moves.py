@@ -33,10 +33,11 @@ def move(tx: Tx, tok: TokenRow, *, state: str, event: str, node_id: str | None =
 
 def new_token(tx: Tx, *, instance_id: UUID, node_id: str, parent: UUID | None,
               scope_id: str | None, concurrent: bool, via_flow: str | None,
-              state: str = "ACTIVE", mode: str = "FORWARD") -> TokenRow:
+              state: str = "ACTIVE", mode: str = "FORWARD", wait_kind: str | None = None,
+              record_id: UUID | None = None) -> TokenRow:
     """A token row to insert; ``create`` writes a batch of them with their history."""
     return TokenRow(uuid4(), instance_id, node_id, state, mode, parent, scope_id, concurrent,
-                    via_flow, None, 0, tx.now, tx.now)
+                    via_flow, wait_kind, 0, tx.now, tx.now, record_id)
 
 
 def create(tx: Tx, rows: list[TokenRow], links: list[tuple[UUID, UUID, str]]) -> None:
@@ -47,4 +48,6 @@ def create(tx: Tx, rows: list[TokenRow], links: list[tuple[UUID, UUID, str]]) ->
                          type="CREATED", node_id=row.node_id, from_state=None, to_state=row.state,
                          actor=tx.actor,
                          data={"parent": str(row.parent_token_id) if row.parent_token_id else None,
-                               "via": row.via_flow, "scope": row.scope_id})
+                               "via": row.via_flow, "scope": row.scope_id,
+                               **({"mode": row.mode} if row.mode != "FORWARD" else {}),
+                               **({"record_id": str(row.record_id)} if row.record_id else {})})

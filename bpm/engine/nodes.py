@@ -10,7 +10,7 @@ from dataclasses import replace
 from uuid import uuid4
 
 from bpm.definitions.model import ACTIVITIES, Flow, Node, NodeType, ProcessGraph
-from bpm.engine import waits
+from bpm.engine import sagas, waits
 from bpm.engine.bpmn_errors import throw_from_end
 from bpm.engine.failures import cancel_token, fail_token, set_instance_state
 from bpm.engine.moves import create, move, new_token
@@ -23,6 +23,8 @@ from bpm.store.rows import TaskRow, TokenRow
 
 def arrive(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     node = g.node(tok.node_id)
+    if tok.mode == "COMPENSATION":
+        return _enter_compensation(tx, g, tok, node)
     if node.type in ACTIVITIES:
         result = _enter_activity(tx, g, tok, node)
         if g.timer_boundaries(node.id):
@@ -46,8 +48,24 @@ def _enter_activity(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     return _enter_subprocess(tx, g, tok, node)
 
 
+def _enter_compensation(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+    """A COMPENSATION token at the activity it undoes: create the compensation's task, as
+    the activity would its own (handler, topic, or the handler activity's task)."""
+    spec = node.compensation
+    assert spec is not None, f"{node.id!r} has no compensation"
+    if spec.node is not None:
+        handler = g.node(spec.node)
+        stand_in = replace(handler, id=node.id, retry=spec.retry, compensation=None)
+    else:
+        stand_in = replace(node, handler=spec.handler, topic=spec.topic, retry=spec.retry,
+                           compensation=None)
+    return _enter_activity(tx, g, tok, stand_in)
+
+
 def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     kind = node.type
+    if kind is NodeType.COMPENSATION_THROW or (kind is NodeType.END and node.compensate):
+        return sagas.throw(tx, g, tok, node)
     if kind is NodeType.TIMER:
         return waits.wait_for_timer(tx, tok, node)
     if kind is NodeType.MESSAGE:
@@ -66,8 +84,14 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
 def leave(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     """Move along the node's single outgoing flow; with none, the path ends here (as Camunda).
 
-    Leaving an activity disarms its boundary timers in the same transaction.
+    Leaving an activity disarms its boundary timers in the same transaction, and an activity
+    that declares a compensation gets its record (spec 5). A COMPENSATION token leaving is
+    its compensation done.
     """
+    if tok.mode == "COMPENSATION":
+        return sagas.compensated(tx, tok)
+    if node.compensation is not None:
+        sagas.record_success(tx, tok, node)
     if g.timer_boundaries(node.id):
         waits.disarm(tx, tok, reason=f"left {node.id!r}")
     flows = g.outgoing(node.id)

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from bpm.definitions.model import ProcessGraph
 from bpm.dispatch import ADVANCE_TOKEN, RUN_HANDLER, Job
 from bpm.store import Connection, tasks, variables
 from bpm.store.batch import BatchMiss, WriteBatch
@@ -67,6 +68,8 @@ class Tx:
     #: Whether this process runs a handler itself right after commit (then the task is
     #: created already locked by ``actor``, saving a transaction per step).
     runs_inline: Callable[[str], bool] = field(default=lambda _name: False)
+    #: The compiled graph of an instance's definition (set by the engine).
+    graph_for: Callable[[UUID], ProcessGraph] | None = None
 
     @property
     def history(self) -> HistoryBuffer:

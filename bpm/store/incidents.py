@@ -51,3 +51,8 @@ def resolve(conn: Connection, incident: IncidentRow, now: datetime) -> bool:
     result = conn.execute(_RESOLVE, {"b_id": incident.id, "b_version": incident.version,
                                      "now": now})
     return result.rowcount == 1
+
+
+def get(conn: Connection, incident_id: UUID) -> IncidentRow | None:
+    row = conn.execute(select(*_COLS).where(t.c.id == incident_id)).first()
+    return from_row(IncidentRow, row) if row else None

@@ -48,6 +48,7 @@ class TokenRow:
     version: int
     created_at: datetime
     updated_at: datetime
+    record_id: UUID | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +85,21 @@ class TimerRow:
     fire_at: datetime
     state: str
     version: int
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RecordRow:
+    """A compensation record: an activity that succeeded and how to undo it."""
+
+    id: UUID
+    instance_id: UUID
+    token_id: UUID
+    node_id: str
+    scope_id: str | None
+    handler: str
+    seq: int
+    status: str
     created_at: datetime
 
 

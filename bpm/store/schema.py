@@ -39,7 +39,7 @@ metadata = MetaData(
 INSTANCE_STATES = ("RUNNING", "COMPLETED", "FAILED", "TERMINATED", "CANCELLED")
 TOKEN_STATES = ("ACTIVE", "WAITING", "COMPLETED", "FAILED", "CANCELLED")
 TOKEN_MODES = ("FORWARD", "COMPENSATION")
-WAIT_KINDS = ("TASK", "CHILDREN", "JOIN", "TIMER", "MESSAGE", "USER")
+WAIT_KINDS = ("TASK", "CHILDREN", "JOIN", "TIMER", "MESSAGE", "USER", "COMPENSATING")
 LINK_TYPES = ("FORK", "SUBPROCESS", "JOIN", "COMPENSATION")
 TASK_STATES = ("READY", "LOCKED", "DONE", "FAILED", "CANCELLED")
 TASK_KINDS = ("HANDLER", "EXTERNAL", "USER")
@@ -52,6 +52,8 @@ INCIDENT_STATES = ("OPEN", "RESOLVED")
 #: rows (bpm.store.history). SQLite ignores sequences; the writer numbers rows itself.
 HISTORY_BLOCK = 1000
 history_seq = Sequence("bpm_history_seq", increment=HISTORY_BLOCK, metadata=metadata)
+#: Numbers compensation records in success order across branches (PostgreSQL).
+compensation_seq = Sequence("bpm_compensation_seq", metadata=metadata)
 
 
 def _in(column: str, values: tuple[str, ...]) -> str:
@@ -128,6 +130,8 @@ tokens = Table(
     Column("version", Integer, nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
     Column("updated_at", UtcDateTime, nullable=False),
+    # A COMPENSATION token: the compensation record it carries out.
+    Column("record_id", Uuid),
     CheckConstraint(_in("state", TOKEN_STATES), name="state"),
     CheckConstraint(_in("mode", TOKEN_MODES), name="mode"),
     Index("ix_tokens_instance_id", "instance_id"),

@@ -17,7 +17,7 @@ LIVE = ("ACTIVE", "WAITING", "FAILED")
 
 _COLS = (t.c.id, t.c.instance_id, t.c.node_id, t.c.state, t.c.mode, t.c.parent_token_id,
          t.c.scope_id, t.c.concurrent, t.c.via_flow, t.c.wait_kind, t.c.version, t.c.created_at,
-         t.c.updated_at)
+         t.c.updated_at, t.c.record_id)
 _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
 # FOR NO KEY UPDATE: creating child tokens that reference the parent (FOR KEY SHARE) goes on.
 _BY_ID_FOR_UPDATE = _BY_ID.with_for_update(key_share=True)
@@ -52,7 +52,8 @@ def insert(conn: Connection, rows: Sequence[TokenRow]) -> None:
         {"id": r.id, "instance_id": r.instance_id, "node_id": r.node_id, "state": r.state,
          "mode": r.mode, "parent_token_id": r.parent_token_id, "scope_id": r.scope_id,
          "concurrent": r.concurrent, "via_flow": r.via_flow, "wait_kind": r.wait_kind,
-         "version": r.version, "created_at": r.created_at, "updated_at": r.updated_at}
+         "version": r.version, "created_at": r.created_at, "updated_at": r.updated_at,
+         "record_id": r.record_id}
         for r in rows
     ])
 

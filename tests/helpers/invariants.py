@@ -64,8 +64,10 @@ def history_problems(db: Database, iid: UUID) -> list[str]:
     for tok in rows.tokens_of(db, iid):
         events = token_events.pop(tok.id, [])
         what = f"token {tok.id} at {tok.node_id!r}"
+        # A saga's anchor is born waiting for its compensations; every other token is ACTIVE.
+        born = "WAITING" if tok.mode == "COMPENSATION" and tok.record_id is None else "ACTIVE"
         problems += _check_chain(what, tok.state, tok.version, tok.updated_at, events,
-                                 "CREATED", "ACTIVE")
+                                 "CREATED", born)
         if events and events[-1]["node_id"] != tok.node_id:
             problems.append(f"{what}: last event is at node {events[-1]['node_id']!r}")
     problems += [f"events for unknown token {t}" for t in token_events]
@@ -111,7 +113,8 @@ def trace_problems(db: Database, iid: UUID) -> list[str]:
             completed_task_of_token[event.token_id] = event
         if event.table == "token":
             done = completed_task_of_token.pop(event.token_id, None)
-            if done is not None and event.type not in ("MOVED", "COMPLETED", "FORKED"):
+            if done is not None and event.type not in ("MOVED", "COMPLETED", "FORKED",
+                                                       "COMPENSATED"):
                 problems.append(f"task {done.node_id!r} completed, then its token did "
                                 f"{event.type} (id {event.id})")
             if event.type == "JOINED":

@@ -10,7 +10,14 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from bpm.dispatch import ADVANCE_TOKEN, RUN_HANDLER, Dispatcher, InProcessDispatcher, Job
+from bpm.dispatch import (
+    ADVANCE_TOKEN,
+    RUN_COMPENSATION,
+    RUN_HANDLER,
+    Dispatcher,
+    InProcessDispatcher,
+    Job,
+)
 from bpm.engine.engine import Engine
 from bpm.handlers import HandlerContext, HandlerRegistry, HandlerResult
 from bpm.store import Database
@@ -18,7 +25,7 @@ from tests.helpers.clock import FakeClock
 
 FAR_FUTURE = datetime(9999, 1, 1, tzinfo=UTC)
 ONLY_ADVANCE = frozenset({ADVANCE_TOKEN})
-ALL_JOBS = frozenset({ADVANCE_TOKEN, RUN_HANDLER})
+ALL_JOBS = frozenset({ADVANCE_TOKEN, RUN_HANDLER, RUN_COMPENSATION})
 
 
 @dataclass

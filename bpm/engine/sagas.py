@@ -1,0 +1,254 @@
+"""Saga compensation (engine spec 5, design note 004).
+
+Every activity that succeeds and declares a compensation gets a record, numbered in success
+order, in the transaction that records the success. When a forward token fails for good under
+a ``local`` or ``global`` saga scope, the saga starts: the other forward tokens of the scope are
+cancelled, and an anchor token (mode COMPENSATION, WAITING for COMPENSATING) runs the pending
+records of the scope one at a time, latest success first. Each record is carried out by its own
+COMPENSATION token, which creates an ordinary task (handler, topic or user task), so retries,
+lock expiry and external workers work as for forward tasks. When the last one is done the saga
+completes: a global saga terminates the instance; a local one ends its subprocess and the
+failure goes on outward. Compensation thrown on purpose (a compensationThrow event, or an end
+event with ``compensate``) uses the same anchor mechanism with the throwing token as the anchor,
+and then moves on instead of terminating.
+"""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from bpm.definitions.model import Node, NodeType, ProcessGraph
+from bpm.dispatch import RUN_COMPENSATION, Job
+from bpm.engine.failures import cancel_token, set_instance_state
+from bpm.engine.moves import create, move, new_token
+from bpm.engine.tx import Conflict, Next, NextToken, Stale, Tx
+from bpm.store import compensation, incidents, tokens
+from bpm.store.rows import RecordRow, TokenRow
+
+COMPENSATING = "COMPENSATING"
+#: The error code a local saga throws at its subprocess when it is done: an error boundary on
+#: the subprocess catching it (or "*") takes the token; otherwise the failure goes outward.
+SAGA_CODE = "SAGA_COMPENSATED"
+LIVE = ("ACTIVE", "WAITING", "FAILED")
+
+
+# --- records -----------------------------------------------------------------------------
+
+
+def record_success(tx: Tx, tok: TokenRow, node: Node) -> None:
+    """The activity succeeded: remember how to undo it (spec 5: only successes, once)."""
+    assert node.compensation is not None
+    rec = compensation.record(tx.conn, instance_id=tok.instance_id, token_id=tok.id,
+                              node_id=node.id, scope_id=tok.scope_id,
+                              handler=node.compensation.describe(), now=tx.now)
+    tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="CompensationRecorded",
+                      node_id=node.id, token_id=tok.id, actor=tx.actor,
+                      data={"record_id": str(rec.id), "seq": rec.seq,
+                            "handler": rec.handler})
+
+
+# --- starting a saga ---------------------------------------------------------------------
+
+
+def start_if_declared(tx: Tx, g: ProcessGraph, failed: TokenRow, reason: str) -> bool:
+    """A forward token failed for good: start the saga its scope declares, if any."""
+    policy, scope = g.saga_scope(failed.scope_id)
+    if policy == "none":
+        return False
+    tx.flush_tokens()
+    everything = {t.id: t for t in tokens.of_instance(tx.conn, failed.instance_id)}
+    host = None if policy == "global" else _host(everything, failed, scope)
+    if policy == "local" and host is None:
+        return False
+    tx.history.engine(instance_id=failed.instance_id, at=tx.now, type="SagaStarted",
+                      node_id=failed.node_id, token_id=failed.id, actor=tx.actor,
+                      data={"scope": "global" if host is None else scope, "reason": reason})
+    for row in _below(everything, host):
+        if row.id != failed.id and row.mode == "FORWARD" and row.state in ("ACTIVE", "WAITING"):
+            cancel_token(tx, row, reason=f"saga after {failed.node_id!r} failed")
+    anchor = new_token(tx, instance_id=failed.instance_id, node_id=failed.node_id,
+                       parent=host.id if host else None,
+                       scope_id=scope if host else None, concurrent=host is not None,
+                       via_flow=None, state="WAITING", mode="COMPENSATION",
+                       wait_kind=COMPENSATING)
+    create(tx, [anchor], [(host.id, anchor.id, "COMPENSATION")] if host else [])
+    _next(tx, g, anchor)
+    return True
+
+
+def _host(everything: dict[UUID, TokenRow], tok: TokenRow, scope: str | None) -> TokenRow | None:
+    row: TokenRow | None = tok
+    while row is not None and row.parent_token_id is not None:
+        row = everything.get(row.parent_token_id)
+        if row is not None and row.node_id == scope and row.wait_kind == "CHILDREN":
+            return row
+    return None
+
+
+def _below(everything: dict[UUID, TokenRow], host: TokenRow | None) -> list[TokenRow]:
+    """Every token under ``host`` (every token of the instance when None)."""
+    if host is None:
+        return list(everything.values())
+    return [t for t in everything.values() if _descends(everything, t, host.id)]
+
+
+def _descends(everything: dict[UUID, TokenRow], tok: TokenRow, ancestor: UUID) -> bool:
+    row: TokenRow | None = tok
+    while row is not None and row.parent_token_id is not None:
+        if row.parent_token_id == ancestor:
+            return True
+        row = everything.get(row.parent_token_id)
+    return False
+
+
+# --- thrown compensation -----------------------------------------------------------------
+
+
+def throw(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+    """compensationThrow / compensating end event: compensate the scope (or one activity),
+    wait for it, then go on (spec 5: thrown compensation does not terminate anything)."""
+    anchor = move(tx, tok, state="WAITING", event="COMPENSATION_THROWN", wait_kind=COMPENSATING,
+                  data={"activity": node.activity})
+    tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="CompensationThrown",
+                      node_id=node.id, token_id=tok.id, actor=tx.actor,
+                      data={"activity": node.activity})
+    return _next(tx, g, anchor)
+
+
+# --- the anchor: one compensation at a time, latest success first -------------------------
+
+
+def decide(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
+    """Nudged when a compensation ended: start the next one, or finish."""
+    locked = tokens.get(tx.conn, anchor.id, for_update=True)
+    if locked is None or locked.version != anchor.version or locked.state != "WAITING":
+        raise Stale(f"token {anchor.id} moved on before its compensation decision")
+    if any(c.state in ("ACTIVE", "WAITING") for c in tokens.live_children(tx.conn, locked.id)):
+        return None  # one at a time: the running compensation nudges again when it ends
+    return _next(tx, g, locked)
+
+
+def _next(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
+    todo = _in_scope(tx, g, anchor)
+    if not todo:
+        return _finish(tx, g, anchor)
+    rec = todo[0]
+    comp = new_token(tx, instance_id=anchor.instance_id, node_id=rec.node_id, parent=anchor.id,
+                     scope_id=g.node(rec.node_id).scope, concurrent=True, via_flow=None,
+                     mode="COMPENSATION", record_id=rec.id)
+    create(tx, [comp], [(anchor.id, comp.id, "COMPENSATION")])
+    tx.history.engine(instance_id=anchor.instance_id, at=tx.now,
+                      type="CompensationTokenCreated", node_id=rec.node_id, token_id=comp.id,
+                      actor=tx.actor, data={"record_id": str(rec.id), "seq": rec.seq,
+                                            "handler": rec.handler})
+    # Strictly one at a time, on the compensation queue (runtime contract).
+    tx.jobs.append(Job(RUN_COMPENSATION, {"token_id": str(comp.id), "expected_version": 0}))
+    return None
+
+
+def _in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRow]:
+    """PENDING records the anchor compensates, latest success first."""
+    pending = compensation.pending(tx.conn, anchor.instance_id)
+    if not pending:
+        return []
+    tx.flush_tokens()
+    everything = {t.id: t for t in tokens.of_instance(tx.conn, anchor.instance_id)}
+    if anchor.mode == "COMPENSATION":  # a saga: global, or the subprocess of its parent
+        host = everything.get(anchor.parent_token_id) if anchor.parent_token_id else None
+        activity = None
+    else:  # thrown: the scope the throwing token is in, optionally one activity
+        host = _host(everything, anchor, anchor.scope_id) if anchor.scope_id else None
+        activity = g.node(anchor.node_id).activity
+    out = []
+    for rec in pending:
+        if activity is not None and rec.node_id != activity:
+            continue
+        owner = everything.get(rec.token_id)
+        if host is not None and (owner is None or not _descends(everything, owner, host.id)):
+            continue
+        out.append(rec)
+    return out
+
+
+def _finish(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
+    from bpm.engine.nodes import end_token, leave  # nodes calls into this module
+
+    if anchor.mode == "FORWARD":  # thrown compensation is done: the token goes on
+        tx.history.engine(instance_id=anchor.instance_id, at=tx.now,
+                          type="CompensationDone", node_id=anchor.node_id, token_id=anchor.id,
+                          actor=tx.actor)
+        node = g.node(anchor.node_id)
+        if node.type is NodeType.END:
+            return end_token(tx, anchor, g)
+        return leave(tx, g, anchor, node)
+    done = move(tx, anchor, state="COMPLETED", event="SAGA_COMPLETED")
+    tx.history.engine(instance_id=anchor.instance_id, at=tx.now, type="SagaCompleted",
+                      node_id=anchor.node_id, token_id=anchor.id, actor=tx.actor,
+                      data={"scope": done.scope_id or "global"})
+    if anchor.parent_token_id is None:
+        set_instance_state(tx, anchor.instance_id, "TERMINATED")
+        return None
+    return _leave_subprocess(tx, g, tokens.get(tx.conn, anchor.parent_token_id))
+
+
+def _leave_subprocess(tx: Tx, g: ProcessGraph, host: TokenRow | None) -> Next:
+    """A local saga is over: its subprocess ends, and the failure goes outward."""
+    from bpm.engine.bpmn_errors import catch_at_activity
+    from bpm.engine.failures import fail_token
+
+    if host is None or host.state != "WAITING":
+        raise Conflict("the subprocess of a local saga moved on during the saga")
+    for child in tokens.live_children(tx.conn, host.id):
+        if child.state == "FAILED":  # the failure that started the saga: handled by it
+            move(tx, child, state="CANCELLED", event="CANCELLED",
+                 data={"reason": "compensated by its local saga"})
+    caught = catch_at_activity(tx, g, host, SAGA_CODE, "compensated by a local saga")
+    if caught is not None:
+        return caught
+    fail_token(tx, host, kind="saga",
+               message=f"subprocess {host.node_id!r} was compensated after a failure inside it")
+    return None
+
+
+# --- a compensation token ends -------------------------------------------------------------
+
+
+def compensated(tx: Tx, tok: TokenRow) -> Next:
+    """The compensation handler succeeded: its record is COMPLETED; the anchor goes on."""
+    if tok.record_id is not None and not compensation.finish(tx.conn, tok.record_id,
+                                                             "COMPLETED"):
+        raise Conflict(f"compensation record {tok.record_id} was finished meanwhile")
+    move(tx, tok, state="COMPLETED", event="COMPENSATED")
+    tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="CompensationCompleted",
+                      node_id=tok.node_id, token_id=tok.id, actor=tx.actor,
+                      data={"record_id": str(tok.record_id)})
+    return _nudge_anchor(tx, tok)
+
+
+def compensation_failed(tx: Tx, tok: TokenRow, failed: TokenRow, message: str,
+                        details: str | None, task_id: UUID | None) -> None:
+    """A failed compensation is not compensated: incident, record FAILED, the saga goes on."""
+    if tok.record_id is not None:
+        compensation.finish(tx.conn, tok.record_id, "FAILED")
+    incident = incidents.open_incident(
+        tx.conn, instance_id=tok.instance_id, token_id=tok.id, task_id=task_id,
+        node_id=tok.node_id, kind="compensation", message=message, details=details, now=tx.now)
+    tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="CompensationFailed",
+                      node_id=tok.node_id, token_id=tok.id, actor=tx.actor,
+                      data={"record_id": str(tok.record_id), "error": message})
+    tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="IncidentOpened",
+                      node_id=tok.node_id, token_id=tok.id, actor=tx.actor,
+                      data={"incident_id": str(incident.id), "kind": "compensation",
+                            "message": message})
+    nxt = _nudge_anchor(tx, failed)
+    if isinstance(nxt, NextToken):
+        tx.advance_later(nxt.token_id, nxt.version)
+
+
+def _nudge_anchor(tx: Tx, tok: TokenRow) -> Next:
+    if tok.parent_token_id is None:
+        return None
+    anchor = tokens.get(tx.conn, tok.parent_token_id)
+    if anchor is None or anchor.state != "WAITING" or anchor.wait_kind != COMPENSATING:
+        return None  # e.g. an operator retried it after the saga had finished
+    return NextToken(anchor.id, anchor.version)

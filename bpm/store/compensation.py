@@ -1,0 +1,57 @@
+"""Compensation records (engine spec 5): what succeeded, in what order, and how to undo it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from uuid import UUID, uuid4
+
+from sqlalchemy import Connection, bindparam, func, select
+
+from bpm.store.rows import RecordRow, from_row
+from bpm.store.schema import compensation_records as t
+from bpm.store.schema import compensation_seq
+
+_COLS = (t.c.id, t.c.instance_id, t.c.token_id, t.c.node_id, t.c.scope_id, t.c.handler,
+         t.c.seq, t.c.status, t.c.created_at)
+# A FAILED record can still complete: an operator retried its compensation.
+_FINISH = (t.update()
+           .where(t.c.id == bindparam("b_id"), t.c.status.in_(("PENDING", "FAILED")),
+                  t.c.status != bindparam("status"))
+           .values(status=bindparam("status")))
+
+
+def record(conn: Connection, *, instance_id: UUID, token_id: UUID, node_id: str,
+           scope_id: str | None, handler: str, now: datetime) -> RecordRow:
+    """Insert a PENDING record numbered after every earlier success of the instance."""
+    if conn.dialect.name == "postgresql":
+        seq = conn.execute(select(compensation_seq.next_value())).scalar_one()
+    else:  # one writer at a time
+        seq = conn.execute(select(func.coalesce(func.max(t.c.seq), 0) + 1)
+                           .where(t.c.instance_id == instance_id)).scalar_one()
+    row = RecordRow(uuid4(), instance_id, token_id, node_id, scope_id, handler, int(seq),
+                    "PENDING", now)
+    conn.execute(t.insert(), {c.name: getattr(row, c.name) for c in _COLS})
+    return row
+
+
+def pending(conn: Connection, instance_id: UUID) -> list[RecordRow]:
+    """PENDING records, latest success first (the order they are compensated in)."""
+    stmt = (select(*_COLS).where(t.c.instance_id == instance_id, t.c.status == "PENDING")
+            .order_by(t.c.seq.desc()))
+    return [from_row(RecordRow, row) for row in conn.execute(stmt)]
+
+
+def of_instance(conn: Connection, instance_id: UUID) -> list[RecordRow]:
+    stmt = select(*_COLS).where(t.c.instance_id == instance_id).order_by(t.c.seq)
+    return [from_row(RecordRow, row) for row in conn.execute(stmt)]
+
+
+def get(conn: Connection, record_id: UUID) -> RecordRow | None:
+    row = conn.execute(select(*_COLS).where(t.c.id == record_id)).first()
+    return from_row(RecordRow, row) if row else None
+
+
+def finish(conn: Connection, record_id: UUID, status: str) -> bool:
+    """PENDING -> COMPLETED or FAILED (FAILED -> COMPLETED after a retry); False when it was
+    already in that state."""
+    return conn.execute(_FINISH, {"b_id": record_id, "status": status}).rowcount == 1

@@ -1,0 +1,310 @@
+"""Saga compensation (engine spec 5, design note 004).
+
+Handlers record the order they ran in; every test checks that exactly the succeeded activities
+in scope are compensated, once each, latest success first, and what the instance ends as.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from bpm.definitions import ProcessBuilder
+from bpm.definitions.parse import compile_definition
+from bpm.errors import InvalidDefinition
+from bpm.handlers import HandlerContext
+from bpm.store import Database, compensation
+from tests.helpers import db as rows
+from tests.helpers.invariants import assert_history_consistent
+from tests.helpers.runtime import Calls, Harness, failing
+
+
+class Journal:
+    """What ran, in order (handlers run in worker threads in some tests)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._lock = threading.Lock()
+
+    def add(self, calls: Calls, name: str, fn: Any = None) -> None:
+        def run(ctx: HandlerContext) -> Any:
+            with self._lock:
+                self.lines.append(name)
+            return fn(ctx) if fn is not None else None
+
+        calls.add(name, run)
+
+
+@pytest.fixture
+def journal() -> Journal:
+    return Journal()
+
+
+def comp(handler: str) -> dict[str, Any]:
+    return {"handler": handler}
+
+
+def abc(saga: str = "global", *, fail_at: str = "c") -> dict[str, Any]:
+    """A -> B -> C, each with an undo handler; ``fail_at`` has a handler that always fails."""
+    b = ProcessBuilder("abc", saga=saga).start()
+    for step in ("a", "b", "c"):
+        b._node(step, "serviceTask", handler="boom" if step == fail_at else f"do_{step}",
+                compensation=comp(f"undo_{step}"))
+    return b.end().sequence("start", "a", "b", "c", "end").build()
+
+
+def register(journal: Journal, calls: Calls, *names: str) -> None:
+    for name in names:
+        journal.add(calls, name)
+    journal.add(calls, "boom", failing(1000, "boom"))
+
+
+def records(db: Database, iid: UUID) -> list[tuple[str, int, str]]:
+    with db.transaction() as conn:
+        return [(r.node_id, r.seq, r.status) for r in compensation.of_instance(conn, iid)]
+
+
+def saga_events(db: Database, iid: UUID) -> list[str]:
+    wanted = {"TokenFailed", "SagaStarted", "CompensationTokenCreated", "CompensationCompleted",
+              "CompensationFailed", "SagaCompleted", "InstanceTerminated"}
+    return [e for e in rows.engine_event_types(db, iid) if e in wanted]
+
+
+def test_a_b_c_failing_at_c_compensates_b_then_a_and_terminates(rt: Harness, calls: Calls,
+                                                              journal: Journal) -> None:
+    register(journal, calls, "do_a", "do_b", "undo_a", "undo_b", "undo_c")
+    iid = rt.run(abc())
+    db = rt.engine.db
+    assert journal.lines == ["do_a", "do_b", "boom", "undo_b", "undo_a"]
+    assert rows.state(db, iid) == "TERMINATED"
+    assert [(n, s) for n, _, s in records(db, iid)] == [("a", "COMPLETED"), ("b", "COMPLETED")]
+    seqs = [q for _, q, _ in records(db, iid)]
+    assert seqs == sorted(seqs) and len(set(seqs)) == 2
+    assert saga_events(db, iid) == [
+        "TokenFailed", "SagaStarted", "CompensationTokenCreated", "CompensationCompleted",
+        "CompensationTokenCreated", "CompensationCompleted", "SagaCompleted",
+        "InstanceTerminated"]
+    assert rows.incidents_of(db, iid) == []
+    compensation_tokens = [t for t in rows.tokens_of(db, iid) if t.mode == "COMPENSATION"]
+    assert {t.state for t in compensation_tokens} == {"COMPLETED"}
+    assert_history_consistent(db, iid)
+
+
+def test_a_step_that_succeeds_after_retries_is_compensated_once(rt: Harness, calls: Calls,
+                                                               journal: Journal) -> None:
+    register(journal, calls, "do_a", "undo_a", "undo_b")
+    journal.add(calls, "do_b", failing(2))
+    doc = abc()
+    doc["nodes"][2]["retry"] = {"max_attempts": 3, "backoff": "PT1S"}
+    iid = rt.run(doc)
+    assert journal.lines == ["do_a", "do_b", "do_b", "do_b", "boom", "undo_b", "undo_a"]
+    assert [n for n, _, _ in records(rt.engine.db, iid)] == ["a", "b"]
+
+
+def test_without_a_saga_scope_a_failure_is_an_incident(rt: Harness, calls: Calls,
+                                                     journal: Journal) -> None:
+    register(journal, calls, "do_a", "do_b", "undo_a", "undo_b")
+    iid = rt.run(abc("none"))
+    db = rt.engine.db
+    assert journal.lines == ["do_a", "do_b", "boom"]
+    assert rows.state(db, iid) == "FAILED"
+    assert len(rows.incidents_of(db, iid)) == 1
+    assert [s for _, _, s in records(db, iid)] == ["PENDING", "PENDING"]  # kept, not run
+
+
+def test_a_failing_compensation_opens_an_incident_and_the_saga_goes_on(
+        rt: Harness, calls: Calls, journal: Journal) -> None:
+    register(journal, calls, "do_a", "do_b", "undo_a")
+    journal.add(calls, "undo_b", failing(1, "cannot undo"))
+    iid = rt.run(abc())
+    db = rt.engine.db
+    assert journal.lines == ["do_a", "do_b", "boom", "undo_b", "undo_a"]
+    assert rows.state(db, iid) == "TERMINATED"
+    assert [(n, s) for n, _, s in records(db, iid)] == [("a", "COMPLETED"), ("b", "FAILED")]
+    (incident,) = rows.incidents_of(db, iid, only_open=True)
+    assert incident.kind == "compensation" and "cannot undo" in incident.message
+    assert "CompensationFailed" in saga_events(db, iid)
+
+    assert incident.token_id is not None
+    rt.engine.retry(incident.token_id)  # the operator retries it; now it works
+    rt.drain()
+    assert journal.lines[-1] == "undo_b"
+    assert [(n, s) for n, _, s in records(db, iid)] == [("a", "COMPLETED"), ("b", "COMPLETED")]
+    assert rows.incidents_of(db, iid, only_open=True) == []
+    assert rows.state(db, iid) == "TERMINATED"
+    assert_history_consistent(db, iid)
+
+
+def test_an_operator_can_mark_a_failed_compensation_resolved(rt: Harness, calls: Calls,
+                                                            journal: Journal) -> None:
+    register(journal, calls, "do_a", "do_b", "undo_a")
+    journal.add(calls, "undo_b", failing(1000, "cannot undo"))
+    iid = rt.run(abc())
+    db = rt.engine.db
+    (incident,) = rows.incidents_of(db, iid, only_open=True)
+    rt.engine.resolve(incident.id, note="refunded by hand")
+    assert rows.incidents_of(db, iid, only_open=True) == []
+    assert "OperatorResolved" in rows.engine_event_types(db, iid)
+    assert rows.state(db, iid) == "TERMINATED"
+
+
+def test_parallel_branches_compensate_what_they_completed_interleaved_by_seq(
+        rt: Harness, calls: Calls, journal: Journal) -> None:
+    """Branch x does x1 then x2; branch y does y1 then fails; x2 is still waiting on a worker,
+    so it is cancelled and only x1 and y1 are compensated, latest success first."""
+    register(journal, calls, "do_x1", "do_y1", "undo_x1", "undo_y1", "undo_x2")
+    b = ProcessBuilder("par", saga="global").start().parallel_gateway("fork")
+    b._node("x1", "serviceTask", handler="do_x1", compensation=comp("undo_x1"))
+    b._node("x2", "serviceTask", topic="slow", compensation=comp("undo_x2"))
+    b._node("y1", "serviceTask", handler="do_y1", compensation=comp("undo_y1"))
+    b._node("y2", "serviceTask", handler="boom")
+    doc = (b.parallel_gateway("join").end()
+           .sequence("start", "fork", "x1", "x2", "join").sequence("fork", "y1", "y2", "join")
+           .sequence("join", "end").build())
+    iid = rt.run(doc)
+    db = rt.engine.db
+    order = [n for n, _, _ in records(db, iid)]
+    assert sorted(order) == ["x1", "y1"]
+    undo = [line for line in journal.lines if line.startswith("undo_")]
+    assert undo == [f"undo_{n}" for n in reversed(order)]
+    assert rows.state(db, iid) == "TERMINATED"
+    x2 = rows.only_task(db, iid, "x2")
+    assert x2.state == "CANCELLED"
+
+
+def local_doc(*, boundary: bool) -> dict[str, Any]:
+    inner = ProcessBuilder("inner", saga="local").start("s_start")
+    inner._node("s1", "serviceTask", handler="do_s1", compensation=comp("undo_s1"))
+    inner._node("s2", "serviceTask", handler="boom")
+    inner.end("s_end").sequence("s_start", "s1", "s2", "s_end")
+    b = ProcessBuilder("local").start()
+    b._node("a", "serviceTask", handler="do_a", compensation=comp("undo_a"))
+    b._node("sub", "subProcess", saga="local", nodes=inner.build()["nodes"],
+            flows=inner.build()["flows"])
+    b.end()
+    if boundary:
+        b.error_boundary("compensated", attached_to="sub", error="SAGA_COMPENSATED")
+        b._node("apologise", "serviceTask", handler="apologise")
+        b.end("sorry").sequence("compensated", "apologise", "sorry")
+    return b.sequence("start", "a", "sub", "end").build()
+
+
+def test_a_local_saga_compensates_its_subprocess_then_the_boundary_takes_over(
+        rt: Harness, calls: Calls, journal: Journal) -> None:
+    register(journal, calls, "do_a", "do_s1", "undo_s1", "undo_a", "apologise")
+    iid = rt.run(local_doc(boundary=True))
+    db = rt.engine.db
+    assert journal.lines == ["do_a", "do_s1", "boom", "undo_s1", "apologise"]
+    assert rows.state(db, iid) == "COMPLETED"
+    assert [(n, s) for n, _, s in records(db, iid)] == [("a", "PENDING"), ("s1", "COMPLETED")]
+    assert_history_consistent(db, iid)
+
+
+def test_a_local_saga_without_a_boundary_fails_outward_to_the_process_policy(
+        rt: Harness, calls: Calls, journal: Journal) -> None:
+    register(journal, calls, "do_a", "do_s1", "undo_s1", "undo_a")
+    iid = rt.run(local_doc(boundary=False))  # the process has saga none: an incident
+    db = rt.engine.db
+    assert journal.lines == ["do_a", "do_s1", "boom", "undo_s1"]
+    assert rows.state(db, iid) == "FAILED"
+    (incident,) = rows.incidents_of(db, iid, only_open=True)
+    assert incident.node_id == "sub" and incident.kind == "saga"
+
+
+def test_nested_scopes_local_inside_global(rt: Harness, calls: Calls, journal: Journal) -> None:
+    register(journal, calls, "do_a", "do_s1", "undo_s1", "undo_a")
+    doc = local_doc(boundary=False)
+    doc["saga"] = "global"
+    iid = rt.run(doc)
+    db = rt.engine.db
+    assert journal.lines == ["do_a", "do_s1", "boom", "undo_s1", "undo_a"]
+    assert rows.state(db, iid) == "TERMINATED"
+    assert saga_events(db, iid).count("SagaStarted") == 2
+    assert saga_events(db, iid).count("SagaCompleted") == 2
+
+
+def test_a_duplicate_run_compensation_is_a_no_op(rt: Harness, calls: Calls,
+                                                journal: Journal) -> None:
+    register(journal, calls, "do_a", "do_b", "undo_a", "undo_b")
+    rt.deploy(abc())
+    iid = rt.start("abc")
+    outcomes = []
+    from bpm.dispatch import RUN_COMPENSATION
+
+    for _ in range(100):
+        job = rt.queue.pop(rt.clock.peek())
+        if job is None:
+            break
+        outcomes.append(rt.engine.run_job(job))
+        if job.name == RUN_COMPENSATION:
+            outcomes.append(rt.engine.run_job(job))  # delivered twice
+    assert journal.lines == ["do_a", "do_b", "boom", "undo_b", "undo_a"]
+    assert outcomes.count("stale") == 2
+    assert rows.state(rt.engine.db, iid) == "TERMINATED"
+
+
+# --- thrown compensation ---------------------------------------------------------------------
+
+
+def thrown(kind: str, activity: str | None = None) -> dict[str, Any]:
+    b = ProcessBuilder("thrown").start()
+    b._node("a", "serviceTask", handler="do_a", compensation=comp("undo_a"))
+    b._node("b", "serviceTask", handler="do_b", compensation=comp("undo_b"))
+    if kind == "intermediate":
+        b._node("undo", "compensationThrow", activity=activity)
+        b._node("after", "serviceTask", handler="after")
+        b.end()
+        b.sequence("start", "a", "b", "undo", "after", "end")
+    else:
+        b._node("end", "endEvent", compensate=True, activity=activity)
+        b.sequence("start", "a", "b", "end")
+    return b.build()
+
+
+@pytest.mark.parametrize(("kind", "activity", "undone"), [
+    ("intermediate", None, ["undo_b", "undo_a", "after"]),
+    ("intermediate", "a", ["undo_a", "after"]),
+    ("end", None, ["undo_b", "undo_a"]),
+    ("end", "b", ["undo_b"]),
+])
+def test_thrown_compensation_compensates_then_goes_on(rt: Harness, calls: Calls,
+                                                     journal: Journal, kind: str,
+                                                     activity: str | None,
+                                                     undone: list[str]) -> None:
+    register(journal, calls, "do_a", "do_b", "undo_a", "undo_b", "after")
+    iid = rt.run(thrown(kind, activity))
+    db = rt.engine.db
+    assert journal.lines == ["do_a", "do_b", *undone]
+    assert rows.state(db, iid) == "COMPLETED"
+    assert "SagaStarted" not in rows.engine_event_types(db, iid)
+    assert_history_consistent(db, iid)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"saga": "partial"}, "'saga' must be none, local or global"),
+])
+def test_bad_saga_definitions_are_refused(change: dict[str, Any], message: str) -> None:
+    doc = abc()
+    doc.update(change)
+    with pytest.raises(InvalidDefinition, match=message):
+        compile_definition(doc)
+
+
+@pytest.mark.parametrize(("node", "message"), [
+    ({"id": "a", "type": "serviceTask", "handler": "x", "compensation": {}},
+     "exactly one of 'handler', 'topic' or 'node'"),
+    ({"id": "a", "type": "serviceTask", "handler": "x", "compensation": {"node": "nowhere"}},
+     "must be a serviceTask or userTask of the same scope"),
+    ({"id": "a", "type": "serviceTask", "handler": "x",
+      "compensation": {"handler": "y", "retry": {"max_attempt": 2}}}, "unknown key"),
+])
+def test_bad_compensations_are_refused_naming_the_node(node: dict[str, Any],
+                                                       message: str) -> None:
+    doc = abc()
+    doc["nodes"][1] = node
+    with pytest.raises(InvalidDefinition, match=message) as caught:
+        compile_definition(doc)
+    assert caught.value.element == "a"
