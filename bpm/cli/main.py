@@ -58,6 +58,7 @@ for command in (inspect.instances, inspect.show, inspect.trace, inspect.incident
     cli.add_command(command)
 cli.add_command(operate.retry)
 cli.add_command(operate.cancel)
+cli.add_command(operate.resolve)
 cli.add_command(operate.recover)
 for command in (tasks.tasks, tasks.claim, tasks.unclaim, tasks.complete, tasks.correlate):
     cli.add_command(command)

@@ -93,3 +93,4 @@ class IdType(_UuidParam):
 
 INSTANCE_ID = IdType("an instance id")
 TOKEN_OR_TASK_ID = IdType("a token or task id")
+INCIDENT_OR_TOKEN_ID = IdType("an incident or token id")

@@ -37,6 +37,8 @@ from bpm.engine import (
 )
 from bpm.engine.tx import Conflict, Next, NextToken, RunTask, Stale, Tx
 from bpm.errors import NotFound
+from bpm.events import EventListeners
+from bpm.events import listeners as default_listeners
 from bpm.handlers import HandlerContext, HandlerRegistry
 from bpm.handlers import registry as default_registry
 from bpm.store import (
@@ -88,7 +90,8 @@ class Engine:
     def __init__(self, db: Database, dispatcher: Dispatcher, *,
                  handlers: HandlerRegistry | None = None, clock: Clock = SYSTEM_CLOCK,
                  worker_id: str | None = None, chain_limit: int = 100,
-                 run_handlers_inline: bool = True) -> None:
+                 run_handlers_inline: bool = True,
+                 listeners: EventListeners | None = None) -> None:
         self.db = db
         self.dispatcher = dispatcher
         self.handlers = handlers if handlers is not None else default_registry
@@ -96,6 +99,7 @@ class Engine:
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
         self.chain_limit = chain_limit
         self.run_handlers_inline = run_handlers_inline
+        self.listeners = listeners if listeners is not None else default_listeners
         self._graphs: dict[UUID, ProcessGraph] = {}
         self._versions: dict[UUID, int] = {}
         self._instances: OrderedDict[UUID, _InstanceInfo] = OrderedDict()
@@ -110,9 +114,13 @@ class Engine:
                     runs_inline=self._runs_inline if inline else _never)
             tx.graph_for = lambda iid: self.graph(self._info(tx, iid).def_id, tx.conn)
             yield tx
+            events = [dict(row) for table, row in tx.history.rows
+                      if table == "engine" and self.listeners.wants(row["type"])]
             tx.flush()
         if tx.jobs:
             self.dispatcher.dispatch(tx.jobs)
+        if events:
+            self.listeners.emit(events)
 
     def _retrying(self, fn: Callable[[], T], attempts: int = 5) -> T:
         """Retry a transaction that lost a version race, with jitter (never an incident)."""

@@ -170,3 +170,17 @@ def test_help_and_version(bpm: Bpm) -> None:
                  "cancel", "demo", "BPM_IMPORTS"):
         assert name in out
     assert "0.1.0" in bpm.ok("--version").stdout
+
+
+def test_resolve__closes_the_incident_and_keeps_the_token_failed(
+        bpm: Bpm, failing: dict[str, Any]) -> None:
+    (incident,) = _list(bpm.json("incidents"))
+    out = bpm.ok("resolve", incident["id"], "--note", "fixed by hand").stdout
+    assert "resolved" in out
+    assert _list(bpm.json("incidents")) == []
+    shown = _dict(bpm.json("show", failing["id"]))
+    assert [t["state"] for t in shown["tokens"]] == ["FAILED"]
+    assert any(e["type"] == "OperatorResolved" and e.get("data", {}).get("note") ==
+               "fixed by hand" for e in _list(bpm.json("trace", failing["id"])))
+    assert "no open incident" in bpm.error("resolve", incident["id"])
+    assert "is not an incident or token id" in bpm.error("resolve", "nope")

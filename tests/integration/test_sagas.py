@@ -308,3 +308,121 @@ def test_bad_compensations_are_refused_naming_the_node(node: dict[str, Any],
     with pytest.raises(InvalidDefinition, match=message) as caught:
         compile_definition(doc)
     assert caught.value.element == "a"
+
+
+# --- other compensation forms, listeners ---------------------------------------------------
+
+
+def test_compensation_by_topic_and_by_a_user_task_handler_activity(rt: Harness, calls: Calls,
+                                                                  journal: Journal) -> None:
+    from datetime import timedelta
+
+    from bpm.engine.external import TopicRequest
+
+    register(journal, calls, "do_a")
+    b = ProcessBuilder("forms", saga="global").start()
+    b._node("a", "serviceTask", handler="do_a", compensation={"node": "undo_a_by_hand"})
+    b._node("undo_a_by_hand", "userTask", candidate_groups=["ops"])
+    b._node("charge", "serviceTask", topic="payments", compensation={"topic": "refunds"})
+    b._node("ship", "serviceTask", handler="boom")
+    iid = rt.run(b.end().sequence("start", "a", "charge", "ship", "end").build())
+    (charge,) = rt.engine.fetch_and_lock("pay", [TopicRequest("payments", timedelta(minutes=1))])
+    rt.engine.complete(charge.id, "pay", {"charged": 10})
+    rt.drain()
+    (refund,) = rt.engine.fetch_and_lock("pay", [TopicRequest("refunds", timedelta(minutes=1))])
+    assert refund.node_id == "charge"
+    assert rt.engine.user_tasks(group="ops") == []  # one at a time: the refund comes first
+    rt.engine.complete(refund.id, "pay", {})
+    rt.drain()
+    (by_hand,) = rt.engine.user_tasks(group="ops")
+    assert by_hand["node_id"] == "a"
+    rt.engine.complete_user_task(by_hand["id"], {"undone": True})
+    rt.drain()
+    db = rt.engine.db
+    assert rows.state(db, iid) == "TERMINATED"
+    assert [(n, s) for n, _, s in records(db, iid)] == [("a", "COMPLETED"),
+                                                        ("charge", "COMPLETED")]
+    assert_history_consistent(db, iid)
+
+
+def test_listeners_get_the_saga_events_after_commit(rt: Harness, calls: Calls,
+                                                   journal: Journal) -> None:
+    from bpm.events import SAGA_EVENTS, EventListeners
+
+    register(journal, calls, "do_a", "do_b", "undo_a", "undo_b")
+    seen: list[tuple[str, str | None]] = []
+    listeners = EventListeners()
+    for kind in SAGA_EVENTS:
+        listeners.add(kind, lambda e: seen.append((e["type"], e["node_id"])))
+    listeners.add("SagaCompleted", lambda e: 1 / 0)  # a broken listener changes nothing
+    rt.engine.listeners = listeners
+    iid = rt.run(abc())
+    assert seen == [("TokenFailed", "c"), ("SagaStarted", "c"),
+                    ("CompensationTokenCreated", "b"), ("CompensationCompleted", "b"),
+                    ("CompensationTokenCreated", "a"), ("CompensationCompleted", "a"),
+                    ("SagaCompleted", "c")]
+    assert rows.state(rt.engine.db, iid) == "TERMINATED"
+
+
+# --- processes the tests have never seen -------------------------------------------------------
+
+
+def random_saga(seed: int) -> tuple[dict[str, Any], str]:
+    """A global saga over a random mix of steps and parallel branches, failing at one step."""
+    import random
+
+    rnd = random.Random(seed)
+    b = ProcessBuilder(f"rnd{seed}", saga="global").start()
+    steps: list[str] = []
+
+    def step(name: str) -> str:
+        b._node(name, "serviceTask", handler=f"do_{name}",
+                compensation=comp(f"undo_{name}") if rnd.random() < 0.8 else None)
+        steps.append(name)
+        return name
+
+    previous = "start"
+    for i in range(rnd.randint(2, 4)):
+        if rnd.random() < 0.5:
+            fork, join = f"f{i}", f"j{i}"
+            b.parallel_gateway(fork).parallel_gateway(join).flow(previous, fork)
+            for branch in range(rnd.randint(2, 3)):
+                chain = [step(f"s{i}_{branch}_{k}") for k in range(rnd.randint(1, 3))]
+                b.sequence(fork, *chain, join)
+            previous = join
+        else:
+            name = step(f"s{i}")
+            b.flow(previous, name)
+            previous = name
+    b.end().flow(previous, "end")
+    doc = b.build()
+    for node in doc["nodes"]:  # drop the None compensations the helper passed through
+        if node.get("compensation") is None:
+            node.pop("compensation", None)
+    return doc, rnd.choice(steps)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_sagas_compensate_exactly_the_succeeded_steps_in_reverse_order(
+        rt: Harness, calls: Calls, journal: Journal, seed: int) -> None:
+    doc, failing_step = random_saga(seed)
+    for node in doc["nodes"]:
+        if node["type"] != "serviceTask":
+            continue
+        if node["id"] == failing_step:
+            node["handler"] = "boom"
+        journal.add(calls, node["handler"])
+        if "compensation" in node:
+            journal.add(calls, node["compensation"]["handler"])
+    journal.add(calls, "boom", failing(1000))
+    iid = rt.run(doc)
+    db = rt.engine.db
+    compensable = {n["id"] for n in doc["nodes"] if "compensation" in n}
+    succeeded = [line[3:] for line in journal.lines if line.startswith("do_")]
+    recorded = records(db, iid)
+    assert sorted(n for n, _, _ in recorded) == sorted(s for s in succeeded if s in compensable)
+    assert all(status == "COMPLETED" for _, _, status in recorded)
+    undone = [line[5:] for line in journal.lines if line.startswith("undo_")]
+    assert undone == [n for n, _, _ in sorted(recorded, key=lambda r: -r[1])]
+    assert rows.state(db, iid) == "TERMINATED"
+    assert_history_consistent(db, iid)

@@ -8,7 +8,7 @@ import click
 
 from bpm.cli import render
 from bpm.cli.lookups import instance_of_token
-from bpm.cli.parsing import INSTANCE_ID, TOKEN_OR_TASK_ID
+from bpm.cli.parsing import INCIDENT_OR_TOKEN_ID, INSTANCE_ID, TOKEN_OR_TASK_ID
 from bpm.cli.runtime import broker_mode, distributed, embedded, import_handlers
 
 RETRY_LIMIT = 60.0
@@ -82,3 +82,17 @@ def recover(imports: tuple[str, ...], as_json: bool) -> None:
         render.emit_json(found)
         return
     render.line(", ".join(f"{name.replace('_', ' ')}: {n}" for name, n in found.items()))
+
+
+@click.command()
+@click.argument("incident_or_token", type=INCIDENT_OR_TOKEN_ID)
+@click.option("--note", metavar="TEXT", help="Why it is resolved (kept in the history).")
+def resolve(incident_or_token: UUID, note: str | None) -> None:
+    """Mark an open incident resolved without re-running anything.
+
+    For a failure fixed by hand, typically a compensation that failed during a saga: the
+    token stays FAILED, the incident is closed, and the history records who did it and why.
+    """
+    with embedded() as rt:
+        token_id = rt.engine.resolve(incident_or_token, note)
+    render.line(f"resolved the incident of token {token_id}")
