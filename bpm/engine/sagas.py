@@ -64,7 +64,7 @@ def start_if_declared(tx: Tx, g: ProcessGraph, failed: TokenRow, reason: str) ->
                       node_id=failed.node_id, token_id=failed.id, actor=tx.actor,
                       data={"scope": "global" if host is None else scope, "reason": reason})
     for row in _below(everything, host):
-        if row.id != failed.id and row.mode == "FORWARD" and row.state in ("ACTIVE", "WAITING"):
+        if row.id != failed.id and row.mode == "FORWARD" and row.state in LIVE:
             cancel_token(tx, row, reason=f"saga after {failed.node_id!r} failed")
     anchor = new_token(tx, instance_id=failed.instance_id, node_id=failed.node_id,
                        parent=host.id if host else None,

@@ -88,7 +88,8 @@ def stalled_active(conn: Connection, before: datetime, limit: int) -> list[tuple
 
 
 def parents_to_recheck(conn: Connection, before: datetime, limit: int) -> list[tuple[UUID, int]]:
-    """WAITING parents whose children are all done, or that have a child parked at a join."""
+    """WAITING parents whose children are all done, or that have a child parked at a join, and
+    saga anchors whose current compensation has ended (their nudge may have been lost)."""
     child = t.alias("child")
     no_live_child = ~exists().where(child.c.parent_token_id == t.c.id,
                                     child.c.state.in_(LIVE))
@@ -98,9 +99,13 @@ def parents_to_recheck(conn: Connection, before: datetime, limit: int) -> list[t
     # A parent with a FAILED branch waits for an operator, whose retry nudges it again;
     # re-checking it every scan would only crowd out the parents that can move.
     failed_child = exists().where(child.c.parent_token_id == t.c.id, child.c.state == "FAILED")
+    # A saga's anchor goes on after a failed compensation too: only a running one holds it.
+    running_child = exists().where(child.c.parent_token_id == t.c.id,
+                                   child.c.state.in_(("ACTIVE", "WAITING")))
+    scope_parent = (t.c.wait_kind == "CHILDREN") & (no_live_child | (joined_child & ~failed_child))
+    saga_anchor = (t.c.wait_kind == "COMPENSATING") & ~running_child
     stmt = (select(t.c.id, t.c.version)
-            .where(t.c.state == "WAITING", t.c.wait_kind == "CHILDREN",
-                   t.c.updated_at < before, no_live_child | (joined_child & ~failed_child))
+            .where(t.c.state == "WAITING", t.c.updated_at < before, scope_parent | saga_anchor)
             .order_by(t.c.updated_at).limit(limit)
             .with_for_update(skip_locked=True))
     return [(row.id, row.version) for row in conn.execute(stmt)]

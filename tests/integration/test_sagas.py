@@ -426,3 +426,26 @@ def test_random_sagas_compensate_exactly_the_succeeded_steps_in_reverse_order(
     assert undone == [n for n, _, _ in sorted(recorded, key=lambda r: -r[1])]
     assert rows.state(db, iid) == "TERMINATED"
     assert_history_consistent(db, iid)
+
+
+def test_a_lost_nudge_between_compensations_is_recovered_by_the_scan(
+        rt: Harness, calls: Calls, journal: Journal, engine_factory: Any) -> None:
+    """A worker dies right after a compensation committed, before the saga went on."""
+    from datetime import timedelta
+
+    from bpm.dispatch import RUN_COMPENSATION, DroppingDispatcher
+
+    register(journal, calls, "do_a", "do_b", "undo_a", "undo_b")
+    rt.deploy(abc())
+    iid = rt.start("abc")
+    rt.drain(only=frozenset({"bpm.advance_token", "bpm.run_handler"}))
+    (job,) = [j for j in rt.queued() if j.name == RUN_COMPENSATION]
+    dying = engine_factory(DroppingDispatcher(), chain_limit=2)  # stops after undo_b commits
+    dying.engine.run_job(job)
+    assert journal.lines[-1] == "undo_b"
+    rt.queue.pop(rt.clock.peek())  # that job is gone with its worker
+    rt.clock.advance(timedelta(minutes=1))
+    assert rt.engine.run_scans()["waiting_parents"] == 1
+    rt.drain()
+    assert journal.lines[-2:] == ["undo_b", "undo_a"]
+    assert rows.state(rt.engine.db, iid) == "TERMINATED"
