@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 
 import psycopg
 from sqlalchemy.engine import make_url
 
 import bpm
+from bpm.dispatch import Job
 from bpm.handlers import HandlerContext
 
+# ``seq`` numbers the calls in the order they were recorded (across processes).
 CREATE = """CREATE TABLE IF NOT EXISTS test_calls (
-    business_key text, node text, idempotency_key text, attempt int, pid int)"""
+    business_key text, node text, idempotency_key text, attempt int, pid int,
+    seq bigserial)"""
 
 
 def _dsn() -> str:
@@ -25,11 +29,13 @@ def _dsn() -> str:
     return url.render_as_string(hide_password=False)
 
 
-def record(ctx: HandlerContext) -> None:
-    """Write the side effect: one row per call, with its idempotency key."""
+def record(ctx: HandlerContext, node: str | None = None) -> None:
+    """Write the side effect: one row per call, with its idempotency key, under ``node``
+    (the node being run unless given)."""
     with psycopg.connect(_dsn(), autocommit=True) as conn:
-        conn.execute("INSERT INTO test_calls VALUES (%s, %s, %s, %s, %s)",
-                     (ctx.business_key, ctx.node_id, ctx.idempotency_key, ctx.attempt,
+        conn.execute("INSERT INTO test_calls (business_key, node, idempotency_key, attempt, pid)"
+                     " VALUES (%s, %s, %s, %s, %s)",
+                     (ctx.business_key, node or ctx.node_id, ctx.idempotency_key, ctx.attempt,
                       os.getpid()))
 
 
@@ -58,3 +64,46 @@ def suicide(ctx: HandlerContext) -> None:
     """Kill the process running it, every time (like an out-of-memory kill)."""
     record(ctx)
     os._exit(137)
+
+
+# --- sagas: a compensation task's ``node_id`` is the node it compensates ----------------------
+
+
+@bpm.handler("boom")
+def boom(ctx: HandlerContext) -> None:
+    """Fails every time: the forward step that starts the saga."""
+    record(ctx)
+    raise RuntimeError(f"{ctx.node_id} always fails")
+
+
+@bpm.handler("undo")
+def undo(ctx: HandlerContext) -> None:
+    """A compensation: recorded as ``undo:<node>`` to tell it from the forward call."""
+    record(ctx, f"undo:{ctx.node_id}")
+
+
+@bpm.handler("slow_undo")
+def slow_undo(ctx: HandlerContext) -> None:
+    """A compensation that takes a while (the test kills its worker meanwhile): ``undo:<node>``
+    when it starts, ``undone:<node>`` when it finishes."""
+    record(ctx, f"undo:{ctx.node_id}")
+    time.sleep(float(ctx.variables.get("undo_seconds", 1.5)))
+    record(ctx, f"undone:{ctx.node_id}")
+
+
+def _send_twice(names: frozenset[str]) -> None:
+    """Every job named in ``names`` goes out twice from this process (a duplicate delivery)."""
+    from workers.dispatcher import CeleryDispatcher
+
+    send_once = CeleryDispatcher.dispatch
+
+    def dispatch(self: CeleryDispatcher, jobs: Sequence[Job]) -> None:
+        send_once(self, jobs)
+        send_once(self, [job for job in jobs if job.name in names])
+
+    CeleryDispatcher.dispatch = dispatch  # type: ignore[method-assign]
+
+
+# Set only in the environment of the workers of a test that wants duplicates.
+if os.environ.get("BPM_TEST_SEND_TWICE"):
+    _send_twice(frozenset(os.environ["BPM_TEST_SEND_TWICE"].split(",")))

@@ -68,3 +68,20 @@ def awaiting_payment() -> dict[str, Any]:
     return (ProcessBuilder("awaiting").start().receive_task("await", message="paid")
             .service_task("after", handler="noop").end()
             .sequence("start", "await", "after", "end").build())
+
+
+def saga_abc(key: str = "saga_abc", *, undo: str = "undo", timeout: str | None = None,
+             undo_retry: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A -> B -> C under a global saga, each step with a compensation; C always fails, so B
+    then A are compensated and the instance ends TERMINATED.
+
+    A compensation task takes its lock timeout from the node it compensates (``timeout``).
+    """
+    compensation: dict[str, Any] = {"handler": undo}
+    if undo_retry is not None:
+        compensation["retry"] = undo_retry
+    b = ProcessBuilder(key, saga="global").start()
+    for step, handler in (("a", "noop"), ("b", "noop"), ("c", "boom")):
+        b._node(step, "serviceTask", handler=handler, timeout=timeout,
+                compensation=compensation)
+    return b.end().sequence("start", "a", "b", "c", "end").build()
