@@ -85,3 +85,42 @@ def saga_abc(key: str = "saga_abc", *, undo: str = "undo", timeout: str | None =
         b._node(step, "serviceTask", handler=handler, timeout=timeout,
                 compensation=compensation)
     return b.end().sequence("start", "a", "b", "c", "end").build()
+
+
+def random_saga(seed: int) -> dict[str, Any]:
+    """A global saga over a random mix of steps and parallel branches (``noop`` handlers,
+    most with an ``undo`` compensation) that fails at one random step (``boom``)."""
+    import random
+
+    rnd = random.Random(seed)
+    b = ProcessBuilder(f"rnd_saga_{seed}", saga="global").start()
+    steps: list[str] = []
+
+    def step(name: str) -> str:
+        keys: dict[str, Any] = {"handler": "noop", "timeout": "PT3S"}
+        if rnd.random() < 0.8:
+            keys["compensation"] = {"handler": "undo",
+                                    "retry": {"max_attempts": 3, "backoff": "PT0S"}}
+        b._node(name, "serviceTask", **keys)
+        steps.append(name)
+        return name
+
+    previous = "start"
+    for i in range(rnd.randint(2, 4)):
+        if rnd.random() < 0.5:
+            fork, join = f"f{i}", f"j{i}"
+            b.parallel_gateway(fork).parallel_gateway(join).flow(previous, fork)
+            for branch in range(rnd.randint(2, 3)):
+                b.sequence(fork, *[step(f"s{i}_{branch}_{k}")
+                                   for k in range(rnd.randint(1, 3))], join)
+            previous = join
+        else:
+            name = step(f"s{i}")
+            b.flow(previous, name)
+            previous = name
+    doc = b.end().flow(previous, "end").build()
+    failing = rnd.choice(steps)
+    for node in doc["nodes"]:
+        if node["id"] == failing:
+            node["handler"] = "boom"
+    return doc
