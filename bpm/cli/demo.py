@@ -1,25 +1,35 @@
-"""``bpm demo``: run the order fulfilment example on a fresh SQLite file and keep the result.
+"""``bpm demo``: run the example processes on a fresh SQLite file and keep the result.
 
 Everything happens in this process (embedded mode), so the demo needs no database server, no
-broker and no worker. The database file is new for every run, in the temp folder, and kept
-afterwards so the instances can be explored with ``bpm show`` / ``bpm trace``.
+broker and no worker: it runs the order fulfilment orders, then the order saga, whose external
+tasks (topics ``payments`` and ``refunds``) the demo fetches and completes itself, as an external
+worker would. The database file is new for every run, in the temp folder, and kept afterwards so
+the instances can be explored with ``bpm show`` / ``bpm trace``.
 """
 
 from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from bpm.cli import paths
 from bpm.definitions import load_document
 from bpm.embedded import EmbeddedRuntime
+from bpm.engine.external import LockedTask, TopicRequest
 from bpm.engine.lifecycle import Deployed
 from bpm.handlers import registry
 
 RUN_LIMIT = 30.0
+#: The demo acts as the external worker of the saga's card payments and refunds.
+WORKER_ID = "demo-worker"
+LOCK = timedelta(minutes=1)
+#: Fetch, complete, run: one round for the charge, one for the refund (and a spare).
+WORKER_ROUNDS = 5
 
 
 @dataclass(frozen=True)
@@ -41,6 +51,9 @@ ORDERS = (
     DemoOrder("ORDER-1005", {"total": 20.0, "items": ["unobtainium"]},
               "out of stock: BPMN error, incident"),
 )
+
+SAGA_ORDER = DemoOrder("ORDER-2001", {"total": 99.0, "items": ["bicycle"], "ship_fails": True},
+                       "shipping fails: refund the card, then release the stock")
 
 
 @dataclass
@@ -65,12 +78,63 @@ class DemoRun:
 
 
 @dataclass
+class SagaRun:
+    """The saga order's outcome: what the demo's worker did, and what the history says."""
+
+    order: DemoOrder
+    definition_file: Path
+    deployed: Deployed
+    instance: dict[str, Any]
+    events: list[dict[str, Any]]
+    #: (topic, node id) of every external task the demo completed, in order.
+    worked: list[tuple[str, str]]
+
+    @property
+    def compensated(self) -> list[str]:
+        """The activities whose compensation completed, in the order it happened."""
+        return [str(e["node_id"]) for e in self.events
+                if e["kind"] == "engine" and e["type"] == "CompensationCompleted"]
+
+    @property
+    def undo_handlers(self) -> dict[str, str]:
+        """Activity -> how it was undone (``handler:NAME`` or ``topic:NAME``)."""
+        return {str(e["node_id"]): str(e.get("data", {}).get("handler", "?"))
+                for e in self.events
+                if e["kind"] == "engine" and e["type"] == "CompensationTokenCreated"}
+
+    @property
+    def failed_at(self) -> str | None:
+        """Where the saga started: the node of the forward token that failed."""
+        failed = self._failed()
+        return str(failed["node_id"]) if failed else None
+
+    @property
+    def failure(self) -> str | None:
+        """Why the saga started: the error of the forward token that failed."""
+        failed = self._failed()
+        return str(failed.get("data", {}).get("error", "")) if failed else None
+
+    def _failed(self) -> dict[str, Any] | None:
+        return next((e for e in self.events
+                     if e["kind"] == "engine" and e["type"] == "TokenFailed"), None)
+
+    @property
+    def forward(self) -> paths.PathTree:
+        """The path of the forward tokens (compensation tokens are listed apart)."""
+        undo = {e.get("token_id") for e in self.events
+                if e["kind"] == "token" and e["type"] == "CREATED"
+                and e.get("data", {}).get("mode") == "COMPENSATION"}
+        return paths.build(e for e in self.events if e.get("token_id") not in undo)
+
+
+@dataclass
 class DemoResult:
     database: Path
     definition_file: Path
     deployed: Deployed
     runs: list[DemoRun]
     seconds: float
+    saga: SagaRun | None = None
 
 
 def new_database() -> Path:
@@ -78,22 +142,55 @@ def new_database() -> Path:
     return folder / "demo.db"
 
 
-def run_demo(database: Path, definition_file: Path) -> DemoResult:
-    """Deploy the example and run each demo order to its end, one after the other."""
-    import examples.order_handlers  # noqa: F401  (registers the example's handlers)
+def run_demo(database: Path, definition_file: Path,
+             saga_file: Path | None = None) -> DemoResult:
+    """Deploy the example and run each demo order to its end, one after the other; then,
+    with ``saga_file``, the saga order."""
+    # Importing them registers the examples' handlers.
+    import examples.order_handlers
+    import examples.saga_handlers  # noqa: F401
 
     began = time.perf_counter()
     rt = EmbeddedRuntime(f"sqlite:///{database}", handlers=registry)
     try:
-        deployed = rt.engine.deploy(load_document(definition_file),
-                                    source=definition_file.read_text(encoding="utf-8"))
+        deployed = _deploy(rt, definition_file)
         runs = [_run_order(rt, deployed.key, order) for order in ORDERS]
+        saga = _run_saga(rt, saga_file) if saga_file is not None else None
     finally:
         rt.close()
-    return DemoResult(database, definition_file, deployed, runs, time.perf_counter() - began)
+    return DemoResult(database, definition_file, deployed, runs, time.perf_counter() - began,
+                      saga)
+
+
+def _deploy(rt: EmbeddedRuntime, definition_file: Path) -> Deployed:
+    return rt.engine.deploy(load_document(definition_file),
+                            source=definition_file.read_text(encoding="utf-8"))
 
 
 def _run_order(rt: EmbeddedRuntime, key: str, order: DemoOrder) -> DemoRun:
     started = rt.engine.start(key, order.variables, business_key=order.business_key)
     rt.run_until_idle(timeout=RUN_LIMIT)
     return DemoRun(order, rt.engine.show(started.id), rt.engine.trace(started.id))
+
+
+def _run_saga(rt: EmbeddedRuntime, definition_file: Path) -> SagaRun:
+    """Start the saga order; complete its external tasks as a worker would, between runs."""
+    from examples.saga_handlers import charge_card, refund_card
+
+    work: Mapping[str, Callable[[LockedTask], Mapping[str, Any] | None]] = {
+        "payments": charge_card, "refunds": refund_card}
+    deployed = _deploy(rt, definition_file)
+    started = rt.engine.start(deployed.key, SAGA_ORDER.variables,
+                              business_key=SAGA_ORDER.business_key)
+    rt.run_until_idle(timeout=RUN_LIMIT)
+    worked: list[tuple[str, str]] = []
+    for _ in range(WORKER_ROUNDS):
+        fetched = rt.engine.fetch_and_lock(WORKER_ID, [TopicRequest(t, LOCK) for t in work])
+        if not fetched:
+            break
+        for task in fetched:
+            rt.engine.complete(task.id, WORKER_ID, dict(work[task.topic](task) or {}))
+            worked.append((task.topic, task.node_id))
+        rt.run_until_idle(timeout=RUN_LIMIT)
+    return SagaRun(SAGA_ORDER, definition_file, deployed, rt.engine.show(started.id),
+                   rt.engine.trace(started.id), worked)

@@ -57,8 +57,8 @@ def _enter_compensation(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> N
         handler = g.node(spec.node)
         stand_in = replace(handler, id=node.id, retry=spec.retry, compensation=None)
     else:
-        stand_in = replace(node, handler=spec.handler, topic=spec.topic, retry=spec.retry,
-                           compensation=None)
+        stand_in = replace(node, type=NodeType.SERVICE_TASK, handler=spec.handler,
+                           topic=spec.topic, retry=spec.retry, compensation=None)
     return _enter_activity(tx, g, tok, stand_in)
 
 

@@ -23,6 +23,18 @@ def test_demo__runs_the_orders_and_prints_what_happened(bpm: Bpm) -> None:
     assert match and Path(match.group(1)).exists()
 
 
+def test_demo__the_saga_refunds_then_releases_and_terminates(bpm: Bpm) -> None:
+    out = bpm.ok("demo").stdout
+    assert "deployed order_saga version 1" in out
+    assert re.search(r"^ORDER-2001 +\w{8} +TERMINATED$", out, re.MULTILINE)
+    assert "start → reserve → charge → ship ✗" in out
+    assert "completed payments at charge, then refunds at charge" in out
+    assert "ShippingFailed" in out
+    assert ("compensated, latest success first: charge (topic refunds) → "
+            "reserve (handler release_stock)") in out
+    assert "ORDER-2001 is TERMINATED: ship failed, its saga compensated charge, then reserve" in out
+
+
 def test_demo__database_is_explorable_afterwards(bpm: Bpm,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     out = bpm.ok("demo").stdout
@@ -30,7 +42,15 @@ def test_demo__database_is_explorable_afterwards(bpm: Bpm,
     assert match
     monkeypatch.setenv("BPM_DATABASE_URL", match.group(1))
     found = bpm.json("instances")
-    assert isinstance(found, list) and len(found) == 5
+    assert isinstance(found, list) and len(found) == 6
+    (saga,) = [i for i in found if i["business_key"] == "ORDER-2001"]
+    assert saga["state"] == "TERMINATED"
+    trace = bpm.json("trace", saga["id"])
+    assert isinstance(trace, list)
+    assert [e["node_id"] for e in trace if e["type"] == "CompensationCompleted"] == [
+        "charge", "reserve"]  # the refund before the release: latest success first
+    assert [e["type"] for e in trace if e["kind"] == "engine"][-2:] == [
+        "SagaCompleted", "InstanceTerminated"]
 
 
 def _event(kind: str, type_: str, node: str, token: str, **data: object) -> dict[str, object]:

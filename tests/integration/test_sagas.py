@@ -453,3 +453,18 @@ def test_a_lost_nudge_between_compensations_is_recovered_by_the_scan(
     rt.drain()
     assert journal.lines[-2:] == ["undo_b", "undo_a"]
     assert rows.state(rt.engine.db, iid) == "TERMINATED"
+
+
+def test_a_completed_user_task_is_compensated_by_its_handler(rt: Harness, calls: Calls,
+                                                            journal: Journal) -> None:
+    register(journal, calls, "undo_review")
+    b = ProcessBuilder("review_saga", saga="global").start()
+    b._node("review", "userTask", compensation=comp("undo_review"))
+    b._node("ship", "serviceTask", handler="boom")
+    iid = rt.run(b.end().sequence("start", "review", "ship", "end").build())
+    (task,) = rt.engine.user_tasks(instance_id=iid)
+    rt.engine.complete_user_task(task["id"], {"approved": True})
+    rt.drain()
+    assert journal.lines == ["boom", "undo_review"]
+    assert rt.engine.user_tasks(instance_id=iid) == []  # no second user task was created
+    assert rows.state(rt.engine.db, iid) == "TERMINATED"

@@ -5,25 +5,28 @@ from __future__ import annotations
 import click
 
 from bpm.cli import paths, render
-from bpm.cli.demo import DemoResult, DemoRun, new_database, run_demo
-from examples import ORDER_FULFILMENT
+from bpm.cli.demo import WORKER_ID, DemoResult, DemoRun, SagaRun, new_database, run_demo
+from examples import ORDER_FULFILMENT, ORDER_SAGA
 
 OUTLINE = ("validate; then in parallel: reserve stock | charge payment (up to 3 attempts) |",
            "pack (a subprocess: pick, wrap); then express or standard shipping; notify")
+SAGA_OUTLINE = ("saga global: reserve stock (undone by handler release_stock) -> charge card",
+                "(external worker, topic payments; undone by topic refunds) -> ship, which fails")
 
 
 @click.command()
 def demo() -> None:
-    """Run the order fulfilment example on a fresh SQLite file and show what happened.
+    """Run the order fulfilment and order saga examples on a fresh SQLite file and show what
+    happened.
 
     Needs nothing running: the jobs run in this process. The database is a new file in the
     temp folder, kept so you can explore it afterwards (the command to do so is printed).
     """
     database = new_database()
-    render.line("bpm demo: order fulfilment in embedded mode (jobs run in this process)",
-                style="bold")
+    render.line("bpm demo: order fulfilment and an order saga in embedded mode (jobs run in "
+                "this process)", style="bold")
     render.line(f"database: {database} (a fresh SQLite file)")
-    result = run_demo(database, ORDER_FULFILMENT)
+    result = run_demo(database, ORDER_FULFILMENT, ORDER_SAGA)
     d = result.deployed
     render.line(f"deployed {d.key} version {d.version} from {result.definition_file}")
     for text in OUTLINE:
@@ -33,6 +36,9 @@ def demo() -> None:
     for run in result.runs:
         render.line()
         _story(run)
+    if result.saga is not None:
+        render.line()
+        _saga_story(result.saga)
     render.line()
     _epilogue(result)
 
@@ -63,6 +69,31 @@ def _story(run: DemoRun) -> None:
                     style="red")
 
 
+def _saga_story(saga: SagaRun) -> None:
+    d, inst = saga.deployed, saga.instance
+    render.line(f"deployed {d.key} version {d.version} from {saga.definition_file}")
+    for text in SAGA_OUTLINE:
+        render.line(f"  {text}")
+    render.line()
+    render.line(f"{inst['business_key']}  {inst['id'][:8]}  {inst['state']}",
+                style=render.state_style(inst["state"]))
+    g = render.glyphs()
+    for text in paths.render(saga.forward, g):
+        render.line(f"  {text}")
+    if saga.worked:
+        done = ", then ".join(f"{topic} at {node}" for topic, node in saga.worked)
+        render.line(f"  the demo, as external worker {WORKER_ID}, completed {done}")
+    if saga.failure:
+        render.line(f"  saga started: {saga.failure}")
+    undo = saga.undo_handlers
+    steps = f" {g.arrow} ".join(f"{node} ({undo.get(node, '?').replace(':', ' ')})"
+                                for node in saga.compensated)
+    render.line(f"  compensated, latest success first: {steps or 'nothing'}")
+    for incident in inst["incidents"]:
+        render.line(f"  incident ({incident['state'].lower()}): {incident['message']}",
+                    style="red")
+
+
 def _epilogue(result: DemoResult) -> None:
     runs = result.runs
     done = [r for r in runs if r.instance["state"] == "COMPLETED"]
@@ -71,10 +102,17 @@ def _epilogue(result: DemoResult) -> None:
         if run.instance["state"] != "COMPLETED":
             render.line(f"{run.order.business_key} is {run.instance['state']}: its incident "
                         f"waits for an operator (bpm retry TOKEN_ID, or bpm cancel ID)")
+    if result.saga is not None:
+        saga = result.saga
+        undone = ", then ".join(saga.compensated) or "nothing"
+        render.line(f"{saga.order.business_key} is {saga.instance['state']}: "
+                    f"{saga.failed_at or 'nothing'} failed, its saga compensated {undone}")
     sample = next((r for r in runs if r not in done), runs[0]).instance["id"]
     render.line("explore the run (the database file is kept):")
     render.line(f"  export BPM_DATABASE_URL=sqlite:///{result.database}")
     render.line("  bpm instances")
     render.line(f"  bpm show {sample}")
     render.line(f"  bpm trace {sample}")
+    if result.saga is not None:
+        render.line(f"  bpm trace {result.saga.instance['id']}   # the saga")
     render.line("  bpm incidents")
