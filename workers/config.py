@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from datetime import timedelta
 
 from kombu.entity import Queue
+
+from bpm.engine.retention import ttl_from_env
 
 TOKENS, HANDLERS, COMPENSATION, STARTS, SCANS = (
     "bpm.tokens", "bpm.handlers", "bpm.compensation", "bpm.starts", "bpm.scans")
@@ -28,6 +31,7 @@ ROUTES = {
     "bpm.scan_locks": SCANS,
     "bpm.scan_stalled": SCANS,
     "bpm.scan_timers": SCANS,
+    "bpm.cleanup_history": SCANS,
 }
 
 
@@ -40,6 +44,10 @@ class Settings:
     stall_grace: float
     timer_interval: float = 1.0
     result_backend: str | None = None
+    #: Retention: seconds between beat's history cleanups, and the default TTL of ended
+    #: instances whose definition has no historyTimeToLive (None: they are kept).
+    cleanup_interval: float = 86400.0
+    history_ttl: timedelta | None = None
 
     def queue(self, name: str) -> str:
         return f"{self.queue_prefix}{name}"
@@ -60,6 +68,8 @@ def settings_from_env() -> Settings:
         timer_interval=float(os.environ.get("BPM_TIMER_INTERVAL", "1")),
         # Only for senders of bpm.correlate_message that want to see a no-match as an error.
         result_backend=os.environ.get("BPM_RESULT_BACKEND") or None,
+        cleanup_interval=float(os.environ.get("BPM_CLEANUP_INTERVAL", "86400")),
+        history_ttl=ttl_from_env(),
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from celery import Celery
 
-from bpm.engine import scans, timers
+from bpm.engine import retention, scans, timers
 from bpm.errors import BpmError
 from workers.config import Settings
 from workers.jobs import PoisonMessage, as_optional_str, as_uuid, as_version, bind
@@ -157,3 +157,14 @@ def register(app: Celery, settings: Settings) -> None:
             return f"expired_locks={n}"
 
         return _run("bpm.scan_locks", {}, go)
+
+    @app.task(name="bpm.cleanup_history", ignore_result=True)
+    def cleanup_history() -> str:
+        def go() -> str:
+            engine = engine_for(app, settings)
+            swept = retention.sweep(engine, engine.clock.now(), default_ttl=settings.history_ttl)
+            if swept.more and swept.deleted:  # a backlog: carry on in a fresh job
+                cleanup_history.apply_async(queue=settings.route("bpm.cleanup_history"))
+            return f"deleted={swept.deleted} batches={swept.batches} more={swept.more}"
+
+        return _run("bpm.cleanup_history", {}, go)

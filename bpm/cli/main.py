@@ -9,8 +9,19 @@ from typing import Any
 import click
 
 from bpm import __version__
-from bpm.cli.commands import db, deploy, external, inspect, operate, start, tasks
+from bpm.cli.commands import (
+    db,
+    deploy,
+    external,
+    history,
+    inspect,
+    operate,
+    replay,
+    start,
+    tasks,
+)
 from bpm.cli.commands.demo import demo
+from bpm.cli.commands.retention import cleanup
 from bpm.cli.errors import report
 from bpm.cli.runtime import quiet_logging
 
@@ -59,11 +70,14 @@ for command in (inspect.instances, inspect.show, inspect.trace, inspect.incident
 cli.add_command(operate.retry)
 cli.add_command(operate.cancel)
 cli.add_command(operate.resolve)
+cli.add_command(replay.replay)
+cli.add_command(history.history)
 cli.add_command(operate.recover)
 for command in (tasks.tasks, tasks.claim, tasks.unclaim, tasks.complete, tasks.correlate):
     cli.add_command(command)
 cli.add_command(external.external_worker)
 cli.add_command(demo)
+cli.add_command(cleanup)
 
 
 def main() -> None:

@@ -17,12 +17,16 @@ class ProcessBuilder:
     ...        .end("done").sequence("start", "hello", "done").build())
     """
 
-    def __init__(self, key: str, name: str | None = None, saga: str | None = None) -> None:
+    def __init__(self, key: str, name: str | None = None, saga: str | None = None, *,
+                 history_ttl: int | str | None = None) -> None:
+        """``history_ttl`` is ``historyTimeToLive``: days, or an ISO 8601 duration."""
         self._doc: dict[str, Any] = {"key": key}
         if name is not None:
             self._doc["name"] = name
         if saga is not None:
             self._doc["saga"] = saga
+        if history_ttl is not None:
+            self._doc["historyTimeToLive"] = history_ttl
         self._nodes: list[dict[str, Any]] = []
         self._flows: list[dict[str, Any]] = []
 

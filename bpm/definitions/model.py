@@ -138,6 +138,9 @@ class ProcessGraph:
     starts: dict[str | None, str]
     document: dict[str, Any]
     boundaries: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: ``historyTimeToLive``: how long an ended instance is kept; None: the installation's
+    #: default (``BPM_HISTORY_TTL_DAYS``), or for ever.
+    history_ttl: timedelta | None = None
 
     def node(self, node_id: str) -> Node:
         return self.nodes[node_id]

@@ -35,7 +35,7 @@ ID_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
 MAX_NODES = 2000
 
-PROCESS_KEYS = {"key", "name", "saga", "nodes", "flows"}
+PROCESS_KEYS = {"key", "name", "saga", "nodes", "flows", "historyTimeToLive"}
 FLOW_KEYS = {"id", "source", "target", "condition", "name"}
 COMMON_NODE_KEYS = {"id", "type", "name"}
 NODE_KEYS: dict[NodeType, set[str]] = {
@@ -58,6 +58,9 @@ NOT_YET: dict[NodeType, str] = {}
 COMPENSATION_KEYS = {"handler", "topic", "node", "retry"}
 RETRY_KEYS = {"max_attempts", "backoff", "factor", "max_backoff"}
 SAGA_SCOPES = {"none", "local", "global"}
+#: The longest ``historyTimeToLive`` the definitions table holds (seconds in a 32-bit integer).
+MAX_HISTORY_TTL = timedelta(seconds=2**31 - 1)
+DIGITS = re.compile(r"^[0-9]+$")
 
 
 def load_document(path: str | Path) -> dict[str, Any]:
@@ -92,6 +95,7 @@ def compile_definition(doc: Mapping[str, Any]) -> ProcessGraph:
     if not isinstance(name, str):
         raise InvalidDefinition(f"process {key!r}: 'name' must be a string")
     saga = _saga(doc, f"process {key!r}", None)
+    history_ttl = _history_ttl(doc, f"process {key!r}")
     builder = _GraphBuilder()
     builder.add_scope(doc, None)
     builder.check()
@@ -104,6 +108,7 @@ def compile_definition(doc: Mapping[str, Any]) -> ProcessGraph:
         starts=builder.starts,
         document=json.loads(json.dumps(doc)),
         boundaries=builder.boundaries,
+        history_ttl=history_ttl,
     )
 
 
@@ -113,6 +118,31 @@ def _saga(raw: Mapping[str, Any], where: str, element: str | None) -> str:
         raise InvalidDefinition(f"{where}: 'saga' must be none, local or global, got {saga!r}",
                                 element)
     return str(saga)
+
+
+def _history_ttl(raw: Mapping[str, Any], where: str) -> timedelta | None:
+    """Camunda's ``historyTimeToLive``: whole days (an integer, or digits in a string as in
+    BPMN XML) or a fixed-length ISO 8601 duration such as ``P30D``; absent: no TTL of its own."""
+    if "historyTimeToLive" not in raw:
+        return None
+    value = raw["historyTimeToLive"]
+    what = f"{where}: 'historyTimeToLive'"
+    if isinstance(value, str) and DIGITS.match(value):
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise InvalidDefinition(f"{what} must not be negative, got {value!r}")
+        ttl = timedelta(days=min(value, MAX_HISTORY_TTL.days + 1))
+    elif isinstance(value, str):
+        ttl = parse_duration(value, where=what, element=None)
+    else:
+        raise InvalidDefinition(
+            f"{what} must be a whole number of days (such as 30) or an ISO 8601 duration (such "
+            f"as P30D), got {value!r}")
+    if ttl > MAX_HISTORY_TTL:
+        raise InvalidDefinition(f"{what} must be at most {MAX_HISTORY_TTL.days} days (about "
+                                f"68 years), got {raw['historyTimeToLive']!r}")
+    return ttl
 
 
 def _check_keys(raw: Mapping[str, Any], allowed: set[str], where: str, element: str | None) -> None:
@@ -320,10 +350,8 @@ def _compile_node(
     elif node_type is NodeType.USER_TASK:
         fields = _user_task_fields(raw, where, node_id)
     elif node_type is NodeType.SUBPROCESS:
-        if "compensation" in raw:
-            raise InvalidDefinition(f"{where}: compensation on a subProcess is not supported "
-                                    f"yet; declare it on the activities inside", node_id)
-        fields = {"saga": _saga(raw, where, node_id)}
+        fields = {"saga": _saga(raw, where, node_id),
+                  "compensation": _compensation(raw, where, node_id)}
     elif node_type is NodeType.COMPENSATION_THROW:
         fields = {"activity": _activity(raw, where, node_id)}
     return Node(node_id, node_type, scope, incoming, outgoing, name=name, **fields)

@@ -29,6 +29,8 @@ from bpm.engine import (
     lifecycle,
     messages,
     nodes,
+    queries,
+    retention,
     sagas,
     scans,
     timers,
@@ -50,6 +52,7 @@ from bpm.store import (
     tokens,
     variables,
 )
+from bpm.store.queries import InstanceFilter
 from bpm.store.rows import TaskRow, TokenRow
 
 log = logging.getLogger("bpm.engine")
@@ -379,10 +382,37 @@ class Engine:
     def trace(self, instance_id: UUID | str) -> list[dict[str, Any]]:
         return views.trace(self, as_id(instance_id, "instance"))
 
+    def diagram(self, instance_id: UUID | str, fmt: str = "mermaid") -> str:
+        """The definition drawn with the path the instance took: ``"mermaid"`` text or an
+        ``"svg"`` document (``bpm.diagram``)."""
+        return views.diagram(self, as_id(instance_id, "instance"), fmt)
+
     def instances(self, *, state: str | None = None, key: str | None = None,
                   business_key: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         return views.list_instances(self, state=state, key=key, business_key=business_key,
                                     limit=limit)
+
+    def find_instances(self, *, key: str | None = None, version: int | None = None,
+                       business_key: str | None = None, state: str | None = None,
+                       since: datetime | None = None, until: datetime | None = None,
+                       with_open_incidents: bool = False,
+                       limit: int = 100) -> list[dict[str, Any]]:
+        """Instances by definition (key, version), business key, state, the time range they
+        were alive in, and open incidents; newest first."""
+        return queries.find_instances(self, InstanceFilter(
+            key=key, version=version, business_key=business_key, state=state, since=since,
+            until=until, with_open_incidents=with_open_incidents), limit)
+
+    def history(self, *, instance_id: UUID | str | None = None, key: str | None = None,
+                version: int | None = None, business_key: str | None = None,
+                state: str | None = None, since: datetime | None = None,
+                until: datetime | None = None, types: Sequence[str] = (),
+                limit: int = 1000) -> list[dict[str, Any]]:
+        """History rows of the matching instances, in write order, within [since, until]."""
+        iid = as_id(instance_id, "instance") if instance_id is not None else None
+        return queries.history(self, InstanceFilter(
+            key=key, version=version, business_key=business_key, state=state, since=since,
+            until=until, instance_id=iid), types=types, limit=limit)
 
     def incidents(self, limit: int = 100) -> list[dict[str, Any]]:
         return views.open_incidents(self, limit)
@@ -455,3 +485,9 @@ class Engine:
     def run_scans(self, now: datetime | None = None,
                   cfg: scans.ScanConfig | None = None) -> dict[str, int]:
         return scans.run_all_scans(self, now, cfg or scans.ScanConfig())
+
+    def cleanup_history(self, now: datetime | None = None,
+                        default_ttl: timedelta | None = None) -> int:
+        """Delete ended instances past their ``historyTimeToLive`` (else ``default_ttl``; with
+        neither they are kept) with all their rows; returns how many (bpm.engine.retention)."""
+        return retention.cleanup(self, now or self.clock.now(), default_ttl=default_ttl)

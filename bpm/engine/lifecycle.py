@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from uuid import UUID, uuid4
 
@@ -56,21 +58,27 @@ def deploy(engine: Engine, document: Mapping[str, Any], *, source: str | None = 
         try:
             with engine.transaction(OPERATOR) as tx:
                 return _deploy_txn(tx, graph.key, graph.name, graph.document, digest,
-                                   source or json.dumps(graph.document, indent=2), source_format)
+                                   source or json.dumps(graph.document, indent=2), source_format,
+                                   _ttl_seconds(graph.history_ttl))
         except VersionTaken:
             continue  # a concurrent deploy of the same key took the number: look again
     raise Conflict(f"could not deploy {graph.key!r}: concurrent deploys kept winning")
 
 
+def _ttl_seconds(ttl: timedelta | None) -> int | None:
+    """Whole seconds, rounded up: an instance is never deleted before its TTL has passed."""
+    return None if ttl is None else math.ceil(ttl.total_seconds())
+
+
 def _deploy_txn(tx: Tx, key: str, name: str, document: dict[str, Any], digest: str,
-                source: str, source_format: str) -> Deployed:
+                source: str, source_format: str, ttl_seconds: int | None = None) -> Deployed:
     latest = definitions.latest(tx.conn, key)
     if latest is not None and latest.checksum == digest:
         return Deployed(latest.id, key, latest.version, created=False)
     row = definitions.insert(tx.conn, key=key, name=name,
                              version=(latest.version + 1) if latest else 1, graph=document,
                              source=source, source_format=source_format, checksum=digest,
-                             now=tx.now)
+                             now=tx.now, history_ttl_seconds=ttl_seconds)
     tx.history.engine(instance_id=None, at=tx.now, type="DefinitionDeployed", actor=tx.actor,
                       data={"id": str(row.id), "key": key, "version": row.version})
     return Deployed(row.id, key, row.version, created=True)
@@ -102,7 +110,6 @@ def start(engine: Engine, key: str, values: Mapping[str, Any] | None = None, *,
             existing = instances.by_idempotency_key(tx.conn, key, ikey or "")
             assert existing is not None
             return Started(existing.id, key, existing.business_key, existing.state, False)
-        tx.write_variables(inst.id, checked)
         graph = engine.graph(row.id, tx.conn)
         root = new_token(tx, instance_id=inst.id, node_id=graph.start_of(None).id, parent=None,
                          scope_id=None, concurrent=False, via_flow=None)
@@ -110,6 +117,7 @@ def start(engine: Engine, key: str, values: Mapping[str, Any] | None = None, *,
                           to_state="RUNNING", actor=tx.actor,
                           data={"key": key, "version": row.version,
                                 "business_key": business_key, "variables": checked})
+        tx.write_variables(inst.id, checked)
         create(tx, [root], [])
         if not run_now:
             tx.advance_later(root.id, 0)

@@ -36,9 +36,20 @@ LIVE = ("ACTIVE", "WAITING", "FAILED")
 
 
 def record_success(tx: Tx, tok: TokenRow, node: Node) -> None:
-    """The activity succeeded: remember how to undo it (spec 5: only successes, once)."""
+    """The activity succeeded: remember how to undo it (spec 5: only successes, once).
+
+    A subprocess's record names the token that ran this visit of its body, so the records
+    made inside that visit are known to be covered by the subprocess's own compensation.
+    """
     assert node.compensation is not None
-    rec = compensation.record(tx.conn, instance_id=tok.instance_id, token_id=tok.id,
+    owner = tok.id
+    if node.type is NodeType.SUBPROCESS:
+        tx.flush_tokens()
+        body = [t for t in tokens.of_instance(tx.conn, tok.instance_id)
+                if t.parent_token_id == tok.id and t.scope_id == node.id]
+        if body:
+            owner = max(body, key=lambda t: (t.created_at, str(t.id))).id
+    rec = compensation.record(tx.conn, instance_id=tok.instance_id, token_id=owner,
                               node_id=node.id, scope_id=tok.scope_id,
                               handler=node.compensation.describe(), now=tx.now)
     tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="CompensationRecorded",
@@ -147,10 +158,16 @@ def _next(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
 
 
 def _in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRow]:
-    """PENDING records the anchor compensates, latest success first."""
+    """PENDING records the anchor compensates, latest success first.
+
+    Records made inside a subprocess visit that has its own compensation are left out: as in
+    BPMN, the subprocess's handler undoes the whole visit instead.
+    """
     pending = compensation.pending(tx.conn, anchor.instance_id)
     if not pending:
         return []
+    covering = {r.token_id for r in compensation.of_instance(tx.conn, anchor.instance_id)
+                if g.node(r.node_id).type is NodeType.SUBPROCESS}
     tx.flush_tokens()
     everything = {t.id: t for t in tokens.of_instance(tx.conn, anchor.instance_id)}
     if anchor.mode == "COMPENSATION":  # a saga: global, or the subprocess of its parent
@@ -165,6 +182,9 @@ def _in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRow]:
             continue
         owner = everything.get(rec.token_id)
         if host is not None and (owner is None or not _descends(everything, owner, host.id)):
+            continue
+        if owner is not None and g.node(rec.node_id).type is not NodeType.SUBPROCESS and any(
+                owner.id == root or _descends(everything, owner, root) for root in covering):
             continue
         out.append(rec)
     return out

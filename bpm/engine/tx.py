@@ -95,8 +95,12 @@ class Tx:
         self.batch.task_inserts.append(task)
 
     def write_variables(self, instance_id: UUID, values: dict[str, Any]) -> None:
+        """Set variables; a ``VariablesChanged`` history row carries the new values (the old
+        ones are in the rows before it), so history alone rebuilds them (spec 6)."""
         if values:
             self.batch.values.setdefault(instance_id, {}).update(values)
+            self.history.engine(instance_id=instance_id, at=self.now, type="VariablesChanged",
+                                actor=self.actor, data={"values": values})
 
     def load_variables(self, instance_id: UUID) -> dict[str, Any]:
         """The instance's variables as this transaction will leave them."""

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from bpm import diagram as drawing
 from bpm.errors import NotFound
 from bpm.store import (
     definitions,
@@ -113,3 +114,20 @@ def open_incidents(engine: Engine, limit: int = 100) -> list[dict[str, Any]]:
     with engine.db.transaction() as conn:
         return [dict(incident_view(i), instance_id=str(i.instance_id))
                 for i in incidents.all_open(conn, limit)]
+
+
+def diagram(engine: Engine, instance_id: UUID, fmt: str = "mermaid") -> str:
+    """The instance's definition drawn with the path it took (``bpm.diagram``)."""
+    if fmt not in drawing.FORMATS:
+        raise ValueError(f"unknown diagram format {fmt!r}; use one of "
+                         f"{', '.join(drawing.FORMATS)}")
+    with engine.db.transaction() as conn:
+        row = instances.get(conn, instance_id)
+        if row is None:
+            raise NotFound(f"instance {instance_id} does not exist")
+        graph = engine.graph(row.process_def_id, conn)
+        version = engine.definition_version(row.process_def_id, conn)
+        events = [event_view(e) for e in history.of_instance(conn, instance_id)]
+        found = [token_view(t) for t in tokens.of_instance(conn, instance_id)]
+    title = f"{row.process_key} v{version}, instance {row.id}, {row.state}"
+    return drawing.render(graph, events, found, fmt=fmt, title=title)

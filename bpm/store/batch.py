@@ -67,6 +67,8 @@ class WriteBatch:
         if rows == 0 and self.read_back is None and not self.notify:
             return
         if conn.dialect.name == "postgresql" and len(self.history) <= HISTORY_BLOCK:
+            if self.values:
+                _serialise_variable_writers(conn, sorted(self.values, key=str))
             self._flush_one_statement(conn)
         else:
             self._flush_each(conn)
@@ -141,6 +143,15 @@ class WriteBatch:
 
 
 MISS_SQLSTATE = "BPM01"
+
+
+def _serialise_variable_writers(conn: Connection, instance_ids: list[UUID]) -> None:
+    """Branches of one instance that set variables take turns (instance row lock) before their
+    history ids are drawn, so the order of the ``VariablesChanged`` rows is the order the
+    writes were committed in, and history alone tells which write came last (spec 6)."""
+    conn.exec_driver_sql(
+        "SELECT 1 FROM process_instances WHERE id = ANY(%(ids)s) ORDER BY id "
+        "FOR NO KEY UPDATE", {"ids": instance_ids})
 
 
 def _json(rows: list[dict[str, Any]]) -> str:

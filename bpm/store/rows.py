@@ -17,6 +17,7 @@ class DefinitionRow:
     graph: dict[str, Any]
     checksum: str
     created_at: datetime
+    history_ttl_seconds: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

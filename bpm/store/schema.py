@@ -72,6 +72,8 @@ process_definitions = Table(
     Column("source_format", Text, nullable=False),
     Column("checksum", Text, nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
+    # historyTimeToLive: seconds an ended instance is kept; NULL: the installation's default.
+    Column("history_ttl_seconds", Integer),
     UniqueConstraint("key", "version"),
     CheckConstraint("version >= 1", name="version_positive"),
 )
@@ -97,6 +99,10 @@ process_instances = Table(
     Index("ix_process_instances_live", "state", "started_at",
           postgresql_where=text("state IN ('RUNNING', 'FAILED')"),
           sqlite_where=text("state IN ('RUNNING', 'FAILED')")),
+    # Retention: the ended instances of one definition, oldest first.
+    Index("ix_process_instances_ended", "process_def_id", "ended_at",
+          postgresql_where=text("ended_at IS NOT NULL"),
+          sqlite_where=text("ended_at IS NOT NULL")),
 )
 
 variables = Table(
@@ -142,6 +148,11 @@ tokens = Table(
           postgresql_where=text("state = 'ACTIVE'"), sqlite_where=text("state = 'ACTIVE'")),
     Index("ix_tokens_waiting", "wait_kind", "updated_at",
           postgresql_where=text("state = 'WAITING'"), sqlite_where=text("state = 'WAITING'")),
+    # Deleting a token (retention) checks that no token names it as parent: without this
+    # index that check reads the whole table, once per deleted token. Root tokens need none.
+    Index("ix_tokens_parent_token_id", "parent_token_id",
+          postgresql_where=text("parent_token_id IS NOT NULL"),
+          sqlite_where=text("parent_token_id IS NOT NULL")),
 )
 
 token_links = Table(
@@ -210,6 +221,7 @@ timers = Table(
     Index("ix_timers_due", "fire_at",
           postgresql_where=text("state = 'SCHEDULED'"), sqlite_where=text("state = 'SCHEDULED'")),
     Index("ix_timers_instance_id", "instance_id"),
+    Index("ix_timers_token_id", "token_id"),  # foreign key checks when tokens are deleted
 )
 
 compensation_records = Table(
@@ -226,6 +238,7 @@ compensation_records = Table(
     Column("created_at", UtcDateTime, nullable=False),
     UniqueConstraint("instance_id", "seq"),
     CheckConstraint(_in("status", RECORD_STATES), name="status"),
+    Index("ix_compensation_records_token_id", "token_id"),  # foreign key checks (retention)
 )
 
 incidents = Table(
@@ -245,6 +258,9 @@ incidents = Table(
     Column("resolved_at", UtcDateTime),
     CheckConstraint(_in("state", INCIDENT_STATES), name="state"),
     Index("ix_incidents_instance_id", "instance_id"),
+    # Foreign key checks when tokens and tasks are deleted (retention).
+    Index("ix_incidents_token_id", "token_id"),
+    Index("ix_incidents_task_id", "task_id"),
     Index("ix_incidents_open", "created_at",
           postgresql_where=text("state = 'OPEN'"), sqlite_where=text("state = 'OPEN'")),
 )

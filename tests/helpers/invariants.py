@@ -133,8 +133,17 @@ def trace_problems(db: Database, iid: UUID) -> list[str]:
     return problems
 
 
+def replay_problems(db: Database, iid: UUID) -> list[str]:
+    """What replaying the history alone gets wrong about the runtime rows (spec 6)."""
+    from bpm.dispatch import DroppingDispatcher
+    from bpm.engine import replay
+    from bpm.engine.engine import Engine
+
+    return replay.check(Engine(db, DroppingDispatcher()), iid)
+
+
 def assert_history_consistent(db: Database, iid: UUID) -> None:
-    problems = history_problems(db, iid) + trace_problems(db, iid)
+    problems = history_problems(db, iid) + trace_problems(db, iid) + replay_problems(db, iid)
     assert not problems, "history disagrees with the runtime rows:\n  " + "\n  ".join(problems)
 
 

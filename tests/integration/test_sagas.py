@@ -468,3 +468,25 @@ def test_a_completed_user_task_is_compensated_by_its_handler(rt: Harness, calls:
     assert journal.lines == ["boom", "undo_review"]
     assert rt.engine.user_tasks(instance_id=iid) == []  # no second user task was created
     assert rows.state(rt.engine.db, iid) == "TERMINATED"
+
+
+def test_a_subprocess_with_its_own_compensation_is_undone_by_it_alone(
+        rt: Harness, calls: Calls, journal: Journal) -> None:
+    """BPMN: the subprocess's handler replaces the handlers of the activities inside it."""
+    register(journal, calls, "do_a", "do_s1", "undo_a", "undo_s1", "undo_sub")
+    inner = ProcessBuilder("inner").start("s_start")
+    inner._node("s1", "serviceTask", handler="do_s1", compensation=comp("undo_s1"))
+    inner.end("s_end").sequence("s_start", "s1", "s_end")
+    built = inner.build()
+    b = ProcessBuilder("covered", saga="global").start()
+    b._node("a", "serviceTask", handler="do_a", compensation=comp("undo_a"))
+    b._node("sub", "subProcess", nodes=built["nodes"], flows=built["flows"],
+            compensation=comp("undo_sub"))
+    b._node("ship", "serviceTask", handler="boom")
+    iid = rt.run(b.end().sequence("start", "a", "sub", "ship", "end").build())
+    db = rt.engine.db
+    assert journal.lines == ["do_a", "do_s1", "boom", "undo_sub", "undo_a"]
+    assert rows.state(db, iid) == "TERMINATED"
+    statuses = {n: s for n, _, s in records(db, iid)}
+    assert statuses == {"a": "COMPLETED", "s1": "PENDING", "sub": "COMPLETED"}
+    assert_history_consistent(db, iid)

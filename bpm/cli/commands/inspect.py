@@ -1,23 +1,30 @@
 """Read-only commands: ``instances``, ``show``, ``trace``, ``incidents``.
 
 ``--json`` prints the engine's read models unchanged (``bpm.engine.views``), so scripts see the
-same field names as the Python API.
+same field names as the Python API. ``trace --diagram`` draws the definition with the path taken
+(``bpm.diagram``).
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 import click
 
 from bpm.cli import paths, render
+from bpm.cli.commands.history import parse_time
+from bpm.cli.errors import fail
 from bpm.cli.parsing import INSTANCE_ID
 from bpm.cli.runtime import embedded
 
 STATES = ("RUNNING", "COMPLETED", "FAILED", "TERMINATED", "CANCELLED")
 DETAIL_WIDTH = 90
+#: ``trace --out``: the diagram format by file suffix.
+DIAGRAM_SUFFIXES = {".svg": ("svg", "SVG"), ".mmd": ("mermaid", "Mermaid"),
+                    ".mermaid": ("mermaid", "Mermaid")}
 
 
 def _state(value: str | None) -> str | None:
@@ -36,15 +43,22 @@ def when(iso: str | None) -> str:
 @click.option("--state", callback=lambda _c, _p, v: _state(v), metavar="STATE",
               help=f"Only this state: {', '.join(STATES)}.")
 @click.option("--key", help="Only instances of this process key.")
+@click.option("--version", type=click.IntRange(min=1), help="Only this definition version.")
 @click.option("--business-key", help="Only the instance with this business key.")
+@click.option("--since", metavar="TIME", help="Only instances alive at or after TIME.")
+@click.option("--until", metavar="TIME", help="Only instances started at or before TIME.")
+@click.option("--with-incidents", is_flag=True, help="Only instances with open incidents.")
 @click.option("--limit", type=click.IntRange(1, 10_000), default=100, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
-def instances(state: str | None, key: str | None, business_key: str | None, limit: int,
-              as_json: bool) -> None:
+def instances(state: str | None, key: str | None, version: int | None,
+              business_key: str | None, since: str | None, until: str | None,
+              with_incidents: bool, limit: int, as_json: bool) -> None:
     """List instances, newest first."""
     with embedded() as rt:
-        found = rt.engine.instances(state=state, key=key,
-                                    business_key=business_key, limit=limit)
+        found = rt.engine.find_instances(
+            state=state, key=key, version=version, business_key=business_key,
+            since=parse_time(since, "--since"), until=parse_time(until, "--until"),
+            with_open_incidents=with_incidents, limit=limit)
     if as_json:
         render.emit_json(found)
         return
@@ -116,8 +130,18 @@ def _section(title: str) -> None:
 @click.command()
 @click.argument("instance_id", type=INSTANCE_ID)
 @click.option("--json", "as_json", is_flag=True, help="Print the events as a JSON list.")
-def trace(instance_id: UUID, as_json: bool) -> None:
-    """The instance's history, in the order it happened."""
+@click.option("--diagram", is_flag=True,
+              help="Draw the definition with the path taken (visited, active, failed, "
+                   "compensated nodes and how often each was taken) as Mermaid text.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Write the diagram to FILE instead: SVG for .svg, Mermaid for .mmd or "
+                   ".mermaid (implies --diagram).")
+def trace(instance_id: UUID, as_json: bool, diagram: bool, out: Path | None) -> None:
+    """The instance's history, in the order it happened; or, with --diagram, a picture of
+    the path it took."""
+    if diagram or out is not None:
+        _diagram(instance_id, as_json, out)
+        return
     with embedded() as rt:
         events = rt.engine.trace(instance_id)
     if as_json:
@@ -126,6 +150,27 @@ def trace(instance_id: UUID, as_json: bool) -> None:
     render.table(["at", "type", "node", "token", "detail"],
                  [[when(e["at"]), e["type"], e["node_id"], (e.get("token_id") or "-")[:8],
                    _detail(e)] for e in events], empty="(no events)")
+
+
+def _diagram(instance_id: UUID, as_json: bool, out: Path | None) -> None:
+    if as_json:
+        raise click.UsageError("--json prints the events, --diagram draws them: use one of them")
+    fmt, label = "mermaid", "Mermaid"
+    if out is not None:
+        if out.suffix.lower() not in DIAGRAM_SUFFIXES:
+            raise click.BadParameter(f"{str(out)!r}: name an .svg file (SVG) or an .mmd or "
+                                     f".mermaid file (Mermaid text)", param_hint="'--out'")
+        fmt, label = DIAGRAM_SUFFIXES[out.suffix.lower()]
+    with embedded() as rt:
+        text = rt.engine.diagram(instance_id, fmt)
+    if out is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot write {out}: {exc.strerror or exc}")
+    click.echo(f"wrote the diagram of instance {instance_id} to {out} ({label})")
 
 
 def _detail(event: dict[str, Any]) -> str:
