@@ -36,7 +36,7 @@ def throw_from_end(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str) -> NextTok
     everything = {t.id: t for t in tokens.of_instance(tx.conn, tok.instance_id)}
     current, scope = tok, tok.scope_id
     while scope is not None:
-        host = _host_of(everything, current, scope)
+        host = host_of(everything, current, scope)
         if host is None:
             return None
         catcher = g.catcher(scope, code)
@@ -47,7 +47,7 @@ def throw_from_end(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str) -> NextTok
     return None
 
 
-def _host_of(everything: dict[UUID, TokenRow], tok: TokenRow, scope: str) -> TokenRow | None:
+def host_of(everything: dict[UUID, TokenRow], tok: TokenRow, scope: str) -> TokenRow | None:
     """The token waiting at subprocess ``scope`` above ``tok``."""
     row: TokenRow | None = tok
     while row is not None and row.parent_token_id is not None:

@@ -19,6 +19,7 @@ from uuid import UUID
 
 from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.dispatch import RUN_COMPENSATION, Job
+from bpm.engine.bpmn_errors import host_of
 from bpm.engine.failures import cancel_token, set_instance_state
 from bpm.engine.moves import create, move, new_token
 from bpm.engine.tx import Conflict, Next, NextToken, Stale, Tx
@@ -68,7 +69,7 @@ def start_if_declared(tx: Tx, g: ProcessGraph, failed: TokenRow, reason: str) ->
         return False
     tx.flush_tokens()
     everything = {t.id: t for t in tokens.of_instance(tx.conn, failed.instance_id)}
-    host = None if policy == "global" else _host(everything, failed, scope)
+    host = None if policy == "global" else host_of(everything, failed, scope) if scope else None
     if policy == "local" and host is None:
         return False
     tx.history.engine(instance_id=failed.instance_id, at=tx.now, type="SagaStarted",
@@ -85,15 +86,6 @@ def start_if_declared(tx: Tx, g: ProcessGraph, failed: TokenRow, reason: str) ->
     create(tx, [anchor], [(host.id, anchor.id, "COMPENSATION")] if host else [])
     _next(tx, g, anchor)
     return True
-
-
-def _host(everything: dict[UUID, TokenRow], tok: TokenRow, scope: str | None) -> TokenRow | None:
-    row: TokenRow | None = tok
-    while row is not None and row.parent_token_id is not None:
-        row = everything.get(row.parent_token_id)
-        if row is not None and row.node_id == scope and row.wait_kind == "CHILDREN":
-            return row
-    return None
 
 
 def _below(everything: dict[UUID, TokenRow], host: TokenRow | None) -> list[TokenRow]:
@@ -174,7 +166,7 @@ def _in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRow]:
         host = everything.get(anchor.parent_token_id) if anchor.parent_token_id else None
         activity = None
     else:  # thrown: the scope the throwing token is in, optionally one activity
-        host = _host(everything, anchor, anchor.scope_id) if anchor.scope_id else None
+        host = host_of(everything, anchor, anchor.scope_id) if anchor.scope_id else None
         activity = g.node(anchor.node_id).activity
     out = []
     for rec in pending:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 import click
 
 from bpm.cli import render
+from bpm.cli.commands.history import parse_time
 from bpm.cli.parsing import INSTANCE_ID
 from bpm.cli.runtime import embedded
 from bpm.engine import replay as replaying
@@ -22,11 +23,10 @@ def _point(value: str | None) -> int | datetime | None:
     if value.isdigit():
         return int(value)
     try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
+        return parse_time(value, "--as-of")
+    except InvalidOperation:
         raise InvalidOperation(f"--as-of {value!r} is neither an event id nor an ISO 8601 "
                                f"time (for example 2027-01-31T09:00:00Z)") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 @click.command()
