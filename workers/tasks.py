@@ -15,6 +15,7 @@ from typing import Any
 from celery import Celery
 
 from bpm.engine import retention, scans, timers
+from bpm.engine.engine import because
 from bpm.errors import BpmError
 from workers.config import Settings
 from workers.jobs import PoisonMessage, as_optional_str, as_uuid, as_version, bind
@@ -30,7 +31,8 @@ class CorrelationRefused(Exception):
 def _run(name: str, ids: dict[str, Any], fn: Callable[[], str]) -> str:
     started = time.perf_counter()
     try:
-        outcome = fn()
+        with because(f"{name} {_fmt(ids)}".strip()):  # written into the history rows it makes
+            outcome = fn()
     except PoisonMessage as exc:
         outcome = "dropped"
         log.warning("job=%s outcome=dropped reason=%s args=%s", name, exc, ids)

@@ -14,6 +14,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 from uuid import UUID
@@ -78,6 +79,29 @@ def _never(_handler: str) -> bool:
     return False
 
 
+#: What the engine is doing on behalf of whom: set by each entry point (job, API call, scan,
+#: operator action) and written into every history row of the transactions it leads to.
+_CAUSE: ContextVar[str | None] = ContextVar("bpm_cause", default=None)
+
+
+@contextmanager
+def because(cause: str) -> Iterator[None]:
+    """Mark the transactions made inside with ``cause``; an outer cause wins (a job that goes
+    on through API-level steps stays that job)."""
+    if _CAUSE.get() is not None:
+        yield
+        return
+    token = _CAUSE.set(cause)
+    try:
+        yield
+    finally:
+        _CAUSE.reset(token)
+
+
+def _fmt(args: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in args.items())
+
+
 class _InstanceInfo:
     """What never changes about an instance, cached to save a query per job."""
 
@@ -110,12 +134,14 @@ class Engine:
     # --- transactions --------------------------------------------------------------------
 
     @contextmanager
+
     def transaction(self, actor: str | None = None, *, inline: bool = False) -> Iterator[Tx]:
         """One transaction; its history is flushed before commit, its jobs sent after."""
         with self.db.transaction() as conn:
             tx = Tx(conn, self.clock.now(), actor or self.worker_id,
                     runs_inline=self._runs_inline if inline else _never)
             tx.graph_for = lambda iid: self.graph(self._info(tx, iid).def_id, tx.conn)
+            tx.cause = _CAUSE.get()
             yield tx
             events = [dict(row) for table, row in tx.history.rows
                       if table == "engine" and self.listeners.wants(row["type"])]
@@ -183,27 +209,31 @@ class Engine:
 
     def run_job(self, job: Job) -> str:
         """Execute one dispatched job by name (what a Celery task or the embedded loop calls)."""
-        if job.name == ADVANCE_TOKEN:
-            return self.advance(UUID(job.args["token_id"]), int(job.args["expected_version"]))
-        if job.name == RUN_HANDLER:
-            return self.run_handler(UUID(job.args["task_id"]))
-        if job.name == RUN_COMPENSATION:
-            return self.run_compensation(UUID(job.args["token_id"]),
-                                         int(job.args["expected_version"]))
-        raise ValueError(f"unknown job {job.name!r}")
+        with because(f"{job.name} {_fmt(job.args)}"):
+            if job.name == ADVANCE_TOKEN:
+                return self.advance(UUID(job.args["token_id"]), int(job.args["expected_version"]))
+            if job.name == RUN_HANDLER:
+                return self.run_handler(UUID(job.args["task_id"]))
+            if job.name == RUN_COMPENSATION:
+                return self.run_compensation(UUID(job.args["token_id"]),
+                                             int(job.args["expected_version"]))
+            raise ValueError(f"unknown job {job.name!r}")
 
     def advance(self, token_id: UUID, expected_version: int) -> str:
         """Apply the node semantics for this token once; a stale version is a no-op."""
-        return self._chain(NextToken(token_id, expected_version))
+        with because(f"bpm.advance_token token={token_id} v={expected_version}"):
+            return self._chain(NextToken(token_id, expected_version))
 
     def run_compensation(self, token_id: UUID, expected_version: int) -> str:
         """Carry out one compensation token (its handler runs as its task); the same version
         rules as ``advance``: a duplicate delivery is a no-op."""
-        return self._chain(NextToken(token_id, expected_version))
+        with because(f"bpm.run_compensation token={token_id} v={expected_version}"):
+            return self._chain(NextToken(token_id, expected_version))
 
     def run_handler(self, task_id: UUID) -> str:
         """Lock the task, run its handler outside any transaction, commit the outcome."""
-        return self._chain(RunTask(task_id))
+        with because(f"bpm.run_handler task={task_id}"):
+            return self._chain(RunTask(task_id))
 
     def _chain(self, nxt: Next) -> str:
         """Follow one token through automatic nodes and inline handler runs.
@@ -350,31 +380,44 @@ class Engine:
                  business_key: str | None) -> None:
         self._instances[instance_id] = _InstanceInfo(def_id, key, business_key)
 
-
     # --- the public API ------------------------------------------------------------------
 
     def deploy(self, document: Mapping[str, Any], *, source: str | None = None,
                source_format: str = "json") -> lifecycle.Deployed:
-        return lifecycle.deploy(self, document, source=source, source_format=source_format)
+        with because("api deploy"):
+            return lifecycle.deploy(self, document, source=source, source_format=source_format)
+
+    def deploy_bpmn(self, xml: str | bytes) -> list[lifecycle.Deployed]:
+        """Deploy every process of a BPMN 2.0 file (see docs/bpmn.md); the XML is stored as
+        each definition's source. All processes are checked before any is stored."""
+        from bpm.definitions.bpmn import compile_bpmn
+
+        documents = compile_bpmn(xml)
+        source = xml if isinstance(xml, str) else xml.decode("utf-8", "replace")
+        return [self.deploy(doc, source=source, source_format="bpmn") for doc in documents]
 
     def start(self, key: str, variables: Mapping[str, Any] | None = None, *,
               business_key: str | None = None, idempotency_key: str | None = None,
               version: int | None = None, run_now: bool = False) -> lifecycle.Started:
         """Start an instance; ``run_now`` advances it in this call (for a worker's job)
         instead of queueing its first step."""
-        return lifecycle.start(self, key, variables, business_key=business_key,
-                               idempotency_key=idempotency_key, version=version,
-                               run_now=run_now)
+        with because(f"api start {key}"):
+            return lifecycle.start(self, key, variables, business_key=business_key,
+                                   idempotency_key=idempotency_key, version=version,
+                                   run_now=run_now)
 
     def cancel(self, instance_id: UUID | str, reason: str = "cancelled by an operator") -> None:
-        lifecycle.cancel(self, as_id(instance_id, "instance"), reason)
+        with because("operator cancel"):
+            lifecycle.cancel(self, as_id(instance_id, "instance"), reason)
 
     def retry(self, token_or_task: UUID | str, retries: int | None = None) -> UUID:
-        return lifecycle.retry(self, as_id(token_or_task, "token or task"), retries)
+        with because(f"operator retry {token_or_task}"):
+            return lifecycle.retry(self, as_id(token_or_task, "token or task"), retries)
 
     def resolve(self, incident_or_token: UUID | str, note: str | None = None) -> UUID:
         """Mark an open incident resolved (the operator fixed the cause by hand)."""
-        return lifecycle.resolve(self, as_id(incident_or_token, "incident or token"), note)
+        with because(f"operator resolve {incident_or_token}"):
+            return lifecycle.resolve(self, as_id(incident_or_token, "incident or token"), note)
 
     def show(self, instance_id: UUID | str) -> dict[str, Any]:
         return views.show(self, as_id(instance_id, "instance"))
@@ -421,34 +464,41 @@ class Engine:
 
     def fetch_and_lock(self, worker_id: str, topics: Sequence[external.TopicRequest],
                        max_tasks: int = 10, long_poll: float = 0.0) -> list[external.LockedTask]:
-        return external.fetch_and_lock(self, worker_id, topics, max_tasks, long_poll)
+        with because(f"api fetch_and_lock worker={worker_id}"):
+            return external.fetch_and_lock(self, worker_id, topics, max_tasks, long_poll)
 
     def complete(self, task_id: UUID | str, worker_id: str,
                  variables: Mapping[str, Any] | None = None) -> None:
-        external.complete(self, as_id(task_id, "task"), worker_id, variables)
+        with because(f"api complete task={task_id}"):
+            external.complete(self, as_id(task_id, "task"), worker_id, variables)
 
     def fail(self, task_id: UUID | str, worker_id: str, error_message: str,
              error_details: str | None = None, retries: int = 0,
              retry_timeout: timedelta = timedelta(0)) -> None:
-        external.fail(self, as_id(task_id, "task"), worker_id, error_message, error_details,
-                      retries, retry_timeout)
+        with because(f"api fail task={task_id}"):
+            external.fail(self, as_id(task_id, "task"), worker_id, error_message, error_details,
+                          retries, retry_timeout)
 
     def bpmn_error(self, task_id: UUID | str, worker_id: str, code: str, message: str = "",
                    variables: Mapping[str, Any] | None = None) -> None:
-        external.bpmn_error(self, as_id(task_id, "task"), worker_id, code, message, variables)
+        with because(f"api bpmn_error task={task_id}"):
+            external.bpmn_error(self, as_id(task_id, "task"), worker_id, code, message, variables)
 
     def extend_lock(self, task_id: UUID | str, worker_id: str,
                     new_duration: timedelta) -> None:
-        external.extend_lock(self, as_id(task_id, "task"), worker_id, new_duration)
+        with because(f"api extend_lock task={task_id}"):
+            external.extend_lock(self, as_id(task_id, "task"), worker_id, new_duration)
 
     def unlock(self, task_id: UUID | str) -> None:
-        external.unlock(self, as_id(task_id, "task"))
+        with because(f"api unlock task={task_id}"):
+            external.unlock(self, as_id(task_id, "task"))
 
-    # Wait states: timers, user tasks, messages (bpm.engine.timers, user_tasks, messages).
+        # Wait states: timers, user tasks, messages (bpm.engine.timers, user_tasks, messages).
 
     def fire_due_timers(self, now: datetime | None = None, batch: int = 500) -> int:
         """Fire the timers due at ``now`` (default: the engine's clock); returns how many."""
-        return len(timers.scan_timers(self, now or self.clock.now(), batch))
+        with because("scan timers"):
+            return len(timers.scan_timers(self, now or self.clock.now(), batch))
 
     def next_timer_due(self) -> datetime | None:
         return timers.next_due(self)
@@ -462,15 +512,18 @@ class Engine:
                                   limit=limit)
 
     def claim(self, task_id: UUID | str, user: str) -> None:
-        user_tasks.claim(self, as_id(task_id, "task"), user)
+        with because(f"api claim task={task_id}"):
+            user_tasks.claim(self, as_id(task_id, "task"), user)
 
     def unclaim(self, task_id: UUID | str) -> None:
-        user_tasks.unclaim(self, as_id(task_id, "task"))
+        with because(f"api unclaim task={task_id}"):
+            user_tasks.unclaim(self, as_id(task_id, "task"))
 
     def complete_user_task(self, task_id: UUID | str,
                            variables: Mapping[str, Any] | None = None, *,
                            user: str | None = None) -> None:
-        user_tasks.complete(self, as_id(task_id, "task"), variables, user)
+        with because(f"api complete_user_task task={task_id}"):
+            user_tasks.complete(self, as_id(task_id, "task"), variables, user)
 
     def correlate(self, message: str, *, business_key: str | None = None,
                   instance_id: UUID | str | None = None,
@@ -478,13 +531,15 @@ class Engine:
                   all_waiting: bool = False) -> list[UUID]:
         """Deliver a message to the token(s) waiting for it; raises ``NoMatchingWait`` when
         none waits, ``AmbiguousCorrelation`` when several do and ``all_waiting`` is false."""
-        iid = as_id(instance_id, "instance") if instance_id is not None else None
-        return messages.correlate(self, message, business_key=business_key, instance_id=iid,
-                                  values=variables, all_waiting=all_waiting)
+        with because(f"api correlate {message}"):
+            iid = as_id(instance_id, "instance") if instance_id is not None else None
+            return messages.correlate(self, message, business_key=business_key, instance_id=iid,
+                                      values=variables, all_waiting=all_waiting)
 
     def run_scans(self, now: datetime | None = None,
                   cfg: scans.ScanConfig | None = None) -> dict[str, int]:
-        return scans.run_all_scans(self, now, cfg or scans.ScanConfig())
+        with because("scans"):
+            return scans.run_all_scans(self, now, cfg or scans.ScanConfig())
 
     def cleanup_history(self, now: datetime | None = None,
                         default_ttl: timedelta | None = None) -> int:

@@ -70,6 +70,9 @@ class Tx:
     runs_inline: Callable[[str], bool] = field(default=lambda _name: False)
     #: The compiled graph of an instance's definition (set by the engine).
     graph_for: Callable[[UUID], ProcessGraph] | None = None
+    #: What led to this transaction (a job, scan, API call or operator action): every history
+    #: row it writes carries it.
+    cause: str | None = None
 
     @property
     def history(self) -> HistoryBuffer:
@@ -118,6 +121,8 @@ class Tx:
 
     def flush(self) -> None:
         """Write everything this transaction decided, in one go."""
+        for _, row in self.history.rows:
+            row["cause"] = self.cause
         self.batch.now = self.now
         self.batch.notify = self.notify_topics
         try:

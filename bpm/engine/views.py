@@ -74,7 +74,7 @@ def event_view(e: EventRow) -> dict[str, Any]:
                            "node_id": e.node_id}
     for name, value in (("from_state", e.from_state), ("to_state", e.to_state),
                         ("token_id", _id(e.token_id)), ("task_id", _id(e.task_id)),
-                        ("actor", e.actor), ("data", e.data)):
+                        ("actor", e.actor), ("data", e.data), ("cause", e.cause)):
         if value is not None:
             out[name] = value
     return out
@@ -99,7 +99,22 @@ def trace(engine: Engine, instance_id: UUID) -> list[dict[str, Any]]:
     with engine.db.transaction() as conn:
         if instances.get(conn, instance_id) is None:
             raise NotFound(f"instance {instance_id} does not exist")
-        return [event_view(e) for e in history.of_instance(conn, instance_id)]
+        return with_old_values([event_view(e) for e in history.of_instance(conn, instance_id)])
+
+
+def with_old_values(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Add to each ``VariablesChanged`` row what the variables were before it (derived from
+    the rows before: the row itself stores the new values only), so a trace shows old -> new.
+    A variable set for the first time has no old value."""
+    current: dict[str, Any] = {}
+    for event in events:
+        if event["type"] != "VariablesChanged" or not event.get("data"):
+            continue
+        values = event["data"].get("values") or {}
+        event["data"] = {**event["data"],
+                         "old": {k: current[k] for k in values if k in current}}
+        current.update(values)
+    return events
 
 
 def list_instances(engine: Engine, *, state: str | None = None, key: str | None = None,

@@ -200,7 +200,8 @@ def _recordset(param: str, columns: tuple[tuple[str, str], ...]) -> str:
 
 _HISTORY = (("k", "int"), ("tbl", "text"), ("instance_id", "uuid"), ("at", "timestamptz"),
             ("type", "text"), ("node_id", "text"), ("from_state", "text"), ("to_state", "text"),
-            ("actor", "text"), ("data", "jsonb"), ("token_id", "uuid"), ("task_id", "uuid"))
+            ("actor", "text"), ("data", "jsonb"), ("token_id", "uuid"), ("task_id", "uuid"),
+            ("cause", "text"))
 
 
 def _flush_sql() -> str:

@@ -74,7 +74,7 @@ class HistoryBuffer:
 #: The columns every history table has, and those only some have (``k`` numbers the rows of
 #: one transaction in recorded order; it becomes the offset in the transaction's id block).
 COMMON_COLUMNS = ("k", "instance_id", "at", "type", "node_id", "from_state", "to_state", "actor",
-                  "data")
+                  "data", "cause")
 EXTRA_COLUMNS = {"token": ("token_id",), "task": ("task_id", "token_id"),
                  "engine": ("token_id",)}
 
@@ -101,7 +101,7 @@ def of_instance(conn: Connection, instance_id: UUID) -> list[EventRow]:
             table.c.type, table.c.node_id, table.c.from_state, table.c.to_state,
             table.c.token_id,
             (table.c.task_id if name == "task" else literal(None)).label("task_id"),
-            table.c.actor, table.c.data,
+            table.c.actor, table.c.data, table.c.cause,
         ).where(table.c.instance_id == instance_id))
     stmt = union_all(*parts).subquery()
     # All three tables share one increasing numbering: the id is the order of writing.
@@ -114,4 +114,5 @@ def _event(row: Any) -> EventRow:
     if task_id is not None and not isinstance(task_id, UUID):
         task_id = UUID(str(task_id))
     return EventRow(row.id, row.tbl, row.instance_id, row.at, row.type, row.node_id,
-                    row.from_state, row.to_state, row.token_id, task_id, row.actor, row.data)
+                    row.from_state, row.to_state, row.token_id, task_id, row.actor, row.data,
+                    row.cause)

@@ -136,6 +136,7 @@ class EventRow:
     task_id: UUID | None
     actor: str | None
     data: dict[str, Any] | None
+    cause: str | None = None
 
 
 R = TypeVar("R")

@@ -280,6 +280,8 @@ def _history(name: str, *extra: Column[object]) -> Table:
         *extra,
         Column("actor", Text),
         Column("data", JsonValue),
+        # What made the change: the job, scan, API call or operator action (one per transaction).
+        Column("cause", Text),
         Index(f"ix_{name}_instance_id_id", "instance_id", "id"),
     )
 

@@ -80,7 +80,7 @@ def test_deploy__invalid_definition_changes_nothing(bpm: Bpm, tmp_path: Path) ->
     assert "no process definition 'tiny'" in bpm.error("start", "tiny")
 
 
-def test_deploy__bpmn_is_not_imported_yet(bpm: Bpm, tmp_path: Path) -> None:
+def test_deploy__bpmn_that_is_not_bpmn_is_refused(bpm: Bpm, tmp_path: Path) -> None:
     path = tmp_path / "p.bpmn"
     path.write_text("<definitions/>")
     assert "BPMN" in bpm.error("deploy", str(path))

@@ -112,3 +112,56 @@ def test_check_all_finds_no_difference_in_a_mixed_population(rt: Harness, calls:
         rt.run(failing_doc)
     summary = replay.check_all(rt.engine)
     assert summary["checked"] == 4 and summary["with_differences"] == 0, summary
+
+
+def test_every_history_row_names_its_actor_and_cause(rt: Harness, calls: Calls,
+                                                    clock: FakeClock) -> None:
+    iid = drive_partway(rt, calls, clock)
+    events = rt.engine.trace(iid)
+    assert all(e.get("actor") and e.get("cause") for e in events), [
+        (e["type"], e.get("cause")) for e in events if not e.get("cause")]
+    causes = {e["cause"].split(" ")[0] + " " + e["cause"].split(" ")[1] for e in events}
+    assert "api start" in causes and "api complete" in causes
+    assert any(c.startswith("bpm.advance_token") or c.startswith("bpm.run_handler")
+               for c in causes)
+    completed = [e for e in events if e["type"] == "COMPLETED" and e["kind"] == "task"
+                 and e["node_id"] == "remote"]
+    assert completed[0]["actor"] == "w" and completed[0]["cause"].startswith("api complete")
+
+
+def test_a_trace_shows_variable_changes_old_to_new(rt: Harness, calls: Calls,
+                                                   clock: FakeClock) -> None:
+    iid = drive_partway(rt, calls, clock)  # flaky sets price; the worker sets remote_ok
+    (review,) = rt.engine.user_tasks(instance_id=iid)
+    rt.engine.complete_user_task(review["id"], {"price": 15})
+    changes = [e["data"] for e in rt.engine.trace(iid) if e["type"] == "VariablesChanged"]
+    assert changes[0] == {"values": {"order": "o-1"}, "old": {}}
+    assert changes[-1] == {"values": {"price": 15}, "old": {"price": 12}}
+
+
+def test_replay_finds_no_difference_over_a_large_random_mix(
+        engine_factory: Any, calls: Calls, clock: FakeClock) -> None:
+    """Random block-structured processes (branches, loops of retries, subprocesses), random
+    sagas failing anywhere, and the wait-state mix, side by side in one database."""
+    from tests.integration.test_random_processes import generate
+    from tests.integration.test_sagas import random_saga
+
+    rt = engine_factory()
+    calls.add("work")
+    calls.add("flaky", failing(1))
+    calls.add("boom", failing(1000))
+    for seed in range(25):
+        document, variables, _ = generate(seed)
+        rt.run(document, variables)
+    for seed in range(10):
+        document, failing_step = random_saga(seed)
+        for node in document["nodes"]:
+            if node["type"] == "serviceTask":
+                node["handler"] = "boom" if node["id"] == failing_step else "work"
+                if "compensation" in node:
+                    node["compensation"] = {"handler": "work"}
+        rt.run(document)
+    for _ in range(3):
+        drive_partway(rt, calls, clock)
+    summary = replay.check_all(rt.engine)
+    assert summary["checked"] == 38 and summary["with_differences"] == 0, summary

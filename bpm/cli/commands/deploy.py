@@ -9,23 +9,25 @@ import click
 from bpm.cli import render
 from bpm.cli.runtime import embedded
 from bpm.definitions import compile_definition, load_document
-from bpm.errors import ConfigError
+from bpm.definitions.bpmn import compile_bpmn
+from bpm.errors import ConfigError, InvalidDefinition
 
 
 @click.command()
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print {id, key, version, created}.")
 def deploy(file: Path, as_json: bool) -> None:
-    """Deploy the process definition in FILE (.json).
+    """Deploy the process definition in FILE (.json), or every process of a BPMN 2.0 file
+    (.bpmn or .xml; see docs/bpmn.md).
 
     Deploying a document equal to the latest version of its key changes nothing and prints
     that version again.
     """
-    if file.suffix.lower() == ".bpmn":
-        raise ConfigError(f"{file}: BPMN XML import is not available yet; write the definition "
-                          f"as JSON (see docs: definition format)")
     if not file.exists():
         raise ConfigError(f"{file}: no such file")
+    if file.suffix.lower() in {".bpmn", ".xml"}:
+        _deploy_bpmn(file, as_json)
+        return
     document = load_document(file)
     compile_definition(document)  # refuse a bad document before touching the database
     with embedded() as rt:
@@ -39,3 +41,28 @@ def deploy(file: Path, as_json: bool) -> None:
     else:
         render.line(f"{result.key} version {result.version} is already deployed with this "
                     f"content (id {result.id}); nothing changed")
+
+
+def _deploy_bpmn(file: Path, as_json: bool) -> None:
+    try:
+        xml = file.read_bytes()
+    except OSError as exc:
+        raise InvalidDefinition(f"{file}: cannot read the file ({exc.strerror})") from exc
+    try:
+        documents = compile_bpmn(xml)  # every process checked before touching the database
+    except InvalidDefinition as exc:
+        raise InvalidDefinition(f"{file}: {exc}", exc.element) from None
+    source = xml.decode("utf-8", "replace")
+    with embedded() as rt:
+        results = [rt.engine.deploy(doc, source=source, source_format="bpmn")
+                   for doc in documents]
+    if as_json:
+        render.emit_json([{"id": str(r.id), "key": r.key, "version": r.version,
+                           "created": r.created} for r in results])
+        return
+    for result in results:
+        if result.created:
+            render.line(f"deployed {result.key} version {result.version} (id {result.id})")
+        else:
+            render.line(f"{result.key} version {result.version} is already deployed with this "
+                        f"content (id {result.id}); nothing changed")

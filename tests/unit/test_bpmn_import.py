@@ -1,0 +1,388 @@
+"""BPMN 2.0 XML import: the mapping of each element, rejections with line numbers, safety."""
+
+from __future__ import annotations
+
+import random
+import re
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bpm.definitions import compile_definition
+from bpm.definitions.bpmn import compile_bpmn, handler_name
+from bpm.definitions.bpmn_feel import FeelUnsupported, feel_to_condition
+from bpm.definitions.bpmn_xml import MAX_BYTES
+from bpm.errors import InvalidDefinition
+
+CONFORMANCE = Path("/work/shared/conformance/public")
+
+HEAD = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n'
+    '<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL"\n'
+    '  xmlns:camunda="http://camunda.org/schema/1.0/bpmn"\n'
+    '  xmlns:zeebe="http://camunda.org/schema/zeebe/1.0"\n'
+    '  xmlns:bpm="https://bpm.dev/schema/1.0"\n'
+    '  xmlns:bpmndi="http://www.omg.org/spec/BPMN/20100524/DI"\n'
+    '  targetNamespace="t">\n'
+)
+
+
+def xml(body: str, extra: str = "", key: str = "p") -> str:
+    return f'{HEAD}{extra}<process id="{key}" isExecutable="true">\n{body}\n</process>\n' \
+           f"</definitions>\n"
+
+
+def linear(*middle: str, extra: str = "") -> str:
+    """start -> each middle element (ids n0, n1, ...) -> end."""
+    ids = ["s", *(re.findall(r'id="([^"]+)"', m)[0] for m in middle), "e"]
+    flows = "\n".join(f'<sequenceFlow id="f{i}" sourceRef="{a}" targetRef="{b}"/>'
+                      for i, (a, b) in enumerate(pairwise(ids)))
+    return xml('<startEvent id="s"/>\n' + "\n".join(middle) + '\n<endEvent id="e"/>\n' + flows,
+               extra)
+
+
+def one(text: str) -> dict[str, Any]:
+    docs = compile_bpmn(text)
+    assert len(docs) == 1
+    return docs[0]
+
+
+def node(doc: dict[str, Any], node_id: str) -> dict[str, Any]:
+    def walk(nodes: list[dict[str, Any]]) -> dict[str, Any] | None:
+        for n in nodes:
+            if n["id"] == node_id:
+                return n
+            found = walk(n.get("nodes", []))
+            if found is not None:
+                return found
+        return None
+    found = walk(doc["nodes"])
+    assert found is not None, node_id
+    return found
+
+
+def rejected(text: str | bytes) -> str:
+    with pytest.raises(InvalidDefinition) as info:
+        compile_bpmn(text)
+    return str(info.value)
+
+
+# --- mapping -----------------------------------------------------------------------------------
+
+
+def test_minimal_process__key_name_and_flows() -> None:
+    doc = one(xml('<startEvent id="s"/><endEvent id="e"/>'
+                  '<sequenceFlow id="f" sourceRef="s" targetRef="e"/>').replace(
+                      'id="p"', 'id="p" name="Pay" camunda:historyTimeToLive="30"'))
+    assert doc == {"key": "p", "name": "Pay", "historyTimeToLive": "30",
+                   "nodes": [{"id": "s", "type": "startEvent"}, {"id": "e", "type": "endEvent"}],
+                   "flows": [{"id": "f", "source": "s", "target": "e"}]}
+
+
+@pytest.mark.parametrize(("element", "expected"), [
+    ('<serviceTask id="t" camunda:type="external" camunda:topic="charge"/>', {"topic": "charge"}),
+    ('<sendTask id="t"><extensionElements><zeebe:taskDefinition type="mail" retries="3"/>'
+     "</extensionElements></sendTask>", {"topic": "mail", "retry": {"max_attempts": 3}}),
+    ('<serviceTask id="t" bpm:handler="charge_card"/>', {"handler": "charge_card"}),
+    ('<businessRuleTask id="t" bpm:topic="rules"/>', {"topic": "rules"}),
+    ('<serviceTask id="t" camunda:class="org.example.ChargeCard"/>', {"handler": "ChargeCard"}),
+    ('<serviceTask id="t" camunda:expression="${bean.run(execution)}"/>',
+     {"handler": "bean.run_execution"}),
+    ('<serviceTask id="t" camunda:delegateExpression="${chargeDelegate}" camunda:async="true"/>',
+     {"handler": "chargeDelegate"}),
+])
+def test_service_task_implementations(element: str, expected: dict[str, Any]) -> None:
+    assert node(one(linear(element)), "t") == {"id": "t", "type": "serviceTask", **expected}
+
+
+def test_service_task_without_implementation_is_rejected() -> None:
+    message = rejected(linear('<serviceTask id="t"/>'))
+    assert message.startswith("line 10: serviceTask 't' has no implementation")
+
+
+def test_service_task_with_two_implementations_is_rejected() -> None:
+    assert "several implementations" in rejected(
+        linear('<serviceTask id="t" bpm:handler="a" camunda:class="B"/>'))
+
+
+def test_handler_name_normalisation() -> None:
+    assert handler_name("${true}") == "true"
+    assert handler_name("#{a.b}") == "a.b"
+    assert handler_name("${1 + x}") == "_1_x"
+
+
+def test_user_receive_manual_and_plain_tasks() -> None:
+    doc = one(linear(
+        '<userTask id="u" camunda:assignee="kim" camunda:candidateGroups="ops, finance"/>',
+        '<receiveTask id="r" messageRef="m1"/>', '<receiveTask id="r2"/>',
+        '<manualTask id="m"/>', '<task id="t"/>',
+        extra='<message id="m1" name="paid"/>'))
+    assert node(doc, "u") == {"id": "u", "type": "userTask", "assignee": "kim",
+                              "candidate_groups": ["ops", "finance"]}
+    assert node(doc, "r") == {"id": "r", "type": "receiveTask", "message": "paid"}
+    assert node(doc, "r2")["message"] == "r2"
+    assert node(doc, "m")["type"] == "manualTask" and node(doc, "t")["type"] == "task"
+
+
+def test_end_events() -> None:
+    body = ('<startEvent id="s"/><parallelGateway id="g"/>'
+            '<endEvent id="e1"><terminateEventDefinition/></endEvent>'
+            '<endEvent id="e2"><errorEventDefinition errorRef="err"/></endEvent>'
+            '<endEvent id="e3"><compensateEventDefinition/></endEvent>'
+            '<sequenceFlow id="f0" sourceRef="s" targetRef="g"/>'
+            '<sequenceFlow id="f1" sourceRef="g" targetRef="e1"/>'
+            '<sequenceFlow id="f2" sourceRef="g" targetRef="e2"/>'
+            '<sequenceFlow id="f3" sourceRef="g" targetRef="e3"/>')
+    doc = one(xml(body, '<error id="err" errorCode="DECLINED"/>'))
+    assert node(doc, "e1")["terminate"] is True
+    assert node(doc, "e2")["error"] == "DECLINED"
+    assert node(doc, "e3")["compensate"] is True
+    assert node(doc, "g")["type"] == "parallelGateway"
+
+
+def test_exclusive_gateway_default_and_conditions() -> None:
+    body = ('<startEvent id="s"/><exclusiveGateway id="g" default="fd"/>'
+            '<endEvent id="a"/><endEvent id="b"/><endEvent id="c"/><endEvent id="d"/>'
+            '<sequenceFlow id="f0" sourceRef="s" targetRef="g"/>'
+            '<sequenceFlow id="fa" sourceRef="g" targetRef="a"><conditionExpression>'
+            "${x &gt; 1 &amp;&amp; !b}</conditionExpression></sequenceFlow>"
+            '<sequenceFlow id="fb" sourceRef="g" targetRef="b"><conditionExpression>'
+            '=a = "b" and not(done)</conditionExpression></sequenceFlow>'
+            '<sequenceFlow id="fc" sourceRef="g" targetRef="c"><conditionExpression>'
+            "choice == 'No'</conditionExpression></sequenceFlow>"
+            '<sequenceFlow id="fd" sourceRef="g" targetRef="d"/>')
+    doc = one(xml(body))
+    assert node(doc, "g")["default"] == "fd"
+    conditions = {f["id"]: f.get("condition") for f in doc["flows"]}
+    assert conditions == {"f0": None, "fa": "${x > 1 && !b}", "fb": 'a == "b" and not ( done )',
+                          "fc": "choice == 'No'", "fd": None}
+
+
+@pytest.mark.parametrize(("feel", "python"), [
+    ("=x > 5", "x > 5"), ("= order.total >= 10 or vip", "order.total >= 10 or vip"),
+    ('=status != "done"', 'status != "done"'), ("=true", "true"),
+])
+def test_feel_translation(feel: str, python: str) -> None:
+    assert feel_to_condition(feel) == python
+
+
+@pytest.mark.parametrize("feel", ["=x in [1, 2]", "=count(items) > 1", "=x between 1 and 3",
+                                  "=not x", "=(x > 1", "=a + b > 1"])
+def test_feel_outside_the_subset_is_refused(feel: str) -> None:
+    with pytest.raises(FeelUnsupported):
+        feel_to_condition(feel)
+
+
+def test_feel_condition_rejection_names_the_flow_and_line() -> None:
+    body = ('<startEvent id="s"/><exclusiveGateway id="g"/><endEvent id="a"/>\n'
+            '<sequenceFlow id="f0" sourceRef="s" targetRef="g"/>\n'
+            '<sequenceFlow id="fa" sourceRef="g" targetRef="a"><conditionExpression>'
+            "=count(x) > 1</conditionExpression></sequenceFlow>")
+    message = rejected(xml(body))
+    assert message.startswith("line 11: sequenceFlow 'fa' has a FEEL condition")
+
+
+def test_intermediate_events() -> None:
+    doc = one(linear(
+        '<intermediateCatchEvent id="t1"><timerEventDefinition><timeDuration>PT5M'
+        "</timeDuration></timerEventDefinition></intermediateCatchEvent>",
+        '<intermediateCatchEvent id="t2"><timerEventDefinition><timeDate>'
+        "2030-01-01T00:00:00Z</timeDate></timerEventDefinition></intermediateCatchEvent>",
+        '<intermediateCatchEvent id="t3"><timerEventDefinition><timeDuration>${wait}'
+        "</timeDuration></timerEventDefinition></intermediateCatchEvent>",
+        '<intermediateCatchEvent id="m"><messageEventDefinition messageRef="m1"/>'
+        "</intermediateCatchEvent>",
+        '<intermediateThrowEvent id="n"/>',
+        extra='<message id="m1" name="approved"/>'))
+    assert node(doc, "t1") == {"id": "t1", "type": "timerEvent", "duration": "PT5M"}
+    assert node(doc, "t2")["date"] == "2030-01-01T00:00:00Z"
+    assert node(doc, "t3")["duration"] == "${wait}"
+    assert node(doc, "m") == {"id": "m", "type": "messageEvent", "message": "approved"}
+    assert node(doc, "n")["type"] == "task"
+
+
+def test_boundary_events_timer_and_error() -> None:
+    body = ('<startEvent id="s"/><userTask id="u"/><endEvent id="e"/>'
+            '<boundaryEvent id="b1" attachedToRef="u" cancelActivity="false">'
+            "<timerEventDefinition><timeDuration>PT1H</timeDuration></timerEventDefinition>"
+            "</boundaryEvent>"
+            '<boundaryEvent id="b2" attachedToRef="u"><errorEventDefinition errorRef="err"/>'
+            "</boundaryEvent>"
+            '<boundaryEvent id="b3" attachedToRef="u"><errorEventDefinition/></boundaryEvent>'
+            '<endEvent id="e1"/><endEvent id="e2"/><endEvent id="e3"/>'
+            '<sequenceFlow id="f0" sourceRef="s" targetRef="u"/>'
+            '<sequenceFlow id="f1" sourceRef="u" targetRef="e"/>'
+            '<sequenceFlow id="f2" sourceRef="b1" targetRef="e1"/>'
+            '<sequenceFlow id="f3" sourceRef="b2" targetRef="e2"/>'
+            '<sequenceFlow id="f4" sourceRef="b3" targetRef="e3"/>')
+    doc = one(xml(body, '<error id="err" errorCode="LATE"/>'))
+    assert node(doc, "b1") == {"id": "b1", "type": "boundaryEvent", "attachedTo": "u",
+                               "timer": {"duration": "PT1H"}, "interrupting": False}
+    assert node(doc, "b2")["error"] == "LATE"
+    assert node(doc, "b3")["error"] == "*"
+
+
+COMPENSATION = (
+    '<startEvent id="s"/><serviceTask id="book" bpm:handler="book"/>'
+    '<boundaryEvent id="cb" attachedToRef="book"><compensateEventDefinition/></boundaryEvent>'
+    '<serviceTask id="undo" bpm:handler="unbook" isForCompensation="true"/>'
+    '<intermediateThrowEvent id="throw"><compensateEventDefinition activityRef="book"/>'
+    "</intermediateThrowEvent><endEvent id=\"e\"/>"
+    '<sequenceFlow sourceRef="s" targetRef="book"/>'
+    '<sequenceFlow sourceRef="book" targetRef="throw"/>'
+    '<sequenceFlow sourceRef="throw" targetRef="e"/>'
+    '<association sourceRef="cb" targetRef="undo"/>'
+)
+
+
+def test_compensation_boundary_and_throw() -> None:
+    doc = one(xml(COMPENSATION))
+    assert node(doc, "book")["compensation"] == {"node": "undo"}
+    assert node(doc, "undo") == {"id": "undo", "type": "serviceTask", "handler": "unbook"}
+    assert node(doc, "throw") == {"id": "throw", "type": "compensationThrow", "activity": "book"}
+    assert [n["id"] for n in doc["nodes"]] == ["s", "book", "undo", "throw", "e"]
+    assert [f["id"] for f in doc["flows"]] == ["s__book", "book__throw", "throw__e"]
+
+
+def test_compensation_boundary_without_association_is_rejected() -> None:
+    message = rejected(xml(COMPENSATION.replace('<association sourceRef="cb" targetRef="undo"/>',
+                                                "")))
+    assert "boundaryEvent 'cb' is a compensation boundary without an association" in message
+
+
+def test_embedded_subprocess_and_several_processes() -> None:
+    sub = ('<startEvent id="s"/><subProcess id="sub"><startEvent id="ss"/>'
+           '<task id="inner"/><endEvent id="se"/>'
+           '<sequenceFlow id="sf1" sourceRef="ss" targetRef="inner"/>'
+           '<sequenceFlow id="sf2" sourceRef="inner" targetRef="se"/></subProcess>'
+           '<endEvent id="e"/><sequenceFlow id="f1" sourceRef="s" targetRef="sub"/>'
+           '<sequenceFlow id="f2" sourceRef="sub" targetRef="e"/>')
+    second = ('<process id="q" isExecutable="false"><startEvent id="qs"/><endEvent id="qe"/>'
+              '<sequenceFlow id="qf" sourceRef="qs" targetRef="qe"/></process>'
+              '<collaboration id="c"><participant id="pp" processRef="p"/></collaboration>'
+              '<bpmndi:BPMNDiagram id="d"><bpmndi:BPMNPlane id="pl" bpmnElement="p"/>'
+              "</bpmndi:BPMNDiagram>")
+    text = xml(sub).replace("</definitions>", second + "</definitions>")
+    docs = compile_bpmn(text)
+    assert [d["key"] for d in docs] == ["p", "q"]
+    subprocess = node(docs[0], "sub")
+    assert [n["id"] for n in subprocess["nodes"]] == ["ss", "inner", "se"]
+    assert [f["id"] for f in subprocess["flows"]] == ["sf1", "sf2"]
+    for doc in docs:
+        compile_definition(doc)
+
+
+# --- rejections --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("element", "expected"), [
+    ('<inclusiveGateway id="gw1"/>', "line 10: inclusiveGateway 'gw1' is not supported yet"),
+    ('<callActivity id="ca" calledElement="x"/>', "line 10: callActivity 'ca' is not supported"),
+    ('<userTask id="u"><multiInstanceLoopCharacteristics/></userTask>',
+     "line 10: multiInstanceLoopCharacteristics '(no id)' (multi-instance) (in userTask 'u') is "
+     "not supported yet"),
+    ('<subProcess id="es" triggeredByEvent="true"/>',
+     "line 10: subProcess 'es' is an event subprocess"),
+    ('<intermediateThrowEvent id="sig"><signalEventDefinition/></intermediateThrowEvent>',
+     "line 10: intermediateThrowEvent 'sig' with signalEventDefinition is not supported yet"),
+    ('<intermediateThrowEvent id="esc"><escalationEventDefinition/></intermediateThrowEvent>',
+     "line 10: intermediateThrowEvent 'esc' with escalationEventDefinition is not supported"),
+    ('<userTask id="u" camunda:formKey="f"/>',
+     "line 10: userTask 'u' attribute camunda:formKey='f' is not supported yet"),
+    ('<userTask id="u"><extensionElements><camunda:taskListener event="create"/>'
+     "</extensionElements></userTask>", "line 10: taskListener '(no id)' (extension element"),
+    ('<scriptTask id="sc"/>', "line 10: scriptTask 'sc' is not supported yet"),
+    ('<intermediateCatchEvent id="t"><timerEventDefinition><timeCycle>R3/PT1H</timeCycle>'
+     "</timerEventDefinition></intermediateCatchEvent>", "has a timeCycle timer"),
+])
+def test_unsupported_elements_are_rejected_with_line_type_and_id(element: str,
+                                                                  expected: str) -> None:
+    assert expected in rejected(linear(element))
+
+
+def test_validator_errors_carry_the_line() -> None:
+    message = rejected(xml('<startEvent id="s"/><endEvent id="e"/>\n'
+                           '<sequenceFlow id="f" sourceRef="s" targetRef="nowhere"/>'))
+    assert message.startswith("line 10: process 'p': flow 'f'")
+
+
+def test_not_bpmn_and_no_process() -> None:
+    assert "not BPMN 2.0 'definitions'" in rejected("<definitions/>")
+    assert "has no process" in rejected(HEAD + "</definitions>")
+
+
+# --- safety ------------------------------------------------------------------------------------
+
+
+def test_malformed_xml_names_line_and_column() -> None:
+    message = rejected(HEAD + "<process id='p'>\n<startEvent id='s'>\n</process>")
+    assert re.match(r"not well-formed XML at line 10, column \d+: mismatched tag", message)
+
+
+BOMB = ('<?xml version="1.0"?>\n<!DOCTYPE lolz [<!ENTITY lol "lol">'
+        '<!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">]>\n'
+        "<definitions>&lol2;</definitions>")
+EXTERNAL = ('<?xml version="1.0"?>\n<!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]>\n'
+            "<definitions>&x;</definitions>")
+
+
+@pytest.mark.parametrize("text", [BOMB, EXTERNAL, '<!DOCTYPE d SYSTEM "http://x/d.dtd"><d/>'])
+def test_dtds_and_entities_are_refused(text: str) -> None:
+    message = rejected(text)
+    assert "refused" in message and "passwd" not in message
+
+
+def test_size_limit() -> None:
+    text = xml("<!--" + "x" * MAX_BYTES + "-->")
+    assert "at most" in rejected(text)
+
+
+def test_deep_nesting_is_refused() -> None:
+    assert "nested deeper" in rejected(HEAD + "<a>" * 500 + "</a>" * 500 + "</definitions>")
+
+
+def _mutations(text: bytes, rng: random.Random) -> list[bytes]:
+    out = [text[: rng.randrange(len(text))] for _ in range(3)]
+    for _ in range(4):
+        data = bytearray(text)
+        for _ in range(rng.randint(1, 8)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        out.append(bytes(data))
+    tags = [m.span() for m in re.finditer(rb"<[^<>]+>", text)]
+    for _ in range(4):
+        start, end = tags[rng.randrange(len(tags))]
+        out.append(text[:start] + text[end:])
+    for _ in range(2):  # drop an attribute
+        attrs = [m.span() for m in re.finditer(rb'\s[\w:]+="[^"]*"', text)]
+        if attrs:
+            start, end = attrs[rng.randrange(len(attrs))]
+            out.append(text[:start] + text[end:])
+    out.append(BOMB.encode() + text)
+    out.append(EXTERNAL.encode())
+    out.append(text.replace(b"?>", b"?>" + BOMB.split("\n")[1].encode(), 1))
+    return out
+
+
+def _models() -> list[bytes]:
+    models = [linear('<userTask id="u"/>').encode(), xml(COMPENSATION).encode()]
+    if CONFORMANCE.is_dir():
+        models += [p.read_bytes() for p in sorted(CONFORMANCE.glob("*.bpmn"))]
+    return models
+
+
+def test_fuzz__every_mutation_compiles_or_is_rejected_cleanly() -> None:
+    rng = random.Random(8)
+    outcomes = {"compiled": 0, "rejected": 0}
+    for model in _models():
+        for mutated in _mutations(model, rng):
+            try:
+                for doc in compile_bpmn(mutated):
+                    compile_definition(doc)
+            except InvalidDefinition as exc:
+                assert str(exc)
+                outcomes["rejected"] += 1
+            else:
+                outcomes["compiled"] += 1
+    assert outcomes["rejected"] > 0
