@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 BPM_TEST_DATABASE_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/bpm_test
 export BPM_TEST_DATABASE_URL
 
-.PHONY: demo test lint typecheck bench services testdb clean
+.PHONY: demo test conformance lint typecheck bench services testdb clean
 
 ## demo: a virtualenv with the engine only, then `bpm demo` on SQLite (no server, no broker)
 demo: $(VENV)/.demo-installed
@@ -26,6 +26,10 @@ $(VENV)/.dev-installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@ $(VENV)/.demo-installed
+
+## conformance: the BPMN conformance corpus only, verbose, with a per-model summary at the end
+conformance: $(VENV)/.dev-installed services testdb
+	$(BIN)/python -m pytest -v -rs tests/integration/test_bpmn_conformance.py $(PYTEST_ARGS)
 
 services:
 	@scripts/ensure_services.sh

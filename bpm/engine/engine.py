@@ -372,6 +372,12 @@ class Engine:
     def retrying(self, fn: Callable[[], T]) -> T:
         return self._retrying(fn)
 
+    def know_instances(self, tx: Tx, instance_ids: list[UUID]) -> None:
+        """Cache what never changes about these instances, in one query for all."""
+        missing = [iid for iid in set(instance_ids) if iid not in self._instances]
+        for inst in instances.get_many(tx.conn, missing):
+            self.remember(inst.id, inst.process_def_id, inst.process_key, inst.business_key)
+
     def info_for(self, tx: Tx, instance_id: UUID) -> tuple[UUID, str, str | None]:
         info = self._info(tx, instance_id)
         return info.def_id, info.key, info.business_key

@@ -28,7 +28,7 @@ from bpm.errors import (
 )
 from bpm.store import tasks, tokens, variables
 from bpm.store.notify import listen
-from bpm.store.rows import TaskRow
+from bpm.store.rows import TaskRow, TokenRow
 from bpm.variables import check_variables
 
 if TYPE_CHECKING:
@@ -107,21 +107,30 @@ def _fetch_once(engine: Engine, worker_id: str, topics: Sequence[TopicRequest],
     locks = {t.topic: int(t.lock_duration.total_seconds() * 1000) for t in topics}
     with engine.transaction(worker_id) as tx:
         locked = tasks.fetch_and_lock(tx.conn, worker_id, locks, max_tasks, tx.now)
+        ids = [task.instance_id for task in locked]
+        engine.know_instances(tx, ids)
+        # One query for every instance's variables (only the names asked for, when every
+        # topic names them); each topic's own filter is applied after.
+        wanted = [t.variables for t in topics]
+        names = (None if any(w is None for w in wanted)
+                 else sorted({n for w in wanted for n in w or ()}))
+        values = variables.load_many(tx.conn, ids, names)
         out = []
         for task in locked:
             tx.history.task(instance_id=task.instance_id, task_id=task.id,
                             token_id=task.token_id, at=tx.now, type="LOCKED",
                             node_id=task.node_id, from_state="READY", to_state="LOCKED",
                             actor=worker_id, data={"attempt": task.attempts})
-            out.append(_describe(engine, tx, task, requests[str(task.topic)].variables))
+            asked = requests[str(task.topic)].variables
+            mine = values[task.instance_id]
+            if asked is not None:
+                mine = {n: v for n, v in mine.items() if n in asked}
+            out.append(_describe(engine, tx, task, mine))
     return out
 
 
-def _describe(engine: Engine, tx: Tx, task: TaskRow,
-              names: Sequence[str] | None) -> LockedTask:
+def _describe(engine: Engine, tx: Tx, task: TaskRow, values: dict[str, Any]) -> LockedTask:
     def_id, key, business_key = engine.info_for(tx, task.instance_id)
-    values = variables.load(tx.conn, task.instance_id, list(names) if names is not None
-                            else None)
     assert task.lock_expire_at is not None and task.topic is not None
     backoff = engine.graph(def_id, tx.conn).node(task.node_id).retry.delay(task.attempts)
     return LockedTask(task.id, task.topic, str(task.lock_owner), task.lock_expire_at,
@@ -130,9 +139,20 @@ def _describe(engine: Engine, tx: Tx, task: TaskRow,
                       task.retries, task.priority, values, backoff)
 
 
+def _held_with_token(tx: Tx, task_id: UUID, worker_id: str) -> tuple[TaskRow, TokenRow]:
+    """``_held``, and the task's token read in the same query."""
+    both = tasks.get_with_token(tx.conn, task_id)
+    task = _check_held(tx, both[0] if both else None, task_id, worker_id)
+    assert both is not None
+    return task, both[1]
+
+
 def _held(tx: Tx, task_id: UUID, worker_id: str) -> TaskRow:
     """The task, if ``worker_id`` holds an unexpired lock on it; else the matching error."""
-    task = tasks.get(tx.conn, task_id)
+    return _check_held(tx, tasks.get(tx.conn, task_id), task_id, worker_id)
+
+
+def _check_held(tx: Tx, task: TaskRow | None, task_id: UUID, worker_id: str) -> TaskRow:
     if task is None or task.kind != "EXTERNAL":
         raise TaskNotFound(f"no external task has id {task_id}")
     if task.state != "LOCKED":
@@ -161,9 +181,9 @@ def complete(engine: Engine, task_id: UUID, worker_id: str,
     checked = check_variables(values, where=f"complete of task {task_id}")
 
     def body(tx: Tx) -> Any:
-        task = _held(tx, task_id, worker_id)
+        task, tok = _held_with_token(tx, task_id, worker_id)
         g = engine.graph(engine.info_for(tx, task.instance_id)[0], tx.conn)
-        return engine.continue_in(tx, g, handler_runs.complete_task(tx, g, task, checked))
+        return engine.continue_in(tx, g, handler_runs.complete_task(tx, g, task, checked, tok))
 
     _run(engine, worker_id, body)
 

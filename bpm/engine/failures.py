@@ -52,14 +52,20 @@ def set_instance_state(tx: Tx, instance_id: UUID, state: str,
     The row lock serialises branches that fail or finish at the same moment, so the guarded
     update cannot lose against them.
     """
-    inst = instances.get(tx.conn, instance_id, for_update=True)
-    if inst is None or inst.state not in only_from or inst.state == state:
-        return False
     ended = tx.now if state in ("COMPLETED", "TERMINATED", "CANCELLED") else None
-    if not instances.set_state(tx.conn, inst, state, tx.now, ended):
-        raise Conflict(f"instance {instance_id} changed under its row lock")
+    if tx.conn.dialect.name == "postgresql":  # one round trip: lock and change together
+        left = instances.transition(tx.conn, instance_id, state, tx.now, ended, only_from)
+        if left is None:
+            return False
+    else:
+        inst = instances.get(tx.conn, instance_id, for_update=True)
+        if inst is None or inst.state not in only_from or inst.state == state:
+            return False
+        if not instances.set_state(tx.conn, inst, state, tx.now, ended):
+            raise Conflict(f"instance {instance_id} changed under its row lock")
+        left = inst.state
     tx.history.engine(instance_id=instance_id, at=tx.now, type=_EVENT_OF_STATE[state],
-                      from_state=inst.state, to_state=state, actor=tx.actor)
+                      from_state=left, to_state=state, actor=tx.actor)
     return True
 
 

@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection, bindparam, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 
 from bpm.store.rows import InstanceRow, from_row
@@ -55,6 +55,31 @@ def insert(conn: Connection, row: InstanceRow) -> bool:
         "updated_at": row.updated_at, "ended_at": row.ended_at,
     })
     return result.first() is not None
+
+
+_TRANSITION = text("""
+UPDATE process_instances p
+SET state = :state, version = p.version + 1, updated_at = :now, ended_at = :ended_at
+FROM (SELECT id, state FROM process_instances WHERE id = :id FOR NO KEY UPDATE) old
+WHERE p.id = old.id AND old.state = ANY(:only_from) AND old.state <> :state
+RETURNING old.state
+""")
+
+
+def transition(conn: Connection, instance_id: UUID, state: str, now: datetime,
+               ended_at: datetime | None, only_from: tuple[str, ...]) -> str | None:
+    """PostgreSQL: lock the row and change its state in one statement when it is in one of
+    ``only_from``; returns the state it left, or None when it was not in one of them."""
+    row = conn.execute(_TRANSITION, {"id": instance_id, "state": state, "now": now,
+                                     "ended_at": ended_at, "only_from": list(only_from)}).first()
+    return str(row[0]) if row else None
+
+
+def get_many(conn: Connection, instance_ids: list[UUID]) -> list[InstanceRow]:
+    if not instance_ids:
+        return []
+    return [from_row(InstanceRow, row)
+            for row in conn.execute(select(*_COLS).where(t.c.id.in_(instance_ids)))]
 
 
 def set_state(conn: Connection, row: InstanceRow, state: str, now: datetime,

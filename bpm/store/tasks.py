@@ -9,8 +9,9 @@ from uuid import UUID
 
 from sqlalchemy import Connection, bindparam, or_, select, text
 
-from bpm.store.rows import TaskRow, from_row
+from bpm.store.rows import TaskRow, TokenRow, from_row
 from bpm.store.schema import external_tasks as t
+from bpm.store.schema import tokens as token_table
 
 _COLS = (t.c.id, t.c.token_id, t.c.instance_id, t.c.node_id, t.c.topic, t.c.handler, t.c.kind,
          t.c.state, t.c.retries, t.c.attempts, t.c.retry_at, t.c.lock_owner, t.c.lock_expire_at,
@@ -203,3 +204,15 @@ def open_user_tasks(conn: Connection, *, assignee: str | None = None, group: str
         stmt = stmt.where(text(member).bindparams(
             grp=json.dumps([group]) if conn.dialect.name == "postgresql" else group))
     return [from_row(TaskRow, row) for row in conn.execute(stmt)]
+
+
+def get_with_token(conn: Connection, task_id: UUID) -> tuple[TaskRow, TokenRow] | None:
+    """A task and its token in one query (completing a task needs both)."""
+    from bpm.store.tokens import COLUMNS as TOKEN_COLUMNS
+
+    row = conn.execute(select(*_COLS, *TOKEN_COLUMNS)
+                       .join_from(t, token_table, token_table.c.id == t.c.token_id)
+                       .where(t.c.id == task_id)).first()
+    if row is None:
+        return None
+    return TaskRow(*row[:len(_COLS)]), TokenRow(*row[len(_COLS):])

@@ -18,6 +18,8 @@ LIVE = ("ACTIVE", "WAITING", "FAILED")
 _COLS = (t.c.id, t.c.instance_id, t.c.node_id, t.c.state, t.c.mode, t.c.parent_token_id,
          t.c.scope_id, t.c.concurrent, t.c.via_flow, t.c.wait_kind, t.c.version, t.c.created_at,
          t.c.updated_at, t.c.record_id)
+#: Column order of ``TokenRow`` (for queries that read a token next to other rows).
+COLUMNS = _COLS
 _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
 # FOR NO KEY UPDATE: creating child tokens that reference the parent (FOR KEY SHARE) goes on.
 _BY_ID_FOR_UPDATE = _BY_ID.with_for_update(key_share=True)
