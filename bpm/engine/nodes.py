@@ -74,7 +74,7 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
         return _exclusive(tx, g, tok, node)
     if kind is NodeType.PARALLEL:
         if node.is_join:
-            return _park_at_join(tx, tok)
+            return _park_at_join(tx, g, tok)
         return fork_or_leave(tx, g, tok, node)
     if kind is NodeType.END:
         return _end_event(tx, g, tok, node)
@@ -154,8 +154,10 @@ def _exclusive(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     return None
 
 
-def _park_at_join(tx: Tx, tok: TokenRow) -> Next:
+def _park_at_join(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     """Wait at the join, then let the parent decide (engine spec 4.4)."""
+    if not tok.concurrent and g.spawns_tokens and _live_children(tx, tok):
+        return _join_as_scope(tx, tok)
     move(tx, tok, state="WAITING", event="ARRIVED_AT_JOIN", wait_kind="JOIN",
          data={"via": tok.via_flow})
     if tok.parent_token_id is None:
@@ -164,6 +166,27 @@ def _park_at_join(tx: Tx, tok: TokenRow) -> Next:
     if parent is None or parent.state != "WAITING":
         return None
     return NextToken(parent.id, parent.version)
+
+
+def _live_children(tx: Tx, tok: TokenRow) -> bool:
+    """Whether ``tok`` has live children, counting the moves this transaction made."""
+    tx.flush_tokens()
+    return bool(tokens.live_children(tx.conn, tok.id))
+
+
+def _join_as_scope(tx: Tx, tok: TokenRow) -> Next:
+    """A scope's own token reaches a join while tokens that a non-interrupting boundary spawned
+    under it are still running: like Camunda's execution tree, it becomes the scope (WAITING
+    for its children) and a concurrent stand-in arrives at the join in its place, so the join
+    counts it together with the spawned tokens."""
+    scope = move(tx, tok, state="WAITING", event="WAITING", wait_kind="CHILDREN",
+                 data={"join": tok.node_id, "as": "scope"})
+    stand_in = new_token(tx, instance_id=tok.instance_id, node_id=tok.node_id, parent=tok.id,
+                         scope_id=tok.scope_id, concurrent=True, via_flow=tok.via_flow)
+    create(tx, [stand_in], [(tok.id, stand_in.id, "FORK")])
+    move(tx, stand_in, state="WAITING", event="ARRIVED_AT_JOIN", wait_kind="JOIN",
+         data={"via": stand_in.via_flow})
+    return NextToken(scope.id, scope.version)
 
 
 def _create_external_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
@@ -233,7 +256,7 @@ def end_token(tx: Tx, tok: TokenRow, g: ProcessGraph | None = None) -> Next:
     (WAITING for CHILDREN at its end) before its scope completes.
     """
     if g is not None and g.spawns_tokens and not tok.concurrent and (
-            tokens.live_children(tx.conn, tok.id)):
+            _live_children(tx, tok)):
         move(tx, tok, state="WAITING", event="WAITING", wait_kind="CHILDREN",
              data={"until": "spawned tokens end"})
         return None

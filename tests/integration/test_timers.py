@@ -318,3 +318,28 @@ def test_completion_and_timer_at_the_same_instant_have_exactly_one_winner(
     assert calls.count("normal") == completed and calls.count("escalate") == fired
     for iid in iids:
         assert_finished_cleanly(setup.engine.db, iid)
+
+
+@pytest.mark.parametrize("first", ["main", "escalation"])
+def test_a_spawned_path_and_the_main_path_meet_at_a_parallel_join(
+        rt: Harness, calls: Calls, clock: FakeClock, first: str) -> None:
+    """As Camunda's testJoin: the task's own token becomes the scope when it reaches the join,
+    so the join counts it with the token its non-interrupting boundary spawned."""
+    doc = (ProcessBuilder("nij").start().user_task("main")
+           .timer_boundary("late", attached_to="main", duration="PT1H", interrupting=False)
+           .user_task("escalation").parallel_gateway("join").end()
+           .sequence("start", "main", "join", "end")
+           .sequence("late", "escalation", "join").build())
+    iid = rt.run(doc)
+    clock.advance(timedelta(hours=1))
+    rt.engine.fire_due_timers()
+    rt.drain()
+    tasks = {t["node_id"]: t["id"] for t in rt.engine.user_tasks(instance_id=iid)}
+    second = "escalation" if first == "main" else "main"
+    rt.engine.complete_user_task(tasks[first])
+    rt.drain()
+    assert rows.state(rt.engine.db, iid) == "RUNNING"
+    rt.engine.complete_user_task(tasks[second])
+    rt.drain()
+    assert_finished_cleanly(rt.engine.db, iid)
+    assert len(rows.engine_events_of(rt.engine.db, iid, type="JoinFired")) == 1
