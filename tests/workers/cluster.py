@@ -20,8 +20,10 @@ from uuid import UUID
 import redis
 from celery import Celery
 
+from bpm.engine.engine import Engine
 from bpm.store import Database, instances, tasks
-from workers.config import QUEUES
+from workers.config import QUEUES, settings_from_env
+from workers.dispatcher import CeleryDispatcher
 
 REDIS_URL = "redis://127.0.0.1:6379/9"
 
@@ -76,6 +78,18 @@ class Cluster:
                 if time.monotonic() > deadline:
                     raise AssertionError(f"{name} did not start:\n{log.read_text()[-3000:]}")
                 time.sleep(0.1)
+
+    def sender(self, db: Database | None = None) -> Engine:
+        """An engine that sends its follow-up jobs to this cluster's workers (as an API
+        process of another service would)."""
+        saved = dict(os.environ)
+        os.environ.update({k: v for k, v in self.env.items() if k.startswith("BPM_")})
+        try:
+            settings = settings_from_env()
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        return Engine(db or self.db, CeleryDispatcher(self.client(), settings))
 
     def client(self) -> Celery:
         """A Celery app such as another service has: no bpm code, only the broker URL."""

@@ -20,8 +20,6 @@ from bpm.store import history, incidents
 from tests.helpers.invariants import assert_finished_cleanly, assert_history_consistent
 from tests.workers import handlers, processes
 from tests.workers.cluster import Cluster
-from workers.config import settings_from_env
-from workers.dispatcher import CeleryDispatcher
 
 assert callable(handlers.noop)  # the reference run in this process needs these handlers
 
@@ -116,7 +114,7 @@ def test_broker_flushed_mid_run_loses_no_instance(cluster: Cluster) -> None:
     cluster.beat("beat1")
     cluster.beat("beat2")  # two beats for the whole test: nothing may fire twice
     cluster.wait_ready()
-    sender = Engine(cluster.db, CeleryDispatcher(_client_app(cluster), _settings(cluster)))
+    sender = cluster.sender()
     for i in range(200):
         sender.start("flush", {"i": i}, business_key=f"f-{i}")
     cluster.wait_until(lambda: _completed(cluster) >= 20, 60, "the run to get going")
@@ -164,22 +162,6 @@ def _group(pid: int) -> int:
     import os
 
     return os.getpgid(pid)
-
-
-def _client_app(cluster: Cluster) -> Any:
-    return cluster.client()
-
-
-def _settings(cluster: Cluster) -> Any:
-    import os
-
-    saved = dict(os.environ)
-    os.environ.update({k: v for k, v in cluster.env.items() if k.startswith("BPM_")})
-    try:
-        return settings_from_env()
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 def test_cli_start_wait_completes_through_workers_and_beat(cluster: Cluster) -> None:

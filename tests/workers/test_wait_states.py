@@ -6,7 +6,6 @@ still fires exactly once, after the restart, and its follow-up handler runs once
 
 from __future__ import annotations
 
-import os
 import time
 
 from bpm.dispatch import InProcessDispatcher
@@ -16,8 +15,6 @@ from tests.helpers import db as rows
 from tests.helpers.invariants import assert_finished_cleanly
 from tests.workers import processes
 from tests.workers.cluster import Cluster
-from workers.config import Settings, settings_from_env
-from workers.dispatcher import CeleryDispatcher
 
 
 def deploy(cluster: Cluster, *documents: dict[str, object]) -> None:
@@ -73,7 +70,7 @@ def test_a_user_task_completed_through_the_api_goes_on_on_the_workers(
     cluster.worker("w1")
     cluster.wait_ready()
     cluster.start("escalated", {}, "esc-api")
-    engine = Engine(cluster.db, CeleryDispatcher(cluster.client(), _settings(cluster)))
+    engine = cluster.sender()
 
     def task_ready() -> bool:
         return "esc-api" in cluster.states() and bool(engine.user_tasks(
@@ -90,16 +87,6 @@ def test_a_user_task_completed_through_the_api_goes_on_on_the_workers(
     assert cluster.calls("esc-api", "escalate") == (0, 0)
     with cluster.db.transaction() as conn:
         assert [t.state for t in timers.of_instance(conn, iid)] == ["CANCELLED"]
-
-
-def _settings(cluster: Cluster) -> Settings:
-    saved = dict(os.environ)
-    os.environ.update({k: v for k, v in cluster.env.items() if k.startswith("BPM_")})
-    try:
-        return settings_from_env()
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 def test_another_service_correlates_a_message_by_task_name(cluster: Cluster) -> None:
