@@ -10,7 +10,8 @@ from uuid import UUID
 
 from bpm.embedded import EmbeddedRuntime
 from bpm.engine.engine import Engine
-from bpm.store import definitions, tokens
+from bpm.errors import TaskNotFound
+from bpm.store import definitions, tasks, tokens
 
 
 def missing_handlers(rt: EmbeddedRuntime, key: str) -> list[str]:
@@ -28,3 +29,11 @@ def instance_of_token(engine: Engine, token_id: UUID) -> UUID | None:
     with engine.db.transaction() as conn:
         row = tokens.get(conn, token_id)
     return row.instance_id if row else None
+
+
+def token_of_task(engine: Engine, task_id: UUID) -> UUID:
+    with engine.db.transaction() as conn:
+        row = tasks.get(conn, task_id)
+    if row is None:
+        raise TaskNotFound(f"no task has id {task_id}")
+    return row.token_id

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 from bpm.definitions.timers import TimerSpec
@@ -166,7 +167,7 @@ class ProcessGraph:
         return [self.nodes[b] for b in self.boundaries.get(activity, ())
                 if self.nodes[b].timer is not None]
 
-    @property
+    @cached_property
     def spawns_tokens(self) -> bool:
         """Whether a non-interrupting boundary can add a token beside a running activity; then
         a scope token that reaches its end waits for such tokens before it completes."""

@@ -123,6 +123,7 @@ def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
             return caught
     node = g.node(task.node_id)
     policy = node.retry
+    owner = None
     if node.compensation is not None:  # a compensation's own policy (default: no retry)
         owner = tokens.get(tx.conn, task.token_id)
         if owner is not None and owner.mode == "COMPENSATION":
@@ -142,7 +143,7 @@ def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
     if retry:
         tx.run_handler_later(task.id, retry_at)
         return None
-    tok = tokens.get(tx.conn, task.token_id)
+    tok = owner or tokens.get(tx.conn, task.token_id)
     if tok is None or tok.state != "WAITING":
         raise Stale(f"token of task {task.id} is no longer waiting")
     attempts = f" after {task.attempts} attempt{'s' if task.attempts != 1 else ''}"

@@ -12,7 +12,7 @@ from uuid import uuid4
 from bpm.definitions.model import ACTIVITIES, Flow, Node, NodeType, ProcessGraph
 from bpm.engine import sagas, waits
 from bpm.engine.bpmn_errors import throw_from_end
-from bpm.engine.failures import cancel_token, fail_token, set_instance_state
+from bpm.engine.failures import cancel_timers, cancel_token, fail_token, set_instance_state
 from bpm.engine.moves import create, move, new_token
 from bpm.engine.tx import Conflict, Next, NextToken, RunTask, Tx
 from bpm.errors import ExpressionEvalError, MissingVariable
@@ -93,7 +93,7 @@ def leave(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     if node.compensation is not None:
         sagas.record_success(tx, tok, node)
     if g.timer_boundaries(node.id):
-        waits.disarm(tx, tok, reason=f"left {node.id!r}")
+        cancel_timers(tx, tok, reason=f"left {node.id!r}")
     flows = g.outgoing(node.id)
     if not flows:
         return end_token(tx, tok, g)

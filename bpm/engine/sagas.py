@@ -155,11 +155,11 @@ def _in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRow]:
     Records made inside a subprocess visit that has its own compensation are left out: as in
     BPMN, the subprocess's handler undoes the whole visit instead.
     """
-    pending = compensation.pending(tx.conn, anchor.instance_id)
+    every = compensation.of_instance(tx.conn, anchor.instance_id)
+    pending = sorted((r for r in every if r.status == "PENDING"), key=lambda r: -r.seq)
     if not pending:
         return []
-    covering = {r.token_id for r in compensation.of_instance(tx.conn, anchor.instance_id)
-                if g.node(r.node_id).type is NodeType.SUBPROCESS}
+    covering = {r.token_id for r in every if g.node(r.node_id).type is NodeType.SUBPROCESS}
     tx.flush_tokens()
     everything = {t.id: t for t in tokens.of_instance(tx.conn, anchor.instance_id)}
     if anchor.mode == "COMPENSATION":  # a saga: global, or the subprocess of its parent

@@ -13,7 +13,7 @@ from uuid import uuid4
 
 from bpm.definitions.model import Node, ProcessGraph
 from bpm.definitions.timers import TimerValueError
-from bpm.engine.failures import cancel_timers, fail_token
+from bpm.engine.failures import fail_token
 from bpm.engine.moves import move
 from bpm.engine.tx import Next, Tx
 from bpm.errors import ExpressionEvalError
@@ -76,5 +76,3 @@ def schedule(tx: Tx, tok: TokenRow, timer_node: Node, at_node: Node) -> bool:
                             "timer": timer_node.timer.source})
     return True
 
-
-disarm = cancel_timers

@@ -34,21 +34,9 @@ def record(conn: Connection, *, instance_id: UUID, token_id: UUID, node_id: str,
     return row
 
 
-def pending(conn: Connection, instance_id: UUID) -> list[RecordRow]:
-    """PENDING records, latest success first (the order they are compensated in)."""
-    stmt = (select(*_COLS).where(t.c.instance_id == instance_id, t.c.status == "PENDING")
-            .order_by(t.c.seq.desc()))
-    return [from_row(RecordRow, row) for row in conn.execute(stmt)]
-
-
 def of_instance(conn: Connection, instance_id: UUID) -> list[RecordRow]:
     stmt = select(*_COLS).where(t.c.instance_id == instance_id).order_by(t.c.seq)
     return [from_row(RecordRow, row) for row in conn.execute(stmt)]
-
-
-def get(conn: Connection, record_id: UUID) -> RecordRow | None:
-    row = conn.execute(select(*_COLS).where(t.c.id == record_id)).first()
-    return from_row(RecordRow, row) if row else None
 
 
 def finish(conn: Connection, record_id: UUID, status: str) -> bool:

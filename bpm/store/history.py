@@ -94,6 +94,13 @@ def _next_ids(conn: Connection, count: int) -> list[int]:
 
 def of_instance(conn: Connection, instance_id: UUID) -> list[EventRow]:
     """Every history row of an instance, in the order it was written."""
+    return of_instances(conn, [instance_id])
+
+
+def of_instances(conn: Connection, instance_ids: list[UUID]) -> list[EventRow]:
+    """Every history row of these instances, in the order it was written (one query)."""
+    if not instance_ids:
+        return []
     parts = []
     for name, table in TABLES.items():
         parts.append(select(
@@ -102,7 +109,7 @@ def of_instance(conn: Connection, instance_id: UUID) -> list[EventRow]:
             table.c.token_id,
             (table.c.task_id if name == "task" else literal(None)).label("task_id"),
             table.c.actor, table.c.data, table.c.cause,
-        ).where(table.c.instance_id == instance_id))
+        ).where(table.c.instance_id.in_(instance_ids)))
     stmt = union_all(*parts).subquery()
     # All three tables share one increasing numbering: the id is the order of writing.
     rows = conn.execute(select(stmt).order_by(stmt.c.id))

@@ -68,17 +68,9 @@ def history_of(conn: Connection, instance_ids: Sequence[UUID], *,
                since: datetime | None = None, until: datetime | None = None,
                types: Sequence[str] = (), limit: int = 1000) -> list[EventRow]:
     """The instances' history rows in write order, within the time range and of the types."""
-    out: list[EventRow] = []
-    for iid in instance_ids:
-        for event in history.of_instance(conn, iid):
-            if since is not None and event.at < since:
-                continue
-            if until is not None and event.at > until:
-                continue
-            if types and event.type not in types:
-                continue
-            out.append(event)
-    out.sort(key=lambda e: e.id)
+    out = [e for e in history.of_instances(conn, list(instance_ids))
+           if (since is None or e.at >= since) and (until is None or e.at <= until)
+           and (not types or e.type in types)]
     return out[:limit]
 
 

@@ -16,13 +16,11 @@ import click
 
 from bpm.cli import render
 from bpm.cli.commands.inspect import when
-from bpm.cli.lookups import instance_of_token
+from bpm.cli.lookups import instance_of_token, token_of_task
 from bpm.cli.parsing import INSTANCE_ID, IdType, collect_variables
 from bpm.cli.runtime import broker_mode, distributed, embedded, import_handlers
 from bpm.engine.engine import Engine
-from bpm.errors import TaskNotFound
 from bpm.store import instances
-from bpm.store import tasks as task_rows
 
 USER_TASK_ID = IdType("a user task id")
 IDLE_LIMIT = 60.0
@@ -99,7 +97,7 @@ def complete(task_id: UUID, var_items: tuple[str, ...], vars_json: str | None,
 
     def act(engine: Engine) -> list[UUID]:
         engine.complete_user_task(task_id, values, user=user)
-        return [_token_of_task(engine, task_id)]
+        return [token_of_task(engine, task_id)]
 
     [moved] = _move_on(imports, act)
     if as_json:
@@ -176,12 +174,3 @@ def _states(engine: Engine, token_ids: Sequence[UUID]) -> list[dict[str, Any]]:
         out.append({"token_id": str(token_id), "instance_id": str(iid),
                     "state": row.state if row else "UNKNOWN"})
     return out
-
-
-def _token_of_task(engine: Engine, task_id: UUID) -> UUID:
-    # A store read like those in bpm.cli.lookups: the Engine facade has no task look-up.
-    with engine.db.transaction() as conn:
-        row = task_rows.get(conn, task_id)
-    if row is None:  # the engine has just completed it; a missing row would be a bug
-        raise TaskNotFound(f"no user task has id {task_id}")
-    return row.token_id
