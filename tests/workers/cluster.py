@@ -6,6 +6,7 @@ workers of one test never see another test's messages.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -121,6 +122,11 @@ class Cluster:
 
         self.wait_until(done, timeout, f"{count} instances to end in {sorted(states)}")
         return self.states()
+
+    def held(self) -> int:
+        """Messages of this cluster that Redis holds as delivered but not acknowledged."""
+        entries = self.redis.hvals("unacked")
+        return sum(1 for raw in entries if json.loads(raw)[2].startswith(self.prefix))
 
     def calls(self, business_key: str, node: str) -> tuple[int, int]:
         """How often a handler ran for an instance, and with how many idempotency keys."""

@@ -105,6 +105,28 @@ def test_worker_killed_while_its_handler_runs(cluster: Cluster) -> None:
     assert cluster.calls("victim", "after") == (1, 1)
 
 
+def test_start_held_by_a_killed_worker_comes_back_and_starts_nothing_new(
+        cluster: Cluster) -> None:
+    deploy(cluster, processes.slow_then_noop())
+    short = {"BPM_VISIBILITY_TIMEOUT": "3"}
+    cluster.worker("w1", extra_env=short)
+    cluster.wait_ready()
+    # The start job goes on with the instance, so its message is unacknowledged while the
+    # slow handler runs: killing the worker leaves it in Redis's unacked set.
+    cluster.start("slow", {"slow_seconds": 2.5}, "held")
+    cluster.wait_until(lambda: bool(cluster.running_pids("slow")), 30, "the slow handler")
+    cluster.kill("w1")
+    assert cluster.held() == 1, "the killed worker held no message"
+    cluster.worker("w2", extra_env=short)
+    cluster.beat("beat1")
+    cluster.wait_all(1, timeout=60)
+    cluster.wait_until(lambda: b"outcome=existing" in (cluster.logs / "w2.log").read_bytes(),
+                       30, "the held start message to be delivered again")
+    assert cluster.held() == 0
+    assert list(cluster.states()) == ["held"], "the redelivered start began a second instance"
+    assert_finished_cleanly(cluster.db, cluster.instance_id("held"))
+
+
 def test_broker_flushed_mid_run_loses_no_instance(cluster: Cluster) -> None:
     # A short handler timeout: the worker killed below may die inside a handler.
     engine = deploy(cluster, processes.steps("flush", 6, timeout="PT3S",
