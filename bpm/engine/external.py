@@ -27,6 +27,7 @@ from bpm.errors import (
     WrongWorker,
 )
 from bpm.store import tasks, tokens, variables
+from bpm.store.db import first_statement_commits
 from bpm.store.notify import listen
 from bpm.store.rows import TaskRow, TokenRow
 from bpm.variables import check_variables
@@ -140,8 +141,15 @@ def _describe(engine: Engine, tx: Tx, task: TaskRow, values: dict[str, Any]) -> 
 
 
 def _held_with_token(tx: Tx, task_id: UUID, worker_id: str) -> tuple[TaskRow, TokenRow]:
-    """``_held``, and the task's token read in the same query."""
-    both = tasks.get_with_token(tx.conn, task_id)
+    """``_held``, and the task's token read in the same query.
+
+    The read runs as its own statement outside the transaction when it is the first one: a
+    plain read holds no lock, so under READ COMMITTED it sees what it would inside, and the
+    write batch checks both versions anyway. A complete that moves the token to its next wait
+    then needs no BEGIN or COMMIT at all: two round trips.
+    """
+    with first_statement_commits(tx.conn):
+        both = tasks.get_with_token(tx.conn, task_id)
     task = _check_held(tx, both[0] if both else None, task_id, worker_id)
     assert both is not None
     return task, both[1]

@@ -6,15 +6,17 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, bindparam, select, text
+from sqlalchemy import Connection, any_, bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
 
+from bpm.store.db import pg_sql, raw_all, raw_one
 from bpm.store.rows import InstanceRow, from_row
 from bpm.store.schema import process_instances as t
 
 _COLS = (t.c.id, t.c.process_def_id, t.c.process_key, t.c.business_key, t.c.idempotency_key,
          t.c.state, t.c.version, t.c.started_at, t.c.updated_at, t.c.ended_at)
 _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
+_MANY_PG = pg_sql(select(*_COLS).where(t.c.id == any_(bindparam("ids"))))
 _BY_IDEMPOTENCY = select(*_COLS).where(t.c.process_key == bindparam("key"),
                                        t.c.idempotency_key == bindparam("ikey"))
 _SET_STATE = (
@@ -57,21 +59,21 @@ def insert(conn: Connection, row: InstanceRow) -> bool:
     return result.first() is not None
 
 
-_TRANSITION = text("""
+_TRANSITION_PG = """
 UPDATE process_instances p
-SET state = :state, version = p.version + 1, updated_at = :now, ended_at = :ended_at
-FROM (SELECT id, state FROM process_instances WHERE id = :id FOR NO KEY UPDATE) old
-WHERE p.id = old.id AND old.state = ANY(:only_from) AND old.state <> :state
+SET state = %(state)s, version = p.version + 1, updated_at = %(now)s, ended_at = %(ended_at)s
+FROM (SELECT id, state FROM process_instances WHERE id = %(id)s FOR NO KEY UPDATE) old
+WHERE p.id = old.id AND old.state = ANY(%(only_from)s) AND old.state <> %(state)s
 RETURNING old.state
-""")
+"""
 
 
 def transition(conn: Connection, instance_id: UUID, state: str, now: datetime,
                ended_at: datetime | None, only_from: tuple[str, ...]) -> str | None:
     """PostgreSQL: lock the row and change its state in one statement when it is in one of
     ``only_from``; returns the state it left, or None when it was not in one of them."""
-    row = conn.execute(_TRANSITION, {"id": instance_id, "state": state, "now": now,
-                                     "ended_at": ended_at, "only_from": list(only_from)}).first()
+    row = raw_one(conn, _TRANSITION_PG, {"id": instance_id, "state": state, "now": now,
+                                         "ended_at": ended_at, "only_from": list(only_from)})
     return str(row[0]) if row else None
 
 
@@ -79,7 +81,9 @@ def get_many(conn: Connection, instance_ids: list[UUID]) -> list[InstanceRow]:
     if not instance_ids:
         return []
     return [from_row(InstanceRow, row)
-            for row in conn.execute(select(*_COLS).where(t.c.id.in_(instance_ids)))]
+            for row in (raw_all(conn, _MANY_PG, {"ids": instance_ids})
+                        if conn.dialect.name == "postgresql" else
+                        conn.execute(select(*_COLS).where(t.c.id.in_(instance_ids))))]
 
 
 def set_state(conn: Connection, row: InstanceRow, state: str, now: datetime,

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 from sqlalchemy import Connection, bindparam, or_, select, text
 
+from bpm.store.db import pg_sql, raw_all, raw_one
 from bpm.store.rows import TaskRow, TokenRow, from_row
 from bpm.store.schema import external_tasks as t
 from bpm.store.schema import tokens as token_table
+from bpm.store.tokens import COLUMNS as TOKEN_COLUMNS
 
 _COLS = (t.c.id, t.c.token_id, t.c.instance_id, t.c.node_id, t.c.topic, t.c.handler, t.c.kind,
          t.c.state, t.c.retries, t.c.attempts, t.c.retry_at, t.c.lock_owner, t.c.lock_expire_at,
@@ -152,9 +155,9 @@ def fetch_and_lock(conn: Connection, owner: str, locks: dict[str, int], max_task
     milliseconds), highest priority first, then oldest; rows other workers hold are skipped."""
     if conn.dialect.name == "postgresql":
         req = json.dumps([{"topic": t, "lock_ms": ms} for t, ms in locks.items()])
-        rows = conn.exec_driver_sql(_FETCH_PG, {"req": req, "now": now, "max": max_tasks,
-                                                "owner": owner}).all()
-        return sorted((from_row(TaskRow, r) for r in rows),
+        rows = raw_all(conn, _FETCH_PG, {"req": req, "now": now, "max": max_tasks,
+                                         "owner": owner})
+        return sorted((TaskRow(*r) for r in rows),
                       key=lambda task: (-task.priority, task.created_at))
     return _fetch_one_by_one(conn, owner, locks, max_tasks, now)
 
@@ -208,11 +211,16 @@ def open_user_tasks(conn: Connection, *, assignee: str | None = None, group: str
 
 def get_with_token(conn: Connection, task_id: UUID) -> tuple[TaskRow, TokenRow] | None:
     """A task and its token in one query (completing a task needs both)."""
-    from bpm.store.tokens import COLUMNS as TOKEN_COLUMNS
-
-    row = conn.execute(select(*_COLS, *TOKEN_COLUMNS)
-                       .join_from(t, token_table, token_table.c.id == t.c.token_id)
-                       .where(t.c.id == task_id)).first()
+    if conn.dialect.name == "postgresql":
+        row: Sequence[Any] | None = raw_one(conn, _WITH_TOKEN_PG, {"id": task_id})
+    else:
+        row = conn.execute(_WITH_TOKEN, {"id": task_id}).first()
     if row is None:
         return None
     return TaskRow(*row[:len(_COLS)]), TokenRow(*row[len(_COLS):])
+
+
+_WITH_TOKEN = (select(*_COLS, *TOKEN_COLUMNS)
+               .join_from(t, token_table, token_table.c.id == t.c.token_id)
+               .where(t.c.id == bindparam("id")))
+_WITH_TOKEN_PG = pg_sql(_WITH_TOKEN)
