@@ -1,4 +1,5 @@
-"""Handlers for ``order_saga.json``: importing this module registers them.
+"""Handlers for ``order_saga.json`` and ``order_saga.bpmn`` (the same saga drawn in BPMN):
+importing this module registers them.
 
 The saga reserves stock (``reserve_stock``, the same handler ``order_fulfilment`` uses), has an
 external worker charge the card (topic ``payments``), then ships (``ship_order``). When shipping
@@ -8,7 +9,7 @@ TERMINATED. ``bpm demo`` runs exactly that, acting as the external worker itself
 
 By hand, in embedded mode (``worker`` below serves both topics)::
 
-    bpm deploy examples/order_saga.json
+    bpm deploy examples/order_saga.json    # or examples/order_saga.bpmn
     BPM_IMPORTS=examples.saga_handlers bpm start order_saga \\
         --var 'items=["lamp"]' --var total=40 --var ship_fails=true
     bpm external-worker --import examples.saga_handlers   # Ctrl-C once the order is TERMINATED

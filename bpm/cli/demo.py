@@ -1,10 +1,11 @@
 """``bpm demo``: run the example processes on a fresh SQLite file and keep the result.
 
 Everything happens in this process (embedded mode), so the demo needs no database server, no
-broker and no worker: it runs the order fulfilment orders, then the order saga, whose external
-tasks (topics ``payments`` and ``refunds``) the demo fetches and completes itself, as an external
-worker would. The database file is new for every run, in the temp folder, and kept afterwards so
-the instances can be explored with ``bpm show`` / ``bpm trace``.
+broker and no worker: it runs the order fulfilment orders, then the order saga (from the JSON
+file, then drawn as BPMN), whose external tasks (topics ``payments`` and ``refunds``) the demo
+fetches and completes itself, as an external worker would. The database file is new for every
+run, in the temp folder, and kept afterwards so the instances can be explored with ``bpm show``
+/ ``bpm trace``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ ORDERS = (
               "out of stock: BPMN error, incident"),
 )
 
+#: Run through each saga file in turn, as ORDER-2001, ORDER-2002, ...
 SAGA_ORDER = DemoOrder("ORDER-2001", {"total": 99.0, "items": ["bicycle"], "ship_fails": True},
                        "shipping fails: refund the card, then release the stock")
 
@@ -97,10 +99,16 @@ class SagaRun:
 
     @property
     def undo_handlers(self) -> dict[str, str]:
-        """Activity -> how it was undone (``handler:NAME`` or ``topic:NAME``)."""
-        return {str(e["node_id"]): str(e.get("data", {}).get("handler", "?"))
-                for e in self.events
-                if e["kind"] == "engine" and e["type"] == "CompensationTokenCreated"}
+        """Activity -> how it was undone (``handler:NAME`` or ``topic:NAME``): what its
+        compensation task ran, also when the compensation names a handler activity
+        (``{"node": ID}``, as a BPMN compensation boundary does)."""
+        undo, found = self._undo_tokens(), {}
+        for e in self.events:
+            if e["kind"] == "task" and e["type"] == "CREATED" and e.get("token_id") in undo:
+                data = e.get("data", {})
+                kind = "topic" if "topic" in data else "handler"
+                found[str(e["node_id"])] = f"{kind}:{data.get(kind, '?')}"
+        return found
 
     @property
     def failed_at(self) -> str | None:
@@ -121,10 +129,13 @@ class SagaRun:
     @property
     def forward(self) -> paths.PathTree:
         """The path of the forward tokens (compensation tokens are listed apart)."""
-        undo = {e.get("token_id") for e in self.events
+        undo = self._undo_tokens()
+        return paths.build(e for e in self.events if e.get("token_id") not in undo)
+
+    def _undo_tokens(self) -> set[Any]:
+        return {e.get("token_id") for e in self.events
                 if e["kind"] == "token" and e["type"] == "CREATED"
                 and e.get("data", {}).get("mode") == "COMPENSATION"}
-        return paths.build(e for e in self.events if e.get("token_id") not in undo)
 
 
 @dataclass
@@ -134,7 +145,7 @@ class DemoResult:
     deployed: Deployed
     runs: list[DemoRun]
     seconds: float
-    saga: SagaRun | None = None
+    sagas: list[SagaRun] = field(default_factory=list)
 
 
 def new_database() -> Path:
@@ -142,10 +153,9 @@ def new_database() -> Path:
     return folder / "demo.db"
 
 
-def run_demo(database: Path, definition_file: Path,
-             saga_file: Path | None = None) -> DemoResult:
-    """Deploy the example and run each demo order to its end, one after the other; then,
-    with ``saga_file``, the saga order."""
+def run_demo(database: Path, definition_file: Path, *saga_files: Path) -> DemoResult:
+    """Deploy the example and run each demo order to its end, one after the other; then deploy
+    each saga file (JSON or BPMN) and run the saga order through it."""
     # Importing them registers the examples' handlers.
     import examples.order_handlers
     import examples.saga_handlers  # noqa: F401
@@ -155,16 +165,20 @@ def run_demo(database: Path, definition_file: Path,
     try:
         deployed = _deploy(rt, definition_file)
         runs = [_run_order(rt, deployed.key, order) for order in ORDERS]
-        saga = _run_saga(rt, saga_file) if saga_file is not None else None
+        sagas = [_run_saga(rt, file, replace(SAGA_ORDER, business_key=f"ORDER-{2001 + n}"))
+                 for n, file in enumerate(saga_files)]
     finally:
         rt.close()
     return DemoResult(database, definition_file, deployed, runs, time.perf_counter() - began,
-                      saga)
+                      sagas)
 
 
 def _deploy(rt: EmbeddedRuntime, definition_file: Path) -> Deployed:
-    return rt.engine.deploy(load_document(definition_file),
-                            source=definition_file.read_text(encoding="utf-8"))
+    source = definition_file.read_text(encoding="utf-8")
+    if definition_file.suffix == ".bpmn":
+        (deployed,) = rt.engine.deploy_bpmn(source)  # one process in the file
+        return deployed
+    return rt.engine.deploy(load_document(definition_file), source=source)
 
 
 def _run_order(rt: EmbeddedRuntime, key: str, order: DemoOrder) -> DemoRun:
@@ -173,15 +187,15 @@ def _run_order(rt: EmbeddedRuntime, key: str, order: DemoOrder) -> DemoRun:
     return DemoRun(order, rt.engine.show(started.id), rt.engine.trace(started.id))
 
 
-def _run_saga(rt: EmbeddedRuntime, definition_file: Path) -> SagaRun:
+def _run_saga(rt: EmbeddedRuntime, definition_file: Path, order: DemoOrder) -> SagaRun:
     """Start the saga order; complete its external tasks as a worker would, between runs."""
     from examples.saga_handlers import charge_card, refund_card
 
     work: Mapping[str, Callable[[LockedTask], Mapping[str, Any] | None]] = {
         "payments": charge_card, "refunds": refund_card}
     deployed = _deploy(rt, definition_file)
-    started = rt.engine.start(deployed.key, SAGA_ORDER.variables,
-                              business_key=SAGA_ORDER.business_key)
+    started = rt.engine.start(deployed.key, order.variables, business_key=order.business_key,
+                              version=deployed.version)
     rt.run_until_idle(timeout=RUN_LIMIT)
     worked: list[tuple[str, str]] = []
     for _ in range(WORKER_ROUNDS):
@@ -192,5 +206,5 @@ def _run_saga(rt: EmbeddedRuntime, definition_file: Path) -> SagaRun:
             rt.engine.complete(task.id, WORKER_ID, dict(work[task.topic](task) or {}))
             worked.append((task.topic, task.node_id))
         rt.run_until_idle(timeout=RUN_LIMIT)
-    return SagaRun(SAGA_ORDER, definition_file, deployed, rt.engine.show(started.id),
+    return SagaRun(order, definition_file, deployed, rt.engine.show(started.id),
                    rt.engine.trace(started.id), worked)

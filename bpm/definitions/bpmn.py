@@ -12,7 +12,7 @@ from typing import Any
 
 from bpm.definitions.bpmn_feel import FeelUnsupported, translate_condition
 from bpm.definitions.bpmn_xml import XmlElement, parse_xml
-from bpm.definitions.parse import compile_definition
+from bpm.definitions.parse import SAGA_SCOPES, compile_definition
 from bpm.errors import InvalidDefinition
 
 BPMN = "http://www.omg.org/spec/BPMN/20100524/MODEL"
@@ -140,8 +140,20 @@ class _Reader:
         for child in ext.children:
             if id(child) in self.used_children or child.ns in PRESENTATIONAL:
                 continue
+            if _empty_listener(child):
+                continue
             raise _reject(child, f"(extension element in {self.el.tag} "
                                  f"{self.el.attrib.get('id', '')!r}) is not supported yet")
+
+
+def _empty_listener(el: XmlElement) -> bool:
+    """A Camunda listener the modeler left without an implementation (``class=""``) does
+    nothing, so it is dropped like the diagram; one that names code is refused."""
+    if el.ns != CAMUNDA or el.tag not in ("taskListener", "executionListener"):
+        return False
+    code = ("class", "expression", "delegateExpression")
+    return not el.children and all(not el.attrib.get(a, "").strip() for a in code) and \
+        set(el.attrib) <= {*code, "event", "id"}
 
 
 def _unsupported(el: XmlElement, inside: XmlElement | None = None) -> InvalidDefinition:
@@ -218,6 +230,7 @@ class _File:
         ttl = reader.attr("historyTimeToLive", CAMUNDA)
         if ttl is not None and ttl.strip():
             doc["historyTimeToLive"] = ttl.strip()
+        doc.update(_saga(reader))
         lines: dict[str, int] = {key: el.line}
         doc["nodes"], doc["flows"] = self.scope(reader, lines)
         reader.children("laneSet")  # lanes only group nodes for the reader of the diagram
@@ -519,7 +532,29 @@ def _timer(definition: XmlElement, owner: XmlElement) -> Mapped:
         raise _reject(owner, f"has a FEEL timer {value!r}; FEEL timers are not supported yet")
     if value.startswith("#{") and value.endswith("}"):
         value = "${" + value[2:]
-    return {key: value}
+    return {key: _spiff_timer_body(value)}
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+_QUOTED = re.compile(r"""(["'])([^"'\\]*)\1""")
+
+
+def _spiff_timer_body(value: str) -> str:
+    """SpiffWorkflow reads every timer body as a Python expression: a quoted literal
+    (``"PT1H"``) is the literal, a bare variable name (``due_time``) is that variable's value
+    (``${due_time}``). Anything else stays as written for the timer parser to accept or refuse.
+    An ISO duration such as ``PT5M`` also looks like a name; it stays a literal."""
+    if quoted := _QUOTED.fullmatch(value):
+        return quoted[2]
+    if _NAME.fullmatch(value) and not _is_iso(value):
+        return "${" + value + "}"
+    return value
+
+
+def _is_iso(value: str) -> bool:
+    """Shaped like an ISO 8601 duration (``P1D``, ``PT5M``, ``P1M``): left for the timer parser,
+    which accepts it or says why not."""
+    return re.fullmatch(r"PT?\d.*", value) is not None
 
 
 def _catch(file: _File, r: _Reader, lines: dict[str, int]) -> Mapped:
@@ -574,8 +609,19 @@ def _subprocess(file: _File, r: _Reader, lines: dict[str, int]) -> Mapped:
     if r.attr("triggeredByEvent") == "true":
         raise _reject(r.el, "is an event subprocess (triggeredByEvent=\"true\"), which is not "
                             "supported yet")
+    saga = _saga(r)
     nodes, flows = file.scope(r, lines)
-    return {"type": "subProcess", "nodes": nodes, "flows": flows}
+    return {"type": "subProcess", **saga, "nodes": nodes, "flows": flows}
+
+
+def _saga(r: _Reader) -> Mapped:
+    """``bpm:saga`` on a process or subprocess: the scope's ``saga`` (none, local or global)."""
+    saga = r.attr("saga", BPM)
+    if saga is None:
+        return {}
+    if saga not in SAGA_SCOPES:
+        raise _reject(r.el, f"has bpm:saga={saga!r}; expected none, local or global")
+    return {"saga": saga}
 
 
 _MAPPERS: dict[str, Any] = {

@@ -297,10 +297,25 @@ class _GraphBuilder:
                 self.nodes[handler.id] = replace(handler, for_compensation=True)
             if node.activity is not None:
                 target = self.nodes.get(node.activity)
-                if target is None or target.scope != node.scope or target.compensation is None:
+                if target is None or target.scope != node.scope or (
+                        target.compensation is None and not self._compensates_inside(target)):
                     raise InvalidDefinition(
                         f"{where}: 'activity' {node.activity!r} must be an activity of the same "
-                        f"scope that declares a compensation", node.id)
+                        f"scope that declares a compensation, or a subProcess with such an "
+                        f"activity inside", node.id)
+
+    def _compensates_inside(self, target: Node) -> bool:
+        """A subprocess without a handler of its own is compensated by undoing what ran inside
+        it (BPMN 2.0 13.5.5): some activity within it, at any depth, must declare how."""
+        if target.type is not NodeType.SUBPROCESS:
+            return False
+        for node in self.nodes.values():
+            scope = node.scope
+            while scope is not None and node.compensation is not None:
+                if scope == target.id:
+                    return True
+                scope = self.nodes[scope].scope
+        return False
 
     def _check_reachable(self) -> None:
         seen: set[str] = set()

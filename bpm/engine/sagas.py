@@ -168,9 +168,14 @@ def _in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRow]:
     else:  # thrown: the scope the throwing token is in, optionally one activity
         host = host_of(everything, anchor, anchor.scope_id) if anchor.scope_id else None
         activity = g.node(anchor.node_id).activity
+    inside = activity if activity is not None and g.node(activity).type is \
+        NodeType.SUBPROCESS and g.node(activity).compensation is None else None
     out = []
     for rec in pending:
-        if activity is not None and rec.node_id != activity:
+        if inside is not None:
+            if not _ran_inside(everything, everything.get(rec.token_id), inside):
+                continue
+        elif activity is not None and rec.node_id != activity:
             continue
         owner = everything.get(rec.token_id)
         if host is not None and (owner is None or not _descends(everything, owner, host.id)):
@@ -180,6 +185,16 @@ def _in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRow]:
             continue
         out.append(rec)
     return out
+
+
+def _ran_inside(everything: dict[UUID, TokenRow], tok: TokenRow | None, scope: str) -> bool:
+    """The record's token, or one it descends from, ran in the body of subprocess ``scope``:
+    compensating a subprocess without a handler of its own undoes what ran inside it."""
+    while tok is not None:
+        if tok.scope_id == scope:
+            return True
+        tok = everything.get(tok.parent_token_id) if tok.parent_token_id else None
+    return False
 
 
 def _finish(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from unittest.mock import ANY
 
 import pytest
 
@@ -35,6 +36,46 @@ def test_demo__the_saga_refunds_then_releases_and_terminates(bpm: Bpm) -> None:
     assert "ORDER-2001 is TERMINATED: ship failed, its saga compensated charge, then reserve" in out
 
 
+def test_demo__the_saga_drawn_in_bpmn_compensates_the_same_way(
+        bpm: Bpm, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = bpm.ok("demo").stdout
+    assert re.search(r"^deployed order_saga version 2 from \S+order_saga\.bpmn$", out, re.MULTILINE)
+    story = out[out.index("order_saga.bpmn"):]
+    assert re.search(r"^ORDER-2002 +\w{8} +TERMINATED$", story, re.MULTILINE)
+    assert "start → reserve → charge → ship ✗" in story
+    assert "completed payments at charge, then refunds at charge" in story
+    assert ("compensated, latest success first: charge (topic refunds) → "
+            "reserve (handler release_stock)") in story
+    assert "ORDER-2002 is TERMINATED: ship failed, its saga compensated charge, then reserve" in out
+    match = re.search(r"BPM_DATABASE_URL=(\S+)", out)
+    assert match
+    monkeypatch.setenv("BPM_DATABASE_URL", match.group(1))
+    found = bpm.json("instances", "--business-key", "ORDER-2002")
+    assert isinstance(found, list) and len(found) == 1
+    saga = found[0]
+    shown = bpm.json("show", saga["id"])
+    assert isinstance(shown, dict)
+    assert (shown["state"], shown["definition_version"]) == ("TERMINATED", 2)
+    trace = bpm.json("trace", saga["id"])
+    assert isinstance(trace, list)
+    # the handler activities of the diagram ran the same handler and topic, latest success first
+    undo = {e["token_id"] for e in trace
+            if e["kind"] == "token" and e["type"] == "CREATED"
+            and e["data"].get("mode") == "COMPENSATION"}
+    assert [(e["node_id"], e["data"]) for e in trace if e["kind"] == "engine"
+            and e["type"] == "CompensationTokenCreated"] == [
+        ("charge", {"record_id": ANY, "seq": 2, "handler": "node:refund"}),
+        ("reserve", {"record_id": ANY, "seq": 1, "handler": "node:release"})]
+    assert [(e["node_id"], e["data"]) for e in trace if e["kind"] == "task"
+            and e["type"] == "CREATED" and e["token_id"] in undo] == [
+        ("charge", {"topic": "refunds", "max_attempts": 1}),
+        ("reserve", {"handler": "release_stock", "max_attempts": 1})]
+    assert [e["node_id"] for e in trace if e["type"] == "CompensationCompleted"] == [
+        "charge", "reserve"]
+    assert [e["type"] for e in trace if e["kind"] == "engine"][-2:] == [
+        "SagaCompleted", "InstanceTerminated"]
+
+
 def test_demo__database_is_explorable_afterwards(bpm: Bpm,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     out = bpm.ok("demo").stdout
@@ -42,7 +83,7 @@ def test_demo__database_is_explorable_afterwards(bpm: Bpm,
     assert match
     monkeypatch.setenv("BPM_DATABASE_URL", match.group(1))
     found = bpm.json("instances")
-    assert isinstance(found, list) and len(found) == 6
+    assert isinstance(found, list) and len(found) == 7
     (saga,) = [i for i in found if i["business_key"] == "ORDER-2001"]
     assert saga["state"] == "TERMINATED"
     trace = bpm.json("trace", saga["id"])

@@ -490,3 +490,47 @@ def test_a_subprocess_with_its_own_compensation_is_undone_by_it_alone(
     statuses = {n: s for n, _, s in records(db, iid)}
     assert statuses == {"a": "COMPLETED", "s1": "PENDING", "sub": "COMPLETED"}
     assert_history_consistent(db, iid)
+
+
+def _nested_body() -> dict[str, Any]:
+    """sub: s1 -> inner (subprocess: s2) -> s_end, no compensation of their own but s1, s2."""
+    deep = ProcessBuilder("deep").start("d_start")
+    deep._node("s2", "serviceTask", handler="do_s2", compensation=comp("undo_s2"))
+    deep.end("d_end").sequence("d_start", "s2", "d_end")
+    body = ProcessBuilder("body").start("s_start")
+    body._node("s1", "serviceTask", handler="do_s1", compensation=comp("undo_s1"))
+    built = deep.build()
+    body._node("inner", "subProcess", nodes=built["nodes"], flows=built["flows"])
+    body.end("s_end").sequence("s_start", "s1", "inner", "s_end")
+    return body.build()
+
+
+def test_compensating_a_subprocess_without_a_handler_undoes_what_ran_inside_it(
+        rt: Harness, calls: Calls, journal: Journal) -> None:
+    """BPMN 2.0 13.5.5: activity outside the subprocess stays, inner ones (any depth) are
+    undone latest first."""
+    register(journal, calls, "do_a", "do_s1", "do_s2", "undo_a", "undo_s1", "undo_s2", "after")
+    body = _nested_body()
+    b = ProcessBuilder("inside").start()
+    b._node("a", "serviceTask", handler="do_a", compensation=comp("undo_a"))
+    b._node("sub", "subProcess", nodes=body["nodes"], flows=body["flows"])
+    b._node("undo", "compensationThrow", activity="sub")
+    b._node("after", "serviceTask", handler="after")
+    iid = rt.run(b.end().sequence("start", "a", "sub", "undo", "after", "end").build())
+    db = rt.engine.db
+    assert journal.lines == ["do_a", "do_s1", "do_s2", "undo_s2", "undo_s1", "after"]
+    assert rows.state(db, iid) == "COMPLETED"
+    assert {n: s for n, _, s in records(db, iid)} == {
+        "a": "PENDING", "s1": "COMPLETED", "s2": "COMPLETED"}
+    assert_history_consistent(db, iid)
+
+
+def test_a_throw_naming_a_subprocess_with_nothing_to_undo_inside_is_refused() -> None:
+    inner = ProcessBuilder("inner").start("s_start")
+    inner._node("s1", "serviceTask", handler="do_s1")
+    built = inner.end("s_end").sequence("s_start", "s1", "s_end").build()
+    b = ProcessBuilder("nothing").start()
+    b._node("sub", "subProcess", nodes=built["nodes"], flows=built["flows"])
+    b._node("undo", "compensationThrow", activity="sub")
+    with pytest.raises(InvalidDefinition, match="or a subProcess with such an activity inside"):
+        compile_definition(b.end().sequence("start", "sub", "undo", "end").build())

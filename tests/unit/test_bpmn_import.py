@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from bpm.definitions import compile_definition
+from bpm.definitions import compile_definition, load_document
 from bpm.definitions.bpmn import compile_bpmn, handler_name
 from bpm.definitions.bpmn_feel import FeelUnsupported, feel_to_condition
 from bpm.definitions.bpmn_xml import MAX_BYTES
 from bpm.errors import InvalidDefinition
+from examples import ORDER_SAGA, ORDER_SAGA_BPMN
 
 CONFORMANCE = Path("/work/shared/conformance/public")
 
@@ -203,6 +204,34 @@ def test_intermediate_events() -> None:
     assert node(doc, "n")["type"] == "task"
 
 
+@pytest.mark.parametrize(("body", "expected"), [
+    ("due_time", {"date": "${due_time}"}),
+    ("order.ship_by", {"date": "${order.ship_by}"}),
+    ('"2030-01-01T00:00:00Z"', {"date": "2030-01-01T00:00:00Z"}),
+    ("'PT1H'", {"duration": "PT1H"}),
+    ("PT5M", {"duration": "PT5M"}),
+])
+def test_spiff_timer_bodies_are_python_expressions(body: str, expected: dict[str, str]) -> None:
+    kind = "timeDate" if "date" in expected else "timeDuration"
+    doc = one(linear(f'<intermediateCatchEvent id="t"><timerEventDefinition><{kind}>{body}'
+                     f"</{kind}></timerEventDefinition></intermediateCatchEvent>"))
+    assert node(doc, "t") == {"id": "t", "type": "timerEvent", **expected}
+
+
+def test_a_year_duration_is_not_taken_for_a_variable_name() -> None:
+    assert "P1Y" in rejected(linear(
+        '<intermediateCatchEvent id="t"><timerEventDefinition><timeDuration>P1Y'
+        "</timeDuration></timerEventDefinition></intermediateCatchEvent>"))
+
+
+def test_listeners_the_modeler_left_empty_are_ignored() -> None:
+    doc = one(linear(
+        '<userTask id="u"><extensionElements><camunda:taskListener class="" event="create"/>'
+        '<camunda:executionListener event="end" expression=" "/></extensionElements>'
+        "</userTask>"))
+    assert node(doc, "u") == {"id": "u", "type": "userTask"}
+
+
 def test_boundary_events_timer_and_error() -> None:
     body = ('<startEvent id="s"/><userTask id="u"/><endEvent id="e"/>'
             '<boundaryEvent id="b1" attachedToRef="u" cancelActivity="false">'
@@ -274,6 +303,63 @@ def test_embedded_subprocess_and_several_processes() -> None:
         compile_definition(doc)
 
 
+@pytest.mark.parametrize("saga", ["none", "local", "global"])
+def test_bpm_saga_on_process_and_subprocess(saga: str) -> None:
+    sub = ('<startEvent id="s"/><subProcess id="sub" bpm:saga="SAGA"><startEvent id="ss"/>'
+           '<endEvent id="se"/><sequenceFlow id="sf" sourceRef="ss" targetRef="se"/>'
+           '</subProcess><endEvent id="e"/><sequenceFlow id="f1" sourceRef="s" targetRef="sub"/>'
+           '<sequenceFlow id="f2" sourceRef="sub" targetRef="e"/>').replace("SAGA", saga)
+    doc = one(xml(sub).replace('id="p"', f'id="p" bpm:saga="{saga}"'))
+    assert doc["saga"] == saga
+    assert node(doc, "sub")["saga"] == saga
+    assert "saga" not in one(xml(sub.replace(f' bpm:saga="{saga}"', "")))
+
+
+@pytest.mark.parametrize(("where", "expected"), [
+    ('<process id="p"', "line 8: process 'p' has bpm:saga='partial'; expected none, local or "
+                        "global"),
+    ('<subProcess id="sub"', "line 10: subProcess 'sub' has bpm:saga='partial'; expected none, "
+                             "local or global"),
+])
+def test_bpm_saga_with_an_unknown_value_is_refused(where: str, expected: str) -> None:
+    text = xml('<startEvent id="s"/>\n<subProcess id="sub"><startEvent id="ss"/></subProcess>'
+               '<sequenceFlow id="f" sourceRef="s" targetRef="sub"/>')
+    assert rejected(text.replace(where, f'{where} bpm:saga="partial"')) == expected
+
+
+def _behaviour(doc: dict[str, Any]) -> dict[str, Any]:
+    """What the engine runs: the process keys, the flows, and each node of the flow with how it
+    is undone, a compensation handler activity (``{"node": ID}``) resolved to its handler or
+    topic; names are left out (the diagram's may differ)."""
+    by_id = {n["id"]: n for n in doc["nodes"]}
+
+    def undo(comp: dict[str, Any]) -> dict[str, Any]:
+        target = by_id[comp["node"]] if "node" in comp else comp
+        return {k: target[k] for k in ("handler", "topic") if k in target}
+
+    handlers = {n["compensation"]["node"] for n in doc["nodes"]
+                if "node" in n.get("compensation", {})}
+    nodes = {n["id"]: {"type": n["type"], **{k: n[k] for k in ("handler", "topic") if k in n},
+                       **({"undo": undo(n["compensation"])} if "compensation" in n else {})}
+             for n in doc["nodes"] if n["id"] not in handlers}
+    flows = [(f["id"], f["source"], f["target"], f.get("condition")) for f in doc["flows"]]
+    return {"key": doc["key"], "saga": doc.get("saga", "none"), "nodes": nodes, "flows": flows}
+
+
+def test_the_order_saga_example_in_bpmn_behaves_like_the_json_one() -> None:
+    bpmn = one(ORDER_SAGA_BPMN.read_text(encoding="utf-8"))
+    json_doc = load_document(ORDER_SAGA)
+    assert _behaviour(bpmn) == _behaviour(json_doc)
+    assert bpmn["name"] == json_doc["name"]
+    assert _behaviour(bpmn)["nodes"]["charge"]["undo"] == {"topic": "refunds"}
+    # the handler activities are kept, with no flows, and only compensate
+    assert {n["id"] for n in bpmn["nodes"]} - {n["id"] for n in json_doc["nodes"]} == {
+        "release", "refund"}
+    assert node(bpmn, "release") == {"id": "release", "name": "Release stock",
+                                     "type": "serviceTask", "handler": "release_stock"}
+    compile_definition(bpmn)
+
+
 # --- rejections --------------------------------------------------------------------------------
 
 
@@ -291,8 +377,12 @@ def test_embedded_subprocess_and_several_processes() -> None:
      "line 10: intermediateThrowEvent 'esc' with escalationEventDefinition is not supported"),
     ('<userTask id="u" camunda:formKey="f"/>',
      "line 10: userTask 'u' attribute camunda:formKey='f' is not supported yet"),
-    ('<userTask id="u"><extensionElements><camunda:taskListener event="create"/>'
-     "</extensionElements></userTask>", "line 10: taskListener '(no id)' (extension element"),
+    ('<userTask id="u"><extensionElements><camunda:taskListener event="create" '
+     'class="org.example.Notify"/></extensionElements></userTask>',
+     "line 10: taskListener '(no id)' (extension element"),
+    ('<userTask id="u"><extensionElements><camunda:executionListener event="start">'
+     '<camunda:script scriptFormat="groovy">x</camunda:script></camunda:executionListener>'
+     "</extensionElements></userTask>", "line 10: executionListener '(no id)' (extension"),
     ('<scriptTask id="sc"/>', "line 10: scriptTask 'sc' is not supported yet"),
     ('<intermediateCatchEvent id="t"><timerEventDefinition><timeCycle>R3/PT1H</timeCycle>'
      "</timerEventDefinition></intermediateCatchEvent>", "has a timeCycle timer"),

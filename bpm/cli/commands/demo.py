@@ -6,12 +6,19 @@ import click
 
 from bpm.cli import paths, render
 from bpm.cli.demo import WORKER_ID, DemoResult, DemoRun, SagaRun, new_database, run_demo
-from examples import ORDER_FULFILMENT, ORDER_SAGA
+from examples import ORDER_FULFILMENT, ORDER_SAGA, ORDER_SAGA_BPMN
 
 OUTLINE = ("validate; then in parallel: reserve stock | charge payment (up to 3 attempts) |",
            "pack (a subprocess: pick, wrap); then express or standard shipping; notify")
-SAGA_OUTLINE = ("saga global: reserve stock (undone by handler release_stock) -> charge card",
-                "(external worker, topic payments; undone by topic refunds) -> ship, which fails")
+#: The saga files the demo runs the failing order through, in turn, and what each one is.
+SAGA_OUTLINES = {
+    ORDER_SAGA: (
+        "saga global: reserve stock (undone by handler release_stock) -> charge card",
+        "(external worker, topic payments; undone by topic refunds) -> ship, which fails"),
+    ORDER_SAGA_BPMN: (
+        "the same saga as a BPMN diagram: compensation boundary events on reserve and",
+        "charge, associated with handler tasks release and refund; bpm:saga=\"global\""),
+}
 
 
 @click.command()
@@ -19,14 +26,16 @@ def demo() -> None:
     """Run the order fulfilment and order saga examples on a fresh SQLite file and show what
     happened.
 
-    Needs nothing running: the jobs run in this process. The database is a new file in the
-    temp folder, kept so you can explore it afterwards (the command to do so is printed).
+    The saga runs twice, from order_saga.json and then from order_saga.bpmn (the same saga
+    drawn in BPMN). Needs nothing running: the jobs run in this process. The database is a new
+    file in the temp folder, kept so you can explore it afterwards (the command to do so is
+    printed).
     """
     database = new_database()
     render.line("bpm demo: order fulfilment and an order saga in embedded mode (jobs run in "
                 "this process)", style="bold")
     render.line(f"database: {database} (a fresh SQLite file)")
-    result = run_demo(database, ORDER_FULFILMENT, ORDER_SAGA)
+    result = run_demo(database, ORDER_FULFILMENT, *SAGA_OUTLINES)
     d = result.deployed
     render.line(f"deployed {d.key} version {d.version} from {result.definition_file}")
     for text in OUTLINE:
@@ -36,9 +45,9 @@ def demo() -> None:
     for run in result.runs:
         render.line()
         _story(run)
-    if result.saga is not None:
+    for saga in result.sagas:
         render.line()
-        _saga_story(result.saga)
+        _saga_story(saga)
     render.line()
     _epilogue(result)
 
@@ -72,7 +81,7 @@ def _story(run: DemoRun) -> None:
 def _saga_story(saga: SagaRun) -> None:
     d, inst = saga.deployed, saga.instance
     render.line(f"deployed {d.key} version {d.version} from {saga.definition_file}")
-    for text in SAGA_OUTLINE:
+    for text in SAGA_OUTLINES[saga.definition_file]:
         render.line(f"  {text}")
     render.line()
     render.line(f"{inst['business_key']}  {inst['id'][:8]}  {inst['state']}",
@@ -102,8 +111,7 @@ def _epilogue(result: DemoResult) -> None:
         if run.instance["state"] != "COMPLETED":
             render.line(f"{run.order.business_key} is {run.instance['state']}: its incident "
                         f"waits for an operator (bpm retry TOKEN_ID, or bpm cancel ID)")
-    if result.saga is not None:
-        saga = result.saga
+    for saga in result.sagas:
         undone = ", then ".join(saga.compensated) or "nothing"
         render.line(f"{saga.order.business_key} is {saga.instance['state']}: "
                     f"{saga.failed_at or 'nothing'} failed, its saga compensated {undone}")
@@ -113,6 +121,6 @@ def _epilogue(result: DemoResult) -> None:
     render.line("  bpm instances")
     render.line(f"  bpm show {sample}")
     render.line(f"  bpm trace {sample}")
-    if result.saga is not None:
-        render.line(f"  bpm trace {result.saga.instance['id']}   # the saga")
+    for saga in result.sagas:
+        render.line(f"  bpm trace {saga.instance['id']}   # the saga, {saga.definition_file.name}")
     render.line("  bpm incidents")
