@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bpm.definitions.bpmn_feel import FeelUnsupported, translate_condition
+from bpm.definitions.bpmn_feel import FeelUnsupported, feel_timer, translate_condition
 from bpm.definitions.bpmn_xml import XmlElement, parse_xml
 from bpm.definitions.parse import SAGA_SCOPES, compile_definition
 from bpm.errors import InvalidDefinition
@@ -529,7 +529,10 @@ def _timer(definition: XmlElement, owner: XmlElement) -> Mapped:
     assert element is not None
     value = element.text.strip()
     if value.startswith("="):
-        raise _reject(owner, f"has a FEEL timer {value!r}; FEEL timers are not supported yet")
+        try:
+            return {key: feel_timer(value)}
+        except FeelUnsupported as exc:
+            raise _reject(owner, f"has the FEEL timer {value!r}: {exc}") from exc
     if value.startswith("#{") and value.endswith("}"):
         value = "${" + value[2:]
     return {key: _spiff_timer_body(value)}

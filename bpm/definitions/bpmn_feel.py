@@ -84,3 +84,19 @@ def translate_condition(text: str) -> str:
     if deferred:
         return "${" + deferred.group(1) + "}"
     return stripped
+
+
+_FEEL_TIMER_LITERAL = re.compile(
+    r'=\s*(?:(?:duration|date and time)\s*\(\s*"([^"\\]*)"\s*\)|"([^"\\]*)")\s*')
+_FEEL_TIMER_NAME = re.compile(r"=\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*")
+
+
+def feel_timer(text: str) -> str:
+    """A Zeebe timer body: ``="PT5M"``, ``=duration("PT5M")`` and ``=date and time("…")`` are
+    their literal, ``=due`` is ``${due}`` (the variable's ISO value); raises FeelUnsupported."""
+    if literal := _FEEL_TIMER_LITERAL.fullmatch(text):
+        return literal[1] if literal[1] is not None else literal[2]
+    if (name := _FEEL_TIMER_NAME.fullmatch(text)) and name[1] not in _KEEP:
+        return "${" + name[1] + "}"
+    raise FeelUnsupported("only a variable name, a string, duration(\"…\") or date and "
+                          "time(\"…\") are supported in a FEEL timer")

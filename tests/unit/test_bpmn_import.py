@@ -218,6 +218,27 @@ def test_spiff_timer_bodies_are_python_expressions(body: str, expected: dict[str
     assert node(doc, "t") == {"id": "t", "type": "timerEvent", **expected}
 
 
+@pytest.mark.parametrize(("kind", "body", "expected"), [
+    ("timeDuration", '="PT5M"', {"duration": "PT5M"}),
+    ("timeDuration", '=duration("PT1H")', {"duration": "PT1H"}),
+    ("timeDate", '=date and time("2030-01-01T00:00:00Z")', {"date": "2030-01-01T00:00:00Z"}),
+    ("timeDate", "=order.ship_by", {"date": "${order.ship_by}"}),
+])
+def test_zeebe_feel_timers_in_their_simple_forms(kind: str, body: str,
+                                                 expected: dict[str, str]) -> None:
+    doc = one(linear(f'<intermediateCatchEvent id="t"><timerEventDefinition><{kind}>{body}'
+                     f"</{kind}></timerEventDefinition></intermediateCatchEvent>"))
+    assert node(doc, "t") == {"id": "t", "type": "timerEvent", **expected}
+
+
+def test_other_feel_timers_are_refused_naming_the_event() -> None:
+    message = rejected(linear(
+        '<intermediateCatchEvent id="t"><timerEventDefinition><timeDate>=now() + '
+        'duration("P1D")</timeDate></timerEventDefinition></intermediateCatchEvent>'))
+    assert "line 10: intermediateCatchEvent 't' has the FEEL timer" in message
+    assert "only a variable name" in message
+
+
 def test_a_year_duration_is_not_taken_for_a_variable_name() -> None:
     assert "P1Y" in rejected(linear(
         '<intermediateCatchEvent id="t"><timerEventDefinition><timeDuration>P1Y'
