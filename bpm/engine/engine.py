@@ -143,9 +143,10 @@ class Engine:
             tx.graph_for = lambda iid: self.graph(self._info(tx, iid).def_id, tx.conn)
             tx.cause = _CAUSE.get()
             yield tx
-            events = [dict(row) for table, row in tx.history.rows
+            wanted = [row for table, row in tx.history.rows
                       if table == "engine" and self.listeners.wants(row["type"])]
-            tx.flush()
+            tx.flush()  # may fill in rows (an instance's from_state)
+            events = [dict(row) for row in wanted]
         if tx.jobs:
             self.dispatcher.dispatch(tx.jobs)
         if events:

@@ -46,13 +46,22 @@ def fail_token(tx: Tx, tok: TokenRow, *, kind: str, message: str, details: str |
 
 
 def set_instance_state(tx: Tx, instance_id: UUID, state: str,
-                       only_from: tuple[str, ...] = LIVE_INSTANCE) -> bool:
+                       only_from: tuple[str, ...] = LIVE_INSTANCE, *,
+                       expected: bool = False) -> bool:
     """Lock the instance row and change its state if it is in one of ``only_from``.
 
     The row lock serialises branches that fail or finish at the same moment, so the guarded
-    update cannot lose against them.
+    update cannot lose against them. ``expected``: the caller knows the instance is in
+    ``only_from`` unless something changed it meanwhile (its last token just ended); on
+    PostgreSQL the change then goes into the write batch, where a mismatch fails the whole
+    transaction as a conflict, instead of costing a statement of its own.
     """
     ended = tx.now if state in ("COMPLETED", "TERMINATED", "CANCELLED") else None
+    if expected and tx.conn.dialect.name == "postgresql":
+        tx.history.engine(instance_id=instance_id, at=tx.now, type=_EVENT_OF_STATE[state],
+                          to_state=state, actor=tx.actor)  # from_state: filled in by the write
+        tx.batch.end_instance(instance_id, state, ended, only_from, tx.history.rows[-1][1])
+        return True
     if tx.conn.dialect.name == "postgresql":  # one round trip: lock and change together
         left = instances.transition(tx.conn, instance_id, state, tx.now, ended, only_from)
         if left is None:

@@ -262,7 +262,7 @@ def end_token(tx: Tx, tok: TokenRow, g: ProcessGraph | None = None) -> Next:
         return None
     move(tx, tok, state="COMPLETED", event="COMPLETED")
     if tok.parent_token_id is None:
-        set_instance_state(tx, tok.instance_id, "COMPLETED")
+        set_instance_state(tx, tok.instance_id, "COMPLETED", expected=True)
         return None
     parent = tokens.get(tx.conn, tok.parent_token_id)
     if parent is None or parent.state != "WAITING" or parent.wait_kind != "CHILDREN":

@@ -23,7 +23,7 @@ import orjson
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
-from bpm.store import tasks, tokens, variables
+from bpm.store import instances, tasks, tokens, variables
 from bpm.store.db import first_statement_commits, raw_one
 from bpm.store.history import COMMON_COLUMNS, EXTRA_COLUMNS, TABLES, HistoryBuffer
 from bpm.store.rows import TaskRow, TokenRow
@@ -47,6 +47,19 @@ class _TaskChange:
 
 
 @dataclass
+class _InstanceEnd:
+    """An instance state change decided without reading the row (its last token ended); the
+    write locks the row, checks it is still in ``only_from`` and fills in the history row's
+    ``from_state``. A mismatch is a miss: something changed the instance meanwhile."""
+
+    instance_id: UUID
+    state: str
+    ended_at: datetime | None
+    only_from: tuple[str, ...]
+    row: dict[str, Any]
+
+
+@dataclass
 class WriteBatch:
     history: HistoryBuffer = field(default_factory=HistoryBuffer)
     task_changes: list[_TaskChange] = field(default_factory=list)
@@ -57,10 +70,17 @@ class WriteBatch:
     notify: set[str] = field(default_factory=set)
     #: An instance whose variables, as this batch leaves them, are copied into the dict.
     read_back: tuple[UUID, dict[str, Any]] | None = None
+    instance_ends: list[_InstanceEnd] = field(default_factory=list)
     now: Any = None
 
     def change_task(self, params: dict[str, Any], miss: str, message: str) -> None:
         self.task_changes.append(_TaskChange(params, miss, message))
+
+    def end_instance(self, instance_id: UUID, state: str, ended_at: datetime | None,
+                     only_from: tuple[str, ...], row: dict[str, Any]) -> None:
+        """PostgreSQL: change the instance's state in the write statement itself (saves a
+        statement, and with it BEGIN and COMMIT when the batch is all a step writes)."""
+        self.instance_ends.append(_InstanceEnd(instance_id, state, ended_at, only_from, row))
 
     def flush(self, conn: Connection) -> None:
         rows = len(self.history) + len(self.task_changes) + len(self.task_inserts) + sum(
@@ -91,6 +111,12 @@ class WriteBatch:
         for instance_id, values in self.values.items():
             variables.write(conn, instance_id, values, self.now)
         self.flush_tokens(conn)
+        for end in self.instance_ends:
+            left = instances.transition(conn, end.instance_id, end.state, self.now,
+                                        end.ended_at, end.only_from)
+            if left is None:
+                raise BatchMiss("conflict", _moved_on(end))
+            end.row["from_state"] = left
         self.history.flush(conn)
         if self.notify:
             tasks.notify_new(conn, sorted(self.notify))
@@ -116,7 +142,11 @@ class WriteBatch:
                          for expected, row in self.token_moves.values()]),
             "h": _json([{"k": k, "tbl": name, **row}
                         for k, (name, row) in enumerate(self.history.rows)]),
+            "ie": _json([{"id": e.instance_id, "state": e.state, "now": self.now,
+                          "ended_at": e.ended_at, "only_from": list(e.only_from),
+                          "k": self._index(e.row)} for e in self.instance_ends]),
         }
+        params["nie"] = len(self.instance_ends)
         params["ntu"] = len({c.params["b_id"] for c in self.task_changes})
         params["nku"] = len(self.token_moves)
         params["notify"] = sorted(self.notify)
@@ -125,13 +155,18 @@ class WriteBatch:
             with first_statement_commits(conn):
                 row = raw_one(conn, _FLUSH, params)
             assert row is not None
-            stored = row[0]
+            stored, left = row[0], row[3] or {}
         except DBAPIError as exc:
             if getattr(exc.orig, "sqlstate", None) != MISS_SQLSTATE:
                 raise
             self._raise_miss(json.loads(exc.orig.diag.message_primary or "{}"))  # type: ignore[union-attr]
+        for end in self.instance_ends:
+            end.row["from_state"] = left.get(str(self._index(end.row)))
         if into is not None:
             into.update({**(stored or {}), **own})
+
+    def _index(self, row: dict[str, Any]) -> int:
+        return next(k for k, (_, r) in enumerate(self.history.rows) if r is row)
 
     def _raise_miss(self, report: dict[str, Any]) -> None:
         changed = {UUID(x) for x in report.get("tu") or ()}
@@ -142,10 +177,19 @@ class WriteBatch:
         for token_id, (expected, _) in self.token_moves.items():
             if token_id not in moved:
                 raise BatchMiss("conflict", f"token {token_id} changed since version {expected}")
+        ended = {UUID(x) for x in report.get("ie") or ()}
+        for end in self.instance_ends:
+            if end.instance_id not in ended:
+                raise BatchMiss("conflict", _moved_on(end))
         raise BatchMiss("conflict", f"a guarded write missed: {report}")
 
 
 MISS_SQLSTATE = "BPM01"
+
+
+def _moved_on(end: _InstanceEnd) -> str:
+    return (f"instance {end.instance_id} is no longer {' or '.join(end.only_from)}: it "
+            f"changed while this transaction decided to make it {end.state}")
 
 
 def _serialise_variable_writers(conn: Connection, instance_ids: list[UUID]) -> None:
@@ -208,6 +252,10 @@ def _recordset(param: str, columns: tuple[tuple[str, str], ...]) -> str:
     return f"jsonb_to_recordset(%({param})s::jsonb) AS u({spec})"
 
 
+_END = (("id", "uuid"), ("state", "text"), ("now", "timestamptz"),
+        ("ended_at", "timestamptz"), ("only_from", "jsonb"), ("k", "int"))
+#: Makes an update wait for the instance row locks of ``ie`` before it locks its own rows.
+_AFTER_IE = "AND (SELECT count(*) FROM ie) >= 0"
 _HISTORY = (("k", "int"), ("tbl", "text"), ("instance_id", "uuid"), ("at", "timestamptz"),
             ("type", "text"), ("node_id", "text"), ("from_state", "text"), ("to_state", "text"),
             ("actor", "text"), ("data", "jsonb"), ("token_id", "uuid"), ("task_id", "uuid"),
@@ -220,11 +268,19 @@ def _flush_sql() -> str:
                                               "error_details", "retries", "attempts"))
     ctes = [
         "base AS (SELECT nextval('bpm_history_seq') AS b)",
+        # Instance state changes lock the instance row first, as set_instance_state does
+        # before any token or task row, so this statement takes locks in the engine's order.
+        f"ie AS (UPDATE process_instances p SET state = u.state, version = p.version + 1, "
+        f"updated_at = u.now, ended_at = u.ended_at FROM {_recordset('ie', _END)}, LATERAL "
+        f"(SELECT o.state FROM process_instances o WHERE o.id = u.id FOR NO KEY UPDATE) old "
+        f"WHERE p.id = u.id AND u.only_from ? old.state AND old.state <> u.state "
+        f"RETURNING p.id, old.state AS old_state, u.k)",
         f"h AS MATERIALIZED (SELECT * FROM {_recordset('h', _HISTORY)})",
         f"tu AS (UPDATE external_tasks t SET {sets}, version = t.version + 1, "
         f"updated_at = u.now FROM {_recordset('tu', _TASK_CHANGE)} "
         f"WHERE t.id = u.b_id AND t.version = u.b_version "
-        f"AND t.id = ANY(ARRAY(SELECT x.b_id FROM {_ids('tu', 'b_id')})) RETURNING t.id)",
+        f"AND t.id = ANY(ARRAY(SELECT x.b_id FROM {_ids('tu', 'b_id')})) {_AFTER_IE} "
+        f"RETURNING t.id)",
         f"ti AS (INSERT INTO external_tasks ({', '.join(c for c, _ in _TASK_COLUMNS)}) "
         f"SELECT {', '.join('u.' + c for c, _ in _TASK_COLUMNS)} "
         f"FROM {_recordset('ti', _TASK_COLUMNS)})",
@@ -237,13 +293,17 @@ def _flush_sql() -> str:
         f"via_flow = u.via_flow, wait_kind = u.wait_kind, version = u.version, "
         f"updated_at = u.updated_at FROM {_recordset('ku', _TOKEN)} "
         f"WHERE k.id = u.id AND k.version = u.expected "
-        f"AND k.id = ANY(ARRAY(SELECT x.id FROM {_ids('ku', 'id')})) RETURNING k.id)",
+        f"AND k.id = ANY(ARRAY(SELECT x.id FROM {_ids('ku', 'id')})) {_AFTER_IE} "
+        f"RETURNING k.id)",
     ]
     for i, (name, table) in enumerate(TABLES.items()):
         columns = [c for c in (*COMMON_COLUMNS, *EXTRA_COLUMNS[name]) if c != "k"]
+        values = [f"h.{c}" if (c, name) != ("from_state", "engine") else
+                  "COALESCE(h.from_state, (SELECT ie.old_state FROM ie WHERE ie.k = h.k))"
+                  for c in columns]
         ctes.append(
             f"h_{i} AS (INSERT INTO {table.name} (id, {', '.join(columns)}) "
-            f"SELECT base.b + h.k, {', '.join('h.' + c for c in columns)} "
+            f"SELECT base.b + h.k, {', '.join(values)} "
             f"FROM base, h WHERE h.tbl = '{name}')")
     ctes.append("n AS (SELECT pg_notify('" + tasks.NOTIFY_CHANNEL + "', topic) "
                 "FROM unnest(%(notify)s::text[]) AS topic)")
@@ -251,12 +311,15 @@ def _flush_sql() -> str:
     # the statement returns the read-back variables (as they were before it wrote).
     guard = ("CASE WHEN (SELECT count(*) FROM tu) <> %(ntu)s "
              "OR (SELECT count(*) FROM ku) <> %(nku)s "
+             "OR (SELECT count(*) FROM ie) <> %(nie)s "
              "THEN bpm_guard_miss(json_build_object('tu', (SELECT array_agg(id) FROM tu), "
-             "'ku', (SELECT array_agg(id) FROM ku))::text) END")
+             "'ku', (SELECT array_agg(id) FROM ku), "
+             "'ie', (SELECT array_agg(id) FROM ie))::text) END")
     read = ("(SELECT jsonb_object_agg(v.name, v.value) FROM variables v "
             "WHERE v.instance_id = %(ri)s::uuid)")
+    left = "(SELECT jsonb_object_agg(ie.k::text, ie.old_state) FROM ie)"
     return ("WITH " + ", ".join(ctes)
-            + f" SELECT {read}, {guard}, (SELECT count(*) FROM n)")
+            + f" SELECT {read}, {guard}, (SELECT count(*) FROM n), {left}")
 
 
 _FLUSH = _flush_sql()

@@ -231,3 +231,26 @@ def test_eight_workers_fetching_ten_thousand_tasks_never_share_one(
     every = [task_id for ids in seen for task_id in ids]
     assert len(every) == 10_000 and len(set(every)) == 10_000
     assert all(seen), "some worker got nothing: the fetches did not run concurrently"
+
+
+def test_a_last_complete_refuses_to_end_an_instance_that_changed_meanwhile(
+        rt: Harness, pg_db: Database) -> None:
+    """The last token's end changes the instance inside the write statement: when the
+    instance is no longer RUNNING there, the whole write is refused and nothing changes."""
+    iid = rt.run(ProcessBuilder("one").start().service_task("t", topic="payments").end()
+                 .sequence("start", "t", "end").build())
+    [task] = fetch(rt)
+    with pg_db.transaction() as conn:  # as an operator's change the engine did not see
+        conn.exec_driver_sql("UPDATE process_instances SET state = 'CANCELLED' "
+                             "WHERE id = %(id)s", {"id": iid})
+    before = snapshot(pg_db)
+    with pytest.raises(LockExpired, match="no longer RUNNING or FAILED"):
+        rt.engine.complete(task.id, "w1")
+    assert snapshot(pg_db) == before
+    with pg_db.transaction() as conn:
+        conn.exec_driver_sql("UPDATE process_instances SET state = 'RUNNING' "
+                             "WHERE id = %(id)s", {"id": iid})
+    rt.engine.complete(task.id, "w1")
+    assert_finished_cleanly(pg_db, iid)
+    completed = [e for e in rt.engine.trace(iid) if e["type"] == "InstanceCompleted"]
+    assert [(e["from_state"], e["to_state"]) for e in completed] == [("RUNNING", "COMPLETED")]
