@@ -27,7 +27,7 @@ from bpm.store import instances, tasks, tokens, variables
 from bpm.store.db import first_statement_commits, raw_one
 from bpm.store.history import COMMON_COLUMNS, EXTRA_COLUMNS, TABLES, HistoryBuffer
 from bpm.store.rows import TaskRow, TokenRow
-from bpm.store.schema import HISTORY_BLOCK
+from bpm.store.schema import HISTORY_BLOCK, external_tasks
 
 
 class BatchMiss(Exception):
@@ -129,7 +129,7 @@ class WriteBatch:
         own = dict(self.values.get(read_id, {})) if read_id is not None else {}
         params: dict[str, Any] = {
             "tu": _json([c.params for c in self.task_changes]),
-            "ti": _json([{c: getattr(r, c) for c, _ in _TASK_COLUMNS}
+            "ti": _json([{c: getattr(r, c) for c in _TASK_COLUMNS}
                          for r in self.task_inserts]),
             "vu": _json([{"instance_id": iid, "name": name, "value": value,
                           "updated_at": self.now}
@@ -226,14 +226,8 @@ _TASK_CHANGE = (("b_id", "uuid"), ("b_version", "int"), ("state", "text"),
                 ("lock_expire_at", "timestamptz"), ("error_message", "text"),
                 ("error_details", "text"), ("retries", "int"), ("now", "timestamptz"),
                 ("attempts", "int"))
-_TASK_COLUMNS = (("id", "uuid"), ("token_id", "uuid"), ("instance_id", "uuid"),
-                 ("node_id", "text"), ("topic", "text"), ("handler", "text"), ("kind", "text"),
-                 ("state", "text"), ("retries", "int"), ("attempts", "int"),
-                 ("retry_at", "timestamptz"), ("lock_owner", "text"),
-                 ("lock_expire_at", "timestamptz"), ("error_message", "text"),
-                 ("error_details", "text"), ("priority", "int"), ("version", "int"),
-                 ("created_at", "timestamptz"), ("updated_at", "timestamptz"),
-                 ("assignee", "text"), ("candidate_groups", "jsonb"))
+#: Every column of external_tasks, so a new task row is built straight from the table's type.
+_TASK_COLUMNS = tuple(c.name for c in external_tasks.c)
 _VARIABLE = (("instance_id", "uuid"), ("name", "text"), ("value", "jsonb"),
              ("updated_at", "timestamptz"))
 _TOKEN = (("id", "uuid"), ("expected", "int"), ("state", "text"), ("node_id", "text"),
@@ -281,9 +275,8 @@ def _flush_sql() -> str:
         f"WHERE t.id = u.b_id AND t.version = u.b_version "
         f"AND t.id = ANY(ARRAY(SELECT x.b_id FROM {_ids('tu', 'b_id')})) {_AFTER_IE} "
         f"RETURNING t.id)",
-        f"ti AS (INSERT INTO external_tasks ({', '.join(c for c, _ in _TASK_COLUMNS)}) "
-        f"SELECT {', '.join('u.' + c for c, _ in _TASK_COLUMNS)} "
-        f"FROM {_recordset('ti', _TASK_COLUMNS)})",
+        "ti AS (INSERT INTO external_tasks SELECT * FROM "
+        "jsonb_populate_recordset(NULL::external_tasks, %(ti)s::jsonb))",
         f"vu AS (INSERT INTO variables (instance_id, name, value, version, updated_at) "
         f"SELECT u.instance_id, u.name, u.value, 1, u.updated_at "
         f"FROM {_recordset('vu', _VARIABLE)} "
@@ -298,8 +291,8 @@ def _flush_sql() -> str:
     ]
     for i, (name, table) in enumerate(TABLES.items()):
         columns = [c for c in (*COMMON_COLUMNS, *EXTRA_COLUMNS[name]) if c != "k"]
-        values = [f"h.{c}" if (c, name) != ("from_state", "engine") else
-                  "COALESCE(h.from_state, (SELECT ie.old_state FROM ie WHERE ie.k = h.k))"
+        values = [c if (c, name) != ("from_state", "engine") else
+                  "COALESCE(from_state, (SELECT ie.old_state FROM ie WHERE ie.k = h.k))"
                   for c in columns]
         ctes.append(
             f"h_{i} AS (INSERT INTO {table.name} (id, {', '.join(columns)}) "
