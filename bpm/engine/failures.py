@@ -58,10 +58,13 @@ def set_instance_state(tx: Tx, instance_id: UUID, state: str,
     """
     ended = tx.now if state in ("COMPLETED", "TERMINATED", "CANCELLED") else None
     if expected and tx.conn.dialect.name == "postgresql":
-        tx.history.engine(instance_id=instance_id, at=tx.now, type=_EVENT_OF_STATE[state],
-                          to_state=state, actor=tx.actor)  # from_state: filled in by the write
-        tx.batch.end_instance(instance_id, state, ended, only_from, tx.history.rows[-1][1])
-        return True
+        if tx.batch.ends(instance_id):
+            return False
+        row = tx.history.engine(instance_id=instance_id, at=tx.now,
+                                type=_EVENT_OF_STATE[state], to_state=state,
+                                actor=tx.actor)  # from_state: filled in by the write
+        tx.batch.end_instance(instance_id, state, ended, only_from, row)
+        return True  # or the whole write is refused
     if tx.conn.dialect.name == "postgresql":  # one round trip: lock and change together
         left = instances.transition(tx.conn, instance_id, state, tx.now, ended, only_from)
         if left is None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NoReturn
 from uuid import UUID
 
 import orjson
@@ -79,8 +79,15 @@ class WriteBatch:
     def end_instance(self, instance_id: UUID, state: str, ended_at: datetime | None,
                      only_from: tuple[str, ...], row: dict[str, Any]) -> None:
         """PostgreSQL: change the instance's state in the write statement itself (saves a
-        statement, and with it BEGIN and COMMIT when the batch is all a step writes)."""
+        statement, and with it BEGIN and COMMIT when the batch is all a step writes).
+
+        A mismatch is not retried (``stale``): the instance ended or was ended by something
+        else, and this transaction's decision no longer holds."""
         self.instance_ends.append(_InstanceEnd(instance_id, state, ended_at, only_from, row))
+
+    def ends(self, instance_id: UUID) -> bool:
+        """Whether this batch already changes the instance's state."""
+        return any(e.instance_id == instance_id for e in self.instance_ends)
 
     def flush(self, conn: Connection) -> None:
         rows = len(self.history) + len(self.task_changes) + len(self.task_inserts) + sum(
@@ -103,6 +110,12 @@ class WriteBatch:
         self.token_moves.clear()
 
     def _flush_each(self, conn: Connection) -> None:
+        for end in self.instance_ends:  # instance rows first: the engine's lock order
+            left = instances.transition(conn, end.instance_id, end.state, self.now,
+                                        end.ended_at, end.only_from)
+            if left is None:
+                raise BatchMiss("stale", _moved_on(end))
+            end.row["from_state"] = left
         for change in self.task_changes:
             if not tasks.apply_finish(conn, change.params):
                 raise BatchMiss(change.miss, change.message)
@@ -111,12 +124,6 @@ class WriteBatch:
         for instance_id, values in self.values.items():
             variables.write(conn, instance_id, values, self.now)
         self.flush_tokens(conn)
-        for end in self.instance_ends:
-            left = instances.transition(conn, end.instance_id, end.state, self.now,
-                                        end.ended_at, end.only_from)
-            if left is None:
-                raise BatchMiss("conflict", _moved_on(end))
-            end.row["from_state"] = left
         self.history.flush(conn)
         if self.notify:
             tasks.notify_new(conn, sorted(self.notify))
@@ -128,7 +135,7 @@ class WriteBatch:
         read_id, into = self.read_back if self.read_back is not None else (None, None)
         own = dict(self.values.get(read_id, {})) if read_id is not None else {}
         params: dict[str, Any] = {
-            "tu": _json([c.params for c in self.task_changes]),
+            "tu": _json([_as_task_row(c.params) for c in self.task_changes]),
             "ti": _json([{c: getattr(r, c) for c in _TASK_COLUMNS}
                          for r in self.task_inserts]),
             "vu": _json([{"instance_id": iid, "name": name, "value": value,
@@ -147,7 +154,11 @@ class WriteBatch:
                           "k": self._index(e.row)} for e in self.instance_ends]),
         }
         params["nie"] = len(self.instance_ends)
-        params["ntu"] = len({c.params["b_id"] for c in self.task_changes})
+        # The ids again as arrays: the planner can use an index scan for them (a join with the
+        # recordset itself is estimated at 100 rows and planned as a sequential scan).
+        params["tui"] = sorted({c.params["b_id"] for c in self.task_changes})
+        params["kui"] = sorted(self.token_moves)
+        params["ntu"] = len(params["tui"])
         params["nku"] = len(self.token_moves)
         params["notify"] = sorted(self.notify)
         params["ri"] = read_id
@@ -168,7 +179,7 @@ class WriteBatch:
     def _index(self, row: dict[str, Any]) -> int:
         return next(k for k, (_, r) in enumerate(self.history.rows) if r is row)
 
-    def _raise_miss(self, report: dict[str, Any]) -> None:
+    def _raise_miss(self, report: dict[str, Any]) -> NoReturn:
         changed = {UUID(x) for x in report.get("tu") or ()}
         moved = {UUID(x) for x in report.get("ku") or ()}
         for change in self.task_changes:
@@ -180,7 +191,7 @@ class WriteBatch:
         ended = {UUID(x) for x in report.get("ie") or ()}
         for end in self.instance_ends:
             if end.instance_id not in ended:
-                raise BatchMiss("conflict", _moved_on(end))
+                raise BatchMiss("stale", _moved_on(end))
         raise BatchMiss("conflict", f"a guarded write missed: {report}")
 
 
@@ -205,7 +216,9 @@ def _json(rows: list[dict[str, Any]]) -> str:
     """Rows as one JSON array: encoding it is far cheaper than binding a parameter a column.
 
     orjson does it about fifteen times faster than the standard library (encoding was a tenth
-    of a step's CPU); a value it refuses (an integer beyond 64 bits) goes the slow way.
+    of a step's CPU); a value it refuses (an integer beyond 64 bits, a non-string key) goes
+    the slow way. Variables reach this checked (no NaN or Infinity, JSON types only); the
+    engine's own history data is plain JSON as well.
     """
     try:
         return orjson.dumps(rows).decode()
@@ -221,24 +234,23 @@ def _scalar(value: Any) -> str:
     raise TypeError(f"cannot write {type(value).__name__} to the database")
 
 
-_TASK_CHANGE = (("b_id", "uuid"), ("b_version", "int"), ("state", "text"),
-                ("retry_at", "timestamptz"), ("lock_owner", "text"),
-                ("lock_expire_at", "timestamptz"), ("error_message", "text"),
-                ("error_details", "text"), ("retries", "int"), ("now", "timestamptz"),
-                ("attempts", "int"))
 #: Every column of external_tasks, so a new task row is built straight from the table's type.
 _TASK_COLUMNS = tuple(c.name for c in external_tasks.c)
-_VARIABLE = (("instance_id", "uuid"), ("name", "text"), ("value", "jsonb"),
-             ("updated_at", "timestamptz"))
 _TOKEN = (("id", "uuid"), ("expected", "int"), ("state", "text"), ("node_id", "text"),
           ("via_flow", "text"), ("wait_kind", "text"), ("version", "int"),
           ("updated_at", "timestamptz"))
 
 
-def _ids(param: str, column: str) -> str:
-    """The ids alone, as an array the planner can use for an index scan (a join with the
-    recordset itself would be estimated at 100 rows and planned as a sequential scan)."""
-    return f"jsonb_to_recordset(%({param})s::jsonb) AS x({column} uuid)"
+def _rows_of(param: str, table: str) -> str:
+    """Rows shaped like ``table``'s (its column names and types) from a JSON array."""
+    return f"jsonb_populate_recordset(NULL::{table}, %({param})s::jsonb) AS u"
+
+
+def _as_task_row(params: dict[str, Any]) -> dict[str, Any]:
+    """A guarded task change (``tasks.finish_params``) under the table's column names."""
+    row = {k: v for k, v in params.items() if k not in ("b_id", "b_version", "now")}
+    return {**row, "id": params["b_id"], "version": params["b_version"],
+            "updated_at": params["now"]}
 
 
 def _recordset(param: str, columns: tuple[tuple[str, str], ...]) -> str:
@@ -271,22 +283,23 @@ def _flush_sql() -> str:
         f"RETURNING p.id, old.state AS old_state, u.k)",
         f"h AS MATERIALIZED (SELECT * FROM {_recordset('h', _HISTORY)})",
         f"tu AS (UPDATE external_tasks t SET {sets}, version = t.version + 1, "
-        f"updated_at = u.now FROM {_recordset('tu', _TASK_CHANGE)} "
-        f"WHERE t.id = u.b_id AND t.version = u.b_version "
-        f"AND t.id = ANY(ARRAY(SELECT x.b_id FROM {_ids('tu', 'b_id')})) {_AFTER_IE} "
+        f"updated_at = u.updated_at FROM {_rows_of('tu', 'external_tasks')} "
+        f"WHERE t.id = u.id AND t.version = u.version "
+        f"AND t.id = ANY(%(tui)s::uuid[]) {_AFTER_IE} "
         f"RETURNING t.id)",
-        "ti AS (INSERT INTO external_tasks SELECT * FROM "
-        "jsonb_populate_recordset(NULL::external_tasks, %(ti)s::jsonb))",
+        # Named columns: a column a later migration adds gets its default, not NULL.
+        f"ti AS (INSERT INTO external_tasks ({', '.join(_TASK_COLUMNS)}) SELECT "
+        f"{', '.join(_TASK_COLUMNS)} FROM {_rows_of('ti', 'external_tasks')})",
         f"vu AS (INSERT INTO variables (instance_id, name, value, version, updated_at) "
         f"SELECT u.instance_id, u.name, u.value, 1, u.updated_at "
-        f"FROM {_recordset('vu', _VARIABLE)} "
+        f"FROM {_rows_of('vu', 'variables')} "
         f"ON CONFLICT (instance_id, name) DO UPDATE SET value = excluded.value, "
         f"version = variables.version + 1, updated_at = excluded.updated_at)",
         f"ku AS (UPDATE tokens k SET state = u.state, node_id = u.node_id, "
         f"via_flow = u.via_flow, wait_kind = u.wait_kind, version = u.version, "
         f"updated_at = u.updated_at FROM {_recordset('ku', _TOKEN)} "
         f"WHERE k.id = u.id AND k.version = u.expected "
-        f"AND k.id = ANY(ARRAY(SELECT x.id FROM {_ids('ku', 'id')})) {_AFTER_IE} "
+        f"AND k.id = ANY(%(kui)s::uuid[]) {_AFTER_IE} "
         f"RETURNING k.id)",
     ]
     for i, (name, table) in enumerate(TABLES.items()):

@@ -130,8 +130,10 @@ def first_statement_commits(conn: Connection) -> Iterator[bool]:
 
     psycopg starts a transaction lazily, at the first statement; when the engine's only
     statement is its write batch (which undoes itself on any miss), running it in autocommit
-    saves the BEGIN and COMMIT round trips, and the later COMMIT finds nothing to do. Yields
-    whether that happened; on SQLite, or after other statements, it changes nothing.
+    saves the BEGIN and COMMIT round trips, and the later COMMIT finds nothing to do. A plain
+    read that comes first (a complete reads its task) can run so too: it holds no lock, and
+    under READ COMMITTED it sees what it would inside. Yields whether that happened; on
+    SQLite, or after other statements, it changes nothing.
     """
     if conn.dialect.name != "postgresql":
         yield False
@@ -146,7 +148,8 @@ def first_statement_commits(conn: Connection) -> Iterator[bool]:
     try:
         yield True
     finally:
-        raw.autocommit = False
+        if not raw.broken:  # a lost connection is invalidated by _raw; leave it alone
+            raw.autocommit = False
 
 
 def raw_one(conn: Connection, sql: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
@@ -156,7 +159,8 @@ def raw_one(conn: Connection, sql: str, params: dict[str, Any]) -> tuple[Any, ..
     For the engine's hottest statements: building a SQLAlchemy statement and result costs
     about 0.3 ms of CPU per call, five times the query itself on a local server, and that
     CPU is what limits external-task throughput. Errors come out as SQLAlchemy's
-    ``DBAPIError``, as from ``conn.execute``.
+    ``DBAPIError``, as from ``conn.execute``, and a lost connection is invalidated; SQL echo
+    and SQLAlchemy's execution events do not see these statements.
     """
     row: tuple[Any, ...] | None = _raw(conn, sql, params, many=False)
     return row
@@ -175,7 +179,11 @@ def _raw(conn: Connection, sql: str, params: dict[str, Any], many: bool) -> Any:
         cursor = raw.execute(sql, params)
         return cursor.fetchall() if many else cursor.fetchone()
     except raw.Error as exc:  # psycopg.Error, without importing the postgres extra
-        raise DBAPIError.instance(sql, params, exc, raw.Error) from exc
+        lost = bool(raw.broken)
+        if lost:
+            conn.invalidate(exc)
+        raise DBAPIError.instance(sql, params, exc, raw.Error,
+                                  connection_invalidated=lost) from exc
 
 
 def pg_sql(statement: ClauseElement) -> str:

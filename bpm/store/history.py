@@ -43,11 +43,13 @@ class HistoryBuffer:
     def engine(self, *, instance_id: UUID | None, at: datetime, type: str,
                node_id: str | None = None, token_id: UUID | None = None,
                from_state: str | None = None, to_state: str | None = None,
-               actor: str | None = None, data: dict[str, Any] | None = None) -> None:
-        self.rows.append(("engine", {
-            "instance_id": instance_id, "token_id": token_id, "at": at, "type": type,
-            "node_id": node_id, "from_state": from_state, "to_state": to_state, "actor": actor,
-            "data": data}))
+               actor: str | None = None, data: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Returns the row, for a writer that fills in a value only the write learns."""
+        row = {"instance_id": instance_id, "token_id": token_id, "at": at, "type": type,
+               "node_id": node_id, "from_state": from_state, "to_state": to_state,
+               "actor": actor, "data": data}
+        self.rows.append(("engine", row))
+        return row
 
     def flush(self, conn: Connection) -> None:
         """Write the rows with ids that follow the order they were recorded in.
