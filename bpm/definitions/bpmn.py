@@ -8,6 +8,7 @@ type and id, and each document then goes through ``compile_definition`` like a J
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from bpm.definitions.bpmn_feel import FeelUnsupported, feel_timer, translate_condition
@@ -65,11 +66,20 @@ def compile_bpmn(xml: str | bytes) -> list[dict[str, Any]]:
         raise InvalidDefinition(f"line {root.line}: the root element is {root.tag!r} in "
                                 f"namespace {root.ns!r}, not BPMN 2.0 'definitions' ({BPMN})")
     file = _File(root)
-    documents = [file.process(child) for child in root.children
-                 if child.ns == BPMN and child.tag == "process"]
+    processes = [child for child in root.children if child.ns == BPMN and child.tag == "process"]
+    documents = [file.process(child) for child in processes if not _black_box(child)]
     if not documents:
-        raise InvalidDefinition("the BPMN file has no process element")
+        raise InvalidDefinition("the BPMN file has no process element" if not processes else
+                                "the BPMN file's processes are all empty (black-box pools)")
     return documents
+
+
+def _black_box(process: XmlElement) -> bool:
+    """A process with no flow elements: the pool of a partner drawn as a black box. It has no
+    behaviour, so it compiles to nothing (a file of only such processes is refused)."""
+    return process.attrib.get("isExecutable") == "false" and all(
+        c.ns != BPMN or c.tag in {"documentation", "extensionElements", "laneSet"}
+        for c in process.children)
 
 
 def _ident(el: XmlElement) -> str:
@@ -219,6 +229,13 @@ class _File:
             else:
                 raise _unsupported(child)
 
+    @staticmethod
+    def resolve(ref: str, declared: Mapping[str, Any]) -> str:
+        """A reference written as a QName (``tns:myError``) names the declaration with that
+        local id when the file declares one."""
+        local = _local(ref)
+        return local if ref not in declared and local in declared else ref
+
     def process(self, el: XmlElement) -> dict[str, Any]:
         reader = _Reader(el)
         key = el.attrib.get("id")
@@ -264,7 +281,10 @@ class _File:
                 flows.append(self.flow(child, lines, flows))
                 continue
             if child.tag == "boundaryEvent" and _is_compensation(child):
-                compensated[self.compensation_boundary(child, associations)] = child
+                attached = self.compensation_boundary(child, associations)
+                if attached in compensated:
+                    raise _reject(child, f"is a second compensation boundary on {attached!r}")
+                compensated[attached] = child
                 continue
             node = self.node(child, lines)
             if child.attrib.get("isForCompensation") == "true":
@@ -272,9 +292,13 @@ class _File:
             lines[node["id"]] = child.line
             by_id[node["id"]] = node
             nodes.append(node)
-        for activity, boundary in compensated.items():
-            self.attach_compensation(boundary, activity, associations, by_id,
-                                     for_compensation)
+        handlers = {self.attach_compensation(boundary, activity, associations, by_id,
+                                             for_compensation)
+                    for activity, boundary in compensated.items()}
+        for orphan in sorted(for_compensation - handlers):
+            raise InvalidDefinition(
+                f"line {lines[orphan]}: activity {orphan!r} is marked isForCompensation=\"true\" "
+                f"but no compensation boundary event is associated with it", orphan)
         return nodes, flows
 
     def flow(self, el: XmlElement, lines: dict[str, int],
@@ -303,8 +327,10 @@ class _File:
             except FeelUnsupported as exc:
                 raise _reject(el, f"has a FEEL condition {condition.text.strip()!r} that "
                                   f"cannot be translated: {exc}") from None
-            if text:
-                flow["condition"] = text
+            if not text:
+                raise _reject(el, "has an empty conditionExpression (remove it for an "
+                                  "unconditional flow)")
+            flow["condition"] = text
         reader.finish()
         lines[flow_id] = el.line
         return flow
@@ -331,8 +357,16 @@ class _File:
         reader = _Reader(el)
         attached = reader.attr("attachedToRef")
         reader.attr("cancelActivity")
-        _event_definition(reader)
+        definition = _event_definition(reader)
         reader.finish()
+        if definition is not None:
+            dr = _Reader(definition)
+            if dr.attr("waitForCompletion") not in (None, "true"):
+                raise _reject(el, "has waitForCompletion=\"false\", which is not supported")
+            if dr.attr("activityRef") is not None:
+                raise _reject(el, "is a compensation boundary with an activityRef (only a "
+                                  "throw event names the activity to compensate)")
+            dr.finish()
         if not attached:
             raise _reject(el, "needs attachedToRef")
         if el.attrib.get("id", "") not in associations:
@@ -343,9 +377,9 @@ class _File:
     def attach_compensation(self, boundary: XmlElement, activity: str,
                             associations: dict[str, XmlElement],
                             by_id: dict[str, dict[str, Any]],
-                            for_compensation: set[str]) -> None:
+                            for_compensation: set[str]) -> str:
         association = associations[boundary.attrib.get("id", "")]
-        handler = association.attrib.get("targetRef", "")
+        handler = _local(association.attrib.get("targetRef", ""))
         target = by_id.get(activity)
         if target is None:
             raise _reject(boundary, f"is attached to {activity!r}, which is not an activity "
@@ -356,6 +390,12 @@ class _File:
         if "compensation" in target:
             raise _reject(boundary, f"is a second compensation boundary on {activity!r}")
         target["compensation"] = {"node": handler}
+        return handler
+
+
+def _local(ref: str) -> str:
+    """``tns:task`` -> ``task``: element references may carry a namespace prefix."""
+    return ref.rsplit(":", 1)[-1]
 
 
 def _is_compensation(el: XmlElement) -> bool:
@@ -407,6 +447,7 @@ def _error_code(file: _File, event: XmlElement, definition: XmlElement, *, catch
         if catch:
             return "*"
         raise _reject(event, "throws an error without errorRef")
+    ref = file.resolve(ref, file.errors)
     if ref not in file.errors:
         return ref  # as Camunda: an errorRef naming no <error> is the code itself
     code = file.errors[ref]
@@ -455,6 +496,9 @@ def _service(file: _File, r: _Reader, lines: dict[str, int]) -> Mapped:
     if r.el.attrib.get(f"{{{CAMUNDA}}}resultVariable") is not None:
         raise _reject(r.el, "has camunda:resultVariable, which is not supported yet; return the "
                             "result from the handler")
+    if not found and (alien := _foreign_implementation(r.el)):
+        raise _reject(r.el, f"has {alien}, in a namespace bpm does not know: Camunda 7's is "
+                            f"{CAMUNDA}, this project's {BPM}")
     if not found:
         raise _reject(r.el, "has no implementation: give bpm:handler, bpm:topic, camunda:type="
                             "\"external\" with camunda:topic, zeebe:taskDefinition, "
@@ -471,6 +515,17 @@ def _service(file: _File, r: _Reader, lines: dict[str, int]) -> Mapped:
     return node
 
 
+def _foreign_implementation(el: XmlElement) -> str | None:
+    """An implementation attribute in a namespace the importer does not read, such as the old
+    ``http://camunda.org/bpmn`` or Activiti's: named, so the refusal says what to change."""
+    for key, value in el.attrib.items():
+        ns, _, local = key[1:].partition("}") if key.startswith("{") else ("", "", key)
+        if ns not in ("", CAMUNDA, ZEEBE, BPM) and local in (
+                "class", "expression", "delegateExpression", "type", "topic", "handler"):
+            return f"{local}={value!r} ({{{ns}}})"
+    return None
+
+
 def _user(file: _File, r: _Reader, lines: dict[str, int]) -> Mapped:
     node: Mapped = {"type": "userTask"}
     assignee = r.attr("assignee", CAMUNDA)
@@ -481,6 +536,10 @@ def _user(file: _File, r: _Reader, lines: dict[str, int]) -> Mapped:
         assignee = assignee or zr.attr("assignee")
         groups = groups or zr.attr("candidateGroups")
         zr.finish()
+    for name, value in (("assignee", assignee), ("candidateGroups", groups)):
+        if value is not None and re.search(r"\$\{|#\{|^\s*=", value):
+            raise _reject(r.el, f"has the expression {value!r} as its {name}; only literal "
+                                f"names are supported yet")
     if assignee is not None and assignee.strip():
         node["assignee"] = assignee.strip()
     if groups is not None:
@@ -496,6 +555,7 @@ def _receive(file: _File, r: _Reader, lines: dict[str, int]) -> Mapped:
 def _message(file: _File, el: XmlElement, ref: str | None) -> str:
     if not ref:
         return el.attrib.get("id", "")  # no message: correlate by the element's own id
+    ref = file.resolve(ref, file.messages)
     if ref not in file.messages:
         raise _reject(el, f"refers to message {ref!r}, which the file does not declare")
     return file.messages[ref]

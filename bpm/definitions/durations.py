@@ -8,6 +8,10 @@ import isodate
 
 from bpm.errors import InvalidDefinition
 
+MAX_YEARS = 100
+#: Longer delays overflow the date arithmetic of a timer (year 9999) or are typos.
+MAX_DURATION = timedelta(days=365 * MAX_YEARS)
+
 
 def parse_duration(value: object, *, where: str, element: str | None) -> timedelta:
     """Parse a fixed-length ISO 8601 duration such as ``PT1S`` or ``P1DT2H``.
@@ -23,6 +27,9 @@ def parse_duration(value: object, *, where: str, element: str | None) -> timedel
         )
     try:
         parsed = isodate.parse_duration(value)
+    except OverflowError as exc:
+        raise InvalidDefinition(f"{where}: {value!r} is too long (at most {MAX_YEARS} years)",
+                                element) from exc
     except (isodate.ISO8601Error, ValueError) as exc:
         raise InvalidDefinition(
             f"{where}: {value!r} is not an ISO 8601 duration (for example PT5S or P1DT2H)", element
@@ -33,6 +40,9 @@ def parse_duration(value: object, *, where: str, element: str | None) -> timedel
         )
     if parsed < timedelta(0):
         raise InvalidDefinition(f"{where}: {value!r} is negative", element)
+    if parsed > MAX_DURATION:
+        raise InvalidDefinition(f"{where}: {value!r} is too long (at most {MAX_YEARS} years)",
+                                element)
     return parsed
 
 

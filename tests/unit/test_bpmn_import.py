@@ -497,3 +497,79 @@ def test_fuzz__every_mutation_compiles_or_is_rejected_cleanly() -> None:
             else:
                 outcomes["compiled"] += 1
     assert outcomes["rejected"] > 0
+
+
+# --- models from the peers' suites that once compiled to something else -------------------
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    # A second boundary would have replaced the first one's handler.
+    (('<association sourceRef="cb" targetRef="undo"/>',
+      '<association sourceRef="cb" targetRef="undo"/>'
+      '<boundaryEvent id="cb2" attachedToRef="book"><compensateEventDefinition/></boundaryEvent>'
+      '<association sourceRef="cb2" targetRef="undo"/>'),
+     "boundaryEvent 'cb2' is a second compensation boundary on 'book'"),
+    # A handler nobody points to would have run in the normal flow.
+    (('<association sourceRef="cb" targetRef="undo"/>',
+      '<association sourceRef="cb" targetRef="undo"/>'
+      '<serviceTask id="stray" bpm:handler="x" isForCompensation="true"/>'),
+     "activity 'stray' is marked isForCompensation=\"true\" but no compensation boundary"),
+    ((' attachedToRef="book"><compensateEventDefinition/>',
+      ' attachedToRef="book"><compensateEventDefinition activityRef="book"/>'),
+     "boundaryEvent 'cb' is a compensation boundary with an activityRef"),
+])
+def test_compensation_boundaries_that_would_change_meaning_are_refused(
+        change: tuple[str, str], expected: str) -> None:
+    assert expected in rejected(xml(COMPENSATION.replace(*change)))
+
+
+def test_an_empty_condition_is_refused_not_dropped() -> None:
+    body = ('<startEvent id="s"/><exclusiveGateway id="g"/><endEvent id="e"/>'
+            '<sequenceFlow id="f0" sourceRef="s" targetRef="g"/>'
+            '<sequenceFlow id="f1" sourceRef="g" targetRef="e"><conditionExpression '
+            'xsi:type="tFormalExpression"/></sequenceFlow>')
+    head = ' xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"'
+    text = xml(body).replace('targetNamespace="t"', f'targetNamespace="t"{head}')
+    assert "sequenceFlow 'f1' has an empty conditionExpression" in rejected(text)
+
+
+@pytest.mark.parametrize("attribute", ['camunda:assignee="${initiator}"',
+                                       'camunda:candidateGroups="#{groups}"'])
+def test_expressions_in_assignments_are_refused(attribute: str) -> None:
+    assert "only literal names are supported yet" in rejected(
+        linear(f'<userTask id="u" {attribute}/>'))
+
+
+def test_references_written_as_qualified_names() -> None:
+    body = ('<startEvent id="s"/><receiveTask id="r" messageRef="tns:m1"/><endEvent id="e"/>'
+            '<boundaryEvent id="b" attachedToRef="r"><errorEventDefinition errorRef="tns:e1"/>'
+            "</boundaryEvent>"
+            '<sequenceFlow id="f0" sourceRef="s" targetRef="r"/>'
+            '<sequenceFlow id="f1" sourceRef="r" targetRef="e"/>'
+            '<sequenceFlow id="f2" sourceRef="b" targetRef="e"/>')
+    doc = one(xml(body, extra='<message id="m1" name="paid"/><error id="e1" errorCode="42"/>'))
+    assert node(doc, "r")["message"] == "paid"
+    assert node(doc, "b")["error"] == "42"
+
+
+def test_a_black_box_pool_compiles_to_nothing() -> None:
+    text = linear('<task id="t"/>').replace(
+        "</definitions>", '<process id="partner" isExecutable="false"/></definitions>')
+    assert [d["key"] for d in compile_bpmn(text)] == ["p"]
+    assert "all empty (black-box pools)" in rejected(
+        f'{HEAD}<process id="partner" isExecutable="false"/></definitions>')
+
+
+def test_durations_too_long_for_a_timer_are_refused_not_crashing() -> None:
+    for value in ("P99999999999D", "P40000D"):
+        assert "is too long (at most 100 years)" in rejected(linear(
+            f'<intermediateCatchEvent id="t"><timerEventDefinition><timeDuration>{value}'
+            "</timeDuration></timerEventDefinition></intermediateCatchEvent>"))
+
+
+def test_an_implementation_in_an_unknown_namespace_is_named() -> None:
+    text = linear('<serviceTask id="a" activiti:class="org.example.Charge"/>').replace(
+        'targetNamespace="t"', 'targetNamespace="t" xmlns:activiti="http://activiti.org/bpmn"')
+    message = rejected(text)
+    assert "serviceTask 'a' has class='org.example.Charge' ({http://activiti.org/bpmn})" in message
+    assert "Camunda 7's is http://camunda.org/schema/1.0/bpmn" in message
