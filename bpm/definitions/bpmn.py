@@ -13,7 +13,7 @@ from typing import Any
 
 from bpm.definitions.bpmn_feel import FeelUnsupported, feel_timer, translate_condition
 from bpm.definitions.bpmn_xml import XmlElement, parse_xml
-from bpm.definitions.parse import SAGA_SCOPES, compile_definition
+from bpm.definitions.parse import NAME_PATTERN, SAGA_SCOPES, compile_definition
 from bpm.errors import InvalidDefinition
 
 BPMN = "http://www.omg.org/spec/BPMN/20100524/MODEL"
@@ -93,8 +93,11 @@ def _reject(el: XmlElement, why: str) -> InvalidDefinition:
 class _Reader:
     """Reads one element and refuses whatever attribute or child it did not consume."""
 
-    def __init__(self, el: XmlElement) -> None:
+    def __init__(self, el: XmlElement, owner: XmlElement | None = None) -> None:
         self.el = el
+        #: The event an event definition belongs to, named in refusals (definitions seldom
+        #: have an id of their own).
+        self.owner = owner
         self.used: set[str] = {"id", "name"}
         self.used_children: set[int] = set()
 
@@ -135,7 +138,7 @@ class _Reader:
                 continue
             prefix = "camunda:" if ns == CAMUNDA else "zeebe:" if ns == ZEEBE else ""
             shown = f"{prefix}{local}" if prefix or not ns else f"{{{ns}}}{local}"
-            raise _reject(el, f"attribute {shown}={value!r} is not supported yet")
+            raise _reject(el, f"attribute {shown}={value!r}{self._in()} is not supported yet")
         for child in el.children:
             if id(child) in self.used_children or child.ns in PRESENTATIONAL:
                 continue
@@ -145,6 +148,10 @@ class _Reader:
                 self._check_extensions(child)
                 continue
             raise _unsupported(child, inside=el)
+
+    def _in(self) -> str:
+        owner = self.owner
+        return "" if owner is None else f" (in {owner.tag} {owner.attrib.get('id', '')!r})"
 
     def _check_extensions(self, ext: XmlElement) -> None:
         for child in ext.children:
@@ -360,7 +367,7 @@ class _File:
         definition = _event_definition(reader)
         reader.finish()
         if definition is not None:
-            dr = _Reader(definition)
+            dr = _Reader(definition, el)
             if dr.attr("waitForCompletion") not in (None, "true"):
                 raise _reject(el, "has waitForCompletion=\"false\", which is not supported")
             if dr.attr("activityRef") is not None:
@@ -423,14 +430,14 @@ def _end(file: _File, r: _Reader, lines: dict[str, int]) -> Mapped:
     elif definition.tag == "errorEventDefinition":
         node["error"] = _error_code(file, r.el, definition, catch=False)
     elif definition.tag == "compensateEventDefinition":
-        node.update(_compensate(definition))
+        node.update(_compensate(definition, r.el))
     else:
         raise _reject(r.el, f"with {definition.tag} is not supported yet")
     return node
 
 
-def _compensate(definition: XmlElement) -> Mapped:
-    reader = _Reader(definition)
+def _compensate(definition: XmlElement, owner: XmlElement) -> Mapped:
+    reader = _Reader(definition, owner)
     node: Mapped = {"compensate": True}
     activity = reader.attr("activityRef")
     reader.finish()
@@ -440,7 +447,7 @@ def _compensate(definition: XmlElement) -> Mapped:
 
 
 def _error_code(file: _File, event: XmlElement, definition: XmlElement, *, catch: bool) -> str:
-    reader = _Reader(definition)
+    reader = _Reader(definition, event)
     ref = reader.attr("errorRef")
     reader.finish()
     if not ref:
@@ -558,7 +565,14 @@ def _message(file: _File, el: XmlElement, ref: str | None) -> str:
     ref = file.resolve(ref, file.messages)
     if ref not in file.messages:
         raise _reject(el, f"refers to message {ref!r}, which the file does not declare")
-    return file.messages[ref]
+    name = file.messages[ref]
+    if "${" in name or "#{" in name or name.startswith("="):
+        raise _reject(el, f"refers to message {ref!r} named {name!r}: expressions in message "
+                          f"names are not supported yet")
+    if not NAME_PATTERN.match(name):
+        raise _reject(el, f"refers to message {ref!r} named {name!r}, which is not a name the "
+                          f"engine correlates by (letters, digits, _ . : -, no spaces)")
+    return name
 
 
 def _pass(kind: str) -> Any:
@@ -576,7 +590,7 @@ def _exclusive(file: _File, r: _Reader, lines: dict[str, int]) -> Mapped:
 
 
 def _timer(definition: XmlElement, owner: XmlElement) -> Mapped:
-    reader = _Reader(definition)
+    reader = _Reader(definition, owner)
     duration = reader.child("timeDuration")
     date = reader.child("timeDate")
     cycle = reader.child("timeCycle")
@@ -625,7 +639,7 @@ def _catch(file: _File, r: _Reader, lines: dict[str, int]) -> Mapped:
     if definition is not None and definition.tag == "timerEventDefinition":
         return {"type": "timerEvent", **_timer(definition, r.el)}
     if definition is not None and definition.tag == "messageEventDefinition":
-        mr = _Reader(definition)
+        mr = _Reader(definition, r.el)
         ref = mr.attr("messageRef")
         mr.finish()
         return {"type": "messageEvent", "message": _message(file, r.el, ref)}
@@ -638,7 +652,7 @@ def _throw(file: _File, r: _Reader, lines: dict[str, int]) -> Mapped:
     if definition is None:
         return {"type": "task"}  # a none throw event only marks a point of the path
     if definition.tag == "compensateEventDefinition":
-        node: Mapped = {"type": "compensationThrow", **_compensate(definition)}
+        node: Mapped = {"type": "compensationThrow", **_compensate(definition, r.el)}
         node.pop("compensate")
         return node
     raise _reject(r.el, f"with {definition.tag} is not supported yet")

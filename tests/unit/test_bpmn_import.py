@@ -573,3 +573,22 @@ def test_an_implementation_in_an_unknown_namespace_is_named() -> None:
     message = rejected(text)
     assert "serviceTask 'a' has class='org.example.Charge' ({http://activiti.org/bpmn})" in message
     assert "Camunda 7's is http://camunda.org/schema/1.0/bpmn" in message
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("Love Letter Response", "named 'Love Letter Response', which is not a name the engine"),
+    ("invoice-${id}", "expressions in message names are not supported yet"),
+])
+def test_message_names_the_engine_cannot_correlate_by_are_refused_with_the_name(
+        name: str, expected: str) -> None:
+    message = rejected(linear('<receiveTask id="r" messageRef="m1"/>',
+                              extra=f'<message id="m1" name="{name}"/>'))
+    assert "line 10: receiveTask 'r' refers to message 'm1'" in message
+    assert expected in message
+
+
+def test_a_refused_event_definition_names_its_event() -> None:
+    message = rejected(linear(
+        '<intermediateCatchEvent id="t"><timerEventDefinition camunda:x="1"><timeDuration>PT1S'
+        "</timeDuration></timerEventDefinition></intermediateCatchEvent>"))
+    assert "(in intermediateCatchEvent 't') is not supported yet" in message
