@@ -201,7 +201,8 @@ def test_a_changed_ttl_is_a_new_version(rt: Harness) -> None:
     ("P1Y", "years or months"),
     ("P", "not an ISO 8601 duration"),
     (10**9, "at most 24855 days"),
-    ("P99999D", "at most 24855 days"),
+    ("P30000D", "at most 24855 days"),
+    ("P99999D", "is too long (at most 100 years)"),
 ])
 def test_a_bad_history_ttl_is_refused_naming_the_process(rt: Harness, pg_db: Database,
                                                          ttl: Any, fragment: str) -> None:
