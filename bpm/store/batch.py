@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache
 from typing import Any, NoReturn
 from uuid import UUID
 
@@ -164,7 +165,7 @@ class WriteBatch:
         params["ri"] = read_id
         try:
             with first_statement_commits(conn):
-                row = raw_one(conn, _FLUSH, params)
+                row = raw_one(conn, _flush_sql(self._parts()), params)
             assert row is not None
             stored, left = row[0], row[3] or {}
         except DBAPIError as exc:
@@ -175,6 +176,13 @@ class WriteBatch:
             end.row["from_state"] = left.get(str(self._index(end.row)))
         if into is not None:
             into.update({**(stored or {}), **own})
+
+    def _parts(self) -> frozenset[str]:
+        present = {"ie": self.instance_ends, "tu": self.task_changes, "ti": self.task_inserts,
+                   "vu": self.values, "ku": self.token_moves, "notify": self.notify,
+                   "read": self.read_back}
+        return frozenset([*(p for p, there in present.items() if there),
+                          *(name for name, _ in self.history.rows)])
 
     def _index(self, row: dict[str, Any]) -> int:
         return next(k for k, (_, r) in enumerate(self.history.rows) if r is row)
@@ -268,64 +276,86 @@ _HISTORY = (("k", "int"), ("tbl", "text"), ("instance_id", "uuid"), ("at", "time
             ("cause", "text"))
 
 
-def _flush_sql() -> str:
+#: The parts a write statement can have; each batch sends only those it needs (a CTE over an
+#: empty array still costs the server its executor set-up), see ``_flush_sql``.
+PARTS = frozenset({"ie", "tu", "ti", "vu", "ku", "notify", "read", *TABLES})
+
+
+@cache
+def _flush_sql(parts: frozenset[str]) -> str:
+    """The write statement for a batch with these parts (``PARTS``)."""
     sets = ", ".join(f"{c} = u.{c}" for c in ("state", "retry_at", "lock_owner",
                                               "lock_expire_at", "error_message",
                                               "error_details", "retries", "attempts"))
-    ctes = [
-        "base AS (SELECT nextval('bpm_history_seq') AS b)",
+    after_ie = _AFTER_IE if "ie" in parts else ""
+    history = [name for name in TABLES if name in parts]
+    ctes = []
+    if history:
+        ctes.append("base AS (SELECT nextval('bpm_history_seq') AS b)")
+    if "ie" in parts:
         # Instance state changes lock the instance row first, as set_instance_state does
         # before any token or task row, so this statement takes locks in the engine's order.
-        f"ie AS (UPDATE process_instances p SET state = u.state, version = p.version + 1, "
-        f"updated_at = u.now, ended_at = u.ended_at FROM {_recordset('ie', _END)}, LATERAL "
-        f"(SELECT o.state FROM process_instances o WHERE o.id = u.id FOR NO KEY UPDATE) old "
-        f"WHERE p.id = u.id AND u.only_from ? old.state AND old.state <> u.state "
-        f"RETURNING p.id, old.state AS old_state, u.k)",
-        f"h AS MATERIALIZED (SELECT * FROM {_recordset('h', _HISTORY)})",
-        f"tu AS (UPDATE external_tasks t SET {sets}, version = t.version + 1, "
-        f"updated_at = u.updated_at FROM {_rows_of('tu', 'external_tasks')} "
-        f"WHERE t.id = u.id AND t.version = u.version "
-        f"AND t.id = ANY(%(tui)s::uuid[]) {_AFTER_IE} "
-        f"RETURNING t.id)",
+        ctes.append(
+            f"ie AS (UPDATE process_instances p SET state = u.state, version = p.version + 1, "
+            f"updated_at = u.now, ended_at = u.ended_at FROM {_recordset('ie', _END)}, LATERAL "
+            f"(SELECT o.state FROM process_instances o WHERE o.id = u.id FOR NO KEY UPDATE) old "
+            f"WHERE p.id = u.id AND u.only_from ? old.state AND old.state <> u.state "
+            f"RETURNING p.id, old.state AS old_state, u.k)")
+    if history:
+        ctes.append(f"h AS MATERIALIZED (SELECT * FROM {_recordset('h', _HISTORY)})")
+    if "tu" in parts:
+        ctes.append(
+            f"tu AS (UPDATE external_tasks t SET {sets}, version = t.version + 1, "
+            f"updated_at = u.updated_at FROM {_rows_of('tu', 'external_tasks')} "
+            f"WHERE t.id = u.id AND t.version = u.version "
+            f"AND t.id = ANY(%(tui)s::uuid[]) {after_ie} RETURNING t.id)")
+    if "ti" in parts:
         # Named columns: a column a later migration adds gets its default, not NULL.
-        f"ti AS (INSERT INTO external_tasks ({', '.join(_TASK_COLUMNS)}) SELECT "
-        f"{', '.join(_TASK_COLUMNS)} FROM {_rows_of('ti', 'external_tasks')})",
-        f"vu AS (INSERT INTO variables (instance_id, name, value, version, updated_at) "
-        f"SELECT u.instance_id, u.name, u.value, 1, u.updated_at "
-        f"FROM {_rows_of('vu', 'variables')} "
-        f"ON CONFLICT (instance_id, name) DO UPDATE SET value = excluded.value, "
-        f"version = variables.version + 1, updated_at = excluded.updated_at)",
-        f"ku AS (UPDATE tokens k SET state = u.state, node_id = u.node_id, "
-        f"via_flow = u.via_flow, wait_kind = u.wait_kind, version = u.version, "
-        f"updated_at = u.updated_at FROM {_recordset('ku', _TOKEN)} "
-        f"WHERE k.id = u.id AND k.version = u.expected "
-        f"AND k.id = ANY(%(kui)s::uuid[]) {_AFTER_IE} "
-        f"RETURNING k.id)",
-    ]
-    for i, (name, table) in enumerate(TABLES.items()):
+        ctes.append(
+            f"ti AS (INSERT INTO external_tasks ({', '.join(_TASK_COLUMNS)}) SELECT "
+            f"{', '.join(_TASK_COLUMNS)} FROM {_rows_of('ti', 'external_tasks')})")
+    if "vu" in parts:
+        ctes.append(
+            f"vu AS (INSERT INTO variables (instance_id, name, value, version, updated_at) "
+            f"SELECT u.instance_id, u.name, u.value, 1, u.updated_at "
+            f"FROM {_rows_of('vu', 'variables')} "
+            f"ON CONFLICT (instance_id, name) DO UPDATE SET value = excluded.value, "
+            f"version = variables.version + 1, updated_at = excluded.updated_at)")
+    if "ku" in parts:
+        ctes.append(
+            f"ku AS (UPDATE tokens k SET state = u.state, node_id = u.node_id, "
+            f"via_flow = u.via_flow, wait_kind = u.wait_kind, version = u.version, "
+            f"updated_at = u.updated_at FROM {_recordset('ku', _TOKEN)} "
+            f"WHERE k.id = u.id AND k.version = u.expected "
+            f"AND k.id = ANY(%(kui)s::uuid[]) {after_ie} RETURNING k.id)")
+    for i, name in enumerate(history):
         columns = [c for c in (*COMMON_COLUMNS, *EXTRA_COLUMNS[name]) if c != "k"]
-        values = [c if (c, name) != ("from_state", "engine") else
+        values = [c if (c, name) != ("from_state", "engine") or "ie" not in parts else
                   "COALESCE(from_state, (SELECT ie.old_state FROM ie WHERE ie.k = h.k))"
                   for c in columns]
         ctes.append(
-            f"h_{i} AS (INSERT INTO {table.name} (id, {', '.join(columns)}) "
+            f"h_{i} AS (INSERT INTO {TABLES[name].name} (id, {', '.join(columns)}) "
             f"SELECT base.b + h.k, {', '.join(values)} "
             f"FROM base, h WHERE h.tbl = '{name}')")
-    ctes.append("n AS (SELECT pg_notify('" + tasks.NOTIFY_CHANNEL + "', topic) "
-                "FROM unnest(%(notify)s::text[]) AS topic)")
+    if "notify" in parts:
+        ctes.append("n AS (SELECT pg_notify('" + tasks.NOTIFY_CHANNEL + "', topic) "
+                    "FROM unnest(%(notify)s::text[]) AS topic)")
     # A guarded update that missed fails the whole statement (see bpm_guard_miss); otherwise
     # the statement returns the read-back variables (as they were before it wrote).
-    guard = ("CASE WHEN (SELECT count(*) FROM tu) <> %(ntu)s "
-             "OR (SELECT count(*) FROM ku) <> %(nku)s "
-             "OR (SELECT count(*) FROM ie) <> %(nie)s "
-             "THEN bpm_guard_miss(json_build_object('tu', (SELECT array_agg(id) FROM tu), "
-             "'ku', (SELECT array_agg(id) FROM ku), "
-             "'ie', (SELECT array_agg(id) FROM ie))::text) END")
+    guarded = [(g, f"%(n{g})s") for g in ("tu", "ku", "ie") if g in parts]
+    guard = "NULL" if not guarded else (
+        "CASE WHEN " + " OR ".join(f"(SELECT count(*) FROM {g}) <> {n}" for g, n in guarded)
+        + " THEN bpm_guard_miss(json_build_object("
+        + ", ".join(f"'{g}', (SELECT array_agg(id) FROM {g})" for g, _ in guarded)
+        + ")::text) END")
     read = ("(SELECT jsonb_object_agg(v.name, v.value) FROM variables v "
-            "WHERE v.instance_id = %(ri)s::uuid)")
-    left = "(SELECT jsonb_object_agg(ie.k::text, ie.old_state) FROM ie)"
-    return ("WITH " + ", ".join(ctes)
-            + f" SELECT {read}, {guard}, (SELECT count(*) FROM n), {left}")
+            "WHERE v.instance_id = %(ri)s::uuid)") if "read" in parts else "NULL"
+    notified = "(SELECT count(*) FROM n)" if "notify" in parts else "0"
+    left = "(SELECT jsonb_object_agg(ie.k::text, ie.old_state) FROM ie)" \
+        if "ie" in parts else "NULL"
+    return (("WITH " + ", ".join(ctes) + " " if ctes else "")
+            + f"SELECT {read}, {guard}, {notified}, {left}")
 
 
-_FLUSH = _flush_sql()
+#: The statement with every part: the longest one.
+_FLUSH = _flush_sql(PARTS)
