@@ -38,6 +38,7 @@ from bpm.engine import (
     user_tasks,
     views,
 )
+from bpm.engine.held import HeldTasks
 from bpm.engine.tx import Conflict, Next, NextToken, RunTask, Stale, Tx
 from bpm.errors import NotFound
 from bpm.events import EventListeners
@@ -130,6 +131,8 @@ class Engine:
         self._graphs: dict[UUID, ProcessGraph] = {}
         self._versions: dict[UUID, int] = {}
         self._instances: OrderedDict[UUID, _InstanceInfo] = OrderedDict()
+        #: Tasks this engine's fetches locked, with their tokens, for their completes.
+        self.held = HeldTasks()
 
     # --- transactions --------------------------------------------------------------------
 

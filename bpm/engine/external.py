@@ -9,7 +9,7 @@ worker, an expired lock, or an unknown or finished task gets its own error and c
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -107,7 +107,8 @@ def _fetch_once(engine: Engine, worker_id: str, topics: Sequence[TopicRequest],
     requests = {t.topic: t for t in topics}
     locks = {t.topic: int(t.lock_duration.total_seconds() * 1000) for t in topics}
     with engine.transaction(worker_id) as tx:
-        locked = tasks.fetch_and_lock(tx.conn, worker_id, locks, max_tasks, tx.now)
+        pairs = tasks.fetch_and_lock(tx.conn, worker_id, locks, max_tasks, tx.now)
+        locked = [task for task, _ in pairs]
         ids = [task.instance_id for task in locked]
         engine.know_instances(tx, ids)
         # One query for every instance's variables (only the names asked for, when every
@@ -127,6 +128,9 @@ def _fetch_once(engine: Engine, worker_id: str, topics: Sequence[TopicRequest],
             if asked is not None:
                 mine = {n: v for n, v in mine.items() if n in asked}
             out.append(_describe(engine, tx, task, mine))
+    for task, token in pairs:  # committed: now they are this worker's
+        if token is not None:
+            engine.held.remember(task, token)
     return out
 
 
@@ -187,13 +191,35 @@ def complete(engine: Engine, task_id: UUID, worker_id: str,
              values: Mapping[str, Any] | None = None) -> None:
     """Task DONE, variables written, token moved on; the next step is dispatched at once."""
     checked = check_variables(values, where=f"complete of task {task_id}")
+    fetched = engine.held.take(task_id)
 
     def body(tx: Tx) -> Any:
         task, tok = _held_with_token(tx, task_id, worker_id)
+        return go_on(tx, task, tok)
+
+    def go_on(tx: Tx, task: TaskRow, tok: TokenRow) -> Any:
         g = engine.graph(engine.info_for(tx, task.instance_id)[0], tx.conn)
         return engine.continue_in(tx, g, handler_runs.complete_task(tx, g, task, checked, tok))
 
+    if fetched is not None and _complete_as_fetched(engine, worker_id, fetched, go_on):
+        return
     _run(engine, worker_id, body)
+
+
+def _complete_as_fetched(engine: Engine, worker_id: str, fetched: tuple[TaskRow, TokenRow],
+                         go_on: Callable[[Tx, TaskRow, TokenRow], Any]) -> bool:
+    """Complete with the task and token as this engine's fetch returned them: no read, so a
+    complete that moves on to the next wait is one statement. False when they are out of
+    date (the write's version checks missed, or the lock looks wrong): the caller then reads
+    them again and reports what it finds."""
+    task, tok = fetched
+    try:
+        with engine.transaction(worker_id) as tx:
+            nxt = go_on(tx, _check_held(tx, task, task.id, worker_id), tok)
+    except (Stale, Conflict, TaskLockError):
+        return False
+    engine.carry_on(nxt)
+    return True
 
 
 def fail(engine: Engine, task_id: UUID, worker_id: str, error_message: str,
@@ -201,6 +227,7 @@ def fail(engine: Engine, task_id: UUID, worker_id: str, error_message: str,
          retry_timeout: timedelta = timedelta(0)) -> None:
     """Report a failure; ``retries`` left (the worker decides, as in Camunda) offers it again
     after ``retry_timeout``, none fails the token with an incident."""
+    engine.held.forget(task_id)  # this report changes the task: the fetched rows are stale
     if retries < 0 or retry_timeout < timedelta(0):
         raise TaskLockError("retries and retry_timeout must not be negative")
 
@@ -233,6 +260,7 @@ def bpmn_error(engine: Engine, task_id: UUID, worker_id: str, code: str, message
                values: Mapping[str, Any] | None = None) -> None:
     """A business error: the activity's error boundary for ``code`` (or catch-all) takes it;
     without one the token fails with an incident (no retries)."""
+    engine.held.forget(task_id)  # this report changes the task: the fetched rows are stale
     if not isinstance(code, str) or not code:
         raise BadVariables("a BPMN error needs a non-empty code")
     checked = check_variables(values, where=f"bpmn_error of task {task_id}")
@@ -261,6 +289,7 @@ def bpmn_error(engine: Engine, task_id: UUID, worker_id: str, code: str, message
 
 def extend_lock(engine: Engine, task_id: UUID, worker_id: str, new_duration: timedelta) -> None:
     """The lock now runs until ``now + new_duration``."""
+    engine.held.forget(task_id)  # this report changes the task: the fetched rows are stale
     if new_duration <= timedelta(0):
         raise TaskLockError("new_duration must be positive")
 
@@ -280,6 +309,7 @@ def extend_lock(engine: Engine, task_id: UUID, worker_id: str, new_duration: tim
 
 def unlock(engine: Engine, task_id: UUID) -> None:
     """Give the task back unrun: READY again, and the attempt it took is returned."""
+    engine.held.forget(task_id)  # this report changes the task: the fetched rows are stale
 
     def body(tx: Tx) -> Any:
         task = tasks.get(tx.conn, task_id)

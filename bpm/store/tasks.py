@@ -145,21 +145,24 @@ UPDATE external_tasks t SET state = 'LOCKED', lock_owner = %(owner)s,
   lock_expire_at = %(now)s + picked.lock_ms * interval '1 millisecond',
   attempts = t.attempts + 1, retries = t.retries - 1, version = t.version + 1,
   updated_at = %(now)s
-FROM picked WHERE t.id = picked.id
-RETURNING {_COLUMN_LIST}"""
+FROM picked, tokens k WHERE t.id = picked.id AND k.id = t.token_id
+RETURNING {_COLUMN_LIST}, {", ".join(f"k.{c.name}" for c in TOKEN_COLUMNS)}"""
 
 
 def fetch_and_lock(conn: Connection, owner: str, locks: dict[str, int], max_tasks: int,
-                   now: datetime) -> list[TaskRow]:
+                   now: datetime) -> list[tuple[TaskRow, TokenRow | None]]:
     """Lock up to ``max_tasks`` READY external tasks of the topics in ``locks`` (topic -> lock
-    milliseconds), highest priority first, then oldest; rows other workers hold are skipped."""
+    milliseconds), highest priority first, then oldest; rows other workers hold are skipped.
+
+    On PostgreSQL each comes with its token as it is now, which a complete by the same
+    process can use instead of reading it again (see ``Engine.held``)."""
     if conn.dialect.name == "postgresql":
         req = json.dumps([{"topic": t, "lock_ms": ms} for t, ms in locks.items()])
         rows = raw_all(conn, _FETCH_PG, {"req": req, "now": now, "max": max_tasks,
                                          "owner": owner})
-        return sorted((TaskRow(*r) for r in rows),
-                      key=lambda task: (-task.priority, task.created_at))
-    return _fetch_one_by_one(conn, owner, locks, max_tasks, now)
+        pairs = [(TaskRow(*r[:len(_COLS)]), TokenRow(*r[len(_COLS):])) for r in rows]
+        return sorted(pairs, key=lambda pair: (-pair[0].priority, pair[0].created_at))
+    return [(task, None) for task in _fetch_one_by_one(conn, owner, locks, max_tasks, now)]
 
 
 def _fetch_one_by_one(conn: Connection, owner: str, locks: dict[str, int], max_tasks: int,

@@ -254,3 +254,47 @@ def test_a_last_complete_refuses_to_end_an_instance_that_changed_meanwhile(
     assert_finished_cleanly(pg_db, iid)
     completed = [e for e in rt.engine.trace(iid) if e["type"] == "InstanceCompleted"]
     assert [(e["from_state"], e["to_state"]) for e in completed] == [("RUNNING", "COMPLETED")]
+
+
+# --- completing with the rows the fetch returned --------------------------------------------
+
+
+def test_a_complete_after_extend_lock_and_after_a_cancel_reads_afresh(
+        rt: Harness, calls: Calls, pg_db: Database) -> None:
+    """The fetch's rows are only a shortcut: a report that changed the task since, or a
+    change by someone else, sends the complete back to reading the rows."""
+    calls.add("work")
+    iid = rt.run(two_topics())
+    [task] = fetch(rt)
+    rt.engine.extend_lock(task.id, "w1", LOCK * 2)
+    rt.engine.complete(task.id, "w1", {"charged": 10})
+    rt.drain()
+    [ship] = fetch(rt, topic="shipping")
+    rt.engine.cancel(iid)
+    before = snapshot(pg_db)
+    with pytest.raises(TaskNotLocked, match="CANCELLED"):
+        rt.engine.complete(ship.id, "w1")
+    assert snapshot(pg_db) == before
+    assert_finished_cleanly(pg_db, iid, "CANCELLED")
+
+
+def test_a_complete_whose_task_changed_elsewhere_since_the_fetch_still_completes(
+        engine_factory: EngineFactory, calls: Calls, pg_db: Database) -> None:
+    """Another engine of the same worker (a process of its own, say, extending locks)
+    changes the task under the rows this engine's fetch returned: the write's version check
+    misses, the complete reads the rows again and goes through, once."""
+    calls.add("work")
+    rt, other = engine_factory(), engine_factory()
+    iid = rt.run(two_topics())
+    [task] = fetch(rt)
+    other.engine.extend_lock(task.id, "w1", LOCK * 2)
+    rt.engine.complete(task.id, "w1", {"charged": 1})
+    rt.drain()
+    assert calls.count("work") == 1
+    [ship] = fetch(rt, topic="shipping")
+    rt.engine.complete(ship.id, "w1")
+    rt.drain()
+    assert_finished_cleanly(pg_db, iid)
+    completed = [e for e in rt.engine.trace(iid) if e["type"] == "COMPLETED"
+                 and e.get("node_id") == "charge" and e["kind"] == "task"]
+    assert len(completed) == 1
