@@ -106,17 +106,15 @@ def _fetch_once(engine: Engine, worker_id: str, topics: Sequence[TopicRequest],
                 max_tasks: int) -> list[LockedTask]:
     requests = {t.topic: t for t in topics}
     locks = {t.topic: int(t.lock_duration.total_seconds() * 1000) for t in topics}
+    # Only the names asked for when every topic names them; each topic's own filter is
+    # applied after.
+    wanted = [t.variables for t in topics]
+    names = (None if any(w is None for w in wanted)
+             else sorted({n for w in wanted for n in w or ()}))
     with engine.transaction(worker_id) as tx:
-        pairs = tasks.fetch_and_lock(tx.conn, worker_id, locks, max_tasks, tx.now)
-        locked = [task for task, _ in pairs]
-        ids = [task.instance_id for task in locked]
-        engine.know_instances(tx, ids)
-        # One query for every instance's variables (only the names asked for, when every
-        # topic names them); each topic's own filter is applied after.
-        wanted = [t.variables for t in topics]
-        names = (None if any(w is None for w in wanted)
-                 else sorted({n for w in wanted for n in w or ()}))
-        values = variables.load_many(tx.conn, ids, names)
+        found = tasks.fetch_and_lock(tx.conn, worker_id, locks, max_tasks, tx.now, names)
+        locked = [f.task for f in found]
+        values = _instances_and_variables(engine, tx, found, names)
         out = []
         for task in locked:
             tx.history.task(instance_id=task.instance_id, task_id=task.id,
@@ -128,10 +126,24 @@ def _fetch_once(engine: Engine, worker_id: str, topics: Sequence[TopicRequest],
             if asked is not None:
                 mine = {n: v for n, v in mine.items() if n in asked}
             out.append(_describe(engine, tx, task, mine))
-    for task, token in pairs:  # committed: now they are this worker's
-        if token is not None:
-            engine.held.remember(task, token)
+    for f in found:  # committed: now they are this worker's
+        if f.token is not None:
+            engine.held.remember(f.task, f.token)
     return out
+
+
+def _instances_and_variables(engine: Engine, tx: Tx, found: list[tasks.Fetched],
+                             names: list[str] | None) -> dict[UUID, dict[str, Any]]:
+    """What the fetch statement returned about the instances (PostgreSQL), else one query
+    for the instances not yet known and one for the variables of all."""
+    if all(f.instance is not None and f.variables is not None for f in found):
+        for f in found:
+            assert f.instance is not None
+            engine.remember(f.task.instance_id, *f.instance)
+        return {f.task.instance_id: dict(f.variables or {}) for f in found}
+    ids = [f.task.instance_id for f in found]
+    engine.know_instances(tx, ids)
+    return variables.load_many(tx.conn, ids, names)
 
 
 def _describe(engine: Engine, tx: Tx, task: TaskRow, values: dict[str, Any]) -> LockedTask:

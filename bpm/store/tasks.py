@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -145,24 +146,42 @@ UPDATE external_tasks t SET state = 'LOCKED', lock_owner = %(owner)s,
   lock_expire_at = %(now)s + picked.lock_ms * interval '1 millisecond',
   attempts = t.attempts + 1, retries = t.retries - 1, version = t.version + 1,
   updated_at = %(now)s
-FROM picked, tokens k WHERE t.id = picked.id AND k.id = t.token_id
-RETURNING {_COLUMN_LIST}, {", ".join(f"k.{c.name}" for c in TOKEN_COLUMNS)}"""
+FROM picked, tokens k, process_instances p
+WHERE t.id = picked.id AND k.id = t.token_id AND p.id = t.instance_id
+RETURNING {_COLUMN_LIST}, {", ".join(f"k.{c.name}" for c in TOKEN_COLUMNS)},
+  p.process_def_id, p.process_key, p.business_key,
+  (SELECT COALESCE(jsonb_object_agg(v.name, v.value), '{{}}') FROM variables v
+   WHERE v.instance_id = t.instance_id
+     AND (%(names)s::text[] IS NULL OR v.name = ANY(%(names)s::text[])))"""
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """A task a fetch locked. On PostgreSQL the same statement also returns its token, what
+    the worker is told about its instance (definition id, process key, business key) and its
+    variables (those named, or all); elsewhere those are None and read separately."""
+
+    task: TaskRow
+    token: TokenRow | None = None
+    instance: tuple[UUID, str, str | None] | None = None
+    variables: dict[str, Any] | None = None
 
 
 def fetch_and_lock(conn: Connection, owner: str, locks: dict[str, int], max_tasks: int,
-                   now: datetime) -> list[tuple[TaskRow, TokenRow | None]]:
+                   now: datetime, names: list[str] | None = None) -> list[Fetched]:
     """Lock up to ``max_tasks`` READY external tasks of the topics in ``locks`` (topic -> lock
     milliseconds), highest priority first, then oldest; rows other workers hold are skipped.
-
-    On PostgreSQL each comes with its token as it is now, which a complete by the same
-    process can use instead of reading it again (see ``Engine.held``)."""
+    ``names``: the variables wanted (None: all)."""
     if conn.dialect.name == "postgresql":
         req = json.dumps([{"topic": t, "lock_ms": ms} for t, ms in locks.items()])
         rows = raw_all(conn, _FETCH_PG, {"req": req, "now": now, "max": max_tasks,
-                                         "owner": owner})
-        pairs = [(TaskRow(*r[:len(_COLS)]), TokenRow(*r[len(_COLS):])) for r in rows]
-        return sorted(pairs, key=lambda pair: (-pair[0].priority, pair[0].created_at))
-    return [(task, None) for task in _fetch_one_by_one(conn, owner, locks, max_tasks, now)]
+                                         "owner": owner, "names": names})
+        tokens_end = len(_COLS) + len(TOKEN_COLUMNS)
+        found = [Fetched(TaskRow(*r[:len(_COLS)]), TokenRow(*r[len(_COLS):tokens_end]),
+                         (r[tokens_end], r[tokens_end + 1], r[tokens_end + 2]),
+                         r[tokens_end + 3]) for r in rows]
+        return sorted(found, key=lambda f: (-f.task.priority, f.task.created_at))
+    return [Fetched(task) for task in _fetch_one_by_one(conn, owner, locks, max_tasks, now)]
 
 
 def _fetch_one_by_one(conn: Connection, owner: str, locks: dict[str, int], max_tasks: int,
