@@ -203,10 +203,9 @@ class Engine:
             inst = instances.get(tx.conn, instance_id)
             if inst is None:
                 raise NotFound(f"instance {instance_id} does not exist")
-            info = _InstanceInfo(inst.process_def_id, inst.process_key, inst.business_key)
-            self._instances[instance_id] = info
-            if len(self._instances) > 10_000:
-                self._instances.popitem(last=False)
+            self.remember(instance_id, inst.process_def_id, inst.process_key,
+                          inst.business_key)
+            info = self._instances[instance_id]
         return info
 
     # --- jobs ----------------------------------------------------------------------------
@@ -389,6 +388,9 @@ class Engine:
     def remember(self, instance_id: UUID, def_id: UUID, key: str,
                  business_key: str | None) -> None:
         self._instances[instance_id] = _InstanceInfo(def_id, key, business_key)
+        self._instances.move_to_end(instance_id)
+        while len(self._instances) > 10_000:  # a long-running worker meets ever new instances
+            self._instances.popitem(last=False)
 
     # --- the public API ------------------------------------------------------------------
 

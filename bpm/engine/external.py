@@ -203,7 +203,7 @@ def complete(engine: Engine, task_id: UUID, worker_id: str,
              values: Mapping[str, Any] | None = None) -> None:
     """Task DONE, variables written, token moved on; the next step is dispatched at once."""
     checked = check_variables(values, where=f"complete of task {task_id}")
-    fetched = engine.held.take(task_id)
+    fetched = engine.held.take(task_id, worker_id)
 
     def body(tx: Tx) -> Any:
         task, tok = _held_with_token(tx, task_id, worker_id)

@@ -26,15 +26,28 @@ class HeldTasks:
         self._lock = threading.Lock()
 
     def remember(self, task: TaskRow, token: TokenRow) -> None:
+        """Keep the rows; entries whose lock has run out by this task's lock time go first,
+        then the oldest beyond ``LIMIT`` (tasks reported elsewhere, or never)."""
         with self._lock:
             self._rows[task.id] = (task, token)
-            while len(self._rows) > LIMIT:
-                self._rows.popitem(last=False)
+            self._rows.move_to_end(task.id)
+            locked_at = task.updated_at
+            while self._rows:
+                oldest, (held, _) = next(iter(self._rows.items()))
+                expired = held.lock_expire_at is not None and held.lock_expire_at < locked_at
+                if not expired and len(self._rows) <= LIMIT:
+                    break
+                del self._rows[oldest]
 
-    def take(self, task_id: UUID) -> tuple[TaskRow, TokenRow] | None:
-        """The rows for ``task_id``, forgotten as they are handed out (one report per lock)."""
+    def take(self, task_id: UUID, worker_id: str) -> tuple[TaskRow, TokenRow] | None:
+        """The rows for ``task_id`` if ``worker_id`` locked it, forgotten as they are handed
+        out (one report per lock); another caller leaves them for the owner."""
         with self._lock:
-            return self._rows.pop(task_id, None)
+            found = self._rows.get(task_id)
+            if found is None or found[0].lock_owner != worker_id:
+                return None
+            del self._rows[task_id]
+            return found
 
     def forget(self, task_id: UUID) -> None:
         with self._lock:
