@@ -190,13 +190,19 @@ def _check_held(tx: Tx, task: TaskRow | None, task_id: UUID, worker_id: str) -> 
 
 
 def _run(engine: Engine, worker_id: str, body: Any) -> None:
-    """One transaction; a version race with another change reads as the lock being lost."""
-    try:
+    """One transaction. A version race with another change (a boundary timer firing at the
+    same moment, say) is retried from a fresh read, which then reports what won: telling the
+    worker its lock was lost while it still holds it would make it drop a finished result.
+    Only a race lost again and again reads as the lock being lost."""
+    def once() -> Any:
         with engine.transaction(worker_id) as tx:
-            nxt = body(tx)
-        engine.carry_on(nxt)
+            return body(tx)
+
+    try:
+        nxt = engine.retrying(once)
     except (Stale, Conflict) as exc:
         raise LockExpired(f"the task changed while {worker_id!r} reported on it: {exc}") from exc
+    engine.carry_on(nxt)
 
 
 def complete(engine: Engine, task_id: UUID, worker_id: str,
