@@ -3,7 +3,8 @@
 1. Throughput: N READY tasks of one topic; 1, 4 and 8 worker threads each fetch (up to 10 at a
    time) and complete until none is left. Prints tasks/s.
 2. Latency: with 10,000 and then 1,000,000 finished tasks in the table, plus 100,000 READY
-   tasks of other topics, one new task at a time is fetched; prints fetch p50/p99 (ms).
+   tasks of other topics, one new task at a time is fetched; prints fetch p50/p99 (ms). Then
+   the same with a backlog of 100,000 READY tasks in the fetched topic itself.
 
     python -m bench.fetch_and_lock [--tasks 4000] [--finished 10000,1000000]
 """
@@ -118,6 +119,9 @@ def main() -> None:
         have = finished
         p50, p99 = latency(db, def_id, args.samples)
         print(f"  {finished:>9,} finished tasks: p50 {p50:5.2f} ms  p99 {p99:5.2f} ms")
+    create(db, def_id, 100_000, "probe", "READY")  # a backlog in the fetched topic itself
+    p50, p99 = latency(db, def_id, args.samples)
+    print(f"  and 100,000 READY tasks in the fetched topic: p50 {p50:5.2f} ms  p99 {p99:5.2f} ms")
     db.dispose()
 
 

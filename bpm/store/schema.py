@@ -199,12 +199,18 @@ external_tasks = Table(
     Index("ix_external_tasks_instance_id", "instance_id"),
     Index("ix_external_tasks_ready", "kind", "retry_at",
           postgresql_where=text("state = 'READY'"), sqlite_where=text("state = 'READY'")),
-    Index("ix_external_tasks_fetch", "topic", "priority", "created_at",
-          postgresql_where=text("state = 'READY' AND kind = 'EXTERNAL'"),
-          sqlite_where=text("state = 'READY' AND kind = 'EXTERNAL'")),
     Index("ix_external_tasks_locked", "lock_expire_at",
           postgresql_where=text("state = 'LOCKED'"), sqlite_where=text("state = 'LOCKED'")),
 )
+
+# Fetch-and-lock reads a topic's READY tasks by priority, highest first, then oldest: the index
+# runs in that order, so a fetch reads ten entries however long the topic's backlog is (an
+# ascending priority cannot serve "priority DESC, created_at", and the fetch sorted the whole
+# backlog: about 100 ms with 100,000 READY tasks in the topic).
+Index("ix_external_tasks_fetch", external_tasks.c.topic, external_tasks.c.priority.desc(),
+      external_tasks.c.created_at,
+      postgresql_where=text("state = 'READY' AND kind = 'EXTERNAL'"),
+      sqlite_where=text("state = 'READY' AND kind = 'EXTERNAL'"))
 
 timers = Table(
     "timers",
