@@ -123,10 +123,16 @@ class Cluster:
         self.wait_until(done, timeout, f"{count} instances to end in {sorted(states)}")
         return self.states()
 
-    def held(self) -> int:
-        """Messages of this cluster that Redis holds as delivered but not acknowledged."""
-        entries = self.redis.hvals("unacked")
-        return sum(1 for raw in entries if json.loads(raw)[2].startswith(self.prefix))
+    def held(self, task: str) -> int:
+        """Messages of this cluster for ``task`` that Redis holds as delivered but not yet
+        acknowledged (a worker is running them, or died while it did)."""
+        count = 0
+        for raw in self.redis.hvals("unacked"):
+            message, _exchange, routing_key = json.loads(raw)
+            if routing_key.startswith(self.prefix) and \
+                    message.get("headers", {}).get("task") == task:
+                count += 1
+        return count
 
     def calls(self, business_key: str, node: str) -> tuple[int, int]:
         """How often a handler ran for an instance, and with how many idempotency keys."""

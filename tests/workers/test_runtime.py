@@ -116,13 +116,14 @@ def test_start_held_by_a_killed_worker_comes_back_and_starts_nothing_new(
     cluster.start("slow", {"slow_seconds": 2.5}, "held")
     cluster.wait_until(lambda: bool(cluster.running_pids("slow")), 30, "the slow handler")
     cluster.kill("w1")
-    assert cluster.held() == 1, "the killed worker held no message"
+    assert cluster.held("bpm.start_instance") == 1, "the killed worker held no start"
     cluster.worker("w2", extra_env=short)
     cluster.beat("beat1")
     cluster.wait_all(1, timeout=60)
     cluster.wait_until(lambda: b"outcome=existing" in (cluster.logs / "w2.log").read_bytes(),
                        30, "the held start message to be delivered again")
-    assert cluster.held() == 0
+    cluster.wait_until(lambda: cluster.held("bpm.start_instance") == 0, 30,
+                       "the redelivered start to be acknowledged")
     assert list(cluster.states()) == ["held"], "the redelivered start began a second instance"
     assert_finished_cleanly(cluster.db, cluster.instance_id("held"))
 
