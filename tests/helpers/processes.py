@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+from collections.abc import Callable
 from typing import Any
 
 from bpm.definitions import ProcessBuilder
@@ -97,3 +99,34 @@ def exclusive(key: str = "route", *, default: bool = True,
     if default:
         b.task("small").flow("gw", "small", flow_id="to_small").sequence("small", "end")
     return b.build()
+
+
+def random_saga(seed: int, key: str,
+                step: Callable[[str, bool], dict[str, Any]]) -> tuple[Doc, str]:
+    """A global saga over a random mix of steps and parallel branches, and the step chosen to
+    fail. ``step(name, undoable)`` gives a service task's keys; about 80% are undoable (the
+    caller adds their ``compensation``)."""
+    rnd = random.Random(seed)
+    b = ProcessBuilder(key, saga="global").start()
+    steps: list[str] = []
+
+    def add(name: str) -> str:
+        b._node(name, "serviceTask", **step(name, rnd.random() < 0.8))
+        steps.append(name)
+        return name
+
+    previous = "start"
+    for i in range(rnd.randint(2, 4)):
+        if rnd.random() < 0.5:
+            fork, join = f"f{i}", f"j{i}"
+            b.parallel_gateway(fork).parallel_gateway(join).flow(previous, fork)
+            for branch in range(rnd.randint(2, 3)):
+                b.sequence(fork, *[add(f"s{i}_{branch}_{k}")
+                                   for k in range(rnd.randint(1, 3))], join)
+            previous = join
+        else:
+            name = add(f"s{i}")
+            b.flow(previous, name)
+            previous = name
+    doc = b.end().flow(previous, "end").build()
+    return doc, rnd.choice(steps)

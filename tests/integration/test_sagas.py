@@ -18,6 +18,7 @@ from bpm.errors import InvalidDefinition
 from bpm.handlers import HandlerContext
 from bpm.store import Database, compensation
 from tests.helpers import db as rows
+from tests.helpers import processes
 from tests.helpers.invariants import assert_history_consistent
 from tests.helpers.runtime import Calls, Harness, failing
 
@@ -372,38 +373,13 @@ def test_listeners_get_the_saga_events_after_commit(rt: Harness, calls: Calls,
 
 
 def random_saga(seed: int) -> tuple[dict[str, Any], str]:
-    """A global saga over a random mix of steps and parallel branches, failing at one step."""
-    import random
+    """A global saga over a random mix of steps and parallel branches, failing at one step;
+    each step has its own handler ``do_NAME`` and most an ``undo_NAME``."""
+    def step(name: str, undoable: bool) -> dict[str, Any]:
+        return {"handler": f"do_{name}",
+                **({"compensation": comp(f"undo_{name}")} if undoable else {})}
 
-    rnd = random.Random(seed)
-    b = ProcessBuilder(f"rnd{seed}", saga="global").start()
-    steps: list[str] = []
-
-    def step(name: str) -> str:
-        b._node(name, "serviceTask", handler=f"do_{name}",
-                compensation=comp(f"undo_{name}") if rnd.random() < 0.8 else None)
-        steps.append(name)
-        return name
-
-    previous = "start"
-    for i in range(rnd.randint(2, 4)):
-        if rnd.random() < 0.5:
-            fork, join = f"f{i}", f"j{i}"
-            b.parallel_gateway(fork).parallel_gateway(join).flow(previous, fork)
-            for branch in range(rnd.randint(2, 3)):
-                chain = [step(f"s{i}_{branch}_{k}") for k in range(rnd.randint(1, 3))]
-                b.sequence(fork, *chain, join)
-            previous = join
-        else:
-            name = step(f"s{i}")
-            b.flow(previous, name)
-            previous = name
-    b.end().flow(previous, "end")
-    doc = b.build()
-    for node in doc["nodes"]:  # drop the None compensations the helper passed through
-        if node.get("compensation") is None:
-            node.pop("compensation", None)
-    return doc, rnd.choice(steps)
+    return processes.random_saga(seed, f"rnd{seed}", step)
 
 
 @pytest.mark.parametrize("seed", range(12))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bpm.definitions import ProcessBuilder
+from tests.helpers import processes as shared
 
 
 def branches_and_subprocess() -> dict[str, Any]:
@@ -90,36 +91,12 @@ def saga_abc(key: str = "saga_abc", *, undo: str = "undo", timeout: str | None =
 def random_saga(seed: int) -> dict[str, Any]:
     """A global saga over a random mix of steps and parallel branches (``noop`` handlers,
     most with an ``undo`` compensation) that fails at one random step (``boom``)."""
-    import random
+    def step(name: str, undoable: bool) -> dict[str, Any]:
+        undo = {"handler": "undo", "retry": {"max_attempts": 3, "backoff": "PT0S"}}
+        return {"handler": "noop", "timeout": "PT3S",
+                **({"compensation": undo} if undoable else {})}
 
-    rnd = random.Random(seed)
-    b = ProcessBuilder(f"rnd_saga_{seed}", saga="global").start()
-    steps: list[str] = []
-
-    def step(name: str) -> str:
-        keys: dict[str, Any] = {"handler": "noop", "timeout": "PT3S"}
-        if rnd.random() < 0.8:
-            keys["compensation"] = {"handler": "undo",
-                                    "retry": {"max_attempts": 3, "backoff": "PT0S"}}
-        b._node(name, "serviceTask", **keys)
-        steps.append(name)
-        return name
-
-    previous = "start"
-    for i in range(rnd.randint(2, 4)):
-        if rnd.random() < 0.5:
-            fork, join = f"f{i}", f"j{i}"
-            b.parallel_gateway(fork).parallel_gateway(join).flow(previous, fork)
-            for branch in range(rnd.randint(2, 3)):
-                b.sequence(fork, *[step(f"s{i}_{branch}_{k}")
-                                   for k in range(rnd.randint(1, 3))], join)
-            previous = join
-        else:
-            name = step(f"s{i}")
-            b.flow(previous, name)
-            previous = name
-    doc = b.end().flow(previous, "end").build()
-    failing = rnd.choice(steps)
+    doc, failing = shared.random_saga(seed, f"rnd_saga_{seed}", step)
     for node in doc["nodes"]:
         if node["id"] == failing:
             node["handler"] = "boom"
