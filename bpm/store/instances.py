@@ -6,17 +6,16 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, any_, bindparam, select
+from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from bpm.store.db import pg_sql, raw_all, raw_one
+from bpm.store.db import raw_one
 from bpm.store.rows import InstanceRow, from_row
 from bpm.store.schema import process_instances as t
 
 _COLS = (t.c.id, t.c.process_def_id, t.c.process_key, t.c.business_key, t.c.idempotency_key,
          t.c.state, t.c.version, t.c.started_at, t.c.updated_at, t.c.ended_at)
 _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
-_MANY_PG = pg_sql(select(*_COLS).where(t.c.id == any_(bindparam("ids"))))
 _BY_IDEMPOTENCY = select(*_COLS).where(t.c.process_key == bindparam("key"),
                                        t.c.idempotency_key == bindparam("ikey"))
 _SET_STATE = (
@@ -81,9 +80,7 @@ def get_many(conn: Connection, instance_ids: list[UUID]) -> list[InstanceRow]:
     if not instance_ids:
         return []
     return [from_row(InstanceRow, row)
-            for row in (raw_all(conn, _MANY_PG, {"ids": instance_ids})
-                        if conn.dialect.name == "postgresql" else
-                        conn.execute(select(*_COLS).where(t.c.id.in_(instance_ids))))]
+            for row in conn.execute(select(*_COLS).where(t.c.id.in_(instance_ids)))]
 
 
 def set_state(conn: Connection, row: InstanceRow, state: str, now: datetime,

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, any_, bindparam, select
+from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from bpm.store.db import pg_sql, raw_all
 from bpm.store.schema import variables as t
 
 _ALL = select(t.c.name, t.c.value).where(t.c.instance_id == bindparam("id"))
@@ -40,29 +39,17 @@ def load(conn: Connection, instance_id: UUID, names: list[str] | None = None) ->
 
 def load_many(conn: Connection, instance_ids: list[UUID],
               names: list[str] | None = None) -> dict[UUID, dict[str, Any]]:
-    """The variables of several instances in one query (fetch-and-lock locks a batch)."""
+    """The variables of several instances in one query (fetch-and-lock on SQLite; on
+    PostgreSQL its locking statement returns them)."""
     out: dict[UUID, dict[str, Any]] = {iid: {} for iid in instance_ids}
     if not instance_ids:
         return out
-    if conn.dialect.name == "postgresql":
-        rows: Iterable[Sequence[Any]] = raw_all(
-            conn, _MANY_PG if names is None else _MANY_NAMED_PG,
-            {"ids": instance_ids, "names": names})
-    else:
-        stmt = select(t.c.instance_id, t.c.name, t.c.value).where(
-            t.c.instance_id.in_(instance_ids))
-        if names is not None:
-            stmt = stmt.where(t.c.name.in_(names))
-        rows = conn.execute(stmt)
-    for iid, name, value in rows:
+    stmt = select(t.c.instance_id, t.c.name, t.c.value).where(t.c.instance_id.in_(instance_ids))
+    if names is not None:
+        stmt = stmt.where(t.c.name.in_(names))
+    for iid, name, value in conn.execute(stmt):
         out[iid][name] = value
     return out
-
-
-_MANY = select(t.c.instance_id, t.c.name, t.c.value).where(
-    t.c.instance_id == any_(bindparam("ids")))
-_MANY_PG = pg_sql(_MANY)
-_MANY_NAMED_PG = pg_sql(_MANY.where(t.c.name == any_(bindparam("names"))))
 
 
 def write(conn: Connection, instance_id: UUID, values: Mapping[str, Any], now: datetime) -> None:
