@@ -7,6 +7,9 @@ survive pickling (Celery serialises them) and ``str()`` returns the message.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 
 class BpmError(Exception):
     """Root of every error bpm raises."""
@@ -105,12 +108,15 @@ class BpmnError(BpmError):
     """Raised by a handler to signal a business error with a code (BPMN error).
 
     It follows a matching error boundary event; without one it fails the token with no retries.
+    ``variables`` are set on the instance with it, so the boundary's path can see why.
     """
 
-    def __init__(self, code: str, message: str = "") -> None:
-        super().__init__(code, message)
+    def __init__(self, code: str, message: str = "",
+                 variables: Mapping[str, Any] | None = None) -> None:
+        super().__init__(code, message, variables)
         self.code = code
         self.message = message
+        self.variables = dict(variables) if variables is not None else {}
 
     def __str__(self) -> str:
         return f"BPMN error {self.code}" + (f": {self.message}" if self.message else "")

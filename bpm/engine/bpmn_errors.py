@@ -1,8 +1,10 @@
 """BPMN errors: caught by an error boundary event, or failing the token (engine spec 4.6, 4.8).
 
-A service task's handler or worker throws at its own activity; an error end event throws at the
-subprocesses around it, innermost first. Catching is interrupting: the activity (or everything
-still running inside the subprocess) is left, and the token takes the boundary's path.
+A service task's handler or worker throws at its own activity first, then at the subprocesses
+around it, innermost first (BPMN 2.0 10.5.3: an uncaught error propagates to the enclosing
+scope); an error end event throws at the subprocesses around it. Catching is interrupting:
+the activity (or everything still running inside the subprocess) is left, and the token takes
+the boundary's path.
 """
 
 from __future__ import annotations
@@ -29,7 +31,29 @@ def catch_at_activity(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str,
     return _take_boundary(tx, tok, catcher, code, message, tok.node_id)
 
 
-def throw_from_end(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str) -> NextToken | None:
+def caught_anywhere(g: ProcessGraph, node_id: str, code: str) -> bool:
+    """Whether a boundary on ``node_id`` or on a subprocess around it catches ``code``."""
+    scope: str | None = node_id
+    while scope is not None:
+        if g.catcher(scope, code) is not None:
+            return True
+        scope = g.node(scope).scope
+    return False
+
+
+def throw_from_task(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str,
+                    message: str = "") -> NextToken | None:
+    """``tok`` waits at a task that threw ``code``: the task's own boundary catches it, else
+    the innermost enclosing subprocess whose boundary does (the task is left with it)."""
+    caught = catch_at_activity(tx, g, tok, code, message)
+    if caught is not None or not caught_anywhere(g, tok.node_id, code):
+        return caught
+    cancel_timers(tx, tok, reason=f"error {code!r} thrown at {tok.node_id!r}")
+    return throw_from_end(tx, g, tok, code, message)
+
+
+def throw_from_end(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str,
+                   message: str = "") -> NextToken | None:
     """An error end event: the innermost enclosing subprocess with a catching boundary ends
     (its remaining tokens are cancelled) and its token takes the boundary's path."""
     tx.flush_tokens()
@@ -42,7 +66,7 @@ def throw_from_end(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str) -> NextTok
         catcher = g.catcher(scope, code)
         if catcher is not None:
             _end_scope(tx, everything, host, tok)
-            return _take_boundary(tx, host, catcher, code, "", tok.node_id)
+            return _take_boundary(tx, host, catcher, code, message, tok.node_id)
         current, scope = host, g.node(scope).scope
     return None
 

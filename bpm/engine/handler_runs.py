@@ -16,7 +16,7 @@ from typing import Any
 from uuid import UUID
 
 from bpm.definitions.model import ProcessGraph
-from bpm.engine.bpmn_errors import catch_at_activity
+from bpm.engine.bpmn_errors import caught_anywhere, throw_from_task
 from bpm.engine.failures import fail_token
 from bpm.engine.nodes import leave
 from bpm.engine.tx import Next, Stale, Tx
@@ -38,6 +38,8 @@ class Outcome:
     details: str | None = None
     retryable: bool = True
     bpmn_code: str | None = None
+    #: Variables a BPMN error carries: set whether or not a boundary catches it.
+    error_variables: dict[str, Any] | None = None
 
 
 def lock_task(tx: Tx, task_id: UUID, lock_for: timedelta) -> TaskRow | None:
@@ -72,11 +74,21 @@ def invoke(registry: HandlerRegistry, task: TaskRow, ctx: HandlerContext) -> Out
     try:
         result = fn(ctx)
     except BpmnError as exc:
-        return Outcome(error=str(exc), bpmn_code=exc.code, retryable=False)
+        return _bpmn_outcome(task, exc)
     except Exception as exc:
         details = traceback.format_exc()[-MAX_DETAILS:]
         return Outcome(error=f"{type(exc).__name__}: {exc}", details=details)
     return _check_result(task, result)
+
+
+def _bpmn_outcome(task: TaskRow, exc: BpmnError) -> Outcome:
+    try:
+        values = check_variables(exc.variables, where=f"the BpmnError of handler "
+                                                      f"{task.handler!r}")
+    except BadVariables as bad:
+        return Outcome(error=str(bad), retryable=False)
+    return Outcome(error=str(exc), bpmn_code=exc.code, retryable=False,
+                   error_variables=values)
 
 
 def _check_result(task: TaskRow, result: object) -> Outcome:
@@ -118,6 +130,7 @@ def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
     A BPMN error goes to the activity's error boundary when one catches its code.
     """
     if outcome.bpmn_code is not None:
+        tx.write_variables(task.instance_id, outcome.error_variables or {})
         caught = catch_bpmn_error(tx, g, task, outcome.bpmn_code, outcome.error or "")
         if caught is not None:
             return caught
@@ -155,19 +168,21 @@ def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
 
 def catch_bpmn_error(tx: Tx, g: ProcessGraph, task: TaskRow, code: str,
                      message: str) -> Next:
-    """Task ends (DONE, with the error kept) and its token takes the catching boundary;
-    None when no boundary of the task catches ``code``."""
-    if g.catcher(task.node_id, code) is None:
+    """Task ends (DONE, with the error kept) and its token takes the catching boundary, its
+    own or an enclosing subprocess's; None when no boundary catches ``code``."""
+    if not caught_anywhere(g, task.node_id, code):
         return None
     tok = tokens.get(tx.conn, task.token_id)
     if tok is None or tok.state != "WAITING":
         raise Stale(f"token of task {task.id} is no longer waiting")
+    if tok.mode != "FORWARD":
+        return None  # undoing an activity: its boundaries belong to the forward run
     tx.finish_task(task, state="DONE", error_message=message, miss="stale",
                    message=f"task {task.id} changed before its BPMN error was recorded")
     tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
                     at=tx.now, type="BPMN_ERROR", node_id=task.node_id, from_state="LOCKED",
                     to_state="DONE", actor=tx.actor, data={"code": code, "message": message})
-    return catch_at_activity(tx, g, tok, code, message)
+    return throw_from_task(tx, g, tok, code, message)
 
 
 def expire_lock(tx: Tx, g: ProcessGraph, task: TaskRow) -> Next:

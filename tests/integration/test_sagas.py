@@ -14,7 +14,7 @@ import pytest
 
 from bpm.definitions import ProcessBuilder
 from bpm.definitions.parse import compile_definition
-from bpm.errors import InvalidDefinition
+from bpm.errors import BpmnError, InvalidDefinition
 from bpm.handlers import HandlerContext
 from bpm.store import Database, compensation
 from tests.helpers import db as rows
@@ -114,6 +114,30 @@ def test_without_a_saga_scope_a_failure_is_an_incident(rt: Harness, calls: Calls
     assert rows.state(db, iid) == "FAILED"
     assert len(rows.incidents_of(db, iid)) == 1
     assert [s for _, _, s in records(db, iid)] == ["PENDING", "PENDING"]  # kept, not run
+
+
+def test_a_bpmn_error_from_a_compensation_is_not_caught_by_the_activitys_boundary(
+        rt: Harness, calls: Calls, journal: Journal) -> None:
+    """The error boundary on B belongs to B's forward run: undoing B and failing with the
+    code it catches is a failed compensation (an incident), not a jump to its path."""
+    register(journal, calls, "do_a", "do_b", "undo_a")
+
+    def refuse(ctx: HandlerContext) -> None:
+        raise BpmnError("NOPE", "cannot undo")
+
+    journal.add(calls, "undo_b", refuse)
+    doc = abc()
+    doc["nodes"] += [{"id": "eb", "type": "boundaryEvent", "attachedTo": "b", "error": "NOPE"},
+                     {"id": "eb_end", "type": "endEvent"}]
+    doc["flows"].append({"id": "eb_flow", "source": "eb", "target": "eb_end"})
+    iid = rt.run(doc)
+    db = rt.engine.db
+    assert journal.lines == ["do_a", "do_b", "boom", "undo_b", "undo_a"]
+    assert rows.state(db, iid) == "TERMINATED"
+    (incident,) = rows.incidents_of(db, iid, only_open=True)
+    assert incident.kind == "compensation" and "NOPE" in incident.message
+    assert "eb_end" not in {t.node_id for t in rows.tokens_of(db, iid)}
+    assert_history_consistent(db, iid)
 
 
 def test_a_failing_compensation_opens_an_incident_and_the_saga_goes_on(
