@@ -12,8 +12,8 @@ import random
 import socket
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -54,6 +54,7 @@ from bpm.store import (
     tokens,
     variables,
 )
+from bpm.store.notify import Listener, listen
 from bpm.store.queries import InstanceFilter
 from bpm.store.rows import TaskRow, TokenRow
 
@@ -475,9 +476,18 @@ class Engine:
     # External tasks (workers outside the engine): see bpm.engine.external.
 
     def fetch_and_lock(self, worker_id: str, topics: Sequence[external.TopicRequest],
-                       max_tasks: int = 10, long_poll: float = 0.0) -> list[external.LockedTask]:
+                       max_tasks: int = 10, long_poll: float = 0.0,
+                       listener: Listener | None = None) -> list[external.LockedTask]:
+        """Lock up to ``max_tasks`` tasks; with ``long_poll`` seconds, wait for one to appear.
+        A long-running worker passes its own ``listener`` (``task_listener``) so that each
+        long poll does not open a connection of its own."""
         with because(f"api fetch_and_lock worker={worker_id}"):
-            return external.fetch_and_lock(self, worker_id, topics, max_tasks, long_poll)
+            return external.fetch_and_lock(self, worker_id, topics, max_tasks, long_poll,
+                                           listener)
+
+    def task_listener(self, topics: Iterable[str]) -> AbstractContextManager[Listener]:
+        """A connection that hears when a task of one of ``topics`` is offered."""
+        return listen(self.db, set(topics))
 
     def complete(self, task_id: UUID | str, worker_id: str,
                  variables: Mapping[str, Any] | None = None) -> None:

@@ -28,7 +28,7 @@ from bpm.errors import (
 )
 from bpm.store import tasks, tokens, variables
 from bpm.store.db import first_statement_commits
-from bpm.store.notify import listen
+from bpm.store.notify import Listener, listen
 from bpm.store.rows import TaskRow, TokenRow
 from bpm.variables import check_variables
 
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
 MAX_TASKS = 1000
 MAX_LONG_POLL = 300.0
+#: How often a report whose write found the task or token moved on is tried from a fresh read.
+STALE_RETRIES = 3
 
 
 @dataclass(frozen=True)
@@ -70,21 +72,36 @@ class LockedTask:
 
 
 def fetch_and_lock(engine: Engine, worker_id: str, topics: Sequence[TopicRequest],
-                   max_tasks: int = 10, long_poll: float = 0.0) -> list[LockedTask]:
-    """Lock up to ``max_tasks`` tasks; with ``long_poll`` seconds, wait for one to appear."""
+                   max_tasks: int = 10, long_poll: float = 0.0,
+                   listener: Listener | None = None) -> list[LockedTask]:
+    """Lock up to ``max_tasks`` tasks; with ``long_poll`` seconds, wait for one to appear
+    (on ``listener`` if given: it must already listen, for these topics at least)."""
     _check_fetch(worker_id, topics, max_tasks, long_poll)
     deadline = time.monotonic() + long_poll
     found = _fetch_once(engine, worker_id, topics, max_tasks)
     if found or long_poll <= 0:
         return found
+    if listener is not None:
+        return _long_poll(engine, worker_id, topics, max_tasks, deadline, listener)
     # Nothing yet: listen first, then look again, so a task created in between is not missed.
-    with listen(engine.db, {t.topic for t in topics}) as listener:
-        while True:
-            found = _fetch_once(engine, worker_id, topics, max_tasks)
-            left = deadline - time.monotonic()
-            if found or left <= 0:
-                return found
-            listener.wait(left)
+    with listen(engine.db, {t.topic for t in topics}) as own:
+        return _long_poll(engine, worker_id, topics, max_tasks, deadline, own)
+
+
+def _long_poll(engine: Engine, worker_id: str, topics: Sequence[TopicRequest], max_tasks: int,
+               deadline: float, listener: Listener) -> list[LockedTask]:
+    """Look, then sleep until a task is offered (NOTIFY) or a failed one's retry_at comes
+    due (no one is told of that), until ``deadline``."""
+    while True:
+        found = _fetch_once(engine, worker_id, topics, max_tasks)
+        left = deadline - time.monotonic()
+        if found or left <= 0:
+            return found
+        with engine.db.transaction() as conn:
+            due = tasks.next_retry_at(conn, [t.topic for t in topics], engine.clock.now())
+        if due is not None:
+            left = min(left, max((due - engine.clock.now()).total_seconds(), 0.0) + 0.01)
+        listener.wait(left)
 
 
 def _check_fetch(worker_id: str, topics: Sequence[TopicRequest], max_tasks: int,
@@ -198,10 +215,16 @@ def _run(engine: Engine, worker_id: str, body: Any) -> None:
         with engine.transaction(worker_id) as tx:
             return body(tx)
 
-    try:
-        nxt = engine.retrying(once)
-    except (Stale, Conflict) as exc:
-        raise LockExpired(f"the task changed while {worker_id!r} reported on it: {exc}") from exc
+    for tries_left in reversed(range(STALE_RETRIES)):
+        try:
+            nxt = engine.retrying(once)
+            break
+        except (Stale, Conflict) as exc:
+            # A write that found a row moved on (an extend_lock from this worker's own lock
+            # keeper, say): the fresh read in ``body`` raises the lock error if it is real.
+            if not tries_left:
+                raise LockExpired(f"the task changed while {worker_id!r} reported on it: "
+                                  f"{exc}") from exc
     engine.carry_on(nxt)
 
 

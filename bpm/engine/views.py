@@ -65,8 +65,8 @@ def timer_view(t: TimerRow) -> dict[str, Any]:
 
 def incident_view(i: IncidentRow) -> dict[str, Any]:
     return {"id": str(i.id), "token_id": _id(i.token_id), "task_id": _id(i.task_id),
-            "node_id": i.node_id, "kind": i.kind, "message": i.message, "state": i.state,
-            "created_at": _iso(i.created_at), "resolved_at": _iso(i.resolved_at)}
+            "node_id": i.node_id, "kind": i.kind, "message": i.message, "details": i.details,
+            "state": i.state, "created_at": _iso(i.created_at), "resolved_at": _iso(i.resolved_at)}
 
 
 def event_view(e: EventRow) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, bindparam, or_, select, text
+from sqlalchemy import Connection, bindparam, func, or_, select, text
 
 from bpm.store.db import pg_sql, raw_all, raw_one
 from bpm.store.rows import TaskRow, TokenRow, from_row
@@ -43,6 +43,15 @@ _FINISH = (
 )
 _OPEN_OF_TOKEN = select(*_COLS).where(t.c.token_id == bindparam("id"),
                                       t.c.state.in_(("READY", "LOCKED", "FAILED")))
+
+
+def next_retry_at(conn: Connection, topics: Sequence[str], now: datetime) -> datetime | None:
+    """When the earliest failed task of ``topics`` waiting out its backoff comes due."""
+    stmt = (select(func.min(t.c.retry_at))
+            .where(t.c.topic.in_(topics), t.c.state == "READY", t.c.kind == "EXTERNAL",
+                   t.c.retry_at > now))
+    due: datetime | None = conn.execute(stmt).scalar()
+    return due
 
 
 def get(conn: Connection, task_id: UUID) -> TaskRow | None:

@@ -132,6 +132,10 @@ def test_incidents_and_retry__a_fixed_handler_completes_the_instance(
     incidents = _list(bpm.json("incidents"))
     assert len(incidents) == 1 and incidents[0]["instance_id"] == failing["id"]
     assert "the switch is off" in incidents[0]["message"]
+    assert "Traceback" in incidents[0]["details"]  # the handler's traceback is kept
+    shown = bpm.ok("incidents", "--details").stdout
+    assert f"incident {incidents[0]['id']}" in shown and "Traceback" in shown
+    assert "Traceback" not in bpm.ok("incidents").stdout
     SWITCH["broken"] = False
     retried = _dict(bpm.json("retry", incidents[0]["token_id"]))
     assert retried == {"token_id": incidents[0]["token_id"], "instance_id": failing["id"],

@@ -13,7 +13,14 @@ import pytest
 
 from bpm.definitions import ProcessBuilder
 from bpm.engine.external import TopicRequest
-from bpm.errors import BadVariables, LockExpired, TaskNotFound, TaskNotLocked, WrongWorker
+from bpm.errors import (
+    BadVariables,
+    LockExpired,
+    TaskLockError,
+    TaskNotFound,
+    TaskNotLocked,
+    WrongWorker,
+)
 from bpm.store import Database
 from tests.helpers import db as rows
 from tests.helpers.clock import FakeClock
@@ -65,11 +72,67 @@ def test_bad_calls_get_their_own_error_and_change_nothing(rt: Harness, clock: Fa
         rt.engine.complete(task.id, "w1", {"x": {1, 2}})
     with pytest.raises(WrongWorker):
         rt.engine.extend_lock(task.id, "intruder", LOCK)
+    with pytest.raises(WrongWorker):
+        rt.engine.fail(task.id, "intruder", "boom", retries=1)
+    with pytest.raises(WrongWorker):
+        rt.engine.bpmn_error(task.id, "intruder", "E1")
+    with pytest.raises(TaskNotFound):
+        rt.engine.fail(UUID(int=1), "w1", "boom")
+    with pytest.raises(TaskNotFound):
+        rt.engine.bpmn_error(UUID(int=1), "w1", "E1")
+    with pytest.raises(TaskNotFound):
+        rt.engine.unlock(UUID(int=1))
+    with pytest.raises(BadVariables):
+        rt.engine.bpmn_error(task.id, "w1", "E1", variables={"x": float("nan")})
+    with pytest.raises(BadVariables, match="non-empty code"):
+        rt.engine.bpmn_error(task.id, "w1", "")
+    with pytest.raises(TaskLockError, match="must not be negative"):
+        rt.engine.fail(task.id, "w1", "boom", retries=-1)
+    with pytest.raises(TaskLockError, match="must not be negative"):
+        rt.engine.fail(task.id, "w1", "boom", retry_timeout=timedelta(seconds=-1))
+    with pytest.raises(TaskLockError, match="must be positive"):
+        rt.engine.extend_lock(task.id, "w1", timedelta(0))
     assert snapshot(pg_db) == before
     rt.engine.complete(task.id, "w1")
+    after = snapshot(pg_db)
     with pytest.raises(TaskNotLocked):
         rt.engine.complete(task.id, "w1")  # double complete
-    clock.advance(timedelta(0))
+    with pytest.raises(TaskNotLocked):
+        rt.engine.unlock(task.id)
+    assert snapshot(pg_db) == after
+
+
+def test_a_complete_after_the_lock_expired_changes_nothing(
+        rt: Harness, clock: FakeClock, pg_db: Database) -> None:
+    rt.run(two_topics())
+    [task] = fetch(rt)
+    clock.advance(LOCK + timedelta(seconds=1))
+    before = snapshot(pg_db)
+    with pytest.raises(LockExpired):
+        rt.engine.complete(task.id, "w1", {"late": True})
+    with pytest.raises(LockExpired):
+        rt.engine.bpmn_error(task.id, "w1", "E1")
+    assert snapshot(pg_db) == before
+
+
+def test_fetch_takes_higher_priority_first_then_older_and_says_who_it_is_for(
+        rt: Harness, clock: FakeClock) -> None:
+    def with_priority(key: str, priority: int) -> dict[str, Any]:
+        return (ProcessBuilder(key).start()
+                .service_task("t", topic="ordered", priority=priority).end()
+                .sequence("start", "t", "end").build())
+
+    for key, priority in (("low_a", 0), ("high_a", 5), ("low_b", 0), ("high_b", 5),
+                          ("neg", -1)):
+        rt.deploy(with_priority(key, priority))
+        rt.start(key, business_key=f"bk-{key}")
+        rt.drain()
+        clock.advance(timedelta(seconds=1))
+    got = rt.engine.fetch_and_lock("w1", [TopicRequest("ordered", LOCK)], max_tasks=3)
+    got += rt.engine.fetch_and_lock("w1", [TopicRequest("ordered", LOCK)], max_tasks=3)
+    assert [t.process_key for t in got] == ["high_a", "high_b", "low_a", "low_b", "neg"]
+    assert [t.priority for t in got] == [5, 5, 0, 0, -1]
+    assert [t.business_key for t in got] == [f"bk-{t.process_key}" for t in got]
 
 
 def test_lock_expiry_hands_the_task_to_another_worker(rt: Harness, clock: FakeClock) -> None:
@@ -111,10 +174,13 @@ def test_fail_with_retries_respects_retry_timeout_then_incident_and_retry(
     assert fetch(rt) == []  # not before retry_at
     clock.advance(timedelta(minutes=1))
     [again] = fetch(rt)
-    rt.engine.fail(again.id, "w1", "still down", retries=0)
+    rt.engine.fail(again.id, "w1", "still down", "502 from the gateway", retries=0)
     assert rows.state(rt.engine.db, iid) == "FAILED"
+    failed = rows.only_task(rt.engine.db, iid, "charge")
+    assert rows.token(rt.engine.db, failed.token_id).state == "FAILED"
     [incident] = rt.engine.incidents()
     assert "still down" in incident["message"]
+    assert incident["details"] == "502 from the gateway"
     rt.engine.retry(task.id, retries=1)  # the operator's retry
     [third] = fetch(rt)
     rt.engine.complete(third.id, "w1")
@@ -298,3 +364,38 @@ def test_a_complete_whose_task_changed_elsewhere_since_the_fetch_still_completes
     completed = [e for e in rt.engine.trace(iid) if e["type"] == "COMPLETED"
                  and e.get("node_id") == "charge" and e["kind"] == "task"]
     assert len(completed) == 1
+
+
+def test_a_report_racing_the_workers_own_lock_extension_goes_through(
+        engine_factory: EngineFactory, calls: Calls, pg_db: Database,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK's lock keeper extends a lock while the handler's report is being written: the
+    report's version check misses, and it is tried again from a fresh read, not dropped as
+    a lost lock."""
+    from bpm.store import tasks as task_store
+
+    calls.add("work")
+    rt, keeper = engine_factory(), engine_factory()
+    doc = (ProcessBuilder("raced").start().service_task("charge", topic="payments")
+           .error_boundary("declined", attached_to="charge", error="DECLINED")
+           .service_task("notify", handler="work").end("done").end("failed")
+           .sequence("start", "charge", "done").sequence("declined", "notify", "failed")
+           .build())
+    iid = rt.run(doc)
+    [task] = fetch(rt)
+    real_get, raced = task_store.get, list[UUID]()
+
+    def get_then_extend(conn: Any, task_id: UUID) -> Any:
+        row = real_get(conn, task_id)
+        if not raced:  # committed by another engine after this read, before the write
+            raced.append(task_id)
+            keeper.engine.extend_lock(task_id, "w1", LOCK * 2)
+        return row
+
+    monkeypatch.setattr(task_store, "get", get_then_extend)
+    rt.engine.bpmn_error(task.id, "w1", "DECLINED", "card declined")
+    monkeypatch.undo()
+    rt.drain()
+    assert raced == [task.id]
+    assert calls.count("work") == 1
+    assert_finished_cleanly(pg_db, iid)

@@ -186,7 +186,9 @@ def _detail(event: dict[str, Any]) -> str:
 @click.command()
 @click.option("--limit", type=click.IntRange(1, 10_000), default=100, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
-def incidents(limit: int, as_json: bool) -> None:
+@click.option("--details", "with_details", is_flag=True,
+              help="Also print each incident's details (a worker's error_details, a traceback).")
+def incidents(limit: int, as_json: bool, with_details: bool) -> None:
     """Open incidents: failed tokens waiting for an operator (bpm retry, or bpm cancel)."""
     with embedded() as rt:
         found = rt.engine.incidents(limit)
@@ -196,6 +198,9 @@ def incidents(limit: int, as_json: bool) -> None:
     render.table(["instance", "token", "node", "kind", "message"],
                  [[i["instance_id"], i["token_id"], i["node_id"], i["kind"], i["message"]]
                   for i in found], empty="(no open incidents)")
+    for i in found if with_details else ():
+        render.line(f"\nincident {i['id']} (token {i['token_id']}):")
+        render.line(i["details"] or "(no details)")
     if found:
         render.line("retry a failed token with: bpm retry TOKEN_ID; or cancel its instance with: "
                     "bpm cancel INSTANCE_ID")
