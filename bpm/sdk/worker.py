@@ -24,9 +24,13 @@ from uuid import UUID
 
 from bpm.engine.engine import Engine
 from bpm.engine.external import LockedTask, TopicRequest
-from bpm.errors import BpmError, BpmnError, TaskLockError
+from bpm.errors import BadVariables, BpmError, BpmnError, TaskLockError
+from bpm.store.notify import Listener
 
 log = logging.getLogger("bpm.sdk")
+MAX_LOCK = timedelta(days=7)
+#: How long a worker without long polling waits after finding nothing.
+IDLE_POLL = 0.5
 TaskFn = Callable[[LockedTask], Mapping[str, Any] | None]
 
 
@@ -65,14 +69,29 @@ class Worker:
         #: Handlers still running when the worker stopped (their tasks were unlocked).
         self.abandoned = 0
 
-    def subscribe(self, topic: str, *, lock_duration: timedelta = timedelta(seconds=30),
+    def subscribe(self, topic: str, *, lock_duration: timedelta | float = timedelta(seconds=30),
                   variables: list[str] | None = None) -> Callable[[TaskFn], TaskFn]:
+        """Run the decorated function for every task of ``topic``, holding each task's lock
+        for ``lock_duration`` (a timedelta, or seconds) and extending it while it runs;
+        ``variables`` limits which instance variables are fetched (default: all)."""
+        lock = _lock_duration(topic, lock_duration)
+        if not isinstance(topic, str) or not topic:
+            raise BpmError("subscribe: the topic must be a non-empty string")
+        if variables is not None and (isinstance(variables, str)
+                                      or not all(isinstance(v, str) for v in variables)):
+            raise BpmError(f"subscribe({topic!r}): variables must be a list of names")
+
         def register(fn: TaskFn) -> TaskFn:
             self._subscriptions[topic] = Subscription(
-                topic, fn, lock_duration, tuple(variables) if variables is not None else None)
+                topic, fn, lock, tuple(variables) if variables is not None else None)
             return fn
 
         return register
+
+    @property
+    def topics(self) -> list[str]:
+        """The topics this worker subscribes to."""
+        return list(self._subscriptions)
 
     @property
     def engine(self) -> Engine:
@@ -92,21 +111,39 @@ class Worker:
         """Fetch and run tasks until ``stop()`` (or SIGTERM/SIGINT in the main thread)."""
         if not self._subscriptions:
             raise BpmError(f"worker {self.worker_id!r} subscribes to no topic")
+        self.engine  # noqa: B018 - raises now, naming the worker, when it has none
         if handle_signals and threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self.stop())
-        extender = threading.Thread(target=self._extend_locks, daemon=True)
+        # Locks are kept until shutdown is over: a handler finishing within the grace period
+        # must still hold its lock when it reports.
+        shut_down = threading.Event()
+        extender = threading.Thread(target=self._extend_locks, args=(shut_down,), daemon=True)
         extender.start()
         pool = ThreadPoolExecutor(self.threads, thread_name_prefix=self.worker_id)
-        while not self._stop.is_set():
-            self._fetch_into(pool)
-        self.abandoned = self._shut_down()
+        try:
+            self._fetch_until_stopped(pool)
+            self.abandoned = self._shut_down()
+        finally:
+            shut_down.set()
         # Handlers still running after the grace period lost their tasks (unlocked above);
         # their threads are not waited for (a later report would be refused anyway).
         pool.shutdown(wait=self.abandoned == 0, cancel_futures=True)
         extender.join(timeout=2)
 
-    def _fetch_into(self, pool: ThreadPoolExecutor) -> None:
+    def _fetch_until_stopped(self, pool: ThreadPoolExecutor) -> None:
+        """One listening connection for the worker's life, opened again if it breaks."""
+        topics = {s.topic for s in self._subscriptions.values()}
+        while not self._stop.is_set():
+            try:
+                with self.engine.task_listener(topics) as listener:
+                    while not self._stop.is_set():
+                        self._fetch_into(pool, listener)
+            except Exception:
+                log.exception("listening for tasks failed; trying again shortly")
+                self._stop.wait(1.0)
+
+    def _fetch_into(self, pool: ThreadPoolExecutor, listener: Listener) -> None:
         with self._lock:
             free = self.threads - len(self._running)
         if free <= 0:
@@ -115,13 +152,19 @@ class Worker:
         topics = [TopicRequest(s.topic, s.lock_duration, s.variables)
                   for s in self._subscriptions.values()]
         try:
-            # Short slices of long polling keep a stop() prompt.
+            # Short slices of long polling keep a stop() prompt; the listener stays open.
             tasks = self.engine.fetch_and_lock(self.worker_id, topics, free,
-                                               min(self.long_poll, 1.0))
+                                               min(self.long_poll, 1.0), listener)
         except Exception:
             log.exception("fetch_and_lock failed; trying again shortly")
-            time.sleep(1.0)
+            self._stop.wait(1.0)
             return
+        if self._stop.is_set():  # stopped while waiting: give them back unstarted
+            for task in tasks:
+                self._unlock(task.id)
+            return
+        if not tasks and self.long_poll <= 0:
+            self._stop.wait(IDLE_POLL)  # no long polling: poll, but not in a tight loop
         for task in tasks:
             sub = self._subscriptions[task.topic]
             with self._lock:
@@ -141,8 +184,8 @@ class Worker:
         try:
             result = sub.fn(task)
         except BpmnError as error:
-            code, message = error.code, error.message
-            self._report(task, lambda: engine.bpmn_error(task.id, me, code, message))
+            code, message, values = error.code, error.message, error.variables
+            self._report(task, lambda: engine.bpmn_error(task.id, me, code, message, values))
             return
         except Exception as error:
             text = f"{type(error).__name__}: {error}"
@@ -151,14 +194,20 @@ class Worker:
                                                    retries=task.retries,
                                                    retry_timeout=task.backoff))
             return
-        values = dict(result or {})
-        self._report(task, lambda: engine.complete(task.id, me, values))
+        if result is not None and not isinstance(result, Mapping):
+            self._refuse(task, f"handler {sub.fn.__name__!r} of topic {task.topic!r} returned "
+                               f"{type(result).__name__}; a handler returns a dict of "
+                               f"variables or None")
+            return
+        self._report(task, lambda: engine.complete(task.id, me, result))
 
     def _report(self, task: LockedTask, call: Callable[[], None]) -> None:
         try:
             call()
         except TaskLockError as exc:  # lost the lock (expired, unlocked at shutdown): dropped
             log.warning("task %s: result dropped: %s", task.id, exc)
+        except BadVariables as exc:  # running it again would give the same: an incident now
+            self._refuse(task, str(exc))
         except Exception:
             log.exception("task %s: reporting failed; its lock will expire and it runs again",
                           task.id)
@@ -166,8 +215,14 @@ class Worker:
             if self._after_report is not None:
                 self._after_report()
 
-    def _extend_locks(self) -> None:
-        while not self._stop.wait(0.25):
+    def _refuse(self, task: LockedTask, problem: str) -> None:
+        """A result the engine cannot take: fail the task with no retries, naming why."""
+        log.error("task %s: %s", task.id, problem)
+        me = self.worker_id
+        self._report(task, lambda: self.engine.fail(task.id, me, problem, retries=0))
+
+    def _extend_locks(self, shut_down: threading.Event) -> None:
+        while not shut_down.wait(0.25):
             now = time.monotonic()
             with self._lock:
                 due = [r for r in self._running.values()
@@ -190,9 +245,27 @@ class Worker:
         with self._lock:
             left = list(self._running)
         for task_id in left:
-            try:
-                self.engine.unlock(task_id)
-                log.info("task %s unlocked at shutdown", task_id)
-            except BpmError as exc:
-                log.warning("task %s: could not unlock at shutdown: %s", task_id, exc)
+            self._unlock(task_id)
         return len(left)
+
+    def _unlock(self, task_id: UUID) -> None:
+        try:
+            self.engine.unlock(task_id)
+            log.info("task %s unlocked at shutdown", task_id)
+        except BpmError as exc:
+            log.warning("task %s: could not unlock at shutdown: %s", task_id, exc)
+
+
+def _lock_duration(topic: str, value: object) -> timedelta:
+    """A timedelta, or seconds (Camunda's clients take milliseconds: the message says so)."""
+    if isinstance(value, timedelta):
+        lock = value
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        lock = timedelta(seconds=value)
+    else:
+        raise BpmError(f"subscribe({topic!r}): lock_duration must be a timedelta or seconds, "
+                       f"got {value!r}")
+    if not timedelta(0) < lock <= MAX_LOCK:
+        raise BpmError(f"subscribe({topic!r}): lock_duration must be more than 0 and at most "
+                       f"7 days, got {lock} (it is in seconds, not milliseconds)")
+    return lock

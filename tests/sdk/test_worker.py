@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import pytest
 import bpm
 from bpm.definitions import ProcessBuilder
 from bpm.engine.engine import Engine
+from bpm.engine.external import TopicRequest
 from bpm.sdk import ExternalTask, Worker
 from bpm.store import Database
 from tests.helpers import db as rows
@@ -108,6 +109,12 @@ def test_worker_runs_two_topics_with_an_error_boundary_and_a_retry(
     start(worker, running)
     wait_until(lambda: all(rows.state(real_engine.db, i) == "COMPLETED" for i in ids.values()))
     assert attempts[str(ids[13])] == 2  # failed once, retried after the node's backoff
+    events = rows.task_events_of(real_engine.db, ids[13], node_id="charge")
+    [failed] = [e for e in events if e["type"] == "FAILED"]
+    retry_at = datetime.fromisoformat(failed["data"]["retry_at"])
+    assert retry_at - failed["at"] == timedelta(seconds=0.2)  # backoff PT0.2S, attempt 1
+    [_, second] = [e for e in events if e["type"] == "LOCKED"]
+    assert second["at"] >= retry_at
     path = [e["node_id"] for e in real_engine.trace(ids[500]) if e["type"] == "MOVED"]
     assert "cancelled" in path and "ship" not in path
 
@@ -160,3 +167,125 @@ def test_sigterm_leaves_nothing_locked(engine_factory: EngineFactory, pg_url: st
     task = rows.tasks_of(rt.engine.db, iid)[0]
     assert task.state == "READY" and task.lock_owner is None, task
     del clock
+
+
+def test_a_handler_that_finishes_within_the_grace_period_after_its_lock_ran_out_completes(
+        real_engine: Engine) -> None:
+    """The lock keeper goes on extending locks during shutdown, so a handler that finishes
+    within ``shutdown_grace`` still holds its (short) lock when it reports."""
+    worker = Worker("sdk-graceful", engine=real_engine, long_poll=0.5, shutdown_grace=10)
+    began = threading.Event()
+
+    @worker.subscribe("graceful", lock_duration=timedelta(seconds=1))
+    def slow(task: ExternalTask) -> dict[str, Any]:
+        began.set()
+        time.sleep(2.5)  # well past its 1 s lock, after stop()
+        return {"done": True}
+
+    real_engine.deploy(ProcessBuilder("gracep").start().service_task("t", topic="graceful")
+                       .end().sequence("start", "t", "end").build())
+    iid = started(real_engine, "gracep")
+    thread = threading.Thread(target=worker.run, kwargs={"handle_signals": False})
+    thread.start()
+    assert began.wait(10)
+    worker.stop()
+    thread.join(timeout=20)
+    assert not thread.is_alive() and worker.abandoned == 0
+    assert rows.state(real_engine.db, iid) == "COMPLETED"
+    assert real_engine.show(iid)["variables"] == {"done": True}
+
+
+@pytest.mark.parametrize(("result", "problem"), [
+    ("ok", "returned str; a handler returns a dict of variables or None"),
+    ({"when": {1, 2}}, "when"),
+])
+def test_a_result_the_engine_cannot_take_is_an_incident_at_once(
+        real_engine: Engine, running: list[tuple[Worker, threading.Thread]],
+        result: object, problem: str) -> None:
+    """Running the handler again would give the same result: no retries, and the incident
+    says what was wrong (not "never reported back" after the lock ran out)."""
+    worker = Worker("sdk-bad", engine=real_engine, long_poll=0.5)
+    calls: list[int] = []
+
+    @worker.subscribe("bad")
+    def bad(task: ExternalTask) -> Any:
+        calls.append(task.attempt)
+        return result
+
+    real_engine.deploy(ProcessBuilder("badp").start()
+                       .service_task("t", topic="bad", retry={"max_attempts": 3})
+                       .end().sequence("start", "t", "end").build())
+    iid = started(real_engine, "badp")
+    start(worker, running)
+    wait_until(lambda: rows.state(real_engine.db, iid) == "FAILED")
+    assert calls == [1]
+    [incident] = rows.incidents_of(real_engine.db, iid)
+    assert problem in incident.message and "never reported back" not in incident.message
+    assert rows.tasks_of(real_engine.db, iid)[0].lock_owner is None
+
+
+def test_bpmn_error_variables_reach_the_boundary_path(
+        real_engine: Engine, running: list[tuple[Worker, threading.Thread]]) -> None:
+    worker = Worker("sdk-vars", engine=real_engine, long_poll=0.5)
+
+    @worker.subscribe("payments")
+    def charge(task: ExternalTask) -> None:
+        raise bpm.BpmnError("DECLINED", "no funds", variables={"reason": "funds"})
+
+    real_engine.deploy(order_process())
+    iid = started(real_engine, "sdk_order", {"amount": 1})
+    start(worker, running)
+    wait_until(lambda: rows.state(real_engine.db, iid) == "COMPLETED")
+    assert real_engine.show(iid)["variables"]["reason"] == "funds"
+    ended = {t.node_id for t in rows.tokens_of(real_engine.db, iid) if t.state == "COMPLETED"}
+    assert "cancelled" in ended
+
+
+@pytest.mark.parametrize(("lock", "message"), [
+    (30 * 24 * 3600, "at most 7 days"),
+    (timedelta(0), "more than 0"),
+    ("30s", "a timedelta or seconds"),
+])
+def test_subscribe_refuses_a_lock_duration_it_cannot_use(lock: Any, message: str) -> None:
+    worker = Worker("sdk-config")
+    with pytest.raises(bpm.BpmError, match=message):
+        worker.subscribe("t", lock_duration=lock)
+    worker.subscribe("t", lock_duration=30)(lambda task: None)  # seconds are fine
+
+
+def test_an_idle_worker_keeps_one_listening_connection(
+        real_engine: Engine, running: list[tuple[Worker, threading.Thread]]) -> None:
+    """Long polling in short slices (so stop() stays prompt) reuses one LISTEN connection
+    instead of opening one per slice."""
+    worker = Worker("sdk-idle", engine=real_engine, long_poll=20)
+
+    @worker.subscribe("nothing-ever")
+    def never(task: ExternalTask) -> None:
+        raise AssertionError("no task exists")
+
+    def listeners() -> list[Any]:
+        with real_engine.db.transaction() as conn:
+            return list(conn.exec_driver_sql(
+                "SELECT pid, backend_start FROM pg_stat_activity "
+                "WHERE datname = current_database() AND query LIKE 'LISTEN%%'").all())
+
+    start(worker, running)
+    wait_until(lambda: len(listeners()) == 1)
+    first = listeners()
+    time.sleep(2.5)  # more than two slices of the long poll
+    assert listeners() == first
+
+
+def test_a_long_poll_wakes_when_a_failed_task_comes_due(real_engine: Engine) -> None:
+    """No one is told when a retry_at passes: the long poll sleeps until then, not until its
+    deadline."""
+    real_engine.deploy(ProcessBuilder("duep").start()
+                       .service_task("t", topic="due", retry={"max_attempts": 2})
+                       .end().sequence("start", "t", "end").build())
+    started(real_engine, "duep")
+    [task] = real_engine.fetch_and_lock("w", [TopicRequest("due", timedelta(seconds=30))])
+    real_engine.fail(task.id, "w", "later", retries=1, retry_timeout=timedelta(seconds=0.5))
+    begun = time.monotonic()
+    [again] = real_engine.fetch_and_lock("w", [TopicRequest("due", timedelta(seconds=30))],
+                                         long_poll=30)
+    assert again.id == task.id and time.monotonic() - begun < 10

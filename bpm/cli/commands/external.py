@@ -77,6 +77,10 @@ def _workers(modules: list[str]) -> list[Worker]:
     if not found:
         raise ConfigError(f"no bpm.sdk.Worker is defined in {', '.join(modules) or 'any module'};"
                           f" name the module with --import MODULE")
+    idle = [w.worker_id for w in found if not w.topics]
+    if idle:
+        raise ConfigError(f"worker {', '.join(map(repr, idle))} subscribes to no topic; "
+                          f"decorate a function with @worker.subscribe(\"TOPIC\")")
     return found
 
 

@@ -4,7 +4,9 @@ Embedded mode has no background worker, so ``bpm start`` runs the instance's job
 process until none is left (waiting out retry backoffs), for at most ``--wait`` seconds or
 ``IDLE_LIMIT`` without it. In distributed mode (``BPM_BROKER_URL``) the instance is written to
 the database and its first job sent to the Celery workers; ``--wait`` then watches the database.
-With ``--wait`` a non-terminal state at the end is an error.
+With ``--wait`` a non-terminal state at the end is an error; in embedded mode the rest of the
+wait, once nothing is left to run here, watches the database (an external worker or a user
+does the rest).
 """
 
 from __future__ import annotations
@@ -60,8 +62,14 @@ def start(key: str, var_items: tuple[str, ...], vars_json: str | None,
     else:
         import_handlers(imports)
         with embedded() as rt:
+            began = time.monotonic()
             doc = _start_and_run(rt, key, values, business_key, idempotency_key,
                                  wait or IDLE_LIMIT)
+            if wait is not None and doc["state"] not in END_STATES:
+                # Nothing left to run here: what is left is another process's (an external
+                # worker's, a user's), so watch for the rest of --wait.
+                left = wait - (time.monotonic() - began)
+                doc["state"] = _watch(rt.engine, UUID(doc["id"]), max(left, 0.0))
     _print(doc, as_json)
     if wait is not None and doc["state"] not in END_STATES:
         fail(f"instance {doc['id']} is still {doc['state']} after {wait:g} s")
