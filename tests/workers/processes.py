@@ -71,6 +71,13 @@ def awaiting_payment() -> dict[str, Any]:
             .sequence("start", "await", "after", "end").build())
 
 
+def external_then_step() -> dict[str, Any]:
+    """An external task (``tests.workers.ext_worker`` does it), then a handler step."""
+    return (ProcessBuilder("ext_then_step").start().service_task("reserve", topic="reserve")
+            .service_task("after", handler="noop").end()
+            .sequence("start", "reserve", "after", "end").build())
+
+
 def saga_abc(key: str = "saga_abc", *, undo: str = "undo", timeout: str | None = None,
              undo_retry: dict[str, Any] | None = None) -> dict[str, Any]:
     """A -> B -> C under a global saga, each step with a compensation; C always fails, so B

@@ -6,6 +6,9 @@ still fires exactly once, after the restart, and its follow-up handler runs once
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import time
 
 from bpm.dispatch import InProcessDispatcher
@@ -116,3 +119,37 @@ def test_another_service_correlates_a_message_by_task_name(cluster: Cluster) -> 
     log = (cluster.logs / "w1.log").read_text()
     assert "job=bpm.correlate_message" in log and "outcome=refused" in log
     assert "nobody-waits" in log
+
+
+def test_an_external_workers_completions_go_on_on_the_celery_workers_at_once(
+        cluster: Cluster) -> None:
+    """``bpm external-worker`` with BPM_BROKER_URL: each completion sends the next step to
+    the Celery workers right away. The worker's scans are pushed an hour out and no beat
+    runs, so nothing but that dispatch can move the instances on."""
+    deploy(cluster, processes.external_then_step())
+    cluster.worker("w1", extra_env={"BPM_SCAN_INTERVAL": "3600", "BPM_STALL_GRACE": "3600"})
+    cluster.wait_ready()
+    with (cluster.logs / "ext.log").open("ab") as log:
+        ext = subprocess.Popen([sys.executable, "-m", "bpm.cli.main", "external-worker",
+                                "--import", "tests.workers.ext_worker"], env=cluster.env,
+                               stdout=log, stderr=subprocess.STDOUT)
+    try:
+        for i in range(5):
+            cluster.start("ext_then_step", {"n": i}, f"ext-{i}")
+        cluster.wait_all(5, timeout=60)
+        ext.send_signal(signal.SIGTERM)
+        assert ext.wait(timeout=30) == 0, (cluster.logs / "ext.log").read_text()
+    finally:
+        if ext.poll() is None:
+            ext.kill()
+    sender = cluster.sender()
+    for i in range(5):
+        iid = cluster.instance_id(f"ext-{i}")
+        assert_finished_cleanly(cluster.db, iid)
+        assert cluster.calls(f"ext-{i}", "after") == (1, 1)
+        assert sender.show(iid)["variables"]["reserved"] == i
+    worker_log = (cluster.logs / "w1.log").read_text()
+    assert worker_log.count("job=bpm.run_handler") >= 5
+    with cluster.db.transaction() as conn:
+        assert conn.exec_driver_sql(
+            "SELECT count(*) FROM external_tasks WHERE state = 'LOCKED'").scalar() == 0
