@@ -1,7 +1,9 @@
 """External tasks: fetch-and-lock + complete throughput, and fetch latency as the table grows.
 
 1. Throughput: N READY tasks of one topic; 1, 4 and 8 worker threads each fetch (up to 10 at a
-   time) and complete until none is left. Prints tasks/s.
+   time) and complete until none is left. Prints tasks/s. Then the same through the SDK's
+   ``Worker`` with 8 handler threads, without and with 8 tasks prefetched (one thread fetches
+   for all; each handler reports on its own).
 2. Latency: with 10,000 and then 1,000,000 finished tasks in the table, plus 100,000 READY
    tasks of other topics, one new task at a time is fetched; prints fetch p50/p99 (ms). Then
    the same with a backlog of 100,000 READY tasks in the fetched topic itself.
@@ -26,6 +28,7 @@ from bpm.definitions import ProcessBuilder
 from bpm.dispatch import InProcessDispatcher
 from bpm.engine.engine import Engine
 from bpm.engine.external import TopicRequest
+from bpm.sdk import Worker
 from bpm.store import Database
 from bpm.store.migrate import upgrade
 
@@ -75,6 +78,27 @@ def throughput(db: Database, def_id: object, tasks: int, threads: int) -> float:
     return done[0] / seconds
 
 
+def sdk_throughput(db: Database, def_id: object, tasks: int, threads: int,
+                   prefetch: int) -> float:
+    create(db, def_id, tasks, "bench", "READY")
+    done = threading.Semaphore(0)
+    worker = Worker("bench-sdk", engine=Engine(db, InProcessDispatcher(), worker_id="sdk"),
+                    threads=threads, long_poll=1.0, prefetch=prefetch)
+    worker.subscribe("bench", lock_duration=LOCK)(lambda task: None)
+    worker.bind(worker.engine, after_report=done.release)
+    runner = threading.Thread(target=worker.run, kwargs={"handle_signals": False})
+    started = time.perf_counter()
+    runner.start()
+    for _ in range(tasks):
+        if not done.acquire(timeout=120):
+            worker.stop()
+            raise SystemExit("the SDK worker stopped reporting")
+    seconds = time.perf_counter() - started
+    worker.stop()
+    runner.join()
+    return tasks / seconds
+
+
 def latency(db: Database, def_id: object, samples: int) -> tuple[float, float]:
     engine = Engine(db, InProcessDispatcher(), worker_id="latency")
     timings = []
@@ -111,6 +135,10 @@ def main() -> None:
     for threads in (1, 4, 8):
         rate = throughput(db, def_id, args.tasks, threads)
         print(f"  {threads} worker thread(s): {rate:8.0f} tasks/s fetched and completed")
+    for prefetch in (0, 8):
+        rate = sdk_throughput(db, def_id, args.tasks, 8, prefetch)
+        print(f"  bpm.sdk.Worker, 8 threads, prefetch {prefetch}: {rate:8.0f} tasks/s "
+              f"(handlers that return at once)")
     create(db, def_id, 100_000, f"other-{uuid4().hex[:4]}", "READY")
     have = 0
     print("fetch latency, one task at a time (100,000 READY tasks of other topics present):")

@@ -44,27 +44,41 @@ class Subscription:
 
 @dataclass
 class _Running:
+    """A task this worker holds: its handler is running, or it waits for a thread."""
+
     task: LockedTask
     lock_duration: timedelta
     started: float = field(default_factory=time.monotonic)
     extended: float = field(default_factory=time.monotonic)
+    future: Future[None] | None = None
 
 
 class Worker:
     """One worker id, any number of topic subscriptions, ``threads`` handlers at a time."""
 
     def __init__(self, worker_id: str, *, engine: Engine | None = None, threads: int = 4,
-                 long_poll: float = 20.0, shutdown_grace: float = 30.0,
+                 long_poll: float = 20.0, shutdown_grace: float = 30.0, prefetch: int = 0,
                  after_report: Callable[[], None] | None = None) -> None:
+        if threads < 1 or prefetch < 0:
+            raise BpmError(f"worker {worker_id!r}: threads must be at least 1 and prefetch "
+                           f"not negative")
         self.worker_id = worker_id
         self._engine = engine
         self.threads = threads
+        #: Tasks locked ahead, waiting for a free thread: fewer fetches for quick handlers,
+        #: at the price of holding tasks other workers could have run.
+        self.prefetch = prefetch
         self.long_poll = long_poll
         self.shutdown_grace = shutdown_grace
         self._after_report = after_report
         self._subscriptions: dict[str, Subscription] = {}
         self._running: dict[UUID, _Running] = {}
         self._lock = threading.Lock()
+        #: Notified when a handler finishes and frees a thread.
+        self._freed = threading.Condition(self._lock)
+        #: Free places worth a fetch: one fetch per few tasks when handlers are quick, and
+        #: any free place after a short wait when they are not.
+        self._batch = max(1, (threads + prefetch) // 2)
         self._stop = threading.Event()
         #: Handlers still running when the worker stopped (their tasks were unlocked).
         self.abandoned = 0
@@ -123,6 +137,7 @@ class Worker:
         pool = ThreadPoolExecutor(self.threads, thread_name_prefix=self.worker_id)
         try:
             self._fetch_until_stopped(pool)
+            self._give_back_unstarted()
             self.abandoned = self._shut_down()
         finally:
             shut_down.set()
@@ -144,11 +159,15 @@ class Worker:
                 self._stop.wait(1.0)
 
     def _fetch_into(self, pool: ThreadPoolExecutor, listener: Listener) -> None:
-        with self._lock:
-            free = self.threads - len(self._running)
-        if free <= 0:
-            time.sleep(0.01)
-            return
+        capacity = self.threads + self.prefetch
+        with self._freed:  # a finished handler wakes this at once
+            free = capacity - len(self._running)
+            if free < self._batch and not self._freed.wait(0.05):
+                free = capacity - len(self._running)
+            elif free < self._batch:
+                return
+            if free <= 0:
+                return
         topics = [TopicRequest(s.topic, s.lock_duration, s.variables)
                   for s in self._subscriptions.values()]
         try:
@@ -167,17 +186,28 @@ class Worker:
             self._stop.wait(IDLE_POLL)  # no long polling: poll, but not in a tight loop
         for task in tasks:
             sub = self._subscriptions[task.topic]
+            run = _Running(task, sub.lock_duration)
             with self._lock:
-                self._running[task.id] = _Running(task, sub.lock_duration)
-            future: Future[None] = pool.submit(self._execute, sub, task)
-            future.add_done_callback(self._forgetter(task.id))
+                self._running[task.id] = run
+            run.future = pool.submit(self._execute, sub, task)
+            run.future.add_done_callback(self._forgetter(task.id))
+
+    def _give_back_unstarted(self) -> None:
+        """Stopping: prefetched tasks whose handler has not started are unlocked now."""
+        with self._lock:
+            held = list(self._running.values())
+        # cancel() runs the done callback (``_forget``, which takes the lock) at once.
+        for run in held:
+            if run.future is not None and run.future.cancel():
+                self._unlock(run.task.id)
 
     def _forgetter(self, task_id: UUID) -> Callable[[Future[None]], None]:
         return lambda _future: self._forget(task_id)
 
     def _forget(self, task_id: UUID) -> None:
-        with self._lock:
+        with self._freed:
             self._running.pop(task_id, None)
+            self._freed.notify()
 
     def _execute(self, sub: Subscription, task: LockedTask) -> None:
         engine, me = self.engine, self.worker_id

@@ -289,3 +289,42 @@ def test_a_long_poll_wakes_when_a_failed_task_comes_due(real_engine: Engine) -> 
     [again] = real_engine.fetch_and_lock("w", [TopicRequest("due", timedelta(seconds=30))],
                                          long_poll=30)
     assert again.id == task.id and time.monotonic() - begun < 10
+
+
+def test_prefetched_tasks_wait_for_a_thread_and_are_given_back_unstarted_at_stop(
+        real_engine: Engine) -> None:
+    worker = Worker("sdk-prefetch", engine=real_engine, threads=1, prefetch=3, long_poll=0.5,
+                    shutdown_grace=20)
+    release, began = threading.Event(), threading.Event()
+    ran: list[str] = []
+
+    @worker.subscribe("queued")
+    def hold(task: ExternalTask) -> None:
+        ran.append(str(task.instance_id))
+        began.set()
+        assert release.wait(30)
+
+    real_engine.deploy(ProcessBuilder("queuedp").start().service_task("t", topic="queued")
+                       .end().sequence("start", "t", "end").build())
+    ids = [started(real_engine, "queuedp") for _ in range(4)]
+
+    def states() -> list[str]:
+        return sorted(rows.tasks_of(real_engine.db, i)[0].state for i in ids)
+
+    thread = threading.Thread(target=worker.run, kwargs={"handle_signals": False})
+    thread.start()
+    try:
+        assert began.wait(10)
+        wait_until(lambda: states() == ["LOCKED"] * 4)  # one running, three waiting
+        worker.stop()
+        # the three that never started go back at once, long before the grace period ends
+        wait_until(lambda: states() == ["LOCKED", "READY", "READY", "READY"], timeout=10)
+    finally:
+        release.set()
+        thread.join(timeout=30)
+    assert not thread.is_alive() and worker.abandoned == 0 and len(ran) == 1
+    assert rows.state(real_engine.db, ids[[str(i) for i in ids].index(ran[0])]) == "COMPLETED"
+    for iid in ids:
+        task = rows.tasks_of(real_engine.db, iid)[0]
+        if str(iid) != ran[0]:
+            assert task.state == "READY" and task.attempts == 0 and task.lock_owner is None
