@@ -9,17 +9,14 @@ the boundary's path.
 
 from __future__ import annotations
 
-from typing import Any
 from uuid import UUID
 
 from bpm.definitions.model import Node, ProcessGraph
-from bpm.engine.failures import cancel_timers, cancel_token
+from bpm.engine.failures import cancel_inside, cancel_timers, inside_scope
 from bpm.engine.moves import move
 from bpm.engine.tx import NextToken, Tx
 from bpm.store import tokens
 from bpm.store.rows import TokenRow
-
-LIVE = ("ACTIVE", "WAITING", "FAILED")
 
 
 def catch_at_activity(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str,
@@ -83,17 +80,10 @@ def host_of(everything: dict[UUID, TokenRow], tok: TokenRow, scope: str) -> Toke
 
 def _end_scope(tx: Tx, everything: dict[UUID, TokenRow], host: TokenRow,
                thrower: TokenRow) -> None:
-    children: dict[Any, list[TokenRow]] = {}
-    for row in everything.values():
-        children.setdefault(row.parent_token_id, []).append(row)
-    todo = list(children.get(host.id, []))
-    while todo:
-        row = todo.pop()
-        todo.extend(children.get(row.id, []))
-        if row.id == thrower.id:
-            move(tx, thrower, state="COMPLETED", event="ERROR_THROWN")
-        elif row.state in LIVE:
-            cancel_token(tx, row, reason=f"error thrown at {thrower.node_id!r}")
+    inside = inside_scope(everything.values(), host)
+    if any(row.id == thrower.id for row in inside):
+        move(tx, thrower, state="COMPLETED", event="ERROR_THROWN")
+    cancel_inside(tx, host, inside, f"error thrown at {thrower.node_id!r}", spare=thrower.id)
 
 
 def _take_boundary(tx: Tx, tok: TokenRow, catcher: Node, code: str, message: str,

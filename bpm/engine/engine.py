@@ -113,6 +113,10 @@ class _InstanceInfo:
         self.def_id, self.key, self.business_key = def_id, key, business_key
 
 
+#: How often a handler's outcome is written again after a version race with another change.
+RECORD_CONFLICTS = 3
+
+
 class Engine:
     """Runs process instances stored in ``db``; hands follow-up work to ``dispatcher``."""
 
@@ -352,15 +356,22 @@ class Engine:
 
     def _record(self, g: ProcessGraph, task: TaskRow, outcome: handler_runs.Outcome,
                 token: TokenRow | None, inline: bool) -> Next:
-        try:
-            with self.transaction(inline=inline) as tx:
-                if outcome.variables is not None:
-                    result = handler_runs.complete_task(tx, g, task, outcome.variables, token)
-                    return self._continue(tx, g, result)
-                return handler_runs.fail_task(tx, g, task, outcome)
-        except Conflict as exc:
-            # The token moved while the handler ran (cancelled, or taken over): drop the result.
-            raise Stale(f"result of task {task.id} dropped: {exc}") from exc
+        for tries_left in reversed(range(RECORD_CONFLICTS)):
+            try:
+                with self.transaction(inline=inline) as tx:
+                    if outcome.variables is not None:
+                        result = handler_runs.complete_task(tx, g, task, outcome.variables,
+                                                            token)
+                        return self._continue(tx, g, result)
+                    return handler_runs.fail_task(tx, g, task, outcome)
+            except Conflict as exc:
+                # Another row this outcome touches moved meanwhile (a sibling branch of a
+                # subprocess a caught error ends, say): try again from fresh reads. If it was
+                # the task or its token that moved, that try finds out and drops the result.
+                if not tries_left:
+                    raise Stale(f"result of task {task.id} dropped: {exc}") from exc
+                token = None
+        raise AssertionError("unreachable")
 
     # --- used by the facade modules ------------------------------------------------------
 
@@ -511,9 +522,11 @@ class Engine:
         with because(f"api extend_lock task={task_id}"):
             external.extend_lock(self, as_id(task_id, "task"), worker_id, new_duration)
 
-    def unlock(self, task_id: UUID | str) -> None:
+    def unlock(self, task_id: UUID | str, *, worker_id: str | None = None) -> None:
+        """Give a locked task back. With ``worker_id``, only if that worker holds the lock
+        (a worker giving back its own tasks must not give back another's)."""
         with because(f"api unlock task={task_id}"):
-            external.unlock(self, as_id(task_id, "task"))
+            external.unlock(self, as_id(task_id, "task"), worker_id)
 
         # Wait states: timers, user tasks, messages (bpm.engine.timers, user_tasks, messages).
 

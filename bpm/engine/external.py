@@ -299,8 +299,9 @@ def fail(engine: Engine, task_id: UUID, worker_id: str, error_message: str,
 
 def bpmn_error(engine: Engine, task_id: UUID, worker_id: str, code: str, message: str = "",
                values: Mapping[str, Any] | None = None) -> None:
-    """A business error: the activity's error boundary for ``code`` (or catch-all) takes it;
-    without one the token fails with an incident (no retries)."""
+    """A business error: the error boundary for ``code`` (or catch-all) on the activity, else
+    on the innermost subprocess around it, takes it; without one the token fails with an
+    incident (no retries)."""
     engine.held.forget(task_id)  # this report changes the task: the fetched rows are stale
     if not isinstance(code, str) or not code:
         raise BadVariables("a BPMN error needs a non-empty code")
@@ -348,8 +349,9 @@ def extend_lock(engine: Engine, task_id: UUID, worker_id: str, new_duration: tim
     _run(engine, worker_id, body)
 
 
-def unlock(engine: Engine, task_id: UUID) -> None:
-    """Give the task back unrun: READY again, and the attempt it took is returned."""
+def unlock(engine: Engine, task_id: UUID, worker_id: str | None = None) -> None:
+    """Give the task back unrun: READY again, and the attempt it took is returned. With
+    ``worker_id``, only that worker's lock is given back."""
     engine.held.forget(task_id)  # this report changes the task: the fetched rows are stale
 
     def body(tx: Tx) -> Any:
@@ -358,6 +360,9 @@ def unlock(engine: Engine, task_id: UUID) -> None:
             raise TaskNotFound(f"no external task has id {task_id}")
         if task.state != "LOCKED":
             raise TaskNotLocked(f"task {task_id} is {task.state}, not locked")
+        if worker_id is not None and task.lock_owner != worker_id:
+            raise WrongWorker(f"task {task_id} is locked by {task.lock_owner!r}, not "
+                              f"{worker_id!r}")
         tx.finish_task(task, state="READY", retries=task.retries + 1,
                        attempts=task.attempts - 1, miss="conflict",
                        message=f"task {task_id} changed")

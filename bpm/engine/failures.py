@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from uuid import UUID
 
 from bpm.engine.moves import move
@@ -92,17 +93,38 @@ def cancel_token(tx: Tx, tok: TokenRow, reason: str) -> None:
 
 
 def cancel_descendants(tx: Tx, tok: TokenRow, reason: str) -> None:
-    """Cancel every live token below ``tok`` (a subprocess that is left early)."""
+    """Cancel every live token inside the subprocess ``tok`` waits at (it is left early)."""
     tx.flush_tokens()
+    cancel_inside(tx, tok, inside_scope(tokens.of_instance(tx.conn, tok.instance_id), tok),
+                  reason)
+
+
+def inside_scope(rows: Iterable[TokenRow], host: TokenRow) -> list[TokenRow]:
+    """The tokens below ``host`` that run inside its subprocess. The paths its own
+    non-interrupting boundaries started are its children too, but run outside it."""
     children: dict[UUID | None, list[TokenRow]] = {}
-    for row in tokens.of_instance(tx.conn, tok.instance_id):
+    for row in rows:
         children.setdefault(row.parent_token_id, []).append(row)
-    todo = list(children.get(tok.id, []))
+    todo = [c for c in children.get(host.id, []) if c.scope_id == host.node_id]
+    out = []
     while todo:
         row = todo.pop()
+        out.append(row)
         todo.extend(children.get(row.id, []))
-        if row.state in ("ACTIVE", "WAITING", "FAILED"):
+    return out
+
+
+def cancel_inside(tx: Tx, host: TokenRow, inside: list[TokenRow], reason: str,
+                  spare: UUID | None = None) -> None:
+    """Cancel the live ones of ``inside`` (but ``spare``). If a failed one held the
+    instance's last open incident, the instance runs again: its host goes on elsewhere."""
+    failed = False
+    for row in inside:
+        if row.id != spare and row.state in ("ACTIVE", "WAITING", "FAILED"):
+            failed = failed or row.state == "FAILED"
             cancel_token(tx, row, reason)
+    if failed and not incidents.of_instance(tx.conn, host.instance_id, only_open=True):
+        set_instance_state(tx, host.instance_id, "RUNNING", only_from=("FAILED",))
 
 
 def cancel_timers(tx: Tx, tok: TokenRow, reason: str) -> int:

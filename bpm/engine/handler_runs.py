@@ -127,7 +127,8 @@ def complete_task(tx: Tx, g: ProcessGraph, task: TaskRow, values: dict[str, Any]
 def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
     """Retry later with backoff while attempts remain; else fail the token with an incident.
 
-    A BPMN error goes to the activity's error boundary when one catches its code.
+    A BPMN error goes to the error boundary that catches its code: the activity's, else the
+    innermost enclosing subprocess's.
     """
     if outcome.bpmn_code is not None:
         tx.write_variables(task.instance_id, outcome.error_variables or {})

@@ -165,9 +165,10 @@ class Worker:
             if free < self._batch and not self._freed.wait(0.05):
                 free = capacity - len(self._running)
             elif free < self._batch:
-                return
-            if free <= 0:
-                return
+                free = 0
+        if free <= 0:
+            listener.drain()  # busy: notifications pile up unread on the server otherwise
+            return
         topics = [TopicRequest(s.topic, s.lock_duration, s.variables)
                   for s in self._subscriptions.values()]
         try:
@@ -175,6 +176,8 @@ class Worker:
             tasks = self.engine.fetch_and_lock(self.worker_id, topics, free,
                                                min(self.long_poll, 1.0), listener)
         except Exception:
+            if listener.broken:
+                raise  # ``_fetch_until_stopped`` listens again on a new connection
             log.exception("fetch_and_lock failed; trying again shortly")
             self._stop.wait(1.0)
             return
@@ -225,7 +228,8 @@ class Worker:
                                                    retry_timeout=task.backoff))
             return
         if result is not None and not isinstance(result, Mapping):
-            self._refuse(task, f"handler {sub.fn.__name__!r} of topic {task.topic!r} returned "
+            name = getattr(sub.fn, "__name__", repr(sub.fn))
+            self._refuse(task, f"handler {name!r} of topic {task.topic!r} returned "
                                f"{type(result).__name__}; a handler returns a dict of "
                                f"variables or None")
             return
@@ -263,6 +267,8 @@ class Worker:
                     run.extended = now
                 except BpmError as exc:
                     log.warning("task %s: could not extend the lock: %s", run.task.id, exc)
+                except Exception:  # a database blip: keep going, the next round tries again
+                    log.exception("task %s: extending the lock failed", run.task.id)
 
     def _shut_down(self) -> int:
         """Wait for running handlers, then unlock the rest; returns how many were unlocked."""
@@ -280,7 +286,7 @@ class Worker:
 
     def _unlock(self, task_id: UUID) -> None:
         try:
-            self.engine.unlock(task_id)
+            self.engine.unlock(task_id, worker_id=self.worker_id)
             log.info("task %s unlocked at shutdown", task_id)
         except BpmError as exc:
             log.warning("task %s: could not unlock at shutdown: %s", task_id, exc)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from sqlalchemy.engine import make_url
 
@@ -18,6 +19,19 @@ class Listener:
     def __init__(self, conn: object | None, topics: set[str]) -> None:
         self._conn = conn
         self._topics = topics
+
+    @property
+    def broken(self) -> bool:
+        """The connection is gone (a server restart, an idle timeout): listen anew."""
+        conn: Any = self._conn
+        return conn is not None and bool(conn.closed or conn.broken)
+
+    def drain(self) -> None:
+        """Read what arrived, so the server's notification queue is not held back by an
+        unread connection while nobody waits."""
+        if self._conn is not None and not self.broken:
+            for _ in self._conn.notifies(timeout=0):  # type: ignore[attr-defined]
+                pass
 
     def wait(self, seconds: float) -> bool:
         """True when a matching notification arrived within ``seconds``."""

@@ -44,9 +44,11 @@ def test_a_worker_that_subscribes_to_nothing_is_refused(bpm: Bpm, module_dir: Pa
 def test_start_wait_watches_an_instance_an_external_worker_finishes(
         bpm: Bpm, db_url: str, tmp_path: Path) -> None:
     """Embedded ``bpm start`` has nothing to run for an external task; with --wait it
-    watches until the worker (another process, here a thread with its own engine) is done."""
-    doc = (ProcessBuilder("ext_cli").start().service_task("t", topic="cli-topic").end()
-           .sequence("start", "t", "end").build())
+    watches until the worker (another process, here a thread with its own engine) is done,
+    and fires the timer that comes after it."""
+    doc = (ProcessBuilder("ext_cli").start().service_task("t", topic="cli-topic")
+           .timer("pause", duration="PT0.3S").end()
+           .sequence("start", "t", "pause", "end").build())
     (tmp_path / "ext.json").write_text(json.dumps(doc))
     bpm.ok("deploy", str(tmp_path / "ext.json"))
     db = Database(db_url)

@@ -15,7 +15,7 @@ from bpm.handlers import HandlerContext
 from bpm.store import Database
 from tests.helpers import db as rows
 from tests.helpers.invariants import assert_finished_cleanly
-from tests.helpers.runtime import Calls, Harness
+from tests.helpers.runtime import Calls, EngineFactory, Harness
 
 
 def raising(code: str) -> Any:
@@ -167,6 +167,100 @@ def test_external_worker_bpmn_error_inside_a_subprocess_takes_its_boundary(
     ended = {t.node_id for t in rows.tokens_of(pg_db, iid) if t.state == "COMPLETED"}
     assert "m_declined" in ended and "i_end" not in ended
     assert rt.engine.show(iid)["variables"]["reason"] == "funds"
+
+
+def test_a_caught_error_still_ends_the_subprocess_when_a_sibling_branch_moves_meanwhile(
+        engine_factory: EngineFactory, calls: Calls, pg_db: Database,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Catching at the subprocess cancels its other branches; one of them moving on (another
+    worker completing it) between the read and the write is a race to try again, not a
+    reason to drop the handler's outcome and leave its task locked."""
+    from bpm.engine import bpmn_errors
+
+    inner = (ProcessBuilder("i").start("i_start").parallel_gateway("fork")
+             .service_task("a", handler="a").service_task("b", topic="tb")
+             .parallel_gateway("join").end("i_end").sequence("i_start", "fork")
+             .sequence("fork", "a", "join").sequence("fork", "b", "join")
+             .sequence("join", "i_end"))
+    doc = (ProcessBuilder("par_sub_race").start().sub_process("sub", inner)
+           .error_boundary("caught", attached_to="sub", error="E1")
+           .service_task("handle", handler="work").end("done").end("after")
+           .sequence("start", "sub", "done").sequence("caught", "handle", "after").build())
+    calls.add("a", raising("E1"))
+    calls.add("work")
+    rt, other = engine_factory(run_handlers_inline=False), engine_factory()
+    rt.deploy(doc)
+    iid = rt.start("par_sub_race")
+    rt.drain(only=frozenset({"bpm.advance_token"}))  # a's handler job waits; b is READY
+    real_end_scope, raced = bpmn_errors._end_scope, list[Any]()
+
+    def sibling_first(*args: Any) -> None:
+        if not raced:  # committed by another engine after the read, before the write
+            [b] = other.engine.fetch_and_lock("w2", [TopicRequest("tb", timedelta(minutes=1))])
+            other.engine.complete(b.id, "w2")
+            raced.append(b.id)
+        real_end_scope(*args)
+
+    monkeypatch.setattr(bpmn_errors, "_end_scope", sibling_first)
+    rt.drain()
+    assert raced
+    assert_finished_cleanly(pg_db, iid)
+    assert calls.count("a") == 1 and calls.count("work") == 1
+    assert {t.node_id: t.state for t in rows.tasks_of(pg_db, iid)}["a"] == "DONE"
+
+
+def test_a_caught_error_leaves_the_path_of_the_subprocess_non_interrupting_timer_alone(
+        rt: Harness, pg_db: Database) -> None:
+    """That path starts at the subprocess's boundary and runs outside it (BPMN 10.5.4)."""
+    inner = (ProcessBuilder("i").start("i_start").service_task("a", topic="ta").end("i_end")
+             .sequence("i_start", "a", "i_end"))
+    doc = (ProcessBuilder("ni").start().sub_process("sub", inner)
+           .error_boundary("caught", attached_to="sub", error="E1")
+           .timer_boundary("remind_t", attached_to="sub", duration="PT1M", interrupting=False)
+           .user_task("remind").end("done").end("after").end("reminded")
+           .sequence("start", "sub", "done").flow("caught", "after")
+           .sequence("remind_t", "remind", "reminded").build())
+    iid = rt.run(doc)
+    rt.clock.advance(timedelta(minutes=2))
+    rt.engine.run_scans()
+    rt.drain()
+    [ta] = rt.engine.fetch_and_lock("w1", [TopicRequest("ta", timedelta(minutes=1))])
+    rt.engine.bpmn_error(ta.id, "w1", "E1")
+    rt.drain()
+    # the boundary's path has ended and waits for the reminder path, still open
+    assert sorted(t.node_id for t in rows.live_tokens(pg_db, iid)) == ["after", "remind"]
+    assert rows.state(pg_db, iid) == "RUNNING"
+    [review] = rt.engine.user_tasks(instance_id=iid)
+    rt.engine.complete_user_task(review["id"])
+    rt.drain()
+    assert_finished_cleanly(pg_db, iid)
+
+
+def test_a_caught_error_that_cancels_a_failed_branch_resumes_the_instance(
+        rt: Harness, pg_db: Database) -> None:
+    """The failed branch's incident goes with it; an instance left FAILED with nothing to
+    retry would show an operator nothing to do."""
+    inner = (ProcessBuilder("i").start("i_start").parallel_gateway("fork")
+             .service_task("a", topic="ta").service_task("b", topic="tb")
+             .parallel_gateway("join").end("i_end").sequence("i_start", "fork")
+             .sequence("fork", "a", "join").sequence("fork", "b", "join")
+             .sequence("join", "i_end"))
+    doc = (ProcessBuilder("fs").start().sub_process("sub", inner)
+           .error_boundary("caught", attached_to="sub", error="E1")
+           .user_task("review").end("done").end("after")
+           .sequence("start", "sub", "done").sequence("caught", "review", "after").build())
+    iid = rt.run(doc)
+    [tb] = rt.engine.fetch_and_lock("w2", [TopicRequest("tb", timedelta(minutes=1))])
+    rt.engine.fail(tb.id, "w2", "broken", retries=0)
+    assert rows.state(pg_db, iid) == "FAILED"
+    [ta] = rt.engine.fetch_and_lock("w1", [TopicRequest("ta", timedelta(minutes=1))])
+    rt.engine.bpmn_error(ta.id, "w1", "E1")
+    rt.drain()
+    assert rows.state(pg_db, iid) == "RUNNING"
+    assert not rows.incidents_of(pg_db, iid, only_open=True)
+    assert [t.node_id for t in rows.live_tokens(pg_db, iid)] == ["review"]
+    resumed = rows.engine_events_of(pg_db, iid, type="InstanceResumed")
+    assert [(e["from_state"], e["to_state"]) for e in resumed] == [("FAILED", "RUNNING")]
 
 
 def test_external_worker_catch_all_boundary_catches_any_code(

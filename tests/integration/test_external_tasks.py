@@ -399,3 +399,15 @@ def test_a_report_racing_the_workers_own_lock_extension_goes_through(
     assert raced == [task.id]
     assert calls.count("work") == 1
     assert_finished_cleanly(pg_db, iid)
+
+
+def test_an_unlock_for_a_worker_gives_back_only_its_own_lock(
+        rt: Harness, pg_db: Database) -> None:
+    rt.run(two_topics())
+    [task] = fetch(rt, "w1")
+    before = snapshot(pg_db)
+    with pytest.raises(WrongWorker):
+        rt.engine.unlock(task.id, worker_id="w2")
+    assert snapshot(pg_db) == before
+    rt.engine.unlock(task.id, worker_id="w1")
+    assert rows.task(pg_db, task.id).state == "READY"

@@ -343,3 +343,28 @@ def test_a_spawned_path_and_the_main_path_meet_at_a_parallel_join(
     rt.drain()
     assert_finished_cleanly(rt.engine.db, iid)
     assert len(rows.engine_events_of(rt.engine.db, iid, type="JoinFired")) == 1
+
+
+def test_an_interrupting_timer_on_a_subprocess_leaves_its_non_interrupting_path_alone(
+        rt: Harness, pg_db: Database) -> None:
+    """The reminder path started at the subprocess's boundary and runs outside it: leaving the
+    subprocess (the deadline firing) cancels only what runs inside."""
+    inner = (ProcessBuilder("i").start("i_start").service_task("a", topic="ta").end("i_end")
+             .sequence("i_start", "a", "i_end"))
+    doc = (ProcessBuilder("deadline").start().sub_process("sub", inner)
+           .timer_boundary("remind_t", attached_to="sub", duration="PT1M", interrupting=False)
+           .timer_boundary("deadline_t", attached_to="sub", duration="PT5M")
+           .user_task("remind").end("done").end("late").end("reminded")
+           .sequence("start", "sub", "done").flow("deadline_t", "late")
+           .sequence("remind_t", "remind", "reminded").build())
+    iid = rt.run(doc)
+    for minutes in (2, 4):
+        rt.clock.advance(timedelta(minutes=minutes))
+        rt.engine.run_scans()
+        rt.drain()
+    assert rows.only_task(pg_db, iid, "a").state == "CANCELLED"
+    assert "remind" in {t.node_id for t in rows.live_tokens(pg_db, iid)}
+    [review] = rt.engine.user_tasks(instance_id=iid)
+    rt.engine.complete_user_task(review["id"])
+    rt.drain()
+    assert_finished_cleanly(pg_db, iid)

@@ -328,3 +328,62 @@ def test_prefetched_tasks_wait_for_a_thread_and_are_given_back_unstarted_at_stop
         task = rows.tasks_of(real_engine.db, iid)[0]
         if str(iid) != ran[0]:
             assert task.state == "READY" and task.attempts == 0 and task.lock_owner is None
+
+
+def test_a_worker_listens_again_after_its_listening_connection_is_killed(
+        real_engine: Engine, running: list[tuple[Worker, threading.Thread]]) -> None:
+    worker = Worker("sdk-relisten", engine=real_engine, long_poll=20)
+    done: list[str] = []
+
+    @worker.subscribe("relisten")
+    def work(task: ExternalTask) -> None:
+        done.append(str(task.instance_id))
+
+    def listening() -> list[Any]:
+        with real_engine.db.transaction() as conn:
+            return [r[0] for r in conn.exec_driver_sql(
+                "SELECT pid FROM pg_stat_activity "
+                "WHERE datname = current_database() AND query LIKE 'LISTEN%%'").all()]
+
+    real_engine.deploy(ProcessBuilder("relistenp").start().service_task("t", topic="relisten")
+                       .end().sequence("start", "t", "end").build())
+    start(worker, running)
+    wait_until(lambda: len(listening()) == 1)
+    [first] = listening()
+    with real_engine.db.transaction() as conn:  # a server restart, an idle timeout
+        conn.exec_driver_sql(f"SELECT pg_terminate_backend({int(first)})")
+    wait_until(lambda: len(listening()) == 1 and listening() != [first])
+    iid = started(real_engine, "relistenp")
+    wait_until(lambda: rows.state(real_engine.db, iid) == "COMPLETED", timeout=10)
+    assert done == [str(iid)]
+
+
+def test_the_lock_keeper_survives_a_database_error(
+        real_engine: Engine, running: list[tuple[Worker, threading.Thread]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One failed extension (a connection lost for a moment) must not end the thread that
+    keeps every running handler's lock."""
+    from sqlalchemy.exc import OperationalError
+
+    real_extend, failures = real_engine.extend_lock, list[str]()
+
+    def extend_once_failing(task_id: Any, worker_id: str, duration: timedelta) -> None:
+        if not failures:
+            failures.append(str(task_id))
+            raise OperationalError("extend", {}, Exception("connection lost"))
+        real_extend(task_id, worker_id, duration)
+
+    monkeypatch.setattr(real_engine, "extend_lock", extend_once_failing)
+    worker = Worker("sdk-keeper", engine=real_engine, long_poll=0.5)
+
+    @worker.subscribe("kept", lock_duration=timedelta(seconds=1))
+    def slow(task: ExternalTask) -> dict[str, bool]:
+        time.sleep(3)
+        return {"kept": True}
+
+    real_engine.deploy(ProcessBuilder("keptp").start().service_task("t", topic="kept")
+                       .end().sequence("start", "t", "end").build())
+    iid = started(real_engine, "keptp")
+    start(worker, running)
+    wait_until(lambda: rows.state(real_engine.db, iid) == "COMPLETED")
+    assert failures and real_engine.show(iid)["variables"] == {"kept": True}

@@ -70,10 +70,12 @@ def external_worker(imports: tuple[str, ...]) -> None:
 
 
 def _workers(modules: list[str]) -> list[Worker]:
-    found = []
+    found: list[Worker] = []
     for name in modules:
         module = importlib.import_module(name)
-        found += [v for v in vars(module).values() if isinstance(v, Worker)]
+        for value in vars(module).values():  # a worker imported elsewhere too runs once
+            if isinstance(value, Worker) and all(value is not w for w in found):
+                found.append(value)
     if not found:
         raise ConfigError(f"no bpm.sdk.Worker is defined in {', '.join(modules) or 'any module'};"
                           f" name the module with --import MODULE")
