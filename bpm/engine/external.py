@@ -81,19 +81,20 @@ def fetch_and_lock(engine: Engine, worker_id: str, topics: Sequence[TopicRequest
     found = _fetch_once(engine, worker_id, topics, max_tasks)
     if found or long_poll <= 0:
         return found
-    if listener is not None:
-        return _long_poll(engine, worker_id, topics, max_tasks, deadline, listener)
+    if listener is not None:  # it listened before that look: nothing can have been missed
+        return _long_poll(engine, worker_id, topics, max_tasks, deadline, listener, False)
     # Nothing yet: listen first, then look again, so a task created in between is not missed.
     with listen(engine.db, {t.topic for t in topics}) as own:
-        return _long_poll(engine, worker_id, topics, max_tasks, deadline, own)
+        return _long_poll(engine, worker_id, topics, max_tasks, deadline, own, True)
 
 
 def _long_poll(engine: Engine, worker_id: str, topics: Sequence[TopicRequest], max_tasks: int,
-               deadline: float, listener: Listener) -> list[LockedTask]:
-    """Look, then sleep until a task is offered (NOTIFY) or a failed one's retry_at comes
-    due (no one is told of that), until ``deadline``."""
+               deadline: float, listener: Listener, look: bool) -> list[LockedTask]:
+    """(Look, then) sleep until a task is offered (NOTIFY) or a failed one's retry_at comes
+    due (no one is told of that), and look again, until ``deadline``."""
     while True:
-        found = _fetch_once(engine, worker_id, topics, max_tasks)
+        found = _fetch_once(engine, worker_id, topics, max_tasks) if look else []
+        look = True
         left = deadline - time.monotonic()
         if found or left <= 0:
             return found
