@@ -376,9 +376,11 @@ def test_the_lock_keeper_survives_a_database_error(
     monkeypatch.setattr(real_engine, "extend_lock", extend_once_failing)
     worker = Worker("sdk-keeper", engine=real_engine, long_poll=0.5)
 
-    @worker.subscribe("kept", lock_duration=timedelta(seconds=1))
+    # the first extension (after 1.5 s) fails; the next round (0.25 s on) must extend the
+    # lock before it runs out at 3 s
+    @worker.subscribe("kept", lock_duration=timedelta(seconds=3))
     def slow(task: ExternalTask) -> dict[str, bool]:
-        time.sleep(3)
+        time.sleep(7)
         return {"kept": True}
 
     real_engine.deploy(ProcessBuilder("keptp").start().service_task("t", topic="kept")
