@@ -130,15 +130,17 @@ def _fetch_once(engine: Engine, worker_id: str, topics: Sequence[TopicRequest],
     names = (None if any(w is None for w in wanted)
              else sorted({n for w in wanted for n in w or ()}))
     with engine.transaction(worker_id) as tx:
-        found = tasks.fetch_and_lock(tx.conn, worker_id, locks, max_tasks, tx.now, names)
+        found, recorded = tasks.fetch_and_lock(tx.conn, worker_id, locks, max_tasks, tx.now,
+                                               names, tx.cause)
         locked = [f.task for f in found]
         values = _instances_and_variables(engine, tx, found, names)
         out = []
         for task in locked:
-            tx.history.task(instance_id=task.instance_id, task_id=task.id,
-                            token_id=task.token_id, at=tx.now, type="LOCKED",
-                            node_id=task.node_id, from_state="READY", to_state="LOCKED",
-                            actor=worker_id, data={"attempt": task.attempts})
+            if not recorded:
+                tx.history.task(instance_id=task.instance_id, task_id=task.id,
+                                token_id=task.token_id, at=tx.now, type="LOCKED",
+                                node_id=task.node_id, from_state="READY", to_state="LOCKED",
+                                actor=worker_id, data={"attempt": task.attempts})
             asked = requests[str(task.topic)].variables
             mine = values[task.instance_id]
             if asked is not None:

@@ -11,7 +11,7 @@ from uuid import UUID
 
 from sqlalchemy import Connection, bindparam, func, or_, select, text
 
-from bpm.store.db import pg_sql, raw_all, raw_one
+from bpm.store.db import first_statement_commits, pg_sql, raw_all, raw_one
 from bpm.store.rows import TaskRow, TokenRow, from_row
 from bpm.store.schema import external_tasks as t
 from bpm.store.schema import tokens as token_table
@@ -142,6 +142,9 @@ def expired_locks(conn: Connection, now: datetime, limit: int) -> list[TaskRow]:
 
 
 _COLUMN_LIST = ", ".join(f"t.{c.name}" for c in _COLS)
+#: One statement, its own transaction: lock, return what the worker needs (the token, the
+#: instance's facts, its variables), and write each lock's history row, with ids from one
+#: block of the history sequence in fetch order (as ``WriteBatch`` numbers its rows).
 _FETCH_PG = f"""
 WITH r AS (SELECT * FROM jsonb_to_recordset(%(req)s::jsonb) AS r(topic text, lock_ms bigint)),
 picked AS (
@@ -150,18 +153,30 @@ picked AS (
            WHERE state = 'READY' AND kind = 'EXTERNAL' AND topic = r.topic
              AND (retry_at IS NULL OR retry_at <= %(now)s)
            ORDER BY priority DESC, created_at LIMIT %(max)s FOR UPDATE SKIP LOCKED) c
-  ORDER BY c.priority DESC, c.created_at LIMIT %(max)s)
-UPDATE external_tasks t SET state = 'LOCKED', lock_owner = %(owner)s,
-  lock_expire_at = %(now)s + picked.lock_ms * interval '1 millisecond',
-  attempts = t.attempts + 1, retries = t.retries - 1, version = t.version + 1,
-  updated_at = %(now)s
-FROM picked, tokens k, process_instances p
-WHERE t.id = picked.id AND k.id = t.token_id AND p.id = t.instance_id
-RETURNING {_COLUMN_LIST}, {", ".join(f"k.{c.name}" for c in TOKEN_COLUMNS)},
-  p.process_def_id, p.process_key, p.business_key,
-  (SELECT COALESCE(jsonb_object_agg(v.name, v.value), '{{}}') FROM variables v
-   WHERE v.instance_id = t.instance_id
-     AND (%(names)s::text[] IS NULL OR v.name = ANY(%(names)s::text[])))"""
+  ORDER BY c.priority DESC, c.created_at LIMIT %(max)s),
+locked AS (
+  UPDATE external_tasks t SET state = 'LOCKED', lock_owner = %(owner)s,
+    lock_expire_at = %(now)s + picked.lock_ms * interval '1 millisecond',
+    attempts = t.attempts + 1, retries = t.retries - 1, version = t.version + 1,
+    updated_at = %(now)s
+  FROM picked, tokens k, process_instances p
+  WHERE t.id = picked.id AND k.id = t.token_id AND p.id = t.instance_id
+  RETURNING {_COLUMN_LIST}, {", ".join(f"k.{c.name}" for c in TOKEN_COLUMNS)},
+    p.process_def_id, p.process_key, p.business_key,
+    (SELECT COALESCE(jsonb_object_agg(v.name, v.value), '{{}}') FROM variables v
+     WHERE v.instance_id = t.instance_id
+       AND (%(names)s::text[] IS NULL OR v.name = ANY(%(names)s::text[]))),
+    t.id AS h_task, t.instance_id AS h_instance, t.token_id AS h_token, t.node_id AS h_node,
+    t.attempts AS h_attempt, t.priority AS h_priority, t.created_at AS h_created),
+base AS (SELECT nextval('bpm_history_seq') AS b FROM (SELECT 1 FROM locked LIMIT 1) any_row),
+history AS (
+  INSERT INTO task_events (id, instance_id, task_id, token_id, at, type, node_id, from_state,
+                           to_state, actor, data, cause)
+  SELECT base.b + row_number() OVER (ORDER BY h_priority DESC, h_created, h_task) - 1,
+         h_instance, h_task, h_token, %(now)s, 'LOCKED', h_node, 'READY', 'LOCKED', %(owner)s,
+         jsonb_build_object('attempt', h_attempt), %(cause)s
+  FROM locked, base)
+SELECT * FROM locked"""
 
 
 @dataclass(frozen=True)
@@ -177,20 +192,28 @@ class Fetched:
 
 
 def fetch_and_lock(conn: Connection, owner: str, locks: dict[str, int], max_tasks: int,
-                   now: datetime, names: list[str] | None = None) -> list[Fetched]:
+                   now: datetime, names: list[str] | None = None,
+                   cause: str | None = None) -> tuple[list[Fetched], bool]:
     """Lock up to ``max_tasks`` READY external tasks of the topics in ``locks`` (topic -> lock
     milliseconds), highest priority first, then oldest; rows other workers hold are skipped.
-    ``names``: the variables wanted (None: all)."""
+    ``names``: the variables wanted (None: all). Also returns whether the locks' history rows
+    (``LOCKED``, with ``cause``) were written too: on PostgreSQL, by the same statement."""
     if conn.dialect.name == "postgresql":
         req = json.dumps([{"topic": t, "lock_ms": ms} for t, ms in locks.items()])
-        rows = raw_all(conn, _FETCH_PG, {"req": req, "now": now, "max": max_tasks,
-                                         "owner": owner, "names": names})
+        # Its own transaction when it comes first (no BEGIN, no COMMIT round trip); else
+        # part of the caller's, history rows included.
+        with first_statement_commits(conn):
+            rows = raw_all(conn, _FETCH_PG, {"req": req, "now": now, "max": max_tasks,
+                                             "owner": owner, "names": names,
+                                             "cause": cause})
         tokens_end = len(_COLS) + len(TOKEN_COLUMNS)
         found = [Fetched(TaskRow(*r[:len(_COLS)]), TokenRow(*r[len(_COLS):tokens_end]),
                          (r[tokens_end], r[tokens_end + 1], r[tokens_end + 2]),
                          r[tokens_end + 3]) for r in rows]
-        return sorted(found, key=lambda f: (-f.task.priority, f.task.created_at))
-    return [Fetched(task) for task in _fetch_one_by_one(conn, owner, locks, max_tasks, now)]
+        return sorted(found, key=lambda f: (-f.task.priority, f.task.created_at,
+                                            f.task.id)), True
+    tasks = _fetch_one_by_one(conn, owner, locks, max_tasks, now)
+    return [Fetched(task) for task in tasks], False
 
 
 def _fetch_one_by_one(conn: Connection, owner: str, locks: dict[str, int], max_tasks: int,
