@@ -176,10 +176,10 @@ def test_a_handler_that_finishes_within_the_grace_period_after_its_lock_ran_out_
     worker = Worker("sdk-graceful", engine=real_engine, long_poll=0.5, shutdown_grace=10)
     began = threading.Event()
 
-    @worker.subscribe("graceful", lock_duration=timedelta(seconds=1))
+    @worker.subscribe("graceful", lock_duration=timedelta(seconds=2))
     def slow(task: ExternalTask) -> dict[str, Any]:
         began.set()
-        time.sleep(2.5)  # well past its 1 s lock, after stop()
+        time.sleep(5)  # well past its 2 s lock, after stop()
         return {"done": True}
 
     real_engine.deploy(ProcessBuilder("gracep").start().service_task("t", topic="graceful")
