@@ -12,7 +12,7 @@ from uuid import uuid4
 from bpm.definitions.model import ACTIVITIES, Flow, Node, NodeType, ProcessGraph
 from bpm.engine import sagas, waits
 from bpm.engine.bpmn_errors import throw_from_end
-from bpm.engine.failures import cancel_timers, cancel_token, fail_token, set_instance_state
+from bpm.engine.failures import cancel_inside, cancel_timers, fail_token, set_instance_state
 from bpm.engine.moves import create, move, new_token
 from bpm.engine.tx import Conflict, Next, NextToken, RunTask, Tx
 from bpm.errors import ExpressionEvalError, MissingVariable
@@ -278,12 +278,12 @@ def _terminate(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     children: dict[object, list[TokenRow]] = {}
     for row in everything:
         children.setdefault(row.parent_token_id, []).append(row)
-    todo = list(children.get(scope_root, []))
+    below, todo = [], list(children.get(scope_root, []))
     while todo:
         row = todo.pop()
         todo.extend(children.get(row.id, []))
-        if row.id != tok.id and row.state in ("ACTIVE", "WAITING", "FAILED"):
-            cancel_token(tx, row, reason=f"terminate end event {tok.node_id!r}")
+        below.append(row)
+    cancel_inside(tx, tok, below, f"terminate end event {tok.node_id!r}", spare=tok.id)
     tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="ScopeTerminated",
                       node_id=tok.node_id, token_id=tok.id, actor=tx.actor)
     return end_token(tx, tok, g)

@@ -524,3 +524,33 @@ def test_queued_jobs_are_ids_only(engine_factory: EngineFactory, calls: Calls) -
     for job in rt.queued():
         assert job.name in (ADVANCE_TOKEN, RUN_HANDLER)
         assert set(job.args) <= {"token_id", "expected_version", "task_id"}
+
+
+def test_a_terminate_that_cancels_a_failed_branch_resumes_the_instance(rt: Harness) -> None:
+    """The failed branch's incident goes with it; the instance must not stay FAILED with
+    nothing for an operator to retry while it runs on."""
+    from datetime import timedelta
+
+    from bpm.engine.external import TopicRequest
+
+    inner = (ProcessBuilder("i").start("i_start").parallel_gateway("fork")
+             .service_task("a", topic="ta").user_task("go").end("i_end")
+             .end("i_stop", terminate=True).sequence("i_start", "fork")
+             .sequence("fork", "a", "i_end").sequence("fork", "go", "i_stop"))
+    doc = (ProcessBuilder("term_failed").start().sub_process("sub", inner).user_task("after")
+           .end().sequence("start", "sub", "after", "end").build())
+    iid = rt.run(doc)
+    db = rt.engine.db
+    [ta] = rt.engine.fetch_and_lock("w", [TopicRequest("ta", timedelta(minutes=1))])
+    rt.engine.fail(ta.id, "w", "broken", retries=0)
+    assert rows.state(db, iid) == "FAILED"
+    [go] = rt.engine.user_tasks(instance_id=iid)
+    rt.engine.complete_user_task(go["id"])
+    rt.drain()
+    assert rows.state(db, iid) == "RUNNING"
+    assert not rows.incidents_of(db, iid, only_open=True)
+    assert [t.node_id for t in rows.live_tokens(db, iid)] == ["after"]
+    [after] = rt.engine.user_tasks(instance_id=iid)
+    rt.engine.complete_user_task(after["id"])
+    rt.drain()
+    assert_finished_cleanly(db, iid)
