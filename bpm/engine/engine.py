@@ -371,6 +371,7 @@ class Engine:
                 if not tries_left:
                     raise Stale(f"result of task {task.id} dropped: {exc}") from exc
                 token = None
+                time.sleep(random.uniform(0.001, 0.005))
         raise AssertionError("unreachable")
 
     # --- used by the facade modules ------------------------------------------------------

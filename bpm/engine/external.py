@@ -8,6 +8,7 @@ worker, an expired lock, or an unknown or finished task gets its own error and c
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,13 +31,17 @@ from bpm.store import tasks, tokens, variables
 from bpm.store.db import first_statement_commits
 from bpm.store.notify import Listener, listen
 from bpm.store.rows import TaskRow, TokenRow
+from bpm.store.schema import HISTORY_BLOCK
 from bpm.variables import check_variables
 
 if TYPE_CHECKING:
     from bpm.engine.engine import Engine
 
+log = logging.getLogger("bpm.engine")
+
 MAX_TASKS = 1000
 MAX_LONG_POLL = 300.0
+assert MAX_TASKS <= HISTORY_BLOCK, "one fetch's history rows must fit one id block"
 #: How often a report whose write found the task or token moved on is tried from a fresh read.
 STALE_RETRIES = 3
 
@@ -129,26 +134,50 @@ def _fetch_once(engine: Engine, worker_id: str, topics: Sequence[TopicRequest],
     wanted = [t.variables for t in topics]
     names = (None if any(w is None for w in wanted)
              else sorted({n for w in wanted for n in w or ()}))
-    with engine.transaction(worker_id) as tx:
-        found, recorded = tasks.fetch_and_lock(tx.conn, worker_id, locks, max_tasks, tx.now,
-                                               names, tx.cause)
-        locked = [f.task for f in found]
-        values = _instances_and_variables(engine, tx, found, names)
-        out = []
-        for task in locked:
-            if not recorded:
-                tx.history.task(instance_id=task.instance_id, task_id=task.id,
-                                token_id=task.token_id, at=tx.now, type="LOCKED",
-                                node_id=task.node_id, from_state="READY", to_state="LOCKED",
-                                actor=worker_id, data={"attempt": task.attempts})
-            asked = requests[str(task.topic)].variables
-            mine = values[task.instance_id]
-            if asked is not None:
-                mine = {n: v for n, v in mine.items() if n in asked}
-            out.append(_describe(engine, tx, task, mine))
+    found: list[tasks.Fetched] = []
+    try:
+        with engine.transaction(worker_id) as tx:
+            found, recorded = tasks.fetch_and_lock(tx.conn, worker_id, locks, max_tasks,
+                                                   tx.now, names, tx.cause)
+            out = _lockedtasks(engine, tx, found, recorded, requests, names)
+    except Exception:
+        # The locking statement commits on its own: what it locked must not stay locked,
+        # its attempt spent, for a worker that never heard of it.
+        _give_back(engine, [f.task.id for f in found], worker_id)
+        raise
     for f in found:  # committed: now they are this worker's
         if f.token is not None:
             engine.held.remember(f.task, f.token)
+    return out
+
+
+def _give_back(engine: Engine, task_ids: list[UUID], worker_id: str) -> None:
+    for task_id in task_ids:
+        try:
+            unlock(engine, task_id, worker_id)
+        except Exception:  # rolled back with the rest (SQLite), or the database is gone
+            log.warning("task %s: could not give it back after a failed fetch", task_id,
+                        exc_info=True)
+
+
+def _lockedtasks(engine: Engine, tx: Tx, found: list[tasks.Fetched], recorded: bool,
+                 requests: Mapping[str, TopicRequest],
+                 names: list[str] | None) -> list[LockedTask]:
+    """What the worker is told of each locked task (and, where the statement did not, each
+    lock's history row)."""
+    values = _instances_and_variables(engine, tx, found, names)
+    out = []
+    for task in (f.task for f in found):
+        if not recorded:
+            tx.history.task(instance_id=task.instance_id, task_id=task.id,
+                            token_id=task.token_id, at=tx.now, type="LOCKED",
+                            node_id=task.node_id, from_state="READY", to_state="LOCKED",
+                            actor=task.lock_owner, data={"attempt": task.attempts})
+        asked = requests[str(task.topic)].variables
+        mine = values[task.instance_id]
+        if asked is not None:
+            mine = {n: v for n, v in mine.items() if n in asked}
+        out.append(_describe(engine, tx, task, mine))
     return out
 
 

@@ -123,8 +123,18 @@ def cancel_inside(tx: Tx, host: TokenRow, inside: list[TokenRow], reason: str,
         if row.id != spare and row.state in ("ACTIVE", "WAITING", "FAILED"):
             failed = failed or row.state == "FAILED"
             cancel_token(tx, row, reason)
-    if failed and not incidents.of_instance(tx.conn, host.instance_id, only_open=True):
-        set_instance_state(tx, host.instance_id, "RUNNING", only_from=("FAILED",))
+    if failed:
+        resume_if_clear(tx, host.instance_id)
+
+
+def resume_if_clear(tx: Tx, instance_id: UUID) -> None:
+    """A FAILED instance whose last open incident was just resolved runs again. The instance
+    row is locked before counting, so two transactions that each resolve one of the last two
+    cannot both see the other's still open."""
+    inst = instances.get(tx.conn, instance_id, for_update=True)
+    if inst is not None and inst.state == "FAILED" and not incidents.of_instance(
+            tx.conn, instance_id, only_open=True):
+        set_instance_state(tx, instance_id, "RUNNING", only_from=("FAILED",))
 
 
 def cancel_timers(tx: Tx, tok: TokenRow, reason: str) -> int:

@@ -12,7 +12,12 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID, uuid4
 
 from bpm.definitions.parse import compile_definition
-from bpm.engine.failures import cancel_token, resolve_incidents, set_instance_state
+from bpm.engine.failures import (
+    cancel_token,
+    resolve_incidents,
+    resume_if_clear,
+    set_instance_state,
+)
 from bpm.engine.moves import create, move, new_token
 from bpm.engine.tx import Conflict, Tx
 from bpm.errors import InvalidOperation, NotFound, UnknownProcess
@@ -215,8 +220,7 @@ def _retry_txn(engine: Engine, tx: Tx, tok: TokenRow, retries: int | None) -> No
     resolve_incidents(tx, tok.id, "retried by an operator")
     tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="OperatorRetry",
                       node_id=tok.node_id, token_id=tok.id, actor=tx.actor)
-    if not incidents.of_instance(tx.conn, tok.instance_id, only_open=True):
-        set_instance_state(tx, tok.instance_id, "RUNNING", only_from=("FAILED",))
+    resume_if_clear(tx, tok.instance_id)
 
 
 def resolve(engine: Engine, incident_or_token: UUID, note: str | None = None) -> UUID:

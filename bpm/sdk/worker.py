@@ -290,6 +290,8 @@ class Worker:
             log.info("task %s unlocked at shutdown", task_id)
         except BpmError as exc:
             log.warning("task %s: could not unlock at shutdown: %s", task_id, exc)
+        except Exception:  # the database: its lock runs out, and the lock scan offers it again
+            log.exception("task %s: could not unlock at shutdown", task_id)
 
 
 def _lock_duration(topic: str, value: object) -> timedelta:

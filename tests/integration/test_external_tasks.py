@@ -411,3 +411,23 @@ def test_an_unlock_for_a_worker_gives_back_only_its_own_lock(
     assert snapshot(pg_db) == before
     rt.engine.unlock(task.id, worker_id="w1")
     assert rows.task(pg_db, task.id).state == "READY"
+
+
+def test_a_fetch_that_fails_after_locking_gives_the_tasks_back(
+        rt: Harness, pg_db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The locking statement commits on its own; if describing the tasks then fails (a lost
+    connection, a definition this worker cannot read), they go back READY, attempt unspent,
+    rather than waiting out a lock nobody knows it holds."""
+    iid = rt.run(two_topics())
+
+    def unreadable(*args: Any) -> int:
+        raise RuntimeError("connection lost while reading the definition")
+
+    monkeypatch.setattr(rt.engine, "definition_version", unreadable)
+    with pytest.raises(RuntimeError, match="connection lost"):
+        fetch(rt)
+    monkeypatch.undo()
+    [task] = rows.tasks_of(pg_db, iid)
+    assert (task.state, task.attempts, task.lock_owner) == ("READY", 0, None)
+    [again] = fetch(rt)
+    assert again.attempt == 1
