@@ -20,7 +20,7 @@ from uuid import UUID
 from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.dispatch import RUN_COMPENSATION, Job
 from bpm.engine.bpmn_errors import host_of
-from bpm.engine.failures import cancel_token, set_instance_state
+from bpm.engine.failures import cancel_token, inside_scope, set_instance_state
 from bpm.engine.moves import create, move, new_token
 from bpm.engine.tx import Conflict, Next, NextToken, Stale, Tx
 from bpm.store import compensation, incidents, tokens
@@ -84,15 +84,18 @@ def start_if_declared(tx: Tx, g: ProcessGraph, failed: TokenRow, reason: str) ->
                        via_flow=None, state="WAITING", mode="COMPENSATION",
                        wait_kind=COMPENSATING)
     create(tx, [anchor], [(host.id, anchor.id, "COMPENSATION")] if host else [])
-    _next(tx, g, anchor)
+    nxt = _next(tx, g, anchor)
+    if isinstance(nxt, NextToken):  # nothing to undo: the saga is over, its host goes on
+        tx.advance_later(nxt.token_id, nxt.version)
     return True
 
 
 def _below(everything: dict[UUID, TokenRow], host: TokenRow | None) -> list[TokenRow]:
-    """Every token under ``host`` (every token of the instance when None)."""
+    """Every token a saga of ``host``'s subprocess covers (every token of the instance when
+    None): not the paths the subprocess's own non-interrupting boundaries started."""
     if host is None:
         return list(everything.values())
-    return [t for t in everything.values() if _descends(everything, t, host.id)]
+    return inside_scope(everything.values(), host)
 
 
 def _descends(everything: dict[UUID, TokenRow], tok: TokenRow, ancestor: UUID) -> bool:
@@ -170,6 +173,7 @@ def _in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRow]:
         activity = g.node(anchor.node_id).activity
     inside = activity if activity is not None and g.node(activity).type is \
         NodeType.SUBPROCESS and g.node(activity).compensation is None else None
+    in_scope = {t.id for t in inside_scope(everything.values(), host)} if host else set()
     out = []
     for rec in pending:
         if inside is not None:
@@ -178,7 +182,7 @@ def _in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRow]:
         elif activity is not None and rec.node_id != activity:
             continue
         owner = everything.get(rec.token_id)
-        if host is not None and (owner is None or not _descends(everything, owner, host.id)):
+        if host is not None and (owner is None or owner.id not in in_scope):
             continue
         if owner is not None and g.node(rec.node_id).type is not NodeType.SUBPROCESS and any(
                 owner.id == root or _descends(everything, owner, root) for root in covering):
@@ -226,7 +230,8 @@ def _leave_subprocess(tx: Tx, g: ProcessGraph, host: TokenRow | None) -> Next:
     if host is None or host.state != "WAITING":
         raise Conflict("the subprocess of a local saga moved on during the saga")
     for child in tokens.live_children(tx.conn, host.id):
-        if child.state == "FAILED":  # the failure that started the saga: handled by it
+        if child.state == "FAILED" and child.scope_id == host.node_id:
+            # the failure that started the saga (not one on a path outside): handled by it
             move(tx, child, state="CANCELLED", event="CANCELLED",
                  data={"reason": "compensated by its local saga"})
     caught = catch_at_activity(tx, g, host, SAGA_CODE, "compensated by a local saga")

@@ -534,3 +534,65 @@ def test_a_throw_naming_a_subprocess_with_nothing_to_undo_inside_is_refused() ->
     b._node("undo", "compensationThrow", activity="sub")
     with pytest.raises(InvalidDefinition, match="or a subProcess with such an activity inside"):
         compile_definition(b.end().sequence("start", "sub", "undo", "end").build())
+
+
+def local_saga_with_a_reminder(key: str, *, first_fails: bool = False) -> dict[str, Any]:
+    """A local-saga subprocess: s1 (undone by undo_s1) then s2, an external task the test
+    fails; a non-interrupting timer on the subprocess starts a reminder path outside it."""
+    inner = ProcessBuilder("inner", saga="local").start("s_start")
+    if first_fails:
+        inner.service_task("s2", topic="t_s2").end("s_end").sequence("s_start", "s2", "s_end")
+    else:
+        inner._node("s1", "serviceTask", handler="do_s1", compensation=comp("undo_s1"))
+        inner.service_task("s2", topic="t_s2").end("s_end")
+        inner.sequence("s_start", "s1", "s2", "s_end")
+    body = inner.build()
+    b = ProcessBuilder(key).start()
+    b._node("sub", "subProcess", saga="local", nodes=body["nodes"], flows=body["flows"])
+    b.timer_boundary("remind_t", attached_to="sub", duration="PT1M", interrupting=False)
+    b.error_boundary("compensated", attached_to="sub", error="SAGA_COMPENSATED")
+    return (b.user_task("remind").end("reminded").end().end("sorry")
+            .sequence("start", "sub", "end").sequence("remind_t", "remind", "reminded")
+            .flow("compensated", "sorry").build())
+
+
+def test_a_local_saga_leaves_the_path_of_its_subprocess_non_interrupting_boundary_alone(
+        rt: Harness, calls: Calls, journal: Journal) -> None:
+    """The reminder runs outside the subprocess: the saga neither cancels it nor undoes what
+    it did."""
+    from datetime import timedelta
+
+    from bpm.engine.external import TopicRequest
+
+    register(journal, calls, "do_s1", "undo_s1")
+    iid = rt.run(local_saga_with_a_reminder("saga_reminder"))
+    db = rt.engine.db
+    rt.clock.advance(timedelta(minutes=2))
+    rt.engine.run_scans()
+    rt.drain()
+    [t2] = rt.engine.fetch_and_lock("w", [TopicRequest("t_s2", timedelta(minutes=5))])
+    rt.engine.fail(t2.id, "w", "broken", retries=0)
+    rt.drain()
+    assert journal.lines == ["do_s1", "undo_s1"]
+    live = {t.node_id: t.state for t in rows.live_tokens(db, iid) if t.mode == "FORWARD"}
+    assert live.get("remind") == "WAITING"
+    [remind] = rt.engine.user_tasks(instance_id=iid)
+    rt.engine.complete_user_task(remind["id"])
+    rt.drain()
+    assert rows.state(db, iid) == "COMPLETED"
+    assert_history_consistent(db, iid)
+
+
+def test_a_local_saga_with_nothing_to_undo_goes_on_at_once(rt: Harness) -> None:
+    """No scan needed: the subprocess's boundary path is sent on in the same transaction."""
+    from datetime import timedelta
+
+    from bpm.engine.external import TopicRequest
+
+    iid = rt.run(local_saga_with_a_reminder("saga_nothing", first_fails=True))
+    [t2] = rt.engine.fetch_and_lock("w", [TopicRequest("t_s2", timedelta(minutes=5))])
+    rt.engine.fail(t2.id, "w", "broken", retries=0)
+    rt.drain()  # jobs only: no scans run
+    assert rows.state(rt.engine.db, iid) == "COMPLETED"
+    ends = {t.node_id for t in rows.tokens_of(rt.engine.db, iid) if t.state == "COMPLETED"}
+    assert "sorry" in ends
