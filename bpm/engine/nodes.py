@@ -7,17 +7,23 @@ what the job should do next (go on with a token, run a task, or stop).
 from __future__ import annotations
 
 from dataclasses import replace
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 from bpm.definitions.model import ACTIVITIES, Flow, Node, NodeType, ProcessGraph
 from bpm.engine import sagas, waits
 from bpm.engine.bpmn_errors import throw_from_end
-from bpm.engine.failures import cancel_inside, cancel_timers, fail_token, set_instance_state
+from bpm.engine.failures import (
+    cancel_inside,
+    cancel_task,
+    cancel_timers,
+    fail_token,
+    set_instance_state,
+)
 from bpm.engine.moves import create, move, new_token
 from bpm.engine.tx import Conflict, Next, NextToken, RunTask, Tx
 from bpm.errors import ExpressionEvalError, MissingVariable
 from bpm.expressions import evaluate_condition
-from bpm.store import tokens
+from bpm.store import tasks, tokens
 from bpm.store.rows import TaskRow, TokenRow
 
 
@@ -271,22 +277,52 @@ def end_token(tx: Tx, tok: TokenRow, g: ProcessGraph | None = None) -> Next:
 
 
 def _terminate(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
-    """Cancel every other token of this scope; the scope token then completes (spec 4.8)."""
-    scope_root = tok.parent_token_id if tok.concurrent else tok.id
+    """End the token's whole scope (spec 4.8): every other token in it is cancelled, and the
+    scope completes (the instance at top level; the subprocess, whose outer path goes on).
+
+    The scope's root is the token its paths hang from: the token itself, a fork's scope
+    token, or, for a path a non-interrupting boundary started, the token still working at
+    that boundary's activity, whose work (task, timers, subprocess body) ends here too.
+    """
     tx.flush_tokens()
-    everything = tokens.of_instance(tx.conn, tok.instance_id)
+    everything = {t.id: t for t in tokens.of_instance(tx.conn, tok.instance_id)}
+    root = _scope_root(everything, tok)
+    reason = f"terminate end event {tok.node_id!r}"
     children: dict[object, list[TokenRow]] = {}
-    for row in everything:
+    for row in everything.values():
         children.setdefault(row.parent_token_id, []).append(row)
-    below, todo = [], list(children.get(scope_root, []))
+    below, todo = [], list(children.get(root.id, []))
     while todo:
         row = todo.pop()
         todo.extend(children.get(row.id, []))
         below.append(row)
-    cancel_inside(tx, tok, below, f"terminate end event {tok.node_id!r}", spare=tok.id)
+    at_work = root.id != tok.id and root.state in ("ACTIVE", "WAITING", "FAILED") and not (
+        root.wait_kind == "CHILDREN" and g.node(root.node_id).type is not NodeType.SUBPROCESS)
+    if at_work:
+        task = tasks.open_of_token(tx.conn, root.id)
+        if task is not None:
+            cancel_task(tx, task.id, reason)
+        cancel_timers(tx, root, reason)
+    cancel_inside(tx, tok, below, reason, spare=tok.id)
     tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="ScopeTerminated",
                       node_id=tok.node_id, token_id=tok.id, actor=tx.actor)
-    return end_token(tx, tok, g)
+    if root.id == tok.id:
+        return end_token(tx, tok, g)
+    move(tx, tok, state="COMPLETED", event="COMPLETED")
+    if at_work:  # the scope's own path ends where it was working: the scope is over
+        return end_token(tx, root, g)
+    return NextToken(root.id, root.version)  # a fork's scope token, now without children
+
+
+def _scope_root(everything: dict[UUID, TokenRow], tok: TokenRow) -> TokenRow:
+    """The token the paths of ``tok``'s scope hang from (see ``_terminate``)."""
+    root = tok
+    while root.concurrent and root.parent_token_id is not None:
+        parent = everything.get(root.parent_token_id)
+        if parent is None or parent.scope_id != tok.scope_id:
+            break  # the subprocess's host: outside the scope
+        root = parent
+    return root
 
 
 __all__ = ["Conflict", "arrive", "end_token", "fork_or_leave", "leave", "take"]

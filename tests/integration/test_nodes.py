@@ -554,3 +554,64 @@ def test_a_terminate_that_cancels_a_failed_branch_resumes_the_instance(rt: Harne
     rt.engine.complete_user_task(after["id"])
     rt.drain()
     assert_finished_cleanly(db, iid)
+
+
+def test_a_terminate_on_a_non_interrupting_boundary_path_ends_the_whole_scope(
+        rt: Harness) -> None:
+    """The path the boundary started is in the same scope as the activity it is attached
+    to: terminating there ends that activity too (spec 4.8), and the instance completes."""
+    from datetime import timedelta
+
+    doc = (ProcessBuilder("term_spawned").start().user_task("main")
+           .timer_boundary("nudge", attached_to="main", duration="PT1M", interrupting=False)
+           .end().end("stop", terminate=True)
+           .sequence("start", "main", "end").flow("nudge", "stop").build())
+    iid = rt.run(doc)
+    rt.clock.advance(timedelta(minutes=2))
+    rt.engine.run_scans()
+    rt.drain()
+    db = rt.engine.db
+    assert_finished_cleanly(db, iid)
+    assert {t.node_id: t.state for t in rows.tasks_of(db, iid)} == {"main": "CANCELLED"}
+    assert len(events_named(db, iid, "ScopeTerminated")) == 1
+
+
+def test_a_terminate_on_a_subprocess_boundary_path_ends_the_outer_scope(
+        rt: Harness) -> None:
+    """The boundary's path runs in the scope around the subprocess: terminating there ends
+    the subprocess and everything after it, rather than letting it go on as if done."""
+    from datetime import timedelta
+
+    inner = (ProcessBuilder("i").start("i_start").user_task("inside").end("i_end")
+             .sequence("i_start", "inside", "i_end"))
+    doc = (ProcessBuilder("term_sub_spawned").start().sub_process("sub", inner)
+           .timer_boundary("nudge", attached_to="sub", duration="PT1M", interrupting=False)
+           .user_task("after").end().end("stop", terminate=True)
+           .sequence("start", "sub", "after", "end").flow("nudge", "stop").build())
+    iid = rt.run(doc)
+    rt.clock.advance(timedelta(minutes=2))
+    rt.engine.run_scans()
+    rt.drain()
+    db = rt.engine.db
+    assert_finished_cleanly(db, iid)
+    assert {t.node_id: t.state for t in rows.tasks_of(db, iid)} == {"inside": "CANCELLED"}
+    assert "after" not in {t.node_id for t in rows.tokens_of(db, iid)}
+
+
+def test_a_terminate_on_a_boundary_path_of_a_branch_ends_every_branch(rt: Harness) -> None:
+    from datetime import timedelta
+
+    doc = (ProcessBuilder("term_branch_spawned").start().parallel_gateway("fork")
+           .user_task("a").user_task("b").parallel_gateway("join").end()
+           .timer_boundary("nudge", attached_to="a", duration="PT1M", interrupting=False)
+           .end("stop", terminate=True)
+           .sequence("start", "fork").sequence("fork", "a", "join")
+           .sequence("fork", "b", "join").sequence("join", "end").flow("nudge", "stop").build())
+    iid = rt.run(doc)
+    rt.clock.advance(timedelta(minutes=2))
+    rt.engine.run_scans()
+    rt.drain()
+    db = rt.engine.db
+    assert_finished_cleanly(db, iid)
+    assert {t.node_id: t.state for t in rows.tasks_of(db, iid)} == {
+        "a": "CANCELLED", "b": "CANCELLED"}
