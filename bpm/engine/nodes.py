@@ -17,6 +17,8 @@ from bpm.engine.failures import (
     cancel_task,
     cancel_timers,
     fail_token,
+    resolve_incidents,
+    resume_if_clear,
     set_instance_state,
 )
 from bpm.engine.moves import create, move, new_token
@@ -303,7 +305,10 @@ def _terminate(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
         if task is not None:
             cancel_task(tx, task.id, reason)
         cancel_timers(tx, root, reason)
+        resolve_incidents(tx, root.id, reason)  # a FAILED root's: it ends here
     cancel_inside(tx, tok, below, reason, spare=tok.id)
+    if at_work and root.state == "FAILED":
+        resume_if_clear(tx, root.instance_id)
     tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="ScopeTerminated",
                       node_id=tok.node_id, token_id=tok.id, actor=tx.actor)
     if root.id == tok.id:

@@ -20,7 +20,12 @@ from uuid import UUID
 from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.dispatch import RUN_COMPENSATION, Job
 from bpm.engine.bpmn_errors import host_of
-from bpm.engine.failures import cancel_token, inside_scope, set_instance_state
+from bpm.engine.failures import (
+    cancel_token,
+    inside_scope,
+    resolve_incidents,
+    set_instance_state,
+)
 from bpm.engine.moves import create, move, new_token
 from bpm.engine.tx import Conflict, Next, NextToken, Stale, Tx
 from bpm.store import compensation, incidents, tokens
@@ -229,11 +234,14 @@ def _leave_subprocess(tx: Tx, g: ProcessGraph, host: TokenRow | None) -> Next:
 
     if host is None or host.state != "WAITING":
         raise Conflict("the subprocess of a local saga moved on during the saga")
-    for child in tokens.live_children(tx.conn, host.id):
-        if child.state == "FAILED" and child.scope_id == host.node_id:
-            # the failure that started the saga (not one on a path outside): handled by it
-            move(tx, child, state="CANCELLED", event="CANCELLED",
+    tx.flush_tokens()
+    for row in inside_scope(tokens.of_instance(tx.conn, host.instance_id), host):
+        if row.state == "FAILED" and row.mode == "FORWARD":
+            # the failure that started the saga, at any depth in the subprocess (not one on
+            # a path outside it): handled by the saga
+            move(tx, row, state="CANCELLED", event="CANCELLED",
                  data={"reason": "compensated by its local saga"})
+            resolve_incidents(tx, row.id, "compensated by its local saga")
     caught = catch_at_activity(tx, g, host, SAGA_CODE, "compensated by a local saga")
     if caught is not None:
         return caught

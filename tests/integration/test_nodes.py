@@ -615,3 +615,30 @@ def test_a_terminate_on_a_boundary_path_of_a_branch_ends_every_branch(rt: Harnes
     assert_finished_cleanly(db, iid)
     assert {t.node_id: t.state for t in rows.tasks_of(db, iid)} == {
         "a": "CANCELLED", "b": "CANCELLED"}
+
+
+def test_a_terminate_on_a_boundary_path_ends_a_failed_activity_with_its_incident(
+        rt: Harness) -> None:
+    """The activity the boundary is attached to had failed (an incident, the instance
+    FAILED): terminating the scope ends it, resolves its incident, and completes cleanly."""
+    from datetime import timedelta
+
+    from bpm.engine.external import TopicRequest
+
+    doc = (ProcessBuilder("term_failed_root").start().service_task("work", topic="t")
+           .timer_boundary("nudge", attached_to="work", duration="PT1M", interrupting=False)
+           .user_task("remind").end().end("stop", terminate=True)
+           .sequence("start", "work", "end").sequence("nudge", "remind", "stop").build())
+    iid = rt.run(doc)
+    db = rt.engine.db
+    rt.clock.advance(timedelta(minutes=2))
+    rt.engine.run_scans()
+    rt.drain()
+    [task] = rt.engine.fetch_and_lock("w", [TopicRequest("t", timedelta(minutes=5))])
+    rt.engine.fail(task.id, "w", "broken", retries=0)
+    assert rows.state(db, iid) == "FAILED"
+    [remind] = rt.engine.user_tasks(instance_id=iid)
+    rt.engine.complete_user_task(remind["id"])
+    rt.drain()
+    assert_finished_cleanly(db, iid)
+    assert not rows.incidents_of(db, iid, only_open=True)

@@ -596,3 +596,30 @@ def test_a_local_saga_with_nothing_to_undo_goes_on_at_once(rt: Harness) -> None:
     assert rows.state(rt.engine.db, iid) == "COMPLETED"
     ends = {t.node_id for t in rows.tokens_of(rt.engine.db, iid) if t.state == "COMPLETED"}
     assert "sorry" in ends
+
+
+def test_a_local_saga_over_a_failed_branch_leaves_no_failed_token_behind(rt: Harness) -> None:
+    """The branch that failed is not a direct child of the subprocess (it hangs from the
+    fork's scope token); once the saga is over it is CANCELLED, not FAILED forever."""
+    from datetime import timedelta
+
+    from bpm.engine.external import TopicRequest
+
+    inner = ProcessBuilder("inner", saga="local").start("s_start").parallel_gateway("f")
+    inner.service_task("a", topic="ta").user_task("b").parallel_gateway("j").end("s_end")
+    inner.sequence("s_start", "f").sequence("f", "a", "j").sequence("f", "b", "j")
+    body = inner.sequence("j", "s_end").build()
+    b = ProcessBuilder("saga_branch").start()
+    b._node("sub", "subProcess", saga="local", nodes=body["nodes"], flows=body["flows"])
+    b.error_boundary("compensated", attached_to="sub", error="SAGA_COMPENSATED")
+    doc = (b.end().end("sorry").sequence("start", "sub", "end").flow("compensated", "sorry")
+           .build())
+    iid = rt.run(doc)
+    [task] = rt.engine.fetch_and_lock("w", [TopicRequest("ta", timedelta(minutes=5))])
+    rt.engine.fail(task.id, "w", "broken", retries=0)
+    rt.drain()
+    db = rt.engine.db
+    assert rows.state(db, iid) == "COMPLETED"
+    assert [t.node_id for t in rows.tokens_of(db, iid) if t.state == "FAILED"] == []
+    assert not rows.incidents_of(db, iid, only_open=True)
+    assert_history_consistent(db, iid)
