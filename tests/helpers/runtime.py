@@ -6,7 +6,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -19,6 +19,7 @@ from bpm.dispatch import (
     Job,
 )
 from bpm.engine.engine import Engine
+from bpm.engine.external import TopicRequest
 from bpm.handlers import HandlerContext, HandlerRegistry, HandlerResult
 from bpm.store import Database
 from tests.helpers.clock import FakeClock
@@ -84,6 +85,24 @@ class Harness:
             raise AssertionError(f"drain did not finish within {limit} jobs")
         queue.dispatch(kept)
         return outcomes
+
+    def pass_time(self, delta: timedelta) -> None:
+        """Move the clock on, run the scans (timers come due) and what they sent."""
+        self.clock.advance(delta)
+        self.engine.run_scans()
+        self.drain()
+
+    def fail_for_good(self, topic: str, message: str = "broken") -> None:
+        """Fetch the one task of ``topic`` and fail it with no retries left."""
+        [task] = self.engine.fetch_and_lock("tests", [TopicRequest(topic, timedelta(minutes=5))])
+        self.engine.fail(task.id, "tests", message, retries=0)
+        self.drain()
+
+    def complete_user_task(self, instance_id: UUID) -> None:
+        """Complete the instance's one open user task, and run what follows."""
+        [task] = self.engine.user_tasks(instance_id=instance_id)
+        self.engine.complete_user_task(task["id"])
+        self.drain()
 
     def queued(self) -> list[Job]:
         """The jobs waiting in the queue (due or not), leaving the queue as it was."""

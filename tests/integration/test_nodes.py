@@ -6,6 +6,7 @@ is where its history chain ends, with one event per version bump.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
@@ -529,9 +530,7 @@ def test_queued_jobs_are_ids_only(engine_factory: EngineFactory, calls: Calls) -
 def test_a_terminate_that_cancels_a_failed_branch_resumes_the_instance(rt: Harness) -> None:
     """The failed branch's incident goes with it; the instance must not stay FAILED with
     nothing for an operator to retry while it runs on."""
-    from datetime import timedelta
 
-    from bpm.engine.external import TopicRequest
 
     inner = (ProcessBuilder("i").start("i_start").parallel_gateway("fork")
              .service_task("a", topic="ta").user_task("go").end("i_end")
@@ -541,18 +540,13 @@ def test_a_terminate_that_cancels_a_failed_branch_resumes_the_instance(rt: Harne
            .end().sequence("start", "sub", "after", "end").build())
     iid = rt.run(doc)
     db = rt.engine.db
-    [ta] = rt.engine.fetch_and_lock("w", [TopicRequest("ta", timedelta(minutes=1))])
-    rt.engine.fail(ta.id, "w", "broken", retries=0)
+    rt.fail_for_good("ta")
     assert rows.state(db, iid) == "FAILED"
-    [go] = rt.engine.user_tasks(instance_id=iid)
-    rt.engine.complete_user_task(go["id"])
-    rt.drain()
+    rt.complete_user_task(iid)  # "go": the terminate
     assert rows.state(db, iid) == "RUNNING"
     assert not rows.incidents_of(db, iid, only_open=True)
     assert [t.node_id for t in rows.live_tokens(db, iid)] == ["after"]
-    [after] = rt.engine.user_tasks(instance_id=iid)
-    rt.engine.complete_user_task(after["id"])
-    rt.drain()
+    rt.complete_user_task(iid)  # "after"
     assert_finished_cleanly(db, iid)
 
 
@@ -560,16 +554,12 @@ def test_a_terminate_on_a_non_interrupting_boundary_path_ends_the_whole_scope(
         rt: Harness) -> None:
     """The path the boundary started is in the same scope as the activity it is attached
     to: terminating there ends that activity too (spec 4.8), and the instance completes."""
-    from datetime import timedelta
-
     doc = (ProcessBuilder("term_spawned").start().user_task("main")
            .timer_boundary("nudge", attached_to="main", duration="PT1M", interrupting=False)
            .end().end("stop", terminate=True)
            .sequence("start", "main", "end").flow("nudge", "stop").build())
     iid = rt.run(doc)
-    rt.clock.advance(timedelta(minutes=2))
-    rt.engine.run_scans()
-    rt.drain()
+    rt.pass_time(timedelta(minutes=2))
     db = rt.engine.db
     assert_finished_cleanly(db, iid)
     assert {t.node_id: t.state for t in rows.tasks_of(db, iid)} == {"main": "CANCELLED"}
@@ -580,8 +570,6 @@ def test_a_terminate_on_a_subprocess_boundary_path_ends_the_outer_scope(
         rt: Harness) -> None:
     """The boundary's path runs in the scope around the subprocess: terminating there ends
     the subprocess and everything after it, rather than letting it go on as if done."""
-    from datetime import timedelta
-
     inner = (ProcessBuilder("i").start("i_start").user_task("inside").end("i_end")
              .sequence("i_start", "inside", "i_end"))
     doc = (ProcessBuilder("term_sub_spawned").start().sub_process("sub", inner)
@@ -589,9 +577,7 @@ def test_a_terminate_on_a_subprocess_boundary_path_ends_the_outer_scope(
            .user_task("after").end().end("stop", terminate=True)
            .sequence("start", "sub", "after", "end").flow("nudge", "stop").build())
     iid = rt.run(doc)
-    rt.clock.advance(timedelta(minutes=2))
-    rt.engine.run_scans()
-    rt.drain()
+    rt.pass_time(timedelta(minutes=2))
     db = rt.engine.db
     assert_finished_cleanly(db, iid)
     assert {t.node_id: t.state for t in rows.tasks_of(db, iid)} == {"inside": "CANCELLED"}
@@ -599,8 +585,6 @@ def test_a_terminate_on_a_subprocess_boundary_path_ends_the_outer_scope(
 
 
 def test_a_terminate_on_a_boundary_path_of_a_branch_ends_every_branch(rt: Harness) -> None:
-    from datetime import timedelta
-
     doc = (ProcessBuilder("term_branch_spawned").start().parallel_gateway("fork")
            .user_task("a").user_task("b").parallel_gateway("join").end()
            .timer_boundary("nudge", attached_to="a", duration="PT1M", interrupting=False)
@@ -608,9 +592,7 @@ def test_a_terminate_on_a_boundary_path_of_a_branch_ends_every_branch(rt: Harnes
            .sequence("start", "fork").sequence("fork", "a", "join")
            .sequence("fork", "b", "join").sequence("join", "end").flow("nudge", "stop").build())
     iid = rt.run(doc)
-    rt.clock.advance(timedelta(minutes=2))
-    rt.engine.run_scans()
-    rt.drain()
+    rt.pass_time(timedelta(minutes=2))
     db = rt.engine.db
     assert_finished_cleanly(db, iid)
     assert {t.node_id: t.state for t in rows.tasks_of(db, iid)} == {
@@ -621,9 +603,6 @@ def test_a_terminate_on_a_boundary_path_ends_a_failed_activity_with_its_incident
         rt: Harness) -> None:
     """The activity the boundary is attached to had failed (an incident, the instance
     FAILED): terminating the scope ends it, resolves its incident, and completes cleanly."""
-    from datetime import timedelta
-
-    from bpm.engine.external import TopicRequest
 
     doc = (ProcessBuilder("term_failed_root").start().service_task("work", topic="t")
            .timer_boundary("nudge", attached_to="work", duration="PT1M", interrupting=False)
@@ -631,14 +610,9 @@ def test_a_terminate_on_a_boundary_path_ends_a_failed_activity_with_its_incident
            .sequence("start", "work", "end").sequence("nudge", "remind", "stop").build())
     iid = rt.run(doc)
     db = rt.engine.db
-    rt.clock.advance(timedelta(minutes=2))
-    rt.engine.run_scans()
-    rt.drain()
-    [task] = rt.engine.fetch_and_lock("w", [TopicRequest("t", timedelta(minutes=5))])
-    rt.engine.fail(task.id, "w", "broken", retries=0)
+    rt.pass_time(timedelta(minutes=2))
+    rt.fail_for_good("t")
     assert rows.state(db, iid) == "FAILED"
-    [remind] = rt.engine.user_tasks(instance_id=iid)
-    rt.engine.complete_user_task(remind["id"])
-    rt.drain()
+    rt.complete_user_task(iid)  # "remind": the terminate
     assert_finished_cleanly(db, iid)
     assert not rows.incidents_of(db, iid, only_open=True)

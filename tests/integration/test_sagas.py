@@ -567,9 +567,7 @@ def test_a_local_saga_leaves_the_path_of_its_subprocess_non_interrupting_boundar
     register(journal, calls, "do_s1", "undo_s1")
     iid = rt.run(local_saga_with_a_reminder("saga_reminder"))
     db = rt.engine.db
-    rt.clock.advance(timedelta(minutes=2))
-    rt.engine.run_scans()
-    rt.drain()
+    rt.pass_time(timedelta(minutes=2))
     [t2] = rt.engine.fetch_and_lock("w", [TopicRequest("t_s2", timedelta(minutes=5))])
     rt.engine.fail(t2.id, "w", "broken", retries=0)
     rt.drain()

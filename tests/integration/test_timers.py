@@ -359,9 +359,7 @@ def test_an_interrupting_timer_on_a_subprocess_leaves_its_non_interrupting_path_
            .sequence("remind_t", "remind", "reminded").build())
     iid = rt.run(doc)
     for minutes in (2, 4):
-        rt.clock.advance(timedelta(minutes=minutes))
-        rt.engine.run_scans()
-        rt.drain()
+        rt.pass_time(timedelta(minutes=minutes))
     assert rows.only_task(pg_db, iid, "a").state == "CANCELLED"
     assert "remind" in {t.node_id for t in rows.live_tokens(pg_db, iid)}
     [review] = rt.engine.user_tasks(instance_id=iid)
