@@ -25,9 +25,13 @@ def decide(tx: Tx, g: ProcessGraph, parent: TokenRow) -> Next:
         picked = _pick(node, arrived)
         if picked is not None:
             return _fire_join(tx, g, locked, node, picked, children)
+    node = g.node(locked.node_id)
+    if node.type is NodeType.SUBPROCESS:
+        # Paths the subprocess's own non-interrupting boundaries started are its token's
+        # children too, but run outside it: the subprocess is done when its body is.
+        children = [c for c in children if c.scope_id == node.id]
     if children:
         return None  # branches still running: nothing to decide yet
-    node = g.node(locked.node_id)
     if node.type is NodeType.SUBPROCESS:
         tx.history.engine(instance_id=locked.instance_id, at=tx.now, type="SubprocessCompleted",
                           node_id=node.id, token_id=locked.id, actor=tx.actor)

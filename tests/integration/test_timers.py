@@ -366,3 +366,50 @@ def test_an_interrupting_timer_on_a_subprocess_leaves_its_non_interrupting_path_
     rt.engine.complete_user_task(review["id"])
     rt.drain()
     assert_finished_cleanly(pg_db, iid)
+
+
+def test_a_subprocess_goes_on_when_its_body_ends_while_its_boundary_path_still_runs(
+        rt: Harness, pg_db: Database) -> None:
+    """The reminder path runs outside the subprocess: the outer path does not wait for it,
+    and the instance completes once both are done."""
+    inner = (ProcessBuilder("i").start("i_start").user_task("inside").end("i_end")
+             .sequence("i_start", "inside", "i_end"))
+    doc = (ProcessBuilder("sub_goes_on").start().sub_process("sub", inner)
+           .timer_boundary("remind_t", attached_to="sub", duration="PT1M", interrupting=False)
+           .user_task("after").user_task("remind").end().end("reminded")
+           .sequence("start", "sub", "after", "end").sequence("remind_t", "remind", "reminded")
+           .build())
+    iid = rt.run(doc)
+    rt.pass_time(timedelta(minutes=2))
+    [inside] = [t for t in rt.engine.user_tasks(instance_id=iid) if t["node_id"] == "inside"]
+    rt.engine.complete_user_task(inside["id"])
+    rt.drain()
+    open_tasks = sorted(t["node_id"] for t in rt.engine.user_tasks(instance_id=iid))
+    assert open_tasks == ["after", "remind"]
+    for node in ("after", "remind"):
+        [task] = [t for t in rt.engine.user_tasks(instance_id=iid) if t["node_id"] == node]
+        rt.engine.complete_user_task(task["id"])
+        rt.drain()
+    assert_finished_cleanly(pg_db, iid)
+
+
+@pytest.mark.parametrize("order", [("inside", "remind"), ("remind", "inside")])
+def test_a_subprocess_boundary_path_that_joins_the_outer_path_does_not_deadlock(
+        rt: Harness, pg_db: Database, order: tuple[str, str]) -> None:
+    """The reminder path waits at the join for the subprocess; the subprocess must not wait
+    for the reminder path (it did: neither ever moved again)."""
+    inner = (ProcessBuilder("i").start("i_start").user_task("inside").end("i_end")
+             .sequence("i_start", "inside", "i_end"))
+    doc = (ProcessBuilder("sub_join").start().sub_process("sub", inner)
+           .timer_boundary("remind_t", attached_to="sub", duration="PT1M", interrupting=False)
+           .user_task("remind").parallel_gateway("join").end()
+           .sequence("start", "sub", "join", "end").sequence("remind_t", "remind", "join")
+           .build())
+    iid = rt.run(doc)
+    rt.pass_time(timedelta(minutes=2))
+    for node in order:
+        [task] = [t for t in rt.engine.user_tasks(instance_id=iid) if t["node_id"] == node]
+        rt.engine.complete_user_task(task["id"])
+        rt.drain()
+    assert_finished_cleanly(pg_db, iid)
+    assert len(rows.engine_events_of(pg_db, iid, type="JoinFired")) == 1
