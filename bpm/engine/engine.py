@@ -113,10 +113,6 @@ class _InstanceInfo:
         self.def_id, self.key, self.business_key = def_id, key, business_key
 
 
-#: How often a handler's outcome is written again after a version race with another change.
-RECORD_CONFLICTS = 3
-
-
 class Engine:
     """Runs process instances stored in ``db``; hands follow-up work to ``dispatcher``."""
 
@@ -160,12 +156,15 @@ class Engine:
         if events:
             self.listeners.emit(events)
 
-    def _retrying(self, fn: Callable[[], T], attempts: int = 5) -> T:
-        """Retry a transaction that lost a version race, with jitter (never an incident)."""
+    def _retrying(self, fn: Callable[[], T], attempts: int = 5,
+                  also: tuple[type[Exception], ...] = ()) -> T:
+        """Retry a transaction that lost a version race, with jitter (never an incident);
+        ``also``: further errors that a fresh read may clear up."""
+        retried: tuple[type[Exception], ...] = (Conflict, RetryableDatabaseError, *also)
         for attempt in range(attempts):
             try:
                 return fn()
-            except (Conflict, RetryableDatabaseError):
+            except retried:
                 if attempt == attempts - 1:
                     raise
                 time.sleep(random.uniform(0.001, 0.005 * (attempt + 1)))
@@ -344,35 +343,28 @@ class Engine:
         outcome = handler_runs.invoke(self.handlers, task, ctx)
         log.debug("handler %s ran in %.1f ms", task.handler,
                   (time.perf_counter() - started) * 1000)
-        g = self.graph(info.def_id)
-        for attempt in range(5):
-            try:
-                return self._record(g, task, outcome, token, inline)
-            except RetryableDatabaseError:
-                if attempt == 4:
-                    raise
-                time.sleep(random.uniform(0.001, 0.01))
-        raise AssertionError("unreachable")
+        return self._record(self.graph(info.def_id), task, outcome, token, inline)
 
     def _record(self, g: ProcessGraph, task: TaskRow, outcome: handler_runs.Outcome,
                 token: TokenRow | None, inline: bool) -> Next:
-        for tries_left in reversed(range(RECORD_CONFLICTS)):
-            try:
-                with self.transaction(inline=inline) as tx:
-                    if outcome.variables is not None:
-                        result = handler_runs.complete_task(tx, g, task, outcome.variables,
-                                                            token)
-                        return self._continue(tx, g, result)
-                    return handler_runs.fail_task(tx, g, task, outcome)
-            except Conflict as exc:
-                # Another row this outcome touches moved meanwhile (a sibling branch of a
-                # subprocess a caught error ends, say): try again from fresh reads. If it was
-                # the task or its token that moved, that try finds out and drops the result.
-                if not tries_left:
-                    raise Stale(f"result of task {task.id} dropped: {exc}") from exc
-                token = None
-                time.sleep(random.uniform(0.001, 0.005))
-        raise AssertionError("unreachable")
+        """Commit the outcome. A version race with another row it touches (a sibling branch
+        of a subprocess a caught error ends, say) is tried again from fresh reads, the token
+        included; if it was the task or its token that moved, that try finds out and drops
+        the result."""
+        known = [token]
+
+        def once() -> Next:
+            tok, known[0] = known[0], None
+            with self.transaction(inline=inline) as tx:
+                if outcome.variables is not None:
+                    result = handler_runs.complete_task(tx, g, task, outcome.variables, tok)
+                    return self._continue(tx, g, result)
+                return handler_runs.fail_task(tx, g, task, outcome)
+
+        try:
+            return self._retrying(once)
+        except Conflict as exc:
+            raise Stale(f"result of task {task.id} dropped: {exc}") from exc
 
     # --- used by the facade modules ------------------------------------------------------
 
@@ -385,8 +377,8 @@ class Engine:
         if nxt is not None:
             self._defer(nxt)
 
-    def retrying(self, fn: Callable[[], T]) -> T:
-        return self._retrying(fn)
+    def retrying(self, fn: Callable[[], T], also: tuple[type[Exception], ...] = ()) -> T:
+        return self._retrying(fn, also=also)
 
     def know_instances(self, tx: Tx, instance_ids: list[UUID]) -> None:
         """Cache what never changes about these instances, in one query for all."""

@@ -42,8 +42,6 @@ log = logging.getLogger("bpm.engine")
 MAX_TASKS = 1000
 MAX_LONG_POLL = 300.0
 assert MAX_TASKS <= HISTORY_BLOCK, "one fetch's history rows must fit one id block"
-#: How often a report whose write found the task or token moved on is tried from a fresh read.
-STALE_RETRIES = 3
 
 
 @dataclass(frozen=True)
@@ -247,16 +245,12 @@ def _run(engine: Engine, worker_id: str, body: Any) -> None:
         with engine.transaction(worker_id) as tx:
             return body(tx)
 
-    for tries_left in reversed(range(STALE_RETRIES)):
-        try:
-            nxt = engine.retrying(once)
-            break
-        except (Stale, Conflict) as exc:
-            # A write that found a row moved on (an extend_lock from this worker's own lock
-            # keeper, say): the fresh read in ``body`` raises the lock error if it is real.
-            if not tries_left:
-                raise LockExpired(f"the task changed while {worker_id!r} reported on it: "
-                                  f"{exc}") from exc
+    try:
+        # A write that found a row moved on (an extend_lock from this worker's own lock
+        # keeper, say) is retried: the fresh read in ``body`` raises the lock error if real.
+        nxt = engine.retrying(once, also=(Stale,))
+    except (Stale, Conflict) as exc:
+        raise LockExpired(f"the task changed while {worker_id!r} reported on it: {exc}") from exc
     engine.carry_on(nxt)
 
 

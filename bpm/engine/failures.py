@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from uuid import UUID
 
 from bpm.engine.moves import move
@@ -85,6 +85,12 @@ def set_instance_state(tx: Tx, instance_id: UUID, state: str,
 def cancel_token(tx: Tx, tok: TokenRow, reason: str) -> None:
     """Cancel a live token with its open task and open incidents."""
     move(tx, tok, state="CANCELLED", event="CANCELLED", data={"reason": reason})
+    end_work(tx, tok, reason)
+
+
+def end_work(tx: Tx, tok: TokenRow, reason: str) -> None:
+    """The token stops what it was doing where it is: its open task is cancelled, its
+    timers disarmed, its open incidents resolved (the token itself is not moved)."""
     task = tasks.open_of_token(tx.conn, tok.id)
     if task is not None:
         cancel_task(tx, task.id, reason)
@@ -102,10 +108,17 @@ def cancel_descendants(tx: Tx, tok: TokenRow, reason: str) -> None:
 def inside_scope(rows: Iterable[TokenRow], host: TokenRow) -> list[TokenRow]:
     """The tokens below ``host`` that run inside its subprocess. The paths its own
     non-interrupting boundaries started are its children too, but run outside it."""
+    return below(rows, host, lambda child: child.scope_id == host.node_id)
+
+
+def below(rows: Iterable[TokenRow], top: TokenRow,
+          keep: Callable[[TokenRow], bool] = lambda child: True) -> list[TokenRow]:
+    """Every token under ``top`` (of ``rows``: an instance's), through the children that
+    ``keep`` accepts at the first level."""
     children: dict[UUID | None, list[TokenRow]] = {}
     for row in rows:
         children.setdefault(row.parent_token_id, []).append(row)
-    todo = [c for c in children.get(host.id, []) if c.scope_id == host.node_id]
+    todo = [c for c in children.get(top.id, []) if keep(c)]
     out = []
     while todo:
         row = todo.pop()

@@ -13,11 +13,11 @@ from bpm.definitions.model import ACTIVITIES, Flow, Node, NodeType, ProcessGraph
 from bpm.engine import sagas, waits
 from bpm.engine.bpmn_errors import throw_from_end
 from bpm.engine.failures import (
+    below,
     cancel_inside,
-    cancel_task,
     cancel_timers,
+    end_work,
     fail_token,
-    resolve_incidents,
     resume_if_clear,
     set_instance_state,
 )
@@ -25,7 +25,7 @@ from bpm.engine.moves import create, move, new_token
 from bpm.engine.tx import Conflict, Next, NextToken, RunTask, Tx
 from bpm.errors import ExpressionEvalError, MissingVariable
 from bpm.expressions import evaluate_condition
-from bpm.store import tasks, tokens
+from bpm.store import tokens
 from bpm.store.rows import TaskRow, TokenRow
 
 
@@ -290,23 +290,11 @@ def _terminate(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     everything = {t.id: t for t in tokens.of_instance(tx.conn, tok.instance_id)}
     root = _scope_root(everything, tok)
     reason = f"terminate end event {tok.node_id!r}"
-    children: dict[object, list[TokenRow]] = {}
-    for row in everything.values():
-        children.setdefault(row.parent_token_id, []).append(row)
-    below, todo = [], list(children.get(root.id, []))
-    while todo:
-        row = todo.pop()
-        todo.extend(children.get(row.id, []))
-        below.append(row)
     at_work = root.id != tok.id and root.state in ("ACTIVE", "WAITING", "FAILED") and not (
         root.wait_kind == "CHILDREN" and g.node(root.node_id).type is not NodeType.SUBPROCESS)
     if at_work:
-        task = tasks.open_of_token(tx.conn, root.id)
-        if task is not None:
-            cancel_task(tx, task.id, reason)
-        cancel_timers(tx, root, reason)
-        resolve_incidents(tx, root.id, reason)  # a FAILED root's: it ends here
-    cancel_inside(tx, tok, below, reason, spare=tok.id)
+        end_work(tx, root, reason)  # a FAILED root's incident too: it ends here
+    cancel_inside(tx, tok, below(everything.values(), root), reason, spare=tok.id)
     if at_work and root.state == "FAILED":
         resume_if_clear(tx, root.instance_id)
     tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="ScopeTerminated",

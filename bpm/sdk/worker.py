@@ -48,7 +48,6 @@ class _Running:
 
     task: LockedTask
     lock_duration: timedelta
-    started: float = field(default_factory=time.monotonic)
     extended: float = field(default_factory=time.monotonic)
     future: Future[None] | None = None
 
@@ -160,12 +159,13 @@ class Worker:
 
     def _fetch_into(self, pool: ThreadPoolExecutor, listener: Listener) -> None:
         capacity = self.threads + self.prefetch
-        with self._freed:  # a finished handler wakes this at once
+        with self._freed:
             free = capacity - len(self._running)
-            if free < self._batch and not self._freed.wait(0.05):
-                free = capacity - len(self._running)
-            elif free < self._batch:
-                free = 0
+            if free < self._batch:
+                # Too few places for a fetch: a finished handler wakes this at once (look
+                # again); after a short wait, any free place will do.
+                timed_out = not self._freed.wait(0.05)
+                free = capacity - len(self._running) if timed_out else 0
         if free <= 0:
             listener.drain()  # busy: notifications pile up unread on the server otherwise
             return

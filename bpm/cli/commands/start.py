@@ -12,6 +12,7 @@ does the rest).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
@@ -69,32 +70,26 @@ def start(key: str, var_items: tuple[str, ...], vars_json: str | None,
                 # Nothing left to run here: what is left is another process's (an external
                 # worker's, a user's), so watch for the rest of --wait.
                 left = wait - (time.monotonic() - began)
-                doc["state"] = _watch_embedded(rt, UUID(doc["id"]), max(left, 0.0))
+                doc["state"] = _watch(rt.engine, UUID(doc["id"]), max(left, 0.0),
+                                      lambda seconds: rt.run_until_idle(timeout=seconds))
     _print(doc, as_json)
     if wait is not None and doc["state"] not in END_STATES:
         fail(f"instance {doc['id']} is still {doc['state']} after {wait:g} s")
 
 
-def _watch(engine: Engine, instance_id: UUID, wait: float | None) -> str:
-    """Poll the instance until it ends or ``wait`` runs out (distributed mode)."""
+def _watch(engine: Engine, instance_id: UUID, wait: float | None,
+           run_due: Callable[[float], object] | None = None) -> str:
+    """Poll the instance until it ends or ``wait`` runs out. Embedded mode passes
+    ``run_due``, which runs here what comes due meanwhile (a timer after an external task,
+    a retry) for at most the seconds it is given."""
     deadline = time.monotonic() + (wait or 0)
     while True:
         state = str(engine.show(instance_id)["state"])
-        if state in END_STATES or time.monotonic() >= deadline:
-            return state
-        time.sleep(0.1)
-
-
-def _watch_embedded(rt: EmbeddedRuntime, instance_id: UUID, seconds: float) -> str:
-    """Poll the instance while running what comes due here (a timer after the external
-    task, a retry), until it ends or ``seconds`` run out."""
-    deadline = time.monotonic() + seconds
-    while True:
-        state = rt.state(instance_id)
         left = deadline - time.monotonic()
         if state in END_STATES or left <= 0:
             return state
-        rt.run_until_idle(timeout=min(left, 0.5))
+        if run_due is not None:
+            run_due(min(left, 0.5))
         time.sleep(min(0.1, max(deadline - time.monotonic(), 0.0)))
 
 
