@@ -9,7 +9,7 @@ from celery import Celery
 from celery.signals import worker_ready
 
 from beat.schedule import beat_schedule
-from workers.config import celery_config, settings_from_env
+from workers.config import celery_config, queue_problem, settings_from_env
 from workers.runtime import import_handler_modules
 from workers.tasks import register
 
@@ -26,6 +26,19 @@ import_handler_modules()
 @worker_ready.connect
 def _recover_on_start(sender: Any = None, **_: Any) -> None:
     """Recovery is not special code: a starting worker just asks for every scan once."""
+    _check_queues(sender)
     for name in ("bpm.scan_locks", "bpm.scan_stalled", "bpm.scan_timers"):
         app.send_task(name, queue=settings.route(name))
     log.info("worker ready: recovery scans requested")
+
+
+def _check_queues(consumer: Any) -> None:
+    """A worker started with ``-Q`` names that miss the configured prefix listens where
+    nobody sends, and nothing else would ever say so."""
+    try:
+        consumed = {q.name for q in consumer.task_consumer.queues}
+    except AttributeError:  # not a consuming worker
+        return
+    problem = queue_problem(consumed, settings)
+    if problem is not None:
+        log.error(problem)

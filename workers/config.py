@@ -34,6 +34,11 @@ ROUTES = {
     "bpm.cleanup_history": SCANS,
 }
 
+#: Jobs whose request exists only in its message: no row records it, so no scan could ever
+#: redo one that was acknowledged without running. While the database is down they go back
+#: to their queue instead. Every other job's work is recorded in a token, task or timer row.
+MESSAGE_ONLY = frozenset({"bpm.start_instance", "bpm.correlate_message"})
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -48,6 +53,8 @@ class Settings:
     #: instances whose definition has no historyTimeToLive (None: they are kept).
     cleanup_interval: float = 86400.0
     history_ttl: timedelta | None = None
+    #: Seconds a job waits for an unreachable database before it gives up (see MESSAGE_ONLY).
+    outage_wait: float = 60.0
 
     def queue(self, name: str) -> str:
         return f"{self.queue_prefix}{name}"
@@ -70,7 +77,23 @@ def settings_from_env() -> Settings:
         result_backend=os.environ.get("BPM_RESULT_BACKEND") or None,
         cleanup_interval=float(os.environ.get("BPM_CLEANUP_INTERVAL", "86400")),
         history_ttl=ttl_from_env(),
+        outage_wait=float(os.environ.get("BPM_OUTAGE_WAIT", "60")),
     )
+
+
+def queue_problem(consumed: set[str], s: Settings) -> str | None:
+    """What is wrong with the queues a worker consumes, or None.
+
+    A worker may leave some of bpm's queues to others (handler-only hosts, say); consuming
+    none of them is always a mistake, most often ``-Q`` names without ``BPM_QUEUE_PREFIX``.
+    """
+    expected = [s.queue(q) for q in QUEUES]
+    if consumed & set(expected):
+        return None
+    return (f"THIS WORKER CONSUMES NONE OF BPM'S QUEUES: it listens on "
+            f"{', '.join(sorted(consumed)) or 'nothing'}, but with BPM_QUEUE_PREFIX="
+            f"{s.queue_prefix!r} jobs are sent to {', '.join(expected)}. Start it without -Q "
+            f"(it then consumes exactly those), or name those queues")
 
 
 def transport_options(s: Settings) -> dict[str, int]:

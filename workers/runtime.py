@@ -10,6 +10,7 @@ import importlib
 import logging
 import os
 import socket
+import sys
 import threading
 
 from celery import Celery
@@ -27,9 +28,15 @@ _engines: dict[int, Engine] = {}
 
 
 def import_handler_modules(spec: str | None = None) -> list[str]:
-    """Import the modules named in ``BPM_IMPORTS`` (they register handlers)."""
+    """Import the modules named in ``BPM_IMPORTS`` (they register handlers).
+
+    The working directory is importable, as it is for ``celery -A`` and the ``bpm`` CLI, so
+    a module next to the process definitions is found whichever process loads it first.
+    """
     names = [m.strip() for m in (spec or os.environ.get("BPM_IMPORTS", "")).split(",")
              if m.strip()]
+    if names and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     for name in names:
         try:
             importlib.import_module(name)

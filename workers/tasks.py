@@ -1,8 +1,13 @@
-"""The Celery tasks: thin adapters that decode ids and call the engine (style b.1).
+"""The Celery tasks: thin adapters that decode ids and call the engine.
 
 Each logs one line per job with its name, ids, outcome (done / stale no-op / deferred /
-dropped / failed) and duration. A job never raises into Celery: an unexpected error is logged
-and the scans redo the work, so no message loops and no queue blocks.
+dropped / refused / requeued / failed) and duration. While the database is unreachable a job
+waits for it (``BPM_OUTAGE_WAIT`` seconds at most). What happens after that depends on
+whether a row records the job's work: a token, task or timer job is logged as failed and the
+scans redo it from its row; a request that exists only in its message (``MESSAGE_ONLY``:
+a start, a correlation) is put back in its queue instead of being acknowledged. Any other
+unexpected error is logged, never raised into Celery, so no message loops and no queue
+blocks.
 """
 
 from __future__ import annotations
@@ -13,11 +18,14 @@ from collections.abc import Callable
 from typing import Any
 
 from celery import Celery
+from celery.exceptions import Reject
 
 from bpm.engine import retention, scans, timers
 from bpm.engine.engine import because
 from bpm.errors import BpmError
-from workers.config import Settings
+from bpm.store import DatabaseUnavailable
+from bpm.store.outages import until_available
+from workers.config import MESSAGE_ONLY, Settings
 from workers.jobs import PoisonMessage, as_optional_str, as_uuid, as_version, bind
 from workers.runtime import engine_for, scan_config
 
@@ -28,16 +36,33 @@ class CorrelationRefused(Exception):
     """Raised to a sender that waits for the result of a correlation that was refused."""
 
 
-def _run(name: str, ids: dict[str, Any], fn: Callable[[], str]) -> str:
+class StartRefused(Exception):
+    """Raised to a sender that waits for the result of a start that was refused (an unknown
+    process key, bad variables)."""
+
+
+def _run(name: str, ids: dict[str, Any], fn: Callable[[], str], settings: Settings,
+         refusals: list[BpmError] | None = None) -> str:
+    """Run one job and log its line; a refusal is also put in ``refusals``, for a task that
+    reports it to a sender waiting on the result backend."""
     started = time.perf_counter()
     try:
         with because(f"{name} {_fmt(ids)}".strip()):  # written into the history rows it makes
-            outcome = fn()
+            outcome = until_available(fn, within=settings.outage_wait, what=f"job {name}")
+    except DatabaseUnavailable as exc:
+        if name in MESSAGE_ONLY:  # acknowledging it would lose the request: back it goes
+            log.warning("job=%s outcome=requeued reason=%s %s", name, exc, _fmt(ids))
+            raise Reject(str(exc), requeue=True) from exc
+        outcome = "failed"
+        log.warning("job=%s outcome=failed reason=%s %s (the scans redo it once the database "
+                    "answers)", name, exc, _fmt(ids))
     except PoisonMessage as exc:
         outcome = "dropped"
         log.warning("job=%s outcome=dropped reason=%s args=%s", name, exc, ids)
     except BpmError as exc:
         outcome = "refused"
+        if refusals is not None:
+            refusals.append(exc)
         log.warning("job=%s outcome=refused reason=%s %s", name, exc, _fmt(ids))
     except Exception:
         outcome = "failed"
@@ -55,6 +80,10 @@ def _fmt(ids: dict[str, Any]) -> str:
 def register(app: Celery, settings: Settings) -> None:
     """Define the tasks of the runtime contract on ``app``."""
 
+    def run(name: str, ids: dict[str, Any], fn: Callable[[], str],
+            refusals: list[BpmError] | None = None) -> str:
+        return _run(name, ids, fn, settings, refusals)
+
     @app.task(name="bpm.advance_token", ignore_result=True)
     def advance_token(*args: Any, **kwargs: Any) -> str:
         def go() -> str:
@@ -63,7 +92,7 @@ def register(app: Celery, settings: Settings) -> None:
                 a["expected_version"])
             return engine_for(app, settings).advance(token_id, version)
 
-        return _run("bpm.advance_token", {"token_id": kwargs.get("token_id", args[:1])}, go)
+        return run("bpm.advance_token", {"token_id": kwargs.get("token_id", args[:1])}, go)
 
     @app.task(name="bpm.run_handler", ignore_result=True)
     def run_handler(*args: Any, **kwargs: Any) -> str:
@@ -71,10 +100,16 @@ def register(app: Celery, settings: Settings) -> None:
             a = bind(("task_id",), args, kwargs, 1)
             return engine_for(app, settings).run_handler(as_uuid(a["task_id"], "task_id"))
 
-        return _run("bpm.run_handler", {"task_id": kwargs.get("task_id", args[:1])}, go)
+        return run("bpm.run_handler", {"task_id": kwargs.get("task_id", args[:1])}, go)
 
-    @app.task(name="bpm.start_instance", bind=True, ignore_result=True)
-    def start_instance(self: Any, *args: Any, **kwargs: Any) -> str:
+    @app.task(name="bpm.start_instance", bind=True,
+              ignore_result=settings.result_backend is None)
+    def start_instance(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """Start an instance; with BPM_RESULT_BACKEND set, a sender's ``result.get()`` gets
+        the instance id, or sees a refused start (an unknown process key) as an error."""
+        refused: list[BpmError] = []
+        made: dict[str, Any] = {}
+
         def go() -> str:
             a = bind(("process_key", "variables", "business_key", "idempotency_key"), args,
                      kwargs, 1)
@@ -83,13 +118,18 @@ def register(app: Celery, settings: Settings) -> None:
             started = engine_for(app, settings).start(
                 key, a.get("variables"),
                 business_key=as_optional_str(a.get("business_key"), "business_key"),
-                # A redelivered message has the same task id: it starts nothing new.
-                idempotency_key=as_optional_str(a.get("idempotency_key"), "idempotency_key")
-                or f"celery:{self.request.id}",
+                idempotency_key=as_optional_str(a.get("idempotency_key"), "idempotency_key"),
+                # The last fallback of the start key: a redelivered message keeps its id.
+                message_id=f"celery:{self.request.id}",
                 run_now=True)  # this job goes on with the instance: one broker hop less
+            made.update(instance_id=str(started.id), created=started.created)
             return f"started {started.id}" if started.created else f"existing {started.id}"
 
-        return _run("bpm.start_instance", {"process_key": kwargs.get("process_key")}, go)
+        outcome = run("bpm.start_instance", {"process_key": kwargs.get("process_key")}, go,
+                      refused)
+        if refused and settings.result_backend is not None:
+            raise StartRefused(str(refused[0]))
+        return {"outcome": outcome, **made}
 
     @app.task(name="bpm.scan_stalled", ignore_result=True)
     def scan_stalled() -> str:
@@ -101,7 +141,7 @@ def register(app: Celery, settings: Settings) -> None:
                      "waiting_parents": scans.scan_waiting_parents(engine, now, cfg)}
             return " ".join(f"{k}={v}" for k, v in found.items())
 
-        return _run("bpm.scan_stalled", {}, go)
+        return run("bpm.scan_stalled", {}, go)
 
     @app.task(name="bpm.run_compensation", ignore_result=True)
     def run_compensation(*args: Any, **kwargs: Any) -> str:
@@ -111,7 +151,7 @@ def register(app: Celery, settings: Settings) -> None:
             version = as_version(a["expected_version"])
             return engine_for(app, settings).run_compensation(token_id, version)
 
-        return _run("bpm.run_compensation", {"token_id": kwargs.get("token_id", args[:1])}, go)
+        return run("bpm.run_compensation", {"token_id": kwargs.get("token_id", args[:1])}, go)
 
     @app.task(name="bpm.scan_timers", ignore_result=True)
     def scan_timers() -> str:
@@ -121,7 +161,7 @@ def register(app: Celery, settings: Settings) -> None:
             late = max((f.lateness.total_seconds() * 1000 for f in fired), default=0.0)
             return f"fired={len(fired)} lateness_max_ms={late:.0f}"
 
-        return _run("bpm.scan_timers", {}, go)
+        return run("bpm.scan_timers", {}, go)
 
     @app.task(name="bpm.correlate_message", ignore_result=settings.result_backend is None)
     def correlate_message(*args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -135,17 +175,14 @@ def register(app: Celery, settings: Settings) -> None:
             message = as_optional_str(a["message"], "message")
             assert message is not None
             instance = a.get("instance_id")
-            try:
-                woken = engine_for(app, settings).correlate(
-                    message, business_key=as_optional_str(a.get("business_key"), "business_key"),
-                    instance_id=as_uuid(instance, "instance_id") if instance else None,
-                    variables=a.get("variables"), all_waiting=bool(a.get("all", False)))
-            except BpmError as exc:
-                refused.append(exc)
-                raise
+            woken = engine_for(app, settings).correlate(
+                message, business_key=as_optional_str(a.get("business_key"), "business_key"),
+                instance_id=as_uuid(instance, "instance_id") if instance else None,
+                variables=a.get("variables"), all_waiting=bool(a.get("all", False)))
             return "correlated " + ",".join(str(t) for t in woken)
 
-        outcome = _run("bpm.correlate_message", {"message": kwargs.get("message", args[:1])}, go)
+        outcome = run("bpm.correlate_message", {"message": kwargs.get("message", args[:1])}, go,
+                      refused)
         if refused and settings.result_backend is not None:
             raise CorrelationRefused(str(refused[0]))
         return {"outcome": outcome}
@@ -158,7 +195,7 @@ def register(app: Celery, settings: Settings) -> None:
                                                  scan_config(settings))
             return f"expired_locks={n}"
 
-        return _run("bpm.scan_locks", {}, go)
+        return run("bpm.scan_locks", {}, go)
 
     @app.task(name="bpm.cleanup_history", ignore_result=True)
     def cleanup_history() -> str:
@@ -169,4 +206,4 @@ def register(app: Celery, settings: Settings) -> None:
                 cleanup_history.apply_async(queue=settings.route("bpm.cleanup_history"))
             return f"deleted={swept.deleted} batches={swept.batches} more={swept.more}"
 
-        return _run("bpm.cleanup_history", {}, go)
+        return run("bpm.cleanup_history", {}, go)

@@ -55,6 +55,7 @@ from bpm.store import (
     variables,
 )
 from bpm.store.notify import Listener, listen
+from bpm.store.outages import until_available
 from bpm.store.queries import InstanceFilter
 from bpm.store.rows import TaskRow, TokenRow
 
@@ -361,8 +362,14 @@ class Engine:
                     return self._continue(tx, g, result)
                 return handler_runs.fail_task(tx, g, task, outcome)
 
+        # The result exists only in this process: while the database is unreachable, keep
+        # trying for as long as the lock lasts (afterwards the lock scan has offered the task
+        # again, and the version check would drop the result anyway).
+        held = (task.lock_expire_at - self.clock.now()).total_seconds() \
+            if task.lock_expire_at is not None else 0.0
         try:
-            return self._retrying(once)
+            return until_available(lambda: self._retrying(once), within=max(30.0, held),
+                                   what=f"recording the result of task {task.id}")
         except Conflict as exc:
             raise Stale(f"result of task {task.id} dropped: {exc}") from exc
 
@@ -415,13 +422,16 @@ class Engine:
 
     def start(self, key: str, variables: Mapping[str, Any] | None = None, *,
               business_key: str | None = None, idempotency_key: str | None = None,
-              version: int | None = None, run_now: bool = False) -> lifecycle.Started:
-        """Start an instance; ``run_now`` advances it in this call (for a worker's job)
+              version: int | None = None, run_now: bool = False,
+              message_id: str | None = None) -> lifecycle.Started:
+        """Start an instance, or return the one the same start already made (the key is the
+        idempotency key, else the business key, else ``message_id``: see
+        ``lifecycle.start_key``). ``run_now`` advances it in this call (for a worker's job)
         instead of queueing its first step."""
         with because(f"api start {key}"):
             return lifecycle.start(self, key, variables, business_key=business_key,
                                    idempotency_key=idempotency_key, version=version,
-                                   run_now=run_now)
+                                   run_now=run_now, message_id=message_id)
 
     def cancel(self, instance_id: UUID | str, reason: str = "cancelled by an operator") -> None:
         with because("operator cancel"):

@@ -89,20 +89,38 @@ def _deploy_txn(tx: Tx, key: str, name: str, document: dict[str, Any], digest: s
     return Deployed(row.id, key, row.version, created=True)
 
 
+def start_key(idempotency_key: str | None, business_key: str | None,
+              message_id: str | None) -> str | None:
+    """The key that makes a start happen once, the same on every start path (Python API,
+    CLI, Celery task, HTTP): the caller's idempotency key, else the business key, else the
+    transport's id of the message that carried the request.
+
+    So a start sent again with the same business key returns the instance the first one
+    made, whether it is still running or has ended; only a distinct idempotency key starts
+    a second instance for the same business key.
+    """
+    for candidate in (idempotency_key, business_key, message_id):
+        if candidate is not None:
+            return candidate
+    return None
+
+
 def start(engine: Engine, key: str, values: Mapping[str, Any] | None = None, *,
           business_key: str | None = None, idempotency_key: str | None = None,
-          version: int | None = None, run_now: bool = False) -> Started:
-    """Start an instance, or return the one this idempotency key already started.
+          version: int | None = None, run_now: bool = False,
+          message_id: str | None = None) -> Started:
+    """Start an instance, or return the one its start key (``start_key``) already started.
 
-    The idempotency key defaults to the business key, so a redelivered start for the same
-    business key never starts a second instance. With ``run_now`` (a worker's start job) the
-    caller goes on advancing the new token itself instead of queueing a job for it, saving a
-    broker hop; if it dies first, the stalled-token scan picks the token up.
+    With ``run_now`` (a worker's start job) the caller goes on advancing the new token
+    itself instead of queueing a job for it, saving a broker hop; if it dies first, the
+    stalled-token scan picks the token up.
     """
     checked = check_variables(values, where=f"start of {key!r}")
-    if business_key is not None and (not isinstance(business_key, str) or not business_key):
-        raise InvalidOperation("the business key must be a non-empty string")
-    ikey = idempotency_key or business_key
+    for name, given in (("business key", business_key), ("idempotency key", idempotency_key),
+                        ("message id", message_id)):
+        if given is not None and (not isinstance(given, str) or not given):
+            raise InvalidOperation(f"the {name} must be a non-empty string, got {given!r}")
+    ikey = start_key(idempotency_key, business_key, message_id)
     with engine.transaction() as tx:
         row = _definition(tx, key, version)
         if ikey is not None:

@@ -26,6 +26,7 @@ from bpm.engine.engine import Engine
 from bpm.engine.external import LockedTask, TopicRequest
 from bpm.errors import BadVariables, BpmError, BpmnError, TaskLockError
 from bpm.store.notify import Listener
+from bpm.store.outages import until_available
 
 log = logging.getLogger("bpm.sdk")
 MAX_LOCK = timedelta(days=7)
@@ -236,8 +237,13 @@ class Worker:
         self._report(task, lambda: engine.complete(task.id, me, result))
 
     def _report(self, task: LockedTask, call: Callable[[], None]) -> None:
+        # The outcome exists only in this process: while the database is unreachable, keep
+        # trying for as long as the lock can last (the lock keeper goes on extending it).
+        with self._lock:
+            run = self._running.get(task.id)
+        held = run.lock_duration.total_seconds() if run is not None else 0.0
         try:
-            call()
+            until_available(call, within=max(30.0, held), what=f"reporting task {task.id}")
         except TaskLockError as exc:  # lost the lock (expired, unlocked at shutdown): dropped
             log.warning("task %s: result dropped: %s", task.id, exc)
         except BadVariables as exc:  # running it again would give the same: an incident now

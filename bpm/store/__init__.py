@@ -4,6 +4,13 @@ Functions here take a ``Connection`` that the caller's transaction owns and neve
 engine opens one transaction per use case with ``Database.transaction()``.
 """
 
-from bpm.store.db import Connection, Database, RetryableDatabaseError, database_url
+from bpm.store.db import (
+    Connection,
+    Database,
+    DatabaseUnavailable,
+    RetryableDatabaseError,
+    database_url,
+)
 
-__all__ = ["Connection", "Database", "RetryableDatabaseError", "database_url"]
+__all__ = ["Connection", "Database", "DatabaseUnavailable", "RetryableDatabaseError",
+           "database_url"]

@@ -15,15 +15,30 @@ from sqlalchemy.sql.expression import ClauseElement
 
 from bpm.errors import BpmError, ConfigError
 
-__all__ = ["Connection", "Database", "RetryableDatabaseError", "database_url"]
+__all__ = ["Connection", "Database", "DatabaseUnavailable", "RetryableDatabaseError",
+           "database_url"]
 
 DEFAULT_URL = "sqlite:///bpm.db"
 #: deadlock_detected, serialization_failure, lock_not_available: worth another try.
 RETRYABLE_SQLSTATES = frozenset({"40P01", "40001", "55P03"})
+#: admin_shutdown, crash_shutdown, cannot_connect_now (a server stopping, or in recovery);
+#: every state of class 08 (connection exception) counts too.
+UNAVAILABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})
+#: libpq settings that make a cut network fail a connection within seconds instead of the
+#: kernel's two hours, so a job waiting on a dead peer gives up and tries again.
+NETWORK_TIMEOUTS: dict[str, int] = {"connect_timeout": 10, "keepalives": 1,
+                                    "keepalives_idle": 10, "keepalives_interval": 5,
+                                    "keepalives_count": 3, "tcp_user_timeout": 30_000}
 
 
 class RetryableDatabaseError(BpmError):
     """The database aborted the transaction for a reason that a retry can fix."""
+
+
+class DatabaseUnavailable(BpmError):
+    """PostgreSQL could not be reached, or dropped the connection: a server restart, a crash,
+    a cut network. Whether the transaction committed is unknown when it broke at COMMIT, so
+    what retries it must be idempotent (every engine job is)."""
 
 
 def database_url(url: str | None = None) -> str:
@@ -62,11 +77,13 @@ class Database:
             # JIT compilation pays off for long analytical queries, never for the engine's
             # short ones: left on, it added ~20 ms to fetch-and-lock whenever the planner's
             # cost estimate crossed jit_above_cost.
+            # UTC sessions: rows read past SQLAlchemy (raw_*) come back in UTC like those
+            # its UtcDateTime type converts. Pre-ping: after a server restart every pooled
+            # connection is dead, and the first job to take one would fail.
+            options = "-c jit=off -c timezone=UTC"
             return create_engine(self.url, pool_size=pool_size, max_overflow=pool_size,
-                                 echo=echo, pool_pre_ping=False, pool_recycle=3600,
-                                 # UTC sessions: rows read past SQLAlchemy (raw_*) come
-                                 # back in UTC like those its UtcDateTime type converts.
-                                 connect_args={"options": "-c jit=off -c timezone=UTC"})
+                                 echo=echo, pool_pre_ping=True, pool_recycle=3600,
+                                 connect_args={"options": options, **NETWORK_TIMEOUTS})
         memory = database in ("", ":memory:")
         kwargs: dict[str, Any] = {"poolclass": StaticPool} if memory else {}
         engine = create_engine(self.url, echo=echo,
@@ -78,7 +95,8 @@ class Database:
     def transaction(self) -> Iterator[Connection]:
         """One database transaction: commits on success, rolls back on any exception.
 
-        A deadlock or serialization failure comes out as ``RetryableDatabaseError``.
+        A deadlock or serialization failure comes out as ``RetryableDatabaseError``; a
+        server that cannot be reached, or a connection that broke, as ``DatabaseUnavailable``.
         """
         try:
             with self.engine.begin() as conn:
@@ -86,6 +104,9 @@ class Database:
         except DBAPIError as exc:
             if getattr(exc.orig, "sqlstate", None) in RETRYABLE_SQLSTATES:
                 raise RetryableDatabaseError(str(exc.orig)) from exc
+            if self.is_postgres and unavailable(exc):
+                raise DatabaseUnavailable(f"the database {self.safe_url} is unavailable: "
+                                          f"{_first_line(exc.orig)}") from exc
             raise
 
     def check_reachable(self) -> None:
@@ -101,6 +122,21 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def unavailable(exc: DBAPIError) -> bool:
+    """Whether a PostgreSQL error means the server is gone rather than the statement wrong."""
+    if exc.connection_invalidated:
+        return True
+    state = getattr(exc.orig, "sqlstate", None)
+    if state is None:  # refused or timed out before any server answered
+        return isinstance(exc, OperationalError)
+    return str(state).startswith("08") or state in UNAVAILABLE_SQLSTATES
+
+
+def _first_line(exc: object) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _sqlite_transactions(engine: Engine) -> None:

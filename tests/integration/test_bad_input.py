@@ -345,3 +345,24 @@ def test_nested_non_string_keys_are_refused_not_rewritten(
     rt.drain()
     (incident,) = rows.incidents_of(pg_db, iid)
     assert "'m'" in incident.message
+
+
+def test_the_start_key_is_the_idempotency_key_else_the_business_key_else_the_message(
+        rt: Harness, pg_db: Database) -> None:
+    rt.deploy(single_task("orders"))
+    # Two sends of one start by business key, in different messages: one instance.
+    first = rt.engine.start("orders", {}, business_key="B-1", message_id="celery:m1")
+    again = rt.engine.start("orders", {}, business_key="B-1", message_id="celery:m2")
+    assert first.created and not again.created and again.id == first.id
+    # Without a business key, the message id: a redelivery starts nothing new ...
+    m3 = rt.engine.start("orders", {}, message_id="celery:m3")
+    assert rt.engine.start("orders", {}, message_id="celery:m3").id == m3.id
+    # ... and a new message does.
+    assert rt.engine.start("orders", {}, message_id="celery:m4").id != m3.id
+    # A distinct idempotency key is the way to a second instance for one business key.
+    second = rt.engine.start("orders", {}, business_key="B-1", idempotency_key="B-1/2")
+    assert second.created and second.id != first.id
+    assert rows.count_instances(pg_db) == 4
+    with pytest.raises(InvalidOperation, match="message id"):
+        rt.engine.start("orders", {}, message_id="")
+    assert rows.count_instances(pg_db) == 4

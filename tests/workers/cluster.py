@@ -23,7 +23,7 @@ from celery import Celery
 
 from bpm.engine.engine import Engine
 from bpm.store import Database, instances, tasks
-from workers.config import QUEUES, settings_from_env
+from workers.config import settings_from_env
 from workers.dispatcher import CeleryDispatcher
 
 REDIS_URL = "redis://127.0.0.1:6379/9"
@@ -54,9 +54,11 @@ class Cluster:
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def worker(self, name: str, *, pool: str = "prefork",
-               extra_env: dict[str, str] | None = None) -> None:
-        queues = ",".join(f"{self.prefix}{q}" for q in QUEUES)
-        self._spawn(name, ["worker", "-Q", queues, "-P", pool, "-c", "1", "-n",
+               extra_env: dict[str, str] | None = None, queues: str | None = None) -> None:
+        """A worker as the docs start it: without ``-Q`` it consumes the configured queues
+        (``queues`` passes ``-Q``)."""
+        pick = ["-Q", queues] if queues is not None else []
+        self._spawn(name, ["worker", *pick, "-P", pool, "-c", "1", "-n",
                            f"{name}@{self.prefix}", "-l", "info", "--without-gossip",
                            "--without-mingle", "--without-heartbeat"], extra_env)
 
@@ -105,6 +107,11 @@ class Cluster:
     def states(self) -> dict[str, str]:
         with self.db.transaction() as conn:
             return {str(r.business_key): r.state for r in instances.search(conn, limit=10_000)}
+
+    def instance_count(self) -> int:
+        """Every instance, counted (``states`` keeps one per business key)."""
+        with self.db.transaction() as conn:
+            return len(instances.search(conn, limit=100_000))
 
     def wait_until(self, check: Callable[[], bool], timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout

@@ -25,7 +25,10 @@ CREATE = """CREATE TABLE IF NOT EXISTS test_calls (
 
 
 def _dsn() -> str:
-    url = make_url(os.environ["BPM_DATABASE_URL"]).set(drivername="postgresql")
+    """Where side effects are written: straight to the test database, even when the
+    workers reach it through a proxy that a test cuts (``BPM_TEST_CALLS_URL``)."""
+    raw = os.environ.get("BPM_TEST_CALLS_URL") or os.environ["BPM_DATABASE_URL"]
+    url = make_url(raw).set(drivername="postgresql")
     return url.render_as_string(hide_password=False)
 
 

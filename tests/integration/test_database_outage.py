@@ -1,0 +1,75 @@
+"""The store's side of a database outage, against a real PostgreSQL behind a TCP proxy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import text
+
+from bpm.store import Database, DatabaseUnavailable
+from bpm.store.outages import until_available
+from tests.helpers.tcp_proxy import TcpProxy
+
+
+@pytest.fixture
+def proxy(pg_url: str) -> Iterator[TcpProxy]:
+    with TcpProxy.to_database(pg_url) as p:
+        yield p
+
+
+def _one(db: Database) -> int:
+    with db.transaction() as conn:
+        return int(conn.execute(text("SELECT 1")).scalar_one())
+
+
+def test_pooled_connections_are_checked_after_the_server_dropped_them(
+        pg_url: str, proxy: TcpProxy) -> None:
+    db = Database(proxy.url_for(pg_url), pool_size=2)
+    try:
+        assert _one(db) == 1  # one connection now sits in the pool
+        proxy.cut()  # what a server restart does to it
+        proxy.restore()
+        assert _one(db) == 1  # the first transaction after the restart works
+    finally:
+        db.dispose()
+
+
+def test_an_unreachable_database_is_one_error_naming_it_without_the_password(
+        pg_url: str, proxy: TcpProxy) -> None:
+    url = proxy.url_for(pg_url).replace("postgres@", "postgres:s3cret@")
+    db = Database(url, pool_size=1)
+    try:
+        proxy.cut()
+        with pytest.raises(DatabaseUnavailable, match="is unavailable") as caught:
+            _one(db)
+        assert "s3cret" not in str(caught.value)
+        assert f":{proxy.port}/" in str(caught.value)
+    finally:
+        db.dispose()
+
+
+def test_a_statement_error_is_not_an_outage(pg_db: Database) -> None:
+    with pytest.raises(Exception) as caught, pg_db.transaction() as conn:
+        conn.execute(text("SELECT * FROM no_such_table"))
+    assert not isinstance(caught.value, DatabaseUnavailable)
+
+
+def test_until_available_waits_for_the_database_and_gives_up_in_time() -> None:
+    slept: list[float] = []
+    tries = iter([DatabaseUnavailable("down"), DatabaseUnavailable("down"), "up"])
+
+    def call() -> str:
+        result = next(tries)
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    assert until_available(call, within=60, what="test", sleep=slept.append) == "up"
+    assert len(slept) == 2 and all(0 < s <= 5 for s in slept)
+
+    def down() -> str:
+        raise DatabaseUnavailable("still down")
+
+    with pytest.raises(DatabaseUnavailable, match="still down"):
+        until_available(down, within=0.05, what="test")
