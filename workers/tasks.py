@@ -69,7 +69,9 @@ def _run(name: str, ids: dict[str, Any], fn: Callable[[], str], settings: Settin
         log.exception("job=%s outcome=failed %s (the scans will retry it)", name, _fmt(ids))
     ms = (time.perf_counter() - started) * 1000
     log.info("job=%s %s outcome=%s ms=%.1f", name, _fmt(ids), outcome, ms,
-             extra={"action": name, "outcome": outcome, "duration_ms": ms, **ids})
+             # Nested: a job argument named like a LogRecord attribute ("message") would
+             # make logging raise.
+             extra={"action": name, "outcome": outcome, "duration_ms": ms, "job_args": ids})
     return outcome
 
 
