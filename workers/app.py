@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_ready
+from celery.signals import after_setup_logger, worker_ready
 
 from beat.schedule import beat_schedule
 from workers.config import celery_config, queue_problem, settings_from_env
@@ -21,6 +21,13 @@ app.conf.update(celery_config(settings))
 app.conf.beat_schedule = beat_schedule(settings)
 register(app, settings)
 import_handler_modules()
+
+
+@after_setup_logger.connect
+def _job_lines(**_: Any) -> None:
+    """One line per job is the worker's record of what it did: shown at Celery's default
+    level (WARNING) too, unless ``BPM_JOB_LOG_LEVEL`` says otherwise."""
+    logging.getLogger("bpm.jobs").setLevel(settings.job_log_level)
 
 
 @worker_ready.connect

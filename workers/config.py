@@ -55,6 +55,8 @@ class Settings:
     history_ttl: timedelta | None = None
     #: Seconds a job waits for an unreachable database before it gives up (see MESSAGE_ONLY).
     outage_wait: float = 60.0
+    #: Level of the per-job log lines (logger ``bpm.jobs``): INFO shows one line per job.
+    job_log_level: str = "INFO"
 
     def queue(self, name: str) -> str:
         return f"{self.queue_prefix}{name}"
@@ -78,6 +80,7 @@ def settings_from_env() -> Settings:
         cleanup_interval=float(os.environ.get("BPM_CLEANUP_INTERVAL", "86400")),
         history_ttl=ttl_from_env(),
         outage_wait=float(os.environ.get("BPM_OUTAGE_WAIT", "60")),
+        job_log_level=os.environ.get("BPM_JOB_LOG_LEVEL", "INFO").upper(),
     )
 
 
