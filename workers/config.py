@@ -69,8 +69,10 @@ def settings_from_env() -> Settings:
     return Settings(
         broker_url=os.environ.get("BPM_BROKER_URL", "redis://127.0.0.1:6379/0"),
         queue_prefix=os.environ.get("BPM_QUEUE_PREFIX", ""),
-        # Longer than the longest handler lock, so Redis never redelivers a running job.
-        visibility_timeout=int(os.environ.get("BPM_VISIBILITY_TIMEOUT", "7200")),
+        # How long a message a dead worker held waits before Redis hands it out again (a
+        # start request sent to a worker killed with -9 comes back after this long). A
+        # running job handed out again meanwhile is a version-checked no-op.
+        visibility_timeout=int(os.environ.get("BPM_VISIBILITY_TIMEOUT", "600")),
         scan_interval=float(os.environ.get("BPM_SCAN_INTERVAL", "5")),
         stall_grace=float(os.environ.get("BPM_STALL_GRACE", "30")),
         # Timers fire within this many seconds of their due time.

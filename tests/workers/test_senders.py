@@ -41,3 +41,32 @@ def test_with_a_result_backend_a_sender_gets_the_instance_or_the_refusal(
         lost.get(timeout=30)
     assert type(no_match.value).__name__ == "CorrelationRefused"
     assert cluster.instance_count() == 1
+
+
+def test_a_job_due_later_than_half_the_visibility_timeout_is_left_to_the_scans() -> None:
+    """Redis would hand such an ETA message out again every visibility timeout while a
+    worker holds it; the scans send the job when its row is due instead."""
+    from datetime import UTC, datetime, timedelta
+    from uuid import uuid4
+
+    import redis
+
+    from bpm.dispatch import RUN_HANDLER, Job
+    from workers.config import HANDLERS, Settings, celery_config
+    from workers.dispatcher import CeleryDispatcher
+
+    settings = Settings(broker_url=REDIS_URL, queue_prefix=f"t{uuid4().hex[:8]}.",
+                        visibility_timeout=60, scan_interval=1, stall_grace=2)
+    app = Celery("eta-test", set_as_current=False)
+    app.conf.update(celery_config(settings))
+    now = datetime.now(UTC)
+    CeleryDispatcher(app, settings).dispatch([
+        Job(RUN_HANDLER, {"task_id": str(uuid4())}, now + timedelta(seconds=10)),
+        Job(RUN_HANDLER, {"task_id": str(uuid4())}, now + timedelta(seconds=31)),
+        Job(RUN_HANDLER, {"task_id": str(uuid4())}, now + timedelta(hours=3))])
+    queue = settings.queue(HANDLERS)
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        assert client.llen(queue) == 1
+    finally:
+        client.delete(queue)
