@@ -70,3 +70,24 @@ def test_a_job_due_later_than_half_the_visibility_timeout_is_left_to_the_scans()
         assert client.llen(queue) == 1
     finally:
         client.delete(queue)
+
+
+def test_the_cli_in_distributed_mode_imports_handler_modules_from_the_working_directory(
+        cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """``BPM_IMPORTS=approval_handlers`` next to the model works with a broker set too, as
+    it does in embedded mode (loading the Celery runtime imported them without it)."""
+    import subprocess
+
+    from tests.cli.conftest import bpm_executable
+
+    here = tmp_path_factory.mktemp("project")
+    (here / "approval_handlers.py").write_text(
+        "import bpm\n\n\n@bpm.handler('noop')\ndef noop(ctx: bpm.HandlerContext) -> None:\n"
+        "    return None\n")
+    deploy(cluster, two_steps())
+    env = {**cluster.env, "BPM_IMPORTS": "approval_handlers"}
+    env.pop("PYTHONPATH", None)  # as a user's shell has it: only the working directory
+    started = subprocess.run([*bpm_executable(), "start", "two_steps", "--business-key",
+                              "cwd-1"], env=env, cwd=here, capture_output=True, text=True)
+    assert started.returncode == 0, started.stderr
+    assert cluster.instance_count() == 1
