@@ -25,6 +25,7 @@ from uuid import UUID
 from bpm.engine.engine import Engine
 from bpm.engine.external import LockedTask, TopicRequest
 from bpm.errors import BadVariables, BpmError, BpmnError, TaskLockError
+from bpm.store import DatabaseUnavailable
 from bpm.store.notify import Listener
 from bpm.store.outages import until_available
 
@@ -176,10 +177,13 @@ class Worker:
             # Short slices of long polling keep a stop() prompt; the listener stays open.
             tasks = self.engine.fetch_and_lock(self.worker_id, topics, free,
                                                min(self.long_poll, 1.0), listener)
-        except Exception:
+        except Exception as exc:
             if listener.broken:
                 raise  # ``_fetch_until_stopped`` listens again on a new connection
-            log.exception("fetch_and_lock failed; trying again shortly")
+            if isinstance(exc, DatabaseUnavailable):  # expected in an outage: no traceback
+                log.warning("fetch_and_lock: %s; trying again in 1 s", exc)
+            else:
+                log.exception("fetch_and_lock failed; trying again shortly")
             self._stop.wait(1.0)
             return
         if self._stop.is_set():  # stopped while waiting: give them back unstarted

@@ -57,7 +57,8 @@ def test_a_statement_error_is_not_an_outage(pg_db: Database) -> None:
 
 def test_until_available_waits_for_the_database_and_gives_up_in_time() -> None:
     slept: list[float] = []
-    tries = iter([DatabaseUnavailable("down"), DatabaseUnavailable("down"), "up"])
+    tries: Iterator[Exception | str] = iter([DatabaseUnavailable("down"),
+                                             DatabaseUnavailable("down"), "up"])
 
     def call() -> str:
         result = next(tries)
