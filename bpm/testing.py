@@ -11,6 +11,7 @@ would live it, without sleeping and without a second, simulated engine.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -28,8 +29,9 @@ from bpm.engine.engine import Engine
 from bpm.engine.external import LockedTask, TopicRequest
 from bpm.engine.lifecycle import Deployed, Started
 from bpm.engine.scans import ScanConfig
-from bpm.errors import ConfigError
+from bpm.errors import BadVariables, BpmError, ConfigError
 from bpm.handlers import HandlerFn, HandlerRegistry
+from bpm.sdk.outcomes import TaskFn, refusal, run_task, send
 from bpm.store import Database, database_url
 from bpm.store.migrate import upgrade
 from bpm.store.schema import metadata
@@ -40,6 +42,7 @@ __all__ = [
     "TEST_WORKER",
     "FakeClock",
     "ProcessTestKit",
+    "SubscriptionFn",
     "database_url_for_tests",
     "prepare_test_database",
     "truncate_bpm_tables",
@@ -50,6 +53,9 @@ EPOCH = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
 DEFAULT_TEST_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/bpm_user_tests"
 #: The worker id the kit fetches external tasks with, unless the test names another.
 TEST_WORKER = "bpm-test-worker"
+#: What a ``bpm.sdk.Worker`` subscription is: a function of the fetched task that returns the
+#: variables to complete it with (or None).
+SubscriptionFn = TaskFn
 
 
 class FakeClock:
@@ -59,11 +65,13 @@ class FakeClock:
     earliest arrival" and "untouched for longer than the grace period" mean something.
     """
 
-    def __init__(self, start: datetime = EPOCH,
-                 tick: timedelta = timedelta(milliseconds=1)) -> None:
+    def __init__(
+        self, start: datetime = EPOCH, tick: timedelta = timedelta(milliseconds=1)
+    ) -> None:
         if start.tzinfo is None:
-            raise ValueError("the clock must start at a timezone-aware instant (the engine "
-                             "stores UTC)")
+            raise ValueError(
+                "the clock must start at a timezone-aware instant (the engine stores UTC)"
+            )
         self._now = start
         self._tick = tick
         self._lock = threading.Lock()
@@ -108,14 +116,22 @@ class ProcessTestKit:
     ``advance``, which runs the same scans beat runs in production.
     """
 
-    def __init__(self, url: str, *, handlers: HandlerRegistry | None = None,
-                 clock: FakeClock | None = None, migrate: bool = True,
-                 scan_config: ScanConfig | None = None, max_steps: int = 10_000) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        handlers: HandlerRegistry | None = None,
+        clock: FakeClock | None = None,
+        migrate: bool = True,
+        scan_config: ScanConfig | None = None,
+        max_steps: int = 10_000,
+    ) -> None:
         self.clock = clock if clock is not None else FakeClock()
         # A private registry by default: one test's doubles never leak into the next.
         self.handlers = handlers if handlers is not None else HandlerRegistry()
-        self.runtime = EmbeddedRuntime(url, handlers=self.handlers, clock=self.clock,
-                                       migrate=migrate)
+        self.runtime = EmbeddedRuntime(
+            url, handlers=self.handlers, clock=self.clock, migrate=migrate
+        )
         self.scan_config = scan_config or ScanConfig()
         self.max_steps = max_steps
 
@@ -147,12 +163,18 @@ class ProcessTestKit:
 
     # --- driving instances --------------------------------------------------------------
 
-    def start(self, key: str, variables: Mapping[str, Any] | None = None, *,
-              business_key: str | None = None,
-              idempotency_key: str | None = None) -> Started:
+    def start(
+        self,
+        key: str,
+        variables: Mapping[str, Any] | None = None,
+        *,
+        business_key: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Started:
         """Start an instance and run it as far as it gets at the current fake time."""
-        started = self.engine.start(key, variables, business_key=business_key,
-                                    idempotency_key=idempotency_key)
+        started = self.engine.start(
+            key, variables, business_key=business_key, idempotency_key=idempotency_key
+        )
         self.run()
         return started
 
@@ -180,8 +202,10 @@ class ProcessTestKit:
             left -= max(due - self.clock.peek(), timedelta(0))
             self._pass_time_to(due)
         else:
-            raise RuntimeError(f"work still came due after {self.max_steps} stops within "
-                               f"{_delta(delta, kwargs)}: a timer loop that never waits?")
+            raise RuntimeError(
+                f"work still came due after {self.max_steps} stops within "
+                f"{_delta(delta, kwargs)}: a timer loop that never waits?"
+            )
         self._pass_time_to(self.clock.peek() + left)
         return self.clock.peek()
 
@@ -191,69 +215,137 @@ class ProcessTestKit:
         self.run()
 
     def _next_due(self) -> datetime | None:
-        instants = [d for d in (self.runtime.dispatcher.next_due(), self.engine.next_timer_due())
-                    if d is not None]
+        instants = [
+            d
+            for d in (self.runtime.dispatcher.next_due(), self.engine.next_timer_due())
+            if d is not None
+        ]
         return min(instants) if instants else None
 
-    def correlate(self, message: str, *, business_key: str | None = None,
-                  instance_id: UUID | str | None = None,
-                  variables: Mapping[str, Any] | None = None,
-                  all_waiting: bool = False) -> list[UUID]:
+    def correlate(
+        self,
+        message: str,
+        *,
+        business_key: str | None = None,
+        instance_id: UUID | str | None = None,
+        variables: Mapping[str, Any] | None = None,
+        all_waiting: bool = False,
+    ) -> list[UUID]:
         """Deliver a message, then run what it woke."""
-        woken = self.engine.correlate(message, business_key=business_key,
-                                      instance_id=instance_id, variables=variables,
-                                      all_waiting=all_waiting)
+        woken = self.engine.correlate(
+            message,
+            business_key=business_key,
+            instance_id=instance_id,
+            variables=variables,
+            all_waiting=all_waiting,
+        )
         self.run()
         return woken
 
     # --- user tasks ---------------------------------------------------------------------
 
-    def user_tasks(self, *, assignee: str | None = None, group: str | None = None,
-                   instance_id: UUID | str | None = None) -> list[dict[str, Any]]:
+    def user_tasks(
+        self,
+        *,
+        assignee: str | None = None,
+        group: str | None = None,
+        instance_id: UUID | str | None = None,
+    ) -> list[dict[str, Any]]:
         return self.engine.user_tasks(assignee=assignee, group=group, instance_id=instance_id)
 
     def claim(self, task_id: UUID | str, user: str) -> None:
         self.engine.claim(task_id, user)
 
-    def complete_user_task(self, task_id: UUID | str,
-                           variables: Mapping[str, Any] | None = None, *,
-                           user: str | None = None) -> None:
+    def complete_user_task(
+        self,
+        task_id: UUID | str,
+        variables: Mapping[str, Any] | None = None,
+        *,
+        user: str | None = None,
+    ) -> None:
         """Complete the task as a person would, then run the instance on."""
         self.engine.complete_user_task(task_id, variables, user=user)
         self.run()
 
     # --- external tasks: the test plays the worker --------------------------------------
 
-    def fetch_and_lock(self, topic: str, *, lock: timedelta = timedelta(minutes=5),
-                       worker_id: str = TEST_WORKER, max_tasks: int = 10,
-                       variables: list[str] | None = None) -> list[LockedTask]:
-        return self.engine.fetch_and_lock(worker_id, [TopicRequest(topic, lock, variables)],
-                                          max_tasks)
+    def fetch_and_lock(
+        self,
+        topic: str,
+        *,
+        lock: timedelta = timedelta(minutes=5),
+        worker_id: str = TEST_WORKER,
+        max_tasks: int = 10,
+        variables: list[str] | None = None,
+    ) -> list[LockedTask]:
+        return self.engine.fetch_and_lock(
+            worker_id, [TopicRequest(topic, lock, variables)], max_tasks
+        )
 
-    def complete_external(self, task: LockedTask,
-                          variables: Mapping[str, Any] | None = None) -> None:
+    def complete_external(
+        self, task: LockedTask, variables: Mapping[str, Any] | None = None
+    ) -> None:
         self.engine.complete(task.id, task.worker_id, variables)
         self.run()
 
-    def fail_external(self, task: LockedTask, error_message: str, *, retries: int = 0,
-                      retry_timeout: timedelta = timedelta(0),
-                      error_details: str | None = None) -> None:
+    def fail_external(
+        self,
+        task: LockedTask,
+        error_message: str,
+        *,
+        retries: int = 0,
+        retry_timeout: timedelta | float = timedelta(0),
+        error_details: str | None = None,
+    ) -> None:
         """Report a failure; with ``retries`` left the task is offered again once the clock
-        has passed ``retry_timeout``."""
-        self.engine.fail(task.id, task.worker_id, error_message, error_details, retries,
-                         retry_timeout)
+        has passed ``retry_timeout`` (a timedelta, or seconds: ``300`` is five minutes)."""
+        self.engine.fail(
+            task.id,
+            task.worker_id,
+            error_message,
+            error_details,
+            retries,
+            _retry_timeout(retry_timeout),
+        )
         self.run()
 
-    def bpmn_error(self, task: LockedTask, code: str, message: str = "",
-                   variables: Mapping[str, Any] | None = None) -> None:
+    def bpmn_error(
+        self,
+        task: LockedTask,
+        code: str,
+        message: str = "",
+        variables: Mapping[str, Any] | None = None,
+    ) -> None:
         self.engine.bpmn_error(task.id, task.worker_id, code, message, variables)
+        self.run()
+
+    def work(self, task: LockedTask, fn: SubscriptionFn) -> None:
+        """Run a ``bpm.sdk.Worker`` subscription's function on a task this kit fetched, in this
+        thread, and report the outcome as the worker does, then run the instance on.
+
+        A subscription is a plain function (``@worker.subscribe`` returns it unchanged), so the
+        test can call it with the task the worker would have been given; what the worker then
+        reports is the part a test would otherwise write out by hand, and get subtly different:
+        the dict (or None) it returns completes the task; ``BpmnError`` is reported as a BPMN
+        error; any other exception fails the task with ``"Type: message"`` and its traceback,
+        offered again after the node's backoff while ``task.retries`` remain; a return value
+        that is not a dict, or variables the engine refuses, fail it with no retries left.
+        The worker's threads, long polling and lock extension are left out: they are the
+        SDK's to test, and they run on real time.
+        """
+        report = run_task(fn, task)
+        try:
+            send(self.engine, task.worker_id, task, report)
+        except BadVariables as exc:  # the worker's answer too: the same result would fail again
+            send(self.engine, task.worker_id, task, refusal(str(exc)))
         self.run()
 
     # --- reading ------------------------------------------------------------------------
 
     def state(self, instance_id: UUID | str) -> str:
-        return self.runtime.state(instance_id if isinstance(instance_id, UUID)
-                                  else UUID(instance_id))
+        return self.runtime.state(
+            instance_id if isinstance(instance_id, UUID) else UUID(instance_id)
+        )
 
     def show(self, instance_id: UUID | str) -> dict[str, Any]:
         return self.engine.show(instance_id)
@@ -271,9 +363,39 @@ class ProcessTestKit:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
+
+
+def _retry_timeout(value: object) -> timedelta:
+    """``fail_external``'s ``retry_timeout``: a timedelta, or seconds as a number (as
+    ``Worker.subscribe`` takes ``lock_duration``); anything else is refused before the task is
+    touched, with a message that says what is accepted."""
+    if isinstance(value, timedelta):
+        timeout = value
+    elif isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        try:
+            timeout = timedelta(seconds=value)
+        except OverflowError:
+            raise BpmError(
+                f"fail_external: retry_timeout of {value!r} seconds is too long for a timedelta"
+            ) from None
+    else:
+        raise BpmError(
+            f"fail_external: retry_timeout must be a timedelta or a number of "
+            f"seconds, got {value!r}"
+        )
+    if timeout < timedelta(0):
+        raise BpmError(
+            f"fail_external: retry_timeout must not be negative, got "
+            f"{timeout.total_seconds():g} seconds"
+        )
+    return timeout
 
 
 # --- the test database ----------------------------------------------------------------------
@@ -282,8 +404,9 @@ class ProcessTestKit:
 def database_url_for_tests() -> str:
     """``BPM_TEST_DATABASE_URL`` (default ``DEFAULT_TEST_DATABASE_URL``), one database per
     pytest-xdist worker so parallel workers never truncate each other's rows."""
-    url = make_url(database_url(os.environ.get("BPM_TEST_DATABASE_URL")
-                                or DEFAULT_TEST_DATABASE_URL))
+    url = make_url(
+        database_url(os.environ.get("BPM_TEST_DATABASE_URL") or DEFAULT_TEST_DATABASE_URL)
+    )
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker:
         url = url.set(database=f"{url.database}_{worker}")
@@ -294,13 +417,15 @@ def prepare_test_database(url: str) -> None:
     """Create the database if it does not exist yet, and migrate it to the current schema."""
     parsed = make_url(database_url(url))
     if parsed.get_backend_name() != "postgresql" or not parsed.database:
-        raise ConfigError(f"the bpm test database must be a PostgreSQL database, not "
-                          f"{parsed.render_as_string()}")
+        raise ConfigError(
+            f"the bpm test database must be a PostgreSQL database, not {parsed.render_as_string()}"
+        )
     admin = create_engine(parsed.set(database="postgres"), isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as conn:
-            found = conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :name"),
-                                 {"name": parsed.database}).first()
+            found = conn.execute(
+                text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": parsed.database}
+            ).first()
             if found is None:
                 quoted = conn.dialect.identifier_preparer.quote(parsed.database)
                 try:
@@ -322,8 +447,9 @@ def truncate_bpm_tables(db: Database) -> None:
     much faster than re-creating the database for each test."""
     if not db.is_postgres:
         raise ConfigError("truncate_bpm_tables needs PostgreSQL")
-    names = ", ".join(db.engine.dialect.identifier_preparer.quote(t.name)
-                      for t in metadata.sorted_tables)
+    names = ", ".join(
+        db.engine.dialect.identifier_preparer.quote(t.name) for t in metadata.sorted_tables
+    )
     with db.transaction() as conn:
         conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
 
@@ -345,8 +471,11 @@ else:
             prepare_test_database(url)
         except OperationalError as exc:
             shown = make_url(url).render_as_string(hide_password=True)
-            pytest.fail(f"bpm_kit needs a PostgreSQL server: cannot reach {shown} ({exc.orig}); "
-                        f"start one or set BPM_TEST_DATABASE_URL", pytrace=False)
+            pytest.fail(
+                f"bpm_kit needs a PostgreSQL server: cannot reach {shown} ({exc.orig}); "
+                f"start one or set BPM_TEST_DATABASE_URL",
+                pytrace=False,
+            )
         except ConfigError as exc:
             pytest.fail(f"bpm_kit: {exc}; set BPM_TEST_DATABASE_URL", pytrace=False)
         return url
@@ -359,8 +488,7 @@ else:
         return HandlerRegistry()
 
     @pytest.fixture
-    def bpm_kit(bpm_database_url: str,
-                bpm_handlers: HandlerRegistry) -> Iterator[ProcessTestKit]:
+    def bpm_kit(bpm_database_url: str, bpm_handlers: HandlerRegistry) -> Iterator[ProcessTestKit]:
         """A kit on an empty database: the rows of earlier tests are truncated first (not
         afterwards, so a failed test's rows stay for a look until the next test starts)."""
         kit = ProcessTestKit(bpm_database_url, handlers=bpm_handlers, migrate=False)

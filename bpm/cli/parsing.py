@@ -6,7 +6,9 @@ Problems become ``click.BadParameter`` so they print as one ``error:`` line nami
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -49,17 +51,20 @@ def parse_vars_document(text: str) -> dict[str, Any]:
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
-            raise click.BadParameter(f"cannot read {path}: {exc.strerror}",
-                                     param_hint="'--vars'") from exc
+            raise click.BadParameter(
+                f"cannot read {path}: {exc.strerror}", param_hint="'--vars'"
+            ) from exc
         source = str(path)
     try:
         doc = json.loads(text, parse_constant=_reject_constant)
     except ValueError as exc:
-        raise click.BadParameter(f"{source} is not valid JSON: {exc}",
-                                 param_hint="'--vars'") from exc
+        raise click.BadParameter(
+            f"{source} is not valid JSON: {exc}", param_hint="'--vars'"
+        ) from exc
     if not isinstance(doc, dict):
-        raise click.BadParameter(f"must be a JSON object, got {type(doc).__name__}",
-                                 param_hint="'--vars'")
+        raise click.BadParameter(
+            f"must be a JSON object, got {type(doc).__name__}", param_hint="'--vars'"
+        )
     return doc
 
 
@@ -80,17 +85,80 @@ class IdType(_UuidParam):
     def __init__(self, what: str) -> None:
         self.what = what
 
-    def convert(self, value: Any, param: click.Parameter | None,
-                ctx: click.Context | None) -> UUID:
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> UUID:
         if isinstance(value, UUID):
             return value
         try:
             return UUID(str(value).strip())
         except ValueError:
-            self.fail(f"{value!r} is not {self.what} (a UUID such as "
-                      f"3f2c9a4e-7b1d-4c55-9a0e-2d8f6b1c0a77)", param, ctx)
+            self.fail(
+                f"{value!r} is not {self.what} (a UUID such as "
+                f"3f2c9a4e-7b1d-4c55-9a0e-2d8f6b1c0a77)",
+                param,
+                ctx,
+            )
 
 
-INSTANCE_ID = IdType("an instance id")
+@dataclass(frozen=True)
+class IdPrefix:
+    """The start of an instance id, as typed (``8a9e554a``, ``8a9e554a-a3d0``).
+
+    Tables print ids shortened to 8 characters (the demo's summary, ``bpm history``), so the
+    commands that take an instance id accept any unique start of one. Parsing cannot tell
+    whether it is unique: the command resolves it against the database
+    (``bpm.cli.lookups.resolve_instance``).
+    """
+
+    text: str
+
+    @property
+    def digits(self) -> str:
+        """The hexadecimal digits, without the dashes."""
+        return self.text.replace("-", "")
+
+
+#: The start of a UUID in its canonical form: hex digits, with dashes where it has them.
+_CANONICAL_PREFIX = re.compile(
+    r"[0-9a-f]{1,8}|[0-9a-f]{8}-(?:[0-9a-f]{0,4}|[0-9a-f]{4}-(?:[0-9a-f]{0,4}"
+    r"|[0-9a-f]{4}-(?:[0-9a-f]{0,4}|[0-9a-f]{4}-[0-9a-f]{0,11})))"
+)
+_EXAMPLE_UUID = "3f2c9a4e-7b1d-4c55-9a0e-2d8f6b1c0a77"
+
+if TYPE_CHECKING:
+    _InstanceParam = click.ParamType[UUID | IdPrefix]
+else:
+    _InstanceParam = click.ParamType
+
+
+class InstanceIdType(_InstanceParam):
+    """An instance id, whole (a ``UUID``) or shortened to a unique start of it (``IdPrefix``).
+
+    A prefix is accepted in the canonical form only (dashes where a UUID has them), so what is
+    typed can be compared with the ids the tables print.
+    """
+
+    name = "ID"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> UUID | IdPrefix:
+        if isinstance(value, UUID | IdPrefix):
+            return value
+        text = str(value).strip()
+        try:
+            return UUID(text)
+        except ValueError:
+            pass
+        if _CANONICAL_PREFIX.fullmatch(text.lower()):
+            return IdPrefix(text.lower())
+        self.fail(
+            f"{value!r} is not an instance id (a UUID such as {_EXAMPLE_UUID}, or a "
+            f"unique start of one such as {_EXAMPLE_UUID[:8]})",
+            param,
+            ctx,
+        )
+
+
+INSTANCE_ID = InstanceIdType()
 TOKEN_OR_TASK_ID = IdType("a token or task id")
 INCIDENT_OR_TOKEN_ID = IdType("an incident or token id")

@@ -14,17 +14,16 @@ import logging
 import signal
 import threading
 import time
-import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
 from uuid import UUID
 
 from bpm.engine.engine import Engine
 from bpm.engine.external import LockedTask, TopicRequest
-from bpm.errors import BadVariables, BpmError, BpmnError, TaskLockError
+from bpm.errors import BadVariables, BpmError, TaskLockError
+from bpm.sdk.outcomes import Report, TaskFn, refusal, run_task, send
 from bpm.store import DatabaseUnavailable
 from bpm.store.notify import Listener
 from bpm.store.outages import until_available
@@ -33,7 +32,6 @@ log = logging.getLogger("bpm.sdk")
 MAX_LOCK = timedelta(days=7)
 #: How long a worker without long polling waits after finding nothing.
 IDLE_POLL = 0.5
-TaskFn = Callable[[LockedTask], Mapping[str, Any] | None]
 
 
 @dataclass(frozen=True)
@@ -218,36 +216,21 @@ class Worker:
             self._freed.notify()
 
     def _execute(self, sub: Subscription, task: LockedTask) -> None:
-        engine, me = self.engine, self.worker_id
-        try:
-            result = sub.fn(task)
-        except BpmnError as error:
-            code, message, values = error.code, error.message, error.variables
-            self._report(task, lambda: engine.bpmn_error(task.id, me, code, message, values))
-            return
-        except Exception as error:
-            text = f"{type(error).__name__}: {error}"
-            details = traceback.format_exc()[-8000:]
-            self._report(task, lambda: engine.fail(task.id, me, text, details,
-                                                   retries=task.retries,
-                                                   retry_timeout=task.backoff))
-            return
-        if result is not None and not isinstance(result, Mapping):
-            name = getattr(sub.fn, "__name__", repr(sub.fn))
-            self._refuse(task, f"handler {name!r} of topic {task.topic!r} returned "
-                               f"{type(result).__name__}; a handler returns a dict of "
-                               f"variables or None")
-            return
-        self._report(task, lambda: engine.complete(task.id, me, result))
+        report = run_task(sub.fn, task)
+        if report.refused:
+            log.error("task %s: %s", task.id, report.message)
+        self._report(task, report)
 
-    def _report(self, task: LockedTask, call: Callable[[], None]) -> None:
+    def _report(self, task: LockedTask, report: Report) -> None:
         # The outcome exists only in this process: while the database is unreachable, keep
         # trying for as long as the lock can last (the lock keeper goes on extending it).
         with self._lock:
             run = self._running.get(task.id)
         held = run.lock_duration.total_seconds() if run is not None else 0.0
+        engine, me = self.engine, self.worker_id
         try:
-            until_available(call, within=max(30.0, held), what=f"reporting task {task.id}")
+            until_available(lambda: send(engine, me, task, report), within=max(30.0, held),
+                            what=f"reporting task {task.id}")
         except TaskLockError as exc:  # lost the lock (expired, unlocked at shutdown): dropped
             log.warning("task %s: result dropped: %s", task.id, exc)
         except BadVariables as exc:  # running it again would give the same: an incident now
@@ -262,8 +245,7 @@ class Worker:
     def _refuse(self, task: LockedTask, problem: str) -> None:
         """A result the engine cannot take: fail the task with no retries, naming why."""
         log.error("task %s: %s", task.id, problem)
-        me = self.worker_id
-        self._report(task, lambda: self.engine.fail(task.id, me, problem, retries=0))
+        self._report(task, refusal(problem))
 
     def _extend_locks(self, shut_down: threading.Event) -> None:
         while not shut_down.wait(0.25):

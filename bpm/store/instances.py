@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection, bindparam, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from bpm.store.db import raw_one
@@ -102,3 +102,15 @@ def search(conn: Connection, *, state: str | None = None, key: str | None = None
         stmt = stmt.where(t.c.business_key == business_key)
     return [from_row(InstanceRow, row) for row in conn.execute(stmt)]
 
+
+
+def ids_between(conn: Connection, low: UUID, high: UUID, limit: int) -> tuple[list[UUID], int]:
+    """Up to ``limit`` instance ids from ``low`` to ``high`` in id order, and how many there
+    are in all (counted only when the first read is full). Both databases order ids as their
+    hex text, so an id prefix is such a range and the primary key answers it."""
+    in_range = t.c.id.between(low, high)
+    found = [UUID(str(i)) for i in conn.execute(
+        select(t.c.id).where(in_range).order_by(t.c.id).limit(limit)).scalars()]
+    if len(found) < limit:
+        return found, len(found)
+    return found, int(conn.execute(select(func.count()).where(in_range)).scalar_one())

@@ -26,12 +26,18 @@ def _switchable(ctx: HandlerContext) -> dict[str, Any]:
 if FLAKY not in registry:
     handler(FLAKY)(_switchable)
 
-ONE_STEP = {"key": "one_step", "nodes": [
-    {"id": "s", "type": "startEvent"},
-    {"id": "work", "type": "serviceTask", "handler": FLAKY},
-    {"id": "e", "type": "endEvent"}],
-    "flows": [{"id": "f1", "source": "s", "target": "work"},
-              {"id": "f2", "source": "work", "target": "e"}]}
+ONE_STEP = {
+    "key": "one_step",
+    "nodes": [
+        {"id": "s", "type": "startEvent"},
+        {"id": "work", "type": "serviceTask", "handler": FLAKY},
+        {"id": "e", "type": "endEvent"},
+    ],
+    "flows": [
+        {"id": "f1", "source": "s", "target": "work"},
+        {"id": "f2", "source": "work", "target": "e"},
+    ],
+}
 
 
 def _dict(value: object) -> dict[str, Any]:
@@ -58,8 +64,17 @@ def failing(bpm: Bpm, tmp_path: Path) -> dict[str, Any]:
 def test_show_json__has_the_documented_fields(bpm: Bpm) -> None:
     started = start_order(bpm, "--var", "total=150", "--business-key", "SHOW-1")
     doc = _dict(bpm.json("show", str(started["id"])))
-    for name in ("id", "key", "business_key", "state", "tokens", "tasks", "timers",
-                 "variables", "incidents"):
+    for name in (
+        "id",
+        "key",
+        "business_key",
+        "state",
+        "tokens",
+        "tasks",
+        "timers",
+        "variables",
+        "incidents",
+    ):
         assert name in doc
     assert doc["id"] == started["id"] and doc["state"] == "COMPLETED"
     assert doc["business_key"] == "SHOW-1" and doc["variables"]["total"] == 150
@@ -128,7 +143,8 @@ def test_malformed_id__one_line_error(bpm: Bpm, command: str) -> None:
 
 
 def test_incidents_and_retry__a_fixed_handler_completes_the_instance(
-        bpm: Bpm, failing: dict[str, Any]) -> None:
+    bpm: Bpm, failing: dict[str, Any]
+) -> None:
     incidents = _list(bpm.json("incidents"))
     assert len(incidents) == 1 and incidents[0]["instance_id"] == failing["id"]
     assert "the switch is off" in incidents[0]["message"]
@@ -138,13 +154,17 @@ def test_incidents_and_retry__a_fixed_handler_completes_the_instance(
     assert "Traceback" not in bpm.ok("incidents").stdout
     SWITCH["broken"] = False
     retried = _dict(bpm.json("retry", incidents[0]["token_id"]))
-    assert retried == {"token_id": incidents[0]["token_id"], "instance_id": failing["id"],
-                       "state": "COMPLETED"}
+    assert retried == {
+        "token_id": incidents[0]["token_id"],
+        "instance_id": failing["id"],
+        "state": "COMPLETED",
+    }
     assert bpm.json("incidents") == []
 
 
 def test_retry__by_task_id_and_retrying_a_live_token_is_refused(
-        bpm: Bpm, failing: dict[str, Any]) -> None:
+    bpm: Bpm, failing: dict[str, Any]
+) -> None:
     task_id = _dict(bpm.json("show", str(failing["id"])))["tasks"][0]["id"]
     out = bpm.ok("retry", task_id).stdout  # still broken: fails again
     assert "FAILED" in out
@@ -170,21 +190,93 @@ def test_unknown_command_and_option__one_line_errors(bpm: Bpm) -> None:
 
 def test_help_and_version(bpm: Bpm) -> None:
     out = bpm.ok("--help").stdout
-    for name in ("db", "deploy", "start", "instances", "show", "trace", "incidents", "retry",
-                 "cancel", "demo", "BPM_IMPORTS"):
+    for name in (
+        "db",
+        "deploy",
+        "start",
+        "instances",
+        "show",
+        "trace",
+        "incidents",
+        "retry",
+        "cancel",
+        "demo",
+        "BPM_IMPORTS",
+    ):
         assert name in out
     assert "0.1.0" in bpm.ok("--version").stdout
 
 
 def test_resolve__closes_the_incident_and_keeps_the_token_failed(
-        bpm: Bpm, failing: dict[str, Any]) -> None:
+    bpm: Bpm, failing: dict[str, Any]
+) -> None:
     (incident,) = _list(bpm.json("incidents"))
     out = bpm.ok("resolve", incident["id"], "--note", "fixed by hand").stdout
     assert "resolved" in out
     assert _list(bpm.json("incidents")) == []
     shown = _dict(bpm.json("show", failing["id"]))
     assert [t["state"] for t in shown["tokens"]] == ["FAILED"]
-    assert any(e["type"] == "OperatorResolved" and e.get("data", {}).get("note") ==
-               "fixed by hand" for e in _list(bpm.json("trace", failing["id"])))
+    assert any(
+        e["type"] == "OperatorResolved" and e.get("data", {}).get("note") == "fixed by hand"
+        for e in _list(bpm.json("trace", failing["id"]))
+    )
     assert "no open incident" in bpm.error("resolve", incident["id"])
     assert "is not an incident or token id" in bpm.error("resolve", "nope")
+
+
+def _tasks_table(out: str) -> list[list[str]]:
+    """The rows of ``bpm show``'s tasks section, header first, split on runs of spaces."""
+    lines = out[out.index("\ntasks\n") + len("\ntasks\n") :].split("\n\n", 1)[0].splitlines()
+    return [line.split() for line in lines]
+
+
+def test_show__labels_an_external_tasks_topic_as_topic(bpm: Bpm, tmp_path: Path) -> None:
+    """A handler runs in a bpm process, an external task waits for a worker of its topic: the
+    table says which one it is looking at."""
+    SWITCH["broken"] = False
+    doc: dict[str, Any] = {
+        "key": "mixed",
+        "nodes": [
+            {"id": "s", "type": "startEvent"},
+            {"id": "prepare", "type": "serviceTask", "handler": FLAKY},
+            {"id": "charge", "type": "serviceTask", "topic": "payments"},
+            {"id": "e", "type": "endEvent"},
+        ],
+        "flows": [
+            {"id": "f1", "source": "s", "target": "prepare"},
+            {"id": "f2", "source": "prepare", "target": "charge"},
+            {"id": "f3", "source": "charge", "target": "e"},
+        ],
+    }
+    path = tmp_path / "mixed.json"
+    path.write_text(json.dumps(doc))
+    bpm.ok("deploy", str(path))
+    started = _dict(bpm.json("start", "mixed"))
+    header, *rows = _tasks_table(bpm.ok("show", str(started["id"])).stdout)
+    assert header[:5] == ["id", "node", "handler", "topic", "state"]
+    by_node = {row[1]: row for row in rows}
+    assert by_node["prepare"][2:5] == [FLAKY, "-", "DONE"]
+    assert by_node["charge"][2:5] == ["-", "payments", "READY"]
+
+    only_external = {
+        "key": "only_external",
+        "nodes": [n for n in doc["nodes"] if n["id"] != "prepare"],
+        "flows": [
+            {"id": "f1", "source": "s", "target": "charge"},
+            {"id": "f3", "source": "charge", "target": "e"},
+        ],
+    }
+    path.write_text(json.dumps(only_external))
+    bpm.ok("deploy", str(path))
+    waiting = _dict(bpm.json("start", "only_external"))
+    header, row = _tasks_table(bpm.ok("show", str(waiting["id"])).stdout)
+    assert header[:4] == ["id", "node", "topic", "state"] and "handler" not in header
+    assert row[1:4] == ["charge", "payments", "READY"]
+
+
+@pytest.mark.usefixtures("deployed")
+def test_show__an_instance_of_handler_tasks_keeps_its_handler_column(bpm: Bpm) -> None:
+    started = start_order(bpm, "--var", "total=10")
+    header, *rows = _tasks_table(bpm.ok("show", str(started["id"])).stdout)
+    assert header == ["id", "node", "handler", "state", "attempts", "retries", "left", "error"]
+    assert {row[2] for row in rows} >= {"reserve_stock", "charge_payment"}

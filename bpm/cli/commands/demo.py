@@ -6,18 +6,23 @@ import click
 
 from bpm.cli import paths, render
 from bpm.cli.demo import WORKER_ID, DemoResult, DemoRun, SagaRun, new_database, run_demo
+from bpm.cli.invocation import bpm_invocation
 from examples import ORDER_FULFILMENT, ORDER_SAGA, ORDER_SAGA_BPMN
 
-OUTLINE = ("validate; then in parallel: reserve stock | charge payment (up to 3 attempts) |",
-           "pack (a subprocess: pick, wrap); then express or standard shipping; notify")
+OUTLINE = (
+    "validate; then in parallel: reserve stock | charge payment (up to 3 attempts) |",
+    "pack (a subprocess: pick, wrap); then express or standard shipping; notify",
+)
 #: The saga files the demo runs the failing order through, in turn, and what each one is.
 SAGA_OUTLINES = {
     ORDER_SAGA: (
         "saga global: reserve stock (undone by handler release_stock) -> charge card",
-        "(external worker, topic payments; undone by topic refunds) -> ship, which fails"),
+        "(external worker, topic payments; undone by topic refunds) -> ship, which fails",
+    ),
     ORDER_SAGA_BPMN: (
         "the same saga as a BPMN diagram: compensation boundary events on reserve and",
-        "charge, associated with handler tasks release and refund; bpm:saga=\"global\""),
+        'charge, associated with handler tasks release and refund; bpm:saga="global"',
+    ),
 }
 
 
@@ -32,8 +37,10 @@ def demo() -> None:
     printed).
     """
     database = new_database()
-    render.line("bpm demo: order fulfilment and an order saga in embedded mode (jobs run in "
-                "this process)", style="bold")
+    render.line(
+        "bpm demo: order fulfilment and an order saga in embedded mode (jobs run in this process)",
+        style="bold",
+    )
     render.line(f"database: {database} (a fresh SQLite file)")
     result = run_demo(database, ORDER_FULFILMENT, *SAGA_OUTLINES)
     d = result.deployed
@@ -56,16 +63,29 @@ def _summary_table(result: DemoResult) -> None:
     rows = []
     for run in result.runs:
         inst, values = run.instance, run.instance["variables"]
-        rows.append([inst["id"][:8], inst["business_key"], values.get("total"), inst["state"],
-                     f"{run.duration:.2f} s", values.get("carrier", "-"), run.order.shows])
-    render.table(["instance", "business key", "total", "state", "duration", "shipped by",
-                  "what it shows"], rows)
+        rows.append(
+            [
+                inst["id"][:8],
+                inst["business_key"],
+                values.get("total"),
+                inst["state"],
+                f"{run.duration:.2f} s",
+                values.get("carrier", "-"),
+                run.order.shows,
+            ]
+        )
+    render.table(
+        ["instance", "business key", "total", "state", "duration", "shipped by", "what it shows"],
+        rows,
+    )
 
 
 def _story(run: DemoRun) -> None:
     inst = run.instance
-    render.line(f"{inst['business_key']}  {inst['id'][:8]}  {inst['state']}",
-                style=render.state_style(inst["state"]))
+    render.line(
+        f"{inst['business_key']}  {inst['id'][:8]}  {inst['state']}",
+        style=render.state_style(inst["state"]),
+    )
     g = render.glyphs()
     for text in paths.render(run.tree, g):
         render.line(f"  {text}")
@@ -74,8 +94,7 @@ def _story(run: DemoRun) -> None:
             failures = "; ".join(step.errors) or "an earlier attempt failed"
             render.line(f"  retried {step.node_id}: {failures}")
     for incident in inst["incidents"]:
-        render.line(f"  incident ({incident['state'].lower()}): {incident['message']}",
-                    style="red")
+        render.line(f"  incident ({incident['state'].lower()}): {incident['message']}", style="red")
 
 
 def _saga_story(saga: SagaRun) -> None:
@@ -84,8 +103,10 @@ def _saga_story(saga: SagaRun) -> None:
     for text in SAGA_OUTLINES[saga.definition_file]:
         render.line(f"  {text}")
     render.line()
-    render.line(f"{inst['business_key']}  {inst['id'][:8]}  {inst['state']}",
-                style=render.state_style(inst["state"]))
+    render.line(
+        f"{inst['business_key']}  {inst['id'][:8]}  {inst['state']}",
+        style=render.state_style(inst["state"]),
+    )
     g = render.glyphs()
     for text in paths.render(saga.forward, g):
         render.line(f"  {text}")
@@ -95,32 +116,46 @@ def _saga_story(saga: SagaRun) -> None:
     if saga.failure:
         render.line(f"  saga started: {saga.failure}")
     undo = saga.undo_handlers
-    steps = f" {g.arrow} ".join(f"{node} ({undo.get(node, '?').replace(':', ' ')})"
-                                for node in saga.compensated)
+    steps = f" {g.arrow} ".join(
+        f"{node} ({undo.get(node, '?').replace(':', ' ')})" for node in saga.compensated
+    )
     render.line(f"  compensated, latest success first: {steps or 'nothing'}")
     for incident in inst["incidents"]:
-        render.line(f"  incident ({incident['state'].lower()}): {incident['message']}",
-                    style="red")
+        render.line(f"  incident ({incident['state'].lower()}): {incident['message']}", style="red")
 
 
 def _epilogue(result: DemoResult) -> None:
+    """The outcome, and the commands to explore it, named as this shell can run them: after
+    ``make demo`` the virtualenv is not active and plain ``bpm`` is not found."""
     runs = result.runs
+    bpm = bpm_invocation()
     done = [r for r in runs if r.instance["state"] == "COMPLETED"]
     render.line(f"{len(done)} of {len(runs)} orders COMPLETED in {result.seconds:.1f} s")
     for run in runs:
         if run.instance["state"] != "COMPLETED":
-            render.line(f"{run.order.business_key} is {run.instance['state']}: its incident "
-                        f"waits for an operator (bpm retry TOKEN_ID, or bpm cancel ID)")
+            render.line(
+                f"{run.order.business_key} is {run.instance['state']}: its incident "
+                f"waits for an operator ({bpm.command} retry TOKEN_ID, or "
+                f"{bpm.command} cancel ID)"
+            )
     for saga in result.sagas:
         undone = ", then ".join(saga.compensated) or "nothing"
-        render.line(f"{saga.order.business_key} is {saga.instance['state']}: "
-                    f"{saga.failed_at or 'nothing'} failed, its saga compensated {undone}")
+        render.line(
+            f"{saga.order.business_key} is {saga.instance['state']}: "
+            f"{saga.failed_at or 'nothing'} failed, its saga compensated {undone}"
+        )
     sample = next((r for r in runs if r not in done), runs[0]).instance["id"]
     render.line("explore the run (the database file is kept):")
     render.line(f"  export BPM_DATABASE_URL=sqlite:///{result.database}")
-    render.line("  bpm instances")
-    render.line(f"  bpm show {sample}")
-    render.line(f"  bpm trace {sample}")
+    render.line(f"  {bpm.command} instances")
+    render.line(f"  {bpm.command} show {sample}")
+    render.line(f"  {bpm.command} trace {sample}")
     for saga in result.sagas:
-        render.line(f"  bpm trace {saga.instance['id']}   # the saga, {saga.definition_file.name}")
-    render.line("  bpm incidents")
+        render.line(
+            f"  {bpm.command} trace {saga.instance['id']}   # the saga, {saga.definition_file.name}"
+        )
+    render.line(f"  {bpm.command} incidents")
+    if bpm.activate is not None:
+        render.line(
+            f"bpm is not on your PATH: run it as above, or first `{bpm.activate}` to type plain bpm"
+        )

@@ -10,7 +10,8 @@ import click
 
 from bpm.cli import render
 from bpm.cli.commands.history import parse_time
-from bpm.cli.parsing import INSTANCE_ID
+from bpm.cli.lookups import resolve_instance
+from bpm.cli.parsing import INSTANCE_ID, IdPrefix
 from bpm.cli.runtime import embedded
 from bpm.engine import replay as replaying
 from bpm.errors import InvalidOperation
@@ -25,24 +26,40 @@ def _point(value: str | None) -> int | datetime | None:
     try:
         return parse_time(value, "--as-of")
     except InvalidOperation:
-        raise InvalidOperation(f"--as-of {value!r} is neither an event id nor an ISO 8601 "
-                               f"time (for example 2027-01-31T09:00:00Z)") from None
+        raise InvalidOperation(
+            f"--as-of {value!r} is neither an event id nor an ISO 8601 "
+            f"time (for example 2027-01-31T09:00:00Z)"
+        ) from None
 
 
 @click.command()
 @click.argument("instance_id", type=INSTANCE_ID, required=False)
-@click.option("--check", is_flag=True,
-              help="Compare the rebuilt state with the runtime tables; exit 1 on differences.")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Compare the rebuilt state with the runtime tables; exit 1 on differences.",
+)
 @click.option("--all", "every", is_flag=True, help="With --check: every instance.")
 @click.option("--since", metavar="TIME", help="With --all: instances started since TIME.")
-@click.option("--as-of", "as_of", metavar="EVENT_ID|TIME",
-              help="Stop the replay at this event id (see bpm trace) or instant.")
+@click.option(
+    "--as-of",
+    "as_of",
+    metavar="EVENT_ID|TIME",
+    help="Stop the replay at this event id (see bpm trace) or instant.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def replay(instance_id: UUID | None, check: bool, every: bool, since: str | None,
-           as_of: str | None, as_json: bool) -> None:
+def replay(
+    instance_id: UUID | IdPrefix | None,
+    check: bool,
+    every: bool,
+    since: str | None,
+    as_of: str | None,
+    as_json: bool,
+) -> None:
     """Rebuild an instance's tokens, tasks, timers, variables and incidents from its history.
 
     With --check, print every difference from the runtime tables (there should be none).
+    INSTANCE_ID may be shortened to any unique start of it (the 8 characters tables print).
     """
     if every and (instance_id is not None or not check):
         raise click.UsageError("--all goes with --check and no INSTANCE_ID")
@@ -52,17 +69,22 @@ def replay(instance_id: UUID | None, check: bool, every: bool, since: str | None
         if every:
             start = _point(since)
             summary = replaying.check_all(
-                rt.engine, since=start if isinstance(start, datetime) else None)
+                rt.engine, since=start if isinstance(start, datetime) else None
+            )
             _summary(summary, as_json)
             return
         assert instance_id is not None
+        iid = resolve_instance(rt.engine, instance_id)
         if check:
-            found = replaying.check(rt.engine, instance_id)
-            _differences(instance_id, found, as_json)
+            found = replaying.check(rt.engine, iid)
+            _differences(iid, found, as_json)
             return
         point = _point(as_of)
-        state = (replaying.as_of(rt.engine, instance_id, point) if point is not None
-                 else replaying.rebuild(replaying.events_of(rt.engine, instance_id)))
+        state = (
+            replaying.as_of(rt.engine, iid, point)
+            if point is not None
+            else replaying.rebuild(replaying.events_of(rt.engine, iid))
+        )
     if as_json:
         render.emit_json(state.as_dict())
         return
@@ -86,8 +108,10 @@ def _summary(summary: dict[str, Any], as_json: bool) -> None:
     if as_json:
         render.emit_json(summary)
     else:
-        render.line(f"checked {summary['checked']} instance(s): "
-                    f"{summary['with_differences']} with differences")
+        render.line(
+            f"checked {summary['checked']} instance(s): "
+            f"{summary['with_differences']} with differences"
+        )
         for iid, lines in summary["differences"].items():
             render.line(f"instance {iid}:", style="red")
             for line in lines:
@@ -98,17 +122,24 @@ def _summary(summary: dict[str, Any], as_json: bool) -> None:
 
 def _print_state(state: replaying.State) -> None:
     render.line(f"instance: {state.instance.get('state', '(not started)')}")
-    render.table(["token", "node", "state", "mode"],
-                 [[k[:8], v["node_id"], v["state"], v["mode"]] for k, v in state.tokens.items()],
-                 empty="(no tokens)")
-    render.table(["task", "node", "state"],
-                 [[k[:8], v["node_id"], v["state"]] for k, v in state.tasks.items()],
-                 empty="(no tasks)")
+    render.table(
+        ["token", "node", "state", "mode"],
+        [[k[:8], v["node_id"], v["state"], v["mode"]] for k, v in state.tokens.items()],
+        empty="(no tokens)",
+    )
+    render.table(
+        ["task", "node", "state"],
+        [[k[:8], v["node_id"], v["state"]] for k, v in state.tasks.items()],
+        empty="(no tasks)",
+    )
     if state.timers:
-        render.table(["timer", "node", "fire at", "state"],
-                     [[k[:8], v["node_id"], v["fire_at"], v["state"]]
-                      for k, v in state.timers.items()])
+        render.table(
+            ["timer", "node", "fire at", "state"],
+            [[k[:8], v["node_id"], v["fire_at"], v["state"]] for k, v in state.timers.items()],
+        )
     if state.incidents:
-        render.table(["incident", "node", "state"],
-                     [[k[:8], v["node_id"], v["state"]] for k, v in state.incidents.items()])
+        render.table(
+            ["incident", "node", "state"],
+            [[k[:8], v["node_id"], v["state"]] for k, v in state.incidents.items()],
+        )
     render.line(f"variables: {state.variables}")

@@ -16,8 +16,8 @@ import click
 
 from bpm.cli import render
 from bpm.cli.commands.inspect import when
-from bpm.cli.lookups import instance_of_token, token_of_task
-from bpm.cli.parsing import INSTANCE_ID, IdType, collect_variables
+from bpm.cli.lookups import instance_of_token, resolve_instance, token_of_task
+from bpm.cli.parsing import INSTANCE_ID, IdPrefix, IdType, collect_variables
 from bpm.cli.runtime import broker_mode, distributed, embedded, import_handlers
 from bpm.engine.engine import Engine
 from bpm.store import instances
@@ -26,37 +26,68 @@ USER_TASK_ID = IdType("a user task id")
 IDLE_LIMIT = 60.0
 
 _var_option = click.option(
-    "--var", "var_items", multiple=True, metavar="NAME=VALUE",
-    help="A variable; VALUE is parsed as JSON when it is valid JSON, else a string.")
+    "--var",
+    "var_items",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A variable; VALUE is parsed as JSON when it is valid JSON, else a string.",
+)
 _vars_option = click.option(
-    "--vars", "vars_json", metavar="JSON",
-    help="Variables as a JSON object (or @FILE); --var entries override it.")
+    "--vars",
+    "vars_json",
+    metavar="JSON",
+    help="Variables as a JSON object (or @FILE); --var entries override it.",
+)
 _import_option = click.option(
-    "--import", "imports", multiple=True, metavar="MODULE",
-    help="Import MODULE first (it registers handlers); adds to BPM_IMPORTS.")
+    "--import",
+    "imports",
+    multiple=True,
+    metavar="MODULE",
+    help="Import MODULE first (it registers handlers); adds to BPM_IMPORTS.",
+)
 
 
 @click.command()
 @click.option("--assignee", metavar="USER", help="Only tasks claimed by USER.")
 @click.option("--group", metavar="GROUP", help="Only tasks that GROUP is a candidate group of.")
-@click.option("--instance", "instance_id", type=INSTANCE_ID, metavar="ID",
-              help="Only tasks of this instance.")
+@click.option(
+    "--instance",
+    "instance_id",
+    type=INSTANCE_ID,
+    metavar="ID",
+    help="Only tasks of this instance (its id, or a unique start of it).",
+)
 @click.option("--limit", type=click.IntRange(1, 10_000), default=100, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
-def tasks(assignee: str | None, group: str | None, instance_id: UUID | None, limit: int,
-          as_json: bool) -> None:
+def tasks(
+    assignee: str | None,
+    group: str | None,
+    instance_id: UUID | IdPrefix | None,
+    limit: int,
+    as_json: bool,
+) -> None:
     """List open user tasks, oldest first (claim with bpm claim, finish with bpm complete)."""
     with embedded() as rt:
-        found = rt.engine.user_tasks(assignee=assignee, group=group, instance_id=instance_id,
-                                     limit=limit)
+        iid = resolve_instance(rt.engine, instance_id) if instance_id else None
+        found = rt.engine.user_tasks(assignee=assignee, group=group, instance_id=iid, limit=limit)
     if as_json:
         render.emit_json(found)
         return
-    render.table(["id", "instance", "node", "assignee", "candidate groups", "created"],
-                 [[t["id"], t["instance_id"], t["node_id"], t["assignee"],
-                   ", ".join(t["candidate_groups"]) or None, when(t["created_at"])]
-                  for t in found],
-                 empty="(no open user tasks)")
+    render.table(
+        ["id", "instance", "node", "assignee", "candidate groups", "created"],
+        [
+            [
+                t["id"],
+                t["instance_id"],
+                t["node_id"],
+                t["assignee"],
+                ", ".join(t["candidate_groups"]) or None,
+                when(t["created_at"]),
+            ]
+            for t in found
+        ],
+        empty="(no open user tasks)",
+    )
 
 
 @click.command()
@@ -82,12 +113,21 @@ def unclaim(task_id: UUID) -> None:
 @click.argument("task_id", type=USER_TASK_ID)
 @_var_option
 @_vars_option
-@click.option("--user", metavar="USER",
-              help="Who completes it; refused when the task is claimed by someone else.")
+@click.option(
+    "--user",
+    metavar="USER",
+    help="Who completes it; refused when the task is claimed by someone else.",
+)
 @_import_option
 @click.option("--json", "as_json", is_flag=True, help="Print {task_id, instance_id, state}.")
-def complete(task_id: UUID, var_items: tuple[str, ...], vars_json: str | None,
-             user: str | None, imports: tuple[str, ...], as_json: bool) -> None:
+def complete(
+    task_id: UUID,
+    var_items: tuple[str, ...],
+    vars_json: str | None,
+    user: str | None,
+    imports: tuple[str, ...],
+    as_json: bool,
+) -> None:
     """Complete an open user task, writing the variables given, and move its token on.
 
     In embedded mode the work that follows runs in this process (up to 60 s), as with
@@ -101,8 +141,9 @@ def complete(task_id: UUID, var_items: tuple[str, ...], vars_json: str | None,
 
     [moved] = _move_on(imports, act)
     if as_json:
-        render.emit_json({"task_id": str(task_id), "instance_id": moved["instance_id"],
-                          "state": moved["state"]})
+        render.emit_json(
+            {"task_id": str(task_id), "instance_id": moved["instance_id"], "state": moved["state"]}
+        )
         return
     render.line(f"completed user task {task_id} of instance {moved['instance_id']}")
     render.line(f"state: {moved['state']}", style=render.state_style(moved["state"]))
@@ -111,18 +152,38 @@ def complete(task_id: UUID, var_items: tuple[str, ...], vars_json: str | None,
 @click.command()
 @click.argument("message")
 @click.option("--business-key", metavar="BK", help="Deliver to the instance(s) with this key.")
-@click.option("--instance", "instance_id", type=INSTANCE_ID, metavar="ID",
-              help="Deliver to this instance.")
+@click.option(
+    "--instance",
+    "instance_id",
+    type=INSTANCE_ID,
+    metavar="ID",
+    help="Deliver to this instance (its id, or a unique start of it).",
+)
 @_var_option
 @_vars_option
-@click.option("--all", "all_waiting", is_flag=True,
-              help="Wake every token waiting for MESSAGE, not only a single one.")
+@click.option(
+    "--all",
+    "all_waiting",
+    is_flag=True,
+    help="Wake every token waiting for MESSAGE, not only a single one.",
+)
 @_import_option
-@click.option("--json", "as_json", is_flag=True,
-              help="Print {message, woken: [{token_id, instance_id, state}]}.")
-def correlate(message: str, business_key: str | None, instance_id: UUID | None,
-              var_items: tuple[str, ...], vars_json: str | None, all_waiting: bool,
-              imports: tuple[str, ...], as_json: bool) -> None:
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print {message, woken: [{token_id, instance_id, state}]}.",
+)
+def correlate(
+    message: str,
+    business_key: str | None,
+    instance_id: UUID | IdPrefix | None,
+    var_items: tuple[str, ...],
+    vars_json: str | None,
+    all_waiting: bool,
+    imports: tuple[str, ...],
+    as_json: bool,
+) -> None:
     """Deliver MESSAGE to the token waiting for it in the instance named by --business-key or
     --instance, and move that token on.
 
@@ -130,29 +191,36 @@ def correlate(message: str, business_key: str | None, instance_id: UUID | None,
     nothing changes. The work that follows runs as with bpm complete.
     """
     if (business_key is None) == (instance_id is None):
-        raise click.UsageError("name the instance with exactly one of --business-key and "
-                               "--instance")
+        raise click.UsageError(
+            "name the instance with exactly one of --business-key and --instance"
+        )
     values = collect_variables(vars_json, var_items)
 
     def act(engine: Engine) -> list[UUID]:
-        return engine.correlate(message, business_key=business_key, instance_id=instance_id,
-                                variables=values, all_waiting=all_waiting)
+        iid = resolve_instance(engine, instance_id) if instance_id is not None else None
+        return engine.correlate(
+            message,
+            business_key=business_key,
+            instance_id=iid,
+            variables=values,
+            all_waiting=all_waiting,
+        )
 
     woken = _move_on(imports, act)
     if as_json:
         render.emit_json({"message": message, "woken": woken})
         return
     for item in woken:
-        render.line(f"message {message!r} woke token {item['token_id']} of instance "
-                    f"{item['instance_id']}")
+        render.line(
+            f"message {message!r} woke token {item['token_id']} of instance {item['instance_id']}"
+        )
     states = {item["instance_id"]: item["state"] for item in woken}
     for iid, state in states.items():
         label = "state" if len(states) == 1 else f"state of {iid}"
         render.line(f"{label}: {state}", style=render.state_style(state))
 
 
-def _move_on(imports: Sequence[str],
-             act: Callable[[Engine], list[UUID]]) -> list[dict[str, Any]]:
+def _move_on(imports: Sequence[str], act: Callable[[Engine], list[UUID]]) -> list[dict[str, Any]]:
     """Run ``act`` (which returns the token ids it moved), then, in embedded mode, the work it
     caused, since nothing else will; returns each token with its instance and that state."""
     if broker_mode():
@@ -171,6 +239,11 @@ def _states(engine: Engine, token_ids: Sequence[UUID]) -> list[dict[str, Any]]:
         iid = instance_of_token(engine, token_id)
         with engine.db.transaction() as conn:
             row = instances.get(conn, iid) if iid else None
-        out.append({"token_id": str(token_id), "instance_id": str(iid),
-                    "state": row.state if row else "UNKNOWN"})
+        out.append(
+            {
+                "token_id": str(token_id),
+                "instance_id": str(iid),
+                "state": row.state if row else "UNKNOWN",
+            }
+        )
     return out
