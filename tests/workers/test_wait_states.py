@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 
 from bpm.dispatch import InProcessDispatcher
 from bpm.engine.engine import Engine
@@ -27,7 +28,8 @@ def deploy(cluster: Cluster, *documents: dict[str, object]) -> None:
 
 
 def test_timers_fire_once_with_two_beats_across_a_worker_restart(cluster: Cluster) -> None:
-    deploy(cluster, processes.timed(3), processes.escalated(3))
+    # Long enough that every timer is scheduled before the first is due, on a loaded machine.
+    deploy(cluster, processes.timed(8), processes.escalated(8))
     cluster.worker("w1")
     cluster.beat("beat1")
     cluster.beat("beat2")
@@ -45,7 +47,9 @@ def test_timers_fire_once_with_two_beats_across_a_worker_restart(cluster: Cluste
     cluster.wait_until(all_scheduled, 30, "every timer to be scheduled")
     cluster.kill("w1")  # pending timers outlive the worker and one of the beats
     cluster.kill("beat1")
-    time.sleep(3.5)  # they come due while no worker runs
+    with cluster.db.transaction() as conn:  # they all come due while no worker runs
+        last = conn.exec_driver_sql("SELECT max(fire_at) FROM timers").scalar_one()
+    time.sleep(max(0.0, (last - datetime.now(UTC)).total_seconds()) + 0.5)
     cluster.worker("w2")
     cluster.beat("beat3")
     cluster.wait_all(25, timeout=90)
