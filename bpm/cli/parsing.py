@@ -162,3 +162,13 @@ class InstanceIdType(_InstanceParam):
 INSTANCE_ID = InstanceIdType()
 TOKEN_OR_TASK_ID = IdType("a token or task id")
 INCIDENT_OR_TOKEN_ID = IdType("an incident or token id")
+
+
+#: ``--import MODULE``, for every command that may run handlers in this process.
+IMPORT_OPTION = click.option(
+    "--import",
+    "imports",
+    multiple=True,
+    metavar="MODULE",
+    help="Import MODULE first (it registers handlers); adds to BPM_IMPORTS.",
+)

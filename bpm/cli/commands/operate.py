@@ -8,7 +8,13 @@ import click
 
 from bpm.cli import render
 from bpm.cli.lookups import handler_of_retry, instance_of_token, resolve_instance
-from bpm.cli.parsing import INCIDENT_OR_TOKEN_ID, INSTANCE_ID, TOKEN_OR_TASK_ID, IdPrefix
+from bpm.cli.parsing import (
+    IMPORT_OPTION,
+    INCIDENT_OR_TOKEN_ID,
+    INSTANCE_ID,
+    TOKEN_OR_TASK_ID,
+    IdPrefix,
+)
 from bpm.cli.runtime import (
     IMPORTS_ENV,
     broker_mode,
@@ -31,13 +37,7 @@ RETRY_LIMIT = 60.0
     metavar="N",
     help="Attempts to grant (default: the node's retry policy).",
 )
-@click.option(
-    "--import",
-    "imports",
-    multiple=True,
-    metavar="MODULE",
-    help="Import MODULE first (it registers handlers); adds to BPM_IMPORTS.",
-)
+@IMPORT_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print {token_id, instance_id, state}.")
 def retry(
     token_or_task: UUID, retries: int | None, imports: tuple[str, ...], as_json: bool
@@ -110,13 +110,7 @@ def cancel(instance_id: UUID | IdPrefix) -> None:
 
 
 @click.command()
-@click.option(
-    "--import",
-    "imports",
-    multiple=True,
-    metavar="MODULE",
-    help="Import MODULE first (it registers handlers); adds to BPM_IMPORTS.",
-)
+@IMPORT_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print what each scan found.")
 def recover(imports: tuple[str, ...], as_json: bool) -> None:
     """Run every stalled-work scan once, as a starting worker does.

@@ -21,7 +21,7 @@ import click
 from bpm.cli import render
 from bpm.cli.errors import fail
 from bpm.cli.lookups import missing_handlers
-from bpm.cli.parsing import collect_variables
+from bpm.cli.parsing import IMPORT_OPTION, collect_variables
 from bpm.cli.runtime import broker_mode, distributed, embedded, import_handlers
 from bpm.embedded import END_STATES, EmbeddedRuntime
 from bpm.engine.engine import Engine
@@ -42,8 +42,7 @@ IDLE_LIMIT = 60.0
               help="Deduplicates starts instead of the business key (default: the business key).")
 @click.option("--wait", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
               help="Wait up to SECONDS for COMPLETED, FAILED, TERMINATED or CANCELLED.")
-@click.option("--import", "imports", multiple=True, metavar="MODULE",
-              help="Import MODULE first (it registers handlers); adds to BPM_IMPORTS.")
+@IMPORT_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print {id, key, business_key, state}.")
 def start(key: str, var_items: tuple[str, ...], vars_json: str | None,
           business_key: str | None, idempotency_key: str | None, wait: float | None,

@@ -17,7 +17,7 @@ import click
 from bpm.cli import render
 from bpm.cli.commands.inspect import when
 from bpm.cli.lookups import instance_of_token, resolve_instance, token_of_task
-from bpm.cli.parsing import INSTANCE_ID, IdPrefix, IdType, collect_variables
+from bpm.cli.parsing import IMPORT_OPTION, INSTANCE_ID, IdPrefix, IdType, collect_variables
 from bpm.cli.runtime import broker_mode, distributed, embedded, import_handlers
 from bpm.engine.engine import Engine
 from bpm.store import instances
@@ -37,13 +37,6 @@ _vars_option = click.option(
     "vars_json",
     metavar="JSON",
     help="Variables as a JSON object (or @FILE); --var entries override it.",
-)
-_import_option = click.option(
-    "--import",
-    "imports",
-    multiple=True,
-    metavar="MODULE",
-    help="Import MODULE first (it registers handlers); adds to BPM_IMPORTS.",
 )
 
 
@@ -118,7 +111,7 @@ def unclaim(task_id: UUID) -> None:
     metavar="USER",
     help="Who completes it; refused when the task is claimed by someone else.",
 )
-@_import_option
+@IMPORT_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print {task_id, instance_id, state}.")
 def complete(
     task_id: UUID,
@@ -167,7 +160,7 @@ def complete(
     is_flag=True,
     help="Wake every token waiting for MESSAGE, not only a single one.",
 )
-@_import_option
+@IMPORT_OPTION
 @click.option(
     "--json",
     "as_json",
