@@ -11,8 +11,10 @@ export BPM_TEST_DATABASE_URL
 demo: $(VENV)/.demo-installed
 	$(BIN)/bpm demo
 
+# The virtualenv is made once: `venv` run again over it with another Python rewrites its
+# pyvenv.cfg and breaks every installed package.
 $(VENV)/.demo-installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
@@ -22,7 +24,7 @@ test: $(VENV)/.dev-installed services testdb
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 $(VENV)/.dev-installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@ $(VENV)/.demo-installed

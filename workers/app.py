@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 from celery import Celery
 from celery.signals import after_setup_logger, worker_ready
 
 from beat.schedule import beat_schedule
+from bpm.handlers import registry as handlers
 from workers.config import celery_config, queue_problem, settings_from_env
 from workers.runtime import import_handler_modules
 from workers.tasks import register
@@ -34,6 +36,10 @@ def _job_lines(**_: Any) -> None:
 def _recover_on_start(sender: Any = None, **_: Any) -> None:
     """Recovery is not special code: a starting worker just asks for every scan once."""
     _check_queues(sender)
+    if not handlers.names():
+        log.warning("no handlers are registered in this worker (BPM_IMPORTS=%r): every "
+                    "handler task it runs will fail; set BPM_IMPORTS to the modules that "
+                    "register them", os.environ.get("BPM_IMPORTS", ""))
     for name in ("bpm.scan_locks", "bpm.scan_stalled", "bpm.scan_timers"):
         app.send_task(name, queue=settings.route(name))
     log.info("worker ready: recovery scans requested")

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from datetime import timedelta
 
-from kombu.entity import Queue
+from kombu.entity import Exchange, Queue
 
 from bpm.engine.retention import ttl_from_env
 
@@ -33,6 +33,9 @@ ROUTES = {
     "bpm.scan_timers": SCANS,
     "bpm.cleanup_history": SCANS,
 }
+
+#: The jobs beat sends on a schedule: a run that found nothing is not worth a log line.
+SCAN_JOBS = frozenset(name for name, queue in ROUTES.items() if queue == SCANS)
 
 #: Jobs whose request exists only in its message: no row records it, so no scan could ever
 #: redo one that was acknowledged without running. While the database is down they go back
@@ -127,7 +130,11 @@ def celery_config(s: Settings) -> dict[str, object]:
         "worker_prefetch_multiplier": 1,
         "broker_transport_options": transport_options(s),
         "broker_connection_retry_on_startup": True,
-        "task_queues": [Queue(s.queue(q)) for q in QUEUES],
+        # Each queue its own direct exchange and routing key, as a sender that only knows
+        # the queue's name creates them (without them Celery binds every queue to the
+        # default queue's exchange and key).
+        "task_queues": [Queue(s.queue(q), Exchange(s.queue(q), type="direct"),
+                              routing_key=s.queue(q)) for q in QUEUES],
         "task_default_queue": s.queue(TOKENS),
         "task_routes": {name: {"queue": s.route(name)} for name in ROUTES},
         "worker_hijack_root_logger": False,

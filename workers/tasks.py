@@ -25,7 +25,7 @@ from bpm.engine.engine import because
 from bpm.errors import BpmError
 from bpm.store import DatabaseUnavailable
 from bpm.store.outages import until_available
-from workers.config import MESSAGE_ONLY, Settings
+from workers.config import MESSAGE_ONLY, SCAN_JOBS, Settings
 from workers.jobs import PoisonMessage, as_optional_str, as_uuid, as_version, bind
 from workers.runtime import engine_for, scan_config
 
@@ -52,7 +52,7 @@ def _run(name: str, ids: dict[str, Any], fn: Callable[[], str], settings: Settin
     except DatabaseUnavailable as exc:
         if name in MESSAGE_ONLY:  # acknowledging it would lose the request: back it goes
             log.warning("job=%s outcome=requeued reason=%s %s", name, exc, _fmt(ids))
-            raise Reject(str(exc), requeue=True) from exc
+            raise Reject(str(exc), requeue=True) from None  # the warning says it all
         outcome = "failed"
         log.warning("job=%s outcome=failed reason=%s %s (the scans redo it once the database "
                     "answers)", name, exc, _fmt(ids))
@@ -68,11 +68,21 @@ def _run(name: str, ids: dict[str, Any], fn: Callable[[], str], settings: Settin
         outcome = "failed"
         log.exception("job=%s outcome=failed %s (the scans will retry it)", name, _fmt(ids))
     ms = (time.perf_counter() - started) * 1000
-    log.info("job=%s %s outcome=%s ms=%.1f", name, _fmt(ids), outcome, ms,
+    # A scan that found nothing is logged at DEBUG: beat sends one every second.
+    level = logging.DEBUG if name in SCAN_JOBS and _found_nothing(outcome) else logging.INFO
+    log.log(level, "job=%s %s outcome=%s ms=%.1f", name, _fmt(ids), outcome, ms,
              # Nested: a job argument named like a LogRecord attribute ("message") would
              # make logging raise.
              extra={"action": name, "outcome": outcome, "duration_ms": ms, "job_args": ids})
     return outcome
+
+
+def _found_nothing(outcome: str) -> bool:
+    """``stalled_tokens=0 ready_tasks=0`` and the like: every count zero (how many batches
+    a cleanup took says nothing of what it found)."""
+    counts = dict(part.split("=", 1) for part in outcome.split() if "=" in part)
+    counts.pop("batches", None)
+    return bool(counts) and all(v in ("0", "False") for v in counts.values())
 
 
 def _fmt(ids: dict[str, Any]) -> str:
@@ -104,7 +114,9 @@ def register(app: Celery, settings: Settings) -> None:
 
         return run("bpm.run_handler", {"task_id": kwargs.get("task_id", args[:1])}, go)
 
-    @app.task(name="bpm.start_instance", bind=True,
+    # ``throws``: a refusal is the sender's answer, not a fault; Celery logs it without a
+    # traceback.
+    @app.task(name="bpm.start_instance", bind=True, throws=(StartRefused,),
               ignore_result=settings.result_backend is None)
     def start_instance(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """Start an instance; with BPM_RESULT_BACKEND set, a sender's ``result.get()`` gets
@@ -127,8 +139,9 @@ def register(app: Celery, settings: Settings) -> None:
             made.update(instance_id=str(started.id), created=started.created)
             return f"started {started.id}" if started.created else f"existing {started.id}"
 
-        outcome = run("bpm.start_instance", {"process_key": kwargs.get("process_key")}, go,
-                      refused)
+        ids = {"process_key": kwargs.get("process_key"),
+               "business_key": kwargs.get("business_key")}
+        outcome = run("bpm.start_instance", ids, go, refused)
         if refused and settings.result_backend is not None:
             raise StartRefused(str(refused[0]))
         return {"outcome": outcome, **made}
@@ -165,7 +178,8 @@ def register(app: Celery, settings: Settings) -> None:
 
         return run("bpm.scan_timers", {}, go)
 
-    @app.task(name="bpm.correlate_message", ignore_result=settings.result_backend is None)
+    @app.task(name="bpm.correlate_message", throws=(CorrelationRefused,),
+              ignore_result=settings.result_backend is None)
     def correlate_message(*args: Any, **kwargs: Any) -> dict[str, Any]:
         """Deliver a message; with BPM_RESULT_BACKEND set, a sender's ``result.get()`` sees
         a correlation that matched nothing as an error."""

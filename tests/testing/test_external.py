@@ -2,8 +2,8 @@
 ``work`` reporting a ``bpm.sdk.Worker`` subscription's outcome exactly as the worker does.
 
 The parity test runs each outcome twice, once through ``kit.work`` and once through a real
-``Worker`` thread on an engine of its own, and compares what the tables say afterwards: the kit
-copies the worker's reporting, so this is what keeps the two from drifting apart.
+``Worker`` thread on an engine of its own, and compares what the tables say afterwards: both
+report through ``bpm.sdk.outcomes``, and this shows they still end the same way.
 """
 
 from __future__ import annotations
