@@ -41,6 +41,7 @@ testdb: $(VENV)/.dev-installed
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
 bench: $(VENV)/.dev-installed services

@@ -21,14 +21,21 @@ CLEANUP = "bpm.cleanup_history"
 
 def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
     schedule = {
-        name: {"task": name, "schedule": settings.scan_interval,
-               "options": {"queue": settings.route(name), "expires": settings.scan_interval}}
+        name: {
+            "task": name,
+            "schedule": settings.scan_interval,
+            "options": {"queue": settings.route(name), "expires": settings.scan_interval},
+        }
         for name in SCANS
     }
     schedule[TIMER_SCAN] = {
-        "task": TIMER_SCAN, "schedule": settings.timer_interval,
-        "options": {"queue": settings.route(TIMER_SCAN), "expires": settings.timer_interval * 5}}
+        "task": TIMER_SCAN,
+        "schedule": settings.timer_interval,
+        "options": {"queue": settings.route(TIMER_SCAN), "expires": settings.timer_interval * 5},
+    }
     schedule[CLEANUP] = {
-        "task": CLEANUP, "schedule": settings.cleanup_interval,
-        "options": {"queue": settings.route(CLEANUP), "expires": settings.cleanup_interval}}
+        "task": CLEANUP,
+        "schedule": settings.cleanup_interval,
+        "options": {"queue": settings.route(CLEANUP), "expires": settings.cleanup_interval},
+    }
     return schedule

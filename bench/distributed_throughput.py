@@ -47,11 +47,33 @@ class Workers:
         self.procs = []
         for n in range(count):
             with (logs / f"{app}-{n}.log").open("ab") as log:
-                self.procs.append(subprocess.Popen(
-                    [sys.executable, "-m", "celery", "-A", app, "worker", "-P", "solo", "-Q",
-                     queues, "-n", f"w{n}-{uuid4().hex[:6]}@bench", "-l", "warning",
-                     "--without-gossip", "--without-mingle", "--without-heartbeat"],
-                    env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+                self.procs.append(
+                    subprocess.Popen(
+                        [
+                            sys.executable,
+                            "-m",
+                            "celery",
+                            "-A",
+                            app,
+                            "worker",
+                            "-P",
+                            "solo",
+                            "-Q",
+                            queues,
+                            "-n",
+                            f"w{n}-{uuid4().hex[:6]}@bench",
+                            "-l",
+                            "warning",
+                            "--without-gossip",
+                            "--without-mingle",
+                            "--without-heartbeat",
+                        ],
+                        env=env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                )
         time.sleep(3.0)  # let them connect
 
     def stop(self) -> None:
@@ -66,8 +88,9 @@ def latencies(r: redis.Redis, runs: list[str]) -> tuple[list[float], float, floa
     gaps: list[float] = []
     first, last = float("inf"), 0.0
     for run in runs:
-        raw = [x.decode() if isinstance(x, bytes) else str(x)
-               for x in r.lrange(f"bench:{run}", 0, -1)]
+        raw = [
+            x.decode() if isinstance(x, bytes) else str(x) for x in r.lrange(f"bench:{run}", 0, -1)
+        ]
         steps = sorted(tuple(map(float, x.split(":"))) for x in raw)
         first, last = min(first, steps[0][1]), max(last, steps[-1][2])
         gaps += [b[1] - a[2] for a, b in itertools.pairwise(steps)]
@@ -82,8 +105,9 @@ def wait_for(check: Any, timeout: float, what: str) -> None:
         time.sleep(0.1)
 
 
-def run_bpm(k: int, n: int, env: dict[str, str], logs: Path, db: Database,
-            r: redis.Redis) -> dict[str, float]:
+def run_bpm(
+    k: int, n: int, env: dict[str, str], logs: Path, db: Database, r: redis.Redis
+) -> dict[str, float]:
     prefix = f"b{uuid4().hex[:6]}."
     env = {**env, "BPM_QUEUE_PREFIX": prefix}
     workers = Workers("workers", ",".join(prefix + q for q in QUEUES), k, env, logs)
@@ -91,18 +115,26 @@ def run_bpm(k: int, n: int, env: dict[str, str], logs: Path, db: Database,
     runs = [f"{prefix}{i}" for i in range(n)]
     try:
         for run in runs:
-            client.send_task("bpm.start_instance", queue=f"{prefix}bpm.starts",
-                             kwargs={"process_key": "bench_sequential", "variables": {},
-                                     "business_key": run})
-        wait_for(lambda: all(r.llen(f"bench:{x}") == 10 for x in runs[-5:]) and
-                 _completed(db, prefix) == n, 600, "bpm instances")
+            client.send_task(
+                "bpm.start_instance",
+                queue=f"{prefix}bpm.starts",
+                kwargs={"process_key": "bench_sequential", "variables": {}, "business_key": run},
+            )
+        wait_for(
+            lambda: (
+                all(r.llen(f"bench:{x}") == 10 for x in runs[-5:]) and _completed(db, prefix) == n
+            ),
+            600,
+            "bpm instances",
+        )
     finally:
         workers.stop()
     return summarise(r, runs, n)
 
 
-def run_bpm_one_at_a_time(n: int, env: dict[str, str], logs: Path, db: Database,
-                          r: redis.Redis) -> dict[str, float]:
+def run_bpm_one_at_a_time(
+    n: int, env: dict[str, str], logs: Path, db: Database, r: redis.Redis
+) -> dict[str, float]:
     prefix = f"s{uuid4().hex[:6]}."
     env = {**env, "BPM_QUEUE_PREFIX": prefix}
     workers = Workers("workers", ",".join(prefix + q for q in QUEUES), 1, env, logs)
@@ -110,9 +142,11 @@ def run_bpm_one_at_a_time(n: int, env: dict[str, str], logs: Path, db: Database,
     runs = [f"{prefix}{i}" for i in range(n)]
     try:
         for i, run in enumerate(runs):
-            client.send_task("bpm.start_instance", queue=f"{prefix}bpm.starts",
-                             kwargs={"process_key": "bench_sequential", "variables": {},
-                                     "business_key": run})
+            client.send_task(
+                "bpm.start_instance",
+                queue=f"{prefix}bpm.starts",
+                kwargs={"process_key": "bench_sequential", "variables": {}, "business_key": run},
+            )
             done = i + 1
             wait_for(lambda done=done: _completed(db, prefix) == done, 60, "one instance")
     finally:
@@ -146,14 +180,18 @@ def summarise(r: redis.Redis, runs: list[str], n: int) -> dict[str, float]:
     gaps, first, last = latencies(r, runs)
     gaps.sort()
     seconds = last - first
-    return {"instances_per_s": n / seconds, "steps_per_s": n * 10 / seconds,
-            "p50_ms": statistics.median(gaps) * 1000,
-            "p99_ms": gaps[int(len(gaps) * 0.99) - 1] * 1000}
+    return {
+        "instances_per_s": n / seconds,
+        "steps_per_s": n * 10 / seconds,
+        "p50_ms": statistics.median(gaps) * 1000,
+        "p99_ms": gaps[int(len(gaps) * 0.99) - 1] * 1000,
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--instances", type=int, default=200)
     parser.add_argument("--workers", default="1,2,4")
     args = parser.parse_args()
@@ -167,12 +205,21 @@ def main() -> None:
             node["handler"] = "bench_step"
     Engine(db, InProcessDispatcher()).deploy(doc)
     r = redis.Redis.from_url(REDIS_URL)
-    env = {**os.environ, "BPM_DATABASE_URL": DB_URL, "BPM_BROKER_URL": REDIS_URL,
-           "BPM_IMPORTS": "bench.dist_handlers", "PYTHONPATH": str(ROOT)}
-    print(f"bpm distributed vs plain Celery chain: {args.instances} instances x 10 steps, "
-          f"solo pool, Redis {REDIS_URL}, PostgreSQL {db.safe_url}")
-    print(f"{'system':14} {'K':>2} {'inst/s':>8} {'steps/s':>9} {'p50 ms':>8} {'p99 ms':>8}"
-          f" {'bpm/plain':>10}")
+    env = {
+        **os.environ,
+        "BPM_DATABASE_URL": DB_URL,
+        "BPM_BROKER_URL": REDIS_URL,
+        "BPM_IMPORTS": "bench.dist_handlers",
+        "PYTHONPATH": str(ROOT),
+    }
+    print(
+        f"bpm distributed vs plain Celery chain: {args.instances} instances x 10 steps, "
+        f"solo pool, Redis {REDIS_URL}, PostgreSQL {db.safe_url}"
+    )
+    print(
+        f"{'system':14} {'K':>2} {'inst/s':>8} {'steps/s':>9} {'p50 ms':>8} {'p99 ms':>8}"
+        f" {'bpm/plain':>10}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         logs = Path(tmp)
         for k in (int(x) for x in args.workers.split(",")):
@@ -180,11 +227,15 @@ def main() -> None:
             p = run_plain(k, args.instances, env, logs, r)
             for name, res in (("bpm", b), ("plain chain", p)):
                 ratio = f"{b['steps_per_s'] / p['steps_per_s']:10.0%}" if name == "bpm" else ""
-                print(f"{name:14} {k:2d} {res['instances_per_s']:8.1f} {res['steps_per_s']:9.1f} "
-                      f"{res['p50_ms']:8.2f} {res['p99_ms']:8.2f} {ratio}")
+                print(
+                    f"{name:14} {k:2d} {res['instances_per_s']:8.1f} {res['steps_per_s']:9.1f} "
+                    f"{res['p50_ms']:8.2f} {res['p99_ms']:8.2f} {ratio}"
+                )
         idle = run_bpm_one_at_a_time(20, env, logs, db, r)
-        print(f"bpm, one instance at a time on 1 idle worker: step latency p50 "
-              f"{idle['p50_ms']:.2f} ms, p99 {idle['p99_ms']:.2f} ms (target p50 <= 5 ms)")
+        print(
+            f"bpm, one instance at a time on 1 idle worker: step latency p50 "
+            f"{idle['p50_ms']:.2f} ms, p99 {idle['p99_ms']:.2f} ms (target p50 <= 5 ms)"
+        )
     r.flushdb()
     db.dispose()
 

@@ -104,8 +104,15 @@ def drive(db: Database, registry: HandlerRegistry, key: str, count: int, clients
     return run_concurrently(client, clients)
 
 
-def run_shape(db: Database, registry: HandlerRegistry, counters: Counters, key: str,
-              steps_per_instance: int, count: int, clients: int) -> dict[str, float]:
+def run_shape(
+    db: Database,
+    registry: HandlerRegistry,
+    counters: Counters,
+    key: str,
+    steps_per_instance: int,
+    count: int,
+    clients: int,
+) -> dict[str, float]:
     drive(db, registry, key, max(clients, count // 10), clients)  # warm caches and pool
     before = Counters(counters.statements, counters.commits)
     seconds = drive(db, registry, key, count, clients)
@@ -144,24 +151,45 @@ def pgbench_tps(url: str, clients: int, seconds: int) -> float | None:
     if exe is None:
         return None
     parsed = make_url(url)
-    with psycopg.connect(parsed.set(drivername="postgresql").render_as_string(
-            hide_password=False), autocommit=True) as conn:
+    with psycopg.connect(
+        parsed.set(drivername="postgresql").render_as_string(hide_password=False), autocommit=True
+    ) as conn:
         conn.execute(PGBENCH_SETUP)
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "tx.sql"
         script.write_text(PGBENCH_SCRIPT)
         out = subprocess.run(
-            [exe, "-n", "-c", str(clients), "-j", str(clients), "-T", str(seconds), "-f",
-             str(script), "-h", parsed.host or "127.0.0.1", "-p", str(parsed.port or 5432),
-             "-U", parsed.username or "postgres", parsed.database or ""],
-            capture_output=True, text=True, check=True).stdout
+            [
+                exe,
+                "-n",
+                "-c",
+                str(clients),
+                "-j",
+                str(clients),
+                "-T",
+                str(seconds),
+                "-f",
+                str(script),
+                "-h",
+                parsed.host or "127.0.0.1",
+                "-p",
+                str(parsed.port or 5432),
+                "-U",
+                parsed.username or "postgres",
+                parsed.database or "",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
     match = re.search(r"tps = ([0-9.]+)", out)
     return float(match.group(1)) if match else None
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--instances", type=int, default=300)
     parser.add_argument("--clients", type=int, default=1)
     parser.add_argument("--url", default=DEFAULT_URL)
@@ -178,26 +206,34 @@ def main() -> None:
     boot.deploy(sequential())
     boot.deploy(fork_join())
 
-    print(f"bpm engine throughput: {args.instances} instances per shape, {args.clients} "
-          f"client(s), PostgreSQL {db.safe_url}")
+    print(
+        f"bpm engine throughput: {args.instances} instances per shape, {args.clients} "
+        f"client(s), PostgreSQL {db.safe_url}"
+    )
     results = {
-        "sequential (10 service tasks)": run_shape(db, registry, counters, "bench_sequential",
-                                                   10, args.instances, args.clients),
-        "fork/join (4 branches + 2)": run_shape(db, registry, counters, "bench_fork_join",
-                                                6, args.instances, args.clients),
+        "sequential (10 service tasks)": run_shape(
+            db, registry, counters, "bench_sequential", 10, args.instances, args.clients
+        ),
+        "fork/join (4 branches + 2)": run_shape(
+            db, registry, counters, "bench_fork_join", 6, args.instances, args.clients
+        ),
     }
     tps = pgbench_tps(args.url, args.clients, args.pgbench_seconds)
     header = f"{'shape':32} {'inst/s':>8} {'steps/s':>9} {'tx/step':>8} {'stmt/step':>10}"
     print(header + (f" {'vs pgbench':>11}" if tps else ""))
     for name, r in results.items():
-        line = (f"{name:32} {r['instances_per_s']:8.1f} {r['steps_per_s']:9.1f} "
-                f"{r['tx_per_step']:8.2f} {r['stmts_per_step']:10.2f}")
+        line = (
+            f"{name:32} {r['instances_per_s']:8.1f} {r['steps_per_s']:9.1f} "
+            f"{r['tx_per_step']:8.2f} {r['stmts_per_step']:10.2f}"
+        )
         if tps:
             line += f" {r['steps_per_s'] / tps:10.1%}"
         print(line)
     if tps:
-        print(f"pgbench 4-statement transaction at {args.clients} client(s): {tps:.0f} tx/s "
-              f"(target: steps/s >= 25% of it)")
+        print(
+            f"pgbench 4-statement transaction at {args.clients} client(s): {tps:.0f} tx/s "
+            f"(target: steps/s >= 25% of it)"
+        )
     else:
         print("pgbench not found: no comparison")
     db.dispose()

@@ -78,12 +78,16 @@ def throughput(db: Database, def_id: object, tasks: int, threads: int) -> float:
     return done[0] / seconds
 
 
-def sdk_throughput(db: Database, def_id: object, tasks: int, threads: int,
-                   prefetch: int) -> float:
+def sdk_throughput(db: Database, def_id: object, tasks: int, threads: int, prefetch: int) -> float:
     create(db, def_id, tasks, "bench", "READY")
     done = threading.Semaphore(0)
-    worker = Worker("bench-sdk", engine=Engine(db, InProcessDispatcher(), worker_id="sdk"),
-                    threads=threads, long_poll=1.0, prefetch=prefetch)
+    worker = Worker(
+        "bench-sdk",
+        engine=Engine(db, InProcessDispatcher(), worker_id="sdk"),
+        threads=threads,
+        long_poll=1.0,
+        prefetch=prefetch,
+    )
     worker.subscribe("bench", lock_duration=LOCK)(lambda task: None)
     worker.bind(worker.engine, after_report=done.release)
     runner = threading.Thread(target=worker.run, kwargs={"handle_signals": False})
@@ -114,13 +118,13 @@ def latency(db: Database, def_id: object, samples: int) -> tuple[float, float]:
 
 def _one(db: Database, def_id: object) -> None:
     with db.transaction() as conn:
-        conn.execute(text(CREATE), {"def_id": def_id, "n": 1, "topic": "probe",
-                                    "state": "READY"})
+        conn.execute(text(CREATE), {"def_id": def_id, "n": 1, "topic": "probe", "state": "READY"})
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--tasks", type=int, default=4000)
     parser.add_argument("--finished", default="10000,1000000")
     parser.add_argument("--samples", type=int, default=500)
@@ -128,8 +132,14 @@ def main() -> None:
     fresh_database(URL)
     db = Database(URL, pool_size=10)
     upgrade(db)
-    doc = (ProcessBuilder("fetch_bench").start().service_task("t", topic="bench").end()
-           .sequence("start", "t", "end").build())
+    doc = (
+        ProcessBuilder("fetch_bench")
+        .start()
+        .service_task("t", topic="bench")
+        .end()
+        .sequence("start", "t", "end")
+        .build()
+    )
     def_id = Engine(db, InProcessDispatcher()).deploy(doc).id
     print(f"fetch-and-lock + complete, {args.tasks} tasks per run, PostgreSQL {db.safe_url}")
     for threads in (1, 4, 8):
@@ -137,8 +147,10 @@ def main() -> None:
         print(f"  {threads} worker thread(s): {rate:8.0f} tasks/s fetched and completed")
     for prefetch in (0, 8):
         rate = sdk_throughput(db, def_id, args.tasks, 8, prefetch)
-        print(f"  bpm.sdk.Worker, 8 threads, prefetch {prefetch}: {rate:8.0f} tasks/s "
-              f"(handlers that return at once)")
+        print(
+            f"  bpm.sdk.Worker, 8 threads, prefetch {prefetch}: {rate:8.0f} tasks/s "
+            f"(handlers that return at once)"
+        )
     create(db, def_id, 100_000, f"other-{uuid4().hex[:4]}", "READY")
     have = 0
     print("fetch latency, one task at a time (100,000 READY tasks of other topics present):")

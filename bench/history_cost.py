@@ -52,8 +52,9 @@ def _drop(self: HistoryBuffer, **_: Any) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--instances", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--url", default=DEFAULT_URL)
@@ -73,12 +74,16 @@ def main() -> None:
         with without_history():
             bare.append(run(engine, dispatcher, args.instances))
     with_ms, without_ms = statistics.median(full) * 1000, statistics.median(bare) * 1000
-    print(f"history cost: {args.instances} instances x {STEPS} steps, {args.rounds} rounds, "
-          f"PostgreSQL {db.safe_url}")
+    print(
+        f"history cost: {args.instances} instances x {STEPS} steps, {args.rounds} rounds, "
+        f"PostgreSQL {db.safe_url}"
+    )
     print(f"  with history     {with_ms:6.2f} ms/step")
     print(f"  without history  {without_ms:6.2f} ms/step")
-    print(f"  history's share of a step: {(with_ms - without_ms) / with_ms:.0%} "
-          f"(adds {(with_ms - without_ms) / without_ms:.0%}; target: at most 25%)")
+    print(
+        f"  history's share of a step: {(with_ms - without_ms) / with_ms:.0%} "
+        f"(adds {(with_ms - without_ms) / without_ms:.0%}; target: at most 25%)"
+    )
     db.dispose()
 
 

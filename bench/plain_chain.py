@@ -13,10 +13,15 @@ from celery import Celery
 from bench.dist_handlers import record
 
 app = Celery("bench_plain", broker=os.environ.get("BPM_BROKER_URL", "redis://127.0.0.1:6379/8"))
-app.conf.update(task_serializer="json", accept_content=["json"], task_ignore_result=True,
-                task_acks_late=True, task_reject_on_worker_lost=True,
-                worker_prefetch_multiplier=1,
-                task_default_queue=os.environ.get("BENCH_QUEUE", "bench.plain"))
+app.conf.update(
+    task_serializer="json",
+    accept_content=["json"],
+    task_ignore_result=True,
+    task_acks_late=True,
+    task_reject_on_worker_lost=True,
+    worker_prefetch_multiplier=1,
+    task_default_queue=os.environ.get("BENCH_QUEUE", "bench.plain"),
+)
 
 
 @app.task(name="bench.step")

@@ -35,7 +35,12 @@ from typing import Any
 from bpm.definitions.model import Node, NodeType, ProcessGraph
 
 ACTIVE, FAILED, COMPENSATED, VISITED, NOT_VISITED = (
-    "active", "failed", "compensated", "visited", "not visited")
+    "active",
+    "failed",
+    "compensated",
+    "visited",
+    "not visited",
+)
 #: Every status, the one that wins first.
 STATUSES = (FAILED, ACTIVE, COMPENSATED, VISITED, NOT_VISITED)
 #: Token events that put a token at their ``node_id``.
@@ -43,8 +48,13 @@ ARRIVALS = frozenset({"CREATED", "MOVED", "ERROR_CAUGHT", "TIMER_FIRED"})
 LIVE = frozenset({"ACTIVE", "WAITING"})
 FORMATS = ("mermaid", "svg")
 #: Mermaid class names (a class name cannot hold a space).
-MERMAID_CLASSES = {VISITED: "visited", ACTIVE: "active", FAILED: "failed",
-                   COMPENSATED: "compensated", NOT_VISITED: "not_visited"}
+MERMAID_CLASSES = {
+    VISITED: "visited",
+    ACTIVE: "active",
+    FAILED: "failed",
+    COMPENSATED: "compensated",
+    NOT_VISITED: "not_visited",
+}
 #: (fill, stroke, text) per status; the SVG uses the same colours.
 COLOURS = {
     FAILED: ("#fee2e2", "#dc2626", "#7f1d1d"),
@@ -106,8 +116,11 @@ def _read_history(events: Iterable[Event], marks: Marks) -> _Seen:
     seen = _Seen(set(), set(), {}, set())
     for e in events:  # first: which tokens run backwards (they do not walk the flow)
         data = _data(e)
-        if e.get("kind") == "token" and e.get("type") == "CREATED" and (
-                data.get("mode") == "COMPENSATION"):
+        if (
+            e.get("kind") == "token"
+            and e.get("type") == "CREATED"
+            and (data.get("mode") == "COMPENSATION")
+        ):
             token_id = str(e.get("token_id"))
             seen.backward.add(token_id)
             if data.get("record_id"):
@@ -121,8 +134,13 @@ def _read_history(events: Iterable[Event], marks: Marks) -> _Seen:
         if kind == "token" and not backward:
             if kind_of in ARRIVALS and node_id in nodes:
                 nodes[node_id].entered += 1
-            flow = (data.get("flow") if kind_of == "MOVED"
-                    else data.get("via") if kind_of == "CREATED" else None)
+            flow = (
+                data.get("flow")
+                if kind_of == "MOVED"
+                else data.get("via")
+                if kind_of == "CREATED"
+                else None
+            )
             if isinstance(flow, str) and flow in flows:
                 flows[flow] += 1
         elif kind == "task" and kind_of == "LOCKED" and not backward and node_id in nodes:
@@ -167,7 +185,8 @@ def mark(graph: ProcessGraph, events: Iterable[Event], tokens: Iterable[Token]) 
                 undo_active.add(node_id)
     for node_id in list(active):  # a subprocess waiting on a failure inside it has failed
         if graph.nodes[node_id].type is NodeType.SUBPROCESS and any(
-                _inside(graph, f, node_id) for f in failed):
+            _inside(graph, f, node_id) for f in failed
+        ):
             failed.add(node_id)
     for node_id, m in marks.nodes.items():
         visited = bool(m.entered or m.runs) or node_id in holding
@@ -180,8 +199,7 @@ def mark(graph: ProcessGraph, events: Iterable[Event], tokens: Iterable[Token]) 
             continue
         m = marks.nodes[handler]
         m.entered += seen.undo_runs.get(node.id, 0)
-        m.status = _status(node.id, undo_failed, undo_active, seen.compensated,
-                           bool(m.entered))
+        m.status = _status(node.id, undo_failed, undo_active, seen.compensated, bool(m.entered))
     return marks
 
 
@@ -194,8 +212,9 @@ def _inside(graph: ProcessGraph, node_id: str, subprocess: str) -> bool:
     return False
 
 
-def _status(node_id: str, failed: set[str], active: set[str], compensated: set[str],
-            visited: bool) -> str:
+def _status(
+    node_id: str, failed: set[str], active: set[str], compensated: set[str], visited: bool
+) -> str:
     if node_id in failed:
         return FAILED
     if node_id in active:
@@ -248,16 +267,27 @@ def _mermaid_label(node: Node, m: NodeMark) -> str:
 def _mermaid_shape(node: Node, label: str) -> str:
     if node.type is NodeType.END:
         return f'((("{label}")))'
-    if node.type in (NodeType.START, NodeType.TIMER, NodeType.MESSAGE, NodeType.BOUNDARY,
-                     NodeType.COMPENSATION_THROW):
+    if node.type in (
+        NodeType.START,
+        NodeType.TIMER,
+        NodeType.MESSAGE,
+        NodeType.BOUNDARY,
+        NodeType.COMPENSATION_THROW,
+    ):
         return f'(("{label}"))'
     if node.type in (NodeType.EXCLUSIVE, NodeType.PARALLEL):
         return f'{{"{label}"}}'
     return f'("{label}")'
 
 
-def _mermaid_scope(graph: ProcessGraph, marks: Marks, ids: dict[str, str], scope: str | None,
-                   lines: list[str], depth: int) -> None:
+def _mermaid_scope(
+    graph: ProcessGraph,
+    marks: Marks,
+    ids: dict[str, str],
+    scope: str | None,
+    lines: list[str],
+    depth: int,
+) -> None:
     pad = "    " * depth
     for node in graph.nodes.values():
         if node.scope != scope:
@@ -305,8 +335,10 @@ def render_mermaid(graph: ProcessGraph, marks: Marks, *, title: str | None = Non
         fill, stroke, text = COLOURS[status]
         width = "3px" if status in (ACTIVE, FAILED) else "1px"
         dash = ",stroke-dasharray:3 3" if status == NOT_VISITED else ""
-        lines.append(f"    classDef {name} fill:{fill},stroke:{stroke},color:{text},"
-                     f"stroke-width:{width}{dash}")
+        lines.append(
+            f"    classDef {name} fill:{fill},stroke:{stroke},color:{text},"
+            f"stroke-width:{width}{dash}"
+        )
     for status, name in MERMAID_CLASSES.items():
         members = [ids[n] for n, m in marks.nodes.items() if m.status == status]
         if members:
@@ -314,22 +346,38 @@ def render_mermaid(graph: ProcessGraph, marks: Marks, *, title: str | None = Non
     return "\n".join(lines) + "\n"
 
 
-def to_mermaid(graph: ProcessGraph, events: Iterable[Event], tokens: Iterable[Token], *,
-               title: str | None = None) -> str:
+def to_mermaid(
+    graph: ProcessGraph,
+    events: Iterable[Event],
+    tokens: Iterable[Token],
+    *,
+    title: str | None = None,
+) -> str:
     """Mermaid ``flowchart`` text of ``graph`` with the instance's path marked."""
     return render_mermaid(graph, mark(graph, events, tokens), title=title)
 
 
-def to_svg(graph: ProcessGraph, events: Iterable[Event], tokens: Iterable[Token], *,
-           title: str | None = None) -> str:
+def to_svg(
+    graph: ProcessGraph,
+    events: Iterable[Event],
+    tokens: Iterable[Token],
+    *,
+    title: str | None = None,
+) -> str:
     """A standalone SVG document of ``graph`` with the instance's path marked."""
     from bpm.diagram_svg import render_svg  # it imports this module's marks and colours
 
     return render_svg(graph, mark(graph, events, tokens), title=title)
 
 
-def render(graph: ProcessGraph, events: Iterable[Event], tokens: Iterable[Token], *,
-           fmt: str = "mermaid", title: str | None = None) -> str:
+def render(
+    graph: ProcessGraph,
+    events: Iterable[Event],
+    tokens: Iterable[Token],
+    *,
+    fmt: str = "mermaid",
+    title: str | None = None,
+) -> str:
     """``to_mermaid`` or ``to_svg`` by name (``fmt`` is ``"mermaid"`` or ``"svg"``)."""
     if fmt == "mermaid":
         return to_mermaid(graph, events, tokens, title=title)

@@ -49,11 +49,16 @@ PAD, TITLE_H = 18.0, 26.0  # inside a subprocess box
 LANE = 12.0  # between loop lines under a scope
 MARGIN, HEADER = 24.0, 46.0
 TAKEN, UNTAKEN = "#374151", "#b6bcc6"
-EVENTS = frozenset({NodeType.START, NodeType.END, NodeType.TIMER, NodeType.MESSAGE,
-                    NodeType.COMPENSATION_THROW})
+EVENTS = frozenset(
+    {NodeType.START, NodeType.END, NodeType.TIMER, NodeType.MESSAGE, NodeType.COMPENSATION_THROW}
+)
 GATEWAYS = frozenset({NodeType.EXCLUSIVE, NodeType.PARALLEL})
-CAPTIONS = {NodeType.SERVICE_TASK: "service", NodeType.USER_TASK: "user",
-            NodeType.RECEIVE_TASK: "receive", NodeType.MANUAL_TASK: "manual"}
+CAPTIONS = {
+    NodeType.SERVICE_TASK: "service",
+    NodeType.USER_TASK: "user",
+    NodeType.RECEIVE_TASK: "receive",
+    NodeType.MANUAL_TASK: "manual",
+}
 
 Point = tuple[float, float]
 
@@ -182,12 +187,16 @@ class _Layout:
     def _scope(self, scope: str | None) -> _Scope:
         g = self.graph
         layout = _Scope(scope)
-        members = [n for n in g.nodes.values()
-                   if n.scope == scope and n.type is not NodeType.BOUNDARY]
+        members = [
+            n for n in g.nodes.values() if n.scope == scope and n.type is not NodeType.BOUNDARY
+        ]
         for node in members:
             layout.items[node.id] = self._item(node, layout)
-        flows = [f for f in g.flows.values()
-                 if self._from(f) in layout.items and f.target in layout.items]
+        flows = [
+            f
+            for f in g.flows.values()
+            if self._from(f) in layout.items and f.target in layout.items
+        ]
         start = g.starts.get(scope)
         back = _loops(start, [n.id for n in members], flows, self._from)
         layout.back = [f.id for f in flows if f.id in back]
@@ -272,8 +281,9 @@ class _Layout:
                 yield flow, self._loop_line(layout, flow), "longest"
             for flow_id, chain in layout.chains.items():
                 flow = self.graph.flows[flow_id]
-                first = incoming[flow.target] > 1 and len(
-                    self.graph.nodes[flow.source].outgoing) == 1
+                first = (
+                    incoming[flow.target] > 1 and len(self.graph.nodes[flow.source].outgoing) == 1
+                )
                 yield flow, self._line(layout, flow, chain), "first" if first else "last"
 
     def _start(self, flow: Flow) -> tuple[Point, bool]:
@@ -327,8 +337,12 @@ class _Layout:
         """Whether a loop may meet ``item`` at its bottom: nothing under it, no boundary
         events or label there."""
         node = item.node
-        return (node is not None and node.type not in EVENTS and node.id not in self.boundaries
-                and layout.lowest(item.key))
+        return (
+            node is not None
+            and node.type not in EVENTS
+            and node.id not in self.boundaries
+            and layout.lowest(item.key)
+        )
 
 
 def _index(values: tuple[str, ...], value: str) -> int:
@@ -346,8 +360,9 @@ def _outside_lines(node: Node) -> list[str]:
     return [*out, *_wrap(lines[-1], 22, 1)]
 
 
-def _loops(start: str | None, members: list[str], flows: list[Flow],
-           from_: Callable[[Flow], str]) -> set[str]:
+def _loops(
+    start: str | None, members: list[str], flows: list[Flow], from_: Callable[[Flow], str]
+) -> set[str]:
     """Flows that close a cycle, found by a depth-first walk from the start (then from every
     node not reached yet, in definition order)."""
     out: dict[str, list[tuple[str, str]]] = {m: [] for m in members}
@@ -377,8 +392,7 @@ def _loops(start: str | None, members: list[str], flows: list[Flow],
     return back
 
 
-def _ranks(members: list[str], forward: list[Flow],
-           from_: Callable[[Flow], str]) -> dict[str, int]:
+def _ranks(members: list[str], forward: list[Flow], from_: Callable[[Flow], str]) -> dict[str, int]:
     """Longest path from the sources of the acyclic ``forward`` flows."""
     out: dict[str, list[str]] = {m: [] for m in members}
     indegree = dict.fromkeys(members, 0)
@@ -397,8 +411,9 @@ def _ranks(members: list[str], forward: list[Flow],
     return rank
 
 
-def _arrange(layout: _Scope, preds: dict[str, list[tuple[str, bool]]],
-             tie: dict[str, tuple[int, int, int]]) -> None:
+def _arrange(
+    layout: _Scope, preds: dict[str, list[tuple[str, bool]]], tie: dict[str, tuple[int, int, int]]
+) -> None:
     """Order and place every column, then size the scope."""
     items = layout.items
     count = max((i.rank for i in items.values()), default=0) + 1
@@ -409,8 +424,11 @@ def _arrange(layout: _Scope, preds: dict[str, list[tuple[str, bool]]],
     for column in layout.columns:
         wanted: dict[str, float] = {}
         for key in column:
-            spots = [centre[p] + (items[p].h / 2 + GAP_Y + items[key].h / 2 if below else 0)
-                     for p, below in preds.get(key, []) if p in centre]
+            spots = [
+                centre[p] + (items[p].h / 2 + GAP_Y + items[key].h / 2 if below else 0)
+                for p, below in preds.get(key, [])
+                if p in centre
+            ]
             if spots:
                 wanted[key] = sum(spots) / len(spots)
         column.sort(key=lambda k: (tie[k][0], wanted.get(k, float("inf")), *tie[k][1:]))
@@ -418,8 +436,10 @@ def _arrange(layout: _Scope, preds: dict[str, list[tuple[str, bool]]],
         previous: _Item | None = None
         for key in column:
             item = items[key]
-            want = wanted.get(key, (bottom + GAP_Y + item.h / 2) if bottom is not None
-                              else item.h / 2) - item.h / 2
+            want = (
+                wanted.get(key, (bottom + GAP_Y + item.h / 2) if bottom is not None else item.h / 2)
+                - item.h / 2
+            )
             if bottom is not None and previous is not None:
                 gap = DUMMY_GAP if item.node is None or previous.node is None else GAP_Y
                 want = max(want, bottom + gap)
@@ -454,8 +474,9 @@ def _lanes(layout: _Scope, back: list[Flow], from_: Callable[[Flow], str]) -> No
     """Each loop runs back under the columns it spans, on a lane of its own."""
     for n, flow in enumerate(back):
         ranks = sorted((layout.items[from_(flow)].rank, layout.items[flow.target].rank))
-        spanned = [layout.items[k] for r in range(ranks[0], ranks[1] + 1)
-                   for k in layout.columns[r]]
+        spanned = [
+            layout.items[k] for r in range(ranks[0], ranks[1] + 1) for k in layout.columns[r]
+        ]
         lane = max(i.y + i.h for i in spanned) + 16 + LANE * n
         layout.lanes[flow.id] = lane
         layout.height = max(layout.height, lane + 10)
@@ -470,7 +491,8 @@ def _simplify(points: list[Point]) -> list[Point]:
         if len(out) >= 2:
             (ax, ay), (bx, by) = out[-2], out[-1]
             if (abs(ax - bx) < 0.01 and abs(bx - p[0]) < 0.01) or (
-                    abs(ay - by) < 0.01 and abs(by - p[1]) < 0.01):
+                abs(ay - by) < 0.01 and abs(by - p[1]) < 0.01
+            ):
                 out[-1] = p
                 continue
         out.append(p)
@@ -479,8 +501,11 @@ def _simplify(points: list[Point]) -> list[Point]:
 
 def _label_spot(points: list[Point], where: str) -> Point:
     """Where a flow's count goes: above its first, last or longest horizontal stretch."""
-    stretches = [(a, b) for a, b in itertools.pairwise(points)
-                 if abs(a[1] - b[1]) < 0.01 and abs(a[0] - b[0]) >= 12]
+    stretches = [
+        (a, b)
+        for a, b in itertools.pairwise(points)
+        if abs(a[1] - b[1]) < 0.01 and abs(a[0] - b[0]) >= 12
+    ]
     if not stretches:
         (ax, ay), (bx, by) = points[-2], points[-1]
         return (ax + bx) / 2 + 10, (ay + by) / 2
@@ -502,15 +527,27 @@ class _Svg:
     def add(self, text: str) -> None:
         self.parts.append(text)
 
-    def text(self, x: float, y: float, text: str, *, size: float = 12, fill: str = "#111827",
-             anchor: str = "middle", weight: str | None = None, halo: bool = False,
-             italic: bool = False) -> None:
+    def text(
+        self,
+        x: float,
+        y: float,
+        text: str,
+        *,
+        size: float = 12,
+        fill: str = "#111827",
+        anchor: str = "middle",
+        weight: str | None = None,
+        halo: bool = False,
+        italic: bool = False,
+    ) -> None:
         extra = f' font-weight="{weight}"' if weight else ""
         extra += ' font-style="italic"' if italic else ""
         if halo:
             extra += ' stroke="#ffffff" stroke-width="3" paint-order="stroke"'
-        self.add(f'<text x="{_num(x)}" y="{_num(y)}" font-size="{_num(size)}" '
-                 f'text-anchor="{anchor}" fill="{fill}"{extra}>{escape(text)}</text>')
+        self.add(
+            f'<text x="{_num(x)}" y="{_num(y)}" font-size="{_num(size)}" '
+            f'text-anchor="{anchor}" fill="{fill}"{extra}>{escape(text)}</text>'
+        )
 
 
 def render_svg(graph: ProcessGraph, marks: Marks, *, title: str | None = None) -> str:
@@ -521,19 +558,29 @@ def render_svg(graph: ProcessGraph, marks: Marks, *, title: str | None = None) -
     height = legend_y + 8 + MARGIN
     svg = _Svg()
     svg.add('<?xml version="1.0" encoding="UTF-8"?>')
-    svg.add(f'<svg xmlns="http://www.w3.org/2000/svg" width="{_num(width)}" '
-            f'height="{_num(height)}" viewBox="0 0 {_num(width)} {_num(height)}" '
-            f'font-family="{FONT}">')
+    svg.add(
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_num(width)}" '
+        f'height="{_num(height)}" viewBox="0 0 {_num(width)} {_num(height)}" '
+        f'font-family="{FONT}">'
+    )
     svg.add(f"<title>{escape(title or graph.name)}</title>")
     svg.add("<defs>")
     for name, colour in (("taken", TAKEN), ("untaken", UNTAKEN)):
-        svg.add(f'<marker id="arrow-{name}" viewBox="0 0 10 10" refX="10" refY="5" '
-                f'markerWidth="9" markerHeight="9" markerUnits="userSpaceOnUse" '
-                f'orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="{colour}"/></marker>')
+        svg.add(
+            f'<marker id="arrow-{name}" viewBox="0 0 10 10" refX="10" refY="5" '
+            f'markerWidth="9" markerHeight="9" markerUnits="userSpaceOnUse" '
+            f'orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="{colour}"/></marker>'
+        )
     svg.add("</defs>")
     svg.add(f'<rect width="{_num(width)}" height="{_num(height)}" fill="#ffffff"/>')
-    svg.text(MARGIN, MARGIN + 14, graph.name if graph.name != graph.key
-             else graph.key, size=16, anchor="start", weight="bold")
+    svg.text(
+        MARGIN,
+        MARGIN + 14,
+        graph.name if graph.name != graph.key else graph.key,
+        size=16,
+        anchor="start",
+        weight="bold",
+    )
     if title:
         svg.text(MARGIN, MARGIN + 32, title, size=11, anchor="start", fill="#4b5563")
     svg.add(f'<g transform="translate({_num(MARGIN)},{_num(MARGIN + HEADER)})">')
@@ -551,8 +598,12 @@ def render_svg(graph: ProcessGraph, marks: Marks, *, title: str | None = None) -
             _node(svg, node, layout.items[node.id], marks.nodes[node.id])
     for ids in layout.boundaries.values():
         for boundary_id in ids:
-            _boundary(svg, graph.nodes[boundary_id], layout.boundary_point(boundary_id),
-                      marks.nodes[boundary_id])
+            _boundary(
+                svg,
+                graph.nodes[boundary_id],
+                layout.boundary_point(boundary_id),
+                marks.nodes[boundary_id],
+            )
     svg.add("</g>")
     _legend(svg, marks, MARGIN, legend_y)
     svg.add("</svg>")
@@ -561,9 +612,11 @@ def render_svg(graph: ProcessGraph, marks: Marks, *, title: str | None = None) -
 
 def _open_node(svg: _Svg, node: Node, m: NodeMark) -> None:
     css = "node " + m.status.replace(" ", "-")
-    svg.add(f'<g id={quoteattr("node-" + node.id)} class="{css}" data-node={quoteattr(node.id)} '
-            f'data-type="{node.type.value}" data-status="{m.status}" '
-            f'data-entered="{m.entered}" data-runs="{m.runs}">')
+    svg.add(
+        f'<g id={quoteattr("node-" + node.id)} class="{css}" data-node={quoteattr(node.id)} '
+        f'data-type="{node.type.value}" data-status="{m.status}" '
+        f'data-entered="{m.entered}" data-runs="{m.runs}">'
+    )
     detail = m.count_text()
     tip = f"{node.id} ({node.type.value}): {m.status}" + (f", {detail}" if detail else "")
     svg.add(f"<title>{escape(tip)}</title>")
@@ -581,8 +634,10 @@ def _badge(svg: _Svg, x: float, y: float, m: NodeMark) -> None:
         return
     _, stroke, _, _ = _style(m)
     w = _text_w(text, 10) + 10
-    svg.add(f'<rect class="count" x="{_num(x - w / 2)}" y="{_num(y - 8)}" width="{_num(w)}" '
-            f'height="16" rx="8" fill="{stroke}"/>')
+    svg.add(
+        f'<rect class="count" x="{_num(x - w / 2)}" y="{_num(y - 8)}" width="{_num(w)}" '
+        f'height="16" rx="8" fill="{stroke}"/>'
+    )
     svg.text(x, y + 3.5, text, size=10, fill="#ffffff", weight="bold")
 
 
@@ -594,26 +649,36 @@ def _node(svg: _Svg, node: Node, item: _Item, m: NodeMark) -> None:
     if node.type in EVENTS:
         r = EVENT_R
         thick = "3.5" if node.type is NodeType.END else width
-        svg.add(f'<circle cx="{_num(cx)}" cy="{_num(cy)}" r="{_num(r)}" fill="{fill}" '
-                f'stroke="{stroke}" stroke-width="{thick}"{dash}/>')
+        svg.add(
+            f'<circle cx="{_num(cx)}" cy="{_num(cy)}" r="{_num(r)}" fill="{fill}" '
+            f'stroke="{stroke}" stroke-width="{thick}"{dash}/>'
+        )
         if node.type not in (NodeType.START, NodeType.END):
-            svg.add(f'<circle cx="{_num(cx)}" cy="{_num(cy)}" r="{_num(r - 3.5)}" fill="none" '
-                    f'stroke="{stroke}" stroke-width="1"/>')
+            svg.add(
+                f'<circle cx="{_num(cx)}" cy="{_num(cy)}" r="{_num(r - 3.5)}" fill="none" '
+                f'stroke="{stroke}" stroke-width="1"/>'
+            )
         _icon(svg, node, cx, cy, stroke)
         _label(svg, node, cx, cy + r, ink)
         _badge(svg, cx + r, cy - r, m)
     elif node.type in GATEWAYS:
         h = GATEWAY / 2
-        svg.add(f'<polygon points="{_num(cx)},{_num(cy - h)} {_num(cx + h)},{_num(cy)} '
-                f'{_num(cx)},{_num(cy + h)} {_num(cx - h)},{_num(cy)}" fill="{fill}" '
-                f'stroke="{stroke}" stroke-width="{width}"{dash}/>')
+        svg.add(
+            f'<polygon points="{_num(cx)},{_num(cy - h)} {_num(cx + h)},{_num(cy)} '
+            f'{_num(cx)},{_num(cy + h)} {_num(cx - h)},{_num(cy)}" fill="{fill}" '
+            f'stroke="{stroke}" stroke-width="{width}"{dash}/>'
+        )
         s = 8.0
         if node.type is NodeType.EXCLUSIVE:
-            path = f"M{_num(cx - s)},{_num(cy - s)} L{_num(cx + s)},{_num(cy + s)} " \
-                   f"M{_num(cx + s)},{_num(cy - s)} L{_num(cx - s)},{_num(cy + s)}"
+            path = (
+                f"M{_num(cx - s)},{_num(cy - s)} L{_num(cx + s)},{_num(cy + s)} "
+                f"M{_num(cx + s)},{_num(cy - s)} L{_num(cx - s)},{_num(cy + s)}"
+            )
         else:
-            path = f"M{_num(cx)},{_num(cy - s - 2)} L{_num(cx)},{_num(cy + s + 2)} " \
-                   f"M{_num(cx - s - 2)},{_num(cy)} L{_num(cx + s + 2)},{_num(cy)}"
+            path = (
+                f"M{_num(cx)},{_num(cy - s - 2)} L{_num(cx)},{_num(cy + s + 2)} "
+                f"M{_num(cx - s - 2)},{_num(cy)} L{_num(cx + s + 2)},{_num(cy)}"
+            )
         svg.add(f'<path d="{path}" stroke="{stroke}" stroke-width="3" fill="none"/>')
         _label(svg, node, cx, cy - h, ink, above=True)
         _badge(svg, cx + h / 2 + 12, cy + h / 2 + 4, m)
@@ -628,16 +693,24 @@ def _label(svg: _Svg, node: Node, cx: float, y: float, ink: str, above: bool = F
     first = y - 6 - (len(lines) - 1) * LABEL_LINE if above else y + 14
     for n, text in enumerate(lines):
         is_id = n == len(lines) - 1 and len(lines) > 1
-        svg.text(cx, first + n * LABEL_LINE, text, size=10 if is_id else 11,
-                 fill="#6b7280" if is_id else ink, italic=is_id)
+        svg.text(
+            cx,
+            first + n * LABEL_LINE,
+            text,
+            size=10 if is_id else 11,
+            fill="#6b7280" if is_id else ink,
+            italic=is_id,
+        )
 
 
 def _task(svg: _Svg, node: Node, item: _Item, m: NodeMark) -> None:
     fill, stroke, ink, width = _style(m)
     dash = ' stroke-dasharray="4 3"' if m.status == NOT_VISITED else ""
     x, y = item.left, item.top
-    svg.add(f'<rect x="{_num(x)}" y="{_num(y)}" width="{_num(TASK_W)}" height="{_num(TASK_H)}" '
-            f'rx="10" fill="{fill}" stroke="{stroke}" stroke-width="{width}"{dash}/>')
+    svg.add(
+        f'<rect x="{_num(x)}" y="{_num(y)}" width="{_num(TASK_W)}" height="{_num(TASK_H)}" '
+        f'rx="10" fill="{fill}" stroke="{stroke}" stroke-width="{width}"{dash}/>'
+    )
     caption = CAPTIONS.get(node.type)
     if caption:
         svg.text(x + 8, y + 13, caption, size=9, fill="#6b7280", anchor="start")
@@ -650,8 +723,14 @@ def _task(svg: _Svg, node: Node, item: _Item, m: NodeMark) -> None:
     baseline = y + 16 + (room - (len(lines) + 1) * 14) / 2 + 11
     for n, text in enumerate(lines):
         svg.text(item.cx, baseline + n * 14, text, fill=ink)
-    svg.text(item.cx, baseline + len(lines) * 14, ident, size=10 if named else 12,
-             fill="#6b7280" if named else ink, italic=named)
+    svg.text(
+        item.cx,
+        baseline + len(lines) * 14,
+        ident,
+        size=10 if named else 12,
+        fill="#6b7280" if named else ink,
+        italic=named,
+    )
     _badge(svg, item.right - 6, item.top, m)
 
 
@@ -659,12 +738,20 @@ def _subprocess(svg: _Svg, node: Node, item: _Item, m: NodeMark) -> None:
     fill, stroke, ink, width = _style(m)
     dash = ' stroke-dasharray="6 4"' if m.status == NOT_VISITED else ""
     _open_node(svg, node, m)
-    svg.add(f'<rect x="{_num(item.left)}" y="{_num(item.top)}" width="{_num(item.shape_w)}" '
-            f'height="{_num(item.shape_h)}" rx="12" fill="{fill}" fill-opacity="0.35" '
-            f'stroke="{stroke}" stroke-width="{width}"{dash}/>')
+    svg.add(
+        f'<rect x="{_num(item.left)}" y="{_num(item.top)}" width="{_num(item.shape_w)}" '
+        f'height="{_num(item.shape_h)}" rx="12" fill="{fill}" fill-opacity="0.35" '
+        f'stroke="{stroke}" stroke-width="{width}"{dash}/>'
+    )
     room = int((item.shape_w - 60) / CHAR_W)
-    svg.text(item.left + 10, item.top + 17, _wrap(_subprocess_title(node), room, 1)[0],
-             anchor="start", fill=ink, weight="bold")
+    svg.text(
+        item.left + 10,
+        item.top + 17,
+        _wrap(_subprocess_title(node), room, 1)[0],
+        anchor="start",
+        fill=ink,
+        weight="bold",
+    )
     _badge(svg, item.right - 22, item.top + 13, m)
     svg.add("</g>")
 
@@ -679,56 +766,80 @@ def _boundary(svg: _Svg, node: Node, at: Point, m: NodeMark) -> None:
     x, y = at
     dash = ' stroke-dasharray="3 2"' if not node.interrupting else ""
     _open_node(svg, node, m)
-    svg.add(f'<circle cx="{_num(x)}" cy="{_num(y)}" r="{_num(BOUNDARY_R)}" fill="{fill}" '
-            f'stroke="{stroke}" stroke-width="{width}"{dash}/>')
-    svg.add(f'<circle cx="{_num(x)}" cy="{_num(y)}" r="{_num(BOUNDARY_R - 3)}" fill="none" '
-            f'stroke="{stroke}" stroke-width="1"{dash}/>')
+    svg.add(
+        f'<circle cx="{_num(x)}" cy="{_num(y)}" r="{_num(BOUNDARY_R)}" fill="{fill}" '
+        f'stroke="{stroke}" stroke-width="{width}"{dash}/>'
+    )
+    svg.add(
+        f'<circle cx="{_num(x)}" cy="{_num(y)}" r="{_num(BOUNDARY_R - 3)}" fill="none" '
+        f'stroke="{stroke}" stroke-width="1"{dash}/>'
+    )
     _icon(svg, node, x, y, stroke, small=True)
     count = m.count_text()
     text = label_lines(node)[0] + (f" · {count}" if count else "")
-    svg.text(x + BOUNDARY_R + 3, y + BOUNDARY_R + 10, _wrap(text, 24, 1)[0], size=10,
-             fill=ink, anchor="start", halo=True)
+    svg.text(
+        x + BOUNDARY_R + 3,
+        y + BOUNDARY_R + 10,
+        _wrap(text, 24, 1)[0],
+        size=10,
+        fill=ink,
+        anchor="start",
+        halo=True,
+    )
     svg.add("</g>")
 
 
-def _icon(svg: _Svg, node: Node, cx: float, cy: float, colour: str,
-          small: bool = False) -> None:
+def _icon(svg: _Svg, node: Node, cx: float, cy: float, colour: str, small: bool = False) -> None:
     s = 4.5 if small else 7.0
     if node.timer is not None:
-        svg.add(f'<circle cx="{_num(cx)}" cy="{_num(cy)}" r="{_num(s)}" fill="#ffffff" '
-                f'stroke="{colour}" stroke-width="1.2"/>')
-        svg.add(f'<path d="M{_num(cx)},{_num(cy - s * 0.7)} L{_num(cx)},{_num(cy)} '
-                f'L{_num(cx + s * 0.5)},{_num(cy + s * 0.3)}" stroke="{colour}" '
-                f'stroke-width="1.2" fill="none"/>')
+        svg.add(
+            f'<circle cx="{_num(cx)}" cy="{_num(cy)}" r="{_num(s)}" fill="#ffffff" '
+            f'stroke="{colour}" stroke-width="1.2"/>'
+        )
+        svg.add(
+            f'<path d="M{_num(cx)},{_num(cy - s * 0.7)} L{_num(cx)},{_num(cy)} '
+            f'L{_num(cx + s * 0.5)},{_num(cy + s * 0.3)}" stroke="{colour}" '
+            f'stroke-width="1.2" fill="none"/>'
+        )
     elif node.message is not None:
-        svg.add(f'<rect x="{_num(cx - s)}" y="{_num(cy - s * 0.65)}" width="{_num(2 * s)}" '
-                f'height="{_num(1.3 * s)}" fill="#ffffff" stroke="{colour}" stroke-width="1.2"/>')
-        svg.add(f'<path d="M{_num(cx - s)},{_num(cy - s * 0.65)} L{_num(cx)},{_num(cy + 0.1)} '
-                f'L{_num(cx + s)},{_num(cy - s * 0.65)}" stroke="{colour}" stroke-width="1.2" '
-                f'fill="none"/>')
+        svg.add(
+            f'<rect x="{_num(cx - s)}" y="{_num(cy - s * 0.65)}" width="{_num(2 * s)}" '
+            f'height="{_num(1.3 * s)}" fill="#ffffff" stroke="{colour}" stroke-width="1.2"/>'
+        )
+        svg.add(
+            f'<path d="M{_num(cx - s)},{_num(cy - s * 0.65)} L{_num(cx)},{_num(cy + 0.1)} '
+            f'L{_num(cx + s)},{_num(cy - s * 0.65)}" stroke="{colour}" stroke-width="1.2" '
+            f'fill="none"/>'
+        )
     elif node.catches is not None or node.error_code is not None:
         zigzag = ((-0.7, 0.8), (-0.2, -0.7), (0.2, 0.1), (0.7, -0.8))
         path = " L".join(f"{_num(cx + dx * s)},{_num(cy + dy * s)}" for dx, dy in zigzag)
         svg.add(f'<path d="M{path}" stroke="{colour}" stroke-width="1.5" fill="none"/>')
     elif node.type is NodeType.COMPENSATION_THROW or node.compensate:
         for dx in (-s * 0.9, 0.0):
-            svg.add(f'<polygon points="{_num(cx + dx)},{_num(cy)} '
-                    f'{_num(cx + dx + s * 0.9)},{_num(cy - s * 0.6)} '
-                    f'{_num(cx + dx + s * 0.9)},{_num(cy + s * 0.6)}" fill="{colour}"/>')
+            svg.add(
+                f'<polygon points="{_num(cx + dx)},{_num(cy)} '
+                f"{_num(cx + dx + s * 0.9)},{_num(cy - s * 0.6)} "
+                f'{_num(cx + dx + s * 0.9)},{_num(cy + s * 0.6)}" fill="{colour}"/>'
+            )
 
 
 def _flow(svg: _Svg, flow: Flow, points: list[Point], where: str, taken: int) -> None:
     colour = TAKEN if taken else UNTAKEN
     style = 'stroke-width="2"' if taken else 'stroke-width="1.3" stroke-dasharray="5 4"'
     path = " ".join(f"{_num(x)},{_num(y)}" for x, y in points)
-    svg.add(f'<g class="flow {"taken" if taken else "not-taken"}" data-flow={quoteattr(flow.id)} '
-            f'data-count="{taken}">')
+    svg.add(
+        f'<g class="flow {"taken" if taken else "not-taken"}" data-flow={quoteattr(flow.id)} '
+        f'data-count="{taken}">'
+    )
     tip = f"{flow.id}: {flow.source} → {flow.target}"
     if flow.condition is not None:
         tip += f" if {flow.condition.source}"
     svg.add(f"<title>{escape(tip + (f', taken {taken}x' if taken else ', not taken'))}</title>")
-    svg.add(f'<polyline points="{path}" fill="none" stroke="{colour}" {style} '
-            f'marker-end="url(#arrow-{"taken" if taken else "untaken"})"/>')
+    svg.add(
+        f'<polyline points="{path}" fill="none" stroke="{colour}" {style} '
+        f'marker-end="url(#arrow-{"taken" if taken else "untaken"})"/>'
+    )
     if taken:
         x, y = _label_spot(points, where)
         svg.text(x, y, f"{taken}x", size=10, fill=TAKEN, weight="bold", halo=True)
@@ -739,11 +850,14 @@ def _association(svg: _Svg, activity: _Item, handler: _Item) -> None:
     """The dotted line from an activity to the handler activity that undoes it."""
     x = (max(activity.left, handler.left) + min(activity.right, handler.right)) / 2
     top, bottom = activity.bottom, handler.top
-    svg.add(f'<line class="association" x1="{_num(x)}" y1="{_num(top)}" x2="{_num(x)}" '
-            f'y2="{_num(bottom)}" stroke="{UNTAKEN}" stroke-width="1.3" '
-            f'stroke-dasharray="2 3"/>')
-    svg.text(x + 4, (top + bottom) / 2 + 4, "undo", size=10, fill="#6b7280", anchor="start",
-             halo=True)
+    svg.add(
+        f'<line class="association" x1="{_num(x)}" y1="{_num(top)}" x2="{_num(x)}" '
+        f'y2="{_num(bottom)}" stroke="{UNTAKEN}" stroke-width="1.3" '
+        f'stroke-dasharray="2 3"/>'
+    )
+    svg.text(
+        x + 4, (top + bottom) / 2 + 4, "undo", size=10, fill="#6b7280", anchor="start", halo=True
+    )
 
 
 def _legend_items(marks: Marks) -> list[str]:
@@ -759,15 +873,20 @@ def _legend(svg: _Svg, marks: Marks, x: float, y: float) -> None:
     for status, text in zip(STATUSES, _legend_items(marks), strict=True):
         fill, stroke, _ = COLOURS[status]
         dash = ' stroke-dasharray="3 2"' if status == NOT_VISITED else ""
-        svg.add(f'<rect x="{_num(x)}" y="{_num(y - 10)}" width="14" height="14" rx="3" '
-                f'fill="{fill}" stroke="{stroke}" stroke-width="1.5"{dash}/>')
+        svg.add(
+            f'<rect x="{_num(x)}" y="{_num(y - 10)}" width="14" height="14" rx="3" '
+            f'fill="{fill}" stroke="{stroke}" stroke-width="1.5"{dash}/>'
+        )
         svg.text(x + 20, y + 1, text, size=11, anchor="start", fill="#374151")
         x += _text_w(text, 11) + 34
     for name, colour, style, text in (
-            ("taken", TAKEN, 'stroke-width="2"', "flow taken (count)"),
-            ("untaken", UNTAKEN, 'stroke-width="1.3" stroke-dasharray="5 4"', "not taken")):
-        svg.add(f'<line x1="{_num(x)}" y1="{_num(y - 3)}" x2="{_num(x + 26)}" y2="{_num(y - 3)}" '
-                f'stroke="{colour}" {style} marker-end="url(#arrow-{name})"/>')
+        ("taken", TAKEN, 'stroke-width="2"', "flow taken (count)"),
+        ("untaken", UNTAKEN, 'stroke-width="1.3" stroke-dasharray="5 4"', "not taken"),
+    ):
+        svg.add(
+            f'<line x1="{_num(x)}" y1="{_num(y - 3)}" x2="{_num(x + 26)}" y2="{_num(y - 3)}" '
+            f'stroke="{colour}" {style} marker-end="url(#arrow-{name})"/>'
+        )
         svg.text(x + 32, y + 1, text, size=11, anchor="start", fill="#374151")
         x += _text_w(text, 11) + 50
     svg.add("</g>")

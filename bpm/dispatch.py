@@ -83,8 +83,10 @@ def broker_dispatcher() -> Dispatcher:
     try:
         client = importlib.import_module("workers.client")
     except ImportError as exc:
-        raise ConfigError(f"BPM_BROKER_URL is set but the Celery runtime cannot be loaded "
-                          f"({exc}); install bpm with the 'celery' extra") from exc
+        raise ConfigError(
+            f"BPM_BROKER_URL is set but the Celery runtime cannot be loaded "
+            f"({exc}); install bpm with the 'celery' extra"
+        ) from exc
     dispatcher: Dispatcher = client.dispatcher_from_env()
     return dispatcher
 

@@ -28,9 +28,15 @@ END_STATES = frozenset({"COMPLETED", "FAILED", "TERMINATED", "CANCELLED"})
 class EmbeddedRuntime:
     """An engine with an in-process dispatcher and a loop that drains it."""
 
-    def __init__(self, url: str | None = None, *, handlers: HandlerRegistry | None = None,
-                 clock: Clock = SYSTEM_CLOCK, migrate: bool | None = None,
-                 db: Database | None = None) -> None:
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        handlers: HandlerRegistry | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        migrate: bool | None = None,
+        db: Database | None = None,
+    ) -> None:
         self.db = db or Database(url)
         if migrate if migrate is not None else not self.db.is_postgres:
             upgrade(self.db)  # SQLite sets itself up; PostgreSQL is migrated on purpose
@@ -39,8 +45,9 @@ class EmbeddedRuntime:
         self.dispatcher = InProcessDispatcher()
         self.engine = Engine(self.db, self.dispatcher, handlers=handlers, clock=clock)
 
-    def run_until_idle(self, *, timeout: float = 60.0,
-                       until: Callable[[], bool] | None = None, wait: bool = True) -> bool:
+    def run_until_idle(
+        self, *, timeout: float = 60.0, until: Callable[[], bool] | None = None, wait: bool = True
+    ) -> bool:
         """Run queued jobs and fire due timers, waiting for delayed retries and timers that come
         due before the deadline, until no work is left or ``until()`` holds.
 

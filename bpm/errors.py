@@ -111,8 +111,9 @@ class BpmnError(BpmError):
     ``variables`` are set on the instance with it, so the boundary's path can see why.
     """
 
-    def __init__(self, code: str, message: str = "",
-                 variables: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, code: str, message: str = "", variables: Mapping[str, Any] | None = None
+    ) -> None:
         super().__init__(code, message, variables)
         self.code = code
         self.message = message

@@ -20,8 +20,14 @@ from typing import Any
 log = logging.getLogger("bpm.events")
 
 #: The engine events of a saga (engine spec 5); any engine event type may be listened to.
-SAGA_EVENTS = ("TokenFailed", "SagaStarted", "CompensationTokenCreated",
-               "CompensationCompleted", "CompensationFailed", "SagaCompleted")
+SAGA_EVENTS = (
+    "TokenFailed",
+    "SagaStarted",
+    "CompensationTokenCreated",
+    "CompensationCompleted",
+    "CompensationFailed",
+    "SagaCompleted",
+)
 
 Event = dict[str, Any]
 Listener = Callable[[Event], None]
@@ -58,8 +64,11 @@ class EventListeners:
 listeners = EventListeners()
 
 
-def on(event_type: str, *, target: EventListeners | None = None,
-       ) -> Callable[[Listener], Listener]:
+def on(
+    event_type: str,
+    *,
+    target: EventListeners | None = None,
+) -> Callable[[Listener], Listener]:
     """Call the decorated function with every committed engine event of ``event_type``."""
 
     def register(fn: Listener) -> Listener:

@@ -61,8 +61,9 @@ class HandlerRegistry:
 registry = HandlerRegistry()
 
 
-def handler(name: str, *, target: HandlerRegistry | None = None,
-            replace: bool = False) -> Callable[[HandlerFn], HandlerFn]:
+def handler(
+    name: str, *, target: HandlerRegistry | None = None, replace: bool = False
+) -> Callable[[HandlerFn], HandlerFn]:
     """Register the decorated function as the handler called ``name``.
 
     >>> @handler("reserve_stock")

@@ -22,24 +22,28 @@ def check_variables(values: object, *, where: str) -> dict[str, Any]:
     if values is None:
         return {}
     if not isinstance(values, Mapping):
-        raise BadVariables(f"{where}: variables must be a JSON object, got "
-                           f"{type(values).__name__}")
+        raise BadVariables(f"{where}: variables must be a JSON object, got {type(values).__name__}")
     out: dict[str, Any] = {}
     size = 0
     for name, value in values.items():
         if not isinstance(name, str) or not name or len(name) > MAX_NAME_LENGTH:
-            raise BadVariables(f"{where}: variable name {name!r} must be a non-empty string of "
-                               f"at most {MAX_NAME_LENGTH} characters", str(name))
+            raise BadVariables(
+                f"{where}: variable name {name!r} must be a non-empty string of "
+                f"at most {MAX_NAME_LENGTH} characters",
+                str(name),
+            )
         _check_keys(value, name, where)
         try:
             encoded = json.dumps(value, allow_nan=False)
         except (TypeError, ValueError) as exc:
-            raise BadVariables(f"{where}: variable {name!r} is not JSON ({_why(value, exc)})",
-                               name) from exc
+            raise BadVariables(
+                f"{where}: variable {name!r} is not JSON ({_why(value, exc)})", name
+            ) from exc
         size += len(encoded) + len(name)
         if size > MAX_PAYLOAD_BYTES:
-            raise BadVariables(f"{where}: variables exceed {MAX_PAYLOAD_BYTES} bytes "
-                               f"(reached at {name!r})", name)
+            raise BadVariables(
+                f"{where}: variables exceed {MAX_PAYLOAD_BYTES} bytes (reached at {name!r})", name
+            )
         out[name] = json.loads(encoded)
     return out
 
@@ -52,8 +56,10 @@ def _check_keys(value: Any, name: str, where: str, depth: int = 0) -> None:
     if isinstance(value, Mapping):
         for key, item in value.items():
             if not isinstance(key, str):
-                raise BadVariables(f"{where}: variable {name!r} is not JSON (object key {key!r} "
-                                   f"is not a string)", name)
+                raise BadVariables(
+                    f"{where}: variable {name!r} is not JSON (object key {key!r} is not a string)",
+                    name,
+                )
             _check_keys(item, name, where, depth + 1)
     elif isinstance(value, list | tuple):
         for item in value:

@@ -33,5 +33,7 @@ def check_expense(ctx: HandlerContext) -> dict[str, Any]:
 @handler("notify_rejection")
 def notify_rejection(ctx: HandlerContext) -> dict[str, Any]:
     """Tell the employee (simulated); the idempotency key keeps a second run from sending twice."""
-    return {"notice": f"NOTICE-{ctx.idempotency_key[:8]}",
-            "notified": ctx.variables.get("employee")}
+    return {
+        "notice": f"NOTICE-{ctx.idempotency_key[:8]}",
+        "notified": ctx.variables.get("employee"),
+    }

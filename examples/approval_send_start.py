@@ -35,8 +35,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("claim", help="the claim's number, used as the business key")
     parser.add_argument("--amount", type=_amount, required=True, help="the amount claimed")
     parser.add_argument("--employee", required=True, help="who submitted the claim")
-    parser.add_argument("--process", default="expense_approval",
-                        help="the process key to start (default: %(default)s)")
+    parser.add_argument(
+        "--process",
+        default="expense_approval",
+        help="the process key to start (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
 
     broker = os.environ.get("BPM_BROKER_URL", "redis://127.0.0.1:6379/0")

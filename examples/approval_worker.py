@@ -24,10 +24,14 @@ __all__ = ["pay_expense", "worker"]
 worker = Worker(f"payouts@{socket.gethostname()}:{os.getpid()}", threads=2)
 
 
-@worker.subscribe("expense-payouts", lock_duration=timedelta(minutes=1),
-                  variables=["amount", "employee"])
+@worker.subscribe(
+    "expense-payouts", lock_duration=timedelta(minutes=1), variables=["amount", "employee"]
+)
 def pay_expense(task: ExternalTask) -> dict[str, Any]:
     """Pay the claim (simulated). The task id is the same for every attempt: a real payment
     API would be given it as the idempotency key, so a retried payout is never paid twice."""
-    return {"payout_ref": f"PAYOUT-{str(task.id)[:8]}", "paid": task.variables["amount"],
-            "paid_to": task.variables.get("employee")}
+    return {
+        "payout_ref": f"PAYOUT-{str(task.id)[:8]}",
+        "paid": task.variables["amount"],
+        "paid_to": task.variables.get("employee"),
+    }

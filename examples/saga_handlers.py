@@ -27,8 +27,15 @@ from bpm import HandlerContext, handler
 from bpm.sdk import ExternalTask, Worker
 from examples.order_handlers import reserve_stock
 
-__all__ = ["ShippingFailed", "charge_card", "refund_card", "release_stock", "reserve_stock",
-           "ship_order", "worker"]
+__all__ = [
+    "ShippingFailed",
+    "charge_card",
+    "refund_card",
+    "release_stock",
+    "reserve_stock",
+    "ship_order",
+    "worker",
+]
 
 
 class ShippingFailed(RuntimeError):
@@ -62,5 +69,7 @@ def charge_card(task: ExternalTask) -> dict[str, Any]:
 @worker.subscribe("refunds", lock_duration=timedelta(minutes=1))
 def refund_card(task: ExternalTask) -> dict[str, Any]:
     """Undo ``charge_card``: refund what was charged, against its payment reference."""
-    return {"refunded": task.variables.get("charged"),
-            "refund_of": task.variables.get("payment_ref")}
+    return {
+        "refunded": task.variables.get("charged"),
+        "refund_of": task.variables.get("payment_ref"),
+    }

@@ -26,9 +26,11 @@ def main() -> None:
         try:
             deployed = rt.engine.deploy(load_document(ORDER_FULFILMENT))
             print(f"deployed {deployed.key} version {deployed.version}")
-            started = rt.engine.start("order_fulfilment",
-                                      {"total": 180.0, "items": ["book", "lamp"]},
-                                      business_key="ORDER-PY-1")
+            started = rt.engine.start(
+                "order_fulfilment",
+                {"total": 180.0, "items": ["book", "lamp"]},
+                business_key="ORDER-PY-1",
+            )
             state = rt.wait_for(started.id, timeout=30)
             print(f"instance {started.id} is {state}")
             print(json.dumps(rt.engine.show(started.id)["variables"], indent=2, sort_keys=True))

@@ -17,8 +17,9 @@ def main(url: str) -> None:
     admin = parsed.set(drivername="postgresql", database="postgres")
     dsn = admin.render_as_string(hide_password=False)
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-            sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     print(f"fresh test database {name!r} on {parsed.host}:{parsed.port or 5432}")
 

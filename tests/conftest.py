@@ -39,8 +39,9 @@ def _admin() -> psycopg.Connection[tuple[object, ...]]:
     try:
         return psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True)
     except psycopg.OperationalError as exc:
-        pytest.exit(f"cannot reach the test PostgreSQL ({admin.render_as_string()}): {exc}",
-                    returncode=3)
+        pytest.exit(
+            f"cannot reach the test PostgreSQL ({admin.render_as_string()}): {exc}", returncode=3
+        )
 
 
 def _url(database: str) -> URL:
@@ -59,8 +60,9 @@ def create_database(name: str, template: str | None = None) -> str:
 
 def drop_database(name: str) -> None:
     with _admin() as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
-                     .format(sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
 
 
 def _alive(pid: int) -> bool:
@@ -91,8 +93,7 @@ class _Dropper:
     def __init__(self) -> None:
         self._queue: queue.Queue[str | None] = queue.Queue()
         self.errors: list[BaseException] = []
-        self._thread = threading.Thread(target=self._run, name="drop-test-databases",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._run, name="drop-test-databases", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:

@@ -37,9 +37,12 @@ def _recover_on_start(sender: Any = None, **_: Any) -> None:
     """Recovery is not special code: a starting worker just asks for every scan once."""
     _check_queues(sender)
     if not handlers.names():
-        log.warning("no handlers are registered in this worker (BPM_IMPORTS=%r): every "
-                    "handler task it runs will fail; set BPM_IMPORTS to the modules that "
-                    "register them", os.environ.get("BPM_IMPORTS", ""))
+        log.warning(
+            "no handlers are registered in this worker (BPM_IMPORTS=%r): every "
+            "handler task it runs will fail; set BPM_IMPORTS to the modules that "
+            "register them",
+            os.environ.get("BPM_IMPORTS", ""),
+        )
     for name in ("bpm.scan_locks", "bpm.scan_stalled", "bpm.scan_timers"):
         app.send_task(name, queue=settings.route(name))
     log.info("worker ready: recovery scans requested")

@@ -17,7 +17,12 @@ from kombu.entity import Exchange, Queue
 from bpm.engine.retention import ttl_from_env
 
 TOKENS, HANDLERS, COMPENSATION, STARTS, SCANS = (
-    "bpm.tokens", "bpm.handlers", "bpm.compensation", "bpm.starts", "bpm.scans")
+    "bpm.tokens",
+    "bpm.handlers",
+    "bpm.compensation",
+    "bpm.starts",
+    "bpm.scans",
+)
 QUEUES = (TOKENS, HANDLERS, COMPENSATION, STARTS, SCANS)
 
 #: Task name -> queue (task names are stable: other services send them by name). Requests
@@ -98,10 +103,12 @@ def queue_problem(consumed: set[str], s: Settings) -> str | None:
     expected = [s.queue(q) for q in QUEUES]
     if consumed & set(expected):
         return None
-    return (f"THIS WORKER CONSUMES NONE OF BPM'S QUEUES: it listens on "
-            f"{', '.join(sorted(consumed)) or 'nothing'}, but with BPM_QUEUE_PREFIX="
-            f"{s.queue_prefix!r} jobs are sent to {', '.join(expected)}. Start it without -Q "
-            f"(it then consumes exactly those), or name those queues")
+    return (
+        f"THIS WORKER CONSUMES NONE OF BPM'S QUEUES: it listens on "
+        f"{', '.join(sorted(consumed)) or 'nothing'}, but with BPM_QUEUE_PREFIX="
+        f"{s.queue_prefix!r} jobs are sent to {', '.join(expected)}. Start it without -Q "
+        f"(it then consumes exactly those), or name those queues"
+    )
 
 
 def transport_options(s: Settings) -> dict[str, int]:
@@ -133,8 +140,10 @@ def celery_config(s: Settings) -> dict[str, object]:
         # Each queue its own direct exchange and routing key, as a sender that only knows
         # the queue's name creates them (without them Celery binds every queue to the
         # default queue's exchange and key).
-        "task_queues": [Queue(s.queue(q), Exchange(s.queue(q), type="direct"),
-                              routing_key=s.queue(q)) for q in QUEUES],
+        "task_queues": [
+            Queue(s.queue(q), Exchange(s.queue(q), type="direct"), routing_key=s.queue(q))
+            for q in QUEUES
+        ],
         "task_default_queue": s.queue(TOKENS),
         "task_routes": {name: {"queue": s.route(name)} for name in ROUTES},
         "worker_hijack_root_logger": False,

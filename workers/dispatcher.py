@@ -35,11 +35,11 @@ class CeleryDispatcher:
             if eta is not None and eta - datetime.now(UTC) > horizon:
                 continue  # the scans send it when it is due
             try:
-                self.app.send_task(job.name, kwargs=job.args,
-                                   queue=self.settings.route(job.name), eta=eta)
+                self.app.send_task(
+                    job.name, kwargs=job.args, queue=self.settings.route(job.name), eta=eta
+                )
             except Exception:  # the row is committed; a scan re-sends what was lost
-                log.exception("could not send %s %s; the scans will recover it", job.name,
-                              job.args)
+                log.exception("could not send %s %s; the scans will recover it", job.name, job.args)
 
 
 def _eta(job: Job) -> datetime | None:

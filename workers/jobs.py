@@ -11,8 +11,9 @@ class PoisonMessage(ValueError):
     """A message whose arguments cannot be a job: it is logged and dropped."""
 
 
-def bind(names: Sequence[str], args: Sequence[Any], kwargs: Mapping[str, Any],
-         required: int) -> dict[str, Any]:
+def bind(
+    names: Sequence[str], args: Sequence[Any], kwargs: Mapping[str, Any], required: int
+) -> dict[str, Any]:
     """Match positional and keyword arguments to ``names``; refuse extras and missing ones."""
     if len(args) > len(names):
         raise PoisonMessage(f"{len(args)} positional arguments, at most {len(names)} expected")

@@ -33,16 +33,16 @@ def import_handler_modules(spec: str | None = None) -> list[str]:
     The working directory is importable, as it is for ``celery -A`` and the ``bpm`` CLI, so
     a module next to the process definitions is found whichever process loads it first.
     """
-    names = [m.strip() for m in (spec or os.environ.get("BPM_IMPORTS", "")).split(",")
-             if m.strip()]
+    names = [m.strip() for m in (spec or os.environ.get("BPM_IMPORTS", "")).split(",") if m.strip()]
     if names and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     for name in names:
         try:
             importlib.import_module(name)
         except ImportError as exc:
-            raise ConfigError(f"BPM_IMPORTS names {name!r}, which cannot be imported: {exc}"
-                              ) from exc
+            raise ConfigError(
+                f"BPM_IMPORTS names {name!r}, which cannot be imported: {exc}"
+            ) from exc
     return names
 
 
@@ -53,8 +53,11 @@ def engine_for(app: Celery, settings: Settings) -> Engine:
         with _lock:
             engine = _engines.get(pid)
             if engine is None:
-                engine = Engine(Database(pool_size=2), CeleryDispatcher(app, settings),
-                                worker_id=f"{socket.gethostname()}:{pid}")
+                engine = Engine(
+                    Database(pool_size=2),
+                    CeleryDispatcher(app, settings),
+                    worker_id=f"{socket.gethostname()}:{pid}",
+                )
                 _engines[pid] = engine
     return engine
 

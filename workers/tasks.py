@@ -41,8 +41,13 @@ class StartRefused(Exception):
     process key, bad variables)."""
 
 
-def _run(name: str, ids: dict[str, Any], fn: Callable[[], str], settings: Settings,
-         refusals: list[BpmError] | None = None) -> str:
+def _run(
+    name: str,
+    ids: dict[str, Any],
+    fn: Callable[[], str],
+    settings: Settings,
+    refusals: list[BpmError] | None = None,
+) -> str:
     """Run one job and log its line; a refusal is also put in ``refusals``, for a task that
     reports it to a sender waiting on the result backend."""
     started = time.perf_counter()
@@ -54,8 +59,12 @@ def _run(name: str, ids: dict[str, Any], fn: Callable[[], str], settings: Settin
             log.warning("job=%s outcome=requeued reason=%s %s", name, exc, _fmt(ids))
             raise Reject(str(exc), requeue=True) from None  # the warning says it all
         outcome = "failed"
-        log.warning("job=%s outcome=failed reason=%s %s (the scans redo it once the database "
-                    "answers)", name, exc, _fmt(ids))
+        log.warning(
+            "job=%s outcome=failed reason=%s %s (the scans redo it once the database answers)",
+            name,
+            exc,
+            _fmt(ids),
+        )
     except PoisonMessage as exc:
         outcome = "dropped"
         log.warning("job=%s outcome=dropped reason=%s args=%s", name, exc, ids)
@@ -70,10 +79,17 @@ def _run(name: str, ids: dict[str, Any], fn: Callable[[], str], settings: Settin
     ms = (time.perf_counter() - started) * 1000
     # A scan that found nothing is logged at DEBUG: beat sends one every second.
     level = logging.DEBUG if name in SCAN_JOBS and _found_nothing(outcome) else logging.INFO
-    log.log(level, "job=%s %s outcome=%s ms=%.1f", name, _fmt(ids), outcome, ms,
-             # Nested: a job argument named like a LogRecord attribute ("message") would
-             # make logging raise.
-             extra={"action": name, "outcome": outcome, "duration_ms": ms, "job_args": ids})
+    log.log(
+        level,
+        "job=%s %s outcome=%s ms=%.1f",
+        name,
+        _fmt(ids),
+        outcome,
+        ms,
+        # Nested: a job argument named like a LogRecord attribute ("message") would
+        # make logging raise.
+        extra={"action": name, "outcome": outcome, "duration_ms": ms, "job_args": ids},
+    )
     return outcome
 
 
@@ -92,16 +108,22 @@ def _fmt(ids: dict[str, Any]) -> str:
 def register(app: Celery, settings: Settings) -> None:
     """Define the tasks of the runtime contract on ``app``."""
 
-    def run(name: str, ids: dict[str, Any], fn: Callable[[], str],
-            refusals: list[BpmError] | None = None) -> str:
+    def run(
+        name: str,
+        ids: dict[str, Any],
+        fn: Callable[[], str],
+        refusals: list[BpmError] | None = None,
+    ) -> str:
         return _run(name, ids, fn, settings, refusals)
 
     @app.task(name="bpm.advance_token", ignore_result=True)
     def advance_token(*args: Any, **kwargs: Any) -> str:
         def go() -> str:
             a = bind(("token_id", "expected_version"), args, kwargs, 2)
-            token_id, version = as_uuid(a["token_id"], "token_id"), as_version(
-                a["expected_version"])
+            token_id, version = (
+                as_uuid(a["token_id"], "token_id"),
+                as_version(a["expected_version"]),
+            )
             return engine_for(app, settings).advance(token_id, version)
 
         return run("bpm.advance_token", {"token_id": kwargs.get("token_id", args[:1])}, go)
@@ -116,8 +138,12 @@ def register(app: Celery, settings: Settings) -> None:
 
     # ``throws``: a refusal is the sender's answer, not a fault; Celery logs it without a
     # traceback.
-    @app.task(name="bpm.start_instance", bind=True, throws=(StartRefused,),
-              ignore_result=settings.result_backend is None)
+    @app.task(
+        name="bpm.start_instance",
+        bind=True,
+        throws=(StartRefused,),
+        ignore_result=settings.result_backend is None,
+    )
     def start_instance(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """Start an instance; with BPM_RESULT_BACKEND set, a sender's ``result.get()`` gets
         the instance id, or sees a refused start (an unknown process key) as an error."""
@@ -125,22 +151,24 @@ def register(app: Celery, settings: Settings) -> None:
         made: dict[str, Any] = {}
 
         def go() -> str:
-            a = bind(("process_key", "variables", "business_key", "idempotency_key"), args,
-                     kwargs, 1)
+            a = bind(
+                ("process_key", "variables", "business_key", "idempotency_key"), args, kwargs, 1
+            )
             key = as_optional_str(a["process_key"], "process_key")
             assert key is not None
             started = engine_for(app, settings).start(
-                key, a.get("variables"),
+                key,
+                a.get("variables"),
                 business_key=as_optional_str(a.get("business_key"), "business_key"),
                 idempotency_key=as_optional_str(a.get("idempotency_key"), "idempotency_key"),
                 # The last fallback of the start key: a redelivered message keeps its id.
                 message_id=f"celery:{self.request.id}",
-                run_now=True)  # this job goes on with the instance: one broker hop less
+                run_now=True,
+            )  # this job goes on with the instance: one broker hop less
             made.update(instance_id=str(started.id), created=started.created)
             return f"started {started.id}" if started.created else f"existing {started.id}"
 
-        ids = {"process_key": kwargs.get("process_key"),
-               "business_key": kwargs.get("business_key")}
+        ids = {"process_key": kwargs.get("process_key"), "business_key": kwargs.get("business_key")}
         outcome = run("bpm.start_instance", ids, go, refused)
         if refused and settings.result_backend is not None:
             raise StartRefused(str(refused[0]))
@@ -151,9 +179,11 @@ def register(app: Celery, settings: Settings) -> None:
         def go() -> str:
             engine = engine_for(app, settings)
             now, cfg = engine.clock.now(), scan_config(settings)
-            found = {"stalled_tokens": scans.scan_stalled_tokens(engine, now, cfg),
-                     "ready_tasks": scans.scan_ready_tasks(engine, now, cfg),
-                     "waiting_parents": scans.scan_waiting_parents(engine, now, cfg)}
+            found = {
+                "stalled_tokens": scans.scan_stalled_tokens(engine, now, cfg),
+                "ready_tasks": scans.scan_ready_tasks(engine, now, cfg),
+                "waiting_parents": scans.scan_waiting_parents(engine, now, cfg),
+            }
             return " ".join(f"{k}={v}" for k, v in found.items())
 
         return run("bpm.scan_stalled", {}, go)
@@ -178,27 +208,35 @@ def register(app: Celery, settings: Settings) -> None:
 
         return run("bpm.scan_timers", {}, go)
 
-    @app.task(name="bpm.correlate_message", throws=(CorrelationRefused,),
-              ignore_result=settings.result_backend is None)
+    @app.task(
+        name="bpm.correlate_message",
+        throws=(CorrelationRefused,),
+        ignore_result=settings.result_backend is None,
+    )
     def correlate_message(*args: Any, **kwargs: Any) -> dict[str, Any]:
         """Deliver a message; with BPM_RESULT_BACKEND set, a sender's ``result.get()`` sees
         a correlation that matched nothing as an error."""
         refused: list[BpmError] = []
 
         def go() -> str:
-            a = bind(("message", "business_key", "instance_id", "variables", "all"), args,
-                     kwargs, 1)
+            a = bind(
+                ("message", "business_key", "instance_id", "variables", "all"), args, kwargs, 1
+            )
             message = as_optional_str(a["message"], "message")
             assert message is not None
             instance = a.get("instance_id")
             woken = engine_for(app, settings).correlate(
-                message, business_key=as_optional_str(a.get("business_key"), "business_key"),
+                message,
+                business_key=as_optional_str(a.get("business_key"), "business_key"),
                 instance_id=as_uuid(instance, "instance_id") if instance else None,
-                variables=a.get("variables"), all_waiting=bool(a.get("all", False)))
+                variables=a.get("variables"),
+                all_waiting=bool(a.get("all", False)),
+            )
             return "correlated " + ",".join(str(t) for t in woken)
 
-        outcome = run("bpm.correlate_message", {"message": kwargs.get("message", args[:1])}, go,
-                      refused)
+        outcome = run(
+            "bpm.correlate_message", {"message": kwargs.get("message", args[:1])}, go, refused
+        )
         if refused and settings.result_backend is not None:
             raise CorrelationRefused(str(refused[0]))
         return {"outcome": outcome}
@@ -207,8 +245,7 @@ def register(app: Celery, settings: Settings) -> None:
     def scan_locks() -> str:
         def go() -> str:
             engine = engine_for(app, settings)
-            n = scans.scan_expired_locks(engine, engine.clock.now(),
-                                                 scan_config(settings))
+            n = scans.scan_expired_locks(engine, engine.clock.now(), scan_config(settings))
             return f"expired_locks={n}"
 
         return run("bpm.scan_locks", {}, go)

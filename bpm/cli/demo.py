@@ -41,21 +41,37 @@ class DemoOrder:
 
 
 ORDERS = (
-    DemoOrder("ORDER-1001", {"total": 249.0, "items": ["desk lamp", "armchair"]},
-              "total > 100: express shipping"),
-    DemoOrder("ORDER-1002", {"total": 35.5, "items": ["paperback"]},
-              "default flow: standard shipping"),
-    DemoOrder("ORDER-1003", {"total": 62.0, "items": ["teapot", "mugs"], "payment_glitch": True},
-              "payment fails once, retried after 0.2 s"),
-    DemoOrder("ORDER-1004", {"total": 480.0, "items": ["bookshelf", "rug", "vase"]},
-              "three items, express shipping"),
-    DemoOrder("ORDER-1005", {"total": 20.0, "items": ["unobtainium"]},
-              "out of stock: BPMN error, incident"),
+    DemoOrder(
+        "ORDER-1001",
+        {"total": 249.0, "items": ["desk lamp", "armchair"]},
+        "total > 100: express shipping",
+    ),
+    DemoOrder(
+        "ORDER-1002", {"total": 35.5, "items": ["paperback"]}, "default flow: standard shipping"
+    ),
+    DemoOrder(
+        "ORDER-1003",
+        {"total": 62.0, "items": ["teapot", "mugs"], "payment_glitch": True},
+        "payment fails once, retried after 0.2 s",
+    ),
+    DemoOrder(
+        "ORDER-1004",
+        {"total": 480.0, "items": ["bookshelf", "rug", "vase"]},
+        "three items, express shipping",
+    ),
+    DemoOrder(
+        "ORDER-1005",
+        {"total": 20.0, "items": ["unobtainium"]},
+        "out of stock: BPMN error, incident",
+    ),
 )
 
 #: Run through each saga file in turn, as ORDER-2001, ORDER-2002, ...
-SAGA_ORDER = DemoOrder("ORDER-2001", {"total": 99.0, "items": ["bicycle"], "ship_fails": True},
-                       "shipping fails: refund the card, then release the stock")
+SAGA_ORDER = DemoOrder(
+    "ORDER-2001",
+    {"total": 99.0, "items": ["bicycle"], "ship_fails": True},
+    "shipping fails: refund the card, then release the stock",
+)
 
 
 @dataclass
@@ -94,8 +110,11 @@ class SagaRun:
     @property
     def compensated(self) -> list[str]:
         """The activities whose compensation completed, in the order it happened."""
-        return [str(e["node_id"]) for e in self.events
-                if e["kind"] == "engine" and e["type"] == "CompensationCompleted"]
+        return [
+            str(e["node_id"])
+            for e in self.events
+            if e["kind"] == "engine" and e["type"] == "CompensationCompleted"
+        ]
 
     @property
     def undo_handlers(self) -> dict[str, str]:
@@ -123,8 +142,9 @@ class SagaRun:
         return str(failed.get("data", {}).get("error", "")) if failed else None
 
     def _failed(self) -> dict[str, Any] | None:
-        return next((e for e in self.events
-                     if e["kind"] == "engine" and e["type"] == "TokenFailed"), None)
+        return next(
+            (e for e in self.events if e["kind"] == "engine" and e["type"] == "TokenFailed"), None
+        )
 
     @property
     def forward(self) -> paths.PathTree:
@@ -133,9 +153,13 @@ class SagaRun:
         return paths.build(e for e in self.events if e.get("token_id") not in undo)
 
     def _undo_tokens(self) -> set[Any]:
-        return {e.get("token_id") for e in self.events
-                if e["kind"] == "token" and e["type"] == "CREATED"
-                and e.get("data", {}).get("mode") == "COMPENSATION"}
+        return {
+            e.get("token_id")
+            for e in self.events
+            if e["kind"] == "token"
+            and e["type"] == "CREATED"
+            and e.get("data", {}).get("mode") == "COMPENSATION"
+        }
 
 
 @dataclass
@@ -165,12 +189,13 @@ def run_demo(database: Path, definition_file: Path, *saga_files: Path) -> DemoRe
     try:
         deployed = _deploy(rt, definition_file)
         runs = [_run_order(rt, deployed.key, order) for order in ORDERS]
-        sagas = [_run_saga(rt, file, replace(SAGA_ORDER, business_key=f"ORDER-{2001 + n}"))
-                 for n, file in enumerate(saga_files)]
+        sagas = [
+            _run_saga(rt, file, replace(SAGA_ORDER, business_key=f"ORDER-{2001 + n}"))
+            for n, file in enumerate(saga_files)
+        ]
     finally:
         rt.close()
-    return DemoResult(database, definition_file, deployed, runs, time.perf_counter() - began,
-                      sagas)
+    return DemoResult(database, definition_file, deployed, runs, time.perf_counter() - began, sagas)
 
 
 def _deploy(rt: EmbeddedRuntime, definition_file: Path) -> Deployed:
@@ -192,10 +217,13 @@ def _run_saga(rt: EmbeddedRuntime, definition_file: Path, order: DemoOrder) -> S
     from examples.saga_handlers import charge_card, refund_card
 
     work: Mapping[str, Callable[[LockedTask], Mapping[str, Any] | None]] = {
-        "payments": charge_card, "refunds": refund_card}
+        "payments": charge_card,
+        "refunds": refund_card,
+    }
     deployed = _deploy(rt, definition_file)
-    started = rt.engine.start(deployed.key, order.variables, business_key=order.business_key,
-                              version=deployed.version)
+    started = rt.engine.start(
+        deployed.key, order.variables, business_key=order.business_key, version=deployed.version
+    )
     rt.run_until_idle(timeout=RUN_LIMIT)
     worked: list[tuple[str, str]] = []
     for _ in range(WORKER_ROUNDS):
@@ -206,5 +234,11 @@ def _run_saga(rt: EmbeddedRuntime, definition_file: Path, order: DemoOrder) -> S
             rt.engine.complete(task.id, WORKER_ID, dict(work[task.topic](task) or {}))
             worked.append((task.topic, task.node_id))
         rt.run_until_idle(timeout=RUN_LIMIT)
-    return SagaRun(order, definition_file, deployed, rt.engine.show(started.id),
-                   rt.engine.trace(started.id), worked)
+    return SagaRun(
+        order,
+        definition_file,
+        deployed,
+        rt.engine.show(started.id),
+        rt.engine.trace(started.id),
+        worked,
+    )

@@ -37,9 +37,14 @@ Environment:
 class BpmGroup(click.Group):
     """A group whose errors, including usage errors, print as one ``error:`` line."""
 
-    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
-             complete_var: str | None = None, standalone_mode: bool = True,
-             **extra: Any) -> Any:
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         try:
             result = super().main(args, prog_name, complete_var, False, **extra)
         except Exception as exc:

@@ -17,10 +17,20 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-STATE_STYLES = {"COMPLETED": "green", "DONE": "green", "RUNNING": "cyan", "ACTIVE": "cyan",
-                "WAITING": "yellow", "READY": "yellow", "LOCKED": "yellow", "FAILED": "bold red",
-                "OPEN": "bold red", "TERMINATED": "magenta", "CANCELLED": "dim",
-                "RESOLVED": "dim"}
+STATE_STYLES = {
+    "COMPLETED": "green",
+    "DONE": "green",
+    "RUNNING": "cyan",
+    "ACTIVE": "cyan",
+    "WAITING": "yellow",
+    "READY": "yellow",
+    "LOCKED": "yellow",
+    "FAILED": "bold red",
+    "OPEN": "bold red",
+    "TERMINATED": "magenta",
+    "CANCELLED": "dim",
+    "RESOLVED": "dim",
+}
 
 
 @dataclass(frozen=True)
@@ -60,8 +70,9 @@ def line(text: str = "", *, style: str | None = None) -> None:
         click.echo(text)
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[object]], *,
-          empty: str = "(none)") -> None:
+def table(
+    headers: Sequence[str], rows: Sequence[Sequence[object]], *, empty: str = "(none)"
+) -> None:
     if not rows:
         click.echo(empty)
     elif is_terminal():

@@ -51,8 +51,10 @@ def import_handlers(extra: Sequence[str] = ()) -> list[str]:
         try:
             importlib.import_module(name)
         except Exception as exc:
-            raise ConfigError(f"cannot import handler module {name!r} (from {IMPORTS_ENV} or "
-                              f"--import): {type(exc).__name__}: {exc}") from exc
+            raise ConfigError(
+                f"cannot import handler module {name!r} (from {IMPORTS_ENV} or "
+                f"--import): {type(exc).__name__}: {exc}"
+            ) from exc
     return names
 
 
@@ -67,8 +69,9 @@ def distributed(url: str | None = None) -> Iterator[Engine]:
         db = Database(url)
         require_current(db)
     except OperationalError as exc:
-        raise ConfigError(f"cannot use the database {safe_url(url)}: "
-                          f"{_first_line(exc.orig or exc)}") from exc
+        raise ConfigError(
+            f"cannot use the database {safe_url(url)}: {_first_line(exc.orig or exc)}"
+        ) from exc
     try:
         yield Engine(db, broker_dispatcher(), worker_id="bpm-cli")
     finally:
@@ -88,8 +91,9 @@ def open_runtime(url: str | None = None) -> EmbeddedRuntime:
     try:
         return EmbeddedRuntime(url)
     except OperationalError as exc:
-        raise ConfigError(f"cannot use the database {safe_url(url)}: "
-                          f"{_first_line(exc.orig or exc)}") from exc
+        raise ConfigError(
+            f"cannot use the database {safe_url(url)}: {_first_line(exc.orig or exc)}"
+        ) from exc
 
 
 @contextmanager

@@ -12,39 +12,46 @@ from bpm.errors import InvalidDefinition
 ATTACHABLE = ACTIVITIES
 
 
-def boundary_fields(raw: Mapping[str, Any], where: str, node_id: str,
-                    incoming: tuple[str, ...]) -> dict[str, Any]:
+def boundary_fields(
+    raw: Mapping[str, Any], where: str, node_id: str, incoming: tuple[str, ...]
+) -> dict[str, Any]:
     """What a boundary event reacts to: an error code (always interrupting) or a timer."""
     interrupting = raw.get("interrupting", True)
     if not isinstance(interrupting, bool):
         raise InvalidDefinition(f"{where}: 'interrupting' must be true or false", node_id)
     fields: dict[str, Any] = {"interrupting": interrupting}
     if ("timer" in raw) == ("error" in raw):
-        raise InvalidDefinition(f"{where}: needs exactly one of 'error' (the code it catches, "
-                                f"or '*' for any) or 'timer' ({{\"duration\": ...}} or "
-                                f"{{\"date\": ...}})", node_id)
+        raise InvalidDefinition(
+            f"{where}: needs exactly one of 'error' (the code it catches, "
+            f"or '*' for any) or 'timer' ({{\"duration\": ...}} or "
+            f'{{"date": ...}})',
+            node_id,
+        )
     if "timer" in raw:
         timer = raw["timer"]
         if not isinstance(timer, Mapping) or set(timer) - {"duration", "date"}:
-            raise InvalidDefinition(f"{where}: 'timer' must be an object with 'duration' or "
-                                    f"'date'", node_id)
+            raise InvalidDefinition(
+                f"{where}: 'timer' must be an object with 'duration' or 'date'", node_id
+            )
         fields["timer"] = parse_timer(timer, where, node_id)
     else:
         code = raw.get("error")
         if not isinstance(code, str) or not code:
-            raise InvalidDefinition(f"{where}: 'error' must be the error code it catches, or "
-                                    f"'*' for any", node_id)
+            raise InvalidDefinition(
+                f"{where}: 'error' must be the error code it catches, or '*' for any", node_id
+            )
         if not interrupting:
-            raise InvalidDefinition(f"{where}: error boundary events are always interrupting",
-                                    node_id)
+            raise InvalidDefinition(
+                f"{where}: error boundary events are always interrupting", node_id
+            )
         fields["catches"] = code
     attached = raw.get("attachedTo")
     if not isinstance(attached, str):
-        raise InvalidDefinition(f"{where}: needs 'attachedTo', the id of a task or subProcess",
-                                node_id)
+        raise InvalidDefinition(
+            f"{where}: needs 'attachedTo', the id of a task or subProcess", node_id
+        )
     if incoming:
-        raise InvalidDefinition(f"{where}: a boundary event cannot have incoming flows",
-                                node_id)
+        raise InvalidDefinition(f"{where}: a boundary event cannot have incoming flows", node_id)
     return {**fields, "attached_to": attached}
 
 
@@ -58,15 +65,20 @@ def check_attachments(nodes: Mapping[str, Node]) -> dict[str, tuple[str, ...]]:
         where = f"node {node.id!r} (boundaryEvent)"
         host = nodes.get(node.attached_to or "")
         if host is None or host.scope != node.scope:
-            raise InvalidDefinition(f"{where}: attachedTo {node.attached_to!r} is not a node "
-                                    f"of its scope", node.id)
+            raise InvalidDefinition(
+                f"{where}: attachedTo {node.attached_to!r} is not a node of its scope", node.id
+            )
         if host.type not in ATTACHABLE:
-            raise InvalidDefinition(f"{where}: can only be attached to a serviceTask, "
-                                    f"userTask, receiveTask or subProcess, not a "
-                                    f"{host.type.value}", node.id)
+            raise InvalidDefinition(
+                f"{where}: can only be attached to a serviceTask, "
+                f"userTask, receiveTask or subProcess, not a "
+                f"{host.type.value}",
+                node.id,
+            )
         for other in out.get(host.id, []):
             if node.catches is not None and nodes[other].catches == node.catches:
-                raise InvalidDefinition(f"{where}: {other!r} on {host.id!r} already catches "
-                                        f"{node.catches!r}", node.id)
+                raise InvalidDefinition(
+                    f"{where}: {other!r} on {host.id!r} already catches {node.catches!r}", node.id
+                )
         out.setdefault(host.id, []).append(node.id)
     return {host: tuple(ids) for host, ids in out.items()}

@@ -34,22 +34,53 @@ PRESENTATIONAL = {
 }
 #: Plain attributes without behaviour here, with the values accepted (None: any value).
 HARMLESS: dict[str, set[str] | None] = {
-    "isExecutable": None, "processType": None, "isClosed": None, "gatewayDirection": None,
-    "startQuantity": {"1"}, "completionQuantity": {"1"}, "isInterrupting": {"true"},
-    "parallelMultiple": {"false"}, "instantiate": {"false"}, "isImmediate": None,
+    "isExecutable": None,
+    "processType": None,
+    "isClosed": None,
+    "gatewayDirection": None,
+    "startQuantity": {"1"},
+    "completionQuantity": {"1"},
+    "isInterrupting": {"true"},
+    "parallelMultiple": {"false"},
+    "instantiate": {"false"},
+    "isImmediate": None,
     "implementation": {"##WebService", "##unspecified", "##default"},
-    "triggeredByEvent": {"false"}, "isForCompensation": None, "waitForCompletion": {"true"},
+    "triggeredByEvent": {"false"},
+    "isForCompensation": None,
+    "waitForCompletion": {"true"},
 }
 #: Camunda attributes accepted and ignored: every step is already its own transaction here.
-CAMUNDA_IGNORED = {"async", "asyncBefore", "asyncAfter", "exclusive", "versionTag",
-                   "isStartableInTasklist"}
+CAMUNDA_IGNORED = {
+    "async",
+    "asyncBefore",
+    "asyncAfter",
+    "exclusive",
+    "versionTag",
+    "isStartableInTasklist",
+}
 NOT_YET = {
-    "inclusiveGateway", "eventBasedGateway", "complexGateway", "callActivity", "scriptTask",
-    "transaction", "adHocSubProcess", "dataObject", "dataObjectReference", "dataStoreReference",
-    "ioSpecification", "property", "dataInputAssociation", "dataOutputAssociation",
-    "multiInstanceLoopCharacteristics", "standardLoopCharacteristics", "signalEventDefinition",
-    "escalationEventDefinition", "conditionalEventDefinition", "linkEventDefinition",
-    "cancelEventDefinition", "timeCycle",
+    "inclusiveGateway",
+    "eventBasedGateway",
+    "complexGateway",
+    "callActivity",
+    "scriptTask",
+    "transaction",
+    "adHocSubProcess",
+    "dataObject",
+    "dataObjectReference",
+    "dataStoreReference",
+    "ioSpecification",
+    "property",
+    "dataInputAssociation",
+    "dataOutputAssociation",
+    "multiInstanceLoopCharacteristics",
+    "standardLoopCharacteristics",
+    "signalEventDefinition",
+    "escalationEventDefinition",
+    "conditionalEventDefinition",
+    "linkEventDefinition",
+    "cancelEventDefinition",
+    "timeCycle",
 }
 _TASK_TYPES = {"serviceTask", "sendTask", "businessRuleTask"}
 _HANDLER_CHARS = re.compile(r"[^A-Za-z0-9_.:-]+")
@@ -63,14 +94,19 @@ def compile_bpmn(xml: str | bytes) -> list[dict[str, Any]]:
     """
     root = parse_xml(xml)
     if root.ns != BPMN or root.tag != "definitions":
-        raise InvalidDefinition(f"line {root.line}: the root element is {root.tag!r} in "
-                                f"namespace {root.ns!r}, not BPMN 2.0 'definitions' ({BPMN})")
+        raise InvalidDefinition(
+            f"line {root.line}: the root element is {root.tag!r} in "
+            f"namespace {root.ns!r}, not BPMN 2.0 'definitions' ({BPMN})"
+        )
     file = _File(root)
     processes = [child for child in root.children if child.ns == BPMN and child.tag == "process"]
     documents = [file.process(child) for child in processes if not _black_box(child)]
     if not documents:
-        raise InvalidDefinition("the BPMN file has no process element" if not processes else
-                                "the BPMN file's processes are all empty (black-box pools)")
+        raise InvalidDefinition(
+            "the BPMN file has no process element"
+            if not processes
+            else "the BPMN file's processes are all empty (black-box pools)"
+        )
     return documents
 
 
@@ -79,7 +115,8 @@ def _black_box(process: XmlElement) -> bool:
     behaviour, so it compiles to nothing (a file of only such processes is refused)."""
     return process.attrib.get("isExecutable") == "false" and all(
         c.ns != BPMN or c.tag in {"documentation", "extensionElements", "laneSet"}
-        for c in process.children)
+        for c in process.children
+    )
 
 
 def _ident(el: XmlElement) -> str:
@@ -159,8 +196,11 @@ class _Reader:
                 continue
             if _empty_listener(child):
                 continue
-            raise _reject(child, f"(extension element in {self.el.tag} "
-                                 f"{self.el.attrib.get('id', '')!r}) is not supported yet")
+            raise _reject(
+                child,
+                f"(extension element in {self.el.tag} "
+                f"{self.el.attrib.get('id', '')!r}) is not supported yet",
+            )
 
 
 def _empty_listener(el: XmlElement) -> bool:
@@ -169,19 +209,25 @@ def _empty_listener(el: XmlElement) -> bool:
     if el.ns != CAMUNDA or el.tag not in ("taskListener", "executionListener"):
         return False
     code = ("class", "expression", "delegateExpression")
-    return not el.children and all(not el.attrib.get(a, "").strip() for a in code) and \
-        set(el.attrib) <= {*code, "event", "id"}
+    return (
+        not el.children
+        and all(not el.attrib.get(a, "").strip() for a in code)
+        and set(el.attrib) <= {*code, "event", "id"}
+    )
 
 
 def _unsupported(el: XmlElement, inside: XmlElement | None = None) -> InvalidDefinition:
     where = f" (in {inside.tag} {inside.attrib.get('id', '')!r})" if inside is not None else ""
     if el.ns != BPMN:
-        return InvalidDefinition(f"line {el.line}: element {{{el.ns}}}{el.tag}{where} is not "
-                                 f"supported", el.attrib.get("id"))
-    what = {"multiInstanceLoopCharacteristics": " (multi-instance)",
-            "standardLoopCharacteristics": " (loop)"}.get(el.tag, "")
-    return InvalidDefinition(f"{_ident(el)}{what}{where} is not supported yet",
-                             el.attrib.get("id"))
+        return InvalidDefinition(
+            f"line {el.line}: element {{{el.ns}}}{el.tag}{where} is not supported",
+            el.attrib.get("id"),
+        )
+    what = {
+        "multiInstanceLoopCharacteristics": " (multi-instance)",
+        "standardLoopCharacteristics": " (loop)",
+    }.get(el.tag, "")
+    return InvalidDefinition(f"{_ident(el)}{what}{where} is not supported yet", el.attrib.get("id"))
 
 
 def _event_definition(reader: _Reader) -> XmlElement | None:
@@ -190,14 +236,20 @@ def _event_definition(reader: _Reader) -> XmlElement | None:
     if reader.attr("eventDefinitionRef") is not None:
         raise _reject(reader.el, "uses eventDefinitionRef, which is not supported yet")
     if len(found) > 1:
-        raise _reject(reader.el, "has several event definitions (a multiple event), which is "
-                                 "not supported yet")
+        raise _reject(
+            reader.el,
+            "has several event definitions (a multiple event), which is not supported yet",
+        )
     if not found:
         return None
     reader.used_children.add(id(found[0]))
     if found[0].tag in NOT_YET or found[0].tag not in {
-            "terminateEventDefinition", "errorEventDefinition", "compensateEventDefinition",
-            "timerEventDefinition", "messageEventDefinition"}:
+        "terminateEventDefinition",
+        "errorEventDefinition",
+        "compensateEventDefinition",
+        "timerEventDefinition",
+        "messageEventDefinition",
+    }:
         raise _reject(reader.el, f"with {found[0].tag} is not supported yet")
     return found[0]
 
@@ -227,11 +279,17 @@ class _File:
                 raise _unsupported(child)
             if child.tag == "message":
                 self.messages[child.attrib.get("id", "")] = child.attrib.get(
-                    "name", child.attrib.get("id", ""))
+                    "name", child.attrib.get("id", "")
+                )
             elif child.tag == "error":
                 self.errors[child.attrib.get("id", "")] = child.attrib.get("errorCode")
-            elif child.tag in _DEFINITION_TAGS | {"process", "collaboration", "documentation",
-                                                  "extensionElements", "category"}:
+            elif child.tag in _DEFINITION_TAGS | {
+                "process",
+                "collaboration",
+                "documentation",
+                "extensionElements",
+                "category",
+            }:
                 continue  # declarations without behaviour of their own; uses are checked
             else:
                 raise _unsupported(child)
@@ -266,8 +324,9 @@ class _File:
             raise InvalidDefinition(f"line {line}: process {key!r}: {exc}", exc.element) from None
         return doc
 
-    def scope(self, reader: _Reader, lines: dict[str, int]
-              ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def scope(
+        self, reader: _Reader, lines: dict[str, int]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Nodes and flows of a process or subprocess, in document order."""
         nodes: list[dict[str, Any]] = []
         flows: list[dict[str, Any]] = []
@@ -280,8 +339,13 @@ class _File:
         for child in reader.el.children:
             if child.ns != BPMN or id(child) in reader.used_children:
                 continue
-            if child.tag in {"documentation", "extensionElements", "laneSet", "incoming",
-                             "outgoing"} or child.tag.endswith("EventDefinition"):
+            if child.tag in {
+                "documentation",
+                "extensionElements",
+                "laneSet",
+                "incoming",
+                "outgoing",
+            } or child.tag.endswith("EventDefinition"):
                 continue  # the scope's reader handles these
             reader.used_children.add(id(child))
             if child.tag == "sequenceFlow":
@@ -299,17 +363,21 @@ class _File:
             lines[node["id"]] = child.line
             by_id[node["id"]] = node
             nodes.append(node)
-        handlers = {self.attach_compensation(boundary, activity, associations, by_id,
-                                             for_compensation)
-                    for activity, boundary in compensated.items()}
+        handlers = {
+            self.attach_compensation(boundary, activity, associations, by_id, for_compensation)
+            for activity, boundary in compensated.items()
+        }
         for orphan in sorted(for_compensation - handlers):
             raise InvalidDefinition(
-                f"line {lines[orphan]}: activity {orphan!r} is marked isForCompensation=\"true\" "
-                f"but no compensation boundary event is associated with it", orphan)
+                f'line {lines[orphan]}: activity {orphan!r} is marked isForCompensation="true" '
+                f"but no compensation boundary event is associated with it",
+                orphan,
+            )
         return nodes, flows
 
-    def flow(self, el: XmlElement, lines: dict[str, int],
-             flows: list[dict[str, Any]]) -> dict[str, Any]:
+    def flow(
+        self, el: XmlElement, lines: dict[str, int], flows: list[dict[str, Any]]
+    ) -> dict[str, Any]:
         reader = _Reader(el)
         source, target = reader.attr("sourceRef"), reader.attr("targetRef")
         if not source or not target:
@@ -327,16 +395,23 @@ class _File:
         if condition is not None:
             language = condition.attrib.get("language")
             if language and language.lower() not in {"juel", "feel", "${juel}"}:
-                raise _reject(el, f"has a condition in language {language!r}, which is not "
-                                  f"supported (JUEL ${{...}}, FEEL =... or plain conditions)")
+                raise _reject(
+                    el,
+                    f"has a condition in language {language!r}, which is not "
+                    f"supported (JUEL ${{...}}, FEEL =... or plain conditions)",
+                )
             try:
                 text = translate_condition(condition.text)
             except FeelUnsupported as exc:
-                raise _reject(el, f"has a FEEL condition {condition.text.strip()!r} that "
-                                  f"cannot be translated: {exc}") from None
+                raise _reject(
+                    el,
+                    f"has a FEEL condition {condition.text.strip()!r} that "
+                    f"cannot be translated: {exc}",
+                ) from None
             if not text:
-                raise _reject(el, "has an empty conditionExpression (remove it for an "
-                                  "unconditional flow)")
+                raise _reject(
+                    el, "has an empty conditionExpression (remove it for an unconditional flow)"
+                )
             flow["condition"] = text
         reader.finish()
         lines[flow_id] = el.line
@@ -359,8 +434,7 @@ class _File:
 
     # --- compensation boundaries -----------------------------------------------------------
 
-    def compensation_boundary(self, el: XmlElement,
-                              associations: dict[str, XmlElement]) -> str:
+    def compensation_boundary(self, el: XmlElement, associations: dict[str, XmlElement]) -> str:
         reader = _Reader(el)
         attached = reader.attr("attachedToRef")
         reader.attr("cancelActivity")
@@ -369,31 +443,45 @@ class _File:
         if definition is not None:
             dr = _Reader(definition, el)
             if dr.attr("waitForCompletion") not in (None, "true"):
-                raise _reject(el, "has waitForCompletion=\"false\", which is not supported")
+                raise _reject(el, 'has waitForCompletion="false", which is not supported')
             if dr.attr("activityRef") is not None:
-                raise _reject(el, "is a compensation boundary with an activityRef (only a "
-                                  "throw event names the activity to compensate)")
+                raise _reject(
+                    el,
+                    "is a compensation boundary with an activityRef (only a "
+                    "throw event names the activity to compensate)",
+                )
             dr.finish()
         if not attached:
             raise _reject(el, "needs attachedToRef")
         if el.attrib.get("id", "") not in associations:
-            raise _reject(el, "is a compensation boundary without an association to its "
-                              "compensation handler (isForCompensation=\"true\")")
+            raise _reject(
+                el,
+                "is a compensation boundary without an association to its "
+                'compensation handler (isForCompensation="true")',
+            )
         return attached
 
-    def attach_compensation(self, boundary: XmlElement, activity: str,
-                            associations: dict[str, XmlElement],
-                            by_id: dict[str, dict[str, Any]],
-                            for_compensation: set[str]) -> str:
+    def attach_compensation(
+        self,
+        boundary: XmlElement,
+        activity: str,
+        associations: dict[str, XmlElement],
+        by_id: dict[str, dict[str, Any]],
+        for_compensation: set[str],
+    ) -> str:
         association = associations[boundary.attrib.get("id", "")]
         handler = _local(association.attrib.get("targetRef", ""))
         target = by_id.get(activity)
         if target is None:
-            raise _reject(boundary, f"is attached to {activity!r}, which is not an activity "
-                                    f"of the same scope")
+            raise _reject(
+                boundary, f"is attached to {activity!r}, which is not an activity of the same scope"
+            )
         if handler not in by_id or handler not in for_compensation:
-            raise _reject(boundary, f"is associated with {handler!r}, which is not an activity "
-                                    f"of the same scope marked isForCompensation=\"true\"")
+            raise _reject(
+                boundary,
+                f"is associated with {handler!r}, which is not an activity "
+                f'of the same scope marked isForCompensation="true"',
+            )
         if "compensation" in target:
             raise _reject(boundary, f"is a second compensation boundary on {activity!r}")
         target["compensation"] = {"node": handler}
@@ -471,13 +559,12 @@ def _service(file: _File, r: _Reader, lines: dict[str, int]) -> Mapped:
     topic = r.attr("topic", CAMUNDA)
     if camunda_type is not None:
         if camunda_type != "external":
-            raise _reject(r.el, f"has camunda:type={camunda_type!r}; only 'external' is "
-                                f"supported")
+            raise _reject(r.el, f"has camunda:type={camunda_type!r}; only 'external' is supported")
         if not topic:
-            raise _reject(r.el, "has camunda:type=\"external\" without camunda:topic")
+            raise _reject(r.el, 'has camunda:type="external" without camunda:topic')
         found.append(("topic", topic, "camunda:topic"))
     elif topic is not None:
-        raise _reject(r.el, "has camunda:topic without camunda:type=\"external\"")
+        raise _reject(r.el, 'has camunda:topic without camunda:type="external"')
     task_definition = r.extension("taskDefinition", ZEEBE)
     if task_definition is not None:
         zeebe = _Reader(task_definition)
@@ -501,23 +588,34 @@ def _service(file: _File, r: _Reader, lines: dict[str, int]) -> Mapped:
         if value is not None:
             found.append(("handler", handler_name(value), f"camunda:{attr}"))
     if r.el.attrib.get(f"{{{CAMUNDA}}}resultVariable") is not None:
-        raise _reject(r.el, "has camunda:resultVariable, which is not supported yet; return the "
-                            "result from the handler")
+        raise _reject(
+            r.el,
+            "has camunda:resultVariable, which is not supported yet; return the "
+            "result from the handler",
+        )
     if not found and (alien := _foreign_implementation(r.el)):
-        raise _reject(r.el, f"has {alien}, in a namespace bpm does not know: Camunda 7's is "
-                            f"{CAMUNDA}, this project's {BPM}")
+        raise _reject(
+            r.el,
+            f"has {alien}, in a namespace bpm does not know: Camunda 7's is "
+            f"{CAMUNDA}, this project's {BPM}",
+        )
     if not found:
-        raise _reject(r.el, "has no implementation: give bpm:handler, bpm:topic, camunda:type="
-                            "\"external\" with camunda:topic, zeebe:taskDefinition, "
-                            "camunda:class, camunda:expression or camunda:delegateExpression")
+        raise _reject(
+            r.el,
+            "has no implementation: give bpm:handler, bpm:topic, camunda:type="
+            '"external" with camunda:topic, zeebe:taskDefinition, '
+            "camunda:class, camunda:expression or camunda:delegateExpression",
+        )
     if len(found) > 1:
-        raise _reject(r.el, f"has several implementations ({', '.join(f[2] for f in found)}); "
-                            f"give one")
+        raise _reject(
+            r.el, f"has several implementations ({', '.join(f[2] for f in found)}); give one"
+        )
     node: Mapped = {"type": "serviceTask", found[0][0]: found[0][1]}
     if retries is not None:
         if not retries.isdigit() or int(retries) < 1:
-            raise _reject(r.el, f"has zeebe:taskDefinition retries={retries!r}; expected a "
-                                f"positive integer")
+            raise _reject(
+                r.el, f"has zeebe:taskDefinition retries={retries!r}; expected a positive integer"
+            )
         node["retry"] = {"max_attempts": int(retries)}
     return node
 
@@ -528,7 +626,13 @@ def _foreign_implementation(el: XmlElement) -> str | None:
     for key, value in el.attrib.items():
         ns, _, local = key[1:].partition("}") if key.startswith("{") else ("", "", key)
         if ns not in ("", CAMUNDA, ZEEBE, BPM) and local in (
-                "class", "expression", "delegateExpression", "type", "topic", "handler"):
+            "class",
+            "expression",
+            "delegateExpression",
+            "type",
+            "topic",
+            "handler",
+        ):
             return f"{local}={value!r} ({{{ns}}})"
     return None
 
@@ -545,8 +649,10 @@ def _user(file: _File, r: _Reader, lines: dict[str, int]) -> Mapped:
         zr.finish()
     for name, value in (("assignee", assignee), ("candidateGroups", groups)):
         if value is not None and re.search(r"\$\{|#\{|^\s*=", value):
-            raise _reject(r.el, f"has the expression {value!r} as its {name}; only literal "
-                                f"names are supported yet")
+            raise _reject(
+                r.el,
+                f"has the expression {value!r} as its {name}; only literal names are supported yet",
+            )
     if assignee is not None and assignee.strip():
         node["assignee"] = assignee.strip()
     if groups is not None:
@@ -567,17 +673,24 @@ def _message(file: _File, el: XmlElement, ref: str | None) -> str:
         raise _reject(el, f"refers to message {ref!r}, which the file does not declare")
     name = file.messages[ref]
     if "${" in name or "#{" in name or name.startswith("="):
-        raise _reject(el, f"refers to message {ref!r} named {name!r}: expressions in message "
-                          f"names are not supported yet")
+        raise _reject(
+            el,
+            f"refers to message {ref!r} named {name!r}: expressions in message "
+            f"names are not supported yet",
+        )
     if not NAME_PATTERN.match(name):
-        raise _reject(el, f"refers to message {ref!r} named {name!r}, which is not a name the "
-                          f"engine correlates by (letters, digits, _ . : -, no spaces)")
+        raise _reject(
+            el,
+            f"refers to message {ref!r} named {name!r}, which is not a name the "
+            f"engine correlates by (letters, digits, _ . : -, no spaces)",
+        )
     return name
 
 
 def _pass(kind: str) -> Any:
     def mapper(file: _File, r: _Reader, lines: dict[str, int]) -> Mapped:
         return {"type": kind}
+
     return mapper
 
 
@@ -671,8 +784,11 @@ def _boundary(file: _File, r: _Reader, lines: dict[str, int]) -> Mapped:
             node["interrupting"] = False
     elif definition is not None and definition.tag == "errorEventDefinition":
         if cancel == "false":
-            raise _reject(r.el, "is an error boundary with cancelActivity=\"false\"; error "
-                                "boundaries always interrupt")
+            raise _reject(
+                r.el,
+                'is an error boundary with cancelActivity="false"; error '
+                "boundaries always interrupt",
+            )
         node["error"] = _error_code(file, r.el, definition, catch=True)
     else:
         what = definition.tag if definition is not None else "no event definition"
@@ -684,8 +800,9 @@ def _boundary(file: _File, r: _Reader, lines: dict[str, int]) -> Mapped:
 
 def _subprocess(file: _File, r: _Reader, lines: dict[str, int]) -> Mapped:
     if r.attr("triggeredByEvent") == "true":
-        raise _reject(r.el, "is an event subprocess (triggeredByEvent=\"true\"), which is not "
-                            "supported yet")
+        raise _reject(
+            r.el, 'is an event subprocess (triggeredByEvent="true"), which is not supported yet'
+        )
     saga = _saga(r)
     nodes, flows = file.scope(r, lines)
     return {"type": "subProcess", **saga, "nodes": nodes, "flows": flows}
@@ -702,10 +819,17 @@ def _saga(r: _Reader) -> Mapped:
 
 
 _MAPPERS: dict[str, Any] = {
-    "startEvent": _start, "endEvent": _end, "userTask": _user, "receiveTask": _receive,
-    "manualTask": _pass("manualTask"), "task": _pass("task"), "exclusiveGateway": _exclusive,
-    "parallelGateway": _pass("parallelGateway"), "intermediateCatchEvent": _catch,
-    "intermediateThrowEvent": _throw, "boundaryEvent": _boundary, "subProcess": _subprocess,
+    "startEvent": _start,
+    "endEvent": _end,
+    "userTask": _user,
+    "receiveTask": _receive,
+    "manualTask": _pass("manualTask"),
+    "task": _pass("task"),
+    "exclusiveGateway": _exclusive,
+    "parallelGateway": _pass("parallelGateway"),
+    "intermediateCatchEvent": _catch,
+    "intermediateThrowEvent": _throw,
+    "boundaryEvent": _boundary,
+    "subProcess": _subprocess,
     **dict.fromkeys(_TASK_TYPES, _service),
 }
-

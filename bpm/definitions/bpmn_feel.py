@@ -13,8 +13,24 @@ _TOKEN = re.compile(
 )
 _KEEP = {"and": "and", "or": "or", "true": "true", "false": "false", "null": "null"}
 #: FEEL words with a meaning the translation does not carry over.
-_UNSUPPORTED = {"in", "between", "instance", "of", "some", "every", "satisfies", "for", "return",
-                "if", "then", "else", "function", "is", "lambda", "not_in"}
+_UNSUPPORTED = {
+    "in",
+    "between",
+    "instance",
+    "of",
+    "some",
+    "every",
+    "satisfies",
+    "for",
+    "return",
+    "if",
+    "then",
+    "else",
+    "function",
+    "is",
+    "lambda",
+    "not_in",
+}
 
 
 class FeelUnsupported(ValueError):
@@ -87,7 +103,8 @@ def translate_condition(text: str) -> str:
 
 
 _FEEL_TIMER_LITERAL = re.compile(
-    r'=\s*(?:(?:duration|date and time)\s*\(\s*"([^"\\]*)"\s*\)|"([^"\\]*)")\s*')
+    r'=\s*(?:(?:duration|date and time)\s*\(\s*"([^"\\]*)"\s*\)|"([^"\\]*)")\s*'
+)
 _FEEL_TIMER_NAME = re.compile(r"=\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*")
 
 
@@ -98,5 +115,7 @@ def feel_timer(text: str) -> str:
         return literal[1] if literal[1] is not None else literal[2]
     if (name := _FEEL_TIMER_NAME.fullmatch(text)) and name[1] not in _KEEP:
         return "${" + name[1] + "}"
-    raise FeelUnsupported("only a variable name, a string, duration(\"…\") or date and "
-                          "time(\"…\") are supported in a FEEL timer")
+    raise FeelUnsupported(
+        'only a variable name, a string, duration("…") or date and '
+        'time("…") are supported in a FEEL timer'
+    )

@@ -55,8 +55,9 @@ class _Builder:
 
     def start(self, tag: str, attrib: dict[str, str]) -> None:
         if len(self.stack) >= MAX_DEPTH:
-            raise InvalidDefinition(f"line {self._line()}: elements nested deeper than "
-                                    f"{MAX_DEPTH} levels")
+            raise InvalidDefinition(
+                f"line {self._line()}: elements nested deeper than {MAX_DEPTH} levels"
+            )
         ns, local = _split(tag)
         element = XmlElement(ns, local, dict(attrib), self._line())
         if self.stack:
@@ -86,22 +87,25 @@ def parse_xml(text: str | bytes) -> XmlElement:
         raise InvalidDefinition("BPMN XML must be given as text or bytes")
     size = len(text.encode("utf-8", "surrogatepass")) if isinstance(text, str) else len(text)
     if size > MAX_BYTES:
-        raise InvalidDefinition(f"the BPMN file is {size} bytes; at most {MAX_BYTES} are "
-                                f"accepted")
+        raise InvalidDefinition(f"the BPMN file is {size} bytes; at most {MAX_BYTES} are accepted")
     builder = _Builder()
-    parser = DefusedXMLParser(target=builder, forbid_dtd=True, forbid_entities=True,
-                              forbid_external=True)
+    parser = DefusedXMLParser(
+        target=builder, forbid_dtd=True, forbid_entities=True, forbid_external=True
+    )
     builder.parser = parser
     try:
         parser.feed(text)
         root = parser.close()
     except (ExpatError, ParseError) as exc:
         line, column = _position(exc)
-        raise InvalidDefinition(f"not well-formed XML at line {line}, column {column + 1}: "
-                                f"{_expat_message(exc)}") from None
+        raise InvalidDefinition(
+            f"not well-formed XML at line {line}, column {column + 1}: {_expat_message(exc)}"
+        ) from None
     except DefusedXmlException as exc:
-        raise InvalidDefinition(f"line {_safe_line(parser)}: refused: {_defused(exc)}; "
-                                f"BPMN files may not declare a DTD or entities") from None
+        raise InvalidDefinition(
+            f"line {_safe_line(parser)}: refused: {_defused(exc)}; "
+            f"BPMN files may not declare a DTD or entities"
+        ) from None
     except (UnicodeError, ValueError, LookupError) as exc:
         raise InvalidDefinition(f"cannot read the XML: {exc}") from None
     if not isinstance(root, XmlElement):
@@ -121,10 +125,11 @@ def _expat_message(exc: ExpatError | ParseError) -> str:
 
 
 def _defused(exc: DefusedXmlException) -> str:
-    return {"DTDForbidden": "a DTD (<!DOCTYPE ...>)",
-            "EntitiesForbidden": "an entity declaration",
-            "ExternalReferenceForbidden": "an external reference"}.get(
-                type(exc).__name__, type(exc).__name__)
+    return {
+        "DTDForbidden": "a DTD (<!DOCTYPE ...>)",
+        "EntitiesForbidden": "an entity declaration",
+        "ExternalReferenceForbidden": "an external reference",
+    }.get(type(exc).__name__, type(exc).__name__)
 
 
 def _safe_line(parser: DefusedXMLParser) -> int:

@@ -17,8 +17,14 @@ class ProcessBuilder:
     ...        .end("done").sequence("start", "hello", "done").build())
     """
 
-    def __init__(self, key: str, name: str | None = None, saga: str | None = None, *,
-                 history_ttl: int | str | None = None) -> None:
+    def __init__(
+        self,
+        key: str,
+        name: str | None = None,
+        saga: str | None = None,
+        *,
+        history_ttl: int | str | None = None,
+    ) -> None:
         """``history_ttl`` is ``historyTimeToLive``: days, or an ISO 8601 duration."""
         self._doc: dict[str, Any] = {"key": key}
         if name is not None:
@@ -39,16 +45,33 @@ class ProcessBuilder:
     def start(self, node_id: str = "start") -> Self:
         return self._node(node_id, "startEvent")
 
-    def end(self, node_id: str = "end", *, terminate: bool | None = None,
-            error: str | None = None) -> Self:
+    def end(
+        self, node_id: str = "end", *, terminate: bool | None = None, error: str | None = None
+    ) -> Self:
         return self._node(node_id, "endEvent", terminate=terminate, error=error)
 
-    def service_task(self, node_id: str, *, handler: str | None = None, topic: str | None = None,
-                     retry: dict[str, Any] | None = None, timeout: str | None = None,
-                     name: str | None = None, priority: int | None = None) -> Self:
+    def service_task(
+        self,
+        node_id: str,
+        *,
+        handler: str | None = None,
+        topic: str | None = None,
+        retry: dict[str, Any] | None = None,
+        timeout: str | None = None,
+        name: str | None = None,
+        priority: int | None = None,
+    ) -> Self:
         """A service task run by an in-process ``handler`` or by external workers (``topic``)."""
-        return self._node(node_id, "serviceTask", handler=handler, topic=topic, retry=retry,
-                          timeout=timeout, name=name, priority=priority)
+        return self._node(
+            node_id,
+            "serviceTask",
+            handler=handler,
+            topic=topic,
+            retry=retry,
+            timeout=timeout,
+            name=name,
+            priority=priority,
+        )
 
     def task(self, node_id: str, name: str | None = None) -> Self:
         return self._node(node_id, "task", name=name)
@@ -65,30 +88,45 @@ class ProcessBuilder:
     def sub_process(self, node_id: str, body: ProcessBuilder, name: str | None = None) -> Self:
         """Embed ``body`` (a builder whose key is ignored) as an embedded subprocess."""
         inner = body.build()
-        return self._node(node_id, "subProcess", name=name, nodes=inner["nodes"],
-                          flows=inner["flows"])
+        return self._node(
+            node_id, "subProcess", name=name, nodes=inner["nodes"], flows=inner["flows"]
+        )
 
     def error_boundary(self, node_id: str, *, attached_to: str, error: str = "*") -> Self:
         """An error boundary event on a service task or subprocess; ``error`` is the code it
         catches, ``"*"`` any."""
         return self._node(node_id, "boundaryEvent", attachedTo=attached_to, error=error)
 
-    def timer_boundary(self, node_id: str, *, attached_to: str, duration: str | None = None,
-                       date: str | None = None, interrupting: bool = True) -> Self:
+    def timer_boundary(
+        self,
+        node_id: str,
+        *,
+        attached_to: str,
+        duration: str | None = None,
+        date: str | None = None,
+        interrupting: bool = True,
+    ) -> Self:
         """A timer boundary event on a task or subprocess (``duration`` or ``date``)."""
         timer = {"duration": duration} if duration is not None else {"date": date}
-        return self._node(node_id, "boundaryEvent", attachedTo=attached_to, timer=timer,
-                          interrupting=interrupting)
+        return self._node(
+            node_id, "boundaryEvent", attachedTo=attached_to, timer=timer, interrupting=interrupting
+        )
 
-    def timer(self, node_id: str, *, duration: str | None = None,
-              date: str | None = None) -> Self:
+    def timer(self, node_id: str, *, duration: str | None = None, date: str | None = None) -> Self:
         """An intermediate timer catch event: wait ``duration`` or until ``date``."""
         return self._node(node_id, "timerEvent", duration=duration, date=date)
 
-    def user_task(self, node_id: str, *, assignee: str | None = None,
-                  candidate_groups: list[str] | None = None, name: str | None = None) -> Self:
-        return self._node(node_id, "userTask", assignee=assignee,
-                          candidate_groups=candidate_groups, name=name)
+    def user_task(
+        self,
+        node_id: str,
+        *,
+        assignee: str | None = None,
+        candidate_groups: list[str] | None = None,
+        name: str | None = None,
+    ) -> Self:
+        return self._node(
+            node_id, "userTask", assignee=assignee, candidate_groups=candidate_groups, name=name
+        )
 
     def receive_task(self, node_id: str, *, message: str, name: str | None = None) -> Self:
         return self._node(node_id, "receiveTask", message=message, name=name)
@@ -97,10 +135,14 @@ class ProcessBuilder:
         """An intermediate message catch event."""
         return self._node(node_id, "messageEvent", message=message, name=name)
 
-    def flow(self, source: str, target: str, *, condition: str | None = None,
-             flow_id: str | None = None) -> Self:
-        flow: dict[str, Any] = {"id": flow_id or f"{source}__{target}", "source": source,
-                                "target": target}
+    def flow(
+        self, source: str, target: str, *, condition: str | None = None, flow_id: str | None = None
+    ) -> Self:
+        flow: dict[str, Any] = {
+            "id": flow_id or f"{source}__{target}",
+            "source": source,
+            "target": target,
+        }
         if condition is not None:
             flow["condition"] = condition
         self._flows.append(flow)

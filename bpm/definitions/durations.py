@@ -19,8 +19,9 @@ def parse_duration(value: object, *, where: str, element: str | None) -> timedel
     Years and months have no fixed length, so they are refused where a delay is computed.
     """
     if not isinstance(value, str):
-        raise InvalidDefinition(f"{where}: expected an ISO 8601 duration string, got {value!r}",
-                                element)
+        raise InvalidDefinition(
+            f"{where}: expected an ISO 8601 duration string, got {value!r}", element
+        )
     if not value.strip("PT"):  # isodate reads a bare "P" or "PT" as zero
         raise InvalidDefinition(
             f"{where}: {value!r} is not an ISO 8601 duration (for example PT5S or P1DT2H)", element
@@ -28,8 +29,9 @@ def parse_duration(value: object, *, where: str, element: str | None) -> timedel
     try:
         parsed = isodate.parse_duration(value)
     except OverflowError as exc:
-        raise InvalidDefinition(f"{where}: {value!r} is too long (at most {MAX_YEARS} years)",
-                                element) from exc
+        raise InvalidDefinition(
+            f"{where}: {value!r} is too long (at most {MAX_YEARS} years)", element
+        ) from exc
     except (isodate.ISO8601Error, ValueError) as exc:
         raise InvalidDefinition(
             f"{where}: {value!r} is not an ISO 8601 duration (for example PT5S or P1DT2H)", element
@@ -41,8 +43,9 @@ def parse_duration(value: object, *, where: str, element: str | None) -> timedel
     if parsed < timedelta(0):
         raise InvalidDefinition(f"{where}: {value!r} is negative", element)
     if parsed > MAX_DURATION:
-        raise InvalidDefinition(f"{where}: {value!r} is too long (at most {MAX_YEARS} years)",
-                                element)
+        raise InvalidDefinition(
+            f"{where}: {value!r} is too long (at most {MAX_YEARS} years)", element
+        )
     return parsed
 
 

@@ -36,8 +36,9 @@ class NodeType(StrEnum):
 GATEWAYS = frozenset({NodeType.EXCLUSIVE, NodeType.PARALLEL})
 PASS_THROUGH = frozenset({NodeType.START, NodeType.TASK, NodeType.MANUAL_TASK})
 #: Activities a boundary event may sit on.
-ACTIVITIES = frozenset({NodeType.SERVICE_TASK, NodeType.USER_TASK, NodeType.RECEIVE_TASK,
-                        NodeType.SUBPROCESS})
+ACTIVITIES = frozenset(
+    {NodeType.SERVICE_TASK, NodeType.USER_TASK, NodeType.RECEIVE_TASK, NodeType.SUBPROCESS}
+)
 
 
 @dataclass(frozen=True)
@@ -164,15 +165,17 @@ class ProcessGraph:
 
     def timer_boundaries(self, activity: str) -> list[Node]:
         """The timer boundary events on ``activity`` (armed when a token enters it)."""
-        return [self.nodes[b] for b in self.boundaries.get(activity, ())
-                if self.nodes[b].timer is not None]
+        return [
+            self.nodes[b]
+            for b in self.boundaries.get(activity, ())
+            if self.nodes[b].timer is not None
+        ]
 
     @cached_property
     def spawns_tokens(self) -> bool:
         """Whether a non-interrupting boundary can add a token beside a running activity; then
         a scope token that reaches its end waits for such tokens before it completes."""
-        return any(n.type is NodeType.BOUNDARY and not n.interrupting
-                   for n in self.nodes.values())
+        return any(n.type is NodeType.BOUNDARY and not n.interrupting for n in self.nodes.values())
 
     def catcher(self, activity: str, code: str) -> Node | None:
         """The error boundary on ``activity`` that catches ``code``: by code, else catch-all."""

@@ -115,8 +115,9 @@ def compile_definition(doc: Mapping[str, Any]) -> ProcessGraph:
 def _saga(raw: Mapping[str, Any], where: str, element: str | None) -> str:
     saga = raw.get("saga", "none")
     if saga not in SAGA_SCOPES:
-        raise InvalidDefinition(f"{where}: 'saga' must be none, local or global, got {saga!r}",
-                                element)
+        raise InvalidDefinition(
+            f"{where}: 'saga' must be none, local or global, got {saga!r}", element
+        )
     return str(saga)
 
 
@@ -138,10 +139,13 @@ def _history_ttl(raw: Mapping[str, Any], where: str) -> timedelta | None:
     else:
         raise InvalidDefinition(
             f"{what} must be a whole number of days (such as 30) or an ISO 8601 duration (such "
-            f"as P30D), got {value!r}")
+            f"as P30D), got {value!r}"
+        )
     if ttl > MAX_HISTORY_TTL:
-        raise InvalidDefinition(f"{what} must be at most {MAX_HISTORY_TTL.days} days (about "
-                                f"68 years), got {raw['historyTimeToLive']!r}")
+        raise InvalidDefinition(
+            f"{what} must be at most {MAX_HISTORY_TTL.days} days (about "
+            f"68 years), got {raw['historyTimeToLive']!r}"
+        )
     return ttl
 
 
@@ -256,8 +260,9 @@ class _GraphBuilder:
             outgoing[flow.source].append(flow.id)
             incoming[flow.target].append(flow.id)
         for node_id, (raw, scope) in self.raw_nodes.items():
-            node = _compile_node(node_id, raw, scope, tuple(incoming[node_id]),
-                                 tuple(outgoing[node_id]), self.flows)
+            node = _compile_node(
+                node_id, raw, scope, tuple(incoming[node_id]), tuple(outgoing[node_id]), self.flows
+            )
             self.nodes[node_id] = node
             if node.type is NodeType.START:
                 if scope in self.starts:
@@ -268,8 +273,9 @@ class _GraphBuilder:
                         node_id,
                     )
                 self.starts[scope] = node_id
-        scopes = {None} | {n for n, (raw, _) in self.raw_nodes.items()
-                           if raw.get("type") == NodeType.SUBPROCESS}
+        scopes = {None} | {
+            n for n, (raw, _) in self.raw_nodes.items() if raw.get("type") == NodeType.SUBPROCESS
+        }
         for scope in scopes:
             if scope not in self.starts:
                 inside = "the process" if scope is None else f"subProcess {scope!r}"
@@ -285,24 +291,36 @@ class _GraphBuilder:
             spec = node.compensation
             if spec is not None and spec.node is not None:
                 handler = self.nodes.get(spec.node)
-                if (handler is None or handler.scope != node.scope or handler.type not in
-                        (NodeType.SERVICE_TASK, NodeType.USER_TASK)):
+                if (
+                    handler is None
+                    or handler.scope != node.scope
+                    or handler.type not in (NodeType.SERVICE_TASK, NodeType.USER_TASK)
+                ):
                     raise InvalidDefinition(
                         f"{where}: compensation node {spec.node!r} must be a serviceTask or "
-                        f"userTask of the same scope", node.id)
+                        f"userTask of the same scope",
+                        node.id,
+                    )
                 if handler.incoming or handler.outgoing or handler.compensation:
                     raise InvalidDefinition(
                         f"node {handler.id!r}: a compensation handler activity stands apart "
-                        f"from the flow (no flows, no compensation of its own)", handler.id)
+                        f"from the flow (no flows, no compensation of its own)",
+                        handler.id,
+                    )
                 self.nodes[handler.id] = replace(handler, for_compensation=True)
             if node.activity is not None:
                 target = self.nodes.get(node.activity)
-                if target is None or target.scope != node.scope or (
-                        target.compensation is None and not self._compensates_inside(target)):
+                if (
+                    target is None
+                    or target.scope != node.scope
+                    or (target.compensation is None and not self._compensates_inside(target))
+                ):
                     raise InvalidDefinition(
                         f"{where}: 'activity' {node.activity!r} must be an activity of the same "
                         f"scope that declares a compensation, or a subProcess with such an "
-                        f"activity inside", node.id)
+                        f"activity inside",
+                        node.id,
+                    )
 
     def _compensates_inside(self, target: Node) -> bool:
         """A subprocess without a handler of its own is compensated by undoing what ran inside
@@ -365,8 +383,10 @@ def _compile_node(
     elif node_type is NodeType.USER_TASK:
         fields = _user_task_fields(raw, where, node_id)
     elif node_type is NodeType.SUBPROCESS:
-        fields = {"saga": _saga(raw, where, node_id),
-                  "compensation": _compensation(raw, where, node_id)}
+        fields = {
+            "saga": _saga(raw, where, node_id),
+            "compensation": _compensation(raw, where, node_id),
+        }
     elif node_type is NodeType.COMPENSATION_THROW:
         fields = {"activity": _activity(raw, where, node_id)}
     return Node(node_id, node_type, scope, incoming, outgoing, name=name, **fields)
@@ -396,7 +416,10 @@ def _check_shape(
 
 
 def _check_conditions(
-    node_type: NodeType, where: str, node_id: str, outgoing: tuple[str, ...],
+    node_type: NodeType,
+    where: str,
+    node_id: str,
+    outgoing: tuple[str, ...],
     flows: Mapping[str, Flow],
 ) -> None:
     if node_type is NodeType.EXCLUSIVE:
@@ -426,30 +449,37 @@ def _compensation(raw: Mapping[str, Any], where: str, node_id: str) -> Compensat
     _check_keys(spec, COMPENSATION_KEYS, f"{where} 'compensation'", node_id)
     kinds = [k for k in ("handler", "topic", "node") if k in spec]
     if len(kinds) != 1:
-        raise InvalidDefinition(f"{where}: 'compensation' needs exactly one of 'handler', "
-                                f"'topic' or 'node'", node_id)
+        raise InvalidDefinition(
+            f"{where}: 'compensation' needs exactly one of 'handler', 'topic' or 'node'", node_id
+        )
     value = spec[kinds[0]]
     pattern = ID_PATTERN if kinds[0] == "node" else NAME_PATTERN
     if not isinstance(value, str) or not pattern.match(value):
-        raise InvalidDefinition(f"{where}: compensation '{kinds[0]}' must be a name matching "
-                                f"{pattern.pattern}", node_id)
+        raise InvalidDefinition(
+            f"{where}: compensation '{kinds[0]}' must be a name matching {pattern.pattern}", node_id
+        )
     retry = _retry(spec.get("retry"), f"{where} compensation", node_id)
     return Compensation(**{kinds[0]: value}, retry=retry)
 
 
 def _service_task_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, Any]:
-    fields: dict[str, Any] = {"retry": _retry(raw.get("retry"), where, node_id),
-                              "compensation": _compensation(raw, where, node_id)}
+    fields: dict[str, Any] = {
+        "retry": _retry(raw.get("retry"), where, node_id),
+        "compensation": _compensation(raw, where, node_id),
+    }
     if ("handler" in raw) == ("topic" in raw):
         raise InvalidDefinition(
             f"{where}: needs exactly one of 'handler' (an in-process handler name) or 'topic' "
-            f"(an external worker topic)", node_id)
+            f"(an external worker topic)",
+            node_id,
+        )
     for key in ("handler", "topic"):
         if key in raw:
             value = raw[key]
             if not isinstance(value, str) or not NAME_PATTERN.match(value):
                 raise InvalidDefinition(
-                    f"{where}: '{key}' must be a name matching {NAME_PATTERN.pattern}", node_id)
+                    f"{where}: '{key}' must be a name matching {NAME_PATTERN.pattern}", node_id
+                )
             fields[key] = value
     if "timeout" in raw:
         timeout = parse_duration(raw["timeout"], where=f"{where} 'timeout'", element=node_id)
@@ -467,8 +497,9 @@ def _service_task_fields(raw: Mapping[str, Any], where: str, node_id: str) -> di
 def _name(raw: Mapping[str, Any], key: str, where: str, node_id: str) -> str:
     value = raw.get(key)
     if not isinstance(value, str) or not NAME_PATTERN.match(value):
-        raise InvalidDefinition(f"{where}: needs '{key}', a name matching "
-                                f"{NAME_PATTERN.pattern}", node_id)
+        raise InvalidDefinition(
+            f"{where}: needs '{key}', a name matching {NAME_PATTERN.pattern}", node_id
+        )
     return value
 
 
@@ -481,8 +512,9 @@ def _user_task_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[
         fields["assignee"] = assignee
     groups = raw.get("candidate_groups", [])
     if not isinstance(groups, list) or not all(isinstance(g, str) and g.strip() for g in groups):
-        raise InvalidDefinition(f"{where}: 'candidate_groups' must be a list of group names",
-                                node_id)
+        raise InvalidDefinition(
+            f"{where}: 'candidate_groups' must be a list of group names", node_id
+        )
     fields["candidate_groups"] = tuple(groups)
     return fields
 
@@ -495,17 +527,23 @@ def _retry(raw: Any, where: str, node_id: str) -> RetryPolicy:
     _check_keys(raw, RETRY_KEYS, f"{where} 'retry'", node_id)
     attempts = raw.get("max_attempts", 1)
     if not isinstance(attempts, int) or isinstance(attempts, bool) or not 1 <= attempts <= 1000:
-        raise InvalidDefinition(f"{where}: retry 'max_attempts' must be an integer 1..1000",
-                                node_id)
+        raise InvalidDefinition(
+            f"{where}: retry 'max_attempts' must be an integer 1..1000", node_id
+        )
     factor = raw.get("factor", 2.0)
     if not isinstance(factor, int | float) or isinstance(factor, bool) or not 1 <= factor <= 100:
         raise InvalidDefinition(f"{where}: retry 'factor' must be a number 1..100", node_id)
     default = RetryPolicy()
-    backoff = (parse_duration(raw["backoff"], where=f"{where} retry 'backoff'", element=node_id)
-               if "backoff" in raw else default.backoff)
-    max_backoff = (parse_duration(raw["max_backoff"], where=f"{where} retry 'max_backoff'",
-                                  element=node_id)
-                   if "max_backoff" in raw else max(default.max_backoff, backoff))
+    backoff = (
+        parse_duration(raw["backoff"], where=f"{where} retry 'backoff'", element=node_id)
+        if "backoff" in raw
+        else default.backoff
+    )
+    max_backoff = (
+        parse_duration(raw["max_backoff"], where=f"{where} retry 'max_backoff'", element=node_id)
+        if "max_backoff" in raw
+        else max(default.max_backoff, backoff)
+    )
     return RetryPolicy(attempts, backoff, float(factor), max_backoff)
 
 
@@ -516,8 +554,10 @@ def _end_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, A
     if "activity" in raw and not compensate:
         raise InvalidDefinition(f"{where}: 'activity' needs 'compensate': true", node_id)
     if compensate and (raw.get("terminate") or "error" in raw):
-        raise InvalidDefinition(f"{where}: an end event compensates, terminates or throws an "
-                                f"error, only one of them", node_id)
+        raise InvalidDefinition(
+            f"{where}: an end event compensates, terminates or throws an error, only one of them",
+            node_id,
+        )
     if compensate:
         return {"compensate": True, "activity": _activity(raw, where, node_id)}
     terminate = raw.get("terminate", False)
@@ -532,7 +572,10 @@ def _end_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, A
 
 
 def _exclusive_fields(
-    raw: Mapping[str, Any], where: str, node_id: str, outgoing: tuple[str, ...],
+    raw: Mapping[str, Any],
+    where: str,
+    node_id: str,
+    outgoing: tuple[str, ...],
     flows: Mapping[str, Flow],
 ) -> dict[str, Any]:
     default = raw.get("default")
@@ -545,6 +588,7 @@ def _exclusive_fields(
             node_id,
         )
     if flows[default].condition is not None:
-        raise InvalidDefinition(f"flow {default!r}: the default flow cannot have a condition",
-                                default)
+        raise InvalidDefinition(
+            f"flow {default!r}: the default flow cannot have a condition", default
+        )
     return {"default_flow": default}

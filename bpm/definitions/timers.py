@@ -49,8 +49,11 @@ def parse_timer(raw: Mapping[str, Any], where: str, element: str) -> TimerSpec:
     """Exactly one of ``duration`` or ``date``."""
     present = [k for k in TIMER_KINDS if k in raw]
     if len(present) != 1:
-        raise InvalidDefinition(f"{where}: a timer needs exactly one of 'duration' (ISO 8601, "
-                                f"e.g. PT5M) or 'date' (ISO 8601 instant)", element)
+        raise InvalidDefinition(
+            f"{where}: a timer needs exactly one of 'duration' (ISO 8601, "
+            f"e.g. PT5M) or 'date' (ISO 8601 instant)",
+            element,
+        )
     kind = present[0]
     value = raw[kind]
     if not isinstance(value, str) or not value.strip():
@@ -62,8 +65,11 @@ def parse_timer(raw: Mapping[str, Any], where: str, element: str) -> TimerSpec:
             raise InvalidDefinition(str(exc), element) from exc
         return TimerSpec(kind, value, expression=expr)
     if kind == "duration":
-        return TimerSpec(kind, value, duration=parse_duration(value, where=f"{where} timer "
-                                                              f"'duration'", element=element))
+        return TimerSpec(
+            kind,
+            value,
+            duration=parse_duration(value, where=f"{where} timer 'duration'", element=element),
+        )
     try:
         return TimerSpec(kind, value, date=_date(value, value))
     except TimerValueError as exc:
@@ -83,6 +89,8 @@ def _date(value: object, source: str) -> datetime:
     try:
         parsed = datetime.fromisoformat(value.strip())
     except ValueError:
-        raise TimerValueError(f"timer {source!r}: {value!r} is not an ISO 8601 date "
-                              f"(for example 2027-01-31T09:00:00Z)") from None
+        raise TimerValueError(
+            f"timer {source!r}: {value!r} is not an ISO 8601 date "
+            f"(for example 2027-01-31T09:00:00Z)"
+        ) from None
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)

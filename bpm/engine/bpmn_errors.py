@@ -19,8 +19,9 @@ from bpm.store import tokens
 from bpm.store.rows import TokenRow
 
 
-def catch_at_activity(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str,
-                      message: str = "") -> NextToken | None:
+def catch_at_activity(
+    tx: Tx, g: ProcessGraph, tok: TokenRow, code: str, message: str = ""
+) -> NextToken | None:
     """``tok`` waits at a task that threw ``code``: take the catching boundary, if any."""
     catcher = g.catcher(tok.node_id, code)
     if catcher is None:
@@ -38,8 +39,9 @@ def caught_anywhere(g: ProcessGraph, node_id: str, code: str) -> bool:
     return False
 
 
-def throw_from_task(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str,
-                    message: str = "") -> NextToken | None:
+def throw_from_task(
+    tx: Tx, g: ProcessGraph, tok: TokenRow, code: str, message: str = ""
+) -> NextToken | None:
     """``tok`` waits at a task that threw ``code``: the task's own boundary catches it, else
     the innermost enclosing subprocess whose boundary does (the task is left with it)."""
     caught = catch_at_activity(tx, g, tok, code, message)
@@ -49,8 +51,9 @@ def throw_from_task(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str,
     return throw_from_end(tx, g, tok, code, message)
 
 
-def throw_from_end(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str,
-                   message: str = "") -> NextToken | None:
+def throw_from_end(
+    tx: Tx, g: ProcessGraph, tok: TokenRow, code: str, message: str = ""
+) -> NextToken | None:
     """An error end event: the innermost enclosing subprocess with a catching boundary ends
     (its remaining tokens are cancelled) and its token takes the boundary's path."""
     tx.flush_tokens()
@@ -78,20 +81,33 @@ def host_of(everything: dict[UUID, TokenRow], tok: TokenRow, scope: str) -> Toke
     return None
 
 
-def _end_scope(tx: Tx, everything: dict[UUID, TokenRow], host: TokenRow,
-               thrower: TokenRow) -> None:
+def _end_scope(tx: Tx, everything: dict[UUID, TokenRow], host: TokenRow, thrower: TokenRow) -> None:
     inside = inside_scope(everything.values(), host)
     if any(row.id == thrower.id for row in inside):
         move(tx, thrower, state="COMPLETED", event="ERROR_THROWN")
     cancel_inside(tx, host, inside, f"error thrown at {thrower.node_id!r}", spare=thrower.id)
 
 
-def _take_boundary(tx: Tx, tok: TokenRow, catcher: Node, code: str, message: str,
-                   thrown_at: str) -> NextToken:
+def _take_boundary(
+    tx: Tx, tok: TokenRow, catcher: Node, code: str, message: str, thrown_at: str
+) -> NextToken:
     cancel_timers(tx, tok, reason=f"error {code!r} caught by {catcher.id!r}")
-    moved = move(tx, tok, state="ACTIVE", event="ERROR_CAUGHT", node_id=catcher.id,
-                 via_flow=None, data={"code": code, "thrown_at": thrown_at})
-    tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="BpmnErrorCaught",
-                      node_id=catcher.id, token_id=tok.id, actor=tx.actor,
-                      data={"code": code, "message": message, "thrown_at": thrown_at})
+    moved = move(
+        tx,
+        tok,
+        state="ACTIVE",
+        event="ERROR_CAUGHT",
+        node_id=catcher.id,
+        via_flow=None,
+        data={"code": code, "thrown_at": thrown_at},
+    )
+    tx.history.engine(
+        instance_id=tok.instance_id,
+        at=tx.now,
+        type="BpmnErrorCaught",
+        node_id=catcher.id,
+        token_id=tok.id,
+        actor=tx.actor,
+        data={"code": code, "message": message, "thrown_at": thrown_at},
+    )
     return NextToken(moved.id, moved.version, moved)

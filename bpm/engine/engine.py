@@ -117,11 +117,18 @@ class _InstanceInfo:
 class Engine:
     """Runs process instances stored in ``db``; hands follow-up work to ``dispatcher``."""
 
-    def __init__(self, db: Database, dispatcher: Dispatcher, *,
-                 handlers: HandlerRegistry | None = None, clock: Clock = SYSTEM_CLOCK,
-                 worker_id: str | None = None, chain_limit: int = 100,
-                 run_handlers_inline: bool = True,
-                 listeners: EventListeners | None = None) -> None:
+    def __init__(
+        self,
+        db: Database,
+        dispatcher: Dispatcher,
+        *,
+        handlers: HandlerRegistry | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        worker_id: str | None = None,
+        chain_limit: int = 100,
+        run_handlers_inline: bool = True,
+        listeners: EventListeners | None = None,
+    ) -> None:
         self.db = db
         self.dispatcher = dispatcher
         self.handlers = handlers if handlers is not None else default_registry
@@ -139,17 +146,23 @@ class Engine:
     # --- transactions --------------------------------------------------------------------
 
     @contextmanager
-
     def transaction(self, actor: str | None = None, *, inline: bool = False) -> Iterator[Tx]:
         """One transaction; its history is flushed before commit, its jobs sent after."""
         with self.db.transaction() as conn:
-            tx = Tx(conn, self.clock.now(), actor or self.worker_id,
-                    runs_inline=self._runs_inline if inline else _never)
+            tx = Tx(
+                conn,
+                self.clock.now(),
+                actor or self.worker_id,
+                runs_inline=self._runs_inline if inline else _never,
+            )
             tx.graph_for = lambda iid: self.graph(self._info(tx, iid).def_id, tx.conn)
             tx.cause = _CAUSE.get()
             yield tx
-            wanted = [row for table, row in tx.history.rows
-                      if table == "engine" and self.listeners.wants(row["type"])]
+            wanted = [
+                row
+                for table, row in tx.history.rows
+                if table == "engine" and self.listeners.wants(row["type"])
+            ]
             tx.flush()  # may fill in rows (an instance's from_state)
             events = [dict(row) for row in wanted]
         if tx.jobs:
@@ -157,8 +170,9 @@ class Engine:
         if events:
             self.listeners.emit(events)
 
-    def _retrying(self, fn: Callable[[], T], attempts: int = 5,
-                  also: tuple[type[Exception], ...] = ()) -> T:
+    def _retrying(
+        self, fn: Callable[[], T], attempts: int = 5, also: tuple[type[Exception], ...] = ()
+    ) -> T:
         """Retry a transaction that lost a version race, with jitter (never an incident);
         ``also``: further errors that a fresh read may clear up."""
         retried: tuple[type[Exception], ...] = (Conflict, RetryableDatabaseError, *also)
@@ -208,8 +222,7 @@ class Engine:
             inst = instances.get(tx.conn, instance_id)
             if inst is None:
                 raise NotFound(f"instance {instance_id} does not exist")
-            self.remember(instance_id, inst.process_def_id, inst.process_key,
-                          inst.business_key)
+            self.remember(instance_id, inst.process_def_id, inst.process_key, inst.business_key)
             info = self._instances[instance_id]
         return info
 
@@ -223,8 +236,9 @@ class Engine:
             if job.name == RUN_HANDLER:
                 return self.run_handler(UUID(job.args["task_id"]))
             if job.name == RUN_COMPENSATION:
-                return self.run_compensation(UUID(job.args["token_id"]),
-                                             int(job.args["expected_version"]))
+                return self.run_compensation(
+                    UUID(job.args["token_id"]), int(job.args["expected_version"])
+                )
             raise ValueError(f"unknown job {job.name!r}")
 
     def advance(self, token_id: UUID, expected_version: int) -> str:
@@ -279,8 +293,14 @@ class Engine:
     def _defer(self, nxt: Next) -> None:
         """Queue the rest of a chain so other work gets its turn."""
         if isinstance(nxt, NextToken):
-            self.dispatcher.dispatch([Job(ADVANCE_TOKEN, {"token_id": str(nxt.token_id),
-                                                          "expected_version": nxt.version})])
+            self.dispatcher.dispatch(
+                [
+                    Job(
+                        ADVANCE_TOKEN,
+                        {"token_id": str(nxt.token_id), "expected_version": nxt.version},
+                    )
+                ]
+            )
         elif isinstance(nxt, RunTask):
             self.dispatcher.dispatch([Job(RUN_HANDLER, {"task_id": str(nxt.task_id)})])
 
@@ -293,8 +313,9 @@ class Engine:
             if tok is None:
                 raise NotFound(f"token {nxt.token_id} does not exist")
             if tok.version != nxt.version:
-                raise Stale(f"token {tok.id} is at version {tok.version}, job expected "
-                            f"{nxt.version}")
+                raise Stale(
+                    f"token {tok.id} is at version {tok.version}, job expected {nxt.version}"
+                )
             g = self.graph(self._info(tx, tok.instance_id).def_id, tx.conn)
             if tok.state == "ACTIVE":
                 result = nodes.arrive(tx, g, tok)
@@ -324,30 +345,45 @@ class Engine:
         with self.transaction() as tx:
             task = handler_runs.lock_task(tx, task_id, DEFAULT_LOCK)
             if task is None:
-                raise Stale(f"task {task_id} is not READY and due; another runner has it or "
-                            f"it is finished")
+                raise Stale(
+                    f"task {task_id} is not READY and due; another runner has it or it is finished"
+                )
             g = self.graph(self._info(tx, task.instance_id).def_id, tx.conn)
             task = handler_runs.fit_lock(tx, task, g.node(task.node_id).timeout)
             values = variables.load(tx.conn, task.instance_id)
         return self._invoke_and_record(task, values, None, inline)
 
-    def _invoke_and_record(self, task: TaskRow, values: dict[str, Any],
-                           token: TokenRow | None, inline: bool) -> Next:
+    def _invoke_and_record(
+        self, task: TaskRow, values: dict[str, Any], token: TokenRow | None, inline: bool
+    ) -> Next:
         """Run the handler with no transaction open, then commit its outcome."""
         info = self._instances.get(task.instance_id)
         if info is None:
             with self.transaction() as tx:
                 info = self._info(tx, task.instance_id)
-        ctx = HandlerContext(values, str(task.id), task.attempts, task.instance_id,
-                             info.business_key, info.key, task.node_id, task.id)
+        ctx = HandlerContext(
+            values,
+            str(task.id),
+            task.attempts,
+            task.instance_id,
+            info.business_key,
+            info.key,
+            task.node_id,
+            task.id,
+        )
         started = time.perf_counter()
         outcome = handler_runs.invoke(self.handlers, task, ctx)
-        log.debug("handler %s ran in %.1f ms", task.handler,
-                  (time.perf_counter() - started) * 1000)
+        log.debug("handler %s ran in %.1f ms", task.handler, (time.perf_counter() - started) * 1000)
         return self._record(self.graph(info.def_id), task, outcome, token, inline)
 
-    def _record(self, g: ProcessGraph, task: TaskRow, outcome: handler_runs.Outcome,
-                token: TokenRow | None, inline: bool) -> Next:
+    def _record(
+        self,
+        g: ProcessGraph,
+        task: TaskRow,
+        outcome: handler_runs.Outcome,
+        token: TokenRow | None,
+        inline: bool,
+    ) -> Next:
         """Commit the outcome. A version race with another row it touches (a sibling branch
         of a subprocess a caught error ends, say) is tried again from fresh reads, the token
         included; if it was the task or its token that moved, that try finds out and drops
@@ -365,11 +401,17 @@ class Engine:
         # The result exists only in this process: while the database is unreachable, keep
         # trying for as long as the lock lasts (afterwards the lock scan has offered the task
         # again, and the version check would drop the result anyway).
-        held = (task.lock_expire_at - self.clock.now()).total_seconds() \
-            if task.lock_expire_at is not None else 0.0
+        held = (
+            (task.lock_expire_at - self.clock.now()).total_seconds()
+            if task.lock_expire_at is not None
+            else 0.0
+        )
         try:
-            return until_available(lambda: self._retrying(once), within=max(30.0, held),
-                                   what=f"recording the result of task {task.id}")
+            return until_available(
+                lambda: self._retrying(once),
+                within=max(30.0, held),
+                what=f"recording the result of task {task.id}",
+            )
         except Conflict as exc:
             raise Stale(f"result of task {task.id} dropped: {exc}") from exc
 
@@ -397,8 +439,7 @@ class Engine:
         info = self._info(tx, instance_id)
         return info.def_id, info.key, info.business_key
 
-    def remember(self, instance_id: UUID, def_id: UUID, key: str,
-                 business_key: str | None) -> None:
+    def remember(self, instance_id: UUID, def_id: UUID, key: str, business_key: str | None) -> None:
         self._instances[instance_id] = _InstanceInfo(def_id, key, business_key)
         self._instances.move_to_end(instance_id)
         while len(self._instances) > 10_000:  # a long-running worker meets ever new instances
@@ -406,8 +447,9 @@ class Engine:
 
     # --- the public API ------------------------------------------------------------------
 
-    def deploy(self, document: Mapping[str, Any], *, source: str | None = None,
-               source_format: str = "json") -> lifecycle.Deployed:
+    def deploy(
+        self, document: Mapping[str, Any], *, source: str | None = None, source_format: str = "json"
+    ) -> lifecycle.Deployed:
         with because("api deploy"):
             return lifecycle.deploy(self, document, source=source, source_format=source_format)
 
@@ -420,18 +462,32 @@ class Engine:
         source = xml if isinstance(xml, str) else xml.decode("utf-8", "replace")
         return [self.deploy(doc, source=source, source_format="bpmn") for doc in documents]
 
-    def start(self, key: str, variables: Mapping[str, Any] | None = None, *,
-              business_key: str | None = None, idempotency_key: str | None = None,
-              version: int | None = None, run_now: bool = False,
-              message_id: str | None = None) -> lifecycle.Started:
+    def start(
+        self,
+        key: str,
+        variables: Mapping[str, Any] | None = None,
+        *,
+        business_key: str | None = None,
+        idempotency_key: str | None = None,
+        version: int | None = None,
+        run_now: bool = False,
+        message_id: str | None = None,
+    ) -> lifecycle.Started:
         """Start an instance, or return the one the same start already made (the key is the
         idempotency key, else the business key, else ``message_id``: see
         ``lifecycle.start_key``). ``run_now`` advances it in this call (for a worker's job)
         instead of queueing its first step."""
         with because(f"api start {key}"):
-            return lifecycle.start(self, key, variables, business_key=business_key,
-                                   idempotency_key=idempotency_key, version=version,
-                                   run_now=run_now, message_id=message_id)
+            return lifecycle.start(
+                self,
+                key,
+                variables,
+                business_key=business_key,
+                idempotency_key=idempotency_key,
+                version=version,
+                run_now=run_now,
+                message_id=message_id,
+            )
 
     def cancel(self, instance_id: UUID | str, reason: str = "cancelled by an operator") -> None:
         with because("operator cancel"):
@@ -457,71 +513,137 @@ class Engine:
         ``"svg"`` document (``bpm.diagram``)."""
         return views.diagram(self, as_id(instance_id, "instance"), fmt)
 
-    def instances(self, *, state: str | None = None, key: str | None = None,
-                  business_key: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        return views.list_instances(self, state=state, key=key, business_key=business_key,
-                                    limit=limit)
+    def instances(
+        self,
+        *,
+        state: str | None = None,
+        key: str | None = None,
+        business_key: str | None = None,
+        limit: int = 100,
+    ) -> list[dict[str, Any]]:
+        return views.list_instances(
+            self, state=state, key=key, business_key=business_key, limit=limit
+        )
 
-    def find_instances(self, *, key: str | None = None, version: int | None = None,
-                       business_key: str | None = None, state: str | None = None,
-                       since: datetime | None = None, until: datetime | None = None,
-                       with_open_incidents: bool = False,
-                       limit: int = 100) -> list[dict[str, Any]]:
+    def find_instances(
+        self,
+        *,
+        key: str | None = None,
+        version: int | None = None,
+        business_key: str | None = None,
+        state: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        with_open_incidents: bool = False,
+        limit: int = 100,
+    ) -> list[dict[str, Any]]:
         """Instances by definition (key, version), business key, state, the time range they
         were alive in, and open incidents; newest first."""
-        return queries.find_instances(self, InstanceFilter(
-            key=key, version=version, business_key=business_key, state=state, since=since,
-            until=until, with_open_incidents=with_open_incidents), limit)
+        return queries.find_instances(
+            self,
+            InstanceFilter(
+                key=key,
+                version=version,
+                business_key=business_key,
+                state=state,
+                since=since,
+                until=until,
+                with_open_incidents=with_open_incidents,
+            ),
+            limit,
+        )
 
-    def history(self, *, instance_id: UUID | str | None = None, key: str | None = None,
-                version: int | None = None, business_key: str | None = None,
-                state: str | None = None, since: datetime | None = None,
-                until: datetime | None = None, types: Sequence[str] = (),
-                limit: int = 1000) -> list[dict[str, Any]]:
+    def history(
+        self,
+        *,
+        instance_id: UUID | str | None = None,
+        key: str | None = None,
+        version: int | None = None,
+        business_key: str | None = None,
+        state: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        types: Sequence[str] = (),
+        limit: int = 1000,
+    ) -> list[dict[str, Any]]:
         """History rows of the matching instances, in write order, within [since, until]."""
         iid = as_id(instance_id, "instance") if instance_id is not None else None
-        return queries.history(self, InstanceFilter(
-            key=key, version=version, business_key=business_key, state=state, since=since,
-            until=until, instance_id=iid), types=types, limit=limit)
+        return queries.history(
+            self,
+            InstanceFilter(
+                key=key,
+                version=version,
+                business_key=business_key,
+                state=state,
+                since=since,
+                until=until,
+                instance_id=iid,
+            ),
+            types=types,
+            limit=limit,
+        )
 
     def incidents(self, limit: int = 100) -> list[dict[str, Any]]:
         return views.open_incidents(self, limit)
 
     # External tasks (workers outside the engine): see bpm.engine.external.
 
-    def fetch_and_lock(self, worker_id: str, topics: Sequence[external.TopicRequest],
-                       max_tasks: int = 10, long_poll: float = 0.0,
-                       listener: Listener | None = None) -> list[external.LockedTask]:
+    def fetch_and_lock(
+        self,
+        worker_id: str,
+        topics: Sequence[external.TopicRequest],
+        max_tasks: int = 10,
+        long_poll: float = 0.0,
+        listener: Listener | None = None,
+    ) -> list[external.LockedTask]:
         """Lock up to ``max_tasks`` tasks; with ``long_poll`` seconds, wait for one to appear.
         A long-running worker passes its own ``listener`` (``task_listener``) so that each
         long poll does not open a connection of its own."""
         with because(f"api fetch_and_lock worker={worker_id}"):
-            return external.fetch_and_lock(self, worker_id, topics, max_tasks, long_poll,
-                                           listener)
+            return external.fetch_and_lock(self, worker_id, topics, max_tasks, long_poll, listener)
 
     def task_listener(self, topics: Iterable[str]) -> AbstractContextManager[Listener]:
         """A connection that hears when a task of one of ``topics`` is offered."""
         return listen(self.db, set(topics))
 
-    def complete(self, task_id: UUID | str, worker_id: str,
-                 variables: Mapping[str, Any] | None = None) -> None:
+    def complete(
+        self, task_id: UUID | str, worker_id: str, variables: Mapping[str, Any] | None = None
+    ) -> None:
         with because(f"api complete task={task_id}"):
             external.complete(self, as_id(task_id, "task"), worker_id, variables)
 
-    def fail(self, task_id: UUID | str, worker_id: str, error_message: str,
-             error_details: str | None = None, retries: int = 0,
-             retry_timeout: timedelta = timedelta(0)) -> None:
+    def fail(
+        self,
+        task_id: UUID | str,
+        worker_id: str,
+        error_message: str,
+        error_details: str | None = None,
+        retries: int = 0,
+        retry_timeout: timedelta = timedelta(0),
+    ) -> None:
         with because(f"api fail task={task_id}"):
-            external.fail(self, as_id(task_id, "task"), worker_id, error_message, error_details,
-                          retries, retry_timeout)
+            external.fail(
+                self,
+                as_id(task_id, "task"),
+                worker_id,
+                error_message,
+                error_details,
+                retries,
+                retry_timeout,
+            )
 
-    def bpmn_error(self, task_id: UUID | str, worker_id: str, code: str, message: str = "",
-                   variables: Mapping[str, Any] | None = None) -> None:
+    def bpmn_error(
+        self,
+        task_id: UUID | str,
+        worker_id: str,
+        code: str,
+        message: str = "",
+        variables: Mapping[str, Any] | None = None,
+    ) -> None:
         with because(f"api bpmn_error task={task_id}"):
             external.bpmn_error(self, as_id(task_id, "task"), worker_id, code, message, variables)
 
-    def extend_lock(self, task_id: UUID | str, worker_id: str,
-                    new_duration: timedelta) -> None:
+    def extend_lock(self, task_id: UUID | str, worker_id: str, new_duration: timedelta) -> None:
         with because(f"api extend_lock task={task_id}"):
             external.extend_lock(self, as_id(task_id, "task"), worker_id, new_duration)
 
@@ -541,13 +663,19 @@ class Engine:
     def next_timer_due(self) -> datetime | None:
         return timers.next_due(self)
 
-    def user_tasks(self, *, assignee: str | None = None, group: str | None = None,
-                   instance_id: UUID | str | None = None,
-                   limit: int = 100) -> list[dict[str, Any]]:
+    def user_tasks(
+        self,
+        *,
+        assignee: str | None = None,
+        group: str | None = None,
+        instance_id: UUID | str | None = None,
+        limit: int = 100,
+    ) -> list[dict[str, Any]]:
         """Open user tasks, oldest first, optionally by assignee, candidate group, instance."""
         iid = as_id(instance_id, "instance") if instance_id is not None else None
-        return user_tasks.listing(self, assignee=assignee, group=group, instance_id=iid,
-                                  limit=limit)
+        return user_tasks.listing(
+            self, assignee=assignee, group=group, instance_id=iid, limit=limit
+        )
 
     def claim(self, task_id: UUID | str, user: str) -> None:
         with because(f"api claim task={task_id}"):
@@ -557,30 +685,47 @@ class Engine:
         with because(f"api unclaim task={task_id}"):
             user_tasks.unclaim(self, as_id(task_id, "task"))
 
-    def complete_user_task(self, task_id: UUID | str,
-                           variables: Mapping[str, Any] | None = None, *,
-                           user: str | None = None) -> None:
+    def complete_user_task(
+        self,
+        task_id: UUID | str,
+        variables: Mapping[str, Any] | None = None,
+        *,
+        user: str | None = None,
+    ) -> None:
         with because(f"api complete_user_task task={task_id}"):
             user_tasks.complete(self, as_id(task_id, "task"), variables, user)
 
-    def correlate(self, message: str, *, business_key: str | None = None,
-                  instance_id: UUID | str | None = None,
-                  variables: Mapping[str, Any] | None = None,
-                  all_waiting: bool = False) -> list[UUID]:
+    def correlate(
+        self,
+        message: str,
+        *,
+        business_key: str | None = None,
+        instance_id: UUID | str | None = None,
+        variables: Mapping[str, Any] | None = None,
+        all_waiting: bool = False,
+    ) -> list[UUID]:
         """Deliver a message to the token(s) waiting for it; raises ``NoMatchingWait`` when
         none waits, ``AmbiguousCorrelation`` when several do and ``all_waiting`` is false."""
         with because(f"api correlate {message}"):
             iid = as_id(instance_id, "instance") if instance_id is not None else None
-            return messages.correlate(self, message, business_key=business_key, instance_id=iid,
-                                      values=variables, all_waiting=all_waiting)
+            return messages.correlate(
+                self,
+                message,
+                business_key=business_key,
+                instance_id=iid,
+                values=variables,
+                all_waiting=all_waiting,
+            )
 
-    def run_scans(self, now: datetime | None = None,
-                  cfg: scans.ScanConfig | None = None) -> dict[str, int]:
+    def run_scans(
+        self, now: datetime | None = None, cfg: scans.ScanConfig | None = None
+    ) -> dict[str, int]:
         with because("scans"):
             return scans.run_all_scans(self, now, cfg or scans.ScanConfig())
 
-    def cleanup_history(self, now: datetime | None = None,
-                        default_ttl: timedelta | None = None) -> int:
+    def cleanup_history(
+        self, now: datetime | None = None, default_ttl: timedelta | None = None
+    ) -> int:
         """Delete ended instances past their ``historyTimeToLive`` (else ``default_ttl``; with
         neither they are kept) with all their rows; returns how many (bpm.engine.retention)."""
         return retention.cleanup(self, now or self.clock.now(), default_ttl=default_ttl)

@@ -74,9 +74,14 @@ class LockedTask:
     backoff: timedelta = timedelta(0)
 
 
-def fetch_and_lock(engine: Engine, worker_id: str, topics: Sequence[TopicRequest],
-                   max_tasks: int = 10, long_poll: float = 0.0,
-                   listener: Listener | None = None) -> list[LockedTask]:
+def fetch_and_lock(
+    engine: Engine,
+    worker_id: str,
+    topics: Sequence[TopicRequest],
+    max_tasks: int = 10,
+    long_poll: float = 0.0,
+    listener: Listener | None = None,
+) -> list[LockedTask]:
     """Lock up to ``max_tasks`` tasks; with ``long_poll`` seconds, wait for one to appear
     (on ``listener`` if given: it must already listen, for these topics at least)."""
     _check_fetch(worker_id, topics, max_tasks, long_poll)
@@ -91,8 +96,15 @@ def fetch_and_lock(engine: Engine, worker_id: str, topics: Sequence[TopicRequest
         return _long_poll(engine, worker_id, topics, max_tasks, deadline, own, True)
 
 
-def _long_poll(engine: Engine, worker_id: str, topics: Sequence[TopicRequest], max_tasks: int,
-               deadline: float, listener: Listener, look: bool) -> list[LockedTask]:
+def _long_poll(
+    engine: Engine,
+    worker_id: str,
+    topics: Sequence[TopicRequest],
+    max_tasks: int,
+    deadline: float,
+    listener: Listener,
+    look: bool,
+) -> list[LockedTask]:
     """(Look, then) sleep until a task is offered (NOTIFY) or a failed one's retry_at comes
     due (no one is told of that), and look again, until ``deadline``."""
     while True:
@@ -108,8 +120,9 @@ def _long_poll(engine: Engine, worker_id: str, topics: Sequence[TopicRequest], m
         listener.wait(left)
 
 
-def _check_fetch(worker_id: str, topics: Sequence[TopicRequest], max_tasks: int,
-                 long_poll: float) -> None:
+def _check_fetch(
+    worker_id: str, topics: Sequence[TopicRequest], max_tasks: int, long_poll: float
+) -> None:
     if not isinstance(worker_id, str) or not worker_id:
         raise TaskLockError("worker_id must be a non-empty string")
     if not topics:
@@ -123,20 +136,21 @@ def _check_fetch(worker_id: str, topics: Sequence[TopicRequest], max_tasks: int,
         raise TaskLockError(f"long_poll must be between 0 and {MAX_LONG_POLL:g} seconds")
 
 
-def _fetch_once(engine: Engine, worker_id: str, topics: Sequence[TopicRequest],
-                max_tasks: int) -> list[LockedTask]:
+def _fetch_once(
+    engine: Engine, worker_id: str, topics: Sequence[TopicRequest], max_tasks: int
+) -> list[LockedTask]:
     requests = {t.topic: t for t in topics}
     locks = {t.topic: int(t.lock_duration.total_seconds() * 1000) for t in topics}
     # Only the names asked for when every topic names them; each topic's own filter is
     # applied after.
     wanted = [t.variables for t in topics]
-    names = (None if any(w is None for w in wanted)
-             else sorted({n for w in wanted for n in w or ()}))
+    names = None if any(w is None for w in wanted) else sorted({n for w in wanted for n in w or ()})
     found: list[tasks.Fetched] = []
     try:
         with engine.transaction(worker_id) as tx:
-            found, recorded = tasks.fetch_and_lock(tx.conn, worker_id, locks, max_tasks,
-                                                   tx.now, names, tx.cause)
+            found, recorded = tasks.fetch_and_lock(
+                tx.conn, worker_id, locks, max_tasks, tx.now, names, tx.cause
+            )
             out = _lockedtasks(engine, tx, found, recorded, requests, names)
     except Exception:
         # The locking statement commits on its own: what it locked must not stay locked,
@@ -154,23 +168,37 @@ def _give_back(engine: Engine, task_ids: list[UUID], worker_id: str) -> None:
         try:
             unlock(engine, task_id, worker_id)
         except Exception:  # rolled back with the rest (SQLite), or the database is gone
-            log.warning("task %s: could not give it back after a failed fetch", task_id,
-                        exc_info=True)
+            log.warning(
+                "task %s: could not give it back after a failed fetch", task_id, exc_info=True
+            )
 
 
-def _lockedtasks(engine: Engine, tx: Tx, found: list[tasks.Fetched], recorded: bool,
-                 requests: Mapping[str, TopicRequest],
-                 names: list[str] | None) -> list[LockedTask]:
+def _lockedtasks(
+    engine: Engine,
+    tx: Tx,
+    found: list[tasks.Fetched],
+    recorded: bool,
+    requests: Mapping[str, TopicRequest],
+    names: list[str] | None,
+) -> list[LockedTask]:
     """What the worker is told of each locked task (and, where the statement did not, each
     lock's history row)."""
     values = _instances_and_variables(engine, tx, found, names)
     out = []
     for task in (f.task for f in found):
         if not recorded:
-            tx.history.task(instance_id=task.instance_id, task_id=task.id,
-                            token_id=task.token_id, at=tx.now, type="LOCKED",
-                            node_id=task.node_id, from_state="READY", to_state="LOCKED",
-                            actor=task.lock_owner, data={"attempt": task.attempts})
+            tx.history.task(
+                instance_id=task.instance_id,
+                task_id=task.id,
+                token_id=task.token_id,
+                at=tx.now,
+                type="LOCKED",
+                node_id=task.node_id,
+                from_state="READY",
+                to_state="LOCKED",
+                actor=task.lock_owner,
+                data={"attempt": task.attempts},
+            )
         asked = requests[str(task.topic)].variables
         mine = values[task.instance_id]
         if asked is not None:
@@ -179,8 +207,9 @@ def _lockedtasks(engine: Engine, tx: Tx, found: list[tasks.Fetched], recorded: b
     return out
 
 
-def _instances_and_variables(engine: Engine, tx: Tx, found: list[tasks.Fetched],
-                             names: list[str] | None) -> dict[UUID, dict[str, Any]]:
+def _instances_and_variables(
+    engine: Engine, tx: Tx, found: list[tasks.Fetched], names: list[str] | None
+) -> dict[UUID, dict[str, Any]]:
     """What the fetch statement returned about the instances (PostgreSQL), else one query
     for the instances not yet known and one for the variables of all."""
     if all(f.instance is not None and f.variables is not None for f in found):
@@ -197,10 +226,22 @@ def _describe(engine: Engine, tx: Tx, task: TaskRow, values: dict[str, Any]) -> 
     def_id, key, business_key = engine.info_for(tx, task.instance_id)
     assert task.lock_expire_at is not None and task.topic is not None
     backoff = engine.graph(def_id, tx.conn).node(task.node_id).retry.delay(task.attempts)
-    return LockedTask(task.id, task.topic, str(task.lock_owner), task.lock_expire_at,
-                      task.instance_id, business_key, key,
-                      engine.definition_version(def_id, tx.conn), task.node_id, task.attempts,
-                      task.retries, task.priority, values, backoff)
+    return LockedTask(
+        task.id,
+        task.topic,
+        str(task.lock_owner),
+        task.lock_expire_at,
+        task.instance_id,
+        business_key,
+        key,
+        engine.definition_version(def_id, tx.conn),
+        task.node_id,
+        task.attempts,
+        task.retries,
+        task.priority,
+        values,
+        backoff,
+    )
 
 
 def _held_with_token(tx: Tx, task_id: UUID, worker_id: str) -> tuple[TaskRow, TokenRow]:
@@ -231,8 +272,10 @@ def _check_held(tx: Tx, task: TaskRow | None, task_id: UUID, worker_id: str) -> 
     if task.lock_owner != worker_id:
         raise WrongWorker(f"task {task_id} is locked by {task.lock_owner!r}, not {worker_id!r}")
     if task.lock_expire_at is not None and task.lock_expire_at <= tx.now:
-        raise LockExpired(f"the lock of {worker_id!r} on task {task_id} expired at "
-                          f"{task.lock_expire_at.isoformat()}")
+        raise LockExpired(
+            f"the lock of {worker_id!r} on task {task_id} expired at "
+            f"{task.lock_expire_at.isoformat()}"
+        )
     return task
 
 
@@ -241,6 +284,7 @@ def _run(engine: Engine, worker_id: str, body: Any) -> None:
     same moment, say) is retried from a fresh read, which then reports what won: telling the
     worker its lock was lost while it still holds it would make it drop a finished result.
     Only a race lost again and again reads as the lock being lost."""
+
     def once() -> Any:
         with engine.transaction(worker_id) as tx:
             return body(tx)
@@ -254,8 +298,9 @@ def _run(engine: Engine, worker_id: str, body: Any) -> None:
     engine.carry_on(nxt)
 
 
-def complete(engine: Engine, task_id: UUID, worker_id: str,
-             values: Mapping[str, Any] | None = None) -> None:
+def complete(
+    engine: Engine, task_id: UUID, worker_id: str, values: Mapping[str, Any] | None = None
+) -> None:
     """Task DONE, variables written, token moved on; the next step is dispatched at once."""
     checked = check_variables(values, where=f"complete of task {task_id}")
     fetched = engine.held.take(task_id, worker_id)
@@ -273,8 +318,12 @@ def complete(engine: Engine, task_id: UUID, worker_id: str,
     _run(engine, worker_id, body)
 
 
-def _complete_as_fetched(engine: Engine, worker_id: str, fetched: tuple[TaskRow, TokenRow],
-                         go_on: Callable[[Tx, TaskRow, TokenRow], Any]) -> bool:
+def _complete_as_fetched(
+    engine: Engine,
+    worker_id: str,
+    fetched: tuple[TaskRow, TokenRow],
+    go_on: Callable[[Tx, TaskRow, TokenRow], Any],
+) -> bool:
     """Complete with the task and token as this engine's fetch returned them: no read, so a
     complete that moves on to the next wait is one statement. False when they are out of
     date (the write's version checks missed, or the lock looks wrong): the caller then reads
@@ -289,9 +338,15 @@ def _complete_as_fetched(engine: Engine, worker_id: str, fetched: tuple[TaskRow,
     return True
 
 
-def fail(engine: Engine, task_id: UUID, worker_id: str, error_message: str,
-         error_details: str | None = None, retries: int = 0,
-         retry_timeout: timedelta = timedelta(0)) -> None:
+def fail(
+    engine: Engine,
+    task_id: UUID,
+    worker_id: str,
+    error_message: str,
+    error_details: str | None = None,
+    retries: int = 0,
+    retry_timeout: timedelta = timedelta(0),
+) -> None:
     """Report a failure; ``retries`` left (the worker decides, as in Camunda) offers it again
     after ``retry_timeout``, none fails the token with an incident."""
     engine.held.forget(task_id)  # this report changes the task: the fetched rows are stale
@@ -302,29 +357,57 @@ def fail(engine: Engine, task_id: UUID, worker_id: str, error_message: str,
         task = _held(tx, task_id, worker_id)
         state = "READY" if retries > 0 else "FAILED"
         retry_at = tx.now + retry_timeout if retries > 0 else None
-        tx.finish_task(task, state=state, retries=retries, retry_at=retry_at,
-                       error_message=error_message, error_details=error_details,
-                       miss="conflict", message=f"task {task_id} changed")
-        tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
-                        at=tx.now, type="FAILED", node_id=task.node_id, from_state="LOCKED",
-                        to_state=state, actor=worker_id,
-                        data={"attempt": task.attempts, "error": error_message,
-                              "retries": retries, "retry_at": retry_at.isoformat()
-                              if retry_at else None})
+        tx.finish_task(
+            task,
+            state=state,
+            retries=retries,
+            retry_at=retry_at,
+            error_message=error_message,
+            error_details=error_details,
+            miss="conflict",
+            message=f"task {task_id} changed",
+        )
+        tx.history.task(
+            instance_id=task.instance_id,
+            task_id=task.id,
+            token_id=task.token_id,
+            at=tx.now,
+            type="FAILED",
+            node_id=task.node_id,
+            from_state="LOCKED",
+            to_state=state,
+            actor=worker_id,
+            data={
+                "attempt": task.attempts,
+                "error": error_message,
+                "retries": retries,
+                "retry_at": retry_at.isoformat() if retry_at else None,
+            },
+        )
         if retries > 0:
             tx.notify_topics.add(str(task.topic))
             return None
-        _fail_token_of(tx, task, kind="external",
-                       message=f"task {task.node_id!r} failed after {task.attempts} "
-                               f"attempt{'s' if task.attempts != 1 else ''}: {error_message}",
-                       details=error_details)
+        _fail_token_of(
+            tx,
+            task,
+            kind="external",
+            message=f"task {task.node_id!r} failed after {task.attempts} "
+            f"attempt{'s' if task.attempts != 1 else ''}: {error_message}",
+            details=error_details,
+        )
         return None
 
     _run(engine, worker_id, body)
 
 
-def bpmn_error(engine: Engine, task_id: UUID, worker_id: str, code: str, message: str = "",
-               values: Mapping[str, Any] | None = None) -> None:
+def bpmn_error(
+    engine: Engine,
+    task_id: UUID,
+    worker_id: str,
+    code: str,
+    message: str = "",
+    values: Mapping[str, Any] | None = None,
+) -> None:
     """A business error: the error boundary for ``code`` (or catch-all) on the activity, else
     on the innermost subprocess around it, takes it; without one the token fails with an
     incident (no retries)."""
@@ -341,15 +424,32 @@ def bpmn_error(engine: Engine, task_id: UUID, worker_id: str, code: str, message
         caught = handler_runs.catch_bpmn_error(tx, g, task, code, text)
         if caught is not None:
             return engine.continue_in(tx, g, caught)
-        tx.finish_task(task, state="FAILED", retries=0, error_message=text, miss="conflict",
-                       message=f"task {task_id} changed")
-        tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
-                        at=tx.now, type="BPMN_ERROR", node_id=task.node_id,
-                        from_state="LOCKED", to_state="FAILED", actor=worker_id,
-                        data={"code": code, "message": message})
-        _fail_token_of(tx, task, kind="bpmn-error",
-                       message=f"task {task.node_id!r} threw {text} and no error boundary "
-                               f"catches it")
+        tx.finish_task(
+            task,
+            state="FAILED",
+            retries=0,
+            error_message=text,
+            miss="conflict",
+            message=f"task {task_id} changed",
+        )
+        tx.history.task(
+            instance_id=task.instance_id,
+            task_id=task.id,
+            token_id=task.token_id,
+            at=tx.now,
+            type="BPMN_ERROR",
+            node_id=task.node_id,
+            from_state="LOCKED",
+            to_state="FAILED",
+            actor=worker_id,
+            data={"code": code, "message": message},
+        )
+        _fail_token_of(
+            tx,
+            task,
+            kind="bpmn-error",
+            message=f"task {task.node_id!r} threw {text} and no error boundary catches it",
+        )
         return None
 
     _run(engine, worker_id, body)
@@ -364,12 +464,26 @@ def extend_lock(engine: Engine, task_id: UUID, worker_id: str, new_duration: tim
     def body(tx: Tx) -> Any:
         task = _held(tx, task_id, worker_id)
         expire = tx.now + new_duration
-        tx.finish_task(task, state="LOCKED", keep_lock=True, lock_expire_at=expire,
-                       miss="conflict", message=f"task {task_id} changed")
-        tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
-                        at=tx.now, type="LOCK_EXTENDED", node_id=task.node_id,
-                        from_state="LOCKED", to_state="LOCKED", actor=worker_id,
-                        data={"lock_expire_at": expire.isoformat()})
+        tx.finish_task(
+            task,
+            state="LOCKED",
+            keep_lock=True,
+            lock_expire_at=expire,
+            miss="conflict",
+            message=f"task {task_id} changed",
+        )
+        tx.history.task(
+            instance_id=task.instance_id,
+            task_id=task.id,
+            token_id=task.token_id,
+            at=tx.now,
+            type="LOCK_EXTENDED",
+            node_id=task.node_id,
+            from_state="LOCKED",
+            to_state="LOCKED",
+            actor=worker_id,
+            data={"lock_expire_at": expire.isoformat()},
+        )
         return None
 
     _run(engine, worker_id, body)
@@ -387,22 +501,36 @@ def unlock(engine: Engine, task_id: UUID, worker_id: str | None = None) -> None:
         if task.state != "LOCKED":
             raise TaskNotLocked(f"task {task_id} is {task.state}, not locked")
         if worker_id is not None and task.lock_owner != worker_id:
-            raise WrongWorker(f"task {task_id} is locked by {task.lock_owner!r}, not "
-                              f"{worker_id!r}")
-        tx.finish_task(task, state="READY", retries=task.retries + 1,
-                       attempts=task.attempts - 1, miss="conflict",
-                       message=f"task {task_id} changed")
-        tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
-                        at=tx.now, type="UNLOCKED", node_id=task.node_id, from_state="LOCKED",
-                        to_state="READY", actor=tx.actor, data={"owner": task.lock_owner})
+            raise WrongWorker(f"task {task_id} is locked by {task.lock_owner!r}, not {worker_id!r}")
+        tx.finish_task(
+            task,
+            state="READY",
+            retries=task.retries + 1,
+            attempts=task.attempts - 1,
+            miss="conflict",
+            message=f"task {task_id} changed",
+        )
+        tx.history.task(
+            instance_id=task.instance_id,
+            task_id=task.id,
+            token_id=task.token_id,
+            at=tx.now,
+            type="UNLOCKED",
+            node_id=task.node_id,
+            from_state="LOCKED",
+            to_state="READY",
+            actor=tx.actor,
+            data={"owner": task.lock_owner},
+        )
         tx.notify_topics.add(str(task.topic))
         return None
 
     _run(engine, "operator", body)
 
 
-def _fail_token_of(tx: Tx, task: TaskRow, *, kind: str, message: str,
-                   details: str | None = None) -> None:
+def _fail_token_of(
+    tx: Tx, task: TaskRow, *, kind: str, message: str, details: str | None = None
+) -> None:
     tok = tokens.get(tx.conn, task.token_id)
     if tok is None or tok.state != "WAITING":
         raise Stale(f"token of task {task.id} is no longer waiting")

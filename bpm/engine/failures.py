@@ -11,13 +11,24 @@ from bpm.store import incidents, instances, tasks, timers, tokens
 from bpm.store.rows import TokenRow
 
 LIVE_INSTANCE = ("RUNNING", "FAILED")
-_EVENT_OF_STATE = {"RUNNING": "InstanceResumed", "COMPLETED": "InstanceCompleted",
-                   "FAILED": "InstanceFailed", "TERMINATED": "InstanceTerminated",
-                   "CANCELLED": "InstanceCancelled"}
+_EVENT_OF_STATE = {
+    "RUNNING": "InstanceResumed",
+    "COMPLETED": "InstanceCompleted",
+    "FAILED": "InstanceFailed",
+    "TERMINATED": "InstanceTerminated",
+    "CANCELLED": "InstanceCancelled",
+}
 
 
-def fail_token(tx: Tx, tok: TokenRow, *, kind: str, message: str, details: str | None = None,
-               task_id: UUID | None = None) -> TokenRow:
+def fail_token(
+    tx: Tx,
+    tok: TokenRow,
+    *,
+    kind: str,
+    message: str,
+    details: str | None = None,
+    task_id: UUID | None = None,
+) -> TokenRow:
     """Token -> FAILED and engine event ``TokenFailed``; then the saga its scope declares, or
     (saga scope ``none``) an open incident and the instance FAILED, waiting for an operator:
     retry the token, or cancel the instance (engine spec 4.2). A compensation token's failure
@@ -30,25 +41,51 @@ def fail_token(tx: Tx, tok: TokenRow, *, kind: str, message: str, details: str |
     if tok.mode == "COMPENSATION":
         sagas.compensation_failed(tx, tok, failed, message, details, task_id)
         return failed
-    tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="TokenFailed",
-                      node_id=tok.node_id, token_id=tok.id, actor=tx.actor,
-                      data={"error": message, "kind": kind})
+    tx.history.engine(
+        instance_id=tok.instance_id,
+        at=tx.now,
+        type="TokenFailed",
+        node_id=tok.node_id,
+        token_id=tok.id,
+        actor=tx.actor,
+        data={"error": message, "kind": kind},
+    )
     if tx.graph_for is not None and sagas.start_if_declared(
-            tx, tx.graph_for(tok.instance_id), failed, message):
+        tx, tx.graph_for(tok.instance_id), failed, message
+    ):
         return failed
     incident = incidents.open_incident(
-        tx.conn, instance_id=tok.instance_id, token_id=tok.id, task_id=task_id,
-        node_id=tok.node_id, kind=kind, message=message, details=details, now=tx.now)
-    tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="IncidentOpened",
-                      node_id=tok.node_id, token_id=tok.id, actor=tx.actor,
-                      data={"incident_id": str(incident.id), "kind": kind, "message": message})
+        tx.conn,
+        instance_id=tok.instance_id,
+        token_id=tok.id,
+        task_id=task_id,
+        node_id=tok.node_id,
+        kind=kind,
+        message=message,
+        details=details,
+        now=tx.now,
+    )
+    tx.history.engine(
+        instance_id=tok.instance_id,
+        at=tx.now,
+        type="IncidentOpened",
+        node_id=tok.node_id,
+        token_id=tok.id,
+        actor=tx.actor,
+        data={"incident_id": str(incident.id), "kind": kind, "message": message},
+    )
     set_instance_state(tx, tok.instance_id, "FAILED", only_from=("RUNNING",))
     return failed
 
 
-def set_instance_state(tx: Tx, instance_id: UUID, state: str,
-                       only_from: tuple[str, ...] = LIVE_INSTANCE, *,
-                       expected: bool = False) -> bool:
+def set_instance_state(
+    tx: Tx,
+    instance_id: UUID,
+    state: str,
+    only_from: tuple[str, ...] = LIVE_INSTANCE,
+    *,
+    expected: bool = False,
+) -> bool:
     """Lock the instance row and change its state if it is in one of ``only_from``.
 
     The row lock serialises branches that fail or finish at the same moment, so the guarded
@@ -61,9 +98,13 @@ def set_instance_state(tx: Tx, instance_id: UUID, state: str,
     if expected and tx.conn.dialect.name == "postgresql":
         if tx.batch.ends(instance_id):
             return False
-        row = tx.history.engine(instance_id=instance_id, at=tx.now,
-                                type=_EVENT_OF_STATE[state], to_state=state,
-                                actor=tx.actor)  # from_state: filled in by the write
+        row = tx.history.engine(
+            instance_id=instance_id,
+            at=tx.now,
+            type=_EVENT_OF_STATE[state],
+            to_state=state,
+            actor=tx.actor,
+        )  # from_state: filled in by the write
         tx.batch.end_instance(instance_id, state, ended, only_from, row)
         return True  # or the whole write is refused
     if tx.conn.dialect.name == "postgresql":  # one round trip: lock and change together
@@ -77,8 +118,14 @@ def set_instance_state(tx: Tx, instance_id: UUID, state: str,
         if not instances.set_state(tx.conn, inst, state, tx.now, ended):
             raise Conflict(f"instance {instance_id} changed under its row lock")
         left = inst.state
-    tx.history.engine(instance_id=instance_id, at=tx.now, type=_EVENT_OF_STATE[state],
-                      from_state=left, to_state=state, actor=tx.actor)
+    tx.history.engine(
+        instance_id=instance_id,
+        at=tx.now,
+        type=_EVENT_OF_STATE[state],
+        from_state=left,
+        to_state=state,
+        actor=tx.actor,
+    )
     return True
 
 
@@ -101,8 +148,7 @@ def end_work(tx: Tx, tok: TokenRow, reason: str) -> None:
 def cancel_descendants(tx: Tx, tok: TokenRow, reason: str) -> None:
     """Cancel every live token inside the subprocess ``tok`` waits at (it is left early)."""
     tx.flush_tokens()
-    cancel_inside(tx, tok, inside_scope(tokens.of_instance(tx.conn, tok.instance_id), tok),
-                  reason)
+    cancel_inside(tx, tok, inside_scope(tokens.of_instance(tx.conn, tok.instance_id), tok), reason)
 
 
 def inside_scope(rows: Iterable[TokenRow], host: TokenRow) -> list[TokenRow]:
@@ -111,8 +157,9 @@ def inside_scope(rows: Iterable[TokenRow], host: TokenRow) -> list[TokenRow]:
     return below(rows, host, lambda child: child.scope_id == host.node_id)
 
 
-def below(rows: Iterable[TokenRow], top: TokenRow,
-          keep: Callable[[TokenRow], bool] = lambda child: True) -> list[TokenRow]:
+def below(
+    rows: Iterable[TokenRow], top: TokenRow, keep: Callable[[TokenRow], bool] = lambda child: True
+) -> list[TokenRow]:
     """Every token under ``top`` (of ``rows``: an instance's), through the children that
     ``keep`` accepts at the first level."""
     children: dict[UUID | None, list[TokenRow]] = {}
@@ -127,8 +174,9 @@ def below(rows: Iterable[TokenRow], top: TokenRow,
     return out
 
 
-def cancel_inside(tx: Tx, host: TokenRow, inside: list[TokenRow], reason: str,
-                  spare: UUID | None = None) -> None:
+def cancel_inside(
+    tx: Tx, host: TokenRow, inside: list[TokenRow], reason: str, spare: UUID | None = None
+) -> None:
     """Cancel the live ones of ``inside`` (but ``spare``). If a failed one held the
     instance's last open incident, the instance runs again: its host goes on elsewhere."""
     failed = False
@@ -145,8 +193,11 @@ def resume_if_clear(tx: Tx, instance_id: UUID) -> None:
     row is locked before counting, so two transactions that each resolve one of the last two
     cannot both see the other's still open."""
     inst = instances.get(tx.conn, instance_id, for_update=True)
-    if inst is not None and inst.state == "FAILED" and not incidents.of_instance(
-            tx.conn, instance_id, only_open=True):
+    if (
+        inst is not None
+        and inst.state == "FAILED"
+        and not incidents.of_instance(tx.conn, instance_id, only_open=True)
+    ):
         set_instance_state(tx, instance_id, "RUNNING", only_from=("FAILED",))
 
 
@@ -156,9 +207,15 @@ def cancel_timers(tx: Tx, tok: TokenRow, reason: str) -> int:
     for timer in timers.scheduled_of_token(tx.conn, tok.id):
         if not timers.finish(tx.conn, timer, "CANCELLED"):
             raise Conflict(f"timer {timer.id} fired or was cancelled meanwhile")
-        tx.history.engine(instance_id=timer.instance_id, at=tx.now, type="TimerCancelled",
-                          node_id=timer.node_id, token_id=tok.id, actor=tx.actor,
-                          data={"timer_id": str(timer.id), "reason": reason})
+        tx.history.engine(
+            instance_id=timer.instance_id,
+            at=tx.now,
+            type="TimerCancelled",
+            node_id=timer.node_id,
+            token_id=tok.id,
+            actor=tx.actor,
+            data={"timer_id": str(timer.id), "reason": reason},
+        )
         count += 1
     return count
 
@@ -167,11 +224,24 @@ def cancel_task(tx: Tx, task_id: UUID, reason: str) -> None:
     task = tasks.get(tx.conn, task_id)
     if task is None or task.state in ("DONE", "CANCELLED"):
         return
-    tx.finish_task(task, state="CANCELLED", miss="conflict",
-                   message=f"task {task.id} changed while it was being cancelled")
-    tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
-                    at=tx.now, type="CANCELLED", node_id=task.node_id, from_state=task.state,
-                    to_state="CANCELLED", actor=tx.actor, data={"reason": reason})
+    tx.finish_task(
+        task,
+        state="CANCELLED",
+        miss="conflict",
+        message=f"task {task.id} changed while it was being cancelled",
+    )
+    tx.history.task(
+        instance_id=task.instance_id,
+        task_id=task.id,
+        token_id=task.token_id,
+        at=tx.now,
+        type="CANCELLED",
+        node_id=task.node_id,
+        from_state=task.state,
+        to_state="CANCELLED",
+        actor=tx.actor,
+        data={"reason": reason},
+    )
 
 
 def resolve_incidents(tx: Tx, token_id: UUID, reason: str) -> int:
@@ -179,8 +249,14 @@ def resolve_incidents(tx: Tx, token_id: UUID, reason: str) -> int:
     for incident in incidents.open_of_token(tx.conn, token_id):
         if not incidents.resolve(tx.conn, incident, tx.now):
             raise Conflict(f"incident {incident.id} changed while it was being resolved")
-        tx.history.engine(instance_id=incident.instance_id, at=tx.now, type="IncidentResolved",
-                          node_id=incident.node_id, token_id=token_id, actor=tx.actor,
-                          data={"incident_id": str(incident.id), "reason": reason})
+        tx.history.engine(
+            instance_id=incident.instance_id,
+            at=tx.now,
+            type="IncidentResolved",
+            node_id=incident.node_id,
+            token_id=token_id,
+            actor=tx.actor,
+            data={"incident_id": str(incident.id), "reason": reason},
+        )
         count += 1
     return count

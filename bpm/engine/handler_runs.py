@@ -47,10 +47,18 @@ def lock_task(tx: Tx, task_id: UUID, lock_for: timedelta) -> TaskRow | None:
     task = tasks.lock(tx.conn, task_id, tx.actor, expire, tx.now)
     if task is None:
         return None
-    tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
-                    at=tx.now, type="LOCKED", node_id=task.node_id, from_state="READY",
-                    to_state="LOCKED", actor=tx.actor,
-                    data={"attempt": task.attempts})
+    tx.history.task(
+        instance_id=task.instance_id,
+        task_id=task.id,
+        token_id=task.token_id,
+        at=tx.now,
+        type="LOCKED",
+        node_id=task.node_id,
+        from_state="READY",
+        to_state="LOCKED",
+        actor=tx.actor,
+        data={"attempt": task.attempts},
+    )
     return task
 
 
@@ -68,9 +76,12 @@ def invoke(registry: HandlerRegistry, task: TaskRow, ctx: HandlerContext) -> Out
     fn = registry.get(task.handler or "")
     if fn is None:
         known = ", ".join(registry.names()) or "none"
-        return Outcome(error=f"no handler is registered as {task.handler!r} in this worker "
-                             f"(registered: {known}); set BPM_IMPORTS to the module that "
-                             f"registers it", retryable=False)
+        return Outcome(
+            error=f"no handler is registered as {task.handler!r} in this worker "
+            f"(registered: {known}); set BPM_IMPORTS to the module that "
+            f"registers it",
+            retryable=False,
+        )
     try:
         result = fn(ctx)
     except BpmnError as exc:
@@ -83,40 +94,54 @@ def invoke(registry: HandlerRegistry, task: TaskRow, ctx: HandlerContext) -> Out
 
 def _bpmn_outcome(task: TaskRow, exc: BpmnError) -> Outcome:
     try:
-        values = check_variables(exc.variables, where=f"the BpmnError of handler "
-                                                      f"{task.handler!r}")
+        values = check_variables(exc.variables, where=f"the BpmnError of handler {task.handler!r}")
     except BadVariables as bad:
         return Outcome(error=str(bad), retryable=False)
-    return Outcome(error=str(exc), bpmn_code=exc.code, retryable=False,
-                   error_variables=values)
+    return Outcome(error=str(exc), bpmn_code=exc.code, retryable=False, error_variables=values)
 
 
 def _check_result(task: TaskRow, result: object) -> Outcome:
     if result is None:
         return Outcome(variables={})
     if not isinstance(result, Mapping):
-        return Outcome(error=f"handler {task.handler!r} returned {type(result).__name__}; "
-                             f"a handler returns a dict of variables or None", retryable=False)
+        return Outcome(
+            error=f"handler {task.handler!r} returned {type(result).__name__}; "
+            f"a handler returns a dict of variables or None",
+            retryable=False,
+        )
     try:
         return Outcome(variables=check_variables(result, where=f"handler {task.handler!r}"))
     except BadVariables as exc:
         return Outcome(error=str(exc), retryable=False)
 
 
-def complete_task(tx: Tx, g: ProcessGraph, task: TaskRow, values: dict[str, Any],
-                  token: TokenRow | None = None) -> Next:
+def complete_task(
+    tx: Tx, g: ProcessGraph, task: TaskRow, values: dict[str, Any], token: TokenRow | None = None
+) -> Next:
     """Task DONE, result variables written, token moved on: one transaction.
 
     ``token`` is the token row as the transaction that locked the task left it, when that
     is known; its version is checked when the move is written, so no read is needed.
     """
-    tx.finish_task(task, state="DONE", miss="stale",
-                   message=f"task {task.id} is no longer locked by {tx.actor} at version "
-                           f"{task.version}; its result is dropped")
-    tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
-                    at=tx.now, type="COMPLETED", node_id=task.node_id, from_state="LOCKED",
-                    to_state="DONE", actor=tx.actor,
-                    data={"variables": values} if values else None)
+    tx.finish_task(
+        task,
+        state="DONE",
+        miss="stale",
+        message=f"task {task.id} is no longer locked by {tx.actor} at version "
+        f"{task.version}; its result is dropped",
+    )
+    tx.history.task(
+        instance_id=task.instance_id,
+        task_id=task.id,
+        token_id=task.token_id,
+        at=tx.now,
+        type="COMPLETED",
+        node_id=task.node_id,
+        from_state="LOCKED",
+        to_state="DONE",
+        actor=tx.actor,
+        data={"variables": values} if values else None,
+    )
     tx.write_variables(task.instance_id, values)
     tok = token if token is not None else tokens.get(tx.conn, task.token_id)
     if tok is None or tok.state != "WAITING" or tok.node_id != task.node_id:
@@ -145,15 +170,33 @@ def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
     retry = outcome.retryable and task.retries > 0
     retry_at = tx.now + policy.delay(task.attempts) if retry else None
     state = "READY" if retry else "FAILED"
-    tx.finish_task(task, state=state, retry_at=retry_at, retries=task.retries if retry else 0,
-                   error_message=outcome.error, error_details=outcome.details, miss="stale",
-                   message=f"task {task.id} is no longer locked by {tx.actor}; failure dropped")
-    tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
-                    at=tx.now, type="FAILED", node_id=task.node_id, from_state="LOCKED",
-                    to_state=state, actor=tx.actor,
-                    data={"attempt": task.attempts, "error": outcome.error,
-                          "retry_at": retry_at.isoformat() if retry_at else None,
-                          "bpmn_error": outcome.bpmn_code})
+    tx.finish_task(
+        task,
+        state=state,
+        retry_at=retry_at,
+        retries=task.retries if retry else 0,
+        error_message=outcome.error,
+        error_details=outcome.details,
+        miss="stale",
+        message=f"task {task.id} is no longer locked by {tx.actor}; failure dropped",
+    )
+    tx.history.task(
+        instance_id=task.instance_id,
+        task_id=task.id,
+        token_id=task.token_id,
+        at=tx.now,
+        type="FAILED",
+        node_id=task.node_id,
+        from_state="LOCKED",
+        to_state=state,
+        actor=tx.actor,
+        data={
+            "attempt": task.attempts,
+            "error": outcome.error,
+            "retry_at": retry_at.isoformat() if retry_at else None,
+            "bpmn_error": outcome.bpmn_code,
+        },
+    )
     if retry:
         tx.run_handler_later(task.id, retry_at)
         return None
@@ -161,14 +204,18 @@ def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
     if tok is None or tok.state != "WAITING":
         raise Stale(f"token of task {task.id} is no longer waiting")
     attempts = f" after {task.attempts} attempt{'s' if task.attempts != 1 else ''}"
-    fail_token(tx, tok, kind="bpmn-error" if outcome.bpmn_code else "handler",
-               message=f"task {task.node_id!r} failed{attempts}: {outcome.error}",
-               details=outcome.details, task_id=task.id)
+    fail_token(
+        tx,
+        tok,
+        kind="bpmn-error" if outcome.bpmn_code else "handler",
+        message=f"task {task.node_id!r} failed{attempts}: {outcome.error}",
+        details=outcome.details,
+        task_id=task.id,
+    )
     return None
 
 
-def catch_bpmn_error(tx: Tx, g: ProcessGraph, task: TaskRow, code: str,
-                     message: str) -> Next:
+def catch_bpmn_error(tx: Tx, g: ProcessGraph, task: TaskRow, code: str, message: str) -> Next:
     """Task ends (DONE, with the error kept) and its token takes the catching boundary, its
     own or an enclosing subprocess's; None when no boundary catches ``code``."""
     if not caught_anywhere(g, task.node_id, code):
@@ -178,31 +225,59 @@ def catch_bpmn_error(tx: Tx, g: ProcessGraph, task: TaskRow, code: str,
         raise Stale(f"token of task {task.id} is no longer waiting")
     if tok.mode != "FORWARD":
         return None  # undoing an activity: its boundaries belong to the forward run
-    tx.finish_task(task, state="DONE", error_message=message, miss="stale",
-                   message=f"task {task.id} changed before its BPMN error was recorded")
-    tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
-                    at=tx.now, type="BPMN_ERROR", node_id=task.node_id, from_state="LOCKED",
-                    to_state="DONE", actor=tx.actor, data={"code": code, "message": message})
+    tx.finish_task(
+        task,
+        state="DONE",
+        error_message=message,
+        miss="stale",
+        message=f"task {task.id} changed before its BPMN error was recorded",
+    )
+    tx.history.task(
+        instance_id=task.instance_id,
+        task_id=task.id,
+        token_id=task.token_id,
+        at=tx.now,
+        type="BPMN_ERROR",
+        node_id=task.node_id,
+        from_state="LOCKED",
+        to_state="DONE",
+        actor=tx.actor,
+        data={"code": code, "message": message},
+    )
     return throw_from_task(tx, g, tok, code, message)
 
 
 def expire_lock(tx: Tx, g: ProcessGraph, task: TaskRow) -> Next:
     """A runner took the lock and never reported back: that run used up an attempt."""
     if task.retries > 0:
-        tx.finish_task(task, state="READY", retry_at=tx.now,
-                       error_message="the handler's lock expired before it reported back",
-                       miss="stale", message=f"task {task.id} changed before its lock expired")
-        tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
-                        at=tx.now, type="LOCK_EXPIRED", node_id=task.node_id,
-                        from_state="LOCKED", to_state="READY", actor=tx.actor,
-                        data={"owner": task.lock_owner, "attempt": task.attempts})
+        tx.finish_task(
+            task,
+            state="READY",
+            retry_at=tx.now,
+            error_message="the handler's lock expired before it reported back",
+            miss="stale",
+            message=f"task {task.id} changed before its lock expired",
+        )
+        tx.history.task(
+            instance_id=task.instance_id,
+            task_id=task.id,
+            token_id=task.token_id,
+            at=tx.now,
+            type="LOCK_EXPIRED",
+            node_id=task.node_id,
+            from_state="LOCKED",
+            to_state="READY",
+            actor=tx.actor,
+            data={"owner": task.lock_owner, "attempt": task.attempts},
+        )
         if task.kind == "HANDLER":
             tx.run_handler_later(task.id)
         else:
             tx.notify_topics.add(str(task.topic))
         return None
     who = "handler's worker" if task.kind == "HANDLER" else "external worker"
-    outcome = Outcome(error=f"the {who} never reported back ({task.lock_owner}; "
-                            f"killed, or its lock expired)", retryable=False)
+    outcome = Outcome(
+        error=f"the {who} never reported back ({task.lock_owner}; killed, or its lock expired)",
+        retryable=False,
+    )
     return fail_task(tx, g, task, outcome)
-

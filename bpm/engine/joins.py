@@ -33,8 +33,14 @@ def decide(tx: Tx, g: ProcessGraph, parent: TokenRow) -> Next:
     if children:
         return None  # branches still running: nothing to decide yet
     if node.type is NodeType.SUBPROCESS:
-        tx.history.engine(instance_id=locked.instance_id, at=tx.now, type="SubprocessCompleted",
-                          node_id=node.id, token_id=locked.id, actor=tx.actor)
+        tx.history.engine(
+            instance_id=locked.instance_id,
+            at=tx.now,
+            type="SubprocessCompleted",
+            node_id=node.id,
+            token_id=locked.id,
+            actor=tx.actor,
+        )
         return leave(tx, g, locked, node)
     return end_token(tx, locked, g)  # every branch of this scope ended at an end event
 
@@ -58,30 +64,68 @@ def _pick(node: Node, arrived: list[TokenRow]) -> list[TokenRow] | None:
     return [by_flow[f] for f in node.incoming]
 
 
-def _fire_join(tx: Tx, g: ProcessGraph, parent: TokenRow, node: Node, picked: list[TokenRow],
-               children: list[TokenRow]) -> Next:
+def _fire_join(
+    tx: Tx,
+    g: ProcessGraph,
+    parent: TokenRow,
+    node: Node,
+    picked: list[TokenRow],
+    children: list[TokenRow],
+) -> Next:
     for child in picked:
         move(tx, child, state="COMPLETED", event="JOINED", data={"join": node.id})
     consumed = {c.id for c in picked}
     others = [c for c in children if c.id not in consumed]
     flows = g.outgoing(node.id)
-    tx.history.engine(instance_id=parent.instance_id, at=tx.now, type="JoinFired",
-                      node_id=node.id, token_id=parent.id, actor=tx.actor,
-                      data={"consumed": [str(c.id) for c in picked],
-                            "continues": "parent" if not others else "branch"})
+    tx.history.engine(
+        instance_id=parent.instance_id,
+        at=tx.now,
+        type="JoinFired",
+        node_id=node.id,
+        token_id=parent.id,
+        actor=tx.actor,
+        data={
+            "consumed": [str(c.id) for c in picked],
+            "continues": "parent" if not others else "branch",
+        },
+    )
     if not others:
         # Block-structured case: the scope token itself moves past the join.
         tokens.link(tx.conn, [(c.id, parent.id, "JOIN") for c in picked])
         if len(flows) == 1:
-            moved = move(tx, parent, state="ACTIVE", event="MOVED", node_id=flows[0].target,
-                         via_flow=flows[0].id, data={"from": node.id, "flow": flows[0].id})
+            moved = move(
+                tx,
+                parent,
+                state="ACTIVE",
+                event="MOVED",
+                node_id=flows[0].target,
+                via_flow=flows[0].id,
+                data={"from": node.id, "flow": flows[0].id},
+            )
             return NextToken(moved.id, moved.version, moved)
-        parent = move(tx, parent, state="WAITING", event="FORKED", node_id=node.id,
-                      via_flow=None, wait_kind="CHILDREN", data={"into": [f.id for f in flows]})
+        parent = move(
+            tx,
+            parent,
+            state="WAITING",
+            event="FORKED",
+            node_id=node.id,
+            via_flow=None,
+            wait_kind="CHILDREN",
+            data={"into": [f.id for f in flows]},
+        )
     # A join inside a wider fork (or a join that forks again): new branches continue.
-    branches = [new_token(tx, instance_id=parent.instance_id, node_id=f.target, parent=parent.id,
-                          scope_id=parent.scope_id, concurrent=True, via_flow=f.id)
-                for f in flows]
+    branches = [
+        new_token(
+            tx,
+            instance_id=parent.instance_id,
+            node_id=f.target,
+            parent=parent.id,
+            scope_id=parent.scope_id,
+            concurrent=True,
+            via_flow=f.id,
+        )
+        for f in flows
+    ]
     links = [(c.id, b.id, "JOIN") for c in picked for b in branches] if others else []
     links += [(parent.id, b.id, "FORK") for b in branches] if not others else []
     create(tx, branches, links)

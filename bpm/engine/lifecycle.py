@@ -54,17 +54,29 @@ def checksum(document: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def deploy(engine: Engine, document: Mapping[str, Any], *, source: str | None = None,
-           source_format: str = "json") -> Deployed:
+def deploy(
+    engine: Engine,
+    document: Mapping[str, Any],
+    *,
+    source: str | None = None,
+    source_format: str = "json",
+) -> Deployed:
     """Validate, then store as a new version unless the latest version is the same graph."""
     graph = compile_definition(document)
     digest = checksum(graph.document)
     for _ in range(5):
         try:
             with engine.transaction(OPERATOR) as tx:
-                return _deploy_txn(tx, graph.key, graph.name, graph.document, digest,
-                                   source or json.dumps(graph.document, indent=2), source_format,
-                                   _ttl_seconds(graph.history_ttl))
+                return _deploy_txn(
+                    tx,
+                    graph.key,
+                    graph.name,
+                    graph.document,
+                    digest,
+                    source or json.dumps(graph.document, indent=2),
+                    source_format,
+                    _ttl_seconds(graph.history_ttl),
+                )
         except VersionTaken:
             continue  # a concurrent deploy of the same key took the number: look again
     raise Conflict(f"could not deploy {graph.key!r}: concurrent deploys kept winning")
@@ -75,22 +87,44 @@ def _ttl_seconds(ttl: timedelta | None) -> int | None:
     return None if ttl is None else math.ceil(ttl.total_seconds())
 
 
-def _deploy_txn(tx: Tx, key: str, name: str, document: dict[str, Any], digest: str,
-                source: str, source_format: str, ttl_seconds: int | None = None) -> Deployed:
+def _deploy_txn(
+    tx: Tx,
+    key: str,
+    name: str,
+    document: dict[str, Any],
+    digest: str,
+    source: str,
+    source_format: str,
+    ttl_seconds: int | None = None,
+) -> Deployed:
     latest = definitions.latest(tx.conn, key)
     if latest is not None and latest.checksum == digest:
         return Deployed(latest.id, key, latest.version, created=False)
-    row = definitions.insert(tx.conn, key=key, name=name,
-                             version=(latest.version + 1) if latest else 1, graph=document,
-                             source=source, source_format=source_format, checksum=digest,
-                             now=tx.now, history_ttl_seconds=ttl_seconds)
-    tx.history.engine(instance_id=None, at=tx.now, type="DefinitionDeployed", actor=tx.actor,
-                      data={"id": str(row.id), "key": key, "version": row.version})
+    row = definitions.insert(
+        tx.conn,
+        key=key,
+        name=name,
+        version=(latest.version + 1) if latest else 1,
+        graph=document,
+        source=source,
+        source_format=source_format,
+        checksum=digest,
+        now=tx.now,
+        history_ttl_seconds=ttl_seconds,
+    )
+    tx.history.engine(
+        instance_id=None,
+        at=tx.now,
+        type="DefinitionDeployed",
+        actor=tx.actor,
+        data={"id": str(row.id), "key": key, "version": row.version},
+    )
     return Deployed(row.id, key, row.version, created=True)
 
 
-def start_key(idempotency_key: str | None, business_key: str | None,
-              message_id: str | None) -> str | None:
+def start_key(
+    idempotency_key: str | None, business_key: str | None, message_id: str | None
+) -> str | None:
     """The key that makes a start happen once, the same on every start path (Python API,
     CLI, Celery task, HTTP): the caller's idempotency key, else the business key, else the
     transport's id of the message that carried the request.
@@ -105,10 +139,17 @@ def start_key(idempotency_key: str | None, business_key: str | None,
     return None
 
 
-def start(engine: Engine, key: str, values: Mapping[str, Any] | None = None, *,
-          business_key: str | None = None, idempotency_key: str | None = None,
-          version: int | None = None, run_now: bool = False,
-          message_id: str | None = None) -> Started:
+def start(
+    engine: Engine,
+    key: str,
+    values: Mapping[str, Any] | None = None,
+    *,
+    business_key: str | None = None,
+    idempotency_key: str | None = None,
+    version: int | None = None,
+    run_now: bool = False,
+    message_id: str | None = None,
+) -> Started:
     """Start an instance, or return the one its start key (``start_key``) already started.
 
     With ``run_now`` (a worker's start job) the caller goes on advancing the new token
@@ -116,8 +157,11 @@ def start(engine: Engine, key: str, values: Mapping[str, Any] | None = None, *,
     stalled-token scan picks the token up.
     """
     checked = check_variables(values, where=f"start of {key!r}")
-    for name, given in (("business key", business_key), ("idempotency key", idempotency_key),
-                        ("message id", message_id)):
+    for name, given in (
+        ("business key", business_key),
+        ("idempotency key", idempotency_key),
+        ("message id", message_id),
+    ):
         if given is not None and (not isinstance(given, str) or not given):
             raise InvalidOperation(f"the {name} must be a non-empty string, got {given!r}")
     ikey = start_key(idempotency_key, business_key, message_id)
@@ -127,19 +171,36 @@ def start(engine: Engine, key: str, values: Mapping[str, Any] | None = None, *,
             existing = instances.by_idempotency_key(tx.conn, key, ikey)
             if existing is not None:
                 return Started(existing.id, key, existing.business_key, existing.state, False)
-        inst = InstanceRow(uuid4(), row.id, key, business_key, ikey, "RUNNING", 0, tx.now,
-                           tx.now, None)
+        inst = InstanceRow(
+            uuid4(), row.id, key, business_key, ikey, "RUNNING", 0, tx.now, tx.now, None
+        )
         if not _insert_instance(tx, inst):
             existing = instances.by_idempotency_key(tx.conn, key, ikey or "")
             assert existing is not None
             return Started(existing.id, key, existing.business_key, existing.state, False)
         graph = engine.graph(row.id, tx.conn)
-        root = new_token(tx, instance_id=inst.id, node_id=graph.start_of(None).id, parent=None,
-                         scope_id=None, concurrent=False, via_flow=None)
-        tx.history.engine(instance_id=inst.id, at=tx.now, type="InstanceStarted",
-                          to_state="RUNNING", actor=tx.actor,
-                          data={"key": key, "version": row.version,
-                                "business_key": business_key, "variables": checked})
+        root = new_token(
+            tx,
+            instance_id=inst.id,
+            node_id=graph.start_of(None).id,
+            parent=None,
+            scope_id=None,
+            concurrent=False,
+            via_flow=None,
+        )
+        tx.history.engine(
+            instance_id=inst.id,
+            at=tx.now,
+            type="InstanceStarted",
+            to_state="RUNNING",
+            actor=tx.actor,
+            data={
+                "key": key,
+                "version": row.version,
+                "business_key": business_key,
+                "variables": checked,
+            },
+        )
         tx.write_variables(inst.id, checked)
         create(tx, [root], [])
         if not run_now:
@@ -151,12 +212,16 @@ def start(engine: Engine, key: str, values: Mapping[str, Any] | None = None, *,
 
 
 def _definition(tx: Tx, key: str, version: int | None) -> DefinitionRow:
-    row = (definitions.latest(tx.conn, key) if version is None
-           else definitions.by_key_version(tx.conn, key, version))
+    row = (
+        definitions.latest(tx.conn, key)
+        if version is None
+        else definitions.by_key_version(tx.conn, key, version)
+    )
     if row is None:
         which = f"{key!r}" if version is None else f"{key!r} version {version}"
-        raise UnknownProcess(f"no process definition {which} is deployed; deploy it first "
-                             f"(bpm deploy FILE)")
+        raise UnknownProcess(
+            f"no process definition {which} is deployed; deploy it first (bpm deploy FILE)"
+        )
     return row
 
 
@@ -178,8 +243,10 @@ def cancel(engine: Engine, instance_id: UUID, reason: str = "cancelled by an ope
             if inst is None:
                 raise NotFound(f"instance {instance_id} does not exist")
             if inst.state not in ("RUNNING", "FAILED"):
-                raise InvalidOperation(f"instance {instance_id} is {inst.state}; only RUNNING "
-                                       f"or FAILED instances can be cancelled")
+                raise InvalidOperation(
+                    f"instance {instance_id} is {inst.state}; only RUNNING "
+                    f"or FAILED instances can be cancelled"
+                )
             for tok in tokens.of_instance(tx.conn, instance_id):
                 if tok.state in ("ACTIVE", "WAITING", "FAILED"):
                     cancel_token(tx, tok, reason)
@@ -203,8 +270,10 @@ def retry(engine: Engine, token_or_task: UUID, retries: int | None = None) -> UU
             if tok is None:
                 raise NotFound(f"no token or task has id {token_or_task}")
             if tok.state != "FAILED":
-                raise InvalidOperation(f"token {tok.id} at {tok.node_id!r} is {tok.state}; "
-                                       f"only FAILED tokens can be retried")
+                raise InvalidOperation(
+                    f"token {tok.id} at {tok.node_id!r} is {tok.state}; "
+                    f"only FAILED tokens can be retried"
+                )
             _retry_txn(engine, tx, tok, retries)
             return tok.id
 
@@ -216,14 +285,31 @@ def _retry_txn(engine: Engine, tx: Tx, tok: TokenRow, retries: int | None) -> No
     node = engine.graph(def_id, tx.conn).node(tok.node_id)
     task = tasks.open_of_token(tx.conn, tok.id)
     if task is not None and task.state == "FAILED":
-        policy = (node.compensation.retry if tok.mode == "COMPENSATION" and node.compensation
-                  else node.retry)
+        policy = (
+            node.compensation.retry
+            if tok.mode == "COMPENSATION" and node.compensation
+            else node.retry
+        )
         attempts = retries or policy.max_attempts
-        tx.finish_task(task, state="READY", retries=attempts, miss="conflict",
-                       message=f"task {task.id} changed during retry")
-        tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=tok.id,
-                        at=tx.now, type="RETRIED", node_id=task.node_id, from_state="FAILED",
-                        to_state="READY", actor=tx.actor, data={"retries": attempts})
+        tx.finish_task(
+            task,
+            state="READY",
+            retries=attempts,
+            miss="conflict",
+            message=f"task {task.id} changed during retry",
+        )
+        tx.history.task(
+            instance_id=task.instance_id,
+            task_id=task.id,
+            token_id=tok.id,
+            at=tx.now,
+            type="RETRIED",
+            node_id=task.node_id,
+            from_state="FAILED",
+            to_state="READY",
+            actor=tx.actor,
+            data={"retries": attempts},
+        )
         move(tx, tok, state="WAITING", event="RETRIED", wait_kind="TASK")
         if task.kind == "HANDLER":
             tx.run_handler_later(task.id)
@@ -233,11 +319,19 @@ def _retry_txn(engine: Engine, tx: Tx, tok: TokenRow, retries: int | None) -> No
         moved = move(tx, tok, state="ACTIVE", event="RETRIED")
         tx.advance_later(moved.id, moved.version)
     else:
-        raise InvalidOperation(f"token {tok.id} failed at {node.type.value} {node.id!r}, which "
-                               f"cannot run again; cancel the instance instead")
+        raise InvalidOperation(
+            f"token {tok.id} failed at {node.type.value} {node.id!r}, which "
+            f"cannot run again; cancel the instance instead"
+        )
     resolve_incidents(tx, tok.id, "retried by an operator")
-    tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="OperatorRetry",
-                      node_id=tok.node_id, token_id=tok.id, actor=tx.actor)
+    tx.history.engine(
+        instance_id=tok.instance_id,
+        at=tx.now,
+        type="OperatorRetry",
+        node_id=tok.node_id,
+        token_id=tok.id,
+        actor=tx.actor,
+    )
     resume_if_clear(tx, tok.instance_id)
 
 
@@ -250,14 +344,22 @@ def resolve(engine: Engine, incident_or_token: UUID, note: str | None = None) ->
             incident = incidents.get(tx.conn, incident_or_token)
             token_id = incident.token_id if incident is not None else incident_or_token
             if token_id is None or not incidents.open_of_token(tx.conn, token_id):
-                raise NotFound(f"no open incident has id {incident_or_token}, and no token with "
-                               f"that id has one")
+                raise NotFound(
+                    f"no open incident has id {incident_or_token}, and no token with "
+                    f"that id has one"
+                )
             tok = tokens.get(tx.conn, token_id)
             assert tok is not None
             resolve_incidents(tx, tok.id, note or "resolved by an operator")
-            tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="OperatorResolved",
-                              node_id=tok.node_id, token_id=tok.id, actor=tx.actor,
-                              data={"note": note})
+            tx.history.engine(
+                instance_id=tok.instance_id,
+                at=tx.now,
+                type="OperatorResolved",
+                node_id=tok.node_id,
+                token_id=tok.id,
+                actor=tx.actor,
+                data={"note": note},
+            )
             return tok.id
 
     return engine.retrying(run)

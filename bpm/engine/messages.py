@@ -25,17 +25,24 @@ if TYPE_CHECKING:
 MAX_INSTANCES = 1000
 
 
-def correlate(engine: Engine, message: str, *, business_key: str | None = None,
-              instance_id: UUID | None = None, values: Mapping[str, Any] | None = None,
-              all_waiting: bool = False) -> list[UUID]:
+def correlate(
+    engine: Engine,
+    message: str,
+    *,
+    business_key: str | None = None,
+    instance_id: UUID | None = None,
+    values: Mapping[str, Any] | None = None,
+    all_waiting: bool = False,
+) -> list[UUID]:
     """Move every matching WAITING token on; returns their ids."""
     if not isinstance(message, str) or not message:
         raise InvalidOperation("a correlation needs a message name")
     if business_key is None and instance_id is None:
         raise InvalidOperation(f"correlating {message!r} needs a business key or an instance id")
     checked = check_variables(values, where=f"correlation of {message!r}")
-    target = (f"instance {instance_id}" if instance_id is not None
-              else f"business key {business_key!r}")
+    target = (
+        f"instance {instance_id}" if instance_id is not None else f"business key {business_key!r}"
+    )
 
     def body() -> tuple[list[UUID], list[Next]]:
         with engine.transaction("message") as tx:
@@ -45,14 +52,20 @@ def correlate(engine: Engine, message: str, *, business_key: str | None = None,
             if len(waiting) > 1 and not all_waiting:
                 raise AmbiguousCorrelation(
                     f"{len(waiting)} tokens of {target} wait for message {message!r}; name the "
-                    f"instance, or correlate to all of them")
+                    f"instance, or correlate to all of them"
+                )
             results = []
             for tok in waiting:
                 tx.write_variables(tok.instance_id, checked)
-                tx.history.engine(instance_id=tok.instance_id, at=tx.now,
-                                  type="MessageCorrelated", node_id=tok.node_id,
-                                  token_id=tok.id, actor=tx.actor,
-                                  data={"message": message, "variables": checked or None})
+                tx.history.engine(
+                    instance_id=tok.instance_id,
+                    at=tx.now,
+                    type="MessageCorrelated",
+                    node_id=tok.node_id,
+                    token_id=tok.id,
+                    actor=tx.actor,
+                    data={"message": message, "variables": checked or None},
+                )
                 g = engine.graph(engine.info_for(tx, tok.instance_id)[0], tx.conn)
                 results.append(leave(tx, g, tok, g.node(tok.node_id)))
         return [t.id for t in waiting], results
@@ -63,8 +76,9 @@ def correlate(engine: Engine, message: str, *, business_key: str | None = None,
     return woken
 
 
-def _waiting(engine: Engine, tx: Tx, message: str, business_key: str | None,
-             instance_id: UUID | None) -> list[TokenRow]:
+def _waiting(
+    engine: Engine, tx: Tx, message: str, business_key: str | None, instance_id: UUID | None
+) -> list[TokenRow]:
     if instance_id is not None:
         row = instances.get(tx.conn, instance_id)
         candidates = [row] if row is not None else []
@@ -76,7 +90,10 @@ def _waiting(engine: Engine, tx: Tx, message: str, business_key: str | None,
             continue
         g = engine.graph(inst.process_def_id, tx.conn)
         for tok in tokens.of_instance(tx.conn, inst.id):
-            if (tok.state == "WAITING" and tok.wait_kind == "MESSAGE"
-                    and g.node(tok.node_id).message == message):
+            if (
+                tok.state == "WAITING"
+                and tok.wait_kind == "MESSAGE"
+                and g.node(tok.node_id).message == message
+            ):
                 out.append(tok)
     return out

@@ -11,9 +11,17 @@ from bpm.store import tokens
 from bpm.store.rows import TokenRow
 
 
-def move(tx: Tx, tok: TokenRow, *, state: str, event: str, node_id: str | None = None,
-         via_flow: str | None = None, wait_kind: str | None = None,
-         data: dict[str, Any] | None = None) -> TokenRow:
+def move(
+    tx: Tx,
+    tok: TokenRow,
+    *,
+    state: str,
+    event: str,
+    node_id: str | None = None,
+    via_flow: str | None = None,
+    wait_kind: str | None = None,
+    data: dict[str, Any] | None = None,
+) -> TokenRow:
     """Change a token under its version and record the transition in history.
 
     The row is written once, when the transaction flushes, guarded by the version the token
@@ -22,32 +30,81 @@ def move(tx: Tx, tok: TokenRow, *, state: str, event: str, node_id: str | None =
     """
     node = tok.node_id if node_id is None else node_id
     via = tok.via_flow if via_flow is None and node_id is None else via_flow
-    moved = replace(tok, state=state, node_id=node, via_flow=via, wait_kind=wait_kind,
-                    version=tok.version + 1, updated_at=tx.now)
+    moved = replace(
+        tok,
+        state=state,
+        node_id=node,
+        via_flow=via,
+        wait_kind=wait_kind,
+        version=tok.version + 1,
+        updated_at=tx.now,
+    )
     tx.stage_token(tok, moved)
-    tx.history.token(instance_id=tok.instance_id, token_id=tok.id, at=tx.now, type=event,
-                     node_id=node, from_state=tok.state, to_state=state, actor=tx.actor,
-                     data=data)
+    tx.history.token(
+        instance_id=tok.instance_id,
+        token_id=tok.id,
+        at=tx.now,
+        type=event,
+        node_id=node,
+        from_state=tok.state,
+        to_state=state,
+        actor=tx.actor,
+        data=data,
+    )
     return moved
 
 
-def new_token(tx: Tx, *, instance_id: UUID, node_id: str, parent: UUID | None,
-              scope_id: str | None, concurrent: bool, via_flow: str | None,
-              state: str = "ACTIVE", mode: str = "FORWARD", wait_kind: str | None = None,
-              record_id: UUID | None = None) -> TokenRow:
+def new_token(
+    tx: Tx,
+    *,
+    instance_id: UUID,
+    node_id: str,
+    parent: UUID | None,
+    scope_id: str | None,
+    concurrent: bool,
+    via_flow: str | None,
+    state: str = "ACTIVE",
+    mode: str = "FORWARD",
+    wait_kind: str | None = None,
+    record_id: UUID | None = None,
+) -> TokenRow:
     """A token row to insert; ``create`` writes a batch of them with their history."""
-    return TokenRow(uuid4(), instance_id, node_id, state, mode, parent, scope_id, concurrent,
-                    via_flow, wait_kind, 0, tx.now, tx.now, record_id)
+    return TokenRow(
+        uuid4(),
+        instance_id,
+        node_id,
+        state,
+        mode,
+        parent,
+        scope_id,
+        concurrent,
+        via_flow,
+        wait_kind,
+        0,
+        tx.now,
+        tx.now,
+        record_id,
+    )
 
 
 def create(tx: Tx, rows: list[TokenRow], links: list[tuple[UUID, UUID, str]]) -> None:
     tokens.insert(tx.conn, rows)
     tokens.link(tx.conn, links)
     for row in rows:
-        tx.history.token(instance_id=row.instance_id, token_id=row.id, at=tx.now,
-                         type="CREATED", node_id=row.node_id, from_state=None, to_state=row.state,
-                         actor=tx.actor,
-                         data={"parent": str(row.parent_token_id) if row.parent_token_id else None,
-                               "via": row.via_flow, "scope": row.scope_id,
-                               **({"mode": row.mode} if row.mode != "FORWARD" else {}),
-                               **({"record_id": str(row.record_id)} if row.record_id else {})})
+        tx.history.token(
+            instance_id=row.instance_id,
+            token_id=row.id,
+            at=tx.now,
+            type="CREATED",
+            node_id=row.node_id,
+            from_state=None,
+            to_state=row.state,
+            actor=tx.actor,
+            data={
+                "parent": str(row.parent_token_id) if row.parent_token_id else None,
+                "via": row.via_flow,
+                "scope": row.scope_id,
+                **({"mode": row.mode} if row.mode != "FORWARD" else {}),
+                **({"record_id": str(row.record_id)} if row.record_id else {}),
+            },
+        )

@@ -65,8 +65,14 @@ def _enter_compensation(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> N
         handler = g.node(spec.node)
         stand_in = replace(handler, id=node.id, retry=spec.retry, compensation=None)
     else:
-        stand_in = replace(node, type=NodeType.SERVICE_TASK, handler=spec.handler,
-                           topic=spec.topic, retry=spec.retry, compensation=None)
+        stand_in = replace(
+            node,
+            type=NodeType.SERVICE_TASK,
+            handler=spec.handler,
+            topic=spec.topic,
+            retry=spec.retry,
+            compensation=None,
+        )
     return _enter_activity(tx, g, tok, stand_in)
 
 
@@ -109,8 +115,15 @@ def leave(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
 
 
 def take(tx: Tx, tok: TokenRow, flow: Flow, event: str = "MOVED") -> NextToken:
-    moved = move(tx, tok, state="ACTIVE", event=event, node_id=flow.target, via_flow=flow.id,
-                 data={"from": flow.source, "flow": flow.id})
+    moved = move(
+        tx,
+        tok,
+        state="ACTIVE",
+        event=event,
+        node_id=flow.target,
+        via_flow=flow.id,
+        data={"from": flow.source, "flow": flow.id},
+    )
     return NextToken(moved.id, moved.version, moved)
 
 
@@ -124,11 +137,27 @@ def fork_or_leave(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
         move(tx, tok, state="COMPLETED", event="FORKED", data={"into": [f.id for f in flows]})
         parent = tok.parent_token_id
     else:
-        move(tx, tok, state="WAITING", event="FORKED", wait_kind="CHILDREN",
-             data={"into": [f.id for f in flows]})
+        move(
+            tx,
+            tok,
+            state="WAITING",
+            event="FORKED",
+            wait_kind="CHILDREN",
+            data={"into": [f.id for f in flows]},
+        )
         parent = tok.id
-    children = [new_token(tx, instance_id=tok.instance_id, node_id=f.target, parent=parent,
-                          scope_id=tok.scope_id, concurrent=True, via_flow=f.id) for f in flows]
+    children = [
+        new_token(
+            tx,
+            instance_id=tok.instance_id,
+            node_id=f.target,
+            parent=parent,
+            scope_id=tok.scope_id,
+            concurrent=True,
+            via_flow=f.id,
+        )
+        for f in flows
+    ]
     create(tx, children, [(tok.id, c.id, "FORK") for c in children])
     for child in children[1:]:
         tx.advance_later(child.id, 0)
@@ -147,8 +176,10 @@ def _exclusive(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             if evaluate_condition(flow.condition, values):
                 return take(tx, tok, flow)
         except MissingVariable as exc:
-            message = (f"gateway {node.id!r}: condition of flow {flow.id!r} reads variable "
-                       f"{exc.name!r}, which the instance does not have")
+            message = (
+                f"gateway {node.id!r}: condition of flow {flow.id!r} reads variable "
+                f"{exc.name!r}, which the instance does not have"
+            )
             fail_token(tx, tok, kind="condition", message=message, details=str(exc))
             return None
         except ExpressionEvalError as exc:
@@ -157,8 +188,12 @@ def _exclusive(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             return None
     if node.default_flow is not None:
         return take(tx, tok, g.flows[node.default_flow])
-    fail_token(tx, tok, kind="no-path",
-               message=f"gateway {node.id!r}: no condition is true and there is no default flow")
+    fail_token(
+        tx,
+        tok,
+        kind="no-path",
+        message=f"gateway {node.id!r}: no condition is true and there is no default flow",
+    )
     return None
 
 
@@ -166,8 +201,14 @@ def _park_at_join(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     """Wait at the join, then let the parent decide (engine spec 4.4)."""
     if not tok.concurrent and g.spawns_tokens and _live_children(tx, tok):
         return _join_as_scope(tx, tok)
-    move(tx, tok, state="WAITING", event="ARRIVED_AT_JOIN", wait_kind="JOIN",
-         data={"via": tok.via_flow})
+    move(
+        tx,
+        tok,
+        state="WAITING",
+        event="ARRIVED_AT_JOIN",
+        wait_kind="JOIN",
+        data={"via": tok.via_flow},
+    )
     if tok.parent_token_id is None:
         return None  # a lone token at a join waits forever, as in BPMN
     parent = tokens.get(tx.conn, tok.parent_token_id)
@@ -187,58 +228,152 @@ def _join_as_scope(tx: Tx, tok: TokenRow) -> Next:
     under it are still running: like Camunda's execution tree, it becomes the scope (WAITING
     for its children) and a concurrent stand-in arrives at the join in its place, so the join
     counts it together with the spawned tokens."""
-    scope = move(tx, tok, state="WAITING", event="WAITING", wait_kind="CHILDREN",
-                 data={"join": tok.node_id, "as": "scope"})
-    stand_in = new_token(tx, instance_id=tok.instance_id, node_id=tok.node_id, parent=tok.id,
-                         scope_id=tok.scope_id, concurrent=True, via_flow=tok.via_flow)
+    scope = move(
+        tx,
+        tok,
+        state="WAITING",
+        event="WAITING",
+        wait_kind="CHILDREN",
+        data={"join": tok.node_id, "as": "scope"},
+    )
+    stand_in = new_token(
+        tx,
+        instance_id=tok.instance_id,
+        node_id=tok.node_id,
+        parent=tok.id,
+        scope_id=tok.scope_id,
+        concurrent=True,
+        via_flow=tok.via_flow,
+    )
     create(tx, [stand_in], [(tok.id, stand_in.id, "FORK")])
-    move(tx, stand_in, state="WAITING", event="ARRIVED_AT_JOIN", wait_kind="JOIN",
-         data={"via": stand_in.via_flow})
+    move(
+        tx,
+        stand_in,
+        state="WAITING",
+        event="ARRIVED_AT_JOIN",
+        wait_kind="JOIN",
+        data={"via": stand_in.via_flow},
+    )
     return NextToken(scope.id, scope.version)
 
 
 def _create_external_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
     """READY for a worker's fetch-and-lock; waiting workers are woken when it commits."""
     move(tx, tok, state="WAITING", event="WAITING", wait_kind="TASK")
-    task = TaskRow(uuid4(), tok.id, tok.instance_id, node.id, node.topic, None, "EXTERNAL",
-                   "READY", node.retry.max_attempts, 0, None, None, None, None, None,
-                   node.priority, 0, tx.now, tx.now)
+    task = TaskRow(
+        uuid4(),
+        tok.id,
+        tok.instance_id,
+        node.id,
+        node.topic,
+        None,
+        "EXTERNAL",
+        "READY",
+        node.retry.max_attempts,
+        0,
+        None,
+        None,
+        None,
+        None,
+        None,
+        node.priority,
+        0,
+        tx.now,
+        tx.now,
+    )
     tx.insert_task(task)
-    tx.history.task(instance_id=tok.instance_id, task_id=task.id, token_id=tok.id, at=tx.now,
-                    type="CREATED", node_id=node.id, from_state=None, to_state="READY",
-                    actor=tx.actor, data={"topic": node.topic,
-                                          "max_attempts": node.retry.max_attempts})
+    tx.history.task(
+        instance_id=tok.instance_id,
+        task_id=task.id,
+        token_id=tok.id,
+        at=tx.now,
+        type="CREATED",
+        node_id=node.id,
+        from_state=None,
+        to_state="READY",
+        actor=tx.actor,
+        data={"topic": node.topic, "max_attempts": node.retry.max_attempts},
+    )
     tx.notify_topics.add(str(node.topic))
     return None
 
 
 def _create_handler_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
     waiting = move(tx, tok, state="WAITING", event="WAITING", wait_kind="TASK")
-    task = TaskRow(uuid4(), tok.id, tok.instance_id, node.id, None, node.handler, "HANDLER",
-                   "READY", node.retry.max_attempts, 0, None, None, None, None, None,
-                   node.priority, 0, tx.now, tx.now)
-    tx.history.task(instance_id=tok.instance_id, task_id=task.id, token_id=tok.id, at=tx.now,
-                    type="CREATED", node_id=node.id, from_state=None, to_state="READY",
-                    actor=tx.actor, data={"handler": node.handler,
-                                          "max_attempts": node.retry.max_attempts})
+    task = TaskRow(
+        uuid4(),
+        tok.id,
+        tok.instance_id,
+        node.id,
+        None,
+        node.handler,
+        "HANDLER",
+        "READY",
+        node.retry.max_attempts,
+        0,
+        None,
+        None,
+        None,
+        None,
+        None,
+        node.priority,
+        0,
+        tx.now,
+        tx.now,
+    )
+    tx.history.task(
+        instance_id=tok.instance_id,
+        task_id=task.id,
+        token_id=tok.id,
+        at=tx.now,
+        type="CREATED",
+        node_id=node.id,
+        from_state=None,
+        to_state="READY",
+        actor=tx.actor,
+        data={"handler": node.handler, "max_attempts": node.retry.max_attempts},
+    )
     if not tx.runs_inline(node.handler or ""):
         tx.insert_task(task)
         return RunTask(task.id)
     # This process runs the handler right after commit: lock it in this same transaction.
-    locked = replace(task, state="LOCKED", lock_owner=tx.actor, attempts=1,
-                     retries=task.retries - 1, lock_expire_at=tx.now + node.timeout, version=1)
+    locked = replace(
+        task,
+        state="LOCKED",
+        lock_owner=tx.actor,
+        attempts=1,
+        retries=task.retries - 1,
+        lock_expire_at=tx.now + node.timeout,
+        version=1,
+    )
     tx.insert_task(locked)
-    tx.history.task(instance_id=tok.instance_id, task_id=task.id, token_id=tok.id, at=tx.now,
-                    type="LOCKED", node_id=node.id, from_state="READY", to_state="LOCKED",
-                    actor=tx.actor, data={"attempt": 1})
+    tx.history.task(
+        instance_id=tok.instance_id,
+        task_id=task.id,
+        token_id=tok.id,
+        at=tx.now,
+        type="LOCKED",
+        node_id=node.id,
+        from_state="READY",
+        to_state="LOCKED",
+        actor=tx.actor,
+        data={"attempt": 1},
+    )
     return RunTask(task.id, locked, tx.variables_at_commit(tok.instance_id), waiting)
 
 
 def _enter_subprocess(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     move(tx, tok, state="WAITING", event="ENTERED_SUBPROCESS", wait_kind="CHILDREN")
     start = g.start_of(node.id)
-    child = new_token(tx, instance_id=tok.instance_id, node_id=start.id, parent=tok.id,
-                      scope_id=node.id, concurrent=False, via_flow=None)
+    child = new_token(
+        tx,
+        instance_id=tok.instance_id,
+        node_id=start.id,
+        parent=tok.id,
+        scope_id=node.id,
+        concurrent=False,
+        via_flow=None,
+    )
     create(tx, [child], [(tok.id, child.id, "SUBPROCESS")])
     return NextToken(child.id, 0)
 
@@ -248,9 +383,13 @@ def _end_event(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
         caught = throw_from_end(tx, g, tok, node.error_code)
         if caught is not None:
             return caught
-        fail_token(tx, tok, kind="error-end",
-                   message=f"error end event {node.id!r} threw {node.error_code!r} and no error "
-                           f"boundary catches it")
+        fail_token(
+            tx,
+            tok,
+            kind="error-end",
+            message=f"error end event {node.id!r} threw {node.error_code!r} and no error "
+            f"boundary catches it",
+        )
         return None
     if node.terminate:
         return _terminate(tx, g, tok)
@@ -263,10 +402,15 @@ def end_token(tx: Tx, tok: TokenRow, g: ProcessGraph | None = None) -> Next:
     A scope token with tokens a non-interrupting boundary spawned beside it waits for them
     (WAITING for CHILDREN at its end) before its scope completes.
     """
-    if g is not None and g.spawns_tokens and not tok.concurrent and (
-            _live_children(tx, tok)):
-        move(tx, tok, state="WAITING", event="WAITING", wait_kind="CHILDREN",
-             data={"until": "spawned tokens end"})
+    if g is not None and g.spawns_tokens and not tok.concurrent and (_live_children(tx, tok)):
+        move(
+            tx,
+            tok,
+            state="WAITING",
+            event="WAITING",
+            wait_kind="CHILDREN",
+            data={"until": "spawned tokens end"},
+        )
         return None
     move(tx, tok, state="COMPLETED", event="COMPLETED")
     if tok.parent_token_id is None:
@@ -290,15 +434,26 @@ def _terminate(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     everything = {t.id: t for t in tokens.of_instance(tx.conn, tok.instance_id)}
     root = _scope_root(everything, tok)
     reason = f"terminate end event {tok.node_id!r}"
-    at_work = root.id != tok.id and root.state in ("ACTIVE", "WAITING", "FAILED") and not (
-        root.wait_kind == "CHILDREN" and g.node(root.node_id).type is not NodeType.SUBPROCESS)
+    at_work = (
+        root.id != tok.id
+        and root.state in ("ACTIVE", "WAITING", "FAILED")
+        and not (
+            root.wait_kind == "CHILDREN" and g.node(root.node_id).type is not NodeType.SUBPROCESS
+        )
+    )
     if at_work:
         end_work(tx, root, reason)  # a FAILED root's incident too: it ends here
     cancel_inside(tx, tok, below(everything.values(), root), reason, spare=tok.id)
     if at_work and root.state == "FAILED":
         resume_if_clear(tx, root.instance_id)
-    tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="ScopeTerminated",
-                      node_id=tok.node_id, token_id=tok.id, actor=tx.actor)
+    tx.history.engine(
+        instance_id=tok.instance_id,
+        at=tx.now,
+        type="ScopeTerminated",
+        node_id=tok.node_id,
+        token_id=tok.id,
+        actor=tx.actor,
+    )
     if root.id == tok.id:
         return end_token(tx, tok, g)
     move(tx, tok, state="COMPLETED", event="COMPLETED")

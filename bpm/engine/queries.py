@@ -19,11 +19,18 @@ def find_instances(engine: Engine, f: InstanceFilter, limit: int = 100) -> list[
         return [queries.summary(row) for row in queries.find_instances(conn, f, limit)]
 
 
-def history(engine: Engine, f: InstanceFilter, *, types: Sequence[str] = (),
-            limit: int = 1000, instances_limit: int = 1000) -> list[dict[str, Any]]:
+def history(
+    engine: Engine,
+    f: InstanceFilter,
+    *,
+    types: Sequence[str] = (),
+    limit: int = 1000,
+    instances_limit: int = 1000,
+) -> list[dict[str, Any]]:
     """History rows of the matching instances (each with its ``instance_id``), in order."""
     with engine.db.transaction() as conn:
         found = queries.find_instances(conn, f, instances_limit)
-        events = queries.history_of(conn, [row.id for row in found], since=f.since,
-                                    until=f.until, types=types, limit=limit)
+        events = queries.history_of(
+            conn, [row.id for row in found], since=f.since, until=f.until, types=types, limit=limit
+        )
     return [dict(event_view(e), instance_id=str(e.instance_id)) for e in events]

@@ -22,9 +22,14 @@ from bpm.store.rows import EventRow
 if TYPE_CHECKING:
     from bpm.engine.engine import Engine
 
-INSTANCE_STATES = {"InstanceStarted": "RUNNING", "InstanceCompleted": "COMPLETED",
-                   "InstanceFailed": "FAILED", "InstanceResumed": "RUNNING",
-                   "InstanceTerminated": "TERMINATED", "InstanceCancelled": "CANCELLED"}
+INSTANCE_STATES = {
+    "InstanceStarted": "RUNNING",
+    "InstanceCompleted": "COMPLETED",
+    "InstanceFailed": "FAILED",
+    "InstanceResumed": "RUNNING",
+    "InstanceTerminated": "TERMINATED",
+    "InstanceCancelled": "CANCELLED",
+}
 
 
 @dataclass
@@ -39,13 +44,19 @@ class State:
     incidents: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"instance": self.instance, "tokens": self.tokens, "tasks": self.tasks,
-                "timers": self.timers, "variables": self.variables,
-                "incidents": self.incidents}
+        return {
+            "instance": self.instance,
+            "tokens": self.tokens,
+            "tasks": self.tasks,
+            "timers": self.timers,
+            "variables": self.variables,
+            "incidents": self.incidents,
+        }
 
 
-def rebuild(events: Iterable[EventRow], *, upto_id: int | None = None,
-            upto_at: datetime | None = None) -> State:
+def rebuild(
+    events: Iterable[EventRow], *, upto_id: int | None = None, upto_at: datetime | None = None
+) -> State:
     """Apply history rows in write order (optionally only up to an event id or instant)."""
     state = State()
     for e in events:
@@ -64,23 +75,34 @@ def _token(state: State, e: EventRow) -> None:
     key = str(e.token_id)
     if e.type == "CREATED":
         data = e.data or {}
-        state.tokens[key] = {"node_id": e.node_id, "state": e.to_state,
-                             "mode": data.get("mode", "FORWARD"),
-                             "parent_token_id": data.get("parent"), "version": 0}
+        state.tokens[key] = {
+            "node_id": e.node_id,
+            "state": e.to_state,
+            "mode": data.get("mode", "FORWARD"),
+            "parent_token_id": data.get("parent"),
+            "version": 0,
+        }
         return
-    tok = state.tokens.setdefault(key, {"node_id": None, "state": None, "mode": "FORWARD",
-                                        "parent_token_id": None, "version": -1})
+    tok = state.tokens.setdefault(
+        key,
+        {"node_id": None, "state": None, "mode": "FORWARD", "parent_token_id": None, "version": -1},
+    )
     tok.update(node_id=e.node_id, state=e.to_state, version=tok["version"] + 1)
 
 
 def _task(state: State, e: EventRow) -> None:
     key = str(e.task_id)
     if e.type == "CREATED":
-        state.tasks[key] = {"node_id": e.node_id, "token_id": str(e.token_id),
-                            "state": e.to_state, "version": 0}
+        state.tasks[key] = {
+            "node_id": e.node_id,
+            "token_id": str(e.token_id),
+            "state": e.to_state,
+            "version": 0,
+        }
         return
-    task = state.tasks.setdefault(key, {"node_id": e.node_id, "token_id": str(e.token_id),
-                                        "state": None, "version": -1})
+    task = state.tasks.setdefault(
+        key, {"node_id": e.node_id, "token_id": str(e.token_id), "state": None, "version": -1}
+    )
     task.update(state=e.to_state, version=task["version"] + 1)
 
 
@@ -92,15 +114,22 @@ def _engine(state: State, e: EventRow) -> None:
     elif e.type == "VariablesChanged":
         state.variables.update(data.get("values") or {})
     elif e.type == "TimerScheduled":
-        state.timers[data["timer_id"]] = {"node_id": e.node_id, "token_id": str(e.token_id),
-                                          "fire_at": data["fire_at"], "state": "SCHEDULED"}
+        state.timers[data["timer_id"]] = {
+            "node_id": e.node_id,
+            "token_id": str(e.token_id),
+            "fire_at": data["fire_at"],
+            "state": "SCHEDULED",
+        }
     elif e.type in ("TimerFired", "TimerCancelled"):
         timer = state.timers.get(data.get("timer_id", ""))
         if timer is not None:
             timer["state"] = "FIRED" if e.type == "TimerFired" else "CANCELLED"
     elif e.type == "IncidentOpened":
-        state.incidents[data["incident_id"]] = {"node_id": e.node_id,
-                                                "token_id": str(e.token_id), "state": "OPEN"}
+        state.incidents[data["incident_id"]] = {
+            "node_id": e.node_id,
+            "token_id": str(e.token_id),
+            "state": "OPEN",
+        }
     elif e.type == "IncidentResolved":
         incident = state.incidents.get(data.get("incident_id", ""))
         if incident is not None:
@@ -116,20 +145,33 @@ def current(engine: Engine, instance_id: UUID) -> State:
         state = State(instance={"state": inst.state, "version": inst.version})
         for t in tokens.of_instance(conn, instance_id):
             state.tokens[str(t.id)] = {
-                "node_id": t.node_id, "state": t.state, "mode": t.mode,
+                "node_id": t.node_id,
+                "state": t.state,
+                "mode": t.mode,
                 "parent_token_id": str(t.parent_token_id) if t.parent_token_id else None,
-                "version": t.version}
+                "version": t.version,
+            }
         for k in tasks.of_instance(conn, instance_id):
-            state.tasks[str(k.id)] = {"node_id": k.node_id, "token_id": str(k.token_id),
-                                      "state": k.state, "version": k.version}
+            state.tasks[str(k.id)] = {
+                "node_id": k.node_id,
+                "token_id": str(k.token_id),
+                "state": k.state,
+                "version": k.version,
+            }
         for m in timers.of_instance(conn, instance_id):
-            state.timers[str(m.id)] = {"node_id": m.node_id, "token_id": str(m.token_id),
-                                       "fire_at": m.fire_at.isoformat(), "state": m.state}
+            state.timers[str(m.id)] = {
+                "node_id": m.node_id,
+                "token_id": str(m.token_id),
+                "fire_at": m.fire_at.isoformat(),
+                "state": m.state,
+            }
         state.variables = variables.load(conn, instance_id)
         for i in incidents.of_instance(conn, instance_id):
-            state.incidents[str(i.id)] = {"node_id": i.node_id,
-                                          "token_id": str(i.token_id) if i.token_id else None,
-                                          "state": i.state}
+            state.incidents[str(i.id)] = {
+                "node_id": i.node_id,
+                "token_id": str(i.token_id) if i.token_id else None,
+                "state": i.state,
+            }
     return state
 
 
@@ -148,11 +190,15 @@ def differences(rebuilt: State, actual: State) -> list[str]:
                 out.append(f"{part[:-1]} {key}: in history ({a}) but not in the tables")
             elif a != b:
                 fields = sorted(f for f in set(a) | set(b) if a.get(f) != b.get(f))
-                out.append(f"{part[:-1]} {key}: " + ", ".join(
-                    f"{f} history={a.get(f)!r} table={b.get(f)!r}" for f in fields))
+                out.append(
+                    f"{part[:-1]} {key}: "
+                    + ", ".join(f"{f} history={a.get(f)!r} table={b.get(f)!r}" for f in fields)
+                )
     for name in sorted(set(rebuilt.variables) | set(actual.variables)):
-        a_val, b_val = rebuilt.variables.get(name, "<missing>"), actual.variables.get(
-            name, "<missing>")
+        a_val, b_val = (
+            rebuilt.variables.get(name, "<missing>"),
+            actual.variables.get(name, "<missing>"),
+        )
         if a_val != b_val:
             out.append(f"variable {name!r}: history={a_val!r} table={b_val!r}")
     return out
@@ -181,8 +227,9 @@ def as_of(engine: Engine, instance_id: UUID, point: int | datetime) -> State:
     return rebuild(events, upto_at=point)
 
 
-def check_all(engine: Engine, *, since: datetime | None = None,
-              limit: int = 100_000) -> dict[str, Any]:
+def check_all(
+    engine: Engine, *, since: datetime | None = None, limit: int = 100_000
+) -> dict[str, Any]:
     """Check every instance started since ``since``; a summary with the differing ones."""
     with engine.db.transaction() as conn:
         rows = instances.search(conn, limit=limit)

@@ -64,14 +64,17 @@ def ttl_from_env(environ: Mapping[str, str] | None = None) -> timedelta | None:
     except ValueError:
         days = math.nan
     if not math.isfinite(days) or days < 0 or days > MAX_HISTORY_TTL.days:
-        raise ConfigError(f"{TTL_ENV} must be a number of days from 0 to "
-                          f"{MAX_HISTORY_TTL.days}, got {raw!r}; unset, ended instances "
-                          "without a historyTimeToLive are kept for ever")
+        raise ConfigError(
+            f"{TTL_ENV} must be a number of days from 0 to "
+            f"{MAX_HISTORY_TTL.days}, got {raw!r}; unset, ended instances "
+            "without a historyTimeToLive are kept for ever"
+        )
     return timedelta(days=days)
 
 
-def _cutoffs(engine: Engine, now: datetime,
-             default_ttl: timedelta | None) -> list[tuple[UUID, datetime]]:
+def _cutoffs(
+    engine: Engine, now: datetime, default_ttl: timedelta | None
+) -> list[tuple[UUID, datetime]]:
     """Per definition that has a TTL (its own, else the default): the latest ``ended_at`` an
     instance may have to be deleted now."""
     with engine.db.transaction() as conn:
@@ -95,8 +98,14 @@ def due(engine: Engine, now: datetime, *, default_ttl: timedelta | None) -> int:
         return sum(store.count_due(conn, def_id, before) for def_id, before in cutoffs)
 
 
-def sweep(engine: Engine, now: datetime, *, default_ttl: timedelta | None, batch: int = 100,
-          max_batches: int = 50) -> Sweep:
+def sweep(
+    engine: Engine,
+    now: datetime,
+    *,
+    default_ttl: timedelta | None,
+    batch: int = 100,
+    max_batches: int = 50,
+) -> Sweep:
     """Delete up to ``batch * max_batches`` instances past their TTL, ``batch`` at a time."""
     if batch < 1 or max_batches < 1:
         raise ValueError("batch and max_batches must be at least 1")
@@ -109,8 +118,11 @@ def sweep(engine: Engine, now: datetime, *, default_ttl: timedelta | None, batch
                 ids, counts = _batch(engine, def_id, before, batch)
             except RetryableDatabaseError as exc:  # a lock wait or a deadlock: next run
                 batches += 1
-                log.warning("history cleanup: gave up a batch of definition %s: %s", def_id,
-                            str(exc).strip().splitlines()[0])
+                log.warning(
+                    "history cleanup: gave up a batch of definition %s: %s",
+                    def_id,
+                    str(exc).strip().splitlines()[0],
+                )
                 break
             if not ids:
                 break
@@ -118,25 +130,38 @@ def sweep(engine: Engine, now: datetime, *, default_ttl: timedelta | None, batch
             gone = counts.get(store.pi.name, 0)
             deleted += gone
             rows.update(counts)
-            log.info("history cleanup: deleted %d ended instances of definition %s (%s)",
-                     gone, def_id, " ".join(f"{k}={v}" for k, v in counts.items()),
-                     extra={"action": "cleanup_history", "instances": gone,
-                            "definition_id": str(def_id)})
+            log.info(
+                "history cleanup: deleted %d ended instances of definition %s (%s)",
+                gone,
+                def_id,
+                " ".join(f"{k}={v}" for k, v in counts.items()),
+                extra={
+                    "action": "cleanup_history",
+                    "instances": gone,
+                    "definition_id": str(def_id),
+                },
+            )
             if len(ids) < batch:
                 break
     return Sweep(deleted, batches, dict(rows), more=False)
 
 
-def _batch(engine: Engine, def_id: UUID, ended_before: datetime,
-           limit: int) -> tuple[list[UUID], dict[str, int]]:
+def _batch(
+    engine: Engine, def_id: UUID, ended_before: datetime, limit: int
+) -> tuple[list[UUID], dict[str, int]]:
     with engine.db.transaction() as conn:
         store.limit_lock_waits(conn, LOCK_WAIT_MS)
         ids = store.claim_due(conn, def_id, ended_before, limit)
         return ids, store.delete_instances(conn, ids)
 
 
-def cleanup(engine: Engine, now: datetime, *, default_ttl: timedelta | None, batch: int = 100,
-            max_batches: int = 50) -> int:
+def cleanup(
+    engine: Engine,
+    now: datetime,
+    *,
+    default_ttl: timedelta | None,
+    batch: int = 100,
+    max_batches: int = 50,
+) -> int:
     """Delete ended instances past their TTL (see the module doc); returns how many."""
-    return sweep(engine, now, default_ttl=default_ttl, batch=batch,
-                 max_batches=max_batches).deleted
+    return sweep(engine, now, default_ttl=default_ttl, batch=batch, max_batches=max_batches).deleted

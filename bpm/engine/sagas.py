@@ -51,17 +51,31 @@ def record_success(tx: Tx, tok: TokenRow, node: Node) -> None:
     owner = tok.id
     if node.type is NodeType.SUBPROCESS:
         tx.flush_tokens()
-        body = [t for t in tokens.of_instance(tx.conn, tok.instance_id)
-                if t.parent_token_id == tok.id and t.scope_id == node.id]
+        body = [
+            t
+            for t in tokens.of_instance(tx.conn, tok.instance_id)
+            if t.parent_token_id == tok.id and t.scope_id == node.id
+        ]
         if body:
             owner = max(body, key=lambda t: (t.created_at, str(t.id))).id
-    rec = compensation.record(tx.conn, instance_id=tok.instance_id, token_id=owner,
-                              node_id=node.id, scope_id=tok.scope_id,
-                              handler=node.compensation.describe(), now=tx.now)
-    tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="CompensationRecorded",
-                      node_id=node.id, token_id=tok.id, actor=tx.actor,
-                      data={"record_id": str(rec.id), "seq": rec.seq,
-                            "handler": rec.handler})
+    rec = compensation.record(
+        tx.conn,
+        instance_id=tok.instance_id,
+        token_id=owner,
+        node_id=node.id,
+        scope_id=tok.scope_id,
+        handler=node.compensation.describe(),
+        now=tx.now,
+    )
+    tx.history.engine(
+        instance_id=tok.instance_id,
+        at=tx.now,
+        type="CompensationRecorded",
+        node_id=node.id,
+        token_id=tok.id,
+        actor=tx.actor,
+        data={"record_id": str(rec.id), "seq": rec.seq, "handler": rec.handler},
+    )
 
 
 # --- starting a saga ---------------------------------------------------------------------
@@ -77,17 +91,30 @@ def start_if_declared(tx: Tx, g: ProcessGraph, failed: TokenRow, reason: str) ->
     host = None if policy == "global" else host_of(everything, failed, scope) if scope else None
     if policy == "local" and host is None:
         return False
-    tx.history.engine(instance_id=failed.instance_id, at=tx.now, type="SagaStarted",
-                      node_id=failed.node_id, token_id=failed.id, actor=tx.actor,
-                      data={"scope": "global" if host is None else scope, "reason": reason})
+    tx.history.engine(
+        instance_id=failed.instance_id,
+        at=tx.now,
+        type="SagaStarted",
+        node_id=failed.node_id,
+        token_id=failed.id,
+        actor=tx.actor,
+        data={"scope": "global" if host is None else scope, "reason": reason},
+    )
     for row in _below(everything, host):
         if row.id != failed.id and row.mode == "FORWARD" and row.state in LIVE:
             cancel_token(tx, row, reason=f"saga after {failed.node_id!r} failed")
-    anchor = new_token(tx, instance_id=failed.instance_id, node_id=failed.node_id,
-                       parent=host.id if host else None,
-                       scope_id=scope if host else None, concurrent=host is not None,
-                       via_flow=None, state="WAITING", mode="COMPENSATION",
-                       wait_kind=COMPENSATING)
+    anchor = new_token(
+        tx,
+        instance_id=failed.instance_id,
+        node_id=failed.node_id,
+        parent=host.id if host else None,
+        scope_id=scope if host else None,
+        concurrent=host is not None,
+        via_flow=None,
+        state="WAITING",
+        mode="COMPENSATION",
+        wait_kind=COMPENSATING,
+    )
     create(tx, [anchor], [(host.id, anchor.id, "COMPENSATION")] if host else [])
     nxt = _next(tx, g, anchor)
     if isinstance(nxt, NextToken):  # nothing to undo: the saga is over, its host goes on
@@ -118,11 +145,23 @@ def _descends(everything: dict[UUID, TokenRow], tok: TokenRow, ancestor: UUID) -
 def throw(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     """compensationThrow / compensating end event: compensate the scope (or one activity),
     wait for it, then go on (spec 5: thrown compensation does not terminate anything)."""
-    anchor = move(tx, tok, state="WAITING", event="COMPENSATION_THROWN", wait_kind=COMPENSATING,
-                  data={"activity": node.activity})
-    tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="CompensationThrown",
-                      node_id=node.id, token_id=tok.id, actor=tx.actor,
-                      data={"activity": node.activity})
+    anchor = move(
+        tx,
+        tok,
+        state="WAITING",
+        event="COMPENSATION_THROWN",
+        wait_kind=COMPENSATING,
+        data={"activity": node.activity},
+    )
+    tx.history.engine(
+        instance_id=tok.instance_id,
+        at=tx.now,
+        type="CompensationThrown",
+        node_id=node.id,
+        token_id=tok.id,
+        actor=tx.actor,
+        data={"activity": node.activity},
+    )
     return _next(tx, g, anchor)
 
 
@@ -144,14 +183,27 @@ def _next(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
     if not todo:
         return _finish(tx, g, anchor)
     rec = todo[0]
-    comp = new_token(tx, instance_id=anchor.instance_id, node_id=rec.node_id, parent=anchor.id,
-                     scope_id=g.node(rec.node_id).scope, concurrent=True, via_flow=None,
-                     mode="COMPENSATION", record_id=rec.id)
+    comp = new_token(
+        tx,
+        instance_id=anchor.instance_id,
+        node_id=rec.node_id,
+        parent=anchor.id,
+        scope_id=g.node(rec.node_id).scope,
+        concurrent=True,
+        via_flow=None,
+        mode="COMPENSATION",
+        record_id=rec.id,
+    )
     create(tx, [comp], [(anchor.id, comp.id, "COMPENSATION")])
-    tx.history.engine(instance_id=anchor.instance_id, at=tx.now,
-                      type="CompensationTokenCreated", node_id=rec.node_id, token_id=comp.id,
-                      actor=tx.actor, data={"record_id": str(rec.id), "seq": rec.seq,
-                                            "handler": rec.handler})
+    tx.history.engine(
+        instance_id=anchor.instance_id,
+        at=tx.now,
+        type="CompensationTokenCreated",
+        node_id=rec.node_id,
+        token_id=comp.id,
+        actor=tx.actor,
+        data={"record_id": str(rec.id), "seq": rec.seq, "handler": rec.handler},
+    )
     # Strictly one at a time, on the compensation queue (runtime contract).
     tx.jobs.append(Job(RUN_COMPENSATION, {"token_id": str(comp.id), "expected_version": 0}))
     return None
@@ -176,8 +228,13 @@ def _in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRow]:
     else:  # thrown: the scope the throwing token is in, optionally one activity
         host = host_of(everything, anchor, anchor.scope_id) if anchor.scope_id else None
         activity = g.node(anchor.node_id).activity
-    inside = activity if activity is not None and g.node(activity).type is \
-        NodeType.SUBPROCESS and g.node(activity).compensation is None else None
+    inside = (
+        activity
+        if activity is not None
+        and g.node(activity).type is NodeType.SUBPROCESS
+        and g.node(activity).compensation is None
+        else None
+    )
     in_scope = {t.id for t in inside_scope(everything.values(), host)} if host else set()
     out = []
     for rec in pending:
@@ -189,8 +246,11 @@ def _in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRow]:
         owner = everything.get(rec.token_id)
         if host is not None and (owner is None or owner.id not in in_scope):
             continue
-        if owner is not None and g.node(rec.node_id).type is not NodeType.SUBPROCESS and any(
-                owner.id == root or _descends(everything, owner, root) for root in covering):
+        if (
+            owner is not None
+            and g.node(rec.node_id).type is not NodeType.SUBPROCESS
+            and any(owner.id == root or _descends(everything, owner, root) for root in covering)
+        ):
             continue
         out.append(rec)
     return out
@@ -210,17 +270,28 @@ def _finish(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
     from bpm.engine.nodes import end_token, leave  # nodes calls into this module
 
     if anchor.mode == "FORWARD":  # thrown compensation is done: the token goes on
-        tx.history.engine(instance_id=anchor.instance_id, at=tx.now,
-                          type="CompensationDone", node_id=anchor.node_id, token_id=anchor.id,
-                          actor=tx.actor)
+        tx.history.engine(
+            instance_id=anchor.instance_id,
+            at=tx.now,
+            type="CompensationDone",
+            node_id=anchor.node_id,
+            token_id=anchor.id,
+            actor=tx.actor,
+        )
         node = g.node(anchor.node_id)
         if node.type is NodeType.END:
             return end_token(tx, anchor, g)
         return leave(tx, g, anchor, node)
     done = move(tx, anchor, state="COMPLETED", event="SAGA_COMPLETED")
-    tx.history.engine(instance_id=anchor.instance_id, at=tx.now, type="SagaCompleted",
-                      node_id=anchor.node_id, token_id=anchor.id, actor=tx.actor,
-                      data={"scope": done.scope_id or "global"})
+    tx.history.engine(
+        instance_id=anchor.instance_id,
+        at=tx.now,
+        type="SagaCompleted",
+        node_id=anchor.node_id,
+        token_id=anchor.id,
+        actor=tx.actor,
+        data={"scope": done.scope_id or "global"},
+    )
     if anchor.parent_token_id is None:
         set_instance_state(tx, anchor.instance_id, "TERMINATED")
         return None
@@ -239,14 +310,23 @@ def _leave_subprocess(tx: Tx, g: ProcessGraph, host: TokenRow | None) -> Next:
         if row.state == "FAILED" and row.mode == "FORWARD":
             # the failure that started the saga, at any depth in the subprocess (not one on
             # a path outside it): handled by the saga
-            move(tx, row, state="CANCELLED", event="CANCELLED",
-                 data={"reason": "compensated by its local saga"})
+            move(
+                tx,
+                row,
+                state="CANCELLED",
+                event="CANCELLED",
+                data={"reason": "compensated by its local saga"},
+            )
             resolve_incidents(tx, row.id, "compensated by its local saga")
     caught = catch_at_activity(tx, g, host, SAGA_CODE, "compensated by a local saga")
     if caught is not None:
         return caught
-    fail_token(tx, host, kind="saga",
-               message=f"subprocess {host.node_id!r} was compensated after a failure inside it")
+    fail_token(
+        tx,
+        host,
+        kind="saga",
+        message=f"subprocess {host.node_id!r} was compensated after a failure inside it",
+    )
     return None
 
 
@@ -255,31 +335,56 @@ def _leave_subprocess(tx: Tx, g: ProcessGraph, host: TokenRow | None) -> Next:
 
 def compensated(tx: Tx, tok: TokenRow) -> Next:
     """The compensation handler succeeded: its record is COMPLETED; the anchor goes on."""
-    if tok.record_id is not None and not compensation.finish(tx.conn, tok.record_id,
-                                                             "COMPLETED"):
+    if tok.record_id is not None and not compensation.finish(tx.conn, tok.record_id, "COMPLETED"):
         raise Conflict(f"compensation record {tok.record_id} was finished meanwhile")
     move(tx, tok, state="COMPLETED", event="COMPENSATED")
-    tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="CompensationCompleted",
-                      node_id=tok.node_id, token_id=tok.id, actor=tx.actor,
-                      data={"record_id": str(tok.record_id)})
+    tx.history.engine(
+        instance_id=tok.instance_id,
+        at=tx.now,
+        type="CompensationCompleted",
+        node_id=tok.node_id,
+        token_id=tok.id,
+        actor=tx.actor,
+        data={"record_id": str(tok.record_id)},
+    )
     return _nudge_anchor(tx, tok)
 
 
-def compensation_failed(tx: Tx, tok: TokenRow, failed: TokenRow, message: str,
-                        details: str | None, task_id: UUID | None) -> None:
+def compensation_failed(
+    tx: Tx, tok: TokenRow, failed: TokenRow, message: str, details: str | None, task_id: UUID | None
+) -> None:
     """A failed compensation is not compensated: incident, record FAILED, the saga goes on."""
     if tok.record_id is not None:
         compensation.finish(tx.conn, tok.record_id, "FAILED")
     incident = incidents.open_incident(
-        tx.conn, instance_id=tok.instance_id, token_id=tok.id, task_id=task_id,
-        node_id=tok.node_id, kind="compensation", message=message, details=details, now=tx.now)
-    tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="CompensationFailed",
-                      node_id=tok.node_id, token_id=tok.id, actor=tx.actor,
-                      data={"record_id": str(tok.record_id), "error": message})
-    tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="IncidentOpened",
-                      node_id=tok.node_id, token_id=tok.id, actor=tx.actor,
-                      data={"incident_id": str(incident.id), "kind": "compensation",
-                            "message": message})
+        tx.conn,
+        instance_id=tok.instance_id,
+        token_id=tok.id,
+        task_id=task_id,
+        node_id=tok.node_id,
+        kind="compensation",
+        message=message,
+        details=details,
+        now=tx.now,
+    )
+    tx.history.engine(
+        instance_id=tok.instance_id,
+        at=tx.now,
+        type="CompensationFailed",
+        node_id=tok.node_id,
+        token_id=tok.id,
+        actor=tx.actor,
+        data={"record_id": str(tok.record_id), "error": message},
+    )
+    tx.history.engine(
+        instance_id=tok.instance_id,
+        at=tx.now,
+        type="IncidentOpened",
+        node_id=tok.node_id,
+        token_id=tok.id,
+        actor=tx.actor,
+        data={"incident_id": str(incident.id), "kind": "compensation", "message": message},
+    )
     nxt = _nudge_anchor(tx, failed)
     if isinstance(nxt, NextToken):
         tx.advance_later(nxt.token_id, nxt.version)

@@ -31,8 +31,9 @@ def scan_stalled_tokens(engine: Engine, now: datetime, cfg: ScanConfig = ScanCon
     """ACTIVE tokens nobody advanced within the grace period: nudge them again."""
     with engine.db.transaction() as conn:
         found = tokens.stalled_active(conn, now - cfg.grace, cfg.batch)
-    _send(engine, [Job(ADVANCE_TOKEN, {"token_id": str(t), "expected_version": v})
-                   for t, v in found])
+    _send(
+        engine, [Job(ADVANCE_TOKEN, {"token_id": str(t), "expected_version": v}) for t, v in found]
+    )
     return len(found)
 
 
@@ -48,13 +49,13 @@ def scan_waiting_parents(engine: Engine, now: datetime, cfg: ScanConfig = ScanCo
     """WAITING parents whose children are done or parked at a join: let them decide."""
     with engine.db.transaction() as conn:
         found = tokens.parents_to_recheck(conn, now - cfg.grace, cfg.batch)
-    _send(engine, [Job(ADVANCE_TOKEN, {"token_id": str(t), "expected_version": v})
-                   for t, v in found])
+    _send(
+        engine, [Job(ADVANCE_TOKEN, {"token_id": str(t), "expected_version": v}) for t, v in found]
+    )
     return len(found)
 
 
-def scan_expired_locks(engine: Engine, now: datetime,
-                               cfg: ScanConfig = ScanConfig()) -> int:
+def scan_expired_locks(engine: Engine, now: datetime, cfg: ScanConfig = ScanConfig()) -> int:
     """Locked tasks whose runner or external worker never reported back: the run counts as an
     attempt (spec 4.2); the task is offered again, or fails when no attempt is left."""
     with engine.db.transaction() as conn:
@@ -74,8 +75,9 @@ def scan_expired_locks(engine: Engine, now: datetime,
     return done
 
 
-def run_all_scans(engine: Engine, now: datetime | None = None,
-                  cfg: ScanConfig = ScanConfig()) -> dict[str, int]:
+def run_all_scans(
+    engine: Engine, now: datetime | None = None, cfg: ScanConfig = ScanConfig()
+) -> dict[str, int]:
     """What a starting worker does, and what beat does on schedule."""
     at = now or engine.clock.now()
     return {

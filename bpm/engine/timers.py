@@ -51,8 +51,12 @@ def scan_timers(engine: Engine, now: datetime, batch: int = 500) -> list[Fired]:
             fired.append(result)
     if fired:
         worst = max(f.lateness for f in fired).total_seconds() * 1000
-        log.info("fired %d timer(s), lateness max %.0f ms", len(fired), worst,
-                 extra={"action": "fired", "count": len(fired), "lateness_ms": worst})
+        log.info(
+            "fired %d timer(s), lateness max %.0f ms",
+            len(fired),
+            worst,
+            extra={"action": "fired", "count": len(fired), "lateness_ms": worst},
+        )
     return fired
 
 
@@ -61,8 +65,10 @@ def fire(engine: Engine, timer_id: UUID, now: datetime) -> Fired | None:
     with engine.transaction("timer") as tx:
         timer = timers.get(tx.conn, timer_id, lock=True)
         if timer is None or timer.state != "SCHEDULED" or timer.fire_at > now:
-            raise Stale(f"timer {timer_id} is not due and scheduled (taken by another scanner, "
-                        f"fired, or cancelled)")
+            raise Stale(
+                f"timer {timer_id} is not due and scheduled (taken by another scanner, "
+                f"fired, or cancelled)"
+            )
         tok = tokens.get(tx.conn, timer.token_id)
         g = engine.graph(engine.info_for(tx, timer.instance_id)[0], tx.conn)
         node = g.node(timer.node_id)
@@ -70,19 +76,33 @@ def fire(engine: Engine, timer_id: UUID, now: datetime) -> Fired | None:
             # Every path off a node disarms its timers; this one is left over: retire it.
             if not timers.finish(tx.conn, timer, "CANCELLED"):
                 raise Conflict(f"timer {timer_id} changed while it was retired")
-            tx.history.engine(instance_id=timer.instance_id, at=tx.now, type="TimerCancelled",
-                              node_id=node.id, token_id=timer.token_id, actor=tx.actor,
-                              data={"timer_id": str(timer.id),
-                                    "reason": "its token is no longer waiting there"})
+            tx.history.engine(
+                instance_id=timer.instance_id,
+                at=tx.now,
+                type="TimerCancelled",
+                node_id=node.id,
+                token_id=timer.token_id,
+                actor=tx.actor,
+                data={"timer_id": str(timer.id), "reason": "its token is no longer waiting there"},
+            )
             return None
         assert tok is not None
         if not timers.finish(tx.conn, timer, "FIRED"):
             raise Conflict(f"timer {timer_id} changed while it fired")
         lateness = tx.now - timer.fire_at
-        tx.history.engine(instance_id=timer.instance_id, at=tx.now, type="TimerFired",
-                          node_id=node.id, token_id=timer.token_id, actor=tx.actor,
-                          data={"timer_id": str(timer.id), "due": timer.fire_at.isoformat(),
-                                "lateness_ms": round(lateness.total_seconds() * 1000)})
+        tx.history.engine(
+            instance_id=timer.instance_id,
+            at=tx.now,
+            type="TimerFired",
+            node_id=node.id,
+            token_id=timer.token_id,
+            actor=tx.actor,
+            data={
+                "timer_id": str(timer.id),
+                "due": timer.fire_at.isoformat(),
+                "lateness_ms": round(lateness.total_seconds() * 1000),
+            },
+        )
         result = _wake(tx, g, node, tok)
         nxt = engine.continue_in(tx, g, result)
     engine.carry_on(nxt)
@@ -112,16 +132,30 @@ def _interrupt(tx: Tx, g: ProcessGraph, tok: TokenRow, boundary: Node) -> Next:
     if g.node(tok.node_id).type is NodeType.SUBPROCESS:
         cancel_descendants(tx, tok, reason)
     cancel_timers(tx, tok, reason)
-    moved = move(tx, tok, state="ACTIVE", event="TIMER_FIRED", node_id=boundary.id,
-                 via_flow=None, data={"boundary": boundary.id, "left": tok.node_id})
+    moved = move(
+        tx,
+        tok,
+        state="ACTIVE",
+        event="TIMER_FIRED",
+        node_id=boundary.id,
+        via_flow=None,
+        data={"boundary": boundary.id, "left": tok.node_id},
+    )
     return NextToken(moved.id, moved.version, moved)
 
 
 def _spawn(tx: Tx, tok: TokenRow, boundary: Node) -> Next:
     """Non-interrupting: a new token takes the boundary's path; the activity stays open."""
     parent = tok.parent_token_id if tok.concurrent else tok.id
-    spawned = new_token(tx, instance_id=tok.instance_id, node_id=boundary.id, parent=parent,
-                        scope_id=tok.scope_id, concurrent=True, via_flow=None)
+    spawned = new_token(
+        tx,
+        instance_id=tok.instance_id,
+        node_id=boundary.id,
+        parent=parent,
+        scope_id=tok.scope_id,
+        concurrent=True,
+        via_flow=None,
+    )
     create(tx, [spawned], [(tok.id, spawned.id, "FORK")])
     return NextToken(spawned.id, 0)
 

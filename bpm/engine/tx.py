@@ -102,13 +102,17 @@ class Tx:
         ones are in the rows before it), so history alone rebuilds them (spec 6)."""
         if values:
             self.batch.values.setdefault(instance_id, {}).update(values)
-            self.history.engine(instance_id=instance_id, at=self.now, type="VariablesChanged",
-                                actor=self.actor, data={"values": values})
+            self.history.engine(
+                instance_id=instance_id,
+                at=self.now,
+                type="VariablesChanged",
+                actor=self.actor,
+                data={"values": values},
+            )
 
     def load_variables(self, instance_id: UUID) -> dict[str, Any]:
         """The instance's variables as this transaction will leave them."""
-        return {**variables.load(self.conn, instance_id),
-                **self.batch.values.get(instance_id, {})}
+        return {**variables.load(self.conn, instance_id), **self.batch.values.get(instance_id, {})}
 
     def variables_at_commit(self, instance_id: UUID) -> dict[str, Any]:
         """The instance's variables as this transaction leaves them, in a dict that is filled
@@ -138,8 +142,9 @@ class Tx:
             raise Conflict(exc.message) from exc
 
     def advance_later(self, token_id: UUID, version: int) -> None:
-        self.jobs.append(Job(ADVANCE_TOKEN, {"token_id": str(token_id),
-                                             "expected_version": version}))
+        self.jobs.append(
+            Job(ADVANCE_TOKEN, {"token_id": str(token_id), "expected_version": version})
+        )
 
     def run_handler_later(self, task_id: UUID, not_before: datetime | None = None) -> None:
         self.jobs.append(Job(RUN_HANDLER, {"task_id": str(task_id)}, not_before))

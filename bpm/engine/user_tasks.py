@@ -22,17 +22,29 @@ if TYPE_CHECKING:
 
 
 def describe(task: TaskRow) -> dict[str, Any]:
-    return {"id": str(task.id), "instance_id": str(task.instance_id), "node_id": task.node_id,
-            "state": task.state, "assignee": task.assignee,
-            "candidate_groups": task.candidate_groups or [],
-            "created_at": task.created_at.isoformat()}
+    return {
+        "id": str(task.id),
+        "instance_id": str(task.instance_id),
+        "node_id": task.node_id,
+        "state": task.state,
+        "assignee": task.assignee,
+        "candidate_groups": task.candidate_groups or [],
+        "created_at": task.created_at.isoformat(),
+    }
 
 
-def listing(engine: Engine, *, assignee: str | None = None, group: str | None = None,
-            instance_id: UUID | None = None, limit: int = 100) -> list[dict[str, Any]]:
+def listing(
+    engine: Engine,
+    *,
+    assignee: str | None = None,
+    group: str | None = None,
+    instance_id: UUID | None = None,
+    limit: int = 100,
+) -> list[dict[str, Any]]:
     with engine.db.transaction() as conn:
-        rows = tasks.open_user_tasks(conn, assignee=assignee, group=group,
-                                     instance_id=instance_id, limit=limit)
+        rows = tasks.open_user_tasks(
+            conn, assignee=assignee, group=group, instance_id=instance_id, limit=limit
+        )
     return [describe(row) for row in rows]
 
 
@@ -41,8 +53,10 @@ def _open(tx: Tx, task_id: UUID) -> TaskRow:
     if task is None or task.kind != "USER":
         raise TaskNotFound(f"no user task has id {task_id}")
     if task.state != "READY":
-        raise InvalidOperation(f"user task {task_id} ({task.node_id}) is {task.state}; only "
-                               f"an open task can be claimed or completed")
+        raise InvalidOperation(
+            f"user task {task_id} ({task.node_id}) is {task.state}; only "
+            f"an open task can be claimed or completed"
+        )
     return task
 
 
@@ -56,8 +70,10 @@ def claim(engine: Engine, task_id: UUID, user: str) -> None:
             if task.assignee == user:
                 return
             if task.assignee is not None:
-                raise TaskClaimed(f"user task {task_id} is claimed by {task.assignee!r}; it "
-                                  f"must be unclaimed before {user!r} can claim it")
+                raise TaskClaimed(
+                    f"user task {task_id} is claimed by {task.assignee!r}; it "
+                    f"must be unclaimed before {user!r} can claim it"
+                )
             _assign(tx, task, user, "CLAIMED")
 
     engine.retrying(body)
@@ -76,14 +92,23 @@ def unclaim(engine: Engine, task_id: UUID) -> None:
 def _assign(tx: Tx, task: TaskRow, user: str | None, event: str) -> None:
     if not tasks.set_assignee(tx.conn, task, user, tx.now):
         raise Conflict(f"user task {task.id} changed meanwhile")
-    tx.history.task(instance_id=task.instance_id, task_id=task.id, token_id=task.token_id,
-                    at=tx.now, type=event, node_id=task.node_id, from_state="READY",
-                    to_state="READY", actor=tx.actor,
-                    data={"assignee": user, "was": task.assignee})
+    tx.history.task(
+        instance_id=task.instance_id,
+        task_id=task.id,
+        token_id=task.token_id,
+        at=tx.now,
+        type=event,
+        node_id=task.node_id,
+        from_state="READY",
+        to_state="READY",
+        actor=tx.actor,
+        data={"assignee": user, "was": task.assignee},
+    )
 
 
-def complete(engine: Engine, task_id: UUID, values: Mapping[str, Any] | None,
-             user: str | None = None) -> None:
+def complete(
+    engine: Engine, task_id: UUID, values: Mapping[str, Any] | None, user: str | None = None
+) -> None:
     """Task DONE, variables written, token moved on; what follows is dispatched at once."""
     checked = check_variables(values, where=f"complete of user task {task_id}")
 
@@ -91,15 +116,27 @@ def complete(engine: Engine, task_id: UUID, values: Mapping[str, Any] | None,
         with engine.transaction(user or "operator") as tx:
             task = _open(tx, task_id)
             if user is not None and task.assignee not in (None, user):
-                raise TaskClaimed(f"user task {task_id} is claimed by {task.assignee!r}, not "
-                                  f"{user!r}")
-            tx.finish_task(task, state="DONE", miss="conflict",
-                           message=f"user task {task_id} changed meanwhile")
-            tx.history.task(instance_id=task.instance_id, task_id=task.id,
-                            token_id=task.token_id, at=tx.now, type="COMPLETED",
-                            node_id=task.node_id, from_state="READY", to_state="DONE",
-                            actor=tx.actor,
-                            data={"variables": checked} if checked else None)
+                raise TaskClaimed(
+                    f"user task {task_id} is claimed by {task.assignee!r}, not {user!r}"
+                )
+            tx.finish_task(
+                task,
+                state="DONE",
+                miss="conflict",
+                message=f"user task {task_id} changed meanwhile",
+            )
+            tx.history.task(
+                instance_id=task.instance_id,
+                task_id=task.id,
+                token_id=task.token_id,
+                at=tx.now,
+                type="COMPLETED",
+                node_id=task.node_id,
+                from_state="READY",
+                to_state="DONE",
+                actor=tx.actor,
+                data={"variables": checked} if checked else None,
+            )
             tx.write_variables(task.instance_id, checked)
             tok = tokens.get(tx.conn, task.token_id)
             if tok is None or tok.state != "WAITING" or tok.node_id != task.node_id:

@@ -34,47 +34,96 @@ def _id(value: UUID | None) -> str | None:
 
 def instance_summary(row: InstanceRow, version: int | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "id": str(row.id), "key": row.process_key, "business_key": row.business_key,
-        "state": row.state, "started_at": _iso(row.started_at), "ended_at": _iso(row.ended_at),
-           "definition_id": str(row.process_def_id)}
+        "id": str(row.id),
+        "key": row.process_key,
+        "business_key": row.business_key,
+        "state": row.state,
+        "started_at": _iso(row.started_at),
+        "ended_at": _iso(row.ended_at),
+        "definition_id": str(row.process_def_id),
+    }
     if version is not None:
         out["definition_version"] = version
     return out
 
 
 def token_view(t: TokenRow) -> dict[str, Any]:
-    return {"id": str(t.id), "node_id": t.node_id, "state": t.state, "mode": t.mode,
-            "parent_token_id": _id(t.parent_token_id), "scope_id": t.scope_id,
-            "wait_kind": t.wait_kind, "version": t.version, "created_at": _iso(t.created_at),
-            "updated_at": _iso(t.updated_at)}
+    return {
+        "id": str(t.id),
+        "node_id": t.node_id,
+        "state": t.state,
+        "mode": t.mode,
+        "parent_token_id": _id(t.parent_token_id),
+        "scope_id": t.scope_id,
+        "wait_kind": t.wait_kind,
+        "version": t.version,
+        "created_at": _iso(t.created_at),
+        "updated_at": _iso(t.updated_at),
+    }
 
 
 def task_view(t: TaskRow) -> dict[str, Any]:
-    return {"id": str(t.id), "token_id": str(t.token_id), "node_id": t.node_id,
-            "kind": t.kind, "handler": t.handler, "topic": t.topic, "state": t.state,
-            "attempts": t.attempts, "retries": t.retries, "retry_at": _iso(t.retry_at),
-            "lock_owner": t.lock_owner, "lock_expire_at": _iso(t.lock_expire_at),
-            "error_message": t.error_message, "assignee": t.assignee,
-            "candidate_groups": t.candidate_groups}
+    return {
+        "id": str(t.id),
+        "token_id": str(t.token_id),
+        "node_id": t.node_id,
+        "kind": t.kind,
+        "handler": t.handler,
+        "topic": t.topic,
+        "state": t.state,
+        "attempts": t.attempts,
+        "retries": t.retries,
+        "retry_at": _iso(t.retry_at),
+        "lock_owner": t.lock_owner,
+        "lock_expire_at": _iso(t.lock_expire_at),
+        "error_message": t.error_message,
+        "assignee": t.assignee,
+        "candidate_groups": t.candidate_groups,
+    }
 
 
 def timer_view(t: TimerRow) -> dict[str, Any]:
-    return {"id": str(t.id), "token_id": str(t.token_id), "node_id": t.node_id,
-            "fire_at": _iso(t.fire_at), "state": t.state}
+    return {
+        "id": str(t.id),
+        "token_id": str(t.token_id),
+        "node_id": t.node_id,
+        "fire_at": _iso(t.fire_at),
+        "state": t.state,
+    }
 
 
 def incident_view(i: IncidentRow) -> dict[str, Any]:
-    return {"id": str(i.id), "token_id": _id(i.token_id), "task_id": _id(i.task_id),
-            "node_id": i.node_id, "kind": i.kind, "message": i.message, "details": i.details,
-            "state": i.state, "created_at": _iso(i.created_at), "resolved_at": _iso(i.resolved_at)}
+    return {
+        "id": str(i.id),
+        "token_id": _id(i.token_id),
+        "task_id": _id(i.task_id),
+        "node_id": i.node_id,
+        "kind": i.kind,
+        "message": i.message,
+        "details": i.details,
+        "state": i.state,
+        "created_at": _iso(i.created_at),
+        "resolved_at": _iso(i.resolved_at),
+    }
 
 
 def event_view(e: EventRow) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": e.id, "at": _iso(e.at), "kind": e.table, "type": e.type,
-                           "node_id": e.node_id}
-    for name, value in (("from_state", e.from_state), ("to_state", e.to_state),
-                        ("token_id", _id(e.token_id)), ("task_id", _id(e.task_id)),
-                        ("actor", e.actor), ("data", e.data), ("cause", e.cause)):
+    out: dict[str, Any] = {
+        "id": e.id,
+        "at": _iso(e.at),
+        "kind": e.table,
+        "type": e.type,
+        "node_id": e.node_id,
+    }
+    for name, value in (
+        ("from_state", e.from_state),
+        ("to_state", e.to_state),
+        ("token_id", _id(e.token_id)),
+        ("task_id", _id(e.task_id)),
+        ("actor", e.actor),
+        ("data", e.data),
+        ("cause", e.cause),
+    ):
         if value is not None:
             out[name] = value
     return out
@@ -111,31 +160,36 @@ def with_old_values(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if event["type"] != "VariablesChanged" or not event.get("data"):
             continue
         values = event["data"].get("values") or {}
-        event["data"] = {**event["data"],
-                         "old": {k: current[k] for k in values if k in current}}
+        event["data"] = {**event["data"], "old": {k: current[k] for k in values if k in current}}
         current.update(values)
     return events
 
 
-def list_instances(engine: Engine, *, state: str | None = None, key: str | None = None,
-                   business_key: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+def list_instances(
+    engine: Engine,
+    *,
+    state: str | None = None,
+    key: str | None = None,
+    business_key: str | None = None,
+    limit: int = 100,
+) -> list[dict[str, Any]]:
     with engine.db.transaction() as conn:
-        rows = instances.search(conn, state=state, key=key, business_key=business_key,
-                                limit=limit)
+        rows = instances.search(conn, state=state, key=key, business_key=business_key, limit=limit)
     return [instance_summary(r) for r in rows]
 
 
 def open_incidents(engine: Engine, limit: int = 100) -> list[dict[str, Any]]:
     with engine.db.transaction() as conn:
-        return [dict(incident_view(i), instance_id=str(i.instance_id))
-                for i in incidents.all_open(conn, limit)]
+        return [
+            dict(incident_view(i), instance_id=str(i.instance_id))
+            for i in incidents.all_open(conn, limit)
+        ]
 
 
 def diagram(engine: Engine, instance_id: UUID, fmt: str = "mermaid") -> str:
     """The instance's definition drawn with the path it took (``bpm.diagram``)."""
     if fmt not in drawing.FORMATS:
-        raise ValueError(f"unknown diagram format {fmt!r}; use one of "
-                         f"{', '.join(drawing.FORMATS)}")
+        raise ValueError(f"unknown diagram format {fmt!r}; use one of {', '.join(drawing.FORMATS)}")
     with engine.db.transaction() as conn:
         row = instances.get(conn, instance_id)
         if row is None:

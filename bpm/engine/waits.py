@@ -30,23 +30,60 @@ def wait_for_timer(tx: Tx, tok: TokenRow, node: Node) -> Next:
 
 def wait_for_message(tx: Tx, tok: TokenRow, node: Node) -> Next:
     """receiveTask / messageEvent: WAITING until a message of this name is correlated."""
-    move(tx, tok, state="WAITING", event="WAITING", wait_kind="MESSAGE",
-         data={"message": node.message})
+    move(
+        tx,
+        tok,
+        state="WAITING",
+        event="WAITING",
+        wait_kind="MESSAGE",
+        data={"message": node.message},
+    )
     return None
 
 
 def create_user_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
     """A READY user task; it stays READY (claimed or not) until someone completes it."""
     move(tx, tok, state="WAITING", event="WAITING", wait_kind="USER")
-    task = TaskRow(uuid4(), tok.id, tok.instance_id, node.id, None, None, "USER", "READY", 0, 0,
-                   None, None, None, None, None, 0, 0, tx.now, tx.now,
-                   assignee=node.assignee,
-                   candidate_groups=list(node.candidate_groups) or None)
+    task = TaskRow(
+        uuid4(),
+        tok.id,
+        tok.instance_id,
+        node.id,
+        None,
+        None,
+        "USER",
+        "READY",
+        0,
+        0,
+        None,
+        None,
+        None,
+        None,
+        None,
+        0,
+        0,
+        tx.now,
+        tx.now,
+        assignee=node.assignee,
+        candidate_groups=list(node.candidate_groups) or None,
+    )
     tx.insert_task(task)
-    tx.history.task(instance_id=tok.instance_id, task_id=task.id, token_id=tok.id, at=tx.now,
-                    type="CREATED", node_id=node.id, from_state=None, to_state="READY",
-                    actor=tx.actor, data={"user_task": True, "assignee": node.assignee,
-                                          "candidate_groups": list(node.candidate_groups)})
+    tx.history.task(
+        instance_id=tok.instance_id,
+        task_id=task.id,
+        token_id=tok.id,
+        at=tx.now,
+        type="CREATED",
+        node_id=node.id,
+        from_state=None,
+        to_state="READY",
+        actor=tx.actor,
+        data={
+            "user_task": True,
+            "assignee": node.assignee,
+            "candidate_groups": list(node.candidate_groups),
+        },
+    )
     return None
 
 
@@ -64,15 +101,23 @@ def schedule(tx: Tx, tok: TokenRow, timer_node: Node, at_node: Node) -> bool:
         values = tx.load_variables(tok.instance_id) if timer_node.timer.expression else {}
         fire_at = timer_node.timer.fire_at(tx.now, values)
     except (TimerValueError, ExpressionEvalError) as exc:
-        fail_token(tx, tok, kind="timer",
-                   message=f"timer {timer_node.id!r} at {at_node.id!r}: {exc}")
+        fail_token(
+            tx, tok, kind="timer", message=f"timer {timer_node.id!r} at {at_node.id!r}: {exc}"
+        )
         return False
-    row = TimerRow(uuid4(), tok.id, tok.instance_id, timer_node.id, fire_at, "SCHEDULED", 0,
-                   tx.now)
+    row = TimerRow(uuid4(), tok.id, tok.instance_id, timer_node.id, fire_at, "SCHEDULED", 0, tx.now)
     timers.insert(tx.conn, [row])
-    tx.history.engine(instance_id=tok.instance_id, at=tx.now, type="TimerScheduled",
-                      node_id=timer_node.id, token_id=tok.id, actor=tx.actor,
-                      data={"timer_id": str(row.id), "fire_at": fire_at.isoformat(),
-                            "timer": timer_node.timer.source})
+    tx.history.engine(
+        instance_id=tok.instance_id,
+        at=tx.now,
+        type="TimerScheduled",
+        node_id=timer_node.id,
+        token_id=tok.id,
+        actor=tx.actor,
+        data={
+            "timer_id": str(row.id),
+            "fire_at": fire_at.isoformat(),
+            "timer": timer_node.timer.source,
+        },
+    )
     return True
-

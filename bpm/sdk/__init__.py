@@ -1,18 +1,18 @@
 """A Python worker for external tasks: subscribe functions to topics and run them.
 
-    from datetime import timedelta
-    import bpm
-    from bpm.sdk import ExternalTask, Worker
+from datetime import timedelta
+import bpm
+from bpm.sdk import ExternalTask, Worker
 
-    worker = Worker("payments-1")
+worker = Worker("payments-1")
 
-    @worker.subscribe("payments", lock_duration=timedelta(minutes=1), variables=["total"])
-    def charge(task: ExternalTask) -> dict[str, object]:
-        if task.variables["total"] > 10_000:
-            raise bpm.BpmnError("LIMIT", "over the card limit")
-        return {"charged": True}
+@worker.subscribe("payments", lock_duration=timedelta(minutes=1), variables=["total"])
+def charge(task: ExternalTask) -> dict[str, object]:
+    if task.variables["total"] > 10_000:
+        raise bpm.BpmnError("LIMIT", "over the card limit")
+    return {"charged": True}
 
-    worker.run()   # until SIGTERM / Ctrl-C, or worker.stop()
+worker.run()   # until SIGTERM / Ctrl-C, or worker.stop()
 """
 
 from bpm.engine.external import LockedTask as ExternalTask

@@ -50,16 +50,23 @@ def run_task(fn: TaskFn, task: LockedTask) -> Report:
     try:
         result = fn(task)
     except BpmnError as error:
-        return Report(ReportKind.BPMN_ERROR, variables=error.variables, message=error.message,
-                      code=error.code)
+        return Report(
+            ReportKind.BPMN_ERROR, variables=error.variables, message=error.message, code=error.code
+        )
     except Exception as error:
-        return Report(ReportKind.FAIL, message=f"{type(error).__name__}: {error}",
-                      details=traceback.format_exc()[-MAX_DETAILS:], retries=task.retries,
-                      retry_timeout=task.backoff)
+        return Report(
+            ReportKind.FAIL,
+            message=f"{type(error).__name__}: {error}",
+            details=traceback.format_exc()[-MAX_DETAILS:],
+            retries=task.retries,
+            retry_timeout=task.backoff,
+        )
     if result is not None and not isinstance(result, Mapping):
         name = getattr(fn, "__name__", repr(fn))
-        return refusal(f"handler {name!r} of topic {task.topic!r} returned "
-                       f"{type(result).__name__}; a handler returns a dict of variables or None")
+        return refusal(
+            f"handler {name!r} of topic {task.topic!r} returned "
+            f"{type(result).__name__}; a handler returns a dict of variables or None"
+        )
     return Report(ReportKind.COMPLETE, variables=result)
 
 
@@ -75,5 +82,11 @@ def send(engine: Engine, worker_id: str, task: LockedTask, report: Report) -> No
     elif report.kind is ReportKind.BPMN_ERROR:
         engine.bpmn_error(task.id, worker_id, report.code, report.message, report.variables)
     else:
-        engine.fail(task.id, worker_id, report.message, report.details,
-                    retries=report.retries, retry_timeout=report.retry_timeout)
+        engine.fail(
+            task.id,
+            worker_id,
+            report.message,
+            report.details,
+            retries=report.retries,
+            retry_timeout=report.retry_timeout,
+        )

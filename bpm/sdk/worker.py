@@ -55,12 +55,21 @@ class _Running:
 class Worker:
     """One worker id, any number of topic subscriptions, ``threads`` handlers at a time."""
 
-    def __init__(self, worker_id: str, *, engine: Engine | None = None, threads: int = 4,
-                 long_poll: float = 20.0, shutdown_grace: float = 30.0, prefetch: int = 0,
-                 after_report: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        worker_id: str,
+        *,
+        engine: Engine | None = None,
+        threads: int = 4,
+        long_poll: float = 20.0,
+        shutdown_grace: float = 30.0,
+        prefetch: int = 0,
+        after_report: Callable[[], None] | None = None,
+    ) -> None:
         if threads < 1 or prefetch < 0:
-            raise BpmError(f"worker {worker_id!r}: threads must be at least 1 and prefetch "
-                           f"not negative")
+            raise BpmError(
+                f"worker {worker_id!r}: threads must be at least 1 and prefetch not negative"
+            )
         self.worker_id = worker_id
         self._engine = engine
         self.threads = threads
@@ -82,21 +91,28 @@ class Worker:
         #: Handlers still running when the worker stopped (their tasks were unlocked).
         self.abandoned = 0
 
-    def subscribe(self, topic: str, *, lock_duration: timedelta | float = timedelta(seconds=30),
-                  variables: list[str] | None = None) -> Callable[[TaskFn], TaskFn]:
+    def subscribe(
+        self,
+        topic: str,
+        *,
+        lock_duration: timedelta | float = timedelta(seconds=30),
+        variables: list[str] | None = None,
+    ) -> Callable[[TaskFn], TaskFn]:
         """Run the decorated function for every task of ``topic``, holding each task's lock
         for ``lock_duration`` (a timedelta, or seconds) and extending it while it runs;
         ``variables`` limits which instance variables are fetched (default: all)."""
         lock = _lock_duration(topic, lock_duration)
         if not isinstance(topic, str) or not topic:
             raise BpmError("subscribe: the topic must be a non-empty string")
-        if variables is not None and (isinstance(variables, str)
-                                      or not all(isinstance(v, str) for v in variables)):
+        if variables is not None and (
+            isinstance(variables, str) or not all(isinstance(v, str) for v in variables)
+        ):
             raise BpmError(f"subscribe({topic!r}): variables must be a list of names")
 
         def register(fn: TaskFn) -> TaskFn:
             self._subscriptions[topic] = Subscription(
-                topic, fn, lock, tuple(variables) if variables is not None else None)
+                topic, fn, lock, tuple(variables) if variables is not None else None
+            )
             return fn
 
         return register
@@ -109,8 +125,10 @@ class Worker:
     @property
     def engine(self) -> Engine:
         if self._engine is None:
-            raise BpmError(f"worker {self.worker_id!r} has no engine: pass engine=, or run it "
-                           f"with `bpm external-worker`")
+            raise BpmError(
+                f"worker {self.worker_id!r} has no engine: pass engine=, or run it "
+                f"with `bpm external-worker`"
+            )
         return self._engine
 
     def bind(self, engine: Engine, after_report: Callable[[], None] | None = None) -> None:
@@ -169,12 +187,15 @@ class Worker:
         if free <= 0:
             listener.drain()  # busy: notifications pile up unread on the server otherwise
             return
-        topics = [TopicRequest(s.topic, s.lock_duration, s.variables)
-                  for s in self._subscriptions.values()]
+        topics = [
+            TopicRequest(s.topic, s.lock_duration, s.variables)
+            for s in self._subscriptions.values()
+        ]
         try:
             # Short slices of long polling keep a stop() prompt; the listener stays open.
-            tasks = self.engine.fetch_and_lock(self.worker_id, topics, free,
-                                               min(self.long_poll, 1.0), listener)
+            tasks = self.engine.fetch_and_lock(
+                self.worker_id, topics, free, min(self.long_poll, 1.0), listener
+            )
         except Exception as exc:
             if listener.broken:
                 raise  # ``_fetch_until_stopped`` listens again on a new connection
@@ -229,15 +250,19 @@ class Worker:
         held = run.lock_duration.total_seconds() if run is not None else 0.0
         engine, me = self.engine, self.worker_id
         try:
-            until_available(lambda: send(engine, me, task, report), within=max(30.0, held),
-                            what=f"reporting task {task.id}")
+            until_available(
+                lambda: send(engine, me, task, report),
+                within=max(30.0, held),
+                what=f"reporting task {task.id}",
+            )
         except TaskLockError as exc:  # lost the lock (expired, unlocked at shutdown): dropped
             log.warning("task %s: result dropped: %s", task.id, exc)
         except BadVariables as exc:  # running it again would give the same: an incident now
             self._refuse(task, str(exc))
         except Exception:
-            log.exception("task %s: reporting failed; its lock will expire and it runs again",
-                          task.id)
+            log.exception(
+                "task %s: reporting failed; its lock will expire and it runs again", task.id
+            )
         else:
             if self._after_report is not None:
                 self._after_report()
@@ -251,8 +276,11 @@ class Worker:
         while not shut_down.wait(0.25):
             now = time.monotonic()
             with self._lock:
-                due = [r for r in self._running.values()
-                       if now - r.extended > r.lock_duration.total_seconds() / 2]
+                due = [
+                    r
+                    for r in self._running.values()
+                    if now - r.extended > r.lock_duration.total_seconds() / 2
+                ]
             for run in due:
                 try:
                     self.engine.extend_lock(run.task.id, self.worker_id, run.lock_duration)
@@ -293,9 +321,12 @@ def _lock_duration(topic: str, value: object) -> timedelta:
     elif isinstance(value, int | float) and not isinstance(value, bool):
         lock = timedelta(seconds=value)
     else:
-        raise BpmError(f"subscribe({topic!r}): lock_duration must be a timedelta or seconds, "
-                       f"got {value!r}")
+        raise BpmError(
+            f"subscribe({topic!r}): lock_duration must be a timedelta or seconds, got {value!r}"
+        )
     if not timedelta(0) < lock <= MAX_LOCK:
-        raise BpmError(f"subscribe({topic!r}): lock_duration must be more than 0 and at most "
-                       f"7 days, got {lock} (it is in seconds, not milliseconds)")
+        raise BpmError(
+            f"subscribe({topic!r}): lock_duration must be more than 0 and at most "
+            f"7 days, got {lock} (it is in seconds, not milliseconds)"
+        )
     return lock

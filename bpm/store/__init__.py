@@ -12,5 +12,10 @@ from bpm.store.db import (
     database_url,
 )
 
-__all__ = ["Connection", "Database", "DatabaseUnavailable", "RetryableDatabaseError",
-           "database_url"]
+__all__ = [
+    "Connection",
+    "Database",
+    "DatabaseUnavailable",
+    "RetryableDatabaseError",
+    "database_url",
+]

@@ -77,8 +77,14 @@ class WriteBatch:
     def change_task(self, params: dict[str, Any], miss: str, message: str) -> None:
         self.task_changes.append(_TaskChange(params, miss, message))
 
-    def end_instance(self, instance_id: UUID, state: str, ended_at: datetime | None,
-                     only_from: tuple[str, ...], row: dict[str, Any]) -> None:
+    def end_instance(
+        self,
+        instance_id: UUID,
+        state: str,
+        ended_at: datetime | None,
+        only_from: tuple[str, ...],
+        row: dict[str, Any],
+    ) -> None:
         """PostgreSQL: change the instance's state in the write statement itself (saves a
         statement, and with it BEGIN and COMMIT when the batch is all a step writes).
 
@@ -91,8 +97,13 @@ class WriteBatch:
         return any(e.instance_id == instance_id for e in self.instance_ends)
 
     def flush(self, conn: Connection) -> None:
-        rows = len(self.history) + len(self.task_changes) + len(self.task_inserts) + sum(
-            len(v) for v in self.values.values()) + len(self.token_moves)
+        rows = (
+            len(self.history)
+            + len(self.task_changes)
+            + len(self.task_inserts)
+            + sum(len(v) for v in self.values.values())
+            + len(self.token_moves)
+        )
         if rows == 0 and self.read_back is None and not self.notify:
             return
         if conn.dialect.name == "postgresql" and len(self.history) <= HISTORY_BLOCK:
@@ -112,8 +123,9 @@ class WriteBatch:
 
     def _flush_each(self, conn: Connection) -> None:
         for end in self.instance_ends:  # instance rows first: the engine's lock order
-            left = instances.transition(conn, end.instance_id, end.state, self.now,
-                                        end.ended_at, end.only_from)
+            left = instances.transition(
+                conn, end.instance_id, end.state, self.now, end.ended_at, end.only_from
+            )
             if left is None:
                 raise BatchMiss("stale", _moved_on(end))
             end.row["from_state"] = left
@@ -137,22 +149,45 @@ class WriteBatch:
         own = dict(self.values.get(read_id, {})) if read_id is not None else {}
         params: dict[str, Any] = {
             "tu": _json([_as_task_row(c.params) for c in self.task_changes]),
-            "ti": _json([{c: getattr(r, c) for c in _TASK_COLUMNS}
-                         for r in self.task_inserts]),
-            "vu": _json([{"instance_id": iid, "name": name, "value": value,
-                          "updated_at": self.now}
-                         for iid, named in self.values.items()
-                         for name, value in named.items()]),
-            "ku": _json([{"id": row.id, "expected": expected, "state": row.state,
-                          "node_id": row.node_id, "via_flow": row.via_flow,
-                          "wait_kind": row.wait_kind, "version": row.version,
-                          "updated_at": row.updated_at}
-                         for expected, row in self.token_moves.values()]),
-            "h": _json([{"k": k, "tbl": name, **row}
-                        for k, (name, row) in enumerate(self.history.rows)]),
-            "ie": _json([{"id": e.instance_id, "state": e.state, "now": self.now,
-                          "ended_at": e.ended_at, "only_from": list(e.only_from),
-                          "k": self._index(e.row)} for e in self.instance_ends]),
+            "ti": _json([{c: getattr(r, c) for c in _TASK_COLUMNS} for r in self.task_inserts]),
+            "vu": _json(
+                [
+                    {"instance_id": iid, "name": name, "value": value, "updated_at": self.now}
+                    for iid, named in self.values.items()
+                    for name, value in named.items()
+                ]
+            ),
+            "ku": _json(
+                [
+                    {
+                        "id": row.id,
+                        "expected": expected,
+                        "state": row.state,
+                        "node_id": row.node_id,
+                        "via_flow": row.via_flow,
+                        "wait_kind": row.wait_kind,
+                        "version": row.version,
+                        "updated_at": row.updated_at,
+                    }
+                    for expected, row in self.token_moves.values()
+                ]
+            ),
+            "h": _json(
+                [{"k": k, "tbl": name, **row} for k, (name, row) in enumerate(self.history.rows)]
+            ),
+            "ie": _json(
+                [
+                    {
+                        "id": e.instance_id,
+                        "state": e.state,
+                        "now": self.now,
+                        "ended_at": e.ended_at,
+                        "only_from": list(e.only_from),
+                        "k": self._index(e.row),
+                    }
+                    for e in self.instance_ends
+                ]
+            ),
         }
         params["nie"] = len(self.instance_ends)
         # The ids again as arrays: the planner can use an index scan for them (a join with the
@@ -178,11 +213,21 @@ class WriteBatch:
             into.update({**(stored or {}), **own})
 
     def _parts(self) -> frozenset[str]:
-        present = {"ie": self.instance_ends, "tu": self.task_changes, "ti": self.task_inserts,
-                   "vu": self.values, "ku": self.token_moves, "notify": self.notify,
-                   "read": self.read_back}
-        return frozenset([*(p for p, there in present.items() if there),
-                          *(name for name, _ in self.history.rows)])
+        present = {
+            "ie": self.instance_ends,
+            "tu": self.task_changes,
+            "ti": self.task_inserts,
+            "vu": self.values,
+            "ku": self.token_moves,
+            "notify": self.notify,
+            "read": self.read_back,
+        }
+        return frozenset(
+            [
+                *(p for p, there in present.items() if there),
+                *(name for name, _ in self.history.rows),
+            ]
+        )
 
     def _index(self, row: dict[str, Any]) -> int:
         return next(k for k, (_, r) in enumerate(self.history.rows) if r is row)
@@ -207,8 +252,10 @@ MISS_SQLSTATE = "BPM01"
 
 
 def _moved_on(end: _InstanceEnd) -> str:
-    return (f"instance {end.instance_id} is no longer {' or '.join(end.only_from)}: it "
-            f"changed while this transaction decided to make it {end.state}")
+    return (
+        f"instance {end.instance_id} is no longer {' or '.join(end.only_from)}: it "
+        f"changed while this transaction decided to make it {end.state}"
+    )
 
 
 def _serialise_variable_writers(conn: Connection, instance_ids: list[UUID]) -> None:
@@ -216,8 +263,9 @@ def _serialise_variable_writers(conn: Connection, instance_ids: list[UUID]) -> N
     history ids are drawn, so the order of the ``VariablesChanged`` rows is the order the
     writes were committed in, and history alone tells which write came last (spec 6)."""
     conn.exec_driver_sql(
-        "SELECT 1 FROM process_instances WHERE id = ANY(%(ids)s) ORDER BY id "
-        "FOR NO KEY UPDATE", {"ids": instance_ids})
+        "SELECT 1 FROM process_instances WHERE id = ANY(%(ids)s) ORDER BY id FOR NO KEY UPDATE",
+        {"ids": instance_ids},
+    )
 
 
 def _json(rows: list[dict[str, Any]]) -> str:
@@ -244,9 +292,16 @@ def _scalar(value: Any) -> str:
 
 #: Every column of external_tasks, so a new task row is built straight from the table's type.
 _TASK_COLUMNS = tuple(c.name for c in external_tasks.c)
-_TOKEN = (("id", "uuid"), ("expected", "int"), ("state", "text"), ("node_id", "text"),
-          ("via_flow", "text"), ("wait_kind", "text"), ("version", "int"),
-          ("updated_at", "timestamptz"))
+_TOKEN = (
+    ("id", "uuid"),
+    ("expected", "int"),
+    ("state", "text"),
+    ("node_id", "text"),
+    ("via_flow", "text"),
+    ("wait_kind", "text"),
+    ("version", "int"),
+    ("updated_at", "timestamptz"),
+)
 
 
 def _rows_of(param: str, table: str) -> str:
@@ -257,8 +312,12 @@ def _rows_of(param: str, table: str) -> str:
 def _as_task_row(params: dict[str, Any]) -> dict[str, Any]:
     """A guarded task change (``tasks.finish_params``) under the table's column names."""
     row = {k: v for k, v in params.items() if k not in ("b_id", "b_version", "now")}
-    return {**row, "id": params["b_id"], "version": params["b_version"],
-            "updated_at": params["now"]}
+    return {
+        **row,
+        "id": params["b_id"],
+        "version": params["b_version"],
+        "updated_at": params["now"],
+    }
 
 
 def _recordset(param: str, columns: tuple[tuple[str, str], ...]) -> str:
@@ -266,14 +325,31 @@ def _recordset(param: str, columns: tuple[tuple[str, str], ...]) -> str:
     return f"jsonb_to_recordset(%({param})s::jsonb) AS u({spec})"
 
 
-_END = (("id", "uuid"), ("state", "text"), ("now", "timestamptz"),
-        ("ended_at", "timestamptz"), ("only_from", "jsonb"), ("k", "int"))
+_END = (
+    ("id", "uuid"),
+    ("state", "text"),
+    ("now", "timestamptz"),
+    ("ended_at", "timestamptz"),
+    ("only_from", "jsonb"),
+    ("k", "int"),
+)
 #: Makes an update wait for the instance row locks of ``ie`` before it locks its own rows.
 _AFTER_IE = "AND (SELECT count(*) FROM ie) >= 0"
-_HISTORY = (("k", "int"), ("tbl", "text"), ("instance_id", "uuid"), ("at", "timestamptz"),
-            ("type", "text"), ("node_id", "text"), ("from_state", "text"), ("to_state", "text"),
-            ("actor", "text"), ("data", "jsonb"), ("token_id", "uuid"), ("task_id", "uuid"),
-            ("cause", "text"))
+_HISTORY = (
+    ("k", "int"),
+    ("tbl", "text"),
+    ("instance_id", "uuid"),
+    ("at", "timestamptz"),
+    ("type", "text"),
+    ("node_id", "text"),
+    ("from_state", "text"),
+    ("to_state", "text"),
+    ("actor", "text"),
+    ("data", "jsonb"),
+    ("token_id", "uuid"),
+    ("task_id", "uuid"),
+    ("cause", "text"),
+)
 
 
 #: The parts a write statement can have; each batch sends only those it needs (a CTE over an
@@ -284,9 +360,19 @@ PARTS = frozenset({"ie", "tu", "ti", "vu", "ku", "notify", "read", *TABLES})
 @cache
 def _flush_sql(parts: frozenset[str]) -> str:
     """The write statement for a batch with these parts (``PARTS``)."""
-    sets = ", ".join(f"{c} = u.{c}" for c in ("state", "retry_at", "lock_owner",
-                                              "lock_expire_at", "error_message",
-                                              "error_details", "retries", "attempts"))
+    sets = ", ".join(
+        f"{c} = u.{c}"
+        for c in (
+            "state",
+            "retry_at",
+            "lock_owner",
+            "lock_expire_at",
+            "error_message",
+            "error_details",
+            "retries",
+            "attempts",
+        )
+    )
     after_ie = _AFTER_IE if "ie" in parts else ""
     history = [name for name in TABLES if name in parts]
     ctes = []
@@ -300,7 +386,8 @@ def _flush_sql(parts: frozenset[str]) -> str:
             f"updated_at = u.now, ended_at = u.ended_at FROM {_recordset('ie', _END)}, LATERAL "
             f"(SELECT o.state FROM process_instances o WHERE o.id = u.id FOR NO KEY UPDATE) old "
             f"WHERE p.id = u.id AND u.only_from ? old.state AND old.state <> u.state "
-            f"RETURNING p.id, old.state AS old_state, u.k)")
+            f"RETURNING p.id, old.state AS old_state, u.k)"
+        )
     if history:
         ctes.append(f"h AS MATERIALIZED (SELECT * FROM {_recordset('h', _HISTORY)})")
     if "tu" in parts:
@@ -308,53 +395,77 @@ def _flush_sql(parts: frozenset[str]) -> str:
             f"tu AS (UPDATE external_tasks t SET {sets}, version = t.version + 1, "
             f"updated_at = u.updated_at FROM {_rows_of('tu', 'external_tasks')} "
             f"WHERE t.id = u.id AND t.version = u.version "
-            f"AND t.id = ANY(%(tui)s::uuid[]) {after_ie} RETURNING t.id)")
+            f"AND t.id = ANY(%(tui)s::uuid[]) {after_ie} RETURNING t.id)"
+        )
     if "ti" in parts:
         # Named columns: a column a later migration adds gets its default, not NULL.
         ctes.append(
             f"ti AS (INSERT INTO external_tasks ({', '.join(_TASK_COLUMNS)}) SELECT "
-            f"{', '.join(_TASK_COLUMNS)} FROM {_rows_of('ti', 'external_tasks')})")
+            f"{', '.join(_TASK_COLUMNS)} FROM {_rows_of('ti', 'external_tasks')})"
+        )
     if "vu" in parts:
         ctes.append(
             f"vu AS (INSERT INTO variables (instance_id, name, value, version, updated_at) "
             f"SELECT u.instance_id, u.name, u.value, 1, u.updated_at "
             f"FROM {_rows_of('vu', 'variables')} "
             f"ON CONFLICT (instance_id, name) DO UPDATE SET value = excluded.value, "
-            f"version = variables.version + 1, updated_at = excluded.updated_at)")
+            f"version = variables.version + 1, updated_at = excluded.updated_at)"
+        )
     if "ku" in parts:
         ctes.append(
             f"ku AS (UPDATE tokens k SET state = u.state, node_id = u.node_id, "
             f"via_flow = u.via_flow, wait_kind = u.wait_kind, version = u.version, "
             f"updated_at = u.updated_at FROM {_recordset('ku', _TOKEN)} "
             f"WHERE k.id = u.id AND k.version = u.expected "
-            f"AND k.id = ANY(%(kui)s::uuid[]) {after_ie} RETURNING k.id)")
+            f"AND k.id = ANY(%(kui)s::uuid[]) {after_ie} RETURNING k.id)"
+        )
     for i, name in enumerate(history):
         columns = [c for c in (*COMMON_COLUMNS, *EXTRA_COLUMNS[name]) if c != "k"]
-        values = [c if (c, name) != ("from_state", "engine") or "ie" not in parts else
-                  "COALESCE(from_state, (SELECT ie.old_state FROM ie WHERE ie.k = h.k))"
-                  for c in columns]
+        values = [
+            c
+            if (c, name) != ("from_state", "engine") or "ie" not in parts
+            else "COALESCE(from_state, (SELECT ie.old_state FROM ie WHERE ie.k = h.k))"
+            for c in columns
+        ]
         ctes.append(
             f"h_{i} AS (INSERT INTO {TABLES[name].name} (id, {', '.join(columns)}) "
             f"SELECT base.b + h.k, {', '.join(values)} "
-            f"FROM base, h WHERE h.tbl = '{name}')")
+            f"FROM base, h WHERE h.tbl = '{name}')"
+        )
     if "notify" in parts:
-        ctes.append("n AS (SELECT pg_notify('" + tasks.NOTIFY_CHANNEL + "', topic) "
-                    "FROM unnest(%(notify)s::text[]) AS topic)")
+        ctes.append(
+            "n AS (SELECT pg_notify('" + tasks.NOTIFY_CHANNEL + "', topic) "
+            "FROM unnest(%(notify)s::text[]) AS topic)"
+        )
     # A guarded update that missed fails the whole statement (see bpm_guard_miss); otherwise
     # the statement returns the read-back variables (as they were before it wrote).
     guarded = [(g, f"%(n{g})s") for g in ("tu", "ku", "ie") if g in parts]
-    guard = "NULL" if not guarded else (
-        "CASE WHEN " + " OR ".join(f"(SELECT count(*) FROM {g}) <> {n}" for g, n in guarded)
-        + " THEN bpm_guard_miss(json_build_object("
-        + ", ".join(f"'{g}', (SELECT array_agg(id) FROM {g})" for g, _ in guarded)
-        + ")::text) END")
-    read = ("(SELECT jsonb_object_agg(v.name, v.value) FROM variables v "
-            "WHERE v.instance_id = %(ri)s::uuid)") if "read" in parts else "NULL"
+    guard = (
+        "NULL"
+        if not guarded
+        else (
+            "CASE WHEN "
+            + " OR ".join(f"(SELECT count(*) FROM {g}) <> {n}" for g, n in guarded)
+            + " THEN bpm_guard_miss(json_build_object("
+            + ", ".join(f"'{g}', (SELECT array_agg(id) FROM {g})" for g, _ in guarded)
+            + ")::text) END"
+        )
+    )
+    read = (
+        (
+            "(SELECT jsonb_object_agg(v.name, v.value) FROM variables v "
+            "WHERE v.instance_id = %(ri)s::uuid)"
+        )
+        if "read" in parts
+        else "NULL"
+    )
     notified = "(SELECT count(*) FROM n)" if "notify" in parts else "0"
-    left = "(SELECT jsonb_object_agg(ie.k::text, ie.old_state) FROM ie)" \
-        if "ie" in parts else "NULL"
-    return (("WITH " + ", ".join(ctes) + " " if ctes else "")
-            + f"SELECT {read}, {guard}, {notified}, {left}")
+    left = (
+        "(SELECT jsonb_object_agg(ie.k::text, ie.old_state) FROM ie)" if "ie" in parts else "NULL"
+    )
+    return (
+        "WITH " + ", ".join(ctes) + " " if ctes else ""
+    ) + f"SELECT {read}, {guard}, {notified}, {left}"
 
 
 #: The statement with every part: the longest one.

@@ -11,25 +11,49 @@ from bpm.store.rows import RecordRow, from_row
 from bpm.store.schema import compensation_records as t
 from bpm.store.schema import compensation_seq
 
-_COLS = (t.c.id, t.c.instance_id, t.c.token_id, t.c.node_id, t.c.scope_id, t.c.handler,
-         t.c.seq, t.c.status, t.c.created_at)
+_COLS = (
+    t.c.id,
+    t.c.instance_id,
+    t.c.token_id,
+    t.c.node_id,
+    t.c.scope_id,
+    t.c.handler,
+    t.c.seq,
+    t.c.status,
+    t.c.created_at,
+)
 # A FAILED record can still complete: an operator retried its compensation.
-_FINISH = (t.update()
-           .where(t.c.id == bindparam("b_id"), t.c.status.in_(("PENDING", "FAILED")),
-                  t.c.status != bindparam("status"))
-           .values(status=bindparam("status")))
+_FINISH = (
+    t.update()
+    .where(
+        t.c.id == bindparam("b_id"),
+        t.c.status.in_(("PENDING", "FAILED")),
+        t.c.status != bindparam("status"),
+    )
+    .values(status=bindparam("status"))
+)
 
 
-def record(conn: Connection, *, instance_id: UUID, token_id: UUID, node_id: str,
-           scope_id: str | None, handler: str, now: datetime) -> RecordRow:
+def record(
+    conn: Connection,
+    *,
+    instance_id: UUID,
+    token_id: UUID,
+    node_id: str,
+    scope_id: str | None,
+    handler: str,
+    now: datetime,
+) -> RecordRow:
     """Insert a PENDING record numbered after every earlier success of the instance."""
     if conn.dialect.name == "postgresql":
         seq = conn.execute(select(compensation_seq.next_value())).scalar_one()
     else:  # one writer at a time
-        seq = conn.execute(select(func.coalesce(func.max(t.c.seq), 0) + 1)
-                           .where(t.c.instance_id == instance_id)).scalar_one()
-    row = RecordRow(uuid4(), instance_id, token_id, node_id, scope_id, handler, int(seq),
-                    "PENDING", now)
+        seq = conn.execute(
+            select(func.coalesce(func.max(t.c.seq), 0) + 1).where(t.c.instance_id == instance_id)
+        ).scalar_one()
+    row = RecordRow(
+        uuid4(), instance_id, token_id, node_id, scope_id, handler, int(seq), "PENDING", now
+    )
     conn.execute(t.insert(), {c.name: getattr(row, c.name) for c in _COLS})
     return row
 

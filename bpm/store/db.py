@@ -15,8 +15,13 @@ from sqlalchemy.sql.expression import ClauseElement
 
 from bpm.errors import BpmError, ConfigError
 
-__all__ = ["Connection", "Database", "DatabaseUnavailable", "RetryableDatabaseError",
-           "database_url"]
+__all__ = [
+    "Connection",
+    "Database",
+    "DatabaseUnavailable",
+    "RetryableDatabaseError",
+    "database_url",
+]
 
 DEFAULT_URL = "sqlite:///bpm.db"
 #: deadlock_detected, serialization_failure, lock_not_available: worth another try.
@@ -26,9 +31,14 @@ RETRYABLE_SQLSTATES = frozenset({"40P01", "40001", "55P03"})
 UNAVAILABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})
 #: libpq settings that make a cut network fail a connection within seconds instead of the
 #: kernel's two hours, so a job waiting on a dead peer gives up and tries again.
-NETWORK_TIMEOUTS: dict[str, int] = {"connect_timeout": 10, "keepalives": 1,
-                                    "keepalives_idle": 10, "keepalives_interval": 5,
-                                    "keepalives_count": 3, "tcp_user_timeout": 30_000}
+NETWORK_TIMEOUTS: dict[str, int] = {
+    "connect_timeout": 10,
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 30_000,
+}
 
 
 class RetryableDatabaseError(BpmError):
@@ -49,7 +59,7 @@ def database_url(url: str | None = None) -> str:
     raw = url or os.environ.get("BPM_DATABASE_URL") or DEFAULT_URL
     for prefix in ("postgresql://", "postgres://"):
         if raw.startswith(prefix):
-            raw = "postgresql+psycopg://" + raw[len(prefix):]
+            raw = "postgresql+psycopg://" + raw[len(prefix) :]
     return raw
 
 
@@ -64,8 +74,9 @@ class Database:
             raise ConfigError(f"BPM_DATABASE_URL {self.url!r} is not a database URL") from exc
         self.dialect = parsed.get_backend_name()
         if self.dialect not in ("postgresql", "sqlite"):
-            raise ConfigError(f"database {self.dialect!r} is not supported: use postgresql or "
-                              "sqlite")
+            raise ConfigError(
+                f"database {self.dialect!r} is not supported: use postgresql or sqlite"
+            )
         self.engine = self._create(parsed.database or "", pool_size, echo)
 
     @property
@@ -81,13 +92,20 @@ class Database:
             # its UtcDateTime type converts. Pre-ping: after a server restart every pooled
             # connection is dead, and the first job to take one would fail.
             options = "-c jit=off -c timezone=UTC"
-            return create_engine(self.url, pool_size=pool_size, max_overflow=pool_size,
-                                 echo=echo, pool_pre_ping=True, pool_recycle=3600,
-                                 connect_args={"options": options, **NETWORK_TIMEOUTS})
+            return create_engine(
+                self.url,
+                pool_size=pool_size,
+                max_overflow=pool_size,
+                echo=echo,
+                pool_pre_ping=True,
+                pool_recycle=3600,
+                connect_args={"options": options, **NETWORK_TIMEOUTS},
+            )
         memory = database in ("", ":memory:")
         kwargs: dict[str, Any] = {"poolclass": StaticPool} if memory else {}
-        engine = create_engine(self.url, echo=echo,
-                               connect_args={"check_same_thread": False, "timeout": 30}, **kwargs)
+        engine = create_engine(
+            self.url, echo=echo, connect_args={"check_same_thread": False, "timeout": 30}, **kwargs
+        )
         _sqlite_transactions(engine)
         return engine
 
@@ -105,8 +123,9 @@ class Database:
             if getattr(exc.orig, "sqlstate", None) in RETRYABLE_SQLSTATES:
                 raise RetryableDatabaseError(str(exc.orig)) from exc
             if self.is_postgres and unavailable(exc):
-                raise DatabaseUnavailable(f"the database {self.safe_url} is unavailable: "
-                                          f"{_first_line(exc.orig)}") from exc
+                raise DatabaseUnavailable(
+                    f"the database {self.safe_url} is unavailable: {_first_line(exc.orig)}"
+                ) from exc
             raise
 
     def check_reachable(self) -> None:
@@ -218,8 +237,7 @@ def _raw(conn: Connection, sql: str, params: dict[str, Any], many: bool) -> Any:
         lost = bool(raw.broken)
         if lost:
             conn.invalidate(exc)
-        raise DBAPIError.instance(sql, params, exc, raw.Error,
-                                  connection_invalidated=lost) from exc
+        raise DBAPIError.instance(sql, params, exc, raw.Error, connection_invalidated=lost) from exc
 
 
 def pg_sql(statement: ClauseElement) -> str:

@@ -12,12 +12,21 @@ from sqlalchemy.exc import IntegrityError
 from bpm.store.rows import DefinitionRow, from_row
 from bpm.store.schema import process_definitions as t
 
-_COLS = (t.c.id, t.c.key, t.c.name, t.c.version, t.c.graph, t.c.checksum, t.c.created_at,
-         t.c.history_ttl_seconds)
+_COLS = (
+    t.c.id,
+    t.c.key,
+    t.c.name,
+    t.c.version,
+    t.c.graph,
+    t.c.checksum,
+    t.c.created_at,
+    t.c.history_ttl_seconds,
+)
 _LATEST = select(*_COLS).where(t.c.key == bindparam("key")).order_by(t.c.version.desc()).limit(1)
 _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
-_BY_KEY_VERSION = select(*_COLS).where(t.c.key == bindparam("key"),
-                                       t.c.version == bindparam("version"))
+_BY_KEY_VERSION = select(*_COLS).where(
+    t.c.key == bindparam("key"), t.c.version == bindparam("version")
+)
 
 
 class VersionTaken(Exception):
@@ -39,18 +48,37 @@ def by_key_version(conn: Connection, key: str, version: int) -> DefinitionRow | 
     return from_row(DefinitionRow, row) if row else None
 
 
-def insert(conn: Connection, *, key: str, name: str, version: int, graph: dict[str, Any],
-           source: str, source_format: str, checksum: str, now: datetime,
-           history_ttl_seconds: int | None = None) -> DefinitionRow:
+def insert(
+    conn: Connection,
+    *,
+    key: str,
+    name: str,
+    version: int,
+    graph: dict[str, Any],
+    source: str,
+    source_format: str,
+    checksum: str,
+    now: datetime,
+    history_ttl_seconds: int | None = None,
+) -> DefinitionRow:
     def_id = uuid4()
     try:
         with conn.begin_nested():
-            conn.execute(t.insert(), {
-                "id": def_id, "key": key, "name": name, "version": version, "graph": graph,
-                "source": source, "source_format": source_format, "checksum": checksum,
-                "created_at": now, "history_ttl_seconds": history_ttl_seconds,
-            })
+            conn.execute(
+                t.insert(),
+                {
+                    "id": def_id,
+                    "key": key,
+                    "name": name,
+                    "version": version,
+                    "graph": graph,
+                    "source": source,
+                    "source_format": source_format,
+                    "checksum": checksum,
+                    "created_at": now,
+                    "history_ttl_seconds": history_ttl_seconds,
+                },
+            )
     except IntegrityError as exc:
         raise VersionTaken(key, version) from exc
     return DefinitionRow(def_id, key, name, version, graph, checksum, now, history_ttl_seconds)
-

@@ -24,30 +24,93 @@ class HistoryBuffer:
     def __init__(self) -> None:
         self.rows: list[tuple[str, dict[str, Any]]] = []
 
-    def token(self, *, instance_id: UUID, token_id: UUID, at: datetime, type: str,
-              node_id: str | None, from_state: str | None, to_state: str | None,
-              actor: str | None = None, data: dict[str, Any] | None = None) -> None:
-        self.rows.append(("token", {
-            "instance_id": instance_id, "token_id": token_id, "at": at, "type": type,
-            "node_id": node_id, "from_state": from_state, "to_state": to_state, "actor": actor,
-            "data": data}))
+    def token(
+        self,
+        *,
+        instance_id: UUID,
+        token_id: UUID,
+        at: datetime,
+        type: str,
+        node_id: str | None,
+        from_state: str | None,
+        to_state: str | None,
+        actor: str | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        self.rows.append(
+            (
+                "token",
+                {
+                    "instance_id": instance_id,
+                    "token_id": token_id,
+                    "at": at,
+                    "type": type,
+                    "node_id": node_id,
+                    "from_state": from_state,
+                    "to_state": to_state,
+                    "actor": actor,
+                    "data": data,
+                },
+            )
+        )
 
-    def task(self, *, instance_id: UUID, task_id: UUID, token_id: UUID, at: datetime, type: str,
-             node_id: str | None, from_state: str | None, to_state: str | None,
-             actor: str | None = None, data: dict[str, Any] | None = None) -> None:
-        self.rows.append(("task", {
-            "instance_id": instance_id, "task_id": task_id, "token_id": token_id, "at": at,
-            "type": type, "node_id": node_id, "from_state": from_state, "to_state": to_state,
-            "actor": actor, "data": data}))
+    def task(
+        self,
+        *,
+        instance_id: UUID,
+        task_id: UUID,
+        token_id: UUID,
+        at: datetime,
+        type: str,
+        node_id: str | None,
+        from_state: str | None,
+        to_state: str | None,
+        actor: str | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        self.rows.append(
+            (
+                "task",
+                {
+                    "instance_id": instance_id,
+                    "task_id": task_id,
+                    "token_id": token_id,
+                    "at": at,
+                    "type": type,
+                    "node_id": node_id,
+                    "from_state": from_state,
+                    "to_state": to_state,
+                    "actor": actor,
+                    "data": data,
+                },
+            )
+        )
 
-    def engine(self, *, instance_id: UUID | None, at: datetime, type: str,
-               node_id: str | None = None, token_id: UUID | None = None,
-               from_state: str | None = None, to_state: str | None = None,
-               actor: str | None = None, data: dict[str, Any] | None = None) -> dict[str, Any]:
+    def engine(
+        self,
+        *,
+        instance_id: UUID | None,
+        at: datetime,
+        type: str,
+        node_id: str | None = None,
+        token_id: UUID | None = None,
+        from_state: str | None = None,
+        to_state: str | None = None,
+        actor: str | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """Returns the row, for a writer that fills in a value only the write learns."""
-        row = {"instance_id": instance_id, "token_id": token_id, "at": at, "type": type,
-               "node_id": node_id, "from_state": from_state, "to_state": to_state,
-               "actor": actor, "data": data}
+        row = {
+            "instance_id": instance_id,
+            "token_id": token_id,
+            "at": at,
+            "type": type,
+            "node_id": node_id,
+            "from_state": from_state,
+            "to_state": to_state,
+            "actor": actor,
+            "data": data,
+        }
         self.rows.append(("engine", row))
         return row
 
@@ -75,21 +138,42 @@ class HistoryBuffer:
 
 #: The columns every history table has, and those only some have (``k`` numbers the rows of
 #: one transaction in recorded order; it becomes the offset in the transaction's id block).
-COMMON_COLUMNS = ("k", "instance_id", "at", "type", "node_id", "from_state", "to_state", "actor",
-                  "data", "cause")
-EXTRA_COLUMNS = {"token": ("token_id",), "task": ("task_id", "token_id"),
-                 "engine": ("token_id",)}
+COMMON_COLUMNS = (
+    "k",
+    "instance_id",
+    "at",
+    "type",
+    "node_id",
+    "from_state",
+    "to_state",
+    "actor",
+    "data",
+    "cause",
+)
+EXTRA_COLUMNS = {"token": ("token_id",), "task": ("task_id", "token_id"), "engine": ("token_id",)}
 
 
 def _next_ids(conn: Connection, count: int) -> list[int]:
     """Increasing ids for ``count`` rows (a large transaction, or SQLite)."""
     if conn.dialect.name == "postgresql":
-        bases = conn.execute(text(
-            "SELECT nextval('bpm_history_seq') FROM generate_series(1, :n) ORDER BY 1"),
-            {"n": (count + HISTORY_BLOCK - 1) // HISTORY_BLOCK}).scalars().all()
+        bases = (
+            conn.execute(
+                text("SELECT nextval('bpm_history_seq') FROM generate_series(1, :n) ORDER BY 1"),
+                {"n": (count + HISTORY_BLOCK - 1) // HISTORY_BLOCK},
+            )
+            .scalars()
+            .all()
+        )
         return [b + k for b in bases for k in range(HISTORY_BLOCK)][:count]
-    top = conn.execute(select(func.max(union_all(
-        *(select(func.max(t.c.id).label("m")) for t in TABLES.values())).subquery().c.m)))
+    top = conn.execute(
+        select(
+            func.max(
+                union_all(*(select(func.max(t.c.id).label("m")) for t in TABLES.values()))
+                .subquery()
+                .c.m
+            )
+        )
+    )
     start = (top.scalar() or 0) + 1
     return list(range(start, start + count))
 
@@ -105,13 +189,23 @@ def of_instances(conn: Connection, instance_ids: list[UUID]) -> list[EventRow]:
         return []
     parts = []
     for name, table in TABLES.items():
-        parts.append(select(
-            table.c.id, literal(name).label("tbl"), table.c.instance_id, table.c.at,
-            table.c.type, table.c.node_id, table.c.from_state, table.c.to_state,
-            table.c.token_id,
-            (table.c.task_id if name == "task" else literal(None)).label("task_id"),
-            table.c.actor, table.c.data, table.c.cause,
-        ).where(table.c.instance_id.in_(instance_ids)))
+        parts.append(
+            select(
+                table.c.id,
+                literal(name).label("tbl"),
+                table.c.instance_id,
+                table.c.at,
+                table.c.type,
+                table.c.node_id,
+                table.c.from_state,
+                table.c.to_state,
+                table.c.token_id,
+                (table.c.task_id if name == "task" else literal(None)).label("task_id"),
+                table.c.actor,
+                table.c.data,
+                table.c.cause,
+            ).where(table.c.instance_id.in_(instance_ids))
+        )
     stmt = union_all(*parts).subquery()
     # All three tables share one increasing numbering: the id is the order of writing.
     rows = conn.execute(select(stmt).order_by(stmt.c.id))
@@ -122,6 +216,18 @@ def _event(row: Any) -> EventRow:
     task_id = row.task_id
     if task_id is not None and not isinstance(task_id, UUID):
         task_id = UUID(str(task_id))
-    return EventRow(row.id, row.tbl, row.instance_id, row.at, row.type, row.node_id,
-                    row.from_state, row.to_state, row.token_id, task_id, row.actor, row.data,
-                    row.cause)
+    return EventRow(
+        row.id,
+        row.tbl,
+        row.instance_id,
+        row.at,
+        row.type,
+        row.node_id,
+        row.from_state,
+        row.to_state,
+        row.token_id,
+        task_id,
+        row.actor,
+        row.data,
+        row.cause,
+    )

@@ -13,16 +13,31 @@ from bpm.store.db import raw_one
 from bpm.store.rows import InstanceRow, from_row
 from bpm.store.schema import process_instances as t
 
-_COLS = (t.c.id, t.c.process_def_id, t.c.process_key, t.c.business_key, t.c.idempotency_key,
-         t.c.state, t.c.version, t.c.started_at, t.c.updated_at, t.c.ended_at)
+_COLS = (
+    t.c.id,
+    t.c.process_def_id,
+    t.c.process_key,
+    t.c.business_key,
+    t.c.idempotency_key,
+    t.c.state,
+    t.c.version,
+    t.c.started_at,
+    t.c.updated_at,
+    t.c.ended_at,
+)
 _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
-_BY_IDEMPOTENCY = select(*_COLS).where(t.c.process_key == bindparam("key"),
-                                       t.c.idempotency_key == bindparam("ikey"))
+_BY_IDEMPOTENCY = select(*_COLS).where(
+    t.c.process_key == bindparam("key"), t.c.idempotency_key == bindparam("ikey")
+)
 _SET_STATE = (
     t.update()
     .where(t.c.id == bindparam("b_id"), t.c.version == bindparam("b_version"))
-    .values(state=bindparam("state"), version=t.c.version + 1, updated_at=bindparam("now"),
-            ended_at=bindparam("ended_at"))
+    .values(
+        state=bindparam("state"),
+        version=t.c.version + 1,
+        updated_at=bindparam("now"),
+        ended_at=bindparam("ended_at"),
+    )
 )
 
 
@@ -41,7 +56,8 @@ def by_idempotency_key(conn: Connection, key: str, ikey: str) -> InstanceRow | N
 def _insert_new(dialect: str) -> Any:
     ins = postgresql.insert(t) if dialect == "postgresql" else sqlite.insert(t)
     return ins.on_conflict_do_nothing(
-        index_elements=[t.c.process_key, t.c.idempotency_key]).returning(t.c.id)
+        index_elements=[t.c.process_key, t.c.idempotency_key]
+    ).returning(t.c.id)
 
 
 _INSERTS = {"postgresql": _insert_new("postgresql"), "sqlite": _insert_new("sqlite")}
@@ -49,12 +65,21 @@ _INSERTS = {"postgresql": _insert_new("postgresql"), "sqlite": _insert_new("sqli
 
 def insert(conn: Connection, row: InstanceRow) -> bool:
     """Insert; False when another start already took this idempotency key."""
-    result = conn.execute(_INSERTS[conn.dialect.name], {
-        "id": row.id, "process_def_id": row.process_def_id, "process_key": row.process_key,
-        "business_key": row.business_key, "idempotency_key": row.idempotency_key,
-        "state": row.state, "version": row.version, "started_at": row.started_at,
-        "updated_at": row.updated_at, "ended_at": row.ended_at,
-    })
+    result = conn.execute(
+        _INSERTS[conn.dialect.name],
+        {
+            "id": row.id,
+            "process_def_id": row.process_def_id,
+            "process_key": row.process_key,
+            "business_key": row.business_key,
+            "idempotency_key": row.idempotency_key,
+            "state": row.state,
+            "version": row.version,
+            "started_at": row.started_at,
+            "updated_at": row.updated_at,
+            "ended_at": row.ended_at,
+        },
+    )
     return result.first() is not None
 
 
@@ -67,32 +92,64 @@ RETURNING old.state
 """
 
 
-def transition(conn: Connection, instance_id: UUID, state: str, now: datetime,
-               ended_at: datetime | None, only_from: tuple[str, ...]) -> str | None:
+def transition(
+    conn: Connection,
+    instance_id: UUID,
+    state: str,
+    now: datetime,
+    ended_at: datetime | None,
+    only_from: tuple[str, ...],
+) -> str | None:
     """PostgreSQL: lock the row and change its state in one statement when it is in one of
     ``only_from``; returns the state it left, or None when it was not in one of them."""
-    row = raw_one(conn, _TRANSITION_PG, {"id": instance_id, "state": state, "now": now,
-                                         "ended_at": ended_at, "only_from": list(only_from)})
+    row = raw_one(
+        conn,
+        _TRANSITION_PG,
+        {
+            "id": instance_id,
+            "state": state,
+            "now": now,
+            "ended_at": ended_at,
+            "only_from": list(only_from),
+        },
+    )
     return str(row[0]) if row else None
 
 
 def get_many(conn: Connection, instance_ids: list[UUID]) -> list[InstanceRow]:
     if not instance_ids:
         return []
-    return [from_row(InstanceRow, row)
-            for row in conn.execute(select(*_COLS).where(t.c.id.in_(instance_ids)))]
+    return [
+        from_row(InstanceRow, row)
+        for row in conn.execute(select(*_COLS).where(t.c.id.in_(instance_ids)))
+    ]
 
 
-def set_state(conn: Connection, row: InstanceRow, state: str, now: datetime,
-              ended_at: datetime | None) -> bool:
+def set_state(
+    conn: Connection, row: InstanceRow, state: str, now: datetime, ended_at: datetime | None
+) -> bool:
     """Guarded update; False when someone else changed the instance first."""
-    result = conn.execute(_SET_STATE, {"b_id": row.id, "b_version": row.version, "state": state,
-                                       "now": now, "ended_at": ended_at})
+    result = conn.execute(
+        _SET_STATE,
+        {
+            "b_id": row.id,
+            "b_version": row.version,
+            "state": state,
+            "now": now,
+            "ended_at": ended_at,
+        },
+    )
     return result.rowcount == 1
 
 
-def search(conn: Connection, *, state: str | None = None, key: str | None = None,
-           business_key: str | None = None, limit: int = 100) -> list[InstanceRow]:
+def search(
+    conn: Connection,
+    *,
+    state: str | None = None,
+    key: str | None = None,
+    business_key: str | None = None,
+    limit: int = 100,
+) -> list[InstanceRow]:
     stmt = select(*_COLS).order_by(t.c.started_at.desc()).limit(limit)
     if state:
         stmt = stmt.where(t.c.state == state)
@@ -103,14 +160,17 @@ def search(conn: Connection, *, state: str | None = None, key: str | None = None
     return [from_row(InstanceRow, row) for row in conn.execute(stmt)]
 
 
-
 def ids_between(conn: Connection, low: UUID, high: UUID, limit: int) -> tuple[list[UUID], int]:
     """Up to ``limit`` instance ids from ``low`` to ``high`` in id order, and how many there
     are in all (counted only when the first read is full). Both databases order ids as their
     hex text, so an id prefix is such a range and the primary key answers it."""
     in_range = t.c.id.between(low, high)
-    found = [UUID(str(i)) for i in conn.execute(
-        select(t.c.id).where(in_range).order_by(t.c.id).limit(limit)).scalars()]
+    found = [
+        UUID(str(i))
+        for i in conn.execute(
+            select(t.c.id).where(in_range).order_by(t.c.id).limit(limit)
+        ).scalars()
+    ]
     if len(found) < limit:
         return found, len(found)
     return found, int(conn.execute(select(func.count()).where(in_range)).scalar_one())

@@ -57,5 +57,6 @@ def require_current(db: Database) -> None:
     current, head = current_revision(db), head_revision(db)
     if current != head:
         state = "has no bpm schema" if current is None else f"is at revision {current}"
-        raise ConfigError(f"database {db.safe_url} {state}, the code needs {head}: "
-                          f"run `bpm db upgrade`")
+        raise ConfigError(
+            f"database {db.safe_url} {state}, the code needs {head}: run `bpm db upgrade`"
+        )

@@ -29,13 +29,14 @@ def pauses(first: float = FIRST_PAUSE, longest: float = LONGEST_PAUSE) -> Callab
     not all knock again in the same instant when it comes back."""
 
     def pause(attempt: int) -> float:
-        return random.uniform(first / 2, min(longest, first * 2 ** attempt))
+        return random.uniform(first / 2, min(longest, first * 2**attempt))
 
     return pause
 
 
-def until_available(fn: Callable[[], T], *, within: float, what: str,
-                    sleep: Callable[[float], None] = time.sleep) -> T:
+def until_available(
+    fn: Callable[[], T], *, within: float, what: str, sleep: Callable[[float], None] = time.sleep
+) -> T:
     """``fn()``, tried again while it raises ``DatabaseUnavailable``, for up to ``within``
     seconds; the last ``DatabaseUnavailable`` is raised when time runs out."""
     deadline = time.monotonic() + within

@@ -18,8 +18,18 @@ from bpm.store.schema import incidents as incident_table
 from bpm.store.schema import process_definitions as definition_table
 from bpm.store.schema import process_instances as t
 
-_COLS = (t.c.id, t.c.process_def_id, t.c.process_key, t.c.business_key, t.c.idempotency_key,
-         t.c.state, t.c.version, t.c.started_at, t.c.updated_at, t.c.ended_at)
+_COLS = (
+    t.c.id,
+    t.c.process_def_id,
+    t.c.process_key,
+    t.c.business_key,
+    t.c.idempotency_key,
+    t.c.state,
+    t.c.version,
+    t.c.started_at,
+    t.c.updated_at,
+    t.c.ended_at,
+)
 
 
 @dataclass(frozen=True)
@@ -59,23 +69,39 @@ def find_instances(conn: Connection, f: InstanceFilter, limit: int) -> list[Inst
     if f.since is not None:
         stmt = stmt.where((t.c.ended_at.is_(None)) | (t.c.ended_at >= f.since))
     if f.with_open_incidents:
-        stmt = stmt.where(exists().where(incident_table.c.instance_id == t.c.id,
-                                         incident_table.c.state == "OPEN"))
+        stmt = stmt.where(
+            exists().where(incident_table.c.instance_id == t.c.id, incident_table.c.state == "OPEN")
+        )
     return [from_row(InstanceRow, row) for row in conn.execute(stmt)]
 
 
-def history_of(conn: Connection, instance_ids: Sequence[UUID], *,
-               since: datetime | None = None, until: datetime | None = None,
-               types: Sequence[str] = (), limit: int = 1000) -> list[EventRow]:
+def history_of(
+    conn: Connection,
+    instance_ids: Sequence[UUID],
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    types: Sequence[str] = (),
+    limit: int = 1000,
+) -> list[EventRow]:
     """The instances' history rows in write order, within the time range and of the types."""
-    out = [e for e in history.of_instances(conn, list(instance_ids))
-           if (since is None or e.at >= since) and (until is None or e.at <= until)
-           and (not types or e.type in types)]
+    out = [
+        e
+        for e in history.of_instances(conn, list(instance_ids))
+        if (since is None or e.at >= since)
+        and (until is None or e.at <= until)
+        and (not types or e.type in types)
+    ]
     return out[:limit]
 
 
 def summary(row: InstanceRow) -> dict[str, Any]:
-    return {"id": str(row.id), "key": row.process_key, "business_key": row.business_key,
-            "state": row.state, "started_at": row.started_at.isoformat(),
-            "ended_at": row.ended_at.isoformat() if row.ended_at else None,
-            "definition_id": str(row.process_def_id)}
+    return {
+        "id": str(row.id),
+        "key": row.process_key,
+        "business_key": row.business_key,
+        "state": row.state,
+        "started_at": row.started_at.isoformat(),
+        "ended_at": row.ended_at.isoformat() if row.ended_at else None,
+        "definition_id": str(row.process_def_id),
+    }

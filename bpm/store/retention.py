@@ -32,8 +32,16 @@ from bpm.store.schema import (
 ENDED = ("COMPLETED", "TERMINATED", "CANCELLED")
 
 #: Rows that hang off an instance, children before what they refer to (foreign key order).
-_BY_INSTANCE: tuple[Table, ...] = (token_events, task_events, engine_events, incidents, timers,
-                                   compensation_records, external_tasks, variables)
+_BY_INSTANCE: tuple[Table, ...] = (
+    token_events,
+    task_events,
+    engine_events,
+    incidents,
+    timers,
+    compensation_records,
+    external_tasks,
+    variables,
+)
 
 pi = process_instances
 
@@ -41,29 +49,41 @@ pi = process_instances
 def definition_ttls(conn: Connection) -> list[tuple[UUID, int | None]]:
     """Every definition's id and ``history_ttl_seconds`` (a small table: a row per version)."""
     t = process_definitions
-    return [(row.id, row.history_ttl_seconds)
-            for row in conn.execute(select(t.c.id, t.c.history_ttl_seconds).order_by(t.c.id))]
+    return [
+        (row.id, row.history_ttl_seconds)
+        for row in conn.execute(select(t.c.id, t.c.history_ttl_seconds).order_by(t.c.id))
+    ]
 
 
 def _due(def_id: UUID, ended_before: datetime) -> list[ColumnElement[bool]]:
     # ended_at IS NOT NULL repeats the partial index's predicate so the planner may use it.
-    return [pi.c.process_def_id == def_id, pi.c.ended_at.is_not(None),
-            pi.c.ended_at <= ended_before, pi.c.state.in_(ENDED)]
+    return [
+        pi.c.process_def_id == def_id,
+        pi.c.ended_at.is_not(None),
+        pi.c.ended_at <= ended_before,
+        pi.c.state.in_(ENDED),
+    ]
 
 
-def claim_due(conn: Connection, def_id: UUID, ended_before: datetime,
-              limit: int) -> list[UUID]:
+def claim_due(conn: Connection, def_id: UUID, ended_before: datetime, limit: int) -> list[UUID]:
     """Lock up to ``limit`` ended instances of ``def_id`` that ended at or before
     ``ended_before``, oldest first, skipping rows another transaction holds (PostgreSQL)."""
-    stmt = (select(pi.c.id).where(*_due(def_id, ended_before))
-            .order_by(pi.c.ended_at).limit(limit)
-            .with_for_update(skip_locked=True))
+    stmt = (
+        select(pi.c.id)
+        .where(*_due(def_id, ended_before))
+        .order_by(pi.c.ended_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
     return [row.id for row in conn.execute(stmt)]
 
 
 def count_due(conn: Connection, def_id: UUID, ended_before: datetime) -> int:
-    return int(conn.execute(select(func.count()).select_from(pi)
-                            .where(*_due(def_id, ended_before))).scalar_one())
+    return int(
+        conn.execute(
+            select(func.count()).select_from(pi).where(*_due(def_id, ended_before))
+        ).scalar_one()
+    )
 
 
 def delete_instances(conn: Connection, instance_ids: Sequence[UUID]) -> dict[str, int]:
@@ -78,15 +98,17 @@ def delete_instances(conn: Connection, instance_ids: Sequence[UUID]) -> dict[str
         return counts
     for table in _BY_INSTANCE:
         counts[table.name] = conn.execute(
-            delete(table).where(table.c.instance_id.in_(ids))).rowcount
+            delete(table).where(table.c.instance_id.in_(ids))
+        ).rowcount
     token_ids = select(tokens.c.id).where(tokens.c.instance_id.in_(ids))
     counts[token_links.name] = sum(
         conn.execute(delete(token_links).where(column.in_(token_ids))).rowcount
-        for column in (token_links.c.parent_token_id, token_links.c.child_token_id))
-    counts[tokens.name] = conn.execute(
-        delete(tokens).where(tokens.c.instance_id.in_(ids))).rowcount
+        for column in (token_links.c.parent_token_id, token_links.c.child_token_id)
+    )
+    counts[tokens.name] = conn.execute(delete(tokens).where(tokens.c.instance_id.in_(ids))).rowcount
     counts[pi.name] = conn.execute(
-        delete(pi).where(pi.c.id.in_(ids), pi.c.state.in_(ENDED))).rowcount
+        delete(pi).where(pi.c.id.in_(ids), pi.c.state.in_(ENDED))
+    ).rowcount
     return counts
 
 

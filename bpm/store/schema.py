@@ -96,13 +96,21 @@ process_instances = Table(
     Index("ix_process_instances_started_at", "started_at"),
     Index("ix_process_instances_business_key", "business_key"),
     Index("ix_process_instances_process_key_started_at", "process_key", "started_at"),
-    Index("ix_process_instances_live", "state", "started_at",
-          postgresql_where=text("state IN ('RUNNING', 'FAILED')"),
-          sqlite_where=text("state IN ('RUNNING', 'FAILED')")),
+    Index(
+        "ix_process_instances_live",
+        "state",
+        "started_at",
+        postgresql_where=text("state IN ('RUNNING', 'FAILED')"),
+        sqlite_where=text("state IN ('RUNNING', 'FAILED')"),
+    ),
     # Retention: the ended instances of one definition, oldest first.
-    Index("ix_process_instances_ended", "process_def_id", "ended_at",
-          postgresql_where=text("ended_at IS NOT NULL"),
-          sqlite_where=text("ended_at IS NOT NULL")),
+    Index(
+        "ix_process_instances_ended",
+        "process_def_id",
+        "ended_at",
+        postgresql_where=text("ended_at IS NOT NULL"),
+        sqlite_where=text("ended_at IS NOT NULL"),
+    ),
 )
 
 variables = Table(
@@ -141,18 +149,33 @@ tokens = Table(
     CheckConstraint(_in("state", TOKEN_STATES), name="state"),
     CheckConstraint(_in("mode", TOKEN_MODES), name="mode"),
     Index("ix_tokens_instance_id", "instance_id"),
-    Index("ix_tokens_live_children", "parent_token_id",
-          postgresql_where=text("state IN ('ACTIVE', 'WAITING', 'FAILED')"),
-          sqlite_where=text("state IN ('ACTIVE', 'WAITING', 'FAILED')")),
-    Index("ix_tokens_active", "updated_at",
-          postgresql_where=text("state = 'ACTIVE'"), sqlite_where=text("state = 'ACTIVE'")),
-    Index("ix_tokens_waiting", "wait_kind", "updated_at",
-          postgresql_where=text("state = 'WAITING'"), sqlite_where=text("state = 'WAITING'")),
+    Index(
+        "ix_tokens_live_children",
+        "parent_token_id",
+        postgresql_where=text("state IN ('ACTIVE', 'WAITING', 'FAILED')"),
+        sqlite_where=text("state IN ('ACTIVE', 'WAITING', 'FAILED')"),
+    ),
+    Index(
+        "ix_tokens_active",
+        "updated_at",
+        postgresql_where=text("state = 'ACTIVE'"),
+        sqlite_where=text("state = 'ACTIVE'"),
+    ),
+    Index(
+        "ix_tokens_waiting",
+        "wait_kind",
+        "updated_at",
+        postgresql_where=text("state = 'WAITING'"),
+        sqlite_where=text("state = 'WAITING'"),
+    ),
     # Deleting a token (retention) checks that no token names it as parent: without this
     # index that check reads the whole table, once per deleted token. Root tokens need none.
-    Index("ix_tokens_parent_token_id", "parent_token_id",
-          postgresql_where=text("parent_token_id IS NOT NULL"),
-          sqlite_where=text("parent_token_id IS NOT NULL")),
+    Index(
+        "ix_tokens_parent_token_id",
+        "parent_token_id",
+        postgresql_where=text("parent_token_id IS NOT NULL"),
+        sqlite_where=text("parent_token_id IS NOT NULL"),
+    ),
 )
 
 token_links = Table(
@@ -197,20 +220,33 @@ external_tasks = Table(
     CheckConstraint("retries >= 0 AND attempts >= 0", name="counts"),
     Index("ix_external_tasks_token_id", "token_id"),
     Index("ix_external_tasks_instance_id", "instance_id"),
-    Index("ix_external_tasks_ready", "kind", "retry_at",
-          postgresql_where=text("state = 'READY'"), sqlite_where=text("state = 'READY'")),
-    Index("ix_external_tasks_locked", "lock_expire_at",
-          postgresql_where=text("state = 'LOCKED'"), sqlite_where=text("state = 'LOCKED'")),
+    Index(
+        "ix_external_tasks_ready",
+        "kind",
+        "retry_at",
+        postgresql_where=text("state = 'READY'"),
+        sqlite_where=text("state = 'READY'"),
+    ),
+    Index(
+        "ix_external_tasks_locked",
+        "lock_expire_at",
+        postgresql_where=text("state = 'LOCKED'"),
+        sqlite_where=text("state = 'LOCKED'"),
+    ),
 )
 
 # Fetch-and-lock reads a topic's READY tasks by priority, highest first, then oldest: the index
 # runs in that order, so a fetch reads ten entries however long the topic's backlog is (an
 # ascending priority cannot serve "priority DESC, created_at", and the fetch sorted the whole
 # backlog: about 100 ms with 100,000 READY tasks in the topic).
-Index("ix_external_tasks_fetch", external_tasks.c.topic, external_tasks.c.priority.desc(),
-      external_tasks.c.created_at,
-      postgresql_where=text("state = 'READY' AND kind = 'EXTERNAL'"),
-      sqlite_where=text("state = 'READY' AND kind = 'EXTERNAL'"))
+Index(
+    "ix_external_tasks_fetch",
+    external_tasks.c.topic,
+    external_tasks.c.priority.desc(),
+    external_tasks.c.created_at,
+    postgresql_where=text("state = 'READY' AND kind = 'EXTERNAL'"),
+    sqlite_where=text("state = 'READY' AND kind = 'EXTERNAL'"),
+)
 
 timers = Table(
     "timers",
@@ -224,8 +260,12 @@ timers = Table(
     Column("version", Integer, nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
     CheckConstraint(_in("state", TIMER_STATES), name="state"),
-    Index("ix_timers_due", "fire_at",
-          postgresql_where=text("state = 'SCHEDULED'"), sqlite_where=text("state = 'SCHEDULED'")),
+    Index(
+        "ix_timers_due",
+        "fire_at",
+        postgresql_where=text("state = 'SCHEDULED'"),
+        sqlite_where=text("state = 'SCHEDULED'"),
+    ),
     Index("ix_timers_instance_id", "instance_id"),
     Index("ix_timers_token_id", "token_id"),  # foreign key checks when tokens are deleted
 )
@@ -267,8 +307,12 @@ incidents = Table(
     # Foreign key checks when tokens and tasks are deleted (retention).
     Index("ix_incidents_token_id", "token_id"),
     Index("ix_incidents_task_id", "task_id"),
-    Index("ix_incidents_open", "created_at",
-          postgresql_where=text("state = 'OPEN'"), sqlite_where=text("state = 'OPEN'")),
+    Index(
+        "ix_incidents_open",
+        "created_at",
+        postgresql_where=text("state = 'OPEN'"),
+        sqlite_where=text("state = 'OPEN'"),
+    ),
 )
 
 

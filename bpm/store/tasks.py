@@ -17,39 +17,75 @@ from bpm.store.schema import external_tasks as t
 from bpm.store.schema import tokens as token_table
 from bpm.store.tokens import COLUMNS as TOKEN_COLUMNS
 
-_COLS = (t.c.id, t.c.token_id, t.c.instance_id, t.c.node_id, t.c.topic, t.c.handler, t.c.kind,
-         t.c.state, t.c.retries, t.c.attempts, t.c.retry_at, t.c.lock_owner, t.c.lock_expire_at,
-         t.c.error_message, t.c.error_details, t.c.priority, t.c.version, t.c.created_at,
-         t.c.updated_at, t.c.assignee, t.c.candidate_groups)
+_COLS = (
+    t.c.id,
+    t.c.token_id,
+    t.c.instance_id,
+    t.c.node_id,
+    t.c.topic,
+    t.c.handler,
+    t.c.kind,
+    t.c.state,
+    t.c.retries,
+    t.c.attempts,
+    t.c.retry_at,
+    t.c.lock_owner,
+    t.c.lock_expire_at,
+    t.c.error_message,
+    t.c.error_details,
+    t.c.priority,
+    t.c.version,
+    t.c.created_at,
+    t.c.updated_at,
+    t.c.assignee,
+    t.c.candidate_groups,
+)
 _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
 _LOCK = (
     t.update()
-    .where(t.c.id == bindparam("b_id"), t.c.state == "READY",
-           t.c.kind == bindparam("b_kind"),
-           or_(t.c.retry_at.is_(None), t.c.retry_at <= bindparam("now")))
-    .values(state="LOCKED", lock_owner=bindparam("owner"), lock_expire_at=bindparam("expire"),
-            attempts=t.c.attempts + 1, retries=t.c.retries - 1, version=t.c.version + 1,
-            updated_at=bindparam("now"))
+    .where(
+        t.c.id == bindparam("b_id"),
+        t.c.state == "READY",
+        t.c.kind == bindparam("b_kind"),
+        or_(t.c.retry_at.is_(None), t.c.retry_at <= bindparam("now")),
+    )
+    .values(
+        state="LOCKED",
+        lock_owner=bindparam("owner"),
+        lock_expire_at=bindparam("expire"),
+        attempts=t.c.attempts + 1,
+        retries=t.c.retries - 1,
+        version=t.c.version + 1,
+        updated_at=bindparam("now"),
+    )
     .returning(*_COLS)
 )
 _FINISH = (
     t.update()
     .where(t.c.id == bindparam("b_id"), t.c.version == bindparam("b_version"))
-    .values(state=bindparam("state"), retry_at=bindparam("retry_at"),
-            lock_owner=bindparam("lock_owner"), lock_expire_at=bindparam("lock_expire_at"),
-            error_message=bindparam("error_message"), error_details=bindparam("error_details"),
-            retries=bindparam("retries"), attempts=bindparam("attempts"),
-            version=t.c.version + 1, updated_at=bindparam("now"))
+    .values(
+        state=bindparam("state"),
+        retry_at=bindparam("retry_at"),
+        lock_owner=bindparam("lock_owner"),
+        lock_expire_at=bindparam("lock_expire_at"),
+        error_message=bindparam("error_message"),
+        error_details=bindparam("error_details"),
+        retries=bindparam("retries"),
+        attempts=bindparam("attempts"),
+        version=t.c.version + 1,
+        updated_at=bindparam("now"),
+    )
 )
-_OPEN_OF_TOKEN = select(*_COLS).where(t.c.token_id == bindparam("id"),
-                                      t.c.state.in_(("READY", "LOCKED", "FAILED")))
+_OPEN_OF_TOKEN = select(*_COLS).where(
+    t.c.token_id == bindparam("id"), t.c.state.in_(("READY", "LOCKED", "FAILED"))
+)
 
 
 def next_retry_at(conn: Connection, topics: Sequence[str], now: datetime) -> datetime | None:
     """When the earliest failed task of ``topics`` waiting out its backoff comes due."""
-    stmt = (select(func.min(t.c.retry_at))
-            .where(t.c.topic.in_(topics), t.c.state == "READY", t.c.kind == "EXTERNAL",
-                   t.c.retry_at > now))
+    stmt = select(func.min(t.c.retry_at)).where(
+        t.c.topic.in_(topics), t.c.state == "READY", t.c.kind == "EXTERNAL", t.c.retry_at > now
+    )
     due: datetime | None = conn.execute(stmt).scalar()
     return due
 
@@ -73,28 +109,47 @@ def insert(conn: Connection, row: TaskRow) -> None:
     conn.execute(t.insert(), {c.name: getattr(row, c.name) for c in _COLS})
 
 
-def lock(conn: Connection, task_id: UUID, owner: str, expire: datetime,
-         now: datetime, kind: str = "HANDLER") -> TaskRow | None:
+def lock(
+    conn: Connection,
+    task_id: UUID,
+    owner: str,
+    expire: datetime,
+    now: datetime,
+    kind: str = "HANDLER",
+) -> TaskRow | None:
     """READY -> LOCKED, counting the attempt as it starts; None if not READY or not yet due
     (or not of ``kind``: a handler job never takes an external worker's task)."""
-    row = conn.execute(_LOCK, {"b_id": task_id, "owner": owner, "expire": expire,
-                               "now": now, "b_kind": kind}).first()
+    row = conn.execute(
+        _LOCK, {"b_id": task_id, "owner": owner, "expire": expire, "now": now, "b_kind": kind}
+    ).first()
     return from_row(TaskRow, row) if row else None
 
 
-def finish_params(task: TaskRow, *, state: str, now: datetime,
-                  retry_at: datetime | None = None, retries: int | None = None,
-                  error_message: str | None = None, error_details: str | None = None,
-                  keep_lock: bool = False, lock_expire_at: datetime | None = None,
-                  attempts: int | None = None) -> dict[str, Any]:
+def finish_params(
+    task: TaskRow,
+    *,
+    state: str,
+    now: datetime,
+    retry_at: datetime | None = None,
+    retries: int | None = None,
+    error_message: str | None = None,
+    error_details: str | None = None,
+    keep_lock: bool = False,
+    lock_expire_at: datetime | None = None,
+    attempts: int | None = None,
+) -> dict[str, Any]:
     """The parameters of a version-checked change of a task's state (see ``apply_finish``)."""
     return {
-        "b_id": task.id, "b_version": task.version, "state": state, "retry_at": retry_at,
+        "b_id": task.id,
+        "b_version": task.version,
+        "state": state,
+        "retry_at": retry_at,
         "lock_owner": task.lock_owner if keep_lock else None,
         "lock_expire_at": lock_expire_at or (task.lock_expire_at if keep_lock else None),
         "error_message": error_message if error_message is not None else task.error_message,
         "error_details": error_details if error_details is not None else task.error_details,
-        "retries": task.retries if retries is None else retries, "now": now,
+        "retries": task.retries if retries is None else retries,
+        "now": now,
         "attempts": task.attempts if attempts is None else attempts,
     }
 
@@ -111,33 +166,46 @@ def notify_new(conn: Connection, topics: list[str]) -> None:
     """PostgreSQL NOTIFY, delivered when the transaction commits (SQLite has no listeners)."""
     if conn.dialect.name == "postgresql":
         for topic in topics:
-            conn.exec_driver_sql("SELECT pg_notify(%(c)s, %(t)s)",
-                                 {"c": NOTIFY_CHANNEL, "t": topic})
+            conn.exec_driver_sql(
+                "SELECT pg_notify(%(c)s, %(t)s)", {"c": NOTIFY_CHANNEL, "t": topic}
+            )
 
 
 def set_lock_expiry(conn: Connection, task: TaskRow, expire: datetime) -> None:
     """Adjust the lock taken in this same transaction (no version bump: one change)."""
-    conn.execute(t.update().where(t.c.id == task.id, t.c.version == task.version)
-                 .values(lock_expire_at=expire))
+    conn.execute(
+        t.update()
+        .where(t.c.id == task.id, t.c.version == task.version)
+        .values(lock_expire_at=expire)
+    )
 
 
-def due_handler_tasks(conn: Connection, now: datetime, stale_before: datetime,
-                      limit: int) -> list[UUID]:
+def due_handler_tasks(
+    conn: Connection, now: datetime, stale_before: datetime, limit: int
+) -> list[UUID]:
     """READY handler tasks whose retry time has come, or whose job was sent long ago."""
-    stmt = (select(t.c.id)
-            .where(t.c.state == "READY", t.c.kind == "HANDLER",
-                   or_(t.c.retry_at <= now,
-                       (t.c.retry_at.is_(None)) & (t.c.updated_at < stale_before)))
-            .order_by(t.c.updated_at).limit(limit)
-            .with_for_update(skip_locked=True))
+    stmt = (
+        select(t.c.id)
+        .where(
+            t.c.state == "READY",
+            t.c.kind == "HANDLER",
+            or_(t.c.retry_at <= now, (t.c.retry_at.is_(None)) & (t.c.updated_at < stale_before)),
+        )
+        .order_by(t.c.updated_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
     return [row.id for row in conn.execute(stmt)]
 
 
 def expired_locks(conn: Connection, now: datetime, limit: int) -> list[TaskRow]:
-    stmt = (select(*_COLS)
-            .where(t.c.state == "LOCKED", t.c.lock_expire_at < now)
-            .order_by(t.c.lock_expire_at).limit(limit)
-            .with_for_update(skip_locked=True))
+    stmt = (
+        select(*_COLS)
+        .where(t.c.state == "LOCKED", t.c.lock_expire_at < now)
+        .order_by(t.c.lock_expire_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
     return [from_row(TaskRow, row) for row in conn.execute(stmt)]
 
 
@@ -191,9 +259,15 @@ class Fetched:
     variables: dict[str, Any] | None = None
 
 
-def fetch_and_lock(conn: Connection, owner: str, locks: dict[str, int], max_tasks: int,
-                   now: datetime, names: list[str] | None = None,
-                   cause: str | None = None) -> tuple[list[Fetched], bool]:
+def fetch_and_lock(
+    conn: Connection,
+    owner: str,
+    locks: dict[str, int],
+    max_tasks: int,
+    now: datetime,
+    names: list[str] | None = None,
+    cause: str | None = None,
+) -> tuple[list[Fetched], bool]:
     """Lock up to ``max_tasks`` READY external tasks of the topics in ``locks`` (topic -> lock
     milliseconds), highest priority first, then oldest; rows other workers hold are skipped.
     ``names``: the variables wanted (None: all). Also returns whether the locks' history rows
@@ -203,63 +277,104 @@ def fetch_and_lock(conn: Connection, owner: str, locks: dict[str, int], max_task
         # Its own transaction when it comes first (no BEGIN, no COMMIT round trip); else
         # part of the caller's, history rows included.
         with first_statement_commits(conn):
-            rows = raw_all(conn, _FETCH_PG, {"req": req, "now": now, "max": max_tasks,
-                                             "owner": owner, "names": names,
-                                             "cause": cause})
+            rows = raw_all(
+                conn,
+                _FETCH_PG,
+                {
+                    "req": req,
+                    "now": now,
+                    "max": max_tasks,
+                    "owner": owner,
+                    "names": names,
+                    "cause": cause,
+                },
+            )
         tokens_end = len(_COLS) + len(TOKEN_COLUMNS)
-        found = [Fetched(TaskRow(*r[:len(_COLS)]), TokenRow(*r[len(_COLS):tokens_end]),
-                         (r[tokens_end], r[tokens_end + 1], r[tokens_end + 2]),
-                         r[tokens_end + 3]) for r in rows]
-        return sorted(found, key=lambda f: (-f.task.priority, f.task.created_at,
-                                            f.task.id)), True
+        found = [
+            Fetched(
+                TaskRow(*r[: len(_COLS)]),
+                TokenRow(*r[len(_COLS) : tokens_end]),
+                (r[tokens_end], r[tokens_end + 1], r[tokens_end + 2]),
+                r[tokens_end + 3],
+            )
+            for r in rows
+        ]
+        return sorted(found, key=lambda f: (-f.task.priority, f.task.created_at, f.task.id)), True
     tasks = _fetch_one_by_one(conn, owner, locks, max_tasks, now)
     return [Fetched(task) for task in tasks], False
 
 
-def _fetch_one_by_one(conn: Connection, owner: str, locks: dict[str, int], max_tasks: int,
-                      now: datetime) -> list[TaskRow]:
+def _fetch_one_by_one(
+    conn: Connection, owner: str, locks: dict[str, int], max_tasks: int, now: datetime
+) -> list[TaskRow]:
     """SQLite: the transaction holds the database's write lock, so a plain select will do."""
-    stmt = (select(t.c.id, t.c.topic)
-            .where(t.c.state == "READY", t.c.kind == "EXTERNAL", t.c.topic.in_(list(locks)),
-                   or_(t.c.retry_at.is_(None), t.c.retry_at <= now))
-            .order_by(t.c.priority.desc(), t.c.created_at).limit(max_tasks))
+    stmt = (
+        select(t.c.id, t.c.topic)
+        .where(
+            t.c.state == "READY",
+            t.c.kind == "EXTERNAL",
+            t.c.topic.in_(list(locks)),
+            or_(t.c.retry_at.is_(None), t.c.retry_at <= now),
+        )
+        .order_by(t.c.priority.desc(), t.c.created_at)
+        .limit(max_tasks)
+    )
     out = []
     for task_id, topic in conn.execute(stmt).all():
-        locked = lock(conn, task_id, owner, now + timedelta(milliseconds=locks[topic]), now,
-                      kind="EXTERNAL")
+        locked = lock(
+            conn, task_id, owner, now + timedelta(milliseconds=locks[topic]), now, kind="EXTERNAL"
+        )
         if locked is not None:
             out.append(locked)
     return out
 
 
-_ASSIGN = (t.update()
-           .where(t.c.id == bindparam("b_id"), t.c.version == bindparam("b_version"))
-           .values(assignee=bindparam("assignee"), version=t.c.version + 1,
-                   updated_at=bindparam("now")))
+_ASSIGN = (
+    t.update()
+    .where(t.c.id == bindparam("b_id"), t.c.version == bindparam("b_version"))
+    .values(assignee=bindparam("assignee"), version=t.c.version + 1, updated_at=bindparam("now"))
+)
 
 
 def set_assignee(conn: Connection, task: TaskRow, assignee: str | None, now: datetime) -> bool:
     """Claim or unclaim a user task under its version; False when it changed meanwhile."""
-    done = conn.execute(_ASSIGN, {"b_id": task.id, "b_version": task.version,
-                                  "assignee": assignee, "now": now})
+    done = conn.execute(
+        _ASSIGN, {"b_id": task.id, "b_version": task.version, "assignee": assignee, "now": now}
+    )
     return done.rowcount == 1
 
 
-def open_user_tasks(conn: Connection, *, assignee: str | None = None, group: str | None = None,
-                    instance_id: UUID | None = None, limit: int = 100) -> list[TaskRow]:
+def open_user_tasks(
+    conn: Connection,
+    *,
+    assignee: str | None = None,
+    group: str | None = None,
+    instance_id: UUID | None = None,
+    limit: int = 100,
+) -> list[TaskRow]:
     """READY user tasks, oldest first; ``group`` matches a candidate group."""
-    stmt = (select(*_COLS).where(t.c.kind == "USER", t.c.state == "READY")
-            .order_by(t.c.created_at).limit(limit))
+    stmt = (
+        select(*_COLS)
+        .where(t.c.kind == "USER", t.c.state == "READY")
+        .order_by(t.c.created_at)
+        .limit(limit)
+    )
     if assignee is not None:
         stmt = stmt.where(t.c.assignee == assignee)
     if instance_id is not None:
         stmt = stmt.where(t.c.instance_id == instance_id)
     if group is not None:
-        member = ("candidate_groups @> CAST(:grp AS jsonb)" if conn.dialect.name == "postgresql"
-                  else "EXISTS (SELECT 1 FROM json_each(external_tasks.candidate_groups) "
-                       "WHERE json_each.value = :grp)")
-        stmt = stmt.where(text(member).bindparams(
-            grp=json.dumps([group]) if conn.dialect.name == "postgresql" else group))
+        member = (
+            "candidate_groups @> CAST(:grp AS jsonb)"
+            if conn.dialect.name == "postgresql"
+            else "EXISTS (SELECT 1 FROM json_each(external_tasks.candidate_groups) "
+            "WHERE json_each.value = :grp)"
+        )
+        stmt = stmt.where(
+            text(member).bindparams(
+                grp=json.dumps([group]) if conn.dialect.name == "postgresql" else group
+            )
+        )
     return [from_row(TaskRow, row) for row in conn.execute(stmt)]
 
 
@@ -271,10 +386,12 @@ def get_with_token(conn: Connection, task_id: UUID) -> tuple[TaskRow, TokenRow] 
         row = conn.execute(_WITH_TOKEN, {"id": task_id}).first()
     if row is None:
         return None
-    return TaskRow(*row[:len(_COLS)]), TokenRow(*row[len(_COLS):])
+    return TaskRow(*row[: len(_COLS)]), TokenRow(*row[len(_COLS) :])
 
 
-_WITH_TOKEN = (select(*_COLS, *TOKEN_COLUMNS)
-               .join_from(t, token_table, token_table.c.id == t.c.token_id)
-               .where(t.c.id == bindparam("id")))
+_WITH_TOKEN = (
+    select(*_COLS, *TOKEN_COLUMNS)
+    .join_from(t, token_table, token_table.c.id == t.c.token_id)
+    .where(t.c.id == bindparam("id"))
+)
 _WITH_TOKEN_PG = pg_sql(_WITH_TOKEN)

@@ -11,13 +11,24 @@ from sqlalchemy import Connection, bindparam, func, select
 from bpm.store.rows import TimerRow, from_row
 from bpm.store.schema import timers as t
 
-_COLS = (t.c.id, t.c.token_id, t.c.instance_id, t.c.node_id, t.c.fire_at, t.c.state,
-         t.c.version, t.c.created_at)
+_COLS = (
+    t.c.id,
+    t.c.token_id,
+    t.c.instance_id,
+    t.c.node_id,
+    t.c.fire_at,
+    t.c.state,
+    t.c.version,
+    t.c.created_at,
+)
 _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
-_FINISH = (t.update()
-           .where(t.c.id == bindparam("b_id"), t.c.version == bindparam("b_version"),
-                  t.c.state == "SCHEDULED")
-           .values(state=bindparam("state"), version=t.c.version + 1))
+_FINISH = (
+    t.update()
+    .where(
+        t.c.id == bindparam("b_id"), t.c.version == bindparam("b_version"), t.c.state == "SCHEDULED"
+    )
+    .values(state=bindparam("state"), version=t.c.version + 1)
+)
 
 
 def insert(conn: Connection, rows: list[TimerRow]) -> None:
@@ -51,8 +62,13 @@ def of_instance(conn: Connection, instance_id: UUID) -> list[TimerRow]:
 def claim_due(conn: Connection, now: datetime, limit: int) -> list[TimerRow]:
     """Due timers, oldest first, skipping rows another scanner holds (served by the partial
     index on SCHEDULED timers). Firing re-checks each one under its version."""
-    stmt = (select(*_COLS).where(t.c.state == "SCHEDULED", t.c.fire_at <= now)
-            .order_by(t.c.fire_at).limit(limit).with_for_update(skip_locked=True))
+    stmt = (
+        select(*_COLS)
+        .where(t.c.state == "SCHEDULED", t.c.fire_at <= now)
+        .order_by(t.c.fire_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
     return [from_row(TimerRow, row) for row in conn.execute(stmt)]
 
 

@@ -15,24 +15,44 @@ from bpm.store.schema import tokens as t
 
 LIVE = ("ACTIVE", "WAITING", "FAILED")
 
-_COLS = (t.c.id, t.c.instance_id, t.c.node_id, t.c.state, t.c.mode, t.c.parent_token_id,
-         t.c.scope_id, t.c.concurrent, t.c.via_flow, t.c.wait_kind, t.c.version, t.c.created_at,
-         t.c.updated_at, t.c.record_id)
+_COLS = (
+    t.c.id,
+    t.c.instance_id,
+    t.c.node_id,
+    t.c.state,
+    t.c.mode,
+    t.c.parent_token_id,
+    t.c.scope_id,
+    t.c.concurrent,
+    t.c.via_flow,
+    t.c.wait_kind,
+    t.c.version,
+    t.c.created_at,
+    t.c.updated_at,
+    t.c.record_id,
+)
 #: Column order of ``TokenRow`` (for queries that read a token next to other rows).
 COLUMNS = _COLS
 _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
 # FOR NO KEY UPDATE: creating child tokens that reference the parent (FOR KEY SHARE) goes on.
 _BY_ID_FOR_UPDATE = _BY_ID.with_for_update(key_share=True)
-_LIVE_CHILDREN = (select(*_COLS)
-                  .where(t.c.parent_token_id == bindparam("id"), t.c.state.in_(LIVE))
-                  .order_by(t.c.created_at, t.c.id))
+_LIVE_CHILDREN = (
+    select(*_COLS)
+    .where(t.c.parent_token_id == bindparam("id"), t.c.state.in_(LIVE))
+    .order_by(t.c.created_at, t.c.id)
+)
 _OF_INSTANCE = select(*_COLS).where(t.c.instance_id == bindparam("id")).order_by(t.c.created_at)
 _MOVE = (
     t.update()
     .where(t.c.id == bindparam("b_id"), t.c.version == bindparam("b_version"))
-    .values(state=bindparam("state"), node_id=bindparam("node_id"),
-            via_flow=bindparam("via_flow"), wait_kind=bindparam("wait_kind"),
-            version=bindparam("new_version"), updated_at=bindparam("now"))
+    .values(
+        state=bindparam("state"),
+        node_id=bindparam("node_id"),
+        via_flow=bindparam("via_flow"),
+        wait_kind=bindparam("wait_kind"),
+        version=bindparam("new_version"),
+        updated_at=bindparam("now"),
+    )
 )
 
 
@@ -50,21 +70,39 @@ def of_instance(conn: Connection, instance_id: UUID) -> list[TokenRow]:
 
 
 def insert(conn: Connection, rows: Sequence[TokenRow]) -> None:
-    conn.execute(t.insert(), [
-        {"id": r.id, "instance_id": r.instance_id, "node_id": r.node_id, "state": r.state,
-         "mode": r.mode, "parent_token_id": r.parent_token_id, "scope_id": r.scope_id,
-         "concurrent": r.concurrent, "via_flow": r.via_flow, "wait_kind": r.wait_kind,
-         "version": r.version, "created_at": r.created_at, "updated_at": r.updated_at,
-         "record_id": r.record_id}
-        for r in rows
-    ])
+    conn.execute(
+        t.insert(),
+        [
+            {
+                "id": r.id,
+                "instance_id": r.instance_id,
+                "node_id": r.node_id,
+                "state": r.state,
+                "mode": r.mode,
+                "parent_token_id": r.parent_token_id,
+                "scope_id": r.scope_id,
+                "concurrent": r.concurrent,
+                "via_flow": r.via_flow,
+                "wait_kind": r.wait_kind,
+                "version": r.version,
+                "created_at": r.created_at,
+                "updated_at": r.updated_at,
+                "record_id": r.record_id,
+            }
+            for r in rows
+        ],
+    )
 
 
 def link(conn: Connection, links: Sequence[tuple[UUID, UUID, str]]) -> None:
     if links:
-        conn.execute(token_links.insert(), [
-            {"parent_token_id": p, "child_token_id": c, "link_type": kind} for p, c, kind in links
-        ])
+        conn.execute(
+            token_links.insert(),
+            [
+                {"parent_token_id": p, "child_token_id": c, "link_type": kind}
+                for p, c, kind in links
+            ],
+        )
 
 
 def move(conn: Connection, expected_version: int, row: TokenRow) -> bool:
@@ -73,19 +111,30 @@ def move(conn: Connection, expected_version: int, row: TokenRow) -> bool:
     ``row.version`` is the expected version plus the number of transitions the transaction
     made, so the version always counts the token's history rows.
     """
-    result = conn.execute(_MOVE, {
-        "b_id": row.id, "b_version": expected_version, "state": row.state,
-        "node_id": row.node_id, "via_flow": row.via_flow, "wait_kind": row.wait_kind,
-        "new_version": row.version, "now": row.updated_at,
-    })
+    result = conn.execute(
+        _MOVE,
+        {
+            "b_id": row.id,
+            "b_version": expected_version,
+            "state": row.state,
+            "node_id": row.node_id,
+            "via_flow": row.via_flow,
+            "wait_kind": row.wait_kind,
+            "new_version": row.version,
+            "now": row.updated_at,
+        },
+    )
     return result.rowcount == 1
 
 
 def stalled_active(conn: Connection, before: datetime, limit: int) -> list[tuple[UUID, int]]:
-    stmt = (select(t.c.id, t.c.version)
-            .where(t.c.state == "ACTIVE", t.c.updated_at < before)
-            .order_by(t.c.updated_at).limit(limit)
-            .with_for_update(skip_locked=True))
+    stmt = (
+        select(t.c.id, t.c.version)
+        .where(t.c.state == "ACTIVE", t.c.updated_at < before)
+        .order_by(t.c.updated_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
     return [(row.id, row.version) for row in conn.execute(stmt)]
 
 
@@ -93,28 +142,42 @@ def parents_to_recheck(conn: Connection, before: datetime, limit: int) -> list[t
     """WAITING parents whose children are all done, or that have a child parked at a join, and
     saga anchors whose current compensation has ended (their nudge may have been lost)."""
     child = t.alias("child")
-    no_live_child = ~exists().where(child.c.parent_token_id == t.c.id,
-                                    child.c.state.in_(LIVE))
-    joined_child = exists().where(and_(child.c.parent_token_id == t.c.id,
-                                       child.c.state == "WAITING", child.c.wait_kind == "JOIN",
-                                       child.c.updated_at < before))
+    no_live_child = ~exists().where(child.c.parent_token_id == t.c.id, child.c.state.in_(LIVE))
+    joined_child = exists().where(
+        and_(
+            child.c.parent_token_id == t.c.id,
+            child.c.state == "WAITING",
+            child.c.wait_kind == "JOIN",
+            child.c.updated_at < before,
+        )
+    )
     # A parent with a FAILED branch waits for an operator, whose retry nudges it again;
     # re-checking it every scan would only crowd out the parents that can move.
     failed_child = exists().where(child.c.parent_token_id == t.c.id, child.c.state == "FAILED")
     # A saga's anchor goes on after a failed compensation too: only a running one holds it.
-    running_child = exists().where(child.c.parent_token_id == t.c.id,
-                                   child.c.state.in_(("ACTIVE", "WAITING")))
+    running_child = exists().where(
+        child.c.parent_token_id == t.c.id, child.c.state.in_(("ACTIVE", "WAITING"))
+    )
     scope_parent = (t.c.wait_kind == "CHILDREN") & (no_live_child | (joined_child & ~failed_child))
     saga_anchor = (t.c.wait_kind == "COMPENSATING") & ~running_child
-    stmt = (select(t.c.id, t.c.version)
-            .where(t.c.state == "WAITING", t.c.updated_at < before, scope_parent | saga_anchor)
-            .order_by(t.c.updated_at).limit(limit)
-            .with_for_update(skip_locked=True))
+    stmt = (
+        select(t.c.id, t.c.version)
+        .where(t.c.state == "WAITING", t.c.updated_at < before, scope_parent | saga_anchor)
+        .order_by(t.c.updated_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
     return [(row.id, row.version) for row in conn.execute(stmt)]
 
 
 def as_dict(token: TokenRow) -> dict[str, Any]:
-    return {"id": str(token.id), "node_id": token.node_id, "state": token.state,
-            "mode": token.mode, "parent_token_id": str(token.parent_token_id)
-            if token.parent_token_id else None, "scope_id": token.scope_id,
-            "wait_kind": token.wait_kind, "version": token.version}
+    return {
+        "id": str(token.id),
+        "node_id": token.node_id,
+        "state": token.state,
+        "mode": token.mode,
+        "parent_token_id": str(token.parent_token_id) if token.parent_token_id else None,
+        "scope_id": token.scope_id,
+        "wait_kind": token.wait_kind,
+        "version": token.version,
+    }

@@ -13,16 +13,20 @@ from sqlalchemy.dialects import postgresql, sqlite
 from bpm.store.schema import variables as t
 
 _ALL = select(t.c.name, t.c.value).where(t.c.instance_id == bindparam("id"))
-_SOME = select(t.c.name, t.c.value).where(t.c.instance_id == bindparam("id"),
-                                          t.c.name.in_(bindparam("names", expanding=True)))
+_SOME = select(t.c.name, t.c.value).where(
+    t.c.instance_id == bindparam("id"), t.c.name.in_(bindparam("names", expanding=True))
+)
 
 
 def _upsert(dialect: str) -> Any:
-    ins = (postgresql.insert(t) if dialect == "postgresql" else sqlite.insert(t))
+    ins = postgresql.insert(t) if dialect == "postgresql" else sqlite.insert(t)
     return ins.on_conflict_do_update(
         index_elements=[t.c.instance_id, t.c.name],
-        set_={"value": ins.excluded.value, "version": t.c.version + 1,
-              "updated_at": ins.excluded.updated_at},
+        set_={
+            "value": ins.excluded.value,
+            "version": t.c.version + 1,
+            "updated_at": ins.excluded.updated_at,
+        },
     )
 
 
@@ -37,8 +41,9 @@ def load(conn: Connection, instance_id: UUID, names: list[str] | None = None) ->
     return {name: value for name, value in rows}
 
 
-def load_many(conn: Connection, instance_ids: list[UUID],
-              names: list[str] | None = None) -> dict[UUID, dict[str, Any]]:
+def load_many(
+    conn: Connection, instance_ids: list[UUID], names: list[str] | None = None
+) -> dict[UUID, dict[str, Any]]:
     """The variables of several instances in one query (fetch-and-lock on SQLite; on
     PostgreSQL its locking statement returns them)."""
     out: dict[UUID, dict[str, Any]] = {iid: {} for iid in instance_ids}
@@ -56,8 +61,16 @@ def write(conn: Connection, instance_id: UUID, values: Mapping[str, Any], now: d
     if not values:
         return
     stmt = _UPSERTS[conn.dialect.name]
-    conn.execute(stmt, [
-        {"instance_id": instance_id, "name": name, "value": value, "version": 1,
-         "updated_at": now}
-        for name, value in values.items()
-    ])
+    conn.execute(
+        stmt,
+        [
+            {
+                "instance_id": instance_id,
+                "name": name,
+                "value": value,
+                "version": 1,
+                "updated_at": now,
+            }
+            for name, value in values.items()
+        ],
+    )

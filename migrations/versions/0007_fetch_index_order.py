@@ -23,8 +23,13 @@ READY = "state = 'READY' AND kind = 'EXTERNAL'"
 
 
 def _create(*columns: str | sa.TextClause) -> None:
-    op.create_index("ix_external_tasks_fetch", "external_tasks", list(columns),
-                    postgresql_where=sa.text(READY), sqlite_where=sa.text(READY))
+    op.create_index(
+        "ix_external_tasks_fetch",
+        "external_tasks",
+        list(columns),
+        postgresql_where=sa.text(READY),
+        sqlite_where=sa.text(READY),
+    )
 
 
 def upgrade() -> None:

@@ -79,8 +79,7 @@ def deployed(bpm: Bpm) -> dict[str, object]:
 
 
 def start_order(bpm: Bpm, *extra: str) -> dict[str, object]:
-    doc = bpm.json("start", "order_fulfilment", "--var", 'items=["book"]', "--wait", "20",
-                   *extra)
+    doc = bpm.json("start", "order_fulfilment", "--var", 'items=["book"]', "--wait", "20", *extra)
     assert isinstance(doc, dict)
     return doc
 

@@ -8,9 +8,11 @@ from pathlib import Path
 from examples import ORDER_FULFILMENT
 from tests.cli.conftest import Bpm
 
-MINIMAL = {"key": "tiny", "nodes": [{"id": "s", "type": "startEvent"},
-                                    {"id": "e", "type": "endEvent"}],
-           "flows": [{"id": "f", "source": "s", "target": "e"}]}
+MINIMAL = {
+    "key": "tiny",
+    "nodes": [{"id": "s", "type": "startEvent"}, {"id": "e", "type": "endEvent"}],
+    "flows": [{"id": "f", "source": "s", "target": "e"}],
+}
 
 
 def test_deploy_json__has_id_key_version(bpm: Bpm) -> None:

@@ -28,7 +28,9 @@ def test_deploy_bpmn__prints_every_process(bpm: Bpm, tmp_path: Path) -> None:
     again = bpm.json("deploy", str(path))
     assert isinstance(again, list)
     assert [(d["key"], d["version"], d["created"]) for d in again] == [
-        ("first", 1, False), ("second", 1, False)]
+        ("first", 1, False),
+        ("second", 1, False),
+    ]
 
 
 def test_deploy_bpmn__rejection_names_file_and_line(bpm: Bpm, tmp_path: Path) -> None:

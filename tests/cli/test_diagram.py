@@ -30,28 +30,30 @@ def test_diagram_prints_mermaid_with_the_path_marked(bpm: Bpm, order_id: str) ->
     assert "n_shipping ==>|1x| n_ship_standard" in out
     assert "n_shipping --> n_ship_express" in out
     assert "class n_ship_express not_visited" in out
-    visited = next(line for line in out.splitlines() if line.strip().endswith(" visited")
-                   and line.strip().startswith("class "))
+    visited = next(
+        line
+        for line in out.splitlines()
+        if line.strip().endswith(" visited") and line.strip().startswith("class ")
+    )
     assert "n_ship_standard" in visited and "n_pick" in visited
     assert result.stderr == ""
 
 
-def test_out_svg_writes_an_svg_and_says_where(bpm: Bpm, order_id: str,
-                                              tmp_path: Path) -> None:
+def test_out_svg_writes_an_svg_and_says_where(bpm: Bpm, order_id: str, tmp_path: Path) -> None:
     target = tmp_path / "order.svg"
     out = bpm.ok("trace", order_id, "--diagram", "--out", str(target)).stdout
     assert out.strip() == f"wrote the diagram of instance {order_id} to {target} (SVG)"
     root = ET.fromstring(target.read_bytes())
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
-    drawn = {e.get("data-node"): e.get("data-status") for e in root.iter()
-             if e.get("data-node")}
+    drawn = {e.get("data-node"): e.get("data-status") for e in root.iter() if e.get("data-node")}
     assert drawn["ship_standard"] == "visited" and drawn["ship_express"] == "not visited"
     assert drawn["charge"] == "visited"
     assert set(drawn) == set(compile_definition(load_document(ORDER_FULFILMENT)).nodes)
 
 
-def test_out_mmd_writes_mermaid_and_out_alone_implies_diagram(bpm: Bpm, order_id: str,
-                                                             tmp_path: Path) -> None:
+def test_out_mmd_writes_mermaid_and_out_alone_implies_diagram(
+    bpm: Bpm, order_id: str, tmp_path: Path
+) -> None:
     target = tmp_path / "order.mmd"
     out = bpm.ok("trace", order_id, "--out", str(target)).stdout
     assert out.strip().endswith(f"to {target} (Mermaid)")
@@ -62,8 +64,7 @@ def test_diagram_refusals_are_one_line(bpm: Bpm, order_id: str, tmp_path: Path) 
     line = bpm.error("trace", order_id, "--diagram", "--json")
     assert "--json prints the events, --diagram draws them" in line
     assert bpm("trace", order_id, "--diagram", "--json").exit_code == 2
-    assert "name an .svg file" in bpm.error("trace", order_id, "--out",
-                                            str(tmp_path / "order.png"))
+    assert "name an .svg file" in bpm.error("trace", order_id, "--out", str(tmp_path / "order.png"))
     missing = tmp_path / "no" / "such" / "order.svg"
     assert f"cannot write {missing}" in bpm.error("trace", order_id, "--out", str(missing))
     assert "does not exist" in bpm.error("trace", UNKNOWN_ID, "--diagram")

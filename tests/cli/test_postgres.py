@@ -17,8 +17,9 @@ from sqlalchemy.engine import make_url
 from examples import ORDER_FULFILMENT
 from tests.cli.conftest import ENV_VARS, command, one_error_line
 
-SERVER = make_url(os.environ.get("BPM_TEST_DATABASE_URL",
-                                 "postgresql+psycopg://postgres@127.0.0.1:5432/bpm_test"))
+SERVER = make_url(
+    os.environ.get("BPM_TEST_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/bpm_test")
+)
 
 
 def _admin(statement: sql.Composed) -> None:
@@ -39,12 +40,22 @@ def fresh_pg() -> Iterator[str]:
 
 
 def test_cli_on_postgres__upgrade_deploy_start_trace(fresh_pg: str, tmp_path: Path) -> None:
-    env = {**{k: v for k, v in os.environ.items() if k not in ENV_VARS},
-           "BPM_DATABASE_URL": fresh_pg, "BPM_IMPORTS": "examples.order_handlers"}
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ENV_VARS},
+        "BPM_DATABASE_URL": fresh_pg,
+        "BPM_IMPORTS": "examples.order_handlers",
+    }
 
     def bpm(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(command(*args), cwd=tmp_path, env=env, capture_output=True,
-                              text=True, timeout=120, check=False)
+        return subprocess.run(
+            command(*args),
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
 
     refused = bpm("instances")
     assert refused.returncode != 0
@@ -54,9 +65,21 @@ def test_cli_on_postgres__upgrade_deploy_start_trace(fresh_pg: str, tmp_path: Pa
     assert "INFO" not in upgraded.stderr and "upgraded" in upgraded.stdout
     assert "already at revision" in bpm("db", "upgrade").stdout
     assert bpm("deploy", str(ORDER_FULFILMENT), "--json").returncode == 0
-    started = bpm("start", "order_fulfilment", "--var", "total=99.5", "--var", 'items=["a"]',
-                  "--var", "payment_glitch=true", "--business-key", "PG-1", "--wait", "30",
-                  "--json")
+    started = bpm(
+        "start",
+        "order_fulfilment",
+        "--var",
+        "total=99.5",
+        "--var",
+        'items=["a"]',
+        "--var",
+        "payment_glitch=true",
+        "--business-key",
+        "PG-1",
+        "--wait",
+        "30",
+        "--json",
+    )
     assert started.returncode == 0, started.stderr
     doc = json.loads(started.stdout)
     assert doc["state"] == "COMPLETED" and doc["business_key"] == "PG-1"

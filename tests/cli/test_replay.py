@@ -22,13 +22,15 @@ def test_replay_check__agrees_and_exit_0(bpm: Bpm, deployed: dict[str, Any]) -> 
     assert document == {"instance_id": started["id"], "differences": []}
 
 
-def test_replay_check__a_difference_exits_1_and_names_it(bpm: Bpm, db_url: str,
-                                                         deployed: dict[str, Any]) -> None:
+def test_replay_check__a_difference_exits_1_and_names_it(
+    bpm: Bpm, db_url: str, deployed: dict[str, Any]
+) -> None:
     started = start_order(bpm)
     with sqlite3.connect(db_url.removeprefix("sqlite:///")) as conn:
         changed = conn.execute(
             "UPDATE process_instances SET state = 'CANCELLED' WHERE id IN (?, ?)",
-            (started["id"], started["id"].replace("-", ""))).rowcount
+            (started["id"], started["id"].replace("-", "")),
+        ).rowcount
     assert changed == 1
     result = bpm("replay", started["id"], "--check")
     assert result.exit_code == 1, result.output
@@ -38,7 +40,8 @@ def test_replay_check__a_difference_exits_1_and_names_it(bpm: Bpm, db_url: str,
 
 
 def test_replay_as_of__the_first_event_is_a_just_started_instance(
-        bpm: Bpm, deployed: dict[str, Any]) -> None:
+    bpm: Bpm, deployed: dict[str, Any]
+) -> None:
     started = start_order(bpm)
     trace = bpm.json("trace", started["id"])
     assert isinstance(trace, list)

@@ -13,9 +13,12 @@ TTL_ENV = "BPM_HISTORY_TTL_DAYS"
 
 
 def doc(key: str, **extra: object) -> dict[str, object]:
-    return {"key": key, **extra,
-            "nodes": [{"id": "s", "type": "startEvent"}, {"id": "e", "type": "endEvent"}],
-            "flows": [{"id": "f", "source": "s", "target": "e"}]}
+    return {
+        "key": key,
+        **extra,
+        "nodes": [{"id": "s", "type": "startEvent"}, {"id": "e", "type": "endEvent"}],
+        "flows": [{"id": "f", "source": "s", "target": "e"}],
+    }
 
 
 def deploy_and_run(bpm: Bpm, tmp_path: Path, key: str, n: int, **extra: object) -> None:
@@ -50,7 +53,8 @@ def test_cleanup_deletes_the_instances_past_their_ttl(bpm: Bpm, tmp_path: Path) 
 
 
 def test_the_default_ttl_applies_to_definitions_without_one(
-        bpm: Bpm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bpm: Bpm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     deploy_and_run(bpm, tmp_path, "plain", 2)
     monkeypatch.setenv(TTL_ENV, "0")
     assert "deleted 2 ended instances" in bpm.ok("cleanup").stdout

@@ -23,13 +23,23 @@ def _always_fails(ctx: HandlerContext) -> None:
 if ALWAYS_FAILS not in registry:
     handler(ALWAYS_FAILS)(_always_fails)
 
-SLOW_RETRY = {"key": "slow_retry", "nodes": [
-    {"id": "s", "type": "startEvent"},
-    {"id": "work", "type": "serviceTask", "handler": ALWAYS_FAILS,
-     "retry": {"max_attempts": 3, "backoff": "PT5S"}},
-    {"id": "e", "type": "endEvent"}],
-    "flows": [{"id": "f1", "source": "s", "target": "work"},
-              {"id": "f2", "source": "work", "target": "e"}]}
+SLOW_RETRY = {
+    "key": "slow_retry",
+    "nodes": [
+        {"id": "s", "type": "startEvent"},
+        {
+            "id": "work",
+            "type": "serviceTask",
+            "handler": ALWAYS_FAILS,
+            "retry": {"max_attempts": 3, "backoff": "PT5S"},
+        },
+        {"id": "e", "type": "endEvent"},
+    ],
+    "flows": [
+        {"id": "f1", "source": "s", "target": "work"},
+        {"id": "f2", "source": "work", "target": "e"},
+    ],
+}
 
 
 @pytest.mark.usefixtures("deployed")
@@ -51,10 +61,26 @@ def test_start__takes_the_express_branch_when_total_is_high(bpm: Bpm) -> None:
 
 @pytest.mark.usefixtures("deployed")
 def test_start__var_values_are_json_when_they_parse(bpm: Bpm) -> None:
-    doc = bpm.json("start", "order_fulfilment", "--wait", "20",
-                   "--vars", '{"total": 5, "items": ["x"], "note": "from vars"}',
-                   "--var", "note=plain text", "--var", "flag=true", "--var", "code=007",
-                   "--var", "ratio=0.5", "--var", "weird=NaN", "--var", "empty=")
+    doc = bpm.json(
+        "start",
+        "order_fulfilment",
+        "--wait",
+        "20",
+        "--vars",
+        '{"total": 5, "items": ["x"], "note": "from vars"}',
+        "--var",
+        "note=plain text",
+        "--var",
+        "flag=true",
+        "--var",
+        "code=007",
+        "--var",
+        "ratio=0.5",
+        "--var",
+        "weird=NaN",
+        "--var",
+        "empty=",
+    )
     shown = bpm.json("show", str(doc["id"]))  # type: ignore[index]
     assert isinstance(shown, dict)
     values = shown["variables"]
@@ -77,16 +103,20 @@ def test_start__same_business_key_starts_one_instance(bpm: Bpm) -> None:
     assert len(bpm.json("instances", "--business-key", "DUP")) == 1  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("args", "expected"), [
-    (("--var", "no-equals-sign"), "NAME=VALUE"),
-    (("--var", "=5"), "NAME=VALUE"),
-    (("--vars", "{not json"), "not valid JSON"),
-    (("--vars", "[1, 2]"), "JSON object"),
-    (("--vars", "@missing.json"), "cannot read"),
-    (("--wait", "-1"), "--wait"),
-])
-def test_start__bad_variables_are_one_line_errors(bpm: Bpm, args: tuple[str, ...],
-                                                  expected: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("--var", "no-equals-sign"), "NAME=VALUE"),
+        (("--var", "=5"), "NAME=VALUE"),
+        (("--vars", "{not json"), "not valid JSON"),
+        (("--vars", "[1, 2]"), "JSON object"),
+        (("--vars", "@missing.json"), "cannot read"),
+        (("--wait", "-1"), "--wait"),
+    ],
+)
+def test_start__bad_variables_are_one_line_errors(
+    bpm: Bpm, args: tuple[str, ...], expected: str
+) -> None:
     assert expected in bpm.error("start", "order_fulfilment", *args)
 
 
@@ -118,7 +148,8 @@ def test_start__imports_from_bpm_imports(bpm: Bpm, monkeypatch: pytest.MonkeyPat
 
 
 def test_start__broker_mode_writes_the_instance_and_sends_its_job(
-        bpm: Bpm, monkeypatch: pytest.MonkeyPatch) -> None:
+    bpm: Bpm, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """No worker listens on this test's queues: the instance stays RUNNING, its job queued."""
     bpm.ok("deploy", str(ORDER_FULFILMENT))
     monkeypatch.setenv("BPM_BROKER_URL", "redis://127.0.0.1:6379/9")
@@ -128,8 +159,7 @@ def test_start__broker_mode_writes_the_instance_and_sends_its_job(
     assert doc["state"] == "RUNNING" and doc["created"] is True
 
 
-def test_start__wait_timeout_is_an_error_after_printing_the_state(bpm: Bpm,
-                                                                  tmp_path: Path) -> None:
+def test_start__wait_timeout_is_an_error_after_printing_the_state(bpm: Bpm, tmp_path: Path) -> None:
     path = tmp_path / "slow.json"
     path.write_text(json.dumps(SLOW_RETRY))
     bpm.ok("deploy", str(path))

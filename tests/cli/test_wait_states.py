@@ -33,17 +33,40 @@ def _record(ctx: HandlerContext) -> dict[str, Any]:
 if RECORD not in registry:
     handler(RECORD)(_record)
 
-APPROVAL = (ProcessBuilder("approval").start("s")
-            .user_task("review", candidate_groups=["ops"])
-            .receive_task("await", message="paid")
-            .end("e").sequence("s", "review", "await", "e").build())
-DIRECT = (ProcessBuilder("direct").start("s").receive_task("await", message="paid")
-          .end("e").sequence("s", "await", "e").build())
-HANDOFF = (ProcessBuilder("handoff").start("s").user_task("review")
-           .service_task("record", handler=RECORD).end("e")
-           .sequence("s", "review", "record", "e").build())
-PAUSING = (ProcessBuilder("pausing").start("s").timer("pause", duration="PT1H")
-           .end("e").sequence("s", "pause", "e").build())
+APPROVAL = (
+    ProcessBuilder("approval")
+    .start("s")
+    .user_task("review", candidate_groups=["ops"])
+    .receive_task("await", message="paid")
+    .end("e")
+    .sequence("s", "review", "await", "e")
+    .build()
+)
+DIRECT = (
+    ProcessBuilder("direct")
+    .start("s")
+    .receive_task("await", message="paid")
+    .end("e")
+    .sequence("s", "await", "e")
+    .build()
+)
+HANDOFF = (
+    ProcessBuilder("handoff")
+    .start("s")
+    .user_task("review")
+    .service_task("record", handler=RECORD)
+    .end("e")
+    .sequence("s", "review", "record", "e")
+    .build()
+)
+PAUSING = (
+    ProcessBuilder("pausing")
+    .start("s")
+    .timer("pause", duration="PT1H")
+    .end("e")
+    .sequence("s", "pause", "e")
+    .build()
+)
 
 
 def _dict(value: object) -> dict[str, Any]:
@@ -57,8 +80,9 @@ def _list(value: object) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def cli(request: pytest.FixtureRequest, bpm: Bpm, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> Iterator[Bpm]:
+def cli(
+    request: pytest.FixtureRequest, bpm: Bpm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Bpm]:
     """``bpm`` on the test's database, with the processes above deployed from JSON files."""
     name = f"bpm_cli_wait_{uuid4().hex[:10]}"
     if request.param == "postgres":
@@ -91,10 +115,22 @@ def test_tasks__lists_open_user_tasks_and_filters_by_group_assignee_instance(cli
     second = start(cli, "approval", "BK-2")
     listed = _list(cli.json("tasks"))
     assert [t["instance_id"] for t in listed] == [first, second]  # oldest first
-    assert all(t["node_id"] == "review" and t["state"] == "READY" and t["assignee"] is None
-               and t["candidate_groups"] == ["ops"] for t in listed)
-    assert {"id", "instance_id", "node_id", "state", "assignee", "candidate_groups",
-            "created_at"} <= set(listed[0])
+    assert all(
+        t["node_id"] == "review"
+        and t["state"] == "READY"
+        and t["assignee"] is None
+        and t["candidate_groups"] == ["ops"]
+        for t in listed
+    )
+    assert {
+        "id",
+        "instance_id",
+        "node_id",
+        "state",
+        "assignee",
+        "candidate_groups",
+        "created_at",
+    } <= set(listed[0])
     assert len(_list(cli.json("tasks", "--group", "ops"))) == 2
     assert cli.json("tasks", "--group", "sales") == []
     assert [t["instance_id"] for t in _list(cli.json("tasks", "--instance", second))] == [second]
@@ -126,14 +162,27 @@ def test_complete_then_correlate__the_instance_completes(cli: Bpm) -> None:
     task = review_task(cli, instance)
     cli.ok("claim", task, "alice")
     assert "'alice'" in cli.error("complete", task, "--user", "bob")
-    done = _dict(cli.json("complete", task, "--user", "alice", "--vars", '{"note": "x"}',
-                          "--var", "approved=true", "--var", "note=looks fine"))
+    done = _dict(
+        cli.json(
+            "complete",
+            task,
+            "--user",
+            "alice",
+            "--vars",
+            '{"note": "x"}',
+            "--var",
+            "approved=true",
+            "--var",
+            "note=looks fine",
+        )
+    )
     assert done == {"task_id": task, "instance_id": instance, "state": "RUNNING"}
     assert cli.json("tasks") == []
     shown = _dict(cli.json("show", instance))
     assert shown["variables"] == {"approved": True, "note": "looks fine"}
     assert [(t["node_id"], t["state"], t["wait_kind"]) for t in shown["tokens"]] == [
-        ("await", "WAITING", "MESSAGE")]
+        ("await", "WAITING", "MESSAGE")
+    ]
     assert "is DONE" in cli.error("complete", task)
 
     out = cli.ok("correlate", "paid", "--business-key", "BK-1", "--var", "amount=12.5").stdout
@@ -146,20 +195,27 @@ def test_complete__human_output_names_the_instance_and_its_state(cli: Bpm) -> No
     instance = start(cli, "approval", "BK-1")
     task = review_task(cli, instance)
     out = cli.ok("complete", task).stdout
-    assert out.splitlines() == [f"completed user task {task} of instance {instance}",
-                                "state: RUNNING"]
+    assert out.splitlines() == [
+        f"completed user task {task} of instance {instance}",
+        "state: RUNNING",
+    ]
     assert "no user task" in cli.error("complete", UNKNOWN_ID)
 
 
 def test_correlate__no_match_exits_non_zero_and_changes_nothing(cli: Bpm) -> None:
     instance = start(cli, "approval", "BK-1")  # its token waits at the user task, not for paid
     before = (cli.json("show", instance), cli.json("trace", instance))
-    for where in (("--business-key", "BK-1"), ("--business-key", "nobody"),
-                  ("--instance", instance), ("--instance", UNKNOWN_ID)):
+    for where in (
+        ("--business-key", "BK-1"),
+        ("--business-key", "nobody"),
+        ("--instance", instance),
+        ("--instance", UNKNOWN_ID),
+    ):
         line = cli.error("correlate", "paid", *where, "--var", "amount=1")
         assert "waits for message 'paid'" in line
-    assert "waits for message 'shipped'" in cli.error("correlate", "shipped", "--instance",
-                                                      instance)
+    assert "waits for message 'shipped'" in cli.error(
+        "correlate", "shipped", "--instance", instance
+    )
     assert (cli.json("show", instance), cli.json("trace", instance)) == before
 
 
@@ -168,8 +224,9 @@ def test_correlate__needs_exactly_one_of_business_key_and_instance(cli: Bpm) -> 
     result = cli("correlate", "paid")
     assert result.exit_code == 2
     assert "--business-key" in result.stderr and "--instance" in result.stderr
-    assert "exactly one" in cli.error("correlate", "paid", "--business-key", "BK-1",
-                                      "--instance", instance)
+    assert "exactly one" in cli.error(
+        "correlate", "paid", "--business-key", "BK-1", "--instance", instance
+    )
     assert _dict(cli.json("show", instance))["state"] == "RUNNING"
 
 
@@ -228,7 +285,8 @@ def test_complete__runs_the_handler_that_follows_in_embedded_mode(cli: Bpm) -> N
 
 
 def test_broker_mode__complete_sends_the_work_to_the_workers(
-        cli: Bpm, monkeypatch: pytest.MonkeyPatch) -> None:
+    cli: Bpm, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Nothing runs the job here: the instance stays RUNNING with its handler task READY."""
     instance = start(cli, "handoff", "BK-1")
     task = review_task(cli, instance)

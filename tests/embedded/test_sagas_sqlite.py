@@ -41,7 +41,9 @@ def test_a_global_saga_on_sqlite(tmp_path: Path) -> None:
         with rt.db.transaction() as conn:
             recs = compensation.of_instance(conn, iid)
         assert [(r.node_id, r.seq, r.status) for r in recs] == [
-            ("reserve", 1, "COMPLETED"), ("charge", 2, "COMPLETED")]
+            ("reserve", 1, "COMPLETED"),
+            ("charge", 2, "COMPLETED"),
+        ]
         assert_history_consistent(rt.db, iid)
     finally:
         rt.close()

@@ -24,19 +24,33 @@ from tests.helpers.runtime import Calls, failing
 
 def full_process() -> dict[str, Any]:
     """Fork and join, a subprocess, and a handler that succeeds on its second attempt."""
-    body = (ProcessBuilder("body").start("s_start")
-            .service_task("flaky", handler="flaky",
-                          retry={"max_attempts": 3, "backoff": "PT0.02S"})
-            .end("s_end").sequence("s_start", "flaky", "s_end"))
-    return (ProcessBuilder("embedded").start().parallel_gateway("fork")
-            .parallel_gateway("join").sub_process("sub", body)
-            .service_task("price", handler="price").exclusive_gateway("gw", default="f_low")
-            .task("high").task("low").end()
-            .sequence("start", "fork", "sub", "join").sequence("fork", "price", "join")
-            .sequence("join", "gw").flow("gw", "high", condition="${total > 100}",
-                                         flow_id="f_high")
-            .flow("gw", "low", flow_id="f_low").sequence("high", "end").sequence("low", "end")
-            .build())
+    body = (
+        ProcessBuilder("body")
+        .start("s_start")
+        .service_task("flaky", handler="flaky", retry={"max_attempts": 3, "backoff": "PT0.02S"})
+        .end("s_end")
+        .sequence("s_start", "flaky", "s_end")
+    )
+    return (
+        ProcessBuilder("embedded")
+        .start()
+        .parallel_gateway("fork")
+        .parallel_gateway("join")
+        .sub_process("sub", body)
+        .service_task("price", handler="price")
+        .exclusive_gateway("gw", default="f_low")
+        .task("high")
+        .task("low")
+        .end()
+        .sequence("start", "fork", "sub", "join")
+        .sequence("fork", "price", "join")
+        .sequence("join", "gw")
+        .flow("gw", "high", condition="${total > 100}", flow_id="f_high")
+        .flow("gw", "low", flow_id="f_low")
+        .sequence("high", "end")
+        .sequence("low", "end")
+        .build()
+    )
 
 
 @pytest.fixture
@@ -53,8 +67,9 @@ def embedded(url: str, handlers: HandlerRegistry) -> Iterator[EmbeddedRuntime]:
         rt.close()
 
 
-def test_a_process_with_fork_join_subprocess_and_retry_completes(embedded: EmbeddedRuntime,
-                                                                 calls: Calls) -> None:
+def test_a_process_with_fork_join_subprocess_and_retry_completes(
+    embedded: EmbeddedRuntime, calls: Calls
+) -> None:
     calls.add("flaky", failing(1))
     calls.add("price", lambda ctx: {"total": ctx.variables["qty"] * 60})
     embedded.engine.deploy(full_process())
@@ -67,8 +82,7 @@ def test_a_process_with_fork_join_subprocess_and_retry_completes(embedded: Embed
     shown = embedded.engine.show(iid)
     assert (shown["state"], shown["business_key"]) == ("COMPLETED", "E-1")
     assert shown["variables"] == {"qty": 2, "total": 120}
-    assert {t["node_id"]: t["state"] for t in shown["tasks"]} == {"flaky": "DONE",
-                                                                 "price": "DONE"}
+    assert {t["node_id"]: t["state"] for t in shown["tasks"]} == {"flaky": "DONE", "price": "DONE"}
     trace = embedded.engine.trace(iid)
     types = [e["type"] for e in trace]
     assert "JoinFired" in types and "SubprocessCompleted" in types
@@ -104,7 +118,8 @@ def test_failure_retry_and_cancel_on_sqlite(embedded: EmbeddedRuntime, calls: Ca
 
 
 def test_restart_and_recover_finish_an_instance_whose_jobs_were_dropped(
-        url: str, handlers: HandlerRegistry, calls: Calls) -> None:
+    url: str, handlers: HandlerRegistry, calls: Calls
+) -> None:
     calls.add("branch")
     calls.add("after")
     clock = FakeClock()
@@ -134,16 +149,19 @@ def test_restart_and_recover_finish_an_instance_whose_jobs_were_dropped(
         second.close()
 
 
-def test_a_poisoned_job_is_logged_and_dropped(embedded: EmbeddedRuntime, calls: Calls,
-                                              caplog: pytest.LogCaptureFixture) -> None:
+def test_a_poisoned_job_is_logged_and_dropped(
+    embedded: EmbeddedRuntime, calls: Calls, caplog: pytest.LogCaptureFixture
+) -> None:
     calls.add("work")
     embedded.engine.deploy(single_task())
     iid = embedded.engine.start("single").id
-    embedded.dispatcher.dispatch([
-        Job(ADVANCE_TOKEN, {"token_id": "not-a-uuid", "expected_version": 0}),
-        Job(RUN_HANDLER, {}),
-        Job("bpm.no_such_job", {"x": 1}),
-    ])
+    embedded.dispatcher.dispatch(
+        [
+            Job(ADVANCE_TOKEN, {"token_id": "not-a-uuid", "expected_version": 0}),
+            Job(RUN_HANDLER, {}),
+            Job("bpm.no_such_job", {"x": 1}),
+        ]
+    )
     with caplog.at_level(logging.ERROR, logger="bpm.embedded"):
         assert embedded.wait_for(iid) == "COMPLETED"
         embedded.run_until_idle()
@@ -153,7 +171,8 @@ def test_a_poisoned_job_is_logged_and_dropped(embedded: EmbeddedRuntime, calls: 
 
 
 def test_second_runtime_on_the_same_file_sees_the_same_instances(
-        url: str, handlers: HandlerRegistry, calls: Calls) -> None:
+    url: str, handlers: HandlerRegistry, calls: Calls
+) -> None:
     calls.add("work")
     first = EmbeddedRuntime(url, handlers=handlers)
     try:

@@ -17,18 +17,26 @@ from tests.helpers.clock import FakeClock
 from tests.helpers.invariants import assert_finished_cleanly
 from tests.helpers.runtime import Calls
 
-DOC = (ProcessBuilder("waits").start().timer("pause", duration="PT1H")
-       .user_task("review", candidate_groups=["ops"])
-       .timer_boundary("late", attached_to="review", duration="P1D")
-       .receive_task("await", message="paid")
-       .service_task("after", handler="after").end().end("late_end")
-       .sequence("start", "pause", "review", "await", "after", "end")
-       .sequence("late", "late_end").build())
+DOC = (
+    ProcessBuilder("waits")
+    .start()
+    .timer("pause", duration="PT1H")
+    .user_task("review", candidate_groups=["ops"])
+    .timer_boundary("late", attached_to="review", duration="P1D")
+    .receive_task("await", message="paid")
+    .service_task("after", handler="after")
+    .end()
+    .end("late_end")
+    .sequence("start", "pause", "review", "await", "after", "end")
+    .sequence("late", "late_end")
+    .build()
+)
 
 
 @pytest.fixture
-def embedded(tmp_path: Path, handlers: HandlerRegistry,
-             clock: FakeClock) -> Iterator[EmbeddedRuntime]:
+def embedded(
+    tmp_path: Path, handlers: HandlerRegistry, clock: FakeClock
+) -> Iterator[EmbeddedRuntime]:
     rt = EmbeddedRuntime(f"sqlite:///{tmp_path / 'bpm.db'}", handlers=handlers, clock=clock)
     try:
         yield rt
@@ -36,8 +44,9 @@ def embedded(tmp_path: Path, handlers: HandlerRegistry,
         rt.close()
 
 
-def test_timer_user_task_and_message_on_sqlite(embedded: EmbeddedRuntime, calls: Calls,
-                                               clock: FakeClock) -> None:
+def test_timer_user_task_and_message_on_sqlite(
+    embedded: EmbeddedRuntime, calls: Calls, clock: FakeClock
+) -> None:
     calls.add("after")
     engine = embedded.engine
     engine.deploy(DOC)
@@ -62,14 +71,21 @@ def test_timer_user_task_and_message_on_sqlite(embedded: EmbeddedRuntime, calls:
     assert [t["state"] for t in show["timers"]] == ["FIRED", "CANCELLED"]
 
 
-def test_a_short_timer_is_waited_for_in_real_time(tmp_path: Path, calls: Calls,
-                                                  handlers: HandlerRegistry) -> None:
+def test_a_short_timer_is_waited_for_in_real_time(
+    tmp_path: Path, calls: Calls, handlers: HandlerRegistry
+) -> None:
     calls.add("after")
     rt = EmbeddedRuntime(f"sqlite:///{tmp_path / 'real.db'}", handlers=handlers)
     try:
-        rt.engine.deploy(ProcessBuilder("short").start().timer("pause", duration="PT0.3S")
-                         .service_task("after", handler="after").end()
-                         .sequence("start", "pause", "after", "end").build())
+        rt.engine.deploy(
+            ProcessBuilder("short")
+            .start()
+            .timer("pause", duration="PT0.3S")
+            .service_task("after", handler="after")
+            .end()
+            .sequence("start", "pause", "after", "end")
+            .build()
+        )
         iid = rt.engine.start("short").id
         assert rt.wait_for(iid, timeout=10) == "COMPLETED"
         assert len(rows.engine_events_of(rt.db, iid, type="TimerFired")) == 1

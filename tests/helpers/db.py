@@ -91,8 +91,11 @@ def engine_events_of(db: Database, iid: UUID | None, **where: Any) -> list[dict[
 
 def engine_event_types(db: Database, iid: UUID, *, with_variables: bool = False) -> list[str]:
     """Engine event types in order; ``VariablesChanged`` rows only when asked for."""
-    return [e["type"] for e in engine_events_of(db, iid)
-            if with_variables or e["type"] != "VariablesChanged"]
+    return [
+        e["type"]
+        for e in engine_events_of(db, iid)
+        if with_variables or e["type"] != "VariablesChanged"
+    ]
 
 
 def count_rows(db: Database, table: Table) -> int:

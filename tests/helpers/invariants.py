@@ -22,36 +22,57 @@ from bpm.store.rows import EventRow
 from bpm.store.schema import metadata
 from tests.helpers import db as rows
 
-INSTANCE_EVENTS = {"InstanceStarted", "InstanceResumed", "InstanceCompleted", "InstanceFailed",
-                   "InstanceTerminated", "InstanceCancelled"}
+INSTANCE_EVENTS = {
+    "InstanceStarted",
+    "InstanceResumed",
+    "InstanceCompleted",
+    "InstanceFailed",
+    "InstanceTerminated",
+    "InstanceCancelled",
+}
 
 
-def _check_chain(what: str, current_state: str, version: int, updated_at: datetime,
-                 events: list[dict[str, Any]], created: str, first_state: str) -> list[str]:
+def _check_chain(
+    what: str,
+    current_state: str,
+    version: int,
+    updated_at: datetime,
+    events: list[dict[str, Any]],
+    created: str,
+    first_state: str,
+) -> list[str]:
     problems: list[str] = []
     if not events:
         return [f"{what}: no history at all"]
     first = events[0]
     if first["type"] != created or first["from_state"] is not None:
-        problems.append(f"{what}: first event is {first['type']} from {first['from_state']}, "
-                        f"not {created}")
+        problems.append(
+            f"{what}: first event is {first['type']} from {first['from_state']}, not {created}"
+        )
     if first["to_state"] != first_state:
         problems.append(f"{what}: created as {first['to_state']}, expected {first_state}")
     for before, after in itertools.pairwise(events):
         if after["from_state"] != before["to_state"]:
-            problems.append(f"{what}: event {after['type']} (id {after['id']}) starts from "
-                            f"{after['from_state']} but the previous one ended in "
-                            f"{before['to_state']}")
+            problems.append(
+                f"{what}: event {after['type']} (id {after['id']}) starts from "
+                f"{after['from_state']} but the previous one ended in "
+                f"{before['to_state']}"
+            )
     if events[-1]["to_state"] != current_state:
-        problems.append(f"{what}: is {current_state} but its last event "
-                        f"{events[-1]['type']} ends in {events[-1]['to_state']}")
+        problems.append(
+            f"{what}: is {current_state} but its last event "
+            f"{events[-1]['type']} ends in {events[-1]['to_state']}"
+        )
     if events[-1]["at"] != updated_at:
         # The change and its history row share the transaction's ``now`` (spec 2.4).
-        problems.append(f"{what}: updated at {updated_at} but its last event is at "
-                        f"{events[-1]['at']}")
+        problems.append(
+            f"{what}: updated at {updated_at} but its last event is at {events[-1]['at']}"
+        )
     if len(events) != version + 1:
-        problems.append(f"{what}: version {version} but {len(events)} events "
-                        f"(expected version + 1: {[e['type'] for e in events]})")
+        problems.append(
+            f"{what}: version {version} but {len(events)} events "
+            f"(expected version + 1: {[e['type'] for e in events]})"
+        )
     return problems
 
 
@@ -66,8 +87,9 @@ def history_problems(db: Database, iid: UUID) -> list[str]:
         what = f"token {tok.id} at {tok.node_id!r}"
         # A saga's anchor is born waiting for its compensations; every other token is ACTIVE.
         born = "WAITING" if tok.mode == "COMPENSATION" and tok.record_id is None else "ACTIVE"
-        problems += _check_chain(what, tok.state, tok.version, tok.updated_at, events,
-                                 "CREATED", born)
+        problems += _check_chain(
+            what, tok.state, tok.version, tok.updated_at, events, "CREATED", born
+        )
         if events and events[-1]["node_id"] != tok.node_id:
             problems.append(f"{what}: last event is at node {events[-1]['node_id']!r}")
     problems += [f"events for unknown token {t}" for t in token_events]
@@ -78,14 +100,22 @@ def history_problems(db: Database, iid: UUID) -> list[str]:
     for task in rows.tasks_of(db, iid):
         events = task_events.pop(task.id, [])
         what = f"task {task.id} at {task.node_id!r}"
-        problems += _check_chain(what, task.state, task.version, task.updated_at, events,
-                                 "CREATED", "READY")
+        problems += _check_chain(
+            what, task.state, task.version, task.updated_at, events, "CREATED", "READY"
+        )
     problems += [f"events for unknown task {t}" for t in task_events]
 
     inst = rows.instance(db, iid)
     inst_events = [e for e in rows.engine_events_of(db, iid) if e["type"] in INSTANCE_EVENTS]
-    problems += _check_chain(f"instance {iid}", inst.state, inst.version, inst.updated_at,
-                             inst_events, "InstanceStarted", "RUNNING")
+    problems += _check_chain(
+        f"instance {iid}",
+        inst.state,
+        inst.version,
+        inst.updated_at,
+        inst_events,
+        "InstanceStarted",
+        "RUNNING",
+    )
     return problems
 
 
@@ -107,16 +137,24 @@ def trace_problems(db: Database, iid: UUID) -> list[str]:
         if event.table == "task" and event.type == "CREATED":
             before = last_of_token.get(event.token_id)
             if before is None or (before.type, before.node_id) != ("WAITING", event.node_id):
-                problems.append(f"{where} does not follow its token's WAITING there "
-                                f"(follows {before.type if before else None})")
+                problems.append(
+                    f"{where} does not follow its token's WAITING there "
+                    f"(follows {before.type if before else None})"
+                )
         if event.table == "task" and event.type == "COMPLETED":
             completed_task_of_token[event.token_id] = event
         if event.table == "token":
             done = completed_task_of_token.pop(event.token_id, None)
-            if done is not None and event.type not in ("MOVED", "COMPLETED", "FORKED",
-                                                       "COMPENSATED"):
-                problems.append(f"task {done.node_id!r} completed, then its token did "
-                                f"{event.type} (id {event.id})")
+            if done is not None and event.type not in (
+                "MOVED",
+                "COMPLETED",
+                "FORKED",
+                "COMPENSATED",
+            ):
+                problems.append(
+                    f"task {done.node_id!r} completed, then its token did "
+                    f"{event.type} (id {event.id})"
+                )
             if event.type == "JOINED":
                 joined.add(event.token_id)
             last_of_token[event.token_id] = event
@@ -128,8 +166,10 @@ def trace_problems(db: Database, iid: UUID) -> list[str]:
         problems.append(f"the trace starts with {trace[0].table} {trace[0].type}")
     ends = [e for e in trace if e.type in ("InstanceCompleted", "InstanceCancelled")]
     if ends and trace[-1] is not ends[-1]:
-        problems.append(f"{ends[-1].type} (id {ends[-1].id}) is followed by "
-                        f"{trace[-1].table} {trace[-1].type} (id {trace[-1].id})")
+        problems.append(
+            f"{ends[-1].type} (id {ends[-1].id}) is followed by "
+            f"{trace[-1].table} {trace[-1].type} (id {trace[-1].id})"
+        )
     return problems
 
 

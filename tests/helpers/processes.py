@@ -11,19 +11,36 @@ from bpm.definitions import ProcessBuilder
 Doc = dict[str, Any]
 
 
-def single_task(key: str = "single", *, handler: str = "work",
-                retry: dict[str, Any] | None = None, timeout: str | None = None) -> Doc:
+def single_task(
+    key: str = "single",
+    *,
+    handler: str = "work",
+    retry: dict[str, Any] | None = None,
+    timeout: str | None = None,
+) -> Doc:
     """start -> work (serviceTask) -> end"""
-    return (ProcessBuilder(key).start().service_task("work", handler=handler, retry=retry,
-                                                     timeout=timeout)
-            .end().sequence("start", "work", "end").build())
+    return (
+        ProcessBuilder(key)
+        .start()
+        .service_task("work", handler=handler, retry=retry, timeout=timeout)
+        .end()
+        .sequence("start", "work", "end")
+        .build()
+    )
 
 
 def fork_one_join(key: str = "fork3", branches: int = 3) -> Doc:
     """start -> fork -> b0..bN (serviceTasks) -> join -> after (serviceTask) -> end"""
-    b = (ProcessBuilder(key).start().parallel_gateway("fork").parallel_gateway("join")
-         .service_task("after", handler="after").end()
-         .sequence("start", "fork").sequence("join", "after", "end"))
+    b = (
+        ProcessBuilder(key)
+        .start()
+        .parallel_gateway("fork")
+        .parallel_gateway("join")
+        .service_task("after", handler="after")
+        .end()
+        .sequence("start", "fork")
+        .sequence("join", "after", "end")
+    )
     for i in range(branches):
         b.service_task(f"b{i}", handler="branch").flow("fork", f"b{i}").flow(f"b{i}", "join")
     return b.build()
@@ -34,10 +51,18 @@ def fork_two_joins(key: str = "fork3_two_joins") -> Doc:
 
     start -> fork -> {b0, b1} -> join1 -> mid -> join2 -> after -> end;  fork -> b2 -> join2
     """
-    b = (ProcessBuilder(key).start().parallel_gateway("fork").parallel_gateway("join1")
-         .parallel_gateway("join2").service_task("mid", handler="mid")
-         .service_task("after", handler="after").end()
-         .sequence("start", "fork").sequence("join1", "mid", "join2", "after", "end"))
+    b = (
+        ProcessBuilder(key)
+        .start()
+        .parallel_gateway("fork")
+        .parallel_gateway("join1")
+        .parallel_gateway("join2")
+        .service_task("mid", handler="mid")
+        .service_task("after", handler="after")
+        .end()
+        .sequence("start", "fork")
+        .sequence("join1", "mid", "join2", "after", "end")
+    )
     for i in range(3):
         b.service_task(f"b{i}", handler="branch").flow("fork", f"b{i}")
     return b.flow("b0", "join1").flow("b1", "join1").flow("b2", "join2").build()
@@ -48,9 +73,17 @@ def fork_two_joins_direct(key: str = "fork3_direct") -> Doc:
 
     start -> fork -> {b0, b1} -> join1 -> join2 -> after -> end;  fork -> b2 -> join2
     """
-    b = (ProcessBuilder(key).start().parallel_gateway("fork").parallel_gateway("join1")
-         .parallel_gateway("join2").service_task("after", handler="after").end()
-         .sequence("start", "fork").sequence("join1", "join2", "after", "end"))
+    b = (
+        ProcessBuilder(key)
+        .start()
+        .parallel_gateway("fork")
+        .parallel_gateway("join1")
+        .parallel_gateway("join2")
+        .service_task("after", handler="after")
+        .end()
+        .sequence("start", "fork")
+        .sequence("join1", "join2", "after", "end")
+    )
     for i in range(3):
         b.service_task(f"b{i}", handler="branch").flow("fork", f"b{i}")
     return b.flow("b0", "join1").flow("b1", "join1").flow("b2", "join2").build()
@@ -61,9 +94,17 @@ def join_then_fork(key: str = "join_fork") -> Doc:
 
     start -> fork -> {b0, b1} -> jf -> {c0, c1} -> join -> after -> end
     """
-    b = (ProcessBuilder(key).start().parallel_gateway("fork").parallel_gateway("jf")
-         .parallel_gateway("join").service_task("after", handler="after").end()
-         .sequence("start", "fork").sequence("join", "after", "end"))
+    b = (
+        ProcessBuilder(key)
+        .start()
+        .parallel_gateway("fork")
+        .parallel_gateway("jf")
+        .parallel_gateway("join")
+        .service_task("after", handler="after")
+        .end()
+        .sequence("start", "fork")
+        .sequence("join", "after", "end")
+    )
     for i in range(2):
         b.service_task(f"b{i}", handler="branch").sequence("fork", f"b{i}", "jf")
         b.service_task(f"c{i}", handler="mid").sequence("jf", f"c{i}", "join")
@@ -76,33 +117,53 @@ def nested_fork(key: str = "nested_fork") -> Doc:
     start -> fork1 -> b0 -> join1;  fork1 -> fork2 -> {b1, b2} -> join2 -> mid -> join1;
     join1 -> after -> end
     """
-    b = (ProcessBuilder(key).start().parallel_gateway("fork1").parallel_gateway("fork2")
-         .parallel_gateway("join2").parallel_gateway("join1")
-         .service_task("b0", handler="branch").service_task("b1", handler="branch")
-         .service_task("b2", handler="branch").service_task("mid", handler="mid")
-         .service_task("after", handler="after").end())
+    b = (
+        ProcessBuilder(key)
+        .start()
+        .parallel_gateway("fork1")
+        .parallel_gateway("fork2")
+        .parallel_gateway("join2")
+        .parallel_gateway("join1")
+        .service_task("b0", handler="branch")
+        .service_task("b1", handler="branch")
+        .service_task("b2", handler="branch")
+        .service_task("mid", handler="mid")
+        .service_task("after", handler="after")
+        .end()
+    )
     b.sequence("start", "fork1").flow("fork1", "b0").flow("b0", "join1").flow("fork1", "fork2")
     b.flow("fork2", "b1").flow("fork2", "b2").flow("b1", "join2").flow("b2", "join2")
     return b.sequence("join2", "mid", "join1", "after", "end").build()
 
 
-def exclusive(key: str = "route", *, default: bool = True,
-              conditions: tuple[str, str] = ("amount > 100", "amount > 10")) -> Doc:
+def exclusive(
+    key: str = "route",
+    *,
+    default: bool = True,
+    conditions: tuple[str, str] = ("amount > 100", "amount > 10"),
+) -> Doc:
     """start -> gw -> big | medium | (default) small -> end; conditions in declared order."""
-    b = (ProcessBuilder(key).start().exclusive_gateway("gw", default="to_small" if default
-                                                       else None)
-         .task("big").task("medium").end()
-         .sequence("start", "gw")
-         .flow("gw", "big", condition=conditions[0], flow_id="to_big")
-         .flow("gw", "medium", condition=conditions[1], flow_id="to_medium")
-         .sequence("big", "end").sequence("medium", "end"))
+    b = (
+        ProcessBuilder(key)
+        .start()
+        .exclusive_gateway("gw", default="to_small" if default else None)
+        .task("big")
+        .task("medium")
+        .end()
+        .sequence("start", "gw")
+        .flow("gw", "big", condition=conditions[0], flow_id="to_big")
+        .flow("gw", "medium", condition=conditions[1], flow_id="to_medium")
+        .sequence("big", "end")
+        .sequence("medium", "end")
+    )
     if default:
         b.task("small").flow("gw", "small", flow_id="to_small").sequence("small", "end")
     return b.build()
 
 
-def random_saga(seed: int, key: str,
-                step: Callable[[str, bool], dict[str, Any]]) -> tuple[Doc, str]:
+def random_saga(
+    seed: int, key: str, step: Callable[[str, bool], dict[str, Any]]
+) -> tuple[Doc, str]:
     """A global saga over a random mix of steps and parallel branches, and the step chosen to
     fail. ``step(name, undoable)`` gives a service task's keys; about 80% are undoable (the
     caller adds their ``compensation``)."""
@@ -121,8 +182,9 @@ def random_saga(seed: int, key: str,
             fork, join = f"f{i}", f"j{i}"
             b.parallel_gateway(fork).parallel_gateway(join).flow(previous, fork)
             for branch in range(rnd.randint(2, 3)):
-                b.sequence(fork, *[add(f"s{i}_{branch}_{k}")
-                                   for k in range(rnd.randint(1, 3))], join)
+                b.sequence(
+                    fork, *[add(f"s{i}_{branch}_{k}") for k in range(rnd.randint(1, 3))], join
+                )
             previous = join
         else:
             name = add(f"s{i}")

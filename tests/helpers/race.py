@@ -47,16 +47,37 @@ class Shape:
 
 
 SHAPES = {
-    "one_join": Shape("one_join", fork_one_join("race_one_join"), ("b0", "b1", "b2"),
-                      ("join",), ("after",)),
-    "two_joins": Shape("two_joins", fork_two_joins("race_two_joins"), ("b0", "b1", "b2"),
-                       ("join1", "join2"), ("mid", "after")),
-    "nested": Shape("nested", nested_fork("race_nested"), ("b0", "b1", "b2"),
-                    ("join1", "join2"), ("mid", "after")),
-    "two_joins_direct": Shape("two_joins_direct", fork_two_joins_direct("race_direct"),
-                              ("b0", "b1", "b2"), ("join1", "join2"), ("after",)),
-    "join_fork": Shape("join_fork", join_then_fork("race_join_fork"), ("b0", "b1"),
-                       ("jf", "join"), ("c0", "c1", "after")),
+    "one_join": Shape(
+        "one_join", fork_one_join("race_one_join"), ("b0", "b1", "b2"), ("join",), ("after",)
+    ),
+    "two_joins": Shape(
+        "two_joins",
+        fork_two_joins("race_two_joins"),
+        ("b0", "b1", "b2"),
+        ("join1", "join2"),
+        ("mid", "after"),
+    ),
+    "nested": Shape(
+        "nested",
+        nested_fork("race_nested"),
+        ("b0", "b1", "b2"),
+        ("join1", "join2"),
+        ("mid", "after"),
+    ),
+    "two_joins_direct": Shape(
+        "two_joins_direct",
+        fork_two_joins_direct("race_direct"),
+        ("b0", "b1", "b2"),
+        ("join1", "join2"),
+        ("after",),
+    ),
+    "join_fork": Shape(
+        "join_fork",
+        join_then_fork("race_join_fork"),
+        ("b0", "b1"),
+        ("jf", "join"),
+        ("c0", "c1", "after"),
+    ),
 }
 
 
@@ -96,8 +117,10 @@ class Racers:
     def __init__(self, db: Database, handlers: HandlerRegistry, clock: FakeClock, k: int):
         self.clock = clock
         self.queues = [InProcessDispatcher() for _ in range(k)]
-        self.engines = [Engine(db, q, handlers=handlers, clock=clock, worker_id=f"racer-{i}")
-                        for i, q in enumerate(self.queues)]
+        self.engines = [
+            Engine(db, q, handlers=handlers, clock=clock, worker_id=f"racer-{i}")
+            for i, q in enumerate(self.queues)
+        ]
 
     def race(self, task_ids: Sequence[UUID]) -> list[str]:
         """Run ``task_ids[i]`` on racer ``i``, all released at once; return every outcome."""
@@ -125,8 +148,9 @@ def run_together(fns: Sequence[Callable[[], T]]) -> list[T]:
             errors.append(exc)
             barrier.abort()
 
-    threads = [threading.Thread(target=run, args=(i,), name=f"together-{i}")
-               for i in range(len(fns))]
+    threads = [
+        threading.Thread(target=run, args=(i,), name=f"together-{i}") for i in range(len(fns))
+    ]
     for t in threads:
         t.start()
     for t in threads:

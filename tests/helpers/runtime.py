@@ -45,21 +45,30 @@ class Harness:
     def deploy(self, document: Mapping[str, Any]) -> UUID:
         return self.engine.deploy(document).id
 
-    def start(self, key: str, variables: Mapping[str, Any] | None = None, *,
-              business_key: str | None = None) -> UUID:
+    def start(
+        self,
+        key: str,
+        variables: Mapping[str, Any] | None = None,
+        *,
+        business_key: str | None = None,
+    ) -> UUID:
         """Start an instance without running any job."""
         return self.engine.start(key, variables, business_key=business_key).id
 
-    def run(self, document: Mapping[str, Any], variables: Mapping[str, Any] | None = None,
-            ) -> UUID:
+    def run(
+        self,
+        document: Mapping[str, Any],
+        variables: Mapping[str, Any] | None = None,
+    ) -> UUID:
         """Deploy (idempotently), start and drain: the instance as far as it gets."""
         self.deploy(document)
         iid = self.start(str(document["key"]), variables)
         self.drain()
         return iid
 
-    def drain(self, only: frozenset[str] = ALL_JOBS, *, follow_delays: bool = True,
-              limit: int = 10_000) -> list[str]:
+    def drain(
+        self, only: frozenset[str] = ALL_JOBS, *, follow_delays: bool = True, limit: int = 10_000
+    ) -> list[str]:
         """Run queued jobs until none is left; returns each job's outcome.
 
         Jobs not named in ``only`` are kept queued (e.g. keep handler runs for later).
@@ -121,14 +130,25 @@ class EngineFactory:
         self.db, self.handlers, self.clock = db, handlers, clock
         self._count = 0
 
-    def __call__(self, dispatcher: Dispatcher | None = None, *, worker_id: str | None = None,
-                 chain_limit: int = 100, run_handlers_inline: bool = True,
-                 handlers: HandlerRegistry | None = None) -> Harness:
+    def __call__(
+        self,
+        dispatcher: Dispatcher | None = None,
+        *,
+        worker_id: str | None = None,
+        chain_limit: int = 100,
+        run_handlers_inline: bool = True,
+        handlers: HandlerRegistry | None = None,
+    ) -> Harness:
         self._count += 1
-        engine = Engine(self.db, dispatcher if dispatcher is not None else InProcessDispatcher(),
-                        handlers=handlers or self.handlers, clock=self.clock,
-                        worker_id=worker_id or f"test-worker-{self._count}",
-                        chain_limit=chain_limit, run_handlers_inline=run_handlers_inline)
+        engine = Engine(
+            self.db,
+            dispatcher if dispatcher is not None else InProcessDispatcher(),
+            handlers=handlers or self.handlers,
+            clock=self.clock,
+            worker_id=worker_id or f"test-worker-{self._count}",
+            chain_limit=chain_limit,
+            run_handlers_inline=run_handlers_inline,
+        )
         return Harness(engine, engine.dispatcher, self.clock)
 
 
@@ -140,8 +160,11 @@ class Calls:
     seen: dict[str, list[HandlerContext]] = field(default_factory=lambda: defaultdict(list))
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def add(self, name: str, fn: Callable[[HandlerContext], HandlerResult] | None = None,
-            ) -> None:
+    def add(
+        self,
+        name: str,
+        fn: Callable[[HandlerContext], HandlerResult] | None = None,
+    ) -> None:
         """Register ``name``: record the call, then run ``fn`` (default: return nothing)."""
 
         def run(ctx: HandlerContext) -> HandlerResult:
@@ -156,8 +179,9 @@ class Calls:
             return len(self.seen[name])
 
 
-def failing(times: int, error: str = "boom",
-            then: HandlerResult = None) -> Callable[[HandlerContext], HandlerResult]:
+def failing(
+    times: int, error: str = "boom", then: HandlerResult = None
+) -> Callable[[HandlerContext], HandlerResult]:
     """A handler body that raises on its first ``times`` attempts, then returns ``then``."""
 
     def run(ctx: HandlerContext) -> HandlerResult:

@@ -35,8 +35,11 @@ class TcpProxy:
 
     def url_for(self, url: str) -> str:
         """``url`` with its host and port replaced by this proxy's."""
-        return make_url(url).set(host="127.0.0.1", port=self.port).render_as_string(
-            hide_password=False)
+        return (
+            make_url(url)
+            .set(host="127.0.0.1", port=self.port)
+            .render_as_string(hide_password=False)
+        )
 
     def cut(self) -> None:
         """Drop every connection now and refuse new ones until ``restore``."""

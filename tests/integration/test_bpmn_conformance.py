@@ -76,8 +76,7 @@ SHARED = Path("/work/shared")
 MANIFEST = SHARED / "conformance" / "manifest.json"
 
 #: id -> "deployed" or the start of the rejection message (after "line N: ").
-OUTCOMES: dict[str, str] = {
-}
+OUTCOMES: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -91,146 +90,178 @@ class Difference:
 #: scenario id -> check -> the documented difference. A check is a manifest field without its
 #: ``expected_`` prefix (``final_state``, ``completed_in_order``, ...) or ``step N: TEXT`` (N
 #: counted from 1 in the scenario's ``harness``).
-PASS_THROUGH = ("a plain bpmn:task is a pass-through here (Spiff runs it as a manual step the "
-                "test drives), so the instance runs to its end at start: 'not ready' steps and "
-                "the step-by-step order cannot be reproduced, only the happens-before "
-                "constraints of the joins")
-JOIN_DISCARD = ("BPMN token semantics: a parallel join waits for a token on every incoming flow; "
-                "bpmn-elements counts a discarded (not taken) flow as arrived")
-SPAWNED_END = ("a token reaching an end event while tokens spawned by its non-interrupting "
-               "boundaries are alive waits there ('until spawned tokens end') and completes "
-               "last; Camunda completes the end event at once")
-EXCEPTION_CLASS = ("a handler's exception is never matched to an error boundary by its class "
-                   "name: only bpm.BpmnError(code) is caught; the exception fails the task, "
-                   "and the instance is FAILED with an incident")
-FAILED_INCIDENT = ("after its retries a failing task's token is FAILED and, with no saga, the "
-                   "instance FAILED with an open incident (an operator can retry); Camunda "
-                   "keeps the instance running at the task")
-TERMINATE_STATE = ("a terminate end event at top level cancels the other tokens and completes "
-                   "the instance (state COMPLETED, engine event ScopeTerminated)")
-REVERSE_ORDER = ("compensation runs strictly one at a time in reverse success order "
-                 "(undoBookFlight, then undoBookHotel); Camunda opens both handlers together "
-                 "and the peer test completes undoBookHotel first")
-THROW_WAITS = ("a compensation throw event waits (WAITING token) until its compensation is "
-               "done, so it is active next to the handler; the peer step queries tasks only")
+PASS_THROUGH = (
+    "a plain bpmn:task is a pass-through here (Spiff runs it as a manual step the "
+    "test drives), so the instance runs to its end at start: 'not ready' steps and "
+    "the step-by-step order cannot be reproduced, only the happens-before "
+    "constraints of the joins"
+)
+JOIN_DISCARD = (
+    "BPMN token semantics: a parallel join waits for a token on every incoming flow; "
+    "bpmn-elements counts a discarded (not taken) flow as arrived"
+)
+SPAWNED_END = (
+    "a token reaching an end event while tokens spawned by its non-interrupting "
+    "boundaries are alive waits there ('until spawned tokens end') and completes "
+    "last; Camunda completes the end event at once"
+)
+EXCEPTION_CLASS = (
+    "a handler's exception is never matched to an error boundary by its class "
+    "name: only bpm.BpmnError(code) is caught; the exception fails the task, "
+    "and the instance is FAILED with an incident"
+)
+FAILED_INCIDENT = (
+    "after its retries a failing task's token is FAILED and, with no saga, the "
+    "instance FAILED with an open incident (an operator can retry); Camunda "
+    "keeps the instance running at the task"
+)
+TERMINATE_STATE = (
+    "a terminate end event at top level cancels the other tokens and completes "
+    "the instance (state COMPLETED, engine event ScopeTerminated)"
+)
+REVERSE_ORDER = (
+    "compensation runs strictly one at a time in reverse success order "
+    "(undoBookFlight, then undoBookHotel); Camunda opens both handlers together "
+    "and the peer test completes undoBookHotel first"
+)
+THROW_WAITS = (
+    "a compensation throw event waits (WAITING token) until its compensation is "
+    "done, so it is active next to the handler; the peer step queries tasks only"
+)
 
 DIFFERENCES: dict[str, dict[str, Difference]] = {
-    'parallel-multiple-splits-and-joins': {
-        "step 3: expect_not_ready 'Done'": Difference('completed', PASS_THROUGH),
-        "step 6: expect_not_ready 'Done'": Difference('completed', PASS_THROUGH),
-        "step 10: expect_not_ready 'Done'": Difference('completed', PASS_THROUGH),
-        "step 12: expect_not_ready 'Done'": Difference('completed', PASS_THROUGH),
-        'completed_in_order': Difference(
-            ['sid-57463471-693A-42A2-9EC6-6460BEDECA86',
-             'sid-809B2A5A-4907-4CB6-A398-E93855AD6F20',
-             'sid-CA089240-802A-4C32-9130-FB1A33DDCCC3',
-             'sid-ABD788A3-CD57-4280-A22A-260B3AEEE138',
-             'sid-3C0AE49A-7BE9-4D61-B409-AC5794825CDE',
-             'sid-70192697-62E0-4F16-BE86-7945E95AC33A',
-             'sid-E7B8898A-0D14-4E98-B3D7-736B94EE3FA7',
-             'sid-1946C635-7886-4687-844F-C644FA6222B8',
-             'sid-F3A979E3-F586-4807-8223-1FAB5A5647B0',
-             'sid-51816945-79BF-47F9-BA3C-E95ABAE3D1DB'],
-            PASS_THROUGH),
+    "parallel-multiple-splits-and-joins": {
+        "step 3: expect_not_ready 'Done'": Difference("completed", PASS_THROUGH),
+        "step 6: expect_not_ready 'Done'": Difference("completed", PASS_THROUGH),
+        "step 10: expect_not_ready 'Done'": Difference("completed", PASS_THROUGH),
+        "step 12: expect_not_ready 'Done'": Difference("completed", PASS_THROUGH),
+        "completed_in_order": Difference(
+            [
+                "sid-57463471-693A-42A2-9EC6-6460BEDECA86",
+                "sid-809B2A5A-4907-4CB6-A398-E93855AD6F20",
+                "sid-CA089240-802A-4C32-9130-FB1A33DDCCC3",
+                "sid-ABD788A3-CD57-4280-A22A-260B3AEEE138",
+                "sid-3C0AE49A-7BE9-4D61-B409-AC5794825CDE",
+                "sid-70192697-62E0-4F16-BE86-7945E95AC33A",
+                "sid-E7B8898A-0D14-4E98-B3D7-736B94EE3FA7",
+                "sid-1946C635-7886-4687-844F-C644FA6222B8",
+                "sid-F3A979E3-F586-4807-8223-1FAB5A5647B0",
+                "sid-51816945-79BF-47F9-BA3C-E95ABAE3D1DB",
+            ],
+            PASS_THROUGH,
+        ),
     },
-    'parallel-multiple-splits-and-joins/test2': {
-        "step 2: expect_not_ready 'Done'": Difference('completed', PASS_THROUGH),
-        "step 6: expect_not_ready 'Done'": Difference('completed', PASS_THROUGH),
+    "parallel-multiple-splits-and-joins/test2": {
+        "step 2: expect_not_ready 'Done'": Difference("completed", PASS_THROUGH),
+        "step 6: expect_not_ready 'Done'": Difference("completed", PASS_THROUGH),
     },
-    'parallel-multiple-splits-and-joins/test3': {
-        "step 3: expect_not_ready 'Done'": Difference('completed', PASS_THROUGH),
-        "step 6: expect_not_ready '2 Done'": Difference('completed', PASS_THROUGH),
-        "step 8: expect_not_ready 'Done'": Difference('completed', PASS_THROUGH),
-        "step 11: expect_not_ready 'Done'": Difference('completed', PASS_THROUGH),
+    "parallel-multiple-splits-and-joins/test3": {
+        "step 3: expect_not_ready 'Done'": Difference("completed", PASS_THROUGH),
+        "step 6: expect_not_ready '2 Done'": Difference("completed", PASS_THROUGH),
+        "step 8: expect_not_ready 'Done'": Difference("completed", PASS_THROUGH),
+        "step 11: expect_not_ready 'Done'": Difference("completed", PASS_THROUGH),
     },
-    'parallel-then-exclusive': {
-        'step 2: expect 2 READY tasks': Difference(0, PASS_THROUGH),
-        "step 4: expect_not_ready 'Done'": Difference('completed', PASS_THROUGH),
+    "parallel-then-exclusive": {
+        "step 2: expect 2 READY tasks": Difference(0, PASS_THROUGH),
+        "step 4: expect_not_ready 'Done'": Difference("completed", PASS_THROUGH),
     },
-    'parallel-then-exclusive/testRunThroughChoiceFirst': {
-        "step 3: expect_not_ready 'Done'": Difference('completed', PASS_THROUGH),
+    "parallel-then-exclusive/testRunThroughChoiceFirst": {
+        "step 3: expect_not_ready 'Done'": Difference("completed", PASS_THROUGH),
     },
-    'parallel-then-exclusive/testRunThroughChoiceThreadCompleteFirst': {
-        "step 3: expect_not_ready 'Done'": Difference('completed', PASS_THROUGH),
+    "parallel-then-exclusive/testRunThroughChoiceThreadCompleteFirst": {
+        "step 3: expect_not_ready 'Done'": Difference("completed", PASS_THROUGH),
     },
-    'timer-boundary-interrupting-before-join': {
-        'completed_in_order': Difference(['userTask'], JOIN_DISCARD),
-        'final_state': Difference('waiting', JOIN_DISCARD),
+    "timer-boundary-interrupting-before-join": {
+        "completed_in_order": Difference(["userTask"], JOIN_DISCARD),
+        "final_state": Difference("waiting", JOIN_DISCARD),
     },
-    'timer-boundary-interrupting-before-join/timer fires': {
-        'completed_in_order': Difference(['boundTimeoutEvent'], JOIN_DISCARD),
-        'final_state': Difference('waiting', JOIN_DISCARD),
+    "timer-boundary-interrupting-before-join/timer fires": {
+        "completed_in_order": Difference(["boundTimeoutEvent"], JOIN_DISCARD),
+        "final_state": Difference("waiting", JOIN_DISCARD),
     },
-    'parallel-join-after-xor-discard': {
-        'completed_in_order': Difference(['task'], JOIN_DISCARD),
-        'final_state': Difference('waiting', JOIN_DISCARD),
+    "parallel-join-after-xor-discard": {
+        "completed_in_order": Difference(["task"], JOIN_DISCARD),
+        "final_state": Difference("waiting", JOIN_DISCARD),
     },
-    'timer-boundary-noninterrupting-two-timers': {
-        'step 14: expect_active [thirdTask]': Difference(['theEnd', 'thirdTask'], SPAWNED_END),
-        'completed_in_order': Difference(
-            ['escalationTimer1',
-             'secondTask',
-             'escalatedEnd',
-             'escalationTimer2',
-             'firstTask',
-             'thirdTask',
-             'escalatedEnd',
-             'theEnd'],
-            SPAWNED_END),
+    "timer-boundary-noninterrupting-two-timers": {
+        "step 14: expect_active [thirdTask]": Difference(["theEnd", "thirdTask"], SPAWNED_END),
+        "completed_in_order": Difference(
+            [
+                "escalationTimer1",
+                "secondTask",
+                "escalatedEnd",
+                "escalationTimer2",
+                "firstTask",
+                "thirdTask",
+                "escalatedEnd",
+                "theEnd",
+            ],
+            SPAWNED_END,
+        ),
     },
     "error-thrown-by-service-task-caught-by-code/"
     "exception mapped by errorCode = exception class name": {
-        'step 2: expect_active [escalatedTask]': Difference([], EXCEPTION_CLASS),
-        'step 3: complete escalatedTask': Difference(
-            'nothing to complete at escalatedTask (active: [])',
-            EXCEPTION_CLASS),
-        'step 4: expect_ended': Difference('FAILED', EXCEPTION_CLASS),
-        'completed_in_order': Difference([], EXCEPTION_CLASS),
-        'final_state': Difference('error', EXCEPTION_CLASS),
+        "step 2: expect_active [escalatedTask]": Difference([], EXCEPTION_CLASS),
+        "step 3: complete escalatedTask": Difference(
+            "nothing to complete at escalatedTask (active: [])", EXCEPTION_CLASS
+        ),
+        "step 4: expect_ended": Difference("FAILED", EXCEPTION_CLASS),
+        "completed_in_order": Difference([], EXCEPTION_CLASS),
+        "final_state": Difference("error", EXCEPTION_CLASS),
     },
-    'failing-service-task-no-boundary-incident': {
-        'active_at_end': Difference([], FAILED_INCIDENT),
-        'final_state': Difference('error', FAILED_INCIDENT),
+    "failing-service-task-no-boundary-incident": {
+        "active_at_end": Difference([], FAILED_INCIDENT),
+        "final_state": Difference("error", FAILED_INCIDENT),
     },
-    'terminate-end-kills-parallel-branch': {
-        'final_state': Difference('completed', TERMINATE_STATE),
+    "terminate-end-kills-parallel-branch": {
+        "final_state": Difference("completed", TERMINATE_STATE),
     },
-    'comp-nested-subprocesses': {
+    "comp-nested-subprocesses": {
         "step 5: complete undoBookHotel ('Cancel Hotel')": Difference(
             "nothing to complete at undoBookHotel (active: ['throwing', 'undoBookFlight'])",
-            REVERSE_ORDER),
-        'step 7: expect_ended': Difference('RUNNING', REVERSE_ORDER),
-        'completed_in_order': Difference(
-            ['bookHotel',
-             'bookFlight',
-             'endInScopeFlight',
-             'scopeFlight',
-             'endInScope',
-             'scopeHotel',
-             'throwCompensation',
-             'undoBookFlight'],
-            REVERSE_ORDER),
-        'final_state': Difference('waiting', REVERSE_ORDER),
+            REVERSE_ORDER,
+        ),
+        "step 7: expect_ended": Difference("RUNNING", REVERSE_ORDER),
+        "completed_in_order": Difference(
+            [
+                "bookHotel",
+                "bookFlight",
+                "endInScopeFlight",
+                "scopeFlight",
+                "endInScope",
+                "scopeHotel",
+                "throwCompensation",
+                "undoBookFlight",
+            ],
+            REVERSE_ORDER,
+        ),
+        "final_state": Difference("waiting", REVERSE_ORDER),
     },
-    'comp-activity-inside-subprocess': {
-        'step 4: expect_active [undoScopeTask] (single task)': Difference(
-            ['throwCompensate', 'undoScopeTask'],
-            THROW_WAITS),
+    "comp-activity-inside-subprocess": {
+        "step 4: expect_active [undoScopeTask] (single task)": Difference(
+            ["throwCompensate", "undoScopeTask"], THROW_WAITS
+        ),
     },
-    'comp-handler-on-subprocess-boundary': {
-        'step 2: expect_active [undoSubprocess] (single task)': Difference(
-            ['throwCompensate', 'undoSubprocess'],
-            THROW_WAITS),
+    "comp-handler-on-subprocess-boundary": {
+        "step 2: expect_active [undoSubprocess] (single task)": Difference(
+            ["throwCompensate", "undoSubprocess"], THROW_WAITS
+        ),
     },
 }
 
 NOT_ACTIVITIES = {"startEvent", "exclusiveGateway", "parallelGateway"}
-STATES = {"COMPLETED": "completed", "TERMINATED": "terminated", "RUNNING": "waiting",
-          "FAILED": "error", "CANCELLED": "cancelled"}
+STATES = {
+    "COMPLETED": "completed",
+    "TERMINATED": "terminated",
+    "RUNNING": "waiting",
+    "FAILED": "error",
+    "CANCELLED": "cancelled",
+}
 #: Steps that say nothing this engine can check, with the reason.
 PROSE_STEPS = {
-    "expect 3 executions (2 concurrent branches)":
-        "Camunda execution-tree internals; the active tasks are checked instead",
+    "expect 3 executions (2 concurrent branches)": (
+        "Camunda execution-tree internals; the active tasks are checked instead"
+    ),
 }
 
 
@@ -253,25 +284,40 @@ def _cases() -> list[dict[str, Any]]:
 
 def _scenarios() -> list[Scenario]:
     out: list[Scenario] = []
-    expected_fields = ("completed_in_order", "completed_any_order", "not_completed",
-                       "compensations_in_order", "active_at_end", "final_state")
+    expected_fields = (
+        "completed_in_order",
+        "completed_any_order",
+        "not_completed",
+        "compensations_in_order",
+        "active_at_end",
+        "final_state",
+    )
     for case in _cases():
-        runs = [dict(case, name=None)] + [dict(extra) for extra in
-                                          case.get("additional_scenarios", [])]
+        runs = [dict(case, name=None)] + [
+            dict(extra) for extra in case.get("additional_scenarios", [])
+        ]
         for index, run in enumerate(runs):
             sid = case["id"] if index == 0 else f"{case['id']}/{run.get('name') or index}"
-            expected = {f: run[f"expected_{f}"] for f in expected_fields
-                        if f"expected_{f}" in run}
-            out.append(Scenario(sid, case, list(run.get("harness", case["harness"])),
-                                dict(run.get("inputs", case.get("inputs", {}))),
-                                list(run.get("failing_tasks", case.get("failing_tasks", []))),
-                                expected))
+            expected = {f: run[f"expected_{f}"] for f in expected_fields if f"expected_{f}" in run}
+            out.append(
+                Scenario(
+                    sid,
+                    case,
+                    list(run.get("harness", case["harness"])),
+                    dict(run.get("inputs", case.get("inputs", {}))),
+                    list(run.get("failing_tasks", case.get("failing_tasks", []))),
+                    expected,
+                )
+            )
     return out
 
 
 def _path(case: dict[str, Any]) -> Path:
-    return SHARED.parent / case["public_copy"] if "public_copy" in case else \
-        SHARED / "conformance" / "public" / Path(case["path"]).name
+    return (
+        SHARED.parent / case["public_copy"]
+        if "public_copy" in case
+        else SHARED / "conformance" / "public" / Path(case["path"]).name
+    )
 
 
 #: scenario id -> "passed", "documented difference (…)" or "rejected at deploy: …".
@@ -280,8 +326,9 @@ RESULTS: dict[str, str] = {}
 
 @pytest.mark.skipif(not MANIFEST.is_file(), reason="/work/shared/conformance is not present")
 @pytest.mark.parametrize("case", _cases(), ids=lambda c: str(c["id"]))
-def test_model_is_imported_and_deployed_or_clearly_rejected(rt: Harness,
-                                                            case: dict[str, Any]) -> None:
+def test_model_is_imported_and_deployed_or_clearly_rejected(
+    rt: Harness, case: dict[str, Any]
+) -> None:
     path = _path(case)
     assert path.is_file(), path
     xml = path.read_text(encoding="utf-8")
@@ -343,8 +390,11 @@ def compensation_handlers(trace: list[dict[str, Any]]) -> dict[str, str]:
     for event in trace:
         if event["type"] == "CompensationTokenCreated" and event.get("token_id"):
             handler = str((event.get("data") or {}).get("handler", ""))
-            out[str(event["token_id"])] = handler.removeprefix("node:") \
-                if handler.startswith("node:") else str(event["node_id"])
+            out[str(event["token_id"])] = (
+                handler.removeprefix("node:")
+                if handler.startswith("node:")
+                else str(event["node_id"])
+            )
     return out
 
 
@@ -374,8 +424,11 @@ def compensation_log(trace: list[dict[str, Any]]) -> list[str]:
     """The compensation handlers in the order they started (``CompensationTokenCreated``), so
     a handler still open (a user task) counts, as it does for the peers."""
     handlers = compensation_handlers(trace)
-    return [handlers[str(e["token_id"])] for e in trace
-            if e["type"] == "CompensationTokenCreated" and e.get("token_id")]
+    return [
+        handlers[str(e["token_id"])]
+        for e in trace
+        if e["type"] == "CompensationTokenCreated" and e.get("token_id")
+    ]
 
 
 def _matches_in_order(expected: list[Any], actual: list[str]) -> bool:
@@ -383,7 +436,7 @@ def _matches_in_order(expected: list[Any], actual: list[str]) -> bool:
     position = 0
     for item in expected:
         group = item if isinstance(item, list) else [item]
-        if sorted(actual[position:position + len(group)]) != sorted(group):
+        if sorted(actual[position : position + len(group)]) != sorted(group):
             return False
         position += len(group)
     return position == len(actual)
@@ -425,11 +478,17 @@ class Run:
         not a token waiting at a join) and open tasks."""
         shown = self.show()
         handlers = compensation_handlers(self.rt.engine.trace(self.instance))
-        found = {handlers.get(t["id"], t["node_id"]) for t in shown["tokens"]
-                 if t["state"] in ("ACTIVE", "WAITING")
-                 and self.model.type(t["node_id"]) not in ("subProcess", *NOT_ACTIVITIES)}
-        found |= {handlers.get(t["token_id"], t["node_id"]) for t in shown["tasks"]
-                  if t["state"] in ("READY", "LOCKED")}
+        found = {
+            handlers.get(t["id"], t["node_id"])
+            for t in shown["tokens"]
+            if t["state"] in ("ACTIVE", "WAITING")
+            and self.model.type(t["node_id"]) not in ("subProcess", *NOT_ACTIVITIES)
+        }
+        found |= {
+            handlers.get(t["token_id"], t["node_id"])
+            for t in shown["tasks"]
+            if t["state"] in ("READY", "LOCKED")
+        }
         return sorted(found)
 
     def complete(self, node_id: str) -> str | None:
@@ -454,7 +513,8 @@ class Run:
             return None
         if "topic" in node:
             locked = engine.fetch_and_lock(
-                "conformance", [TopicRequest(str(node["topic"]), timedelta(minutes=5))])
+                "conformance", [TopicRequest(str(node["topic"]), timedelta(minutes=5))]
+            )
             for external_task in locked:
                 engine.complete(external_task.id, "conformance")
             self.rt.drain()
@@ -463,8 +523,9 @@ class Run:
 
     def input_value(self, value: Any) -> Any:
         """The manifest writes clock-relative inputs as ``<now + 0.01 s, ISO-8601 string>``."""
-        if isinstance(value, str) and (match := re.fullmatch(
-                r"<now \+ ([\d.]+) s, ISO-8601 string>", value)):
+        if isinstance(value, str) and (
+            match := re.fullmatch(r"<now \+ ([\d.]+) s, ISO-8601 string>", value)
+        ):
             return (self.rt.clock.now() + timedelta(seconds=float(match[1]))).isoformat()
         return value
 
@@ -482,8 +543,10 @@ class Run:
         verb = words[0]
         if text in PROSE_STEPS:
             return None
-        if text.startswith(("run engine steps", "wait for ", "execute available jobs")) \
-                or text == "run due jobs":
+        if (
+            text.startswith(("run engine steps", "wait for ", "execute available jobs"))
+            or text == "run due jobs"
+        ):
             self.rt.engine.fire_due_timers()
             self.rt.drain()
             return None
@@ -529,8 +592,9 @@ class Run:
             scheduled = len(self.timers())
             return None if scheduled == count else (count, scheduled)
         if match := re.match(r"expect_active \[(.*?)\]|expect activity tree \[(.*?)\]", text):
-            wanted = sorted(self.node(n) for n in (match[1] or match[2] or "").split(",")
-                            if n.strip())
+            wanted = sorted(
+                self.node(n) for n in (match[1] or match[2] or "").split(",") if n.strip()
+            )
             now_active = self.active()
             return None if now_active == wanted else (wanted, now_active)
         if match := re.match(r"expect (\w+) postponed", text):
@@ -544,8 +608,9 @@ class Run:
             node_id = self.node(text.split(" ", 1)[1])
             done = completion_log(self.model, self.rt.engine.trace(self.instance))
             ready = node_id in done or node_id in self.active()
-            return None if not ready else ("not ready", "completed" if node_id in done
-                                           else "active")
+            return (
+                None if not ready else ("not ready", "completed" if node_id in done else "active")
+            )
         if match := re.match(r"expect (\d+) READY tasks", text):
             actual = len(self.active())
             return None if actual == int(match[1]) else (int(match[1]), actual)
@@ -609,8 +674,9 @@ def _checks(run: Run, scenario: Scenario) -> dict[str, tuple[Any, Any]]:
 
 @pytest.mark.skipif(not MANIFEST.is_file(), reason="/work/shared/conformance is not present")
 @pytest.mark.parametrize("scenario", _scenarios(), ids=lambda s: s.id)
-def test_model_runs_as_the_peer_test_asserts(rt: Harness, handlers: HandlerRegistry,
-                                             scenario: Scenario) -> None:
+def test_model_runs_as_the_peer_test_asserts(
+    rt: Harness, handlers: HandlerRegistry, scenario: Scenario
+) -> None:
     case = scenario.case
     if case["id"] in OUTCOMES:
         RESULTS[scenario.id] = f"rejected at deploy: {OUTCOMES[case['id']]}"
@@ -631,8 +697,11 @@ def test_model_runs_as_the_peer_test_asserts(rt: Harness, handlers: HandlerRegis
             checks[f"step {number}: {text}"] = outcome
     checks.update(_checks(run, scenario))
     known = DIFFERENCES.get(scenario.id, {})
-    problems = [f"{name}: peer {want!r}, engine {got!r}" for name, (want, got) in checks.items()
-                if want != got and name not in known]
+    problems = [
+        f"{name}: peer {want!r}, engine {got!r}"
+        for name, (want, got) in checks.items()
+        if want != got and name not in known
+    ]
     for name, difference in known.items():
         want, got = checks.get(name, (None, None))
         if want == got:
@@ -640,8 +709,7 @@ def test_model_runs_as_the_peer_test_asserts(rt: Harness, handlers: HandlerRegis
         elif got != difference.engine:
             problems.append(f"{name}: documented engine value {difference.engine!r}, got {got!r}")
     assert not problems, f"{scenario.id}:\n  " + "\n  ".join(problems)
-    RESULTS[scenario.id] = ("documented difference (" + "; ".join(known) + ")" if known
-                            else "passed")
+    RESULTS[scenario.id] = "documented difference (" + "; ".join(known) + ")" if known else "passed"
 
 
 def test_summary(capsys: pytest.CaptureFixture[str]) -> None:
@@ -652,5 +720,3 @@ def test_summary(capsys: pytest.CaptureFixture[str]) -> None:
             print(f"  {sid}: {result}")
         if not RESULTS:
             print("  (no scenario ran in this session)")
-
-

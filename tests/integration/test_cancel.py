@@ -20,14 +20,23 @@ from tests.helpers.processes import fork_one_join, single_task
 from tests.helpers.race import SHAPES, Racers, drive_to_ready, instance_problems, noop, run_together
 from tests.helpers.runtime import ONLY_ADVANCE, Calls, EngineFactory, Harness, failing
 
-FAILED_BRANCH = (ProcessBuilder("half_failed").start().parallel_gateway("fork")
-                 .service_task("ok", handler="idle").service_task("bad", handler="bad")
-                 .end("e_ok").end("e_bad").sequence("start", "fork", "ok", "e_ok")
-                 .sequence("fork", "bad", "e_bad").build())
+FAILED_BRANCH = (
+    ProcessBuilder("half_failed")
+    .start()
+    .parallel_gateway("fork")
+    .service_task("ok", handler="idle")
+    .service_task("bad", handler="bad")
+    .end("e_ok")
+    .end("e_bad")
+    .sequence("start", "fork", "ok", "e_ok")
+    .sequence("fork", "bad", "e_bad")
+    .build()
+)
 
 
-def test_cancel_a_running_instance(engine_factory: EngineFactory, calls: Calls,
-                                   pg_db: Database) -> None:
+def test_cancel_a_running_instance(
+    engine_factory: EngineFactory, calls: Calls, pg_db: Database
+) -> None:
     calls.add("branch")
     calls.add("after")
     rt = engine_factory(run_handlers_inline=False)
@@ -51,8 +60,9 @@ def test_cancel_a_running_instance(engine_factory: EngineFactory, calls: Calls,
     assert_finished_cleanly(pg_db, iid, "CANCELLED")
 
 
-def test_cancel_a_failed_instance_resolves_its_incidents(rt: Harness, calls: Calls,
-                                                         pg_db: Database) -> None:
+def test_cancel_a_failed_instance_resolves_its_incidents(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
     calls.add("idle")
     calls.add("bad", failing(99))
     iid = rt.run(FAILED_BRANCH)
@@ -70,8 +80,9 @@ def test_cancel_a_failed_instance_resolves_its_incidents(rt: Harness, calls: Cal
 
 
 @pytest.mark.parametrize("end_state", ["COMPLETED", "CANCELLED"])
-def test_cancel_an_ended_instance_is_refused(rt: Harness, calls: Calls, pg_db: Database,
-                                             end_state: str) -> None:
+def test_cancel_an_ended_instance_is_refused(
+    rt: Harness, calls: Calls, pg_db: Database, end_state: str
+) -> None:
     calls.add("work")
     iid = rt.run(single_task())
     if end_state == "CANCELLED":
@@ -89,8 +100,9 @@ def test_cancel_an_unknown_instance(rt: Harness) -> None:
         rt.engine.cancel(UUID(int=3))
 
 
-def test_cancel_while_the_handler_runs_drops_its_result(engine_factory: EngineFactory,
-                                                        calls: Calls, pg_db: Database) -> None:
+def test_cancel_while_the_handler_runs_drops_its_result(
+    engine_factory: EngineFactory, calls: Calls, pg_db: Database
+) -> None:
     operator = engine_factory()
 
     def slow(ctx: HandlerContext) -> dict[str, int]:
@@ -110,8 +122,13 @@ def test_cancel_while_the_handler_runs_drops_its_result(engine_factory: EngineFa
     assert rows.task_events_of(pg_db, iid, type="COMPLETED") == []
 
 
-def _cancel_races(engine_factory: EngineFactory, handlers: HandlerRegistry, pg_db: Database,
-                  clock: FakeClock, rounds: int) -> Counter[str]:
+def _cancel_races(
+    engine_factory: EngineFactory,
+    handlers: HandlerRegistry,
+    pg_db: Database,
+    clock: FakeClock,
+    rounds: int,
+) -> Counter[str]:
     """An operator cancels while three workers complete the branches, ``rounds`` times.
 
     Whichever wins, the instance must end CANCELLED or COMPLETED with nothing left live and
@@ -151,8 +168,8 @@ def _cancel_races(engine_factory: EngineFactory, handlers: HandlerRegistry, pg_d
 
 @pytest.mark.slow
 def test_cancel_racing_the_workers_leaves_a_consistent_instance(
-        engine_factory: EngineFactory, handlers: HandlerRegistry, pg_db: Database,
-        clock: FakeClock) -> None:
+    engine_factory: EngineFactory, handlers: HandlerRegistry, pg_db: Database, clock: FakeClock
+) -> None:
     ended = _cancel_races(engine_factory, handlers, pg_db, clock, rounds=8)
     assert set(ended) <= {"CANCELLED", "COMPLETED"}
 
@@ -161,21 +178,23 @@ def deadlocks(db: Database) -> int:
     """Deadlocks PostgreSQL detected in this database (backends flush their stats on exit)."""
     db.dispose()
     with db.transaction() as conn:
-        return int(conn.execute(text("SELECT deadlocks FROM pg_stat_database "
-                                     "WHERE datname = current_database()")).scalar_one())
+        return int(
+            conn.execute(
+                text("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")
+            ).scalar_one()
+        )
 
 
 @pytest.mark.slow
 def test_cancel_racing_the_workers_never_deadlocks(
-        engine_factory: EngineFactory, handlers: HandlerRegistry, pg_db: Database,
-        clock: FakeClock) -> None:
+    engine_factory: EngineFactory, handlers: HandlerRegistry, pg_db: Database, clock: FakeClock
+) -> None:
     before = deadlocks(pg_db)
     _cancel_races(engine_factory, handlers, pg_db, clock, rounds=8)
     assert deadlocks(pg_db) == before
 
 
-def test_operator_actions_take_ids_as_strings(rt: Harness, calls: Calls,
-                                              pg_db: Database) -> None:
+def test_operator_actions_take_ids_as_strings(rt: Harness, calls: Calls, pg_db: Database) -> None:
     calls.add("idle")
     calls.add("bad", failing(99))
     iid = rt.run(FAILED_BRANCH)

@@ -24,7 +24,8 @@ def _one(db: Database) -> int:
 
 
 def test_pooled_connections_are_checked_after_the_server_dropped_them(
-        pg_url: str, proxy: TcpProxy) -> None:
+    pg_url: str, proxy: TcpProxy
+) -> None:
     db = Database(proxy.url_for(pg_url), pool_size=2)
     try:
         assert _one(db) == 1  # one connection now sits in the pool
@@ -36,7 +37,8 @@ def test_pooled_connections_are_checked_after_the_server_dropped_them(
 
 
 def test_an_unreachable_database_is_one_error_naming_it_without_the_password(
-        pg_url: str, proxy: TcpProxy) -> None:
+    pg_url: str, proxy: TcpProxy
+) -> None:
     url = proxy.url_for(pg_url).replace("postgres@", "postgres:s3cret@")
     db = Database(url, pool_size=1)
     try:
@@ -57,8 +59,9 @@ def test_a_statement_error_is_not_an_outage(pg_db: Database) -> None:
 
 def test_until_available_waits_for_the_database_and_gives_up_in_time() -> None:
     slept: list[float] = []
-    tries: Iterator[Exception | str] = iter([DatabaseUnavailable("down"),
-                                             DatabaseUnavailable("down"), "up"])
+    tries: Iterator[Exception | str] = iter(
+        [DatabaseUnavailable("down"), DatabaseUnavailable("down"), "up"]
+    )
 
     def call() -> str:
         result = next(tries)

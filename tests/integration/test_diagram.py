@@ -27,8 +27,9 @@ Doc = dict[str, Any]
 
 
 def marks_of(rt: Harness, doc: Doc, iid: UUID) -> diagram.Marks:
-    return diagram.mark(compile_definition(doc), rt.engine.trace(iid),
-                        rt.engine.show(iid)["tokens"])
+    return diagram.mark(
+        compile_definition(doc), rt.engine.trace(iid), rt.engine.show(iid)["tokens"]
+    )
 
 
 def statuses(marks: diagram.Marks) -> dict[str, str]:
@@ -38,8 +39,11 @@ def statuses(marks: diagram.Marks) -> dict[str, str]:
 def svg_nodes(svg: str) -> dict[str, dict[str, str]]:
     """The SVG parsed as XML: per drawn node, its data attributes."""
     root = ET.fromstring(svg.encode("utf-8"))
-    return {str(e.get("data-node")): dict(e.attrib) for e in root.iter()
-            if e.get("data-node") is not None}
+    return {
+        str(e.get("data-node")): dict(e.attrib)
+        for e in root.iter()
+        if e.get("data-node") is not None
+    }
 
 
 def mermaid_classes(text: str) -> dict[str, str]:
@@ -54,34 +58,63 @@ def mermaid_classes(text: str) -> dict[str, str]:
 def everything() -> Doc:
     """A fork into a task (with an error boundary) and a subprocess, a join, then an
     exclusive gateway whose default branch is taken only for small totals."""
-    pack = (ProcessBuilder("pack").start("pack_start")
-            .service_task("pick", handler="ok", name="Pick items").end("pack_end")
-            .sequence("pack_start", "pick", "pack_end"))
-    return (ProcessBuilder("everything", name="Everything").start()
-            .parallel_gateway("split").service_task("reserve", handler="ok")
-            .error_boundary("no_stock", attached_to="reserve", error="EMPTY")
-            .service_task("reorder", handler="ok").end("gave_up")
-            .sub_process("pack", pack, name="Pack the parcel").parallel_gateway("join")
-            .exclusive_gateway("route", default="f_standard")
-            .service_task("express", handler="ok").service_task("standard", handler="ok")
-            .exclusive_gateway("shipped").end("done")
-            .sequence("start", "split", "reserve", "join")
-            .sequence("split", "pack", "join").sequence("join", "route")
-            .flow("route", "express", condition="total > 100", flow_id="f_express")
-            .flow("route", "standard", flow_id="f_standard")
-            .sequence("express", "shipped").sequence("standard", "shipped")
-            .sequence("shipped", "done").sequence("no_stock", "reorder", "gave_up").build())
+    pack = (
+        ProcessBuilder("pack")
+        .start("pack_start")
+        .service_task("pick", handler="ok", name="Pick items")
+        .end("pack_end")
+        .sequence("pack_start", "pick", "pack_end")
+    )
+    return (
+        ProcessBuilder("everything", name="Everything")
+        .start()
+        .parallel_gateway("split")
+        .service_task("reserve", handler="ok")
+        .error_boundary("no_stock", attached_to="reserve", error="EMPTY")
+        .service_task("reorder", handler="ok")
+        .end("gave_up")
+        .sub_process("pack", pack, name="Pack the parcel")
+        .parallel_gateway("join")
+        .exclusive_gateway("route", default="f_standard")
+        .service_task("express", handler="ok")
+        .service_task("standard", handler="ok")
+        .exclusive_gateway("shipped")
+        .end("done")
+        .sequence("start", "split", "reserve", "join")
+        .sequence("split", "pack", "join")
+        .sequence("join", "route")
+        .flow("route", "express", condition="total > 100", flow_id="f_express")
+        .flow("route", "standard", flow_id="f_standard")
+        .sequence("express", "shipped")
+        .sequence("standard", "shipped")
+        .sequence("shipped", "done")
+        .sequence("no_stock", "reorder", "gave_up")
+        .build()
+    )
 
 
-def test_the_path_taken_is_marked_and_the_branch_not_taken_is_not(rt: Harness,
-                                                                calls: Calls) -> None:
+def test_the_path_taken_is_marked_and_the_branch_not_taken_is_not(
+    rt: Harness, calls: Calls
+) -> None:
     calls.add("ok")
     doc = everything()
     iid = rt.run(doc, {"total": 150})
     marks = marks_of(rt, doc, iid)
     found = statuses(marks)
-    for node_id in ("start", "split", "reserve", "pack", "pack_start", "pick", "pack_end",
-                    "join", "route", "express", "shipped", "done"):
+    for node_id in (
+        "start",
+        "split",
+        "reserve",
+        "pack",
+        "pack_start",
+        "pick",
+        "pack_end",
+        "join",
+        "route",
+        "express",
+        "shipped",
+        "done",
+    ):
         assert found[node_id] == diagram.VISITED, node_id
     for node_id in ("standard", "no_stock", "reorder", "gave_up"):
         assert found[node_id] == diagram.NOT_VISITED, node_id
@@ -98,7 +131,8 @@ def test_the_path_taken_is_marked_and_the_branch_not_taken_is_not(rt: Harness,
 
 
 def test_svg_is_xml_with_every_node_and_mermaid_names_every_node_with_its_class(
-        rt: Harness, calls: Calls) -> None:
+    rt: Harness, calls: Calls
+) -> None:
     calls.add("ok")
     doc = everything()
     iid = rt.run(doc, {"total": 10})
@@ -129,7 +163,8 @@ def test_svg_is_xml_with_every_node_and_mermaid_names_every_node_with_its_class(
 
 
 def test_a_node_passed_twice_in_a_loop_counts_two_and_its_retries_count_as_runs(
-        rt: Harness, calls: Calls) -> None:
+    rt: Harness, calls: Calls
+) -> None:
     def work(ctx: HandlerContext) -> dict[str, Any]:
         n = int(ctx.variables.get("n", 0))
         if n == 0 and ctx.attempt == 1:
@@ -137,12 +172,17 @@ def test_a_node_passed_twice_in_a_loop_counts_two_and_its_retries_count_as_runs(
         return {"n": n + 1}
 
     calls.add("work", work)
-    doc = (ProcessBuilder("loop").start()
-           .service_task("work", handler="work", retry={"max_attempts": 2, "backoff": "PT1S"})
-           .exclusive_gateway("again", default="f_out").end()
-           .sequence("start", "work", "again")
-           .flow("again", "work", condition="n < 2", flow_id="f_back")
-           .flow("again", "end", flow_id="f_out").build())
+    doc = (
+        ProcessBuilder("loop")
+        .start()
+        .service_task("work", handler="work", retry={"max_attempts": 2, "backoff": "PT1S"})
+        .exclusive_gateway("again", default="f_out")
+        .end()
+        .sequence("start", "work", "again")
+        .flow("again", "work", condition="n < 2", flow_id="f_back")
+        .flow("again", "end", flow_id="f_out")
+        .build()
+    )
     iid = rt.run(doc)
     assert rows.state(rt.engine.db, iid) == "COMPLETED"
     marks = marks_of(rt, doc, iid)
@@ -159,10 +199,17 @@ def test_a_node_passed_twice_in_a_loop_counts_two_and_its_retries_count_as_runs(
 
 
 def test_an_operator_retry_runs_the_failed_node_again_and_it_is_no_longer_failed(
-        rt: Harness, calls: Calls) -> None:
+    rt: Harness, calls: Calls
+) -> None:
     calls.add("flaky", failing(1))
-    doc = (ProcessBuilder("retried").start().service_task("work", handler="flaky").end()
-           .sequence("start", "work", "end").build())
+    doc = (
+        ProcessBuilder("retried")
+        .start()
+        .service_task("work", handler="flaky")
+        .end()
+        .sequence("start", "work", "end")
+        .build()
+    )
     iid = rt.run(doc)
     assert statuses(marks_of(rt, doc, iid))["work"] == diagram.FAILED
     (failed_token,) = [t for t in rows.tokens_of(rt.engine.db, iid) if t.state == "FAILED"]
@@ -175,11 +222,20 @@ def test_an_operator_retry_runs_the_failed_node_again_and_it_is_no_longer_failed
 
 
 def test_an_instance_waiting_at_a_user_task_shows_it_active(rt: Harness) -> None:
-    doc = (ProcessBuilder("approval").start().user_task("approve", name="Approve the order")
-           .end().sequence("start", "approve", "end").build())
+    doc = (
+        ProcessBuilder("approval")
+        .start()
+        .user_task("approve", name="Approve the order")
+        .end()
+        .sequence("start", "approve", "end")
+        .build()
+    )
     iid = rt.run(doc)
     assert statuses(marks_of(rt, doc, iid)) == {
-        "start": diagram.VISITED, "approve": diagram.ACTIVE, "end": diagram.NOT_VISITED}
+        "start": diagram.VISITED,
+        "approve": diagram.ACTIVE,
+        "end": diagram.NOT_VISITED,
+    }
     drawn = svg_nodes(rt.engine.diagram(iid, "svg"))
     assert drawn["approve"]["data-status"] == "active"
     assert "node active" in drawn["approve"]["class"]
@@ -187,36 +243,66 @@ def test_an_instance_waiting_at_a_user_task_shows_it_active(rt: Harness) -> None
 
 
 def test_a_fired_timer_boundary_is_visited_and_leaves_its_task_behind(
-        rt: Harness, calls: Calls, clock: FakeClock) -> None:
+    rt: Harness, calls: Calls, clock: FakeClock
+) -> None:
     calls.add("remind")
-    doc = (ProcessBuilder("reminder").start().user_task("approve")
-           .timer_boundary("late", attached_to="approve", duration="PT1H")
-           .service_task("remind", handler="remind").end().end("escalated")
-           .sequence("start", "approve", "end").sequence("late", "remind", "escalated").build())
+    doc = (
+        ProcessBuilder("reminder")
+        .start()
+        .user_task("approve")
+        .timer_boundary("late", attached_to="approve", duration="PT1H")
+        .service_task("remind", handler="remind")
+        .end()
+        .end("escalated")
+        .sequence("start", "approve", "end")
+        .sequence("late", "remind", "escalated")
+        .build()
+    )
     iid = rt.run(doc)
     clock.advance(timedelta(hours=2))
     assert rt.engine.fire_due_timers() == 1
     rt.drain()
     marks = marks_of(rt, doc, iid)
     assert statuses(marks) == {
-        "start": diagram.VISITED, "approve": diagram.VISITED, "late": diagram.VISITED,
-        "remind": diagram.VISITED, "escalated": diagram.VISITED, "end": diagram.NOT_VISITED}
+        "start": diagram.VISITED,
+        "approve": diagram.VISITED,
+        "late": diagram.VISITED,
+        "remind": diagram.VISITED,
+        "escalated": diagram.VISITED,
+        "end": diagram.NOT_VISITED,
+    }
     assert marks.flows["late__remind"] == 1 and marks.flows["approve__end"] == 0
 
 
-def test_a_failed_instance_shows_the_failed_node_and_its_subprocess(rt: Harness,
-                                                                   calls: Calls) -> None:
+def test_a_failed_instance_shows_the_failed_node_and_its_subprocess(
+    rt: Harness, calls: Calls
+) -> None:
     calls.add("boom", failing(1000))
-    inner = (ProcessBuilder("inner").start("in_start").service_task("inner_work", handler="boom")
-             .end("in_end").sequence("in_start", "inner_work", "in_end"))
-    doc = (ProcessBuilder("broken").start().sub_process("sub", inner).end()
-           .sequence("start", "sub", "end").build())
+    inner = (
+        ProcessBuilder("inner")
+        .start("in_start")
+        .service_task("inner_work", handler="boom")
+        .end("in_end")
+        .sequence("in_start", "inner_work", "in_end")
+    )
+    doc = (
+        ProcessBuilder("broken")
+        .start()
+        .sub_process("sub", inner)
+        .end()
+        .sequence("start", "sub", "end")
+        .build()
+    )
     iid = rt.run(doc)
     assert rows.state(rt.engine.db, iid) == "FAILED"
     assert statuses(marks_of(rt, doc, iid)) == {
-        "start": diagram.VISITED, "sub": diagram.FAILED, "in_start": diagram.VISITED,
-        "inner_work": diagram.FAILED, "in_end": diagram.NOT_VISITED,
-        "end": diagram.NOT_VISITED}
+        "start": diagram.VISITED,
+        "sub": diagram.FAILED,
+        "in_start": diagram.VISITED,
+        "inner_work": diagram.FAILED,
+        "in_end": diagram.NOT_VISITED,
+        "end": diagram.NOT_VISITED,
+    }
     drawn = svg_nodes(rt.engine.diagram(iid, "svg"))
     assert drawn["inner_work"]["data-status"] == "failed"
     classes = mermaid_classes(rt.engine.diagram(iid))
@@ -229,30 +315,48 @@ def test_a_saga_shows_the_compensated_nodes(rt: Harness, calls: Calls) -> None:
     calls.add("boom", failing(1000))
     b = ProcessBuilder("abc", saga="global").start()
     for step in ("a", "b", "c"):
-        b._node(step, "serviceTask", handler="boom" if step == "c" else f"do_{step}",
-                compensation={"handler": f"undo_{step}"})
+        b._node(
+            step,
+            "serviceTask",
+            handler="boom" if step == "c" else f"do_{step}",
+            compensation={"handler": f"undo_{step}"},
+        )
     doc = b.end().sequence("start", "a", "b", "c", "end").build()
     iid = rt.run(doc)
     assert rows.state(rt.engine.db, iid) == "TERMINATED"
     marks = marks_of(rt, doc, iid)
     assert statuses(marks) == {
-        "start": diagram.VISITED, "a": diagram.COMPENSATED, "b": diagram.COMPENSATED,
-        "c": diagram.FAILED, "end": diagram.NOT_VISITED}
+        "start": diagram.VISITED,
+        "a": diagram.COMPENSATED,
+        "b": diagram.COMPENSATED,
+        "c": diagram.FAILED,
+        "end": diagram.NOT_VISITED,
+    }
     # the compensation tokens at a and b are not counted as arrivals, nor their undo runs
     assert (marks.nodes["a"].entered, marks.nodes["a"].runs) == (1, 1)
     assert marks.count(diagram.COMPENSATED) == 2
     drawn = svg_nodes(rt.engine.diagram(iid, "svg"))
     assert {n: drawn[n]["data-status"] for n in ("a", "b", "c")} == {
-        "a": "compensated", "b": "compensated", "c": "failed"}
+        "a": "compensated",
+        "b": "compensated",
+        "c": "failed",
+    }
     classes = mermaid_classes(rt.engine.diagram(iid))
     assert classes["n_a"] == classes["n_b"] == "compensated"
 
 
-def test_diagram_refuses_an_unknown_format_and_an_unknown_instance(rt: Harness,
-                                                                  calls: Calls) -> None:
+def test_diagram_refuses_an_unknown_format_and_an_unknown_instance(
+    rt: Harness, calls: Calls
+) -> None:
     calls.add("ok")
-    doc = (ProcessBuilder("tiny").start().service_task("work", handler="ok").end()
-           .sequence("start", "work", "end").build())
+    doc = (
+        ProcessBuilder("tiny")
+        .start()
+        .service_task("work", handler="ok")
+        .end()
+        .sequence("start", "work", "end")
+        .build()
+    )
     iid = rt.run(doc)
     with pytest.raises(ValueError, match="unknown diagram format 'png'"):
         rt.engine.diagram(iid, "png")
@@ -261,7 +365,8 @@ def test_diagram_refuses_an_unknown_format_and_an_unknown_instance(rt: Harness,
 
 
 def test_a_compensation_waiting_for_a_person_shows_where_the_saga_stands(
-        rt: Harness, calls: Calls) -> None:
+    rt: Harness, calls: Calls
+) -> None:
     calls.add("do_a")
     calls.add("boom", failing(1000))
     b = ProcessBuilder("by_hand", saga="global").start()
@@ -272,8 +377,12 @@ def test_a_compensation_waiting_for_a_person_shows_where_the_saga_stands(
     iid = rt.run(doc)
     marks = marks_of(rt, doc, iid)
     assert statuses(marks) == {
-        "start": diagram.VISITED, "a": diagram.ACTIVE, "undo_a": diagram.ACTIVE,
-        "ship": diagram.FAILED, "end": diagram.NOT_VISITED}
+        "start": diagram.VISITED,
+        "a": diagram.ACTIVE,
+        "undo_a": diagram.ACTIVE,
+        "ship": diagram.FAILED,
+        "end": diagram.NOT_VISITED,
+    }
     assert "n_a -.->|undo| n_undo_a" in rt.engine.diagram(iid)
 
     (task,) = rt.engine.user_tasks(group="ops")

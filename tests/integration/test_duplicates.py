@@ -18,13 +18,23 @@ from tests.helpers.processes import single_task
 from tests.helpers.race import run_together
 from tests.helpers.runtime import ONLY_ADVANCE, Calls, EngineFactory, Harness
 
-DOC = (ProcessBuilder("dup").start().task("a").service_task("work", handler="work").end()
-       .sequence("start", "a", "work", "end").build())
+DOC = (
+    ProcessBuilder("dup")
+    .start()
+    .task("a")
+    .service_task("work", handler="work")
+    .end()
+    .sequence("start", "a", "work", "end")
+    .build()
+)
 
 
 def moves_from(db: Database, iid: UUID, node: str) -> int:
-    return sum(1 for e in rows.token_events_of(db, iid)
-               if e["type"] == "MOVED" and (e["data"] or {}).get("from") == node)
+    return sum(
+        1
+        for e in rows.token_events_of(db, iid)
+        if e["type"] == "MOVED" and (e["data"] or {}).get("from") == node
+    )
 
 
 def root_of(db: Database, iid: UUID) -> UUID:
@@ -51,8 +61,9 @@ def test_advance_twice_with_the_same_version_moves_once(rt: Harness, calls: Call
     assert_finished_cleanly(db, iid)
 
 
-def test_concurrent_duplicate_advances_move_once(engine_factory: EngineFactory,
-                                                 calls: Calls) -> None:
+def test_concurrent_duplicate_advances_move_once(
+    engine_factory: EngineFactory, calls: Calls
+) -> None:
     calls.add("work")
     rt = engine_factory()
     rt.deploy(DOC)
@@ -82,8 +93,9 @@ def test_old_version_after_the_token_moved_is_a_no_op(rt: Harness, calls: Calls)
     assert snapshot(db) == before
 
 
-def test_run_handler_twice_runs_the_handler_once(engine_factory: EngineFactory,
-                                                 calls: Calls) -> None:
+def test_run_handler_twice_runs_the_handler_once(
+    engine_factory: EngineFactory, calls: Calls
+) -> None:
     calls.add("work", lambda ctx: {"ran": ctx.attempt})
     rt = engine_factory(run_handlers_inline=False)
     rt.deploy(single_task())
@@ -103,8 +115,9 @@ def test_run_handler_twice_runs_the_handler_once(engine_factory: EngineFactory,
     assert_finished_cleanly(db, iid)
 
 
-def test_concurrent_run_handler_runs_the_handler_once(engine_factory: EngineFactory,
-                                                      calls: Calls) -> None:
+def test_concurrent_run_handler_runs_the_handler_once(
+    engine_factory: EngineFactory, calls: Calls
+) -> None:
     calls.add("work")
     rt = engine_factory(run_handlers_inline=False)
     rt.deploy(single_task())
@@ -113,8 +126,7 @@ def test_concurrent_run_handler_runs_the_handler_once(engine_factory: EngineFact
         iid = rt.start("single")
         rt.drain(ONLY_ADVANCE)
         task = rows.only_task(rt.engine.db, iid, "work")
-        outcomes = run_together([functools.partial(w.engine.run_handler, task.id)
-                                 for w in workers])
+        outcomes = run_together([functools.partial(w.engine.run_handler, task.id) for w in workers])
         assert sorted(outcomes) == ["done", "stale", "stale"]
         assert calls.count("work") == n
         assert rows.only_task(rt.engine.db, iid, "work").attempts == 1
@@ -125,7 +137,9 @@ def test_concurrent_run_handler_runs_the_handler_once(engine_factory: EngineFact
 def test_jobs_for_unknown_ids_are_dropped(rt: Harness) -> None:
     before = snapshot(rt.engine.db)
     missing = str(UUID(int=1))
-    assert rt.engine.run_job(Job(ADVANCE_TOKEN, {"token_id": missing,
-                                                 "expected_version": 0})) == "unknown"
+    assert (
+        rt.engine.run_job(Job(ADVANCE_TOKEN, {"token_id": missing, "expected_version": 0}))
+        == "unknown"
+    )
     assert rt.engine.run_job(Job(RUN_HANDLER, {"task_id": missing})) == "stale"
     assert snapshot(rt.engine.db) == before

@@ -31,18 +31,25 @@ LOCK = timedelta(seconds=30)
 
 
 def two_topics() -> dict[str, Any]:
-    return (ProcessBuilder("ext").start().service_task("charge", topic="payments")
-            .service_task("after", handler="work").service_task("ship", topic="shipping")
-            .end().sequence("start", "charge", "after", "ship", "end").build())
+    return (
+        ProcessBuilder("ext")
+        .start()
+        .service_task("charge", topic="payments")
+        .service_task("after", handler="work")
+        .service_task("ship", topic="shipping")
+        .end()
+        .sequence("start", "charge", "after", "ship", "end")
+        .build()
+    )
 
 
-def fetch(rt: Harness, worker: str = "w1", topic: str = "payments",
-          **kw: Any) -> list[Any]:
+def fetch(rt: Harness, worker: str = "w1", topic: str = "payments", **kw: Any) -> list[Any]:
     return rt.engine.fetch_and_lock(worker, [TopicRequest(topic, LOCK)], **kw)
 
 
-def test_a_process_with_two_topics_and_a_handler_completes(rt: Harness, calls: Calls,
-                                                            pg_db: Database) -> None:
+def test_a_process_with_two_topics_and_a_handler_completes(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
     calls.add("work")
     iid = rt.run(two_topics(), {"total": 5})
     [task] = fetch(rt)
@@ -59,8 +66,9 @@ def test_a_process_with_two_topics_and_a_handler_completes(rt: Harness, calls: C
     assert_finished_cleanly(pg_db, iid)
 
 
-def test_bad_calls_get_their_own_error_and_change_nothing(rt: Harness, clock: FakeClock,
-                                                          pg_db: Database) -> None:
+def test_bad_calls_get_their_own_error_and_change_nothing(
+    rt: Harness, clock: FakeClock, pg_db: Database
+) -> None:
     rt.run(two_topics())
     [task] = fetch(rt)
     before = snapshot(pg_db)
@@ -103,7 +111,8 @@ def test_bad_calls_get_their_own_error_and_change_nothing(rt: Harness, clock: Fa
 
 
 def test_a_complete_after_the_lock_expired_changes_nothing(
-        rt: Harness, clock: FakeClock, pg_db: Database) -> None:
+    rt: Harness, clock: FakeClock, pg_db: Database
+) -> None:
     rt.run(two_topics())
     [task] = fetch(rt)
     clock.advance(LOCK + timedelta(seconds=1))
@@ -116,14 +125,19 @@ def test_a_complete_after_the_lock_expired_changes_nothing(
 
 
 def test_fetch_takes_higher_priority_first_then_older_and_says_who_it_is_for(
-        rt: Harness, clock: FakeClock) -> None:
+    rt: Harness, clock: FakeClock
+) -> None:
     def with_priority(key: str, priority: int) -> dict[str, Any]:
-        return (ProcessBuilder(key).start()
-                .service_task("t", topic="ordered", priority=priority).end()
-                .sequence("start", "t", "end").build())
+        return (
+            ProcessBuilder(key)
+            .start()
+            .service_task("t", topic="ordered", priority=priority)
+            .end()
+            .sequence("start", "t", "end")
+            .build()
+        )
 
-    for key, priority in (("low_a", 0), ("high_a", 5), ("low_b", 0), ("high_b", 5),
-                          ("neg", -1)):
+    for key, priority in (("low_a", 0), ("high_a", 5), ("low_b", 0), ("high_b", 5), ("neg", -1)):
         rt.deploy(with_priority(key, priority))
         rt.start(key, business_key=f"bk-{key}")
         rt.drain()
@@ -148,10 +162,16 @@ def test_lock_expiry_hands_the_task_to_another_worker(rt: Harness, clock: FakeCl
 
 
 def test_lock_expiry_with_retries_left_goes_to_the_next_worker(
-        rt: Harness, clock: FakeClock) -> None:
-    doc = (ProcessBuilder("ext2").start()
-           .service_task("charge", topic="payments", retry={"max_attempts": 3})
-           .end().sequence("start", "charge", "end").build())
+    rt: Harness, clock: FakeClock
+) -> None:
+    doc = (
+        ProcessBuilder("ext2")
+        .start()
+        .service_task("charge", topic="payments", retry={"max_attempts": 3})
+        .end()
+        .sequence("start", "charge", "end")
+        .build()
+    )
     iid = rt.run(doc)
     [first] = fetch(rt, "w1")
     clock.advance(LOCK + timedelta(seconds=1))
@@ -166,11 +186,13 @@ def test_lock_expiry_with_retries_left_goes_to_the_next_worker(
 
 
 def test_fail_with_retries_respects_retry_timeout_then_incident_and_retry(
-        rt: Harness, clock: FakeClock) -> None:
+    rt: Harness, clock: FakeClock
+) -> None:
     iid = rt.run(two_topics())
     [task] = fetch(rt)
-    rt.engine.fail(task.id, "w1", "gateway down", "trace...", retries=1,
-                   retry_timeout=timedelta(minutes=1))
+    rt.engine.fail(
+        task.id, "w1", "gateway down", "trace...", retries=1, retry_timeout=timedelta(minutes=1)
+    )
     assert fetch(rt) == []  # not before retry_at
     clock.advance(timedelta(minutes=1))
     [again] = fetch(rt)
@@ -209,10 +231,17 @@ def test_extend_and_unlock(rt: Harness, clock: FakeClock) -> None:
     assert again.attempt == 1  # unlocking gave the attempt back
 
 
-def test_racing_workers_never_lock_one_task_twice(engine_factory: EngineFactory,
-                                                  pg_db: Database) -> None:
-    doc = (ProcessBuilder("many").start().service_task("t", topic="bulk").end()
-           .sequence("start", "t", "end").build())
+def test_racing_workers_never_lock_one_task_twice(
+    engine_factory: EngineFactory, pg_db: Database
+) -> None:
+    doc = (
+        ProcessBuilder("many")
+        .start()
+        .service_task("t", topic="bulk")
+        .end()
+        .sequence("start", "t", "end")
+        .build()
+    )
     rt = engine_factory()
     rt.deploy(doc)
     for _ in range(400):
@@ -238,16 +267,21 @@ def test_racing_workers_never_lock_one_task_twice(engine_factory: EngineFactory,
 
 
 def test_long_polling_returns_soon_after_a_task_appears(engine_factory: EngineFactory) -> None:
-    doc = (ProcessBuilder("later").start().service_task("t", topic="late").end()
-           .sequence("start", "t", "end").build())
+    doc = (
+        ProcessBuilder("later")
+        .start()
+        .service_task("t", topic="late")
+        .end()
+        .sequence("start", "t", "end")
+        .build()
+    )
     rt = engine_factory()
     rt.deploy(doc)
     got: list[Any] = []
     returned: list[float] = []
 
     def poll() -> None:
-        got.extend(rt.engine.fetch_and_lock("poller", [TopicRequest("late", LOCK)],
-                                            long_poll=10))
+        got.extend(rt.engine.fetch_and_lock("poller", [TopicRequest("late", LOCK)], long_poll=10))
         returned.append(time.monotonic())
 
     poller = threading.Thread(target=poll)
@@ -271,17 +305,25 @@ def test_a_handler_job_never_takes_an_external_task(rt: Harness) -> None:
 
 
 def test_eight_workers_fetching_ten_thousand_tasks_never_share_one(
-        engine_factory: EngineFactory, pg_db: Database) -> None:
+    engine_factory: EngineFactory, pg_db: Database
+) -> None:
     from sqlalchemy import text
 
     from bench.fetch_and_lock import CREATE  # the rows the engine would write, in bulk
 
     rt = engine_factory()
-    def_id = rt.engine.deploy(ProcessBuilder("many").start().service_task("t", topic="bulk")
-                              .end().sequence("start", "t", "end").build()).id
+    def_id = rt.engine.deploy(
+        ProcessBuilder("many")
+        .start()
+        .service_task("t", topic="bulk")
+        .end()
+        .sequence("start", "t", "end")
+        .build()
+    ).id
     with pg_db.transaction() as conn:
-        conn.execute(text(CREATE), {"def_id": def_id, "n": 10_000, "topic": "bulk",
-                                    "state": "READY"})
+        conn.execute(
+            text(CREATE), {"def_id": def_id, "n": 10_000, "topic": "bulk", "state": "READY"}
+        )
     seen: list[list[UUID]] = [[] for _ in range(8)]
 
     def worker(n: int) -> None:
@@ -300,22 +342,31 @@ def test_eight_workers_fetching_ten_thousand_tasks_never_share_one(
 
 
 def test_a_last_complete_refuses_to_end_an_instance_that_changed_meanwhile(
-        rt: Harness, pg_db: Database) -> None:
+    rt: Harness, pg_db: Database
+) -> None:
     """The last token's end changes the instance inside the write statement: when the
     instance is no longer RUNNING there, the whole write is refused and nothing changes."""
-    iid = rt.run(ProcessBuilder("one").start().service_task("t", topic="payments").end()
-                 .sequence("start", "t", "end").build())
+    iid = rt.run(
+        ProcessBuilder("one")
+        .start()
+        .service_task("t", topic="payments")
+        .end()
+        .sequence("start", "t", "end")
+        .build()
+    )
     [task] = fetch(rt)
     with pg_db.transaction() as conn:  # as an operator's change the engine did not see
-        conn.exec_driver_sql("UPDATE process_instances SET state = 'CANCELLED' "
-                             "WHERE id = %(id)s", {"id": iid})
+        conn.exec_driver_sql(
+            "UPDATE process_instances SET state = 'CANCELLED' WHERE id = %(id)s", {"id": iid}
+        )
     before = snapshot(pg_db)
     with pytest.raises(LockExpired, match="no longer RUNNING or FAILED"):
         rt.engine.complete(task.id, "w1")
     assert snapshot(pg_db) == before
     with pg_db.transaction() as conn:
-        conn.exec_driver_sql("UPDATE process_instances SET state = 'RUNNING' "
-                             "WHERE id = %(id)s", {"id": iid})
+        conn.exec_driver_sql(
+            "UPDATE process_instances SET state = 'RUNNING' WHERE id = %(id)s", {"id": iid}
+        )
     rt.engine.complete(task.id, "w1")
     assert_finished_cleanly(pg_db, iid)
     completed = [e for e in rt.engine.trace(iid) if e["type"] == "InstanceCompleted"]
@@ -326,7 +377,8 @@ def test_a_last_complete_refuses_to_end_an_instance_that_changed_meanwhile(
 
 
 def test_a_complete_after_extend_lock_and_after_a_cancel_reads_afresh(
-        rt: Harness, calls: Calls, pg_db: Database) -> None:
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
     """The fetch's rows are only a shortcut: a report that changed the task since, or a
     change by someone else, sends the complete back to reading the rows."""
     calls.add("work")
@@ -345,7 +397,8 @@ def test_a_complete_after_extend_lock_and_after_a_cancel_reads_afresh(
 
 
 def test_a_complete_whose_task_changed_elsewhere_since_the_fetch_still_completes(
-        engine_factory: EngineFactory, calls: Calls, pg_db: Database) -> None:
+    engine_factory: EngineFactory, calls: Calls, pg_db: Database
+) -> None:
     """Another engine of the same worker (a process of its own, say, extending locks)
     changes the task under the rows this engine's fetch returned: the write's version check
     misses, the complete reads the rows again and goes through, once."""
@@ -361,14 +414,17 @@ def test_a_complete_whose_task_changed_elsewhere_since_the_fetch_still_completes
     rt.engine.complete(ship.id, "w1")
     rt.drain()
     assert_finished_cleanly(pg_db, iid)
-    completed = [e for e in rt.engine.trace(iid) if e["type"] == "COMPLETED"
-                 and e.get("node_id") == "charge" and e["kind"] == "task"]
+    completed = [
+        e
+        for e in rt.engine.trace(iid)
+        if e["type"] == "COMPLETED" and e.get("node_id") == "charge" and e["kind"] == "task"
+    ]
     assert len(completed) == 1
 
 
 def test_a_report_racing_the_workers_own_lock_extension_goes_through(
-        engine_factory: EngineFactory, calls: Calls, pg_db: Database,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    engine_factory: EngineFactory, calls: Calls, pg_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The SDK's lock keeper extends a lock while the handler's report is being written: the
     report's version check misses, and it is tried again from a fresh read, not dropped as
     a lost lock."""
@@ -376,11 +432,18 @@ def test_a_report_racing_the_workers_own_lock_extension_goes_through(
 
     calls.add("work")
     rt, keeper = engine_factory(), engine_factory()
-    doc = (ProcessBuilder("raced").start().service_task("charge", topic="payments")
-           .error_boundary("declined", attached_to="charge", error="DECLINED")
-           .service_task("notify", handler="work").end("done").end("failed")
-           .sequence("start", "charge", "done").sequence("declined", "notify", "failed")
-           .build())
+    doc = (
+        ProcessBuilder("raced")
+        .start()
+        .service_task("charge", topic="payments")
+        .error_boundary("declined", attached_to="charge", error="DECLINED")
+        .service_task("notify", handler="work")
+        .end("done")
+        .end("failed")
+        .sequence("start", "charge", "done")
+        .sequence("declined", "notify", "failed")
+        .build()
+    )
     iid = rt.run(doc)
     [task] = fetch(rt)
     real_get, raced = task_store.get, list[UUID]()
@@ -401,8 +464,7 @@ def test_a_report_racing_the_workers_own_lock_extension_goes_through(
     assert_finished_cleanly(pg_db, iid)
 
 
-def test_an_unlock_for_a_worker_gives_back_only_its_own_lock(
-        rt: Harness, pg_db: Database) -> None:
+def test_an_unlock_for_a_worker_gives_back_only_its_own_lock(rt: Harness, pg_db: Database) -> None:
     rt.run(two_topics())
     [task] = fetch(rt, "w1")
     before = snapshot(pg_db)
@@ -414,7 +476,8 @@ def test_an_unlock_for_a_worker_gives_back_only_its_own_lock(
 
 
 def test_a_fetch_that_fails_after_locking_gives_the_tasks_back(
-        rt: Harness, pg_db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    rt: Harness, pg_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The locking statement commits on its own; if describing the tasks then fails (a lost
     connection, a definition this worker cannot read), they go back READY, attempt unspent,
     rather than waiting out a lock nobody knows it holds."""

@@ -32,23 +32,41 @@ BEGIN RAISE EXCEPTION 'history table % is append-only (%)', TG_TABLE_NAME, TG_OP
 """ + "".join(
     f"CREATE TRIGGER append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON {t} "
     f"FOR EACH STATEMENT EXECUTE FUNCTION bpm_test_append_only();\n"
-    for t in ("token_events", "task_events", "engine_events"))
+    for t in ("token_events", "task_events", "engine_events")
+)
 
 
 def rich_process() -> dict[str, Any]:
-    body = (ProcessBuilder("body").start("s_start")
-            .service_task("flaky", handler="flaky", retry={"max_attempts": 3,
-                                                           "backoff": "PT1S"})
-            .end("s_end").sequence("s_start", "flaky", "s_end"))
-    return (ProcessBuilder("rich").start().exclusive_gateway("gw", default="f_small")
-            .task("quick").end("end_small").parallel_gateway("fork").parallel_gateway("join")
-            .sub_process("sub", body).service_task("enrich", handler="enrich")
-            .manual_task("by_hand").service_task("after", handler="after").end()
-            .sequence("start", "gw")
-            .flow("gw", "fork", condition="amount > 100", flow_id="f_big")
-            .flow("gw", "quick", flow_id="f_small").sequence("quick", "end_small")
-            .sequence("fork", "sub", "join").sequence("fork", "enrich", "join")
-            .sequence("fork", "by_hand", "join").sequence("join", "after", "end").build())
+    body = (
+        ProcessBuilder("body")
+        .start("s_start")
+        .service_task("flaky", handler="flaky", retry={"max_attempts": 3, "backoff": "PT1S"})
+        .end("s_end")
+        .sequence("s_start", "flaky", "s_end")
+    )
+    return (
+        ProcessBuilder("rich")
+        .start()
+        .exclusive_gateway("gw", default="f_small")
+        .task("quick")
+        .end("end_small")
+        .parallel_gateway("fork")
+        .parallel_gateway("join")
+        .sub_process("sub", body)
+        .service_task("enrich", handler="enrich")
+        .manual_task("by_hand")
+        .service_task("after", handler="after")
+        .end()
+        .sequence("start", "gw")
+        .flow("gw", "fork", condition="amount > 100", flow_id="f_big")
+        .flow("gw", "quick", flow_id="f_small")
+        .sequence("quick", "end_small")
+        .sequence("fork", "sub", "join")
+        .sequence("fork", "enrich", "join")
+        .sequence("fork", "by_hand", "join")
+        .sequence("join", "after", "end")
+        .build()
+    )
 
 
 def run_workload(engine_factory: EngineFactory, calls: Calls) -> dict[str, UUID]:
@@ -71,28 +89,47 @@ def run_workload(engine_factory: EngineFactory, calls: Calls) -> dict[str, UUID]
     rt.drain()
 
     out["operator_retry"] = rt.run(
-        ProcessBuilder("fragile").start().service_task("t", handler="fragile",
-                                                       retry={"max_attempts": 2})
-        .end().sequence("start", "t", "end").build())
+        ProcessBuilder("fragile")
+        .start()
+        .service_task("t", handler="fragile", retry={"max_attempts": 2})
+        .end()
+        .sequence("start", "t", "end")
+        .build()
+    )
     (tok,) = rows.tokens_of(rt.engine.db, out["operator_retry"])
     broken["yes"] = False
     rt.engine.retry(tok.id)
     rt.drain()
 
     queued = engine_factory(run_handlers_inline=False)
-    queued.deploy(ProcessBuilder("cancel_me").start().parallel_gateway("fork")
-                  .service_task("x", handler="idle").service_task("y", handler="fragile")
-                  .end("ex").end("ey").sequence("start", "fork", "x", "ex")
-                  .sequence("fork", "y", "ey").build())
+    queued.deploy(
+        ProcessBuilder("cancel_me")
+        .start()
+        .parallel_gateway("fork")
+        .service_task("x", handler="idle")
+        .service_task("y", handler="fragile")
+        .end("ex")
+        .end("ey")
+        .sequence("start", "fork", "x", "ex")
+        .sequence("fork", "y", "ey")
+        .build()
+    )
     out["cancelled"] = queued.start("cancel_me")
     queued.drain(ONLY_ADVANCE)
     queued.engine.cancel(out["cancelled"])
     queued.drain()
 
     out["terminated"] = rt.run(
-        ProcessBuilder("terminate").start().parallel_gateway("fork").end("stop", terminate=True)
-        .service_task("never", handler="idle").end().sequence("start", "fork", "stop")
-        .sequence("fork", "never", "end").build())
+        ProcessBuilder("terminate")
+        .start()
+        .parallel_gateway("fork")
+        .end("stop", terminate=True)
+        .service_task("never", handler="idle")
+        .end()
+        .sequence("start", "fork", "stop")
+        .sequence("fork", "never", "end")
+        .build()
+    )
     return out
 
 
@@ -107,15 +144,21 @@ def test_history_tables_refuse_updates(pg_db: Database, append_only: None) -> No
         conn.execute(text("DELETE FROM engine_events"))
 
 
-def test_every_runtime_change_has_its_history_row(engine_factory: EngineFactory, calls: Calls,
-                                                  pg_db: Database, append_only: None) -> None:
+def test_every_runtime_change_has_its_history_row(
+    engine_factory: EngineFactory, calls: Calls, pg_db: Database, append_only: None
+) -> None:
     engine_factory().deploy(rich_process())
     out = run_workload(engine_factory, calls)
 
     states = {name: rows.state(pg_db, iid) for name, iid in out.items()}
-    assert states == {"big": "COMPLETED", "small": "COMPLETED", "missing_variable": "FAILED",
-                      "operator_retry": "COMPLETED", "cancelled": "CANCELLED",
-                      "terminated": "COMPLETED"}
+    assert states == {
+        "big": "COMPLETED",
+        "small": "COMPLETED",
+        "missing_variable": "FAILED",
+        "operator_retry": "COMPLETED",
+        "cancelled": "CANCELLED",
+        "terminated": "COMPLETED",
+    }
     problems = {name: history_problems(pg_db, iid) for name, iid in out.items()}
     assert problems == {name: [] for name in out}
 
@@ -129,8 +172,9 @@ def test_every_runtime_change_has_its_history_row(engine_factory: EngineFactory,
     assert {t.id: t.version + 1 for t in toks} == events_per_token
 
 
-def test_trace_is_the_whole_history_in_order(engine_factory: EngineFactory, calls: Calls,
-                                             pg_db: Database) -> None:
+def test_trace_is_the_whole_history_in_order(
+    engine_factory: EngineFactory, calls: Calls, pg_db: Database
+) -> None:
     rt: Harness = engine_factory()
     rt.deploy(rich_process())
     calls.add("flaky", failing(1))
@@ -140,8 +184,10 @@ def test_trace_is_the_whole_history_in_order(engine_factory: EngineFactory, call
     rt.drain()
 
     trace = rt.engine.trace(iid)
-    total = sum(len(f(pg_db, iid)) for f in (rows.token_events_of, rows.task_events_of,
-                                             rows.engine_events_of))
+    total = sum(
+        len(f(pg_db, iid))
+        for f in (rows.token_events_of, rows.task_events_of, rows.engine_events_of)
+    )
     assert len(trace) == total
     assert [e["id"] for e in trace] == sorted(e["id"] for e in trace)
     assert {e["kind"] for e in trace} == {"token", "task", "engine"}
@@ -158,8 +204,14 @@ def test_trace_is_the_whole_history_in_order(engine_factory: EngineFactory, call
 def test_trace_follows_the_order_events_were_written(rt: Harness, calls: Calls) -> None:
     """Within one transaction too: a trace must read as cause before effect (spec 6)."""
     calls.add("work")
-    iid = rt.run(ProcessBuilder("order").start().service_task("work", handler="work").end()
-                 .sequence("start", "work", "end").build())
+    iid = rt.run(
+        ProcessBuilder("order")
+        .start()
+        .service_task("work", handler="work")
+        .end()
+        .sequence("start", "work", "end")
+        .build()
+    )
     trace = [(e["kind"], e["type"], e["node_id"]) for e in rt.engine.trace(iid)]
 
     def at(kind: str, type_: str, node: str | None) -> int:

@@ -40,8 +40,12 @@ INSTANCES_PER_SHAPE = 30
 @pytest.mark.slow
 @pytest.mark.parametrize("shape_name", sorted(SHAPES))
 def test_branches_completed_at_the_same_instant_fire_each_join_once(
-        engine_factory: EngineFactory, handlers: HandlerRegistry, pg_db: Database,
-        clock: FakeClock, shape_name: str) -> None:
+    engine_factory: EngineFactory,
+    handlers: HandlerRegistry,
+    pg_db: Database,
+    clock: FakeClock,
+    shape_name: str,
+) -> None:
     shape = SHAPES[shape_name]
     for name in ("branch", "mid", "after"):
         handlers.register(name, noop)
@@ -64,9 +68,13 @@ def test_branches_completed_at_the_same_instant_fire_each_join_once(
 
 
 @pytest.mark.slow
-def test_branches_completed_from_separate_processes(engine_factory: EngineFactory,
-                                                    handlers: HandlerRegistry, pg_db: Database,
-                                                    pg_url: str, clock: FakeClock) -> None:
+def test_branches_completed_from_separate_processes(
+    engine_factory: EngineFactory,
+    handlers: HandlerRegistry,
+    pg_db: Database,
+    pg_url: str,
+    clock: FakeClock,
+) -> None:
     """The same race with real OS processes (spawned), each with its own pool and engine."""
     rounds = 6
     ctx = multiprocessing.get_context("spawn")
@@ -84,10 +92,13 @@ def test_branches_completed_from_separate_processes(engine_factory: EngineFactor
 
     barrier = ctx.Barrier(k)
     out = ctx.Queue()
-    procs = [ctx.Process(target=process_racer,
-                         args=(pg_url, [str(p[2][i]) for p in prepared], barrier,
-                               clock.peek().isoformat(), out))
-             for i in range(k)]
+    procs = [
+        ctx.Process(
+            target=process_racer,
+            args=(pg_url, [str(p[2][i]) for p in prepared], barrier, clock.peek().isoformat(), out),
+        )
+        for i in range(k)
+    ]
     for p in procs:
         p.start()
     results = [out.get(timeout=120) for _ in procs]
@@ -97,14 +108,16 @@ def test_branches_completed_from_separate_processes(engine_factory: EngineFactor
     out.close()
     out.join_thread()
 
-    problems = [msg for name, iid, _ in prepared
-                for msg in instance_problems(pg_db, iid, SHAPES[name])]
+    problems = [
+        msg for name, iid, _ in prepared for msg in instance_problems(pg_db, iid, SHAPES[name])
+    ]
     assert not problems, "\n".join(problems)
     assert sum(r.count("done") for r in results) >= rounds * k
 
 
-def _arrived_but_undecided(engine_factory: EngineFactory, pg_db: Database,
-                           calls: Calls) -> tuple[Harness, HoldingDispatcher, UUID]:
+def _arrived_but_undecided(
+    engine_factory: EngineFactory, pg_db: Database, calls: Calls
+) -> tuple[Harness, HoldingDispatcher, UUID]:
     """An instance whose two branches are parked at the join, with no decision taken yet."""
     calls.add("branch")
     calls.add("after")
@@ -123,15 +136,20 @@ def _arrived_but_undecided(engine_factory: EngineFactory, pg_db: Database,
 
 @pytest.mark.slow
 def test_two_concurrent_decisions_for_one_arrival_set_fire_once(
-        engine_factory: EngineFactory, pg_db: Database, calls: Calls, clock: FakeClock,
-        handlers: HandlerRegistry) -> None:
+    engine_factory: EngineFactory,
+    pg_db: Database,
+    calls: Calls,
+    clock: FakeClock,
+    handlers: HandlerRegistry,
+) -> None:
     for _ in range(15):
         rt, holding, iid = _arrived_but_undecided(engine_factory, pg_db, calls)
         root = next(t for t in rows.tokens_of(pg_db, iid) if t.parent_token_id is None)
         queues = [InProcessDispatcher(), InProcessDispatcher()]
         engines = [Engine(pg_db, q, handlers=handlers, clock=clock) for q in queues]
-        outcomes = run_together([
-            functools.partial(engine.advance, root.id, root.version) for engine in engines])
+        outcomes = run_together(
+            [functools.partial(engine.advance, root.id, root.version) for engine in engines]
+        )
         assert sorted(outcomes) == ["done", "stale"]
         assert len(rows.engine_events_of(pg_db, iid, type="JoinFired")) == 1
 
@@ -147,7 +165,8 @@ def test_two_concurrent_decisions_for_one_arrival_set_fire_once(
 
 
 def test_repeated_decisions_after_one_arrival_set_fire_once(
-        engine_factory: EngineFactory, pg_db: Database, calls: Calls) -> None:
+    engine_factory: EngineFactory, pg_db: Database, calls: Calls
+) -> None:
     rt, holding, iid = _arrived_but_undecided(engine_factory, pg_db, calls)
     root = next(t for t in rows.tokens_of(pg_db, iid) if t.parent_token_id is None)
     worker = engine_factory()

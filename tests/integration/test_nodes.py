@@ -30,8 +30,10 @@ def visited(db: Database, iid: UUID) -> list[str]:
 
 def links(db: Database) -> list[tuple[UUID, UUID, str]]:
     with db.transaction() as conn:
-        return [(r.parent_token_id, r.child_token_id, r.link_type)
-                for r in conn.execute(token_links.select())]
+        return [
+            (r.parent_token_id, r.child_token_id, r.link_type)
+            for r in conn.execute(token_links.select())
+        ]
 
 
 def events_named(db: Database, iid: UUID, kind: str) -> list[dict[str, Any]]:
@@ -55,8 +57,15 @@ def test_start_to_end_completes_the_instance(rt: Harness) -> None:
 
 
 def test_task_and_manual_task_pass_through(rt: Harness) -> None:
-    doc = (ProcessBuilder("pass").start().task("abstract").manual_task("by_hand").end()
-           .sequence("start", "abstract", "by_hand", "end").build())
+    doc = (
+        ProcessBuilder("pass")
+        .start()
+        .task("abstract")
+        .manual_task("by_hand")
+        .end()
+        .sequence("start", "abstract", "by_hand", "end")
+        .build()
+    )
     iid = rt.run(doc)
 
     assert_finished_cleanly(rt.engine.db, iid)
@@ -65,8 +74,7 @@ def test_task_and_manual_task_pass_through(rt: Harness) -> None:
 
 
 @pytest.mark.parametrize("last", ["task", "serviceTask"])
-def test_activity_without_outgoing_flow_ends_its_path(rt: Harness, calls: Calls,
-                                                      last: str) -> None:
+def test_activity_without_outgoing_flow_ends_its_path(rt: Harness, calls: Calls, last: str) -> None:
     calls.add("work")
     b = ProcessBuilder("implicit_end").start()
     b = b.task("last") if last == "task" else b.service_task("last", handler="work")
@@ -78,9 +86,17 @@ def test_activity_without_outgoing_flow_ends_its_path(rt: Harness, calls: Calls,
 
 
 def test_implicit_end_inside_a_fork_completes_once_every_branch_ended(rt: Harness) -> None:
-    doc = (ProcessBuilder("implicit_fork").start().parallel_gateway("fork").task("dead_end")
-           .task("other").end().sequence("start", "fork", "dead_end")
-           .sequence("fork", "other", "end").build())
+    doc = (
+        ProcessBuilder("implicit_fork")
+        .start()
+        .parallel_gateway("fork")
+        .task("dead_end")
+        .task("other")
+        .end()
+        .sequence("start", "fork", "dead_end")
+        .sequence("fork", "other", "end")
+        .build()
+    )
     iid = rt.run(doc)
 
     assert_finished_cleanly(rt.engine.db, iid)
@@ -93,19 +109,28 @@ def test_implicit_end_inside_a_fork_completes_once_every_branch_ended(rt: Harnes
 
 def test_service_task_sees_variables_and_writes_its_result(rt: Harness, calls: Calls) -> None:
     calls.add("price", lambda ctx: {"total": ctx.variables["qty"] * 3, "priced": True})
-    rt.deploy(ProcessBuilder("pricing").start().service_task("price", handler="price").end()
-              .sequence("start", "price", "end").build())
+    rt.deploy(
+        ProcessBuilder("pricing")
+        .start()
+        .service_task("price", handler="price")
+        .end()
+        .sequence("start", "price", "end")
+        .build()
+    )
     iid = rt.engine.start("pricing", {"qty": 7, "note": "x"}, business_key="ORDER-1").id
     rt.drain()
 
     assert_finished_cleanly(rt.engine.db, iid)
-    assert rt.engine.show(iid)["variables"] == {"qty": 7, "note": "x", "total": 21,
-                                                "priced": True}
+    assert rt.engine.show(iid)["variables"] == {"qty": 7, "note": "x", "total": 21, "priced": True}
     (ctx,) = calls.seen["price"]
     task = rows.only_task(rt.engine.db, iid, "price")
     assert ctx.variables == {"qty": 7, "note": "x"}
     assert (ctx.instance_id, ctx.business_key, ctx.process_key, ctx.node_id) == (
-        iid, "ORDER-1", "pricing", "price")
+        iid,
+        "ORDER-1",
+        "pricing",
+        "price",
+    )
     assert (ctx.task_id, ctx.idempotency_key, ctx.attempt) == (task.id, str(task.id), 1)
     assert (task.state, task.attempts, task.lock_owner) == ("DONE", 1, None)
     completed = rows.task_events_of(rt.engine.db, iid, type="COMPLETED")
@@ -114,9 +139,15 @@ def test_service_task_sees_variables_and_writes_its_result(rt: Harness, calls: C
 
 def test_handler_result_overwrites_an_existing_variable(rt: Harness, calls: Calls) -> None:
     calls.add("work", lambda ctx: {"n": ctx.variables["n"] + 1})
-    rt.deploy(ProcessBuilder("incr").start().service_task("a", handler="work")
-              .service_task("b", handler="work").end().sequence("start", "a", "b", "end")
-              .build())
+    rt.deploy(
+        ProcessBuilder("incr")
+        .start()
+        .service_task("a", handler="work")
+        .service_task("b", handler="work")
+        .end()
+        .sequence("start", "a", "b", "end")
+        .build()
+    )
     iid = rt.engine.start("incr", {"n": 1}).id
     rt.drain()
 
@@ -126,9 +157,14 @@ def test_handler_result_overwrites_an_existing_variable(rt: Harness, calls: Call
 
 def test_idempotency_key_is_stable_across_attempts(rt: Harness, calls: Calls) -> None:
     calls.add("flaky", failing(2, then={"ok": True}))
-    doc = ProcessBuilder("flaky").start().service_task(
-        "flaky", handler="flaky", retry={"max_attempts": 3, "backoff": "PT1S"}).end().sequence(
-        "start", "flaky", "end").build()
+    doc = (
+        ProcessBuilder("flaky")
+        .start()
+        .service_task("flaky", handler="flaky", retry={"max_attempts": 3, "backoff": "PT1S"})
+        .end()
+        .sequence("start", "flaky", "end")
+        .build()
+    )
     iid = rt.run(doc)
 
     assert_finished_cleanly(rt.engine.db, iid)
@@ -140,14 +176,19 @@ def test_idempotency_key_is_stable_across_attempts(rt: Harness, calls: Calls) ->
     assert (task.attempts, task.state) == (3, "DONE")
 
 
-def test_handler_does_not_see_its_own_changes_to_the_variables(rt: Harness,
-                                                               calls: Calls) -> None:
+def test_handler_does_not_see_its_own_changes_to_the_variables(rt: Harness, calls: Calls) -> None:
     def mutate(ctx: HandlerContext) -> None:
         ctx.variables["qty"] = 999  # a copy: must not be written back
 
     calls.add("mutate", mutate)
-    rt.deploy(ProcessBuilder("mut").start().service_task("m", handler="mutate").end()
-              .sequence("start", "m", "end").build())
+    rt.deploy(
+        ProcessBuilder("mut")
+        .start()
+        .service_task("m", handler="mutate")
+        .end()
+        .sequence("start", "m", "end")
+        .build()
+    )
     iid = rt.engine.start("mut", {"qty": 1}).id
     rt.drain()
     assert rt.engine.show(iid)["variables"] == {"qty": 1}
@@ -156,10 +197,13 @@ def test_handler_does_not_see_its_own_changes_to_the_variables(rt: Harness,
 # --- exclusive gateway -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("amount", "taken"), [(500, "big"), (101, "big"), (50, "medium"),
-                                               (11, "medium"), (10, "small"), (-3, "small")])
+@pytest.mark.parametrize(
+    ("amount", "taken"),
+    [(500, "big"), (101, "big"), (50, "medium"), (11, "medium"), (10, "small"), (-3, "small")],
+)
 def test_exclusive_takes_first_true_condition_in_order_else_default(
-        rt: Harness, amount: int, taken: str) -> None:
+    rt: Harness, amount: int, taken: str
+) -> None:
     rt.deploy(exclusive())
     iid = rt.engine.start("route", {"amount": amount}).id
     rt.drain()
@@ -175,24 +219,30 @@ def test_exclusive_declared_order_wins_over_a_later_true_condition(rt: Harness) 
     assert visited(rt.engine.db, iid) == ["gw", "big", "end"]
 
 
-@pytest.mark.parametrize(("variables", "taken"), [
-    ({"amount": 500, "vip": False}, "big"),
-    ({"amount": 500, "vip": True}, "medium"),
-    ({"amount": 50, "vip": True}, "medium"),
-    ({"amount": 5, "vip": False}, "small"),
-])
-def test_exclusive_accepts_camunda_expressions(rt: Harness, variables: dict[str, Any],
-                                               taken: str) -> None:
-    rt.deploy(exclusive("camunda", conditions=("${amount > 100 && !vip}",
-                                               "${vip == true || amount >= 50}")))
+@pytest.mark.parametrize(
+    ("variables", "taken"),
+    [
+        ({"amount": 500, "vip": False}, "big"),
+        ({"amount": 500, "vip": True}, "medium"),
+        ({"amount": 50, "vip": True}, "medium"),
+        ({"amount": 5, "vip": False}, "small"),
+    ],
+)
+def test_exclusive_accepts_camunda_expressions(
+    rt: Harness, variables: dict[str, Any], taken: str
+) -> None:
+    rt.deploy(
+        exclusive(
+            "camunda", conditions=("${amount > 100 && !vip}", "${vip == true || amount >= 50}")
+        )
+    )
     iid = rt.engine.start("camunda", variables).id
     rt.drain()
     assert_finished_cleanly(rt.engine.db, iid)
     assert visited(rt.engine.db, iid) == ["gw", taken, "end"]
 
 
-def test_exclusive_with_no_true_condition_and_no_default_fails_with_incident(
-        rt: Harness) -> None:
+def test_exclusive_with_no_true_condition_and_no_default_fails_with_incident(rt: Harness) -> None:
     rt.deploy(exclusive("no_way", default=False))
     iid = rt.engine.start("no_way", {"amount": 1}).id
     rt.drain()
@@ -205,13 +255,16 @@ def test_exclusive_with_no_true_condition_and_no_default_fails_with_incident(
     assert (incident.state, incident.node_id, incident.token_id) == ("OPEN", "gw", tok.id)
     assert "'gw'" in incident.message and "no default flow" in incident.message
     assert rows.engine_event_types(db, iid) == [
-        "InstanceStarted", "TokenFailed", "IncidentOpened", "InstanceFailed"]
+        "InstanceStarted",
+        "TokenFailed",
+        "IncidentOpened",
+        "InstanceFailed",
+    ]
     assert rt.engine.incidents()[0]["id"] == str(incident.id)
     assert_history_consistent(db, iid)
 
 
-def test_exclusive_over_a_missing_variable_names_gateway_flow_and_variable(
-        rt: Harness) -> None:
+def test_exclusive_over_a_missing_variable_names_gateway_flow_and_variable(rt: Harness) -> None:
     rt.deploy(exclusive())
     iid = rt.engine.start("route", {"other": 1}).id
     rt.drain()
@@ -272,14 +325,25 @@ def test_nested_fork(rt: Harness, calls: Calls) -> None:
 def test_join_and_fork_on_one_gateway(rt: Harness, calls: Calls) -> None:
     for name in ("a", "b", "c", "d", "after"):
         calls.add(name)
-    doc = (ProcessBuilder("join_fork").start().parallel_gateway("fork")
-           .parallel_gateway("join_fork").parallel_gateway("join").end()
-           .service_task("a", handler="a").service_task("b", handler="b")
-           .service_task("c", handler="c").service_task("d", handler="d")
-           .service_task("after", handler="after")
-           .sequence("start", "fork", "a", "join_fork").sequence("fork", "b", "join_fork")
-           .sequence("join_fork", "c", "join").sequence("join_fork", "d", "join")
-           .sequence("join", "after", "end").build())
+    doc = (
+        ProcessBuilder("join_fork")
+        .start()
+        .parallel_gateway("fork")
+        .parallel_gateway("join_fork")
+        .parallel_gateway("join")
+        .end()
+        .service_task("a", handler="a")
+        .service_task("b", handler="b")
+        .service_task("c", handler="c")
+        .service_task("d", handler="d")
+        .service_task("after", handler="after")
+        .sequence("start", "fork", "a", "join_fork")
+        .sequence("fork", "b", "join_fork")
+        .sequence("join_fork", "c", "join")
+        .sequence("join_fork", "d", "join")
+        .sequence("join", "after", "end")
+        .build()
+    )
     iid = rt.run(doc)
     db = rt.engine.db
 
@@ -289,8 +353,7 @@ def test_join_and_fork_on_one_gateway(rt: Harness, calls: Calls) -> None:
     assert fired == ["join", "join_fork"]
 
 
-def test_join_waits_for_every_incoming_flow(engine_factory: EngineFactory,
-                                            calls: Calls) -> None:
+def test_join_waits_for_every_incoming_flow(engine_factory: EngineFactory, calls: Calls) -> None:
     calls.add("branch")
     calls.add("after")
     rt = engine_factory(run_handlers_inline=False)
@@ -320,11 +383,22 @@ def test_join_waits_for_every_incoming_flow(engine_factory: EngineFactory,
 def test_embedded_subprocess(rt: Harness, calls: Calls) -> None:
     calls.add("inner", lambda ctx: {"inner_saw": ctx.variables["x"]})
     calls.add("after")
-    body = (ProcessBuilder("body").start("s_start").service_task("inner", handler="inner")
-            .end("s_end").sequence("s_start", "inner", "s_end"))
-    doc = (ProcessBuilder("with_sub").start().sub_process("sub", body)
-           .service_task("after", handler="after").end()
-           .sequence("start", "sub", "after", "end").build())
+    body = (
+        ProcessBuilder("body")
+        .start("s_start")
+        .service_task("inner", handler="inner")
+        .end("s_end")
+        .sequence("s_start", "inner", "s_end")
+    )
+    doc = (
+        ProcessBuilder("with_sub")
+        .start()
+        .sub_process("sub", body)
+        .service_task("after", handler="after")
+        .end()
+        .sequence("start", "sub", "after", "end")
+        .build()
+    )
     rt.deploy(doc)
     iid = rt.engine.start("with_sub", {"x": 5}).id
     rt.drain()
@@ -348,14 +422,27 @@ def test_subprocess_with_a_fork_inside(rt: Harness, calls: Calls) -> None:
     calls.add("x")
     calls.add("y")
     calls.add("after")
-    body = (ProcessBuilder("body").start("s_start").parallel_gateway("s_fork")
-            .parallel_gateway("s_join").service_task("x", handler="x")
-            .service_task("y", handler="y").end("s_end")
-            .sequence("s_start", "s_fork", "x", "s_join").sequence("s_fork", "y", "s_join")
-            .sequence("s_join", "s_end"))
-    doc = (ProcessBuilder("sub_fork").start().sub_process("sub", body)
-           .service_task("after", handler="after").end()
-           .sequence("start", "sub", "after", "end").build())
+    body = (
+        ProcessBuilder("body")
+        .start("s_start")
+        .parallel_gateway("s_fork")
+        .parallel_gateway("s_join")
+        .service_task("x", handler="x")
+        .service_task("y", handler="y")
+        .end("s_end")
+        .sequence("s_start", "s_fork", "x", "s_join")
+        .sequence("s_fork", "y", "s_join")
+        .sequence("s_join", "s_end")
+    )
+    doc = (
+        ProcessBuilder("sub_fork")
+        .start()
+        .sub_process("sub", body)
+        .service_task("after", handler="after")
+        .end()
+        .sequence("start", "sub", "after", "end")
+        .build()
+    )
     iid = rt.run(doc)
     db = rt.engine.db
 
@@ -370,12 +457,26 @@ def test_subprocess_with_a_fork_inside(rt: Harness, calls: Calls) -> None:
 def test_fork_around_a_subprocess(rt: Harness, calls: Calls) -> None:
     calls.add("inner")
     calls.add("outer")
-    body = (ProcessBuilder("body").start("s_start").service_task("inner", handler="inner")
-            .end("s_end").sequence("s_start", "inner", "s_end"))
-    doc = (ProcessBuilder("fork_sub").start().parallel_gateway("fork").parallel_gateway("join")
-           .sub_process("sub", body).service_task("outer", handler="outer").end()
-           .sequence("start", "fork", "sub", "join").sequence("fork", "outer", "join")
-           .sequence("join", "end").build())
+    body = (
+        ProcessBuilder("body")
+        .start("s_start")
+        .service_task("inner", handler="inner")
+        .end("s_end")
+        .sequence("s_start", "inner", "s_end")
+    )
+    doc = (
+        ProcessBuilder("fork_sub")
+        .start()
+        .parallel_gateway("fork")
+        .parallel_gateway("join")
+        .sub_process("sub", body)
+        .service_task("outer", handler="outer")
+        .end()
+        .sequence("start", "fork", "sub", "join")
+        .sequence("fork", "outer", "join")
+        .sequence("join", "end")
+        .build()
+    )
     iid = rt.run(doc)
     assert_finished_cleanly(rt.engine.db, iid)
     assert (calls.count("inner"), calls.count("outer")) == (1, 1)
@@ -389,16 +490,28 @@ def _queue_handlers(engine_factory: EngineFactory) -> Harness:
     return engine_factory(run_handlers_inline=False)
 
 
-def test_terminate_end_event_cancels_the_other_branches(engine_factory: EngineFactory,
-                                                        calls: Calls) -> None:
+def test_terminate_end_event_cancels_the_other_branches(
+    engine_factory: EngineFactory, calls: Calls
+) -> None:
     calls.add("slow")
     calls.add("slower")
     rt = _queue_handlers(engine_factory)
-    doc = (ProcessBuilder("terminate").start().parallel_gateway("fork")
-           .service_task("slow", handler="slow").service_task("slower", handler="slower")
-           .parallel_gateway("join").task("quick").end("stop", terminate=True).end()
-           .sequence("start", "fork", "slow", "join").sequence("fork", "slower", "join")
-           .sequence("join", "end").sequence("fork", "quick", "stop").build())
+    doc = (
+        ProcessBuilder("terminate")
+        .start()
+        .parallel_gateway("fork")
+        .service_task("slow", handler="slow")
+        .service_task("slower", handler="slower")
+        .parallel_gateway("join")
+        .task("quick")
+        .end("stop", terminate=True)
+        .end()
+        .sequence("start", "fork", "slow", "join")
+        .sequence("fork", "slower", "join")
+        .sequence("join", "end")
+        .sequence("fork", "quick", "stop")
+        .build()
+    )
     rt.deploy(doc)
     iid = rt.start("terminate")
     rt.drain(ONLY_ADVANCE)  # the handler runs stay queued: both tasks are READY
@@ -417,15 +530,27 @@ def test_terminate_end_event_cancels_the_other_branches(engine_factory: EngineFa
     assert_finished_cleanly(db, iid)
 
 
-def test_terminate_cancels_a_branch_parked_at_a_join(engine_factory: EngineFactory,
-                                                     calls: Calls) -> None:
+def test_terminate_cancels_a_branch_parked_at_a_join(
+    engine_factory: EngineFactory, calls: Calls
+) -> None:
     calls.add("a")
     rt = _queue_handlers(engine_factory)
-    doc = (ProcessBuilder("terminate_join").start().parallel_gateway("fork")
-           .parallel_gateway("join").service_task("a", handler="a").task("b").end()
-           .service_task("gate", handler="a").end("stop", terminate=True)
-           .sequence("start", "fork", "a", "join").sequence("fork", "b", "join")
-           .sequence("join", "end").sequence("fork", "gate", "stop").build())
+    doc = (
+        ProcessBuilder("terminate_join")
+        .start()
+        .parallel_gateway("fork")
+        .parallel_gateway("join")
+        .service_task("a", handler="a")
+        .task("b")
+        .end()
+        .service_task("gate", handler="a")
+        .end("stop", terminate=True)
+        .sequence("start", "fork", "a", "join")
+        .sequence("fork", "b", "join")
+        .sequence("join", "end")
+        .sequence("fork", "gate", "stop")
+        .build()
+    )
     rt.deploy(doc)
     iid = rt.start("terminate_join")
     rt.drain(ONLY_ADVANCE)
@@ -440,22 +565,37 @@ def test_terminate_cancels_a_branch_parked_at_a_join(engine_factory: EngineFacto
     assert events_named(db, iid, "JoinFired") == []
 
 
-def test_terminate_inside_a_subprocess_ends_only_that_scope(engine_factory: EngineFactory,
-                                                            calls: Calls) -> None:
+def test_terminate_inside_a_subprocess_ends_only_that_scope(
+    engine_factory: EngineFactory, calls: Calls
+) -> None:
     calls.add("inner")
     calls.add("outer")
     calls.add("after_sub")
     rt = _queue_handlers(engine_factory)
-    body = (ProcessBuilder("body").start("s_start").parallel_gateway("s_fork")
-            .service_task("inner", handler="inner").end("s_end")
-            .end("s_stop", terminate=True)
-            .sequence("s_start", "s_fork", "inner", "s_end").sequence("s_fork", "s_stop"))
-    doc = (ProcessBuilder("terminate_sub").start().parallel_gateway("fork")
-           .parallel_gateway("join").sub_process("sub", body)
-           .service_task("after_sub", handler="after_sub")
-           .service_task("outer", handler="outer").end()
-           .sequence("start", "fork", "sub", "after_sub", "join")
-           .sequence("fork", "outer", "join").sequence("join", "end").build())
+    body = (
+        ProcessBuilder("body")
+        .start("s_start")
+        .parallel_gateway("s_fork")
+        .service_task("inner", handler="inner")
+        .end("s_end")
+        .end("s_stop", terminate=True)
+        .sequence("s_start", "s_fork", "inner", "s_end")
+        .sequence("s_fork", "s_stop")
+    )
+    doc = (
+        ProcessBuilder("terminate_sub")
+        .start()
+        .parallel_gateway("fork")
+        .parallel_gateway("join")
+        .sub_process("sub", body)
+        .service_task("after_sub", handler="after_sub")
+        .service_task("outer", handler="outer")
+        .end()
+        .sequence("start", "fork", "sub", "after_sub", "join")
+        .sequence("fork", "outer", "join")
+        .sequence("join", "end")
+        .build()
+    )
     rt.deploy(doc)
     iid = rt.start("terminate_sub")
     rt.drain(ONLY_ADVANCE)
@@ -474,15 +614,26 @@ def test_terminate_inside_a_subprocess_ends_only_that_scope(engine_factory: Engi
 
 
 def test_terminate_at_top_level_without_fork(rt: Harness) -> None:
-    doc = (ProcessBuilder("terminate_plain").start().end("stop", terminate=True)
-           .sequence("start", "stop").build())
+    doc = (
+        ProcessBuilder("terminate_plain")
+        .start()
+        .end("stop", terminate=True)
+        .sequence("start", "stop")
+        .build()
+    )
     iid = rt.run(doc)
     assert_finished_cleanly(rt.engine.db, iid)
 
 
 def test_error_end_event_fails_token_and_instance(rt: Harness) -> None:
-    doc = (ProcessBuilder("error_end").start().task("check").end("bad", error="E_BAD")
-           .sequence("start", "check", "bad").build())
+    doc = (
+        ProcessBuilder("error_end")
+        .start()
+        .task("check")
+        .end("bad", error="E_BAD")
+        .sequence("start", "check", "bad")
+        .build()
+    )
     iid = rt.run(doc)
     db = rt.engine.db
 
@@ -493,17 +644,30 @@ def test_error_end_event_fails_token_and_instance(rt: Harness) -> None:
     assert incident.state == "OPEN" and incident.node_id == "bad"
     assert "'bad'" in incident.message and "E_BAD" in incident.message
     assert rows.engine_event_types(db, iid) == [
-        "InstanceStarted", "TokenFailed", "IncidentOpened", "InstanceFailed"]
+        "InstanceStarted",
+        "TokenFailed",
+        "IncidentOpened",
+        "InstanceFailed",
+    ]
     assert_history_consistent(db, iid)
 
 
 def test_error_end_event_in_one_branch_leaves_the_other_running(
-        engine_factory: EngineFactory, calls: Calls) -> None:
+    engine_factory: EngineFactory, calls: Calls
+) -> None:
     calls.add("other")
     rt = _queue_handlers(engine_factory)
-    doc = (ProcessBuilder("error_branch").start().parallel_gateway("fork")
-           .end("bad", error="E").service_task("other", handler="other").end()
-           .sequence("start", "fork", "bad").sequence("fork", "other", "end").build())
+    doc = (
+        ProcessBuilder("error_branch")
+        .start()
+        .parallel_gateway("fork")
+        .end("bad", error="E")
+        .service_task("other", handler="other")
+        .end()
+        .sequence("start", "fork", "bad")
+        .sequence("fork", "other", "end")
+        .build()
+    )
     rt.deploy(doc)
     iid = rt.start("error_branch")
     rt.drain()
@@ -531,13 +695,27 @@ def test_a_terminate_that_cancels_a_failed_branch_resumes_the_instance(rt: Harne
     """The failed branch's incident goes with it; the instance must not stay FAILED with
     nothing for an operator to retry while it runs on."""
 
-
-    inner = (ProcessBuilder("i").start("i_start").parallel_gateway("fork")
-             .service_task("a", topic="ta").user_task("go").end("i_end")
-             .end("i_stop", terminate=True).sequence("i_start", "fork")
-             .sequence("fork", "a", "i_end").sequence("fork", "go", "i_stop"))
-    doc = (ProcessBuilder("term_failed").start().sub_process("sub", inner).user_task("after")
-           .end().sequence("start", "sub", "after", "end").build())
+    inner = (
+        ProcessBuilder("i")
+        .start("i_start")
+        .parallel_gateway("fork")
+        .service_task("a", topic="ta")
+        .user_task("go")
+        .end("i_end")
+        .end("i_stop", terminate=True)
+        .sequence("i_start", "fork")
+        .sequence("fork", "a", "i_end")
+        .sequence("fork", "go", "i_stop")
+    )
+    doc = (
+        ProcessBuilder("term_failed")
+        .start()
+        .sub_process("sub", inner)
+        .user_task("after")
+        .end()
+        .sequence("start", "sub", "after", "end")
+        .build()
+    )
     iid = rt.run(doc)
     db = rt.engine.db
     rt.fail_for_good("ta")
@@ -550,14 +728,20 @@ def test_a_terminate_that_cancels_a_failed_branch_resumes_the_instance(rt: Harne
     assert_finished_cleanly(db, iid)
 
 
-def test_a_terminate_on_a_non_interrupting_boundary_path_ends_the_whole_scope(
-        rt: Harness) -> None:
+def test_a_terminate_on_a_non_interrupting_boundary_path_ends_the_whole_scope(rt: Harness) -> None:
     """The path the boundary started is in the same scope as the activity it is attached
     to: terminating there ends that activity too (spec 4.8), and the instance completes."""
-    doc = (ProcessBuilder("term_spawned").start().user_task("main")
-           .timer_boundary("nudge", attached_to="main", duration="PT1M", interrupting=False)
-           .end().end("stop", terminate=True)
-           .sequence("start", "main", "end").flow("nudge", "stop").build())
+    doc = (
+        ProcessBuilder("term_spawned")
+        .start()
+        .user_task("main")
+        .timer_boundary("nudge", attached_to="main", duration="PT1M", interrupting=False)
+        .end()
+        .end("stop", terminate=True)
+        .sequence("start", "main", "end")
+        .flow("nudge", "stop")
+        .build()
+    )
     iid = rt.run(doc)
     rt.pass_time(timedelta(minutes=2))
     db = rt.engine.db
@@ -566,16 +750,28 @@ def test_a_terminate_on_a_non_interrupting_boundary_path_ends_the_whole_scope(
     assert len(events_named(db, iid, "ScopeTerminated")) == 1
 
 
-def test_a_terminate_on_a_subprocess_boundary_path_ends_the_outer_scope(
-        rt: Harness) -> None:
+def test_a_terminate_on_a_subprocess_boundary_path_ends_the_outer_scope(rt: Harness) -> None:
     """The boundary's path runs in the scope around the subprocess: terminating there ends
     the subprocess and everything after it, rather than letting it go on as if done."""
-    inner = (ProcessBuilder("i").start("i_start").user_task("inside").end("i_end")
-             .sequence("i_start", "inside", "i_end"))
-    doc = (ProcessBuilder("term_sub_spawned").start().sub_process("sub", inner)
-           .timer_boundary("nudge", attached_to="sub", duration="PT1M", interrupting=False)
-           .user_task("after").end().end("stop", terminate=True)
-           .sequence("start", "sub", "after", "end").flow("nudge", "stop").build())
+    inner = (
+        ProcessBuilder("i")
+        .start("i_start")
+        .user_task("inside")
+        .end("i_end")
+        .sequence("i_start", "inside", "i_end")
+    )
+    doc = (
+        ProcessBuilder("term_sub_spawned")
+        .start()
+        .sub_process("sub", inner)
+        .timer_boundary("nudge", attached_to="sub", duration="PT1M", interrupting=False)
+        .user_task("after")
+        .end()
+        .end("stop", terminate=True)
+        .sequence("start", "sub", "after", "end")
+        .flow("nudge", "stop")
+        .build()
+    )
     iid = rt.run(doc)
     rt.pass_time(timedelta(minutes=2))
     db = rt.engine.db
@@ -585,29 +781,51 @@ def test_a_terminate_on_a_subprocess_boundary_path_ends_the_outer_scope(
 
 
 def test_a_terminate_on_a_boundary_path_of_a_branch_ends_every_branch(rt: Harness) -> None:
-    doc = (ProcessBuilder("term_branch_spawned").start().parallel_gateway("fork")
-           .user_task("a").user_task("b").parallel_gateway("join").end()
-           .timer_boundary("nudge", attached_to="a", duration="PT1M", interrupting=False)
-           .end("stop", terminate=True)
-           .sequence("start", "fork").sequence("fork", "a", "join")
-           .sequence("fork", "b", "join").sequence("join", "end").flow("nudge", "stop").build())
+    doc = (
+        ProcessBuilder("term_branch_spawned")
+        .start()
+        .parallel_gateway("fork")
+        .user_task("a")
+        .user_task("b")
+        .parallel_gateway("join")
+        .end()
+        .timer_boundary("nudge", attached_to="a", duration="PT1M", interrupting=False)
+        .end("stop", terminate=True)
+        .sequence("start", "fork")
+        .sequence("fork", "a", "join")
+        .sequence("fork", "b", "join")
+        .sequence("join", "end")
+        .flow("nudge", "stop")
+        .build()
+    )
     iid = rt.run(doc)
     rt.pass_time(timedelta(minutes=2))
     db = rt.engine.db
     assert_finished_cleanly(db, iid)
     assert {t.node_id: t.state for t in rows.tasks_of(db, iid)} == {
-        "a": "CANCELLED", "b": "CANCELLED"}
+        "a": "CANCELLED",
+        "b": "CANCELLED",
+    }
 
 
 def test_a_terminate_on_a_boundary_path_ends_a_failed_activity_with_its_incident(
-        rt: Harness) -> None:
+    rt: Harness,
+) -> None:
     """The activity the boundary is attached to had failed (an incident, the instance
     FAILED): terminating the scope ends it, resolves its incident, and completes cleanly."""
 
-    doc = (ProcessBuilder("term_failed_root").start().service_task("work", topic="t")
-           .timer_boundary("nudge", attached_to="work", duration="PT1M", interrupting=False)
-           .user_task("remind").end().end("stop", terminate=True)
-           .sequence("start", "work", "end").sequence("nudge", "remind", "stop").build())
+    doc = (
+        ProcessBuilder("term_failed_root")
+        .start()
+        .service_task("work", topic="t")
+        .timer_boundary("nudge", attached_to="work", duration="PT1M", interrupting=False)
+        .user_task("remind")
+        .end()
+        .end("stop", terminate=True)
+        .sequence("start", "work", "end")
+        .sequence("nudge", "remind", "stop")
+        .build()
+    )
     iid = rt.run(doc)
     db = rt.engine.db
     rt.pass_time(timedelta(minutes=2))

@@ -29,7 +29,8 @@ def sequence_of_tasks(key: str, n: int) -> ProcessBuilder:
 
 @pytest.mark.parametrize("limit", [1, 2, 3])
 def test_chain_limit_hands_the_rest_to_the_queue_without_losing_it(
-        engine_factory: EngineFactory, calls: Calls, limit: int) -> None:
+    engine_factory: EngineFactory, calls: Calls, limit: int
+) -> None:
     calls.add("work")
     rt = engine_factory(chain_limit=limit)
     iid = rt.run(sequence_of_tasks("chained", 6).build())
@@ -38,8 +39,9 @@ def test_chain_limit_hands_the_rest_to_the_queue_without_losing_it(
     assert_finished_cleanly(rt.engine.db, iid)
 
 
-def test_chain_limit_with_handlers_run_from_the_queue(engine_factory: EngineFactory,
-                                                      calls: Calls) -> None:
+def test_chain_limit_with_handlers_run_from_the_queue(
+    engine_factory: EngineFactory, calls: Calls
+) -> None:
     calls.add("work")
     rt = engine_factory(chain_limit=1, run_handlers_inline=False)
     iid = rt.run(sequence_of_tasks("chained_queue", 6).build())
@@ -48,7 +50,8 @@ def test_chain_limit_with_handlers_run_from_the_queue(engine_factory: EngineFact
 
 
 def test_a_long_chain_of_automatic_nodes_is_deferred_not_lost(
-        engine_factory: EngineFactory) -> None:
+    engine_factory: EngineFactory,
+) -> None:
     b = ProcessBuilder("long").start().end()
     names = [f"n{i}" for i in range(300)]
     for name in names:
@@ -64,11 +67,17 @@ def test_a_long_chain_of_automatic_nodes_is_deferred_not_lost(
 
 def test_loop_through_an_exclusive_gateway(rt: Harness, calls: Calls) -> None:
     calls.add("work", lambda ctx: {"n": ctx.variables["n"] + 1})
-    doc = (ProcessBuilder("loop").start().service_task("again", handler="work")
-           .exclusive_gateway("more", default="f_done").end()
-           .sequence("start", "again", "more")
-           .flow("more", "again", condition="n < 4", flow_id="f_loop")
-           .flow("more", "end", flow_id="f_done").build())
+    doc = (
+        ProcessBuilder("loop")
+        .start()
+        .service_task("again", handler="work")
+        .exclusive_gateway("more", default="f_done")
+        .end()
+        .sequence("start", "again", "more")
+        .flow("more", "again", condition="n < 4", flow_id="f_loop")
+        .flow("more", "end", flow_id="f_done")
+        .build()
+    )
     rt.deploy(doc)
     iid = rt.engine.start("loop", {"n": 0}).id
     rt.drain()
@@ -81,17 +90,29 @@ def test_loop_through_an_exclusive_gateway(rt: Harness, calls: Calls) -> None:
 
 @pytest.mark.parametrize("last", ["c", "a"])
 def test_unbalanced_fork_where_one_inner_branch_ends_alone(
-        engine_factory: EngineFactory, calls: Calls, last: str) -> None:
+    engine_factory: EngineFactory, calls: Calls, last: str
+) -> None:
     """fork1 -> a -> join1;  fork1 -> fork2 -> {c -> end_c, d -> join1};  join1 -> after."""
     for name in ("a", "c", "d", "after"):
         calls.add(name)
-    doc = (ProcessBuilder("unbalanced").start().parallel_gateway("fork1")
-           .parallel_gateway("fork2").parallel_gateway("join1")
-           .service_task("a", handler="a").service_task("c", handler="c")
-           .service_task("d", handler="d").service_task("after", handler="after")
-           .end("end_c").end().sequence("start", "fork1", "a", "join1")
-           .sequence("fork1", "fork2", "c", "end_c").sequence("fork2", "d", "join1")
-           .sequence("join1", "after", "end").build())
+    doc = (
+        ProcessBuilder("unbalanced")
+        .start()
+        .parallel_gateway("fork1")
+        .parallel_gateway("fork2")
+        .parallel_gateway("join1")
+        .service_task("a", handler="a")
+        .service_task("c", handler="c")
+        .service_task("d", handler="d")
+        .service_task("after", handler="after")
+        .end("end_c")
+        .end()
+        .sequence("start", "fork1", "a", "join1")
+        .sequence("fork1", "fork2", "c", "end_c")
+        .sequence("fork2", "d", "join1")
+        .sequence("join1", "after", "end")
+        .build()
+    )
     rt = engine_factory(run_handlers_inline=False)
     rt.deploy(doc)
     iid = rt.start("unbalanced")
@@ -109,16 +130,30 @@ def test_unbalanced_fork_where_one_inner_branch_ends_alone(
     assert len(rows.engine_events_of(db, iid, type="JoinFired")) == 1
 
 
-def test_terminate_cancels_tokens_inside_a_subprocess(engine_factory: EngineFactory,
-                                                      calls: Calls) -> None:
+def test_terminate_cancels_tokens_inside_a_subprocess(
+    engine_factory: EngineFactory, calls: Calls
+) -> None:
     calls.add("inner")
     calls.add("gate")
-    body = (ProcessBuilder("body").start("s_start").service_task("inner", handler="inner")
-            .end("s_end").sequence("s_start", "inner", "s_end"))
-    doc = (ProcessBuilder("terminate_deep").start().parallel_gateway("fork")
-           .sub_process("sub", body).end().service_task("gate", handler="gate")
-           .end("stop", terminate=True).sequence("start", "fork", "sub", "end")
-           .sequence("fork", "gate", "stop").build())
+    body = (
+        ProcessBuilder("body")
+        .start("s_start")
+        .service_task("inner", handler="inner")
+        .end("s_end")
+        .sequence("s_start", "inner", "s_end")
+    )
+    doc = (
+        ProcessBuilder("terminate_deep")
+        .start()
+        .parallel_gateway("fork")
+        .sub_process("sub", body)
+        .end()
+        .service_task("gate", handler="gate")
+        .end("stop", terminate=True)
+        .sequence("start", "fork", "sub", "end")
+        .sequence("fork", "gate", "stop")
+        .build()
+    )
     rt = engine_factory(run_handlers_inline=False)
     rt.deploy(doc)
     iid = rt.start("terminate_deep")
@@ -135,10 +170,21 @@ def test_terminate_cancels_tokens_inside_a_subprocess(engine_factory: EngineFact
 
 
 def test_error_end_event_inside_a_subprocess_fails_the_instance(rt: Harness) -> None:
-    body = (ProcessBuilder("body").start("s_start").end("s_err", error="E_INNER")
-            .sequence("s_start", "s_err"))
-    doc = (ProcessBuilder("inner_error").start().sub_process("sub", body).task("after").end()
-           .sequence("start", "sub", "after", "end").build())
+    body = (
+        ProcessBuilder("body")
+        .start("s_start")
+        .end("s_err", error="E_INNER")
+        .sequence("s_start", "s_err")
+    )
+    doc = (
+        ProcessBuilder("inner_error")
+        .start()
+        .sub_process("sub", body)
+        .task("after")
+        .end()
+        .sequence("start", "sub", "after", "end")
+        .build()
+    )
     iid = rt.run(doc)
     db = rt.engine.db
     assert rows.state(db, iid) == "FAILED"
@@ -156,8 +202,7 @@ def test_error_end_event_inside_a_subprocess_fails_the_instance(rt: Harness) -> 
     assert_finished_cleanly(db, iid, "CANCELLED")
 
 
-def test_failed_branch_retried_by_an_operator_completes_the_join(rt: Harness,
-                                                                 calls: Calls) -> None:
+def test_failed_branch_retried_by_an_operator_completes_the_join(rt: Harness, calls: Calls) -> None:
     broken = {"yes": True}
 
     def branch(ctx: HandlerContext) -> None:
@@ -181,8 +226,8 @@ def test_failed_branch_retried_by_an_operator_completes_the_join(rt: Harness,
 
 
 def test_parallel_branches_writing_variables_keep_every_write(
-        engine_factory: EngineFactory, handlers: HandlerRegistry, pg_db: Database,
-        clock: FakeClock) -> None:
+    engine_factory: EngineFactory, handlers: HandlerRegistry, pg_db: Database, clock: FakeClock
+) -> None:
     from tests.helpers.race import SHAPES
 
     shape = SHAPES["one_join"]
@@ -201,29 +246,51 @@ def test_parallel_branches_writing_variables_keep_every_write(
         racers.race(task_ids)
         values = driver.engine.show(iid)["variables"]
         assert {k: v for k, v in values.items() if k != "shared"} == {
-            "from_b0": 1, "from_b1": 1, "from_b2": 1}
+            "from_b0": 1,
+            "from_b1": 1,
+            "from_b2": 1,
+        }
         seen[values["shared"]] += 1  # last writer wins; which one is up to the race
         assert_finished_cleanly(pg_db, iid)
     assert sum(seen.values()) == 10
 
 
 def test_variables_written_by_a_retried_handler_come_from_the_successful_run(
-        rt: Harness, calls: Calls) -> None:
+    rt: Harness, calls: Calls
+) -> None:
     calls.add("work", failing(2, then={"result": "ok"}))
-    doc = (ProcessBuilder("retried").start().service_task(
-        "work", handler="work", retry={"max_attempts": 3}).end()
-        .sequence("start", "work", "end").build())
+    doc = (
+        ProcessBuilder("retried")
+        .start()
+        .service_task("work", handler="work", retry={"max_attempts": 3})
+        .end()
+        .sequence("start", "work", "end")
+        .build()
+    )
     iid = rt.run(doc)
     assert rt.engine.show(iid)["variables"] == {"result": "ok"}
 
 
 def test_implicit_end_inside_a_subprocess_completes_it(rt: Harness, calls: Calls) -> None:
     calls.add("work")
-    body = (ProcessBuilder("body").start("s_start").parallel_gateway("s_fork")
-            .service_task("inner", handler="work").task("dead_end")
-            .sequence("s_start", "s_fork", "inner").sequence("s_fork", "dead_end"))
-    doc = (ProcessBuilder("sub_implicit").start().sub_process("sub", body).task("after").end()
-           .sequence("start", "sub", "after", "end").build())
+    body = (
+        ProcessBuilder("body")
+        .start("s_start")
+        .parallel_gateway("s_fork")
+        .service_task("inner", handler="work")
+        .task("dead_end")
+        .sequence("s_start", "s_fork", "inner")
+        .sequence("s_fork", "dead_end")
+    )
+    doc = (
+        ProcessBuilder("sub_implicit")
+        .start()
+        .sub_process("sub", body)
+        .task("after")
+        .end()
+        .sequence("start", "sub", "after", "end")
+        .build()
+    )
     iid = rt.run(doc)
     assert_finished_cleanly(rt.engine.db, iid)
     assert len(rows.engine_events_of(rt.engine.db, iid, type="SubprocessCompleted")) == 1

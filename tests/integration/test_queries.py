@@ -10,12 +10,19 @@ from tests.helpers.runtime import Calls, Harness, failing
 
 
 def doc(key: str, handler: str = "work") -> dict[str, object]:
-    return (ProcessBuilder(key).start().service_task("work", handler=handler).end()
-            .sequence("start", "work", "end").build())
+    return (
+        ProcessBuilder(key)
+        .start()
+        .service_task("work", handler=handler)
+        .end()
+        .sequence("start", "work", "end")
+        .build()
+    )
 
 
 def test_instances_by_key_version_business_key_state_time_and_incidents(
-        rt: Harness, calls: Calls, clock: FakeClock) -> None:
+    rt: Harness, calls: Calls, clock: FakeClock
+) -> None:
     calls.add("work")
     calls.add("broken", failing(100))
     rt.deploy(doc("orders"))
@@ -40,8 +47,9 @@ def test_instances_by_key_version_business_key_state_time_and_incidents(
     assert ids(key="other") == set()
 
 
-def test_history_across_instances_filtered_by_type_and_time(rt: Harness, calls: Calls,
-                                                            clock: FakeClock) -> None:
+def test_history_across_instances_filtered_by_type_and_time(
+    rt: Harness, calls: Calls, clock: FakeClock
+) -> None:
     calls.add("work")
     rt.deploy(doc("orders"))
     first = rt.engine.start("orders", business_key="o-1").id

@@ -56,8 +56,11 @@ class _Gen:
     def task(self, b: ProcessBuilder, on_path: bool) -> tuple[str, str]:
         node = self.fresh("t")
         flaky = self.rng.random() < 0.2
-        b.service_task(node, handler="flaky" if flaky else "work",
-                       retry={"max_attempts": 2, "backoff": "PT0S"} if flaky else None)
+        b.service_task(
+            node,
+            handler="flaky" if flaky else "work",
+            retry={"max_attempts": 2, "backoff": "PT0S"} if flaky else None,
+        )
         if on_path:
             self.expected[node] += 1
         return node, node
@@ -107,7 +110,8 @@ def generate(seed: int) -> tuple[dict[str, Any], dict[str, Any], Counter[str]]:
 
 @pytest.mark.parametrize("seed", range(40))
 def test_random_process_runs_each_task_on_its_path_once(
-        seed: int, rt: Harness, calls: Calls, pg_db: Database) -> None:
+    seed: int, rt: Harness, calls: Calls, pg_db: Database
+) -> None:
     def flaky(ctx: HandlerContext) -> None:
         if ctx.attempt == 1:
             raise RuntimeError("first attempt fails")

@@ -46,8 +46,9 @@ def root_of(db: Database, iid: UUID) -> UUID:
     return next(t.id for t in rows.tokens_of(db, iid) if t.parent_token_id is None)
 
 
-def test_lost_advance_after_start(engine_factory: EngineFactory, calls: Calls,
-                                  clock: FakeClock) -> None:
+def test_lost_advance_after_start(
+    engine_factory: EngineFactory, calls: Calls, clock: FakeClock
+) -> None:
     calls.add("work")
     crashed = engine_factory(DroppingDispatcher())
     crashed.deploy(single_task())
@@ -68,8 +69,9 @@ def test_lost_advance_after_start(engine_factory: EngineFactory, calls: Calls,
     assert calls.count("work") == 1
 
 
-def test_two_scanners_at_once_do_the_work_once(engine_factory: EngineFactory, calls: Calls,
-                                               clock: FakeClock) -> None:
+def test_two_scanners_at_once_do_the_work_once(
+    engine_factory: EngineFactory, calls: Calls, clock: FakeClock
+) -> None:
     calls.add("branch")
     calls.add("after")
     crashed = engine_factory(DroppingDispatcher())
@@ -87,8 +89,9 @@ def test_two_scanners_at_once_do_the_work_once(engine_factory: EngineFactory, ca
     assert (calls.count("branch"), calls.count("after")) == (9, 3)
 
 
-def test_lost_handler_run_after_task_creation(engine_factory: EngineFactory, calls: Calls,
-                                              clock: FakeClock) -> None:
+def test_lost_handler_run_after_task_creation(
+    engine_factory: EngineFactory, calls: Calls, clock: FakeClock
+) -> None:
     calls.add("work")
     crashed = engine_factory(DroppingDispatcher(), run_handlers_inline=False)
     crashed.deploy(single_task())
@@ -109,17 +112,26 @@ def test_lost_handler_run_after_task_creation(engine_factory: EngineFactory, cal
 
 
 @pytest.mark.parametrize("shape", ["join", "end_events"])
-def test_lost_nudge_of_a_waiting_parent(engine_factory: EngineFactory, calls: Calls,
-                                        pg_db: Database, clock: FakeClock, shape: str) -> None:
+def test_lost_nudge_of_a_waiting_parent(
+    engine_factory: EngineFactory, calls: Calls, pg_db: Database, clock: FakeClock, shape: str
+) -> None:
     calls.add("branch")
     calls.add("after")
     if shape == "join":
         doc = fork_one_join("lost_nudge", branches=2)
     else:
-        doc = (ProcessBuilder("lost_nudge").start().parallel_gateway("fork")
-               .service_task("b0", handler="branch").service_task("b1", handler="branch")
-               .end("e0").end("e1").sequence("start", "fork", "b0", "e0")
-               .sequence("fork", "b1", "e1").build())
+        doc = (
+            ProcessBuilder("lost_nudge")
+            .start()
+            .parallel_gateway("fork")
+            .service_task("b0", handler="branch")
+            .service_task("b1", handler="branch")
+            .end("e0")
+            .end("e1")
+            .sequence("start", "fork", "b0", "e0")
+            .sequence("fork", "b1", "e1")
+            .build()
+        )
     losing = HoldingDispatcher(pg_db)  # held decisions are never delivered: lost
     crashed = engine_factory(losing, chain_limit=1, run_handlers_inline=False)
     crashed.deploy(doc)
@@ -139,8 +151,9 @@ def test_lost_nudge_of_a_waiting_parent(engine_factory: EngineFactory, calls: Ca
     assert calls.count("after") == (1 if shape == "join" else 0)
 
 
-def test_lost_retry_runs_once_its_time_has_come(engine_factory: EngineFactory, calls: Calls,
-                                                clock: FakeClock) -> None:
+def test_lost_retry_runs_once_its_time_has_come(
+    engine_factory: EngineFactory, calls: Calls, clock: FakeClock
+) -> None:
     calls.add("work", failing(1))
     crashed = engine_factory(DroppingDispatcher())
     crashed.deploy(single_task(retry={"max_attempts": 2, "backoff": "PT10S"}))
@@ -180,7 +193,8 @@ def _ready_task(engine_factory: EngineFactory, max_attempts: int) -> tuple[Harne
 
 
 def test_runner_killed_mid_run_returns_the_task_and_uses_an_attempt(
-        engine_factory: EngineFactory, calls: Calls, clock: FakeClock) -> None:
+    engine_factory: EngineFactory, calls: Calls, clock: FakeClock
+) -> None:
     calls.add("work", lambda ctx: {"attempt": ctx.attempt})
     rt, iid = _ready_task(engine_factory, max_attempts=2)
     db = rt.engine.db
@@ -212,7 +226,8 @@ def test_runner_killed_mid_run_returns_the_task_and_uses_an_attempt(
 
 
 def test_runner_killed_on_the_last_attempt_fails_with_an_incident(
-        engine_factory: EngineFactory, calls: Calls, clock: FakeClock) -> None:
+    engine_factory: EngineFactory, calls: Calls, clock: FakeClock
+) -> None:
     calls.add("work")
     rt, iid = _ready_task(engine_factory, max_attempts=1)
     db = rt.engine.db
@@ -231,7 +246,8 @@ def test_runner_killed_on_the_last_attempt_fails_with_an_incident(
 
 
 def test_a_handler_that_kills_its_worker_every_time_ends_as_an_incident(
-        engine_factory: EngineFactory, calls: Calls, clock: FakeClock) -> None:
+    engine_factory: EngineFactory, calls: Calls, clock: FakeClock
+) -> None:
     calls.add("work")
     rt, iid = _ready_task(engine_factory, max_attempts=3)
     db = rt.engine.db
@@ -244,13 +260,19 @@ def test_a_handler_that_kills_its_worker_every_time_ends_as_an_incident(
     assert (task.state, task.attempts) == ("FAILED", 3)
     assert rows.state(db, iid) == "FAILED"
     assert len(rows.incidents_of(db, iid, only_open=True)) == 1
-    assert worker.engine.run_scans() == {"timers": 0, "expired_locks": 0, "stalled_tokens": 0,
-                                         "ready_tasks": 0, "waiting_parents": 0}
+    assert worker.engine.run_scans() == {
+        "timers": 0,
+        "expired_locks": 0,
+        "stalled_tokens": 0,
+        "ready_tasks": 0,
+        "waiting_parents": 0,
+    }
     assert_history_consistent(db, iid)
 
 
 def test_scans_alone_carry_an_instance_whose_every_job_is_lost(
-        pg_db: Database, calls: Calls, clock: FakeClock, engine_factory: EngineFactory) -> None:
+    pg_db: Database, calls: Calls, clock: FakeClock, engine_factory: EngineFactory
+) -> None:
     """Spec 2.1 and 2.8: each job does one step and loses its follow-ups; scans re-derive
     them from the rows, so the instance still completes."""
     attempts: dict[str, int] = {}
@@ -262,15 +284,35 @@ def test_scans_alone_carry_an_instance_whose_every_job_is_lost(
 
     calls.add("flaky", flaky)
     calls.add("after")
-    body = (ProcessBuilder("body").start("s_start").service_task(
-        "inner", handler="flaky", retry={"max_attempts": 2, "backoff": "PT5S"}).end("s_end")
-        .sequence("s_start", "inner", "s_end"))
-    doc = (ProcessBuilder("lossy").start().parallel_gateway("fork").parallel_gateway("join")
-           .sub_process("sub", body).task("side").service_task("after", handler="after").end()
-           .sequence("start", "fork", "sub", "join").sequence("fork", "side", "join")
-           .sequence("join", "after", "end").build())
-    lossy = Engine(pg_db, DroppingDispatcher(), handlers=calls.registry, clock=clock,
-                   chain_limit=1, run_handlers_inline=False)
+    body = (
+        ProcessBuilder("body")
+        .start("s_start")
+        .service_task("inner", handler="flaky", retry={"max_attempts": 2, "backoff": "PT5S"})
+        .end("s_end")
+        .sequence("s_start", "inner", "s_end")
+    )
+    doc = (
+        ProcessBuilder("lossy")
+        .start()
+        .parallel_gateway("fork")
+        .parallel_gateway("join")
+        .sub_process("sub", body)
+        .task("side")
+        .service_task("after", handler="after")
+        .end()
+        .sequence("start", "fork", "sub", "join")
+        .sequence("fork", "side", "join")
+        .sequence("join", "after", "end")
+        .build()
+    )
+    lossy = Engine(
+        pg_db,
+        DroppingDispatcher(),
+        handlers=calls.registry,
+        clock=clock,
+        chain_limit=1,
+        run_handlers_inline=False,
+    )
     lossy.deploy(doc)
     iid = lossy.start("lossy").id
 
@@ -306,8 +348,8 @@ class DyingRegistry(HandlerRegistry):
 
 @pytest.mark.parametrize(("max_attempts", "ends"), [(2, "COMPLETED"), (1, "FAILED")])
 def test_worker_dying_right_after_locking_its_inline_task_counts_as_a_run(
-        engine_factory: EngineFactory, calls: Calls, clock: FakeClock, max_attempts: int,
-        ends: str) -> None:
+    engine_factory: EngineFactory, calls: Calls, clock: FakeClock, max_attempts: int, ends: str
+) -> None:
     """A decision, documented in docs/concepts.md: a runner that will run a handler itself
     locks the task in the transaction that creates it, and the attempt starts there. Dying
     before the handler is entered is then the same as dying inside it: the lock expires after
@@ -335,7 +377,8 @@ def test_worker_dying_right_after_locking_its_inline_task_counts_as_a_run(
 
 @pytest.mark.parametrize("inline", [True, False])
 def test_handler_outliving_its_timeout_loses_to_the_next_run(
-        engine_factory: EngineFactory, calls: Calls, clock: FakeClock, inline: bool) -> None:
+    engine_factory: EngineFactory, calls: Calls, clock: FakeClock, inline: bool
+) -> None:
     """The node's ``timeout`` bounds the lock; a run that overstays it is taken over, and
     its late result is dropped (spec 2.5, 4.2)."""
     rescuer = engine_factory(worker_id="rescuer")

@@ -19,16 +19,25 @@ from bpm.store import schema
 from tests.helpers.clock import FakeClock
 from tests.helpers.runtime import Calls, Harness, failing
 
-MIXED = (ProcessBuilder("mixed").start().parallel_gateway("fork")
-         .service_task("flaky", handler="flaky", retry={"max_attempts": 3, "backoff": "PT1S"})
-         .service_task("remote", topic="remote")
-         .parallel_gateway("join").user_task("review")
-         .timer_boundary("late", attached_to="review", duration="PT1H")
-         .timer("pause", duration="PT10M").receive_task("await", message="go")
-         .end().end("late_end")
-         .sequence("start", "fork", "flaky", "join").sequence("fork", "remote", "join")
-         .sequence("join", "review", "pause", "await", "end").sequence("late", "late_end")
-         .build())
+MIXED = (
+    ProcessBuilder("mixed")
+    .start()
+    .parallel_gateway("fork")
+    .service_task("flaky", handler="flaky", retry={"max_attempts": 3, "backoff": "PT1S"})
+    .service_task("remote", topic="remote")
+    .parallel_gateway("join")
+    .user_task("review")
+    .timer_boundary("late", attached_to="review", duration="PT1H")
+    .timer("pause", duration="PT10M")
+    .receive_task("await", message="go")
+    .end()
+    .end("late_end")
+    .sequence("start", "fork", "flaky", "join")
+    .sequence("fork", "remote", "join")
+    .sequence("join", "review", "pause", "await", "end")
+    .sequence("late", "late_end")
+    .build()
+)
 
 
 def drive_partway(rt: Harness, calls: Calls, clock: FakeClock) -> Any:
@@ -63,8 +72,9 @@ def rebuilt_state(state: replay.State) -> dict[str, Any]:
     }
 
 
-def test_as_of_a_mid_point_is_what_show_said_then(rt: Harness, calls: Calls,
-                                                  clock: FakeClock) -> None:
+def test_as_of_a_mid_point_is_what_show_said_then(
+    rt: Harness, calls: Calls, clock: FakeClock
+) -> None:
     iid = drive_partway(rt, calls, clock)
     then = rt.engine.show(iid)
     last_event = rt.engine.trace(iid)[-1]["id"]
@@ -85,52 +95,71 @@ def test_as_of_a_mid_point_is_what_show_said_then(rt: Harness, calls: Calls,
     assert at_time.instance["state"] == "RUNNING"
 
 
-def test_a_planted_difference_is_found_and_named(rt: Harness, calls: Calls,
-                                                 clock: FakeClock) -> None:
+def test_a_planted_difference_is_found_and_named(
+    rt: Harness, calls: Calls, clock: FakeClock
+) -> None:
     iid = drive_partway(rt, calls, clock)
     assert replay.check(rt.engine, iid) == []
     (review,) = rt.engine.user_tasks(instance_id=iid)
     with rt.engine.db.transaction() as conn:
-        conn.execute(update(schema.external_tasks)
-                     .where(schema.external_tasks.c.id == review["id"]).values(state="DONE"))
-        conn.execute(update(schema.variables)
-                     .where(schema.variables.c.instance_id == iid,
-                            schema.variables.c.name == "price").values(value=99))
+        conn.execute(
+            update(schema.external_tasks)
+            .where(schema.external_tasks.c.id == review["id"])
+            .values(state="DONE")
+        )
+        conn.execute(
+            update(schema.variables)
+            .where(schema.variables.c.instance_id == iid, schema.variables.c.name == "price")
+            .values(value=99)
+        )
     found = replay.check(rt.engine, iid)
-    assert any(review["id"] in line and "state history='READY' table='DONE'" in line
-               for line in found), found
+    assert any(
+        review["id"] in line and "state history='READY' table='DONE'" in line for line in found
+    ), found
     assert any("variable 'price': history=12 table=99" in line for line in found), found
 
 
-def test_check_all_finds_no_difference_in_a_mixed_population(rt: Harness, calls: Calls,
-                                                            clock: FakeClock) -> None:
+def test_check_all_finds_no_difference_in_a_mixed_population(
+    rt: Harness, calls: Calls, clock: FakeClock
+) -> None:
     drive_partway(rt, calls, clock)
     calls.add("boom", failing(10))
-    failing_doc = (ProcessBuilder("boom").start().service_task("x", handler="boom").end()
-                   .sequence("start", "x", "end").build())
+    failing_doc = (
+        ProcessBuilder("boom")
+        .start()
+        .service_task("x", handler="boom")
+        .end()
+        .sequence("start", "x", "end")
+        .build()
+    )
     for _ in range(3):
         rt.run(failing_doc)
     summary = replay.check_all(rt.engine)
     assert summary["checked"] == 4 and summary["with_differences"] == 0, summary
 
 
-def test_every_history_row_names_its_actor_and_cause(rt: Harness, calls: Calls,
-                                                    clock: FakeClock) -> None:
+def test_every_history_row_names_its_actor_and_cause(
+    rt: Harness, calls: Calls, clock: FakeClock
+) -> None:
     iid = drive_partway(rt, calls, clock)
     events = rt.engine.trace(iid)
     assert all(e.get("actor") and e.get("cause") for e in events), [
-        (e["type"], e.get("cause")) for e in events if not e.get("cause")]
+        (e["type"], e.get("cause")) for e in events if not e.get("cause")
+    ]
     causes = {e["cause"].split(" ")[0] + " " + e["cause"].split(" ")[1] for e in events}
     assert "api start" in causes and "api complete" in causes
-    assert any(c.startswith("bpm.advance_token") or c.startswith("bpm.run_handler")
-               for c in causes)
-    completed = [e for e in events if e["type"] == "COMPLETED" and e["kind"] == "task"
-                 and e["node_id"] == "remote"]
+    assert any(c.startswith("bpm.advance_token") or c.startswith("bpm.run_handler") for c in causes)
+    completed = [
+        e
+        for e in events
+        if e["type"] == "COMPLETED" and e["kind"] == "task" and e["node_id"] == "remote"
+    ]
     assert completed[0]["actor"] == "w" and completed[0]["cause"].startswith("api complete")
 
 
-def test_a_trace_shows_variable_changes_old_to_new(rt: Harness, calls: Calls,
-                                                   clock: FakeClock) -> None:
+def test_a_trace_shows_variable_changes_old_to_new(
+    rt: Harness, calls: Calls, clock: FakeClock
+) -> None:
     iid = drive_partway(rt, calls, clock)  # flaky sets price; the worker sets remote_ok
     (review,) = rt.engine.user_tasks(instance_id=iid)
     rt.engine.complete_user_task(review["id"], {"price": 15})
@@ -140,7 +169,8 @@ def test_a_trace_shows_variable_changes_old_to_new(rt: Harness, calls: Calls,
 
 
 def test_replay_finds_no_difference_over_a_large_random_mix(
-        engine_factory: Any, calls: Calls, clock: FakeClock) -> None:
+    engine_factory: Any, calls: Calls, clock: FakeClock
+) -> None:
     """Random block-structured processes (branches, loops of retries, subprocesses), random
     sagas failing anywhere, and the wait-state mix, side by side in one database."""
     from tests.integration.test_random_processes import generate

@@ -60,8 +60,9 @@ def rows_of(db: Database, iids: Iterable[UUID]) -> RowSet:
             if table is process_instances:
                 where = table.c.id.in_(ids)
             elif table is token_links:
-                where = (table.c.parent_token_id.in_(token_ids)
-                         | table.c.child_token_id.in_(token_ids))
+                where = table.c.parent_token_id.in_(token_ids) | table.c.child_token_id.in_(
+                    token_ids
+                )
             elif "instance_id" in table.c:
                 where = table.c.instance_id.in_(ids)
             else:
@@ -86,8 +87,14 @@ INSTANCE_TABLES = {t.name for t in metadata.sorted_tables} - {"process_definitio
 
 
 def simple(key: str = "p", ttl: Any = 1) -> dict[str, Any]:
-    return (ProcessBuilder(key, history_ttl=ttl).start().service_task("work", handler="work")
-            .end().sequence("start", "work", "end").build())
+    return (
+        ProcessBuilder(key, history_ttl=ttl)
+        .start()
+        .service_task("work", handler="work")
+        .end()
+        .sequence("start", "work", "end")
+        .build()
+    )
 
 
 def rich(ttl: Any = 1) -> dict[str, Any]:
@@ -111,8 +118,14 @@ def saga(ttl: Any = 1) -> dict[str, Any]:
 
 
 def review(key: str = "review", ttl: Any = 1) -> dict[str, Any]:
-    return (ProcessBuilder(key, history_ttl=ttl).start().user_task("review", assignee="ann")
-            .end().sequence("start", "review", "end").build())
+    return (
+        ProcessBuilder(key, history_ttl=ttl)
+        .start()
+        .user_task("review", assignee="ann")
+        .end()
+        .sequence("start", "review", "end")
+        .build()
+    )
 
 
 def register(calls: Calls) -> None:
@@ -158,16 +171,30 @@ def completed_instances(rt: Harness, n: int, key: str = "p", ttl: Any = 1) -> li
 
 def existing(db: Database, iids: Iterable[UUID]) -> set[UUID]:
     with db.transaction() as conn:
-        return {r.id for r in conn.execute(select(process_instances.c.id).where(
-            process_instances.c.id.in_(list(iids))))}
+        return {
+            r.id
+            for r in conn.execute(
+                select(process_instances.c.id).where(process_instances.c.id.in_(list(iids)))
+            )
+        }
 
 
 # --- the definition key -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("ttl", "seconds"), [
-    (1, 86400), (0, 0), ("30", 30 * 86400), ("P30D", 30 * 86400), ("PT1H", 3600),
-    ("P1DT12H", 129600), ("PT0.5S", 1), (None, None)])
+@pytest.mark.parametrize(
+    ("ttl", "seconds"),
+    [
+        (1, 86400),
+        (0, 0),
+        ("30", 30 * 86400),
+        ("P30D", 30 * 86400),
+        ("PT1H", 3600),
+        ("P1DT12H", 129600),
+        ("PT0.5S", 1),
+        (None, None),
+    ],
+)
 def test_deploy_stores_the_history_ttl(rt: Harness, ttl: Any, seconds: int | None) -> None:
     doc = simple(ttl=ttl)
     def_id = rt.deploy(doc)
@@ -188,24 +215,28 @@ def test_a_changed_ttl_is_a_new_version(rt: Harness) -> None:
     assert [r.history_ttl_seconds for r in rows_ if r is not None] == [86400, 2 * 86400]
 
 
-@pytest.mark.parametrize(("ttl", "fragment"), [
-    (-1, "must not be negative"),
-    ("-1", "not an ISO 8601 duration"),
-    (True, "whole number of days"),
-    (None, "whole number of days"),
-    (1.5, "whole number of days"),
-    ([30], "whole number of days"),
-    ({"days": 30}, "whole number of days"),
-    ("", "not an ISO 8601 duration"),
-    ("soon", "'soon' is not an ISO 8601 duration"),
-    ("P1Y", "years or months"),
-    ("P", "not an ISO 8601 duration"),
-    (10**9, "at most 24855 days"),
-    ("P30000D", "at most 24855 days"),
-    ("P99999D", "is too long (at most 100 years)"),
-])
-def test_a_bad_history_ttl_is_refused_naming_the_process(rt: Harness, pg_db: Database,
-                                                         ttl: Any, fragment: str) -> None:
+@pytest.mark.parametrize(
+    ("ttl", "fragment"),
+    [
+        (-1, "must not be negative"),
+        ("-1", "not an ISO 8601 duration"),
+        (True, "whole number of days"),
+        (None, "whole number of days"),
+        (1.5, "whole number of days"),
+        ([30], "whole number of days"),
+        ({"days": 30}, "whole number of days"),
+        ("", "not an ISO 8601 duration"),
+        ("soon", "'soon' is not an ISO 8601 duration"),
+        ("P1Y", "years or months"),
+        ("P", "not an ISO 8601 duration"),
+        (10**9, "at most 24855 days"),
+        ("P30000D", "at most 24855 days"),
+        ("P99999D", "is too long (at most 100 years)"),
+    ],
+)
+def test_a_bad_history_ttl_is_refused_naming_the_process(
+    rt: Harness, pg_db: Database, ttl: Any, fragment: str
+) -> None:
     rt.deploy(simple("orders", ttl=1))
     before = snapshot(pg_db)
     doc = simple("orders")
@@ -232,7 +263,8 @@ def test_the_default_ttl_comes_from_the_environment() -> None:
 
 
 def test_ended_instances_past_their_ttl_go_with_every_row_of_theirs(
-        rt: Harness, calls: Calls, clock: FakeClock) -> None:
+    rt: Harness, calls: Calls, clock: FakeClock
+) -> None:
     register(calls)
     every_row_goes(rt, clock)
 
@@ -241,8 +273,9 @@ def test_on_sqlite_too(tmp_path: Path) -> None:
     """Embedded mode: the same deletes, in foreign key order (SQLite enforces them too)."""
     clock, handlers = FakeClock(), HandlerRegistry()
     register(Calls(handlers))
-    embedded = EmbeddedRuntime(f"sqlite:///{tmp_path / 'retention.db'}", handlers=handlers,
-                               clock=clock)
+    embedded = EmbeddedRuntime(
+        f"sqlite:///{tmp_path / 'retention.db'}", handlers=handlers, clock=clock
+    )
     try:
         every_row_goes(Harness(embedded.engine, embedded.dispatcher, clock), clock)
     finally:
@@ -270,8 +303,9 @@ def every_row_goes(rt: Harness, clock: FakeClock) -> None:
     assert rt.engine.cleanup_history() == 0  # idempotent
 
 
-def test_an_instance_is_kept_until_its_ttl_has_passed(rt: Harness, calls: Calls,
-                                                      clock: FakeClock) -> None:
+def test_an_instance_is_kept_until_its_ttl_has_passed(
+    rt: Harness, calls: Calls, clock: FakeClock
+) -> None:
     calls.add("work")
     (iid,) = completed_instances(rt, 1, ttl="PT1H")
     ended_at = rows.instance(rt.engine.db, iid).ended_at
@@ -281,22 +315,38 @@ def test_an_instance_is_kept_until_its_ttl_has_passed(rt: Harness, calls: Calls,
     assert existing(rt.engine.db, [iid]) == set()
 
 
-def test_nothing_of_a_live_instance_is_ever_removed(rt: Harness, calls: Calls,
-                                                    clock: FakeClock) -> None:
+def test_nothing_of_a_live_instance_is_ever_removed(
+    rt: Harness, calls: Calls, clock: FakeClock
+) -> None:
     calls.add("work")
     calls.add("boom", failing(1, "boom"))
     db = rt.engine.db
     live = {
         "user task": rt.run(review("at_user_task", ttl=0)),
-        "timer": rt.run(ProcessBuilder("at_timer", history_ttl=0).start()
-                        .timer("t", duration="P10D").end().sequence("start", "t", "end")
-                        .build()),
-        "message": rt.run(ProcessBuilder("at_message", history_ttl=0).start()
-                          .receive_task("hear", message="go").end()
-                          .sequence("start", "hear", "end").build()),
-        "failed": rt.run(ProcessBuilder("failing", history_ttl=0).start()
-                         .service_task("boom", handler="boom", retry={"max_attempts": 1})
-                         .end().sequence("start", "boom", "end").build()),
+        "timer": rt.run(
+            ProcessBuilder("at_timer", history_ttl=0)
+            .start()
+            .timer("t", duration="P10D")
+            .end()
+            .sequence("start", "t", "end")
+            .build()
+        ),
+        "message": rt.run(
+            ProcessBuilder("at_message", history_ttl=0)
+            .start()
+            .receive_task("hear", message="go")
+            .end()
+            .sequence("start", "hear", "end")
+            .build()
+        ),
+        "failed": rt.run(
+            ProcessBuilder("failing", history_ttl=0)
+            .start()
+            .service_task("boom", handler="boom", retry={"max_attempts": 1})
+            .end()
+            .sequence("start", "boom", "end")
+            .build()
+        ),
     }
     (done,) = completed_instances(rt, 1, "done", ttl=0)
     rt.deploy(simple("queued", ttl=0))
@@ -323,8 +373,9 @@ def test_nothing_of_a_live_instance_is_ever_removed(rt: Harness, calls: Calls,
     assert sum(map(len, rows_of(db, live.values()).values())) == 0
 
 
-def test_definitions_without_a_ttl_use_the_default_or_are_kept(rt: Harness, calls: Calls,
-                                                             clock: FakeClock) -> None:
+def test_definitions_without_a_ttl_use_the_default_or_are_kept(
+    rt: Harness, calls: Calls, clock: FakeClock
+) -> None:
     calls.add("work")
     db = rt.engine.db
     forever = completed_instances(rt, 2, "no_ttl", ttl=None)
@@ -337,8 +388,9 @@ def test_definitions_without_a_ttl_use_the_default_or_are_kept(rt: Harness, call
     assert existing(db, forever) == set()
 
 
-def test_own_ttl_is_kept_when_the_default_is_shorter(rt: Harness, calls: Calls,
-                                                     clock: FakeClock) -> None:
+def test_own_ttl_is_kept_when_the_default_is_shorter(
+    rt: Harness, calls: Calls, clock: FakeClock
+) -> None:
     calls.add("work")
     own = completed_instances(rt, 2, "own_ttl", ttl=10)
     clock.advance(days=5)
@@ -346,14 +398,14 @@ def test_own_ttl_is_kept_when_the_default_is_shorter(rt: Harness, calls: Calls,
     assert existing(rt.engine.db, own) == set(own)
 
 
-def test_batches_are_bounded(rt: Harness, calls: Calls, clock: FakeClock,
-                             caplog: pytest.LogCaptureFixture) -> None:
+def test_batches_are_bounded(
+    rt: Harness, calls: Calls, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
     calls.add("work")
     ids = completed_instances(rt, 25)
     clock.advance(days=2)
     with caplog.at_level(logging.INFO, logger="bpm.retention"):
-        first = retention.sweep(rt.engine, clock.now(), default_ttl=None, batch=10,
-                                max_batches=2)
+        first = retention.sweep(rt.engine, clock.now(), default_ttl=None, batch=10, max_batches=2)
     assert (first.deleted, first.batches, first.more) == (20, 2, True)
     sizes = [r.__dict__["instances"] for r in caplog.records if r.name == "bpm.retention"]
     assert sizes == [10, 10]
@@ -365,8 +417,9 @@ def test_batches_are_bounded(rt: Harness, calls: Calls, clock: FakeClock,
         retention.sweep(rt.engine, clock.now(), default_ttl=None, batch=0)
 
 
-def test_dry_run_counts_what_a_cleanup_would_delete(rt: Harness, calls: Calls,
-                                                    clock: FakeClock) -> None:
+def test_dry_run_counts_what_a_cleanup_would_delete(
+    rt: Harness, calls: Calls, clock: FakeClock
+) -> None:
     calls.add("work")
     completed_instances(rt, 3, "a", ttl=1)
     completed_instances(rt, 2, "b", ttl=None)
@@ -380,9 +433,9 @@ def test_dry_run_counts_what_a_cleanup_would_delete(rt: Harness, calls: Calls,
 # --- concurrency --------------------------------------------------------------------------------
 
 
-def test_two_cleanups_at_once_delete_each_instance_once(rt: Harness, calls: Calls,
-                                                        clock: FakeClock,
-                                                        engine_factory: EngineFactory) -> None:
+def test_two_cleanups_at_once_delete_each_instance_once(
+    rt: Harness, calls: Calls, clock: FakeClock, engine_factory: EngineFactory
+) -> None:
     calls.add("work")
     engines = [engine_factory().engine for _ in range(2)]
     for _ in range(3):
@@ -391,8 +444,9 @@ def test_two_cleanups_at_once_delete_each_instance_once(rt: Harness, calls: Call
         now = clock.now()
 
         def cleaner(engine: Engine, now: datetime) -> Callable[[], int]:
-            return lambda: retention.cleanup(engine, now, default_ttl=None, batch=3,
-                                             max_batches=100)
+            return lambda: retention.cleanup(
+                engine, now, default_ttl=None, batch=3, max_batches=100
+            )
 
         counts = run_together([cleaner(e, now) for e in engines])
         assert sum(counts) == len(ids), counts
@@ -400,7 +454,8 @@ def test_two_cleanups_at_once_delete_each_instance_once(rt: Harness, calls: Call
 
 
 def test_a_cleanup_running_beside_live_work_blocks_none_of_it(
-        rt: Harness, calls: Calls, clock: FakeClock, engine_factory: EngineFactory) -> None:
+    rt: Harness, calls: Calls, clock: FakeClock, engine_factory: EngineFactory
+) -> None:
     calls.add("work")
     old = completed_instances(rt, 120)
     clock.advance(days=2)
@@ -427,9 +482,9 @@ def test_a_cleanup_running_beside_live_work_blocks_none_of_it(
     assert existing(db, started) == set(started)
 
 
-def test_an_open_cleanup_batch_blocks_no_runtime_write(rt: Harness, calls: Calls,
-                                                       clock: FakeClock, pg_db: Database,
-                                                       engine_factory: EngineFactory) -> None:
+def test_an_open_cleanup_batch_blocks_no_runtime_write(
+    rt: Harness, calls: Calls, clock: FakeClock, pg_db: Database, engine_factory: EngineFactory
+) -> None:
     """A batch holds its locks (claimed instance rows, deleted rows) until it commits:
     meanwhile instances of the same definition start, move, wait and end, and the same
     definition is deployed again."""
@@ -475,8 +530,9 @@ def hold_a_batch(conn: Connection, def_id: UUID, clock: FakeClock) -> list[UUID]
 # --- the job beat sends -------------------------------------------------------------------------
 
 
-def test_the_celery_task_and_its_schedule(rt: Harness, calls: Calls, clock: FakeClock,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_celery_task_and_its_schedule(
+    rt: Harness, calls: Calls, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``bpm.cleanup_history`` on the scans queue, daily by default; run in-process here (no
     broker): a run that reaches its budget sends itself again until nothing is due."""
     from beat.schedule import beat_schedule
@@ -499,7 +555,8 @@ def test_the_celery_task_and_its_schedule(rt: Harness, calls: Calls, clock: Fake
     clock.advance(days=2)
     monkeypatch.setattr(tasks, "engine_for", lambda *_: rt.engine)
     monkeypatch.setitem(app.conf, "task_always_eager", True)  # re-sends run here, not on Redis
-    monkeypatch.setattr(retention, "sweep", functools.partial(retention.sweep, batch=2,
-                                                              max_batches=1))
+    monkeypatch.setattr(
+        retention, "sweep", functools.partial(retention.sweep, batch=2, max_batches=1)
+    )
     assert app.tasks["bpm.cleanup_history"]() == "deleted=2 batches=1 more=True"
     assert existing(rt.engine.db, ids) == set()  # the two re-sent runs did the rest

@@ -34,8 +34,9 @@ def always_fails(ctx: HandlerContext) -> None:
     raise RuntimeError(f"boom on attempt {ctx.attempt}")
 
 
-def start_single(rt: Harness, retry: dict[str, Any] | None, *, follow_delays: bool = True,
-                 key: str = "single") -> UUID:
+def start_single(
+    rt: Harness, retry: dict[str, Any] | None, *, follow_delays: bool = True, key: str = "single"
+) -> UUID:
     rt.deploy(single_task(key, retry=retry))
     iid = rt.start(key)
     rt.drain(follow_delays=follow_delays)
@@ -53,7 +54,9 @@ def test_handler_failing_n_minus_one_times_succeeds(rt: Harness, calls: Calls) -
     assert (task.state, task.attempts, task.retries) == ("DONE", 4, 0)
     types = [(e["type"], e["to_state"]) for e in rows.task_events_of(db, iid)]
     assert types == [("CREATED", "READY")] + [("LOCKED", "LOCKED"), ("FAILED", "READY")] * 3 + [
-        ("LOCKED", "LOCKED"), ("COMPLETED", "DONE")]
+        ("LOCKED", "LOCKED"),
+        ("COMPLETED", "DONE"),
+    ]
     assert rows.incidents_of(db, iid) == []
     assert rt.engine.show(iid)["variables"] == {"done": True}
 
@@ -68,8 +71,11 @@ def test_backoff_follows_the_policy(rt: Harness, calls: Calls) -> None:
     for attempt, delay in enumerate(expected, start=1):
         task = rows.only_task(db, iid, "work")
         failure = rows.task_events_of(db, iid, type="FAILED")[-1]
-        assert (task.state, task.attempts, failure["data"]["attempt"]) == ("READY", attempt,
-                                                                           attempt)
+        assert (task.state, task.attempts, failure["data"]["attempt"]) == (
+            "READY",
+            attempt,
+            attempt,
+        )
         assert task.retry_at is not None
         assert task.retry_at - failure["at"] == delay, f"attempt {attempt}"
         assert failure["data"]["retry_at"] == task.retry_at.isoformat()
@@ -86,8 +92,9 @@ def test_backoff_follows_the_policy(rt: Harness, calls: Calls) -> None:
     assert rows.only_task(db, iid, "work").attempts == 5
 
 
-def test_exhausted_retries_fail_token_and_instance_with_an_incident(rt: Harness,
-                                                                   calls: Calls) -> None:
+def test_exhausted_retries_fail_token_and_instance_with_an_incident(
+    rt: Harness, calls: Calls
+) -> None:
     calls.add("work", always_fails)
     iid = start_single(rt, {"max_attempts": 3, "backoff": "PT1S"})
     db = rt.engine.db
@@ -110,7 +117,11 @@ def test_exhausted_retries_fail_token_and_instance_with_an_incident(rt: Harness,
     (failed,) = rows.engine_events_of(db, iid, type="TokenFailed")
     assert (failed["token_id"], failed["node_id"]) == (tok.id, "work")
     assert rows.engine_event_types(db, iid) == [
-        "InstanceStarted", "TokenFailed", "IncidentOpened", "InstanceFailed"]
+        "InstanceStarted",
+        "TokenFailed",
+        "IncidentOpened",
+        "InstanceFailed",
+    ]
     (listed,) = rt.engine.incidents()
     assert (listed["id"], listed["instance_id"]) == (str(incident.id), str(iid))
     assert_history_consistent(db, iid)
@@ -118,7 +129,8 @@ def test_exhausted_retries_fail_token_and_instance_with_an_incident(rt: Harness,
 
 @pytest.mark.parametrize("by", ["token", "task"])
 def test_operator_retry_resolves_the_incident_and_the_instance_completes(
-        rt: Harness, calls: Calls, by: str) -> None:
+    rt: Harness, calls: Calls, by: str
+) -> None:
     broken = {"yes": True}
 
     def work(ctx: HandlerContext) -> dict[str, Any]:
@@ -142,7 +154,10 @@ def test_operator_retry_resolves_the_incident_and_the_instance_completes(
     (incident,) = rows.incidents_of(db, iid)
     assert incident.state == "RESOLVED" and incident.resolved_at is not None
     assert rows.engine_event_types(db, iid)[-3:] == [
-        "IncidentResolved", "OperatorRetry", "InstanceResumed"]
+        "IncidentResolved",
+        "OperatorRetry",
+        "InstanceResumed",
+    ]
 
     broken["yes"] = False
     rt.drain()
@@ -166,9 +181,18 @@ def test_operator_retry_can_set_the_number_of_retries(rt: Harness, calls: Calls)
 
 def test_instance_stays_failed_while_another_incident_is_open(rt: Harness, calls: Calls) -> None:
     calls.add("work", always_fails)
-    doc = (ProcessBuilder("two_fail").start().parallel_gateway("fork")
-           .service_task("a", handler="work").service_task("b", handler="work").end("ea")
-           .end("eb").sequence("start", "fork", "a", "ea").sequence("fork", "b", "eb").build())
+    doc = (
+        ProcessBuilder("two_fail")
+        .start()
+        .parallel_gateway("fork")
+        .service_task("a", handler="work")
+        .service_task("b", handler="work")
+        .end("ea")
+        .end("eb")
+        .sequence("start", "fork", "a", "ea")
+        .sequence("fork", "b", "eb")
+        .build()
+    )
     iid = rt.run(doc)
     db = rt.engine.db
     failed = [t for t in rows.tokens_of(db, iid) if t.state == "FAILED"]
@@ -182,8 +206,9 @@ def test_instance_stays_failed_while_another_incident_is_open(rt: Harness, calls
 
 
 @pytest.mark.parametrize("situation", ["waiting", "completed"])
-def test_retry_of_a_token_that_is_not_failed_is_refused(engine_factory: EngineFactory,
-                                                        calls: Calls, situation: str) -> None:
+def test_retry_of_a_token_that_is_not_failed_is_refused(
+    engine_factory: EngineFactory, calls: Calls, situation: str
+) -> None:
     calls.add("work")
     rt = engine_factory(run_handlers_inline=situation == "completed")
     rt.deploy(single_task())
@@ -255,16 +280,20 @@ def test_unknown_handler_is_an_incident_naming_it(rt: Harness, calls: Calls) -> 
     assert_history_consistent(db, iid)
 
 
-@pytest.mark.parametrize(("result", "message"), [
-    ([1, 2], "returned list"),
-    ("done", "returned str"),
-    (42, "returned int"),
-    ({"when": {1, 2}}, "'when' is not JSON"),
-    ({"ratio": float("nan")}, "'ratio' is not JSON"),
-    ({3: "x"}, "variable name 3"),
-])
+@pytest.mark.parametrize(
+    ("result", "message"),
+    [
+        ([1, 2], "returned list"),
+        ("done", "returned str"),
+        (42, "returned int"),
+        ({"when": {1, 2}}, "'when' is not JSON"),
+        ({"ratio": float("nan")}, "'ratio' is not JSON"),
+        ({3: "x"}, "variable name 3"),
+    ],
+)
 def test_handler_result_that_is_not_json_variables_fails_clearly(
-        rt: Harness, calls: Calls, result: object, message: str) -> None:
+    rt: Harness, calls: Calls, result: object, message: str
+) -> None:
     calls.add("work", lambda ctx: result)  # type: ignore[arg-type,return-value]
     iid = start_single(rt, {"max_attempts": 3})
     db = rt.engine.db

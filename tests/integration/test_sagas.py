@@ -52,8 +52,12 @@ def abc(saga: str = "global", *, fail_at: str = "c") -> dict[str, Any]:
     """A -> B -> C, each with an undo handler; ``fail_at`` has a handler that always fails."""
     b = ProcessBuilder("abc", saga=saga).start()
     for step in ("a", "b", "c"):
-        b._node(step, "serviceTask", handler="boom" if step == fail_at else f"do_{step}",
-                compensation=comp(f"undo_{step}"))
+        b._node(
+            step,
+            "serviceTask",
+            handler="boom" if step == fail_at else f"do_{step}",
+            compensation=comp(f"undo_{step}"),
+        )
     return b.end().sequence("start", "a", "b", "c", "end").build()
 
 
@@ -69,13 +73,21 @@ def records(db: Database, iid: UUID) -> list[tuple[str, int, str]]:
 
 
 def saga_events(db: Database, iid: UUID) -> list[str]:
-    wanted = {"TokenFailed", "SagaStarted", "CompensationTokenCreated", "CompensationCompleted",
-              "CompensationFailed", "SagaCompleted", "InstanceTerminated"}
+    wanted = {
+        "TokenFailed",
+        "SagaStarted",
+        "CompensationTokenCreated",
+        "CompensationCompleted",
+        "CompensationFailed",
+        "SagaCompleted",
+        "InstanceTerminated",
+    }
     return [e for e in rows.engine_event_types(db, iid) if e in wanted]
 
 
-def test_a_b_c_failing_at_c_compensates_b_then_a_and_terminates(rt: Harness, calls: Calls,
-                                                              journal: Journal) -> None:
+def test_a_b_c_failing_at_c_compensates_b_then_a_and_terminates(
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
     register(journal, calls, "do_a", "do_b", "undo_a", "undo_b", "undo_c")
     iid = rt.run(abc())
     db = rt.engine.db
@@ -85,17 +97,24 @@ def test_a_b_c_failing_at_c_compensates_b_then_a_and_terminates(rt: Harness, cal
     seqs = [q for _, q, _ in records(db, iid)]
     assert seqs == sorted(seqs) and len(set(seqs)) == 2
     assert saga_events(db, iid) == [
-        "TokenFailed", "SagaStarted", "CompensationTokenCreated", "CompensationCompleted",
-        "CompensationTokenCreated", "CompensationCompleted", "SagaCompleted",
-        "InstanceTerminated"]
+        "TokenFailed",
+        "SagaStarted",
+        "CompensationTokenCreated",
+        "CompensationCompleted",
+        "CompensationTokenCreated",
+        "CompensationCompleted",
+        "SagaCompleted",
+        "InstanceTerminated",
+    ]
     assert rows.incidents_of(db, iid) == []
     compensation_tokens = [t for t in rows.tokens_of(db, iid) if t.mode == "COMPENSATION"]
     assert {t.state for t in compensation_tokens} == {"COMPLETED"}
     assert_history_consistent(db, iid)
 
 
-def test_a_step_that_succeeds_after_retries_is_compensated_once(rt: Harness, calls: Calls,
-                                                               journal: Journal) -> None:
+def test_a_step_that_succeeds_after_retries_is_compensated_once(
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
     register(journal, calls, "do_a", "undo_a", "undo_b")
     journal.add(calls, "do_b", failing(2))
     doc = abc()
@@ -105,8 +124,9 @@ def test_a_step_that_succeeds_after_retries_is_compensated_once(rt: Harness, cal
     assert [n for n, _, _ in records(rt.engine.db, iid)] == ["a", "b"]
 
 
-def test_without_a_saga_scope_a_failure_is_an_incident(rt: Harness, calls: Calls,
-                                                     journal: Journal) -> None:
+def test_without_a_saga_scope_a_failure_is_an_incident(
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
     register(journal, calls, "do_a", "do_b", "undo_a", "undo_b")
     iid = rt.run(abc("none"))
     db = rt.engine.db
@@ -117,7 +137,8 @@ def test_without_a_saga_scope_a_failure_is_an_incident(rt: Harness, calls: Calls
 
 
 def test_a_bpmn_error_from_a_compensation_is_not_caught_by_the_activitys_boundary(
-        rt: Harness, calls: Calls, journal: Journal) -> None:
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
     """The error boundary on B belongs to B's forward run: undoing B and failing with the
     code it catches is a failed compensation (an incident), not a jump to its path."""
     register(journal, calls, "do_a", "do_b", "undo_a")
@@ -127,8 +148,10 @@ def test_a_bpmn_error_from_a_compensation_is_not_caught_by_the_activitys_boundar
 
     journal.add(calls, "undo_b", refuse)
     doc = abc()
-    doc["nodes"] += [{"id": "eb", "type": "boundaryEvent", "attachedTo": "b", "error": "NOPE"},
-                     {"id": "eb_end", "type": "endEvent"}]
+    doc["nodes"] += [
+        {"id": "eb", "type": "boundaryEvent", "attachedTo": "b", "error": "NOPE"},
+        {"id": "eb_end", "type": "endEvent"},
+    ]
     doc["flows"].append({"id": "eb_flow", "source": "eb", "target": "eb_end"})
     iid = rt.run(doc)
     db = rt.engine.db
@@ -141,7 +164,8 @@ def test_a_bpmn_error_from_a_compensation_is_not_caught_by_the_activitys_boundar
 
 
 def test_a_failing_compensation_opens_an_incident_and_the_saga_goes_on(
-        rt: Harness, calls: Calls, journal: Journal) -> None:
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
     register(journal, calls, "do_a", "do_b", "undo_a")
     journal.add(calls, "undo_b", failing(1, "cannot undo"))
     iid = rt.run(abc())
@@ -163,8 +187,9 @@ def test_a_failing_compensation_opens_an_incident_and_the_saga_goes_on(
     assert_history_consistent(db, iid)
 
 
-def test_an_operator_can_mark_a_failed_compensation_resolved(rt: Harness, calls: Calls,
-                                                            journal: Journal) -> None:
+def test_an_operator_can_mark_a_failed_compensation_resolved(
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
     register(journal, calls, "do_a", "do_b", "undo_a")
     journal.add(calls, "undo_b", failing(1000, "cannot undo"))
     iid = rt.run(abc())
@@ -177,7 +202,8 @@ def test_an_operator_can_mark_a_failed_compensation_resolved(rt: Harness, calls:
 
 
 def test_parallel_branches_compensate_what_they_completed_interleaved_by_seq(
-        rt: Harness, calls: Calls, journal: Journal) -> None:
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
     """Branch x does x1 then x2; branch y does y1 then fails; x2 is still waiting on a worker,
     so it is cancelled and only x1 and y1 are compensated, latest success first."""
     register(journal, calls, "do_x1", "do_y1", "undo_x1", "undo_y1", "undo_x2")
@@ -186,9 +212,14 @@ def test_parallel_branches_compensate_what_they_completed_interleaved_by_seq(
     b._node("x2", "serviceTask", topic="slow", compensation=comp("undo_x2"))
     b._node("y1", "serviceTask", handler="do_y1", compensation=comp("undo_y1"))
     b._node("y2", "serviceTask", handler="boom")
-    doc = (b.parallel_gateway("join").end()
-           .sequence("start", "fork", "x1", "x2", "join").sequence("fork", "y1", "y2", "join")
-           .sequence("join", "end").build())
+    doc = (
+        b.parallel_gateway("join")
+        .end()
+        .sequence("start", "fork", "x1", "x2", "join")
+        .sequence("fork", "y1", "y2", "join")
+        .sequence("join", "end")
+        .build()
+    )
     iid = rt.run(doc)
     db = rt.engine.db
     order = [n for n, _, _ in records(db, iid)]
@@ -207,8 +238,13 @@ def local_doc(*, boundary: bool) -> dict[str, Any]:
     inner.end("s_end").sequence("s_start", "s1", "s2", "s_end")
     b = ProcessBuilder("local").start()
     b._node("a", "serviceTask", handler="do_a", compensation=comp("undo_a"))
-    b._node("sub", "subProcess", saga="local", nodes=inner.build()["nodes"],
-            flows=inner.build()["flows"])
+    b._node(
+        "sub",
+        "subProcess",
+        saga="local",
+        nodes=inner.build()["nodes"],
+        flows=inner.build()["flows"],
+    )
     b.end()
     if boundary:
         b.error_boundary("compensated", attached_to="sub", error="SAGA_COMPENSATED")
@@ -218,7 +254,8 @@ def local_doc(*, boundary: bool) -> dict[str, Any]:
 
 
 def test_a_local_saga_compensates_its_subprocess_then_the_boundary_takes_over(
-        rt: Harness, calls: Calls, journal: Journal) -> None:
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
     register(journal, calls, "do_a", "do_s1", "undo_s1", "undo_a", "apologise")
     iid = rt.run(local_doc(boundary=True))
     db = rt.engine.db
@@ -229,7 +266,8 @@ def test_a_local_saga_compensates_its_subprocess_then_the_boundary_takes_over(
 
 
 def test_a_local_saga_without_a_boundary_fails_outward_to_the_process_policy(
-        rt: Harness, calls: Calls, journal: Journal) -> None:
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
     register(journal, calls, "do_a", "do_s1", "undo_s1", "undo_a")
     iid = rt.run(local_doc(boundary=False))  # the process has saga none: an incident
     db = rt.engine.db
@@ -251,8 +289,9 @@ def test_nested_scopes_local_inside_global(rt: Harness, calls: Calls, journal: J
     assert saga_events(db, iid).count("SagaCompleted") == 2
 
 
-def test_a_duplicate_run_compensation_is_a_no_op(rt: Harness, calls: Calls,
-                                                journal: Journal) -> None:
+def test_a_duplicate_run_compensation_is_a_no_op(
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
     register(journal, calls, "do_a", "do_b", "undo_a", "undo_b")
     rt.deploy(abc())
     iid = rt.start("abc")
@@ -289,16 +328,18 @@ def thrown(kind: str, activity: str | None = None) -> dict[str, Any]:
     return b.build()
 
 
-@pytest.mark.parametrize(("kind", "activity", "undone"), [
-    ("intermediate", None, ["undo_b", "undo_a", "after"]),
-    ("intermediate", "a", ["undo_a", "after"]),
-    ("end", None, ["undo_b", "undo_a"]),
-    ("end", "b", ["undo_b"]),
-])
-def test_thrown_compensation_compensates_then_goes_on(rt: Harness, calls: Calls,
-                                                     journal: Journal, kind: str,
-                                                     activity: str | None,
-                                                     undone: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("kind", "activity", "undone"),
+    [
+        ("intermediate", None, ["undo_b", "undo_a", "after"]),
+        ("intermediate", "a", ["undo_a", "after"]),
+        ("end", None, ["undo_b", "undo_a"]),
+        ("end", "b", ["undo_b"]),
+    ],
+)
+def test_thrown_compensation_compensates_then_goes_on(
+    rt: Harness, calls: Calls, journal: Journal, kind: str, activity: str | None, undone: list[str]
+) -> None:
     register(journal, calls, "do_a", "do_b", "undo_a", "undo_b", "after")
     iid = rt.run(thrown(kind, activity))
     db = rt.engine.db
@@ -308,9 +349,12 @@ def test_thrown_compensation_compensates_then_goes_on(rt: Harness, calls: Calls,
     assert_history_consistent(db, iid)
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"saga": "partial"}, "'saga' must be none, local or global"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"saga": "partial"}, "'saga' must be none, local or global"),
+    ],
+)
 def test_bad_saga_definitions_are_refused(change: dict[str, Any], message: str) -> None:
     doc = abc()
     doc.update(change)
@@ -318,16 +362,29 @@ def test_bad_saga_definitions_are_refused(change: dict[str, Any], message: str) 
         compile_definition(doc)
 
 
-@pytest.mark.parametrize(("node", "message"), [
-    ({"id": "a", "type": "serviceTask", "handler": "x", "compensation": {}},
-     "exactly one of 'handler', 'topic' or 'node'"),
-    ({"id": "a", "type": "serviceTask", "handler": "x", "compensation": {"node": "nowhere"}},
-     "must be a serviceTask or userTask of the same scope"),
-    ({"id": "a", "type": "serviceTask", "handler": "x",
-      "compensation": {"handler": "y", "retry": {"max_attempt": 2}}}, "unknown key"),
-])
-def test_bad_compensations_are_refused_naming_the_node(node: dict[str, Any],
-                                                       message: str) -> None:
+@pytest.mark.parametrize(
+    ("node", "message"),
+    [
+        (
+            {"id": "a", "type": "serviceTask", "handler": "x", "compensation": {}},
+            "exactly one of 'handler', 'topic' or 'node'",
+        ),
+        (
+            {"id": "a", "type": "serviceTask", "handler": "x", "compensation": {"node": "nowhere"}},
+            "must be a serviceTask or userTask of the same scope",
+        ),
+        (
+            {
+                "id": "a",
+                "type": "serviceTask",
+                "handler": "x",
+                "compensation": {"handler": "y", "retry": {"max_attempt": 2}},
+            },
+            "unknown key",
+        ),
+    ],
+)
+def test_bad_compensations_are_refused_naming_the_node(node: dict[str, Any], message: str) -> None:
     doc = abc()
     doc["nodes"][1] = node
     with pytest.raises(InvalidDefinition, match=message) as caught:
@@ -338,8 +395,9 @@ def test_bad_compensations_are_refused_naming_the_node(node: dict[str, Any],
 # --- other compensation forms, listeners ---------------------------------------------------
 
 
-def test_compensation_by_topic_and_by_a_user_task_handler_activity(rt: Harness, calls: Calls,
-                                                                  journal: Journal) -> None:
+def test_compensation_by_topic_and_by_a_user_task_handler_activity(
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
     from datetime import timedelta
 
     from bpm.engine.external import TopicRequest
@@ -365,13 +423,13 @@ def test_compensation_by_topic_and_by_a_user_task_handler_activity(rt: Harness, 
     rt.drain()
     db = rt.engine.db
     assert rows.state(db, iid) == "TERMINATED"
-    assert [(n, s) for n, _, s in records(db, iid)] == [("a", "COMPLETED"),
-                                                        ("charge", "COMPLETED")]
+    assert [(n, s) for n, _, s in records(db, iid)] == [("a", "COMPLETED"), ("charge", "COMPLETED")]
     assert_history_consistent(db, iid)
 
 
-def test_listeners_get_the_saga_events_after_commit(rt: Harness, calls: Calls,
-                                                   journal: Journal) -> None:
+def test_listeners_get_the_saga_events_after_commit(
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
     from bpm.events import SAGA_EVENTS, EventListeners
 
     register(journal, calls, "do_a", "do_b", "undo_a", "undo_b")
@@ -386,10 +444,15 @@ def test_listeners_get_the_saga_events_after_commit(rt: Harness, calls: Calls,
     listeners.add("SagaCompleted", broken)  # a broken listener changes nothing
     rt.engine.listeners = listeners
     iid = rt.run(abc())
-    assert seen == [("TokenFailed", "c"), ("SagaStarted", "c"),
-                    ("CompensationTokenCreated", "b"), ("CompensationCompleted", "b"),
-                    ("CompensationTokenCreated", "a"), ("CompensationCompleted", "a"),
-                    ("SagaCompleted", "c")]
+    assert seen == [
+        ("TokenFailed", "c"),
+        ("SagaStarted", "c"),
+        ("CompensationTokenCreated", "b"),
+        ("CompensationCompleted", "b"),
+        ("CompensationTokenCreated", "a"),
+        ("CompensationCompleted", "a"),
+        ("SagaCompleted", "c"),
+    ]
     assert rows.state(rt.engine.db, iid) == "TERMINATED"
 
 
@@ -399,16 +462,20 @@ def test_listeners_get_the_saga_events_after_commit(rt: Harness, calls: Calls,
 def random_saga(seed: int) -> tuple[dict[str, Any], str]:
     """A global saga over a random mix of steps and parallel branches, failing at one step;
     each step has its own handler ``do_NAME`` and most an ``undo_NAME``."""
+
     def step(name: str, undoable: bool) -> dict[str, Any]:
-        return {"handler": f"do_{name}",
-                **({"compensation": comp(f"undo_{name}")} if undoable else {})}
+        return {
+            "handler": f"do_{name}",
+            **({"compensation": comp(f"undo_{name}")} if undoable else {}),
+        }
 
     return processes.random_saga(seed, f"rnd{seed}", step)
 
 
 @pytest.mark.parametrize("seed", range(12))
 def test_random_sagas_compensate_exactly_the_succeeded_steps_in_reverse_order(
-        rt: Harness, calls: Calls, journal: Journal, seed: int) -> None:
+    rt: Harness, calls: Calls, journal: Journal, seed: int
+) -> None:
     doc, failing_step = random_saga(seed)
     for node in doc["nodes"]:
         if node["type"] != "serviceTask":
@@ -433,7 +500,8 @@ def test_random_sagas_compensate_exactly_the_succeeded_steps_in_reverse_order(
 
 
 def test_a_lost_nudge_between_compensations_is_recovered_by_the_scan(
-        rt: Harness, calls: Calls, journal: Journal, engine_factory: Any) -> None:
+    rt: Harness, calls: Calls, journal: Journal, engine_factory: Any
+) -> None:
     """A worker dies right after a compensation committed, before the saga went on."""
     from datetime import timedelta
 
@@ -455,8 +523,9 @@ def test_a_lost_nudge_between_compensations_is_recovered_by_the_scan(
     assert rows.state(rt.engine.db, iid) == "TERMINATED"
 
 
-def test_a_completed_user_task_is_compensated_by_its_handler(rt: Harness, calls: Calls,
-                                                            journal: Journal) -> None:
+def test_a_completed_user_task_is_compensated_by_its_handler(
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
     register(journal, calls, "undo_review")
     b = ProcessBuilder("review_saga", saga="global").start()
     b._node("review", "userTask", compensation=comp("undo_review"))
@@ -471,7 +540,8 @@ def test_a_completed_user_task_is_compensated_by_its_handler(rt: Harness, calls:
 
 
 def test_a_subprocess_with_its_own_compensation_is_undone_by_it_alone(
-        rt: Harness, calls: Calls, journal: Journal) -> None:
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
     """BPMN: the subprocess's handler replaces the handlers of the activities inside it."""
     register(journal, calls, "do_a", "do_s1", "undo_a", "undo_s1", "undo_sub")
     inner = ProcessBuilder("inner").start("s_start")
@@ -480,8 +550,13 @@ def test_a_subprocess_with_its_own_compensation_is_undone_by_it_alone(
     built = inner.build()
     b = ProcessBuilder("covered", saga="global").start()
     b._node("a", "serviceTask", handler="do_a", compensation=comp("undo_a"))
-    b._node("sub", "subProcess", nodes=built["nodes"], flows=built["flows"],
-            compensation=comp("undo_sub"))
+    b._node(
+        "sub",
+        "subProcess",
+        nodes=built["nodes"],
+        flows=built["flows"],
+        compensation=comp("undo_sub"),
+    )
     b._node("ship", "serviceTask", handler="boom")
     iid = rt.run(b.end().sequence("start", "a", "sub", "ship", "end").build())
     db = rt.engine.db
@@ -506,7 +581,8 @@ def _nested_body() -> dict[str, Any]:
 
 
 def test_compensating_a_subprocess_without_a_handler_undoes_what_ran_inside_it(
-        rt: Harness, calls: Calls, journal: Journal) -> None:
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
     """BPMN 2.0 13.5.5: activity outside the subprocess stays, inner ones (any depth) are
     undone latest first."""
     register(journal, calls, "do_a", "do_s1", "do_s2", "undo_a", "undo_s1", "undo_s2", "after")
@@ -521,7 +597,10 @@ def test_compensating_a_subprocess_without_a_handler_undoes_what_ran_inside_it(
     assert journal.lines == ["do_a", "do_s1", "do_s2", "undo_s2", "undo_s1", "after"]
     assert rows.state(db, iid) == "COMPLETED"
     assert {n: s for n, _, s in records(db, iid)} == {
-        "a": "PENDING", "s1": "COMPLETED", "s2": "COMPLETED"}
+        "a": "PENDING",
+        "s1": "COMPLETED",
+        "s2": "COMPLETED",
+    }
     assert_history_consistent(db, iid)
 
 
@@ -551,13 +630,21 @@ def local_saga_with_a_reminder(key: str, *, first_fails: bool = False) -> dict[s
     b._node("sub", "subProcess", saga="local", nodes=body["nodes"], flows=body["flows"])
     b.timer_boundary("remind_t", attached_to="sub", duration="PT1M", interrupting=False)
     b.error_boundary("compensated", attached_to="sub", error="SAGA_COMPENSATED")
-    return (b.user_task("remind").end("reminded").end().end("sorry")
-            .sequence("start", "sub", "end").sequence("remind_t", "remind", "reminded")
-            .flow("compensated", "sorry").build())
+    return (
+        b.user_task("remind")
+        .end("reminded")
+        .end()
+        .end("sorry")
+        .sequence("start", "sub", "end")
+        .sequence("remind_t", "remind", "reminded")
+        .flow("compensated", "sorry")
+        .build()
+    )
 
 
 def test_a_local_saga_leaves_the_path_of_its_subprocess_non_interrupting_boundary_alone(
-        rt: Harness, calls: Calls, journal: Journal) -> None:
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
     """The reminder runs outside the subprocess: the saga neither cancels it nor undoes what
     it did."""
     from datetime import timedelta
@@ -610,8 +697,7 @@ def test_a_local_saga_over_a_failed_branch_leaves_no_failed_token_behind(rt: Har
     b = ProcessBuilder("saga_branch").start()
     b._node("sub", "subProcess", saga="local", nodes=body["nodes"], flows=body["flows"])
     b.error_boundary("compensated", attached_to="sub", error="SAGA_COMPENSATED")
-    doc = (b.end().end("sorry").sequence("start", "sub", "end").flow("compensated", "sorry")
-           .build())
+    doc = b.end().end("sorry").sequence("start", "sub", "end").flow("compensated", "sorry").build()
     iid = rt.run(doc)
     [task] = rt.engine.fetch_and_lock("w", [TopicRequest("ta", timedelta(minutes=5))])
     rt.engine.fail(task.id, "w", "broken", retries=0)

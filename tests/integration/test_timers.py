@@ -25,18 +25,27 @@ from tests.helpers.runtime import Calls, EngineFactory, Harness
 
 def timers_of(db: Database, iid: UUID) -> list[dict[str, Any]]:
     with db.transaction() as conn:
-        return [{"node": t.node_id, "state": t.state, "fire_at": t.fire_at}
-                for t in timers.of_instance(conn, iid)]
+        return [
+            {"node": t.node_id, "state": t.state, "fire_at": t.fire_at}
+            for t in timers.of_instance(conn, iid)
+        ]
 
 
 def waiting_doc(**timer: str) -> dict[str, Any]:
-    return (ProcessBuilder("wait").start().timer("pause", **timer)
-            .service_task("after", handler="after").end()
-            .sequence("start", "pause", "after", "end").build())
+    return (
+        ProcessBuilder("wait")
+        .start()
+        .timer("pause", **timer)
+        .service_task("after", handler="after")
+        .end()
+        .sequence("start", "pause", "after", "end")
+        .build()
+    )
 
 
-def test_an_intermediate_timer_waits_then_fires_once_on_time(rt: Harness, calls: Calls,
-                                                            clock: FakeClock) -> None:
+def test_an_intermediate_timer_waits_then_fires_once_on_time(
+    rt: Harness, calls: Calls, clock: FakeClock
+) -> None:
     calls.add("after")
     iid = rt.run(waiting_doc(duration="PT10M"))
     db = rt.engine.db
@@ -72,13 +81,21 @@ def test_dates_are_stored_in_utc(rt: Harness, calls: Calls) -> None:
     assert timer["fire_at"].utcoffset() == timedelta(0)
 
 
-@pytest.mark.parametrize(("timer", "variables", "due_in"), [
-    ({"duration": "${wait}"}, {"wait": "PT2H"}, timedelta(hours=2)),
-    ({"duration": "${'PT' + str(minutes) + 'M'}"}, {"minutes": 3}, timedelta(minutes=3)),
-])
-def test_timer_expressions_read_the_variables(rt: Harness, calls: Calls, clock: FakeClock,
-                                             timer: dict[str, str], variables: dict[str, Any],
-                                             due_in: timedelta) -> None:
+@pytest.mark.parametrize(
+    ("timer", "variables", "due_in"),
+    [
+        ({"duration": "${wait}"}, {"wait": "PT2H"}, timedelta(hours=2)),
+        ({"duration": "${'PT' + str(minutes) + 'M'}"}, {"minutes": 3}, timedelta(minutes=3)),
+    ],
+)
+def test_timer_expressions_read_the_variables(
+    rt: Harness,
+    calls: Calls,
+    clock: FakeClock,
+    timer: dict[str, str],
+    variables: dict[str, Any],
+    due_in: timedelta,
+) -> None:
     calls.add("after")
     rt.deploy(waiting_doc(**timer))
     started = clock.peek()
@@ -89,7 +106,8 @@ def test_timer_expressions_read_the_variables(rt: Harness, calls: Calls, clock: 
 
 
 def test_a_timer_expression_with_a_bad_value_fails_the_token_naming_the_node(
-        rt: Harness, calls: Calls) -> None:
+    rt: Harness, calls: Calls
+) -> None:
     calls.add("after")
     rt.deploy(waiting_doc(date="${when}"))
     iid = rt.start("wait", {"when": "someday"})
@@ -103,8 +121,9 @@ def test_a_timer_expression_with_a_bad_value_fails_the_token_naming_the_node(
     assert_history_consistent(db, iid)
 
 
-def test_timers_survive_a_restart(engine_factory: EngineFactory, calls: Calls,
-                                  clock: FakeClock) -> None:
+def test_timers_survive_a_restart(
+    engine_factory: EngineFactory, calls: Calls, clock: FakeClock
+) -> None:
     calls.add("after")
     first = engine_factory()
     iids = [first.run(waiting_doc(duration="PT1H")) for _ in range(3)]
@@ -118,9 +137,9 @@ def test_timers_survive_a_restart(engine_factory: EngineFactory, calls: Calls,
     assert calls.count("after") == 3
 
 
-def test_two_scanners_at_once_fire_every_timer_exactly_once(engine_factory: EngineFactory,
-                                                           calls: Calls,
-                                                           clock: FakeClock) -> None:
+def test_two_scanners_at_once_fire_every_timer_exactly_once(
+    engine_factory: EngineFactory, calls: Calls, clock: FakeClock
+) -> None:
     calls.add("after")
     setup = engine_factory()
     setup.deploy(waiting_doc(duration="PT1M"))
@@ -151,23 +170,34 @@ def boundary_doc(host: str, *, interrupting: bool = True) -> dict[str, Any]:
     elif host == "receive":
         b.receive_task("act", message="go")
     else:
-        inner = (ProcessBuilder("inner").start("s_start").parallel_gateway("s_fork")
-                 .service_task("s_a", topic="slow").user_task("s_b")
-                 .parallel_gateway("s_join").end("s_end")
-                 .sequence("s_start", "s_fork", "s_a", "s_join", "s_end")
-                 .sequence("s_fork", "s_b", "s_join"))
+        inner = (
+            ProcessBuilder("inner")
+            .start("s_start")
+            .parallel_gateway("s_fork")
+            .service_task("s_a", topic="slow")
+            .user_task("s_b")
+            .parallel_gateway("s_join")
+            .end("s_end")
+            .sequence("s_start", "s_fork", "s_a", "s_join", "s_end")
+            .sequence("s_fork", "s_b", "s_join")
+        )
         b.sub_process("act", inner)
-    return (b.timer_boundary("late", attached_to="act", duration="PT1H",
-                             interrupting=interrupting)
-            .service_task("escalate", handler="escalate").end("late_end")
-            .service_task("normal", handler="normal").end()
-            .sequence("start", "act", "normal", "end")
-            .sequence("late", "escalate", "late_end").build())
+    return (
+        b.timer_boundary("late", attached_to="act", duration="PT1H", interrupting=interrupting)
+        .service_task("escalate", handler="escalate")
+        .end("late_end")
+        .service_task("normal", handler="normal")
+        .end()
+        .sequence("start", "act", "normal", "end")
+        .sequence("late", "escalate", "late_end")
+        .build()
+    )
 
 
 @pytest.mark.parametrize("host", ["service", "user", "receive", "subprocess"])
-def test_an_interrupting_boundary_timer_leaves_the_activity(rt: Harness, calls: Calls,
-                                                           clock: FakeClock, host: str) -> None:
+def test_an_interrupting_boundary_timer_leaves_the_activity(
+    rt: Harness, calls: Calls, clock: FakeClock, host: str
+) -> None:
     calls.add("escalate")
     calls.add("normal")
     iid = rt.run(boundary_doc(host))
@@ -191,8 +221,9 @@ def test_an_interrupting_boundary_timer_leaves_the_activity(rt: Harness, calls: 
             rt.engine.correlate("go", instance_id=iid)
 
 
-def test_a_boundary_timer_is_disarmed_when_the_activity_completes(rt: Harness, calls: Calls,
-                                                                 clock: FakeClock) -> None:
+def test_a_boundary_timer_is_disarmed_when_the_activity_completes(
+    rt: Harness, calls: Calls, clock: FakeClock
+) -> None:
     calls.add("escalate")
     calls.add("normal")
     iid = rt.run(boundary_doc("user"))
@@ -209,7 +240,8 @@ def test_a_boundary_timer_is_disarmed_when_the_activity_completes(rt: Harness, c
 
 @pytest.mark.parametrize("host", ["service", "user"])
 def test_a_non_interrupting_boundary_timer_spawns_a_path_and_keeps_the_task(
-        rt: Harness, calls: Calls, clock: FakeClock, host: str) -> None:
+    rt: Harness, calls: Calls, clock: FakeClock, host: str
+) -> None:
     calls.add("escalate")
     calls.add("normal")
     iid = rt.run(boundary_doc(host, interrupting=False))
@@ -230,16 +262,25 @@ def test_a_non_interrupting_boundary_timer_spawns_a_path_and_keeps_the_task(
     assert_finished_cleanly(db, iid)
 
 
-def test_the_main_path_ending_first_waits_for_the_spawned_path(rt: Harness, calls: Calls,
-                                                              clock: FakeClock) -> None:
+def test_the_main_path_ending_first_waits_for_the_spawned_path(
+    rt: Harness, calls: Calls, clock: FakeClock
+) -> None:
     """The instance completes only when the spawned token is done too."""
     held: list[str] = []
     calls.add("normal")
     calls.add("escalate")
-    doc = (ProcessBuilder("spawn").start().user_task("act")
-           .timer_boundary("late", attached_to="act", duration="PT1H", interrupting=False)
-           .user_task("follow_up").end("late_end").end()
-           .sequence("start", "act", "end").sequence("late", "follow_up", "late_end").build())
+    doc = (
+        ProcessBuilder("spawn")
+        .start()
+        .user_task("act")
+        .timer_boundary("late", attached_to="act", duration="PT1H", interrupting=False)
+        .user_task("follow_up")
+        .end("late_end")
+        .end()
+        .sequence("start", "act", "end")
+        .sequence("late", "follow_up", "late_end")
+        .build()
+    )
     iid = rt.run(doc)
     clock.advance(timedelta(hours=1))
     rt.engine.fire_due_timers()
@@ -258,8 +299,9 @@ def test_the_main_path_ending_first_waits_for_the_spawned_path(rt: Harness, call
 # --- the race between completion and an interrupting timer ----------------------------------
 
 
-def test_completion_first_wins_and_the_timer_is_a_no_op(rt: Harness, calls: Calls,
-                                                       clock: FakeClock) -> None:
+def test_completion_first_wins_and_the_timer_is_a_no_op(
+    rt: Harness, calls: Calls, clock: FakeClock
+) -> None:
     calls.add("escalate")
     calls.add("normal")
     iid = rt.run(boundary_doc("service"))
@@ -272,8 +314,9 @@ def test_completion_first_wins_and_the_timer_is_a_no_op(rt: Harness, calls: Call
     assert_finished_cleanly(rt.engine.db, iid)
 
 
-def test_timer_first_wins_and_the_late_completion_is_rejected(rt: Harness, calls: Calls,
-                                                             clock: FakeClock) -> None:
+def test_timer_first_wins_and_the_late_completion_is_rejected(
+    rt: Harness, calls: Calls, clock: FakeClock
+) -> None:
     calls.add("escalate")
     calls.add("normal")
     iid = rt.run(boundary_doc("service"))
@@ -288,15 +331,17 @@ def test_timer_first_wins_and_the_late_completion_is_rejected(rt: Harness, calls
 
 
 def test_completion_and_timer_at_the_same_instant_have_exactly_one_winner(
-        engine_factory: EngineFactory, calls: Calls, clock: FakeClock) -> None:
+    engine_factory: EngineFactory, calls: Calls, clock: FakeClock
+) -> None:
     calls.add("escalate")
     calls.add("normal")
     setup = engine_factory()
     setup.deploy(boundary_doc("service"))
     iids = [setup.start("bnd") for _ in range(15)]
     setup.drain()
-    locked = setup.engine.fetch_and_lock("w1", [TopicRequest("slow", timedelta(hours=2))],
-                                         max_tasks=15)
+    locked = setup.engine.fetch_and_lock(
+        "w1", [TopicRequest("slow", timedelta(hours=2))], max_tasks=15
+    )
     assert len(locked) == 15
     clock.advance(timedelta(hours=1))
     worker, scanner = engine_factory(), engine_factory()
@@ -322,14 +367,22 @@ def test_completion_and_timer_at_the_same_instant_have_exactly_one_winner(
 
 @pytest.mark.parametrize("first", ["main", "escalation"])
 def test_a_spawned_path_and_the_main_path_meet_at_a_parallel_join(
-        rt: Harness, calls: Calls, clock: FakeClock, first: str) -> None:
+    rt: Harness, calls: Calls, clock: FakeClock, first: str
+) -> None:
     """As Camunda's testJoin: the task's own token becomes the scope when it reaches the join,
     so the join counts it with the token its non-interrupting boundary spawned."""
-    doc = (ProcessBuilder("nij").start().user_task("main")
-           .timer_boundary("late", attached_to="main", duration="PT1H", interrupting=False)
-           .user_task("escalation").parallel_gateway("join").end()
-           .sequence("start", "main", "join", "end")
-           .sequence("late", "escalation", "join").build())
+    doc = (
+        ProcessBuilder("nij")
+        .start()
+        .user_task("main")
+        .timer_boundary("late", attached_to="main", duration="PT1H", interrupting=False)
+        .user_task("escalation")
+        .parallel_gateway("join")
+        .end()
+        .sequence("start", "main", "join", "end")
+        .sequence("late", "escalation", "join")
+        .build()
+    )
     iid = rt.run(doc)
     clock.advance(timedelta(hours=1))
     rt.engine.fire_due_timers()
@@ -346,17 +399,32 @@ def test_a_spawned_path_and_the_main_path_meet_at_a_parallel_join(
 
 
 def test_an_interrupting_timer_on_a_subprocess_leaves_its_non_interrupting_path_alone(
-        rt: Harness, pg_db: Database) -> None:
+    rt: Harness, pg_db: Database
+) -> None:
     """The reminder path started at the subprocess's boundary and runs outside it: leaving the
     subprocess (the deadline firing) cancels only what runs inside."""
-    inner = (ProcessBuilder("i").start("i_start").service_task("a", topic="ta").end("i_end")
-             .sequence("i_start", "a", "i_end"))
-    doc = (ProcessBuilder("deadline").start().sub_process("sub", inner)
-           .timer_boundary("remind_t", attached_to="sub", duration="PT1M", interrupting=False)
-           .timer_boundary("deadline_t", attached_to="sub", duration="PT5M")
-           .user_task("remind").end("done").end("late").end("reminded")
-           .sequence("start", "sub", "done").flow("deadline_t", "late")
-           .sequence("remind_t", "remind", "reminded").build())
+    inner = (
+        ProcessBuilder("i")
+        .start("i_start")
+        .service_task("a", topic="ta")
+        .end("i_end")
+        .sequence("i_start", "a", "i_end")
+    )
+    doc = (
+        ProcessBuilder("deadline")
+        .start()
+        .sub_process("sub", inner)
+        .timer_boundary("remind_t", attached_to="sub", duration="PT1M", interrupting=False)
+        .timer_boundary("deadline_t", attached_to="sub", duration="PT5M")
+        .user_task("remind")
+        .end("done")
+        .end("late")
+        .end("reminded")
+        .sequence("start", "sub", "done")
+        .flow("deadline_t", "late")
+        .sequence("remind_t", "remind", "reminded")
+        .build()
+    )
     iid = rt.run(doc)
     for minutes in (2, 4):
         rt.pass_time(timedelta(minutes=minutes))
@@ -369,16 +437,30 @@ def test_an_interrupting_timer_on_a_subprocess_leaves_its_non_interrupting_path_
 
 
 def test_a_subprocess_goes_on_when_its_body_ends_while_its_boundary_path_still_runs(
-        rt: Harness, pg_db: Database) -> None:
+    rt: Harness, pg_db: Database
+) -> None:
     """The reminder path runs outside the subprocess: the outer path does not wait for it,
     and the instance completes once both are done."""
-    inner = (ProcessBuilder("i").start("i_start").user_task("inside").end("i_end")
-             .sequence("i_start", "inside", "i_end"))
-    doc = (ProcessBuilder("sub_goes_on").start().sub_process("sub", inner)
-           .timer_boundary("remind_t", attached_to="sub", duration="PT1M", interrupting=False)
-           .user_task("after").user_task("remind").end().end("reminded")
-           .sequence("start", "sub", "after", "end").sequence("remind_t", "remind", "reminded")
-           .build())
+    inner = (
+        ProcessBuilder("i")
+        .start("i_start")
+        .user_task("inside")
+        .end("i_end")
+        .sequence("i_start", "inside", "i_end")
+    )
+    doc = (
+        ProcessBuilder("sub_goes_on")
+        .start()
+        .sub_process("sub", inner)
+        .timer_boundary("remind_t", attached_to="sub", duration="PT1M", interrupting=False)
+        .user_task("after")
+        .user_task("remind")
+        .end()
+        .end("reminded")
+        .sequence("start", "sub", "after", "end")
+        .sequence("remind_t", "remind", "reminded")
+        .build()
+    )
     iid = rt.run(doc)
     rt.pass_time(timedelta(minutes=2))
     [inside] = [t for t in rt.engine.user_tasks(instance_id=iid) if t["node_id"] == "inside"]
@@ -395,16 +477,29 @@ def test_a_subprocess_goes_on_when_its_body_ends_while_its_boundary_path_still_r
 
 @pytest.mark.parametrize("order", [("inside", "remind"), ("remind", "inside")])
 def test_a_subprocess_boundary_path_that_joins_the_outer_path_does_not_deadlock(
-        rt: Harness, pg_db: Database, order: tuple[str, str]) -> None:
+    rt: Harness, pg_db: Database, order: tuple[str, str]
+) -> None:
     """The reminder path waits at the join for the subprocess; the subprocess must not wait
     for the reminder path (it did: neither ever moved again)."""
-    inner = (ProcessBuilder("i").start("i_start").user_task("inside").end("i_end")
-             .sequence("i_start", "inside", "i_end"))
-    doc = (ProcessBuilder("sub_join").start().sub_process("sub", inner)
-           .timer_boundary("remind_t", attached_to="sub", duration="PT1M", interrupting=False)
-           .user_task("remind").parallel_gateway("join").end()
-           .sequence("start", "sub", "join", "end").sequence("remind_t", "remind", "join")
-           .build())
+    inner = (
+        ProcessBuilder("i")
+        .start("i_start")
+        .user_task("inside")
+        .end("i_end")
+        .sequence("i_start", "inside", "i_end")
+    )
+    doc = (
+        ProcessBuilder("sub_join")
+        .start()
+        .sub_process("sub", inner)
+        .timer_boundary("remind_t", attached_to="sub", duration="PT1M", interrupting=False)
+        .user_task("remind")
+        .parallel_gateway("join")
+        .end()
+        .sequence("start", "sub", "join", "end")
+        .sequence("remind_t", "remind", "join")
+        .build()
+    )
     iid = rt.run(doc)
     rt.pass_time(timedelta(minutes=2))
     for node in order:

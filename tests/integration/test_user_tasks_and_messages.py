@@ -20,11 +20,16 @@ from tests.helpers import db as rows
 from tests.helpers.invariants import assert_finished_cleanly, snapshot
 from tests.helpers.runtime import Calls, Harness
 
-APPROVAL = (ProcessBuilder("approval").start()
-            .user_task("review", candidate_groups=["managers", "ops"])
-            .user_task("sign", assignee="carol")
-            .service_task("after", handler="after").end()
-            .sequence("start", "review", "sign", "after", "end").build())
+APPROVAL = (
+    ProcessBuilder("approval")
+    .start()
+    .user_task("review", candidate_groups=["managers", "ops"])
+    .user_task("sign", assignee="carol")
+    .service_task("after", handler="after")
+    .end()
+    .sequence("start", "review", "sign", "after", "end")
+    .build()
+)
 
 
 def only(rt: Harness, **filters: Any) -> dict[str, Any]:
@@ -49,8 +54,7 @@ def test_a_user_task_waits_until_completed_with_variables(rt: Harness, calls: Ca
     assert calls.count("after") == 1
     assert calls.seen["after"][0].variables["approved"] is True
     assert_finished_cleanly(db, iid)
-    types = [e["type"] for e in rows.task_events_of(db, iid)
-             if e["node_id"] in ("review", "sign")]
+    types = [e["type"] for e in rows.task_events_of(db, iid) if e["node_id"] in ("review", "sign")]
     assert types == ["CREATED", "COMPLETED", "CREATED", "COMPLETED"]
 
 
@@ -108,10 +112,16 @@ def test_bad_user_task_calls_change_nothing(rt: Harness, calls: Calls) -> None:
 
 # --- messages -------------------------------------------------------------------------------
 
-PAYMENT = (ProcessBuilder("payment").start().receive_task("await_payment", message="paid")
-           .message_event("await_receipt", message="receipt")
-           .service_task("after", handler="after").end()
-           .sequence("start", "await_payment", "await_receipt", "after", "end").build())
+PAYMENT = (
+    ProcessBuilder("payment")
+    .start()
+    .receive_task("await_payment", message="paid")
+    .message_event("await_receipt", message="receipt")
+    .service_task("after", handler="after")
+    .end()
+    .sequence("start", "await_payment", "await_receipt", "after", "end")
+    .build()
+)
 
 
 def test_correlation_by_business_key_and_by_instance(rt: Harness, calls: Calls) -> None:
@@ -126,13 +136,15 @@ def test_correlation_by_business_key_and_by_instance(rt: Harness, calls: Calls) 
     rt.drain()
     assert calls.count("after") == 1 and calls.seen["after"][0].variables["amount"] == 12
     assert_finished_cleanly(rt.engine.db, iid)
-    assert [e["data"]["message"] for e in
-            rows.engine_events_of(rt.engine.db, iid, type="MessageCorrelated")] == [
-        "paid", "receipt"]
+    assert [
+        e["data"]["message"]
+        for e in rows.engine_events_of(rt.engine.db, iid, type="MessageCorrelated")
+    ] == ["paid", "receipt"]
 
 
-def test_a_message_nobody_waits_for_is_an_error_and_changes_nothing(rt: Harness,
-                                                                    calls: Calls) -> None:
+def test_a_message_nobody_waits_for_is_an_error_and_changes_nothing(
+    rt: Harness, calls: Calls
+) -> None:
     calls.add("after")
     rt.deploy(PAYMENT)
     iid = rt.engine.start("payment", business_key="order-8").id
@@ -152,8 +164,10 @@ def test_a_message_nobody_waits_for_is_an_error_and_changes_nothing(rt: Harness,
 def test_several_waiting_tokens_need_all_waiting(rt: Harness, calls: Calls) -> None:
     calls.add("after")
     rt.deploy(PAYMENT)
-    iids = [rt.engine.start("payment", business_key="batch-1", idempotency_key=f"k{n}").id
-            for n in range(2)]
+    iids = [
+        rt.engine.start("payment", business_key="batch-1", idempotency_key=f"k{n}").id
+        for n in range(2)
+    ]
     rt.drain()
     with pytest.raises(AmbiguousCorrelation, match="2 tokens"):
         rt.engine.correlate("paid", business_key="batch-1")

@@ -21,8 +21,14 @@ from tests.helpers import db as rows
 from tests.helpers.invariants import snapshot
 from tests.helpers.runtime import Harness
 
-DOC = (ProcessBuilder("batch").start().service_task("hold", topic="t").end()
-       .sequence("start", "hold", "end").build())
+DOC = (
+    ProcessBuilder("batch")
+    .start()
+    .service_task("hold", topic="t")
+    .end()
+    .sequence("start", "hold", "end")
+    .build()
+)
 
 
 def waiting_token(rt: Harness) -> tuple[UUID, TokenRow]:
@@ -56,8 +62,7 @@ def test_a_missed_version_check_writes_nothing(rt: Harness, read_first: bool) ->
 
 
 @pytest.mark.parametrize("read_first", [False, True], ids=["autocommit", "in-transaction"])
-def test_a_guarded_batch_that_holds_commits_and_reads_back(rt: Harness,
-                                                           read_first: bool) -> None:
+def test_a_guarded_batch_that_holds_commits_and_reads_back(rt: Harness, read_first: bool) -> None:
     iid, tok = waiting_token(rt)
     db: Database = rt.engine.db
     with rt.engine.transaction() as tx:
@@ -78,8 +83,12 @@ def test_a_stale_task_change_is_reported_as_stale(rt: Harness) -> None:
     before = snapshot(db)
     with pytest.raises(Stale, match="gone"):
         with rt.engine.transaction() as tx:
-            tx.finish_task(replace(task, version=task.version + 7), state="DONE", miss="stale",
-                           message=f"task {task.id} is gone")
+            tx.finish_task(
+                replace(task, version=task.version + 7),
+                state="DONE",
+                miss="stale",
+                message=f"task {task.id} is gone",
+            )
             stage_move(tx, tok, expected=tok.version)
     assert snapshot(db) == before
 

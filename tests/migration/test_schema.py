@@ -68,8 +68,9 @@ def lite(tmp_path: Path) -> Iterator[Database]:
 
 
 @pytest.mark.parametrize("dialect", ["pg", "lite"])
-def test_upgrade_downgrade_upgrade_round_trips(dialect: str,
-                                              request: pytest.FixtureRequest) -> None:
+def test_upgrade_downgrade_upgrade_round_trips(
+    dialect: str, request: pytest.FixtureRequest
+) -> None:
     db: Database = request.getfixturevalue(dialect)
     with pytest.raises(ConfigError, match="has no bpm schema"):
         require_current(db)
@@ -82,8 +83,12 @@ def test_upgrade_downgrade_upgrade_round_trips(dialect: str,
     assert current_revision(db) is None
     if db.is_postgres:
         with db.engine.connect() as conn:
-            left = conn.execute(text("SELECT relname FROM pg_class WHERE relkind = 'S' "
-                                     "AND relnamespace = 'public'::regnamespace")).all()
+            left = conn.execute(
+                text(
+                    "SELECT relname FROM pg_class WHERE relkind = 'S' "
+                    "AND relnamespace = 'public'::regnamespace"
+                )
+            ).all()
         assert left == []  # the history sequence went too
 
     upgrade(db)
@@ -96,10 +101,16 @@ def test_check_constraints_match_the_metadata(pg: Database) -> None:
     """Python's state lists and the database's CHECK constraints are the same lists."""
     upgrade(pg)
     with pg.engine.connect() as conn:
-        found = {name: definition for name, definition in conn.execute(text(
-            "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
-            "WHERE contype = 'c' AND conrelid <> 0 "
-            "AND connamespace = 'public'::regnamespace"))}
+        found = {
+            name: definition
+            for name, definition in conn.execute(
+                text(
+                    "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+                    "WHERE contype = 'c' AND conrelid <> 0 "
+                    "AND connamespace = 'public'::regnamespace"
+                )
+            )
+        }
     expected = 0
     for table in metadata.tables.values():
         for constraint in table.constraints:
@@ -117,18 +128,29 @@ def test_check_constraints_match_the_metadata(pg: Database) -> None:
 def test_partial_indexes_match_the_metadata(pg: Database) -> None:
     upgrade(pg)
     with pg.engine.connect() as conn:
-        indexdefs = {name: definition for name, definition in conn.execute(text(
-            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'"))}
-    partial = [ix for table in metadata.tables.values() for ix in table.indexes
-               if isinstance(ix, Index) and ix.dialect_options["postgresql"]["where"] is not None]
+        indexdefs = {
+            name: definition
+            for name, definition in conn.execute(
+                text("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'")
+            )
+        }
+    partial = [
+        ix
+        for table in metadata.tables.values()
+        for ix in table.indexes
+        if isinstance(ix, Index) and ix.dialect_options["postgresql"]["where"] is not None
+    ]
     assert len(partial) >= 6
     for ix in partial:
         definition = indexdefs[str(ix.name)]
         where = str(ix.dialect_options["postgresql"]["where"])
         assert " WHERE " in definition, definition
         predicate = definition.split(" WHERE ", 1)[1]
-        assert set(QUOTED.findall(predicate)) == set(QUOTED.findall(where)), (ix.name, where,
-                                                                            definition)
+        assert set(QUOTED.findall(predicate)) == set(QUOTED.findall(where)), (
+            ix.name,
+            where,
+            definition,
+        )
         for column in re.findall(r"\b([a-z_]+)\s*(?:=|IN)", where):
             assert column in predicate, (ix.name, column, definition)
 
@@ -136,8 +158,13 @@ def test_partial_indexes_match_the_metadata(pg: Database) -> None:
 def test_history_tables_share_one_sequence_on_postgres(pg: Database) -> None:
     upgrade(pg)
     with pg.engine.connect() as conn:
-        defaults: dict[str, str] = dict(conn.execute(text(
-            "SELECT table_name, column_default FROM information_schema.columns "
-            "WHERE column_name = 'id' AND table_name LIKE '%\\_events'")).all())
+        defaults: dict[str, str] = dict(
+            conn.execute(
+                text(
+                    "SELECT table_name, column_default FROM information_schema.columns "
+                    "WHERE column_name = 'id' AND table_name LIKE '%\\_events'"
+                )
+            ).all()
+        )
     assert set(defaults) == {"token_events", "task_events", "engine_events"}
     assert all("bpm_history_seq" in str(d) for d in defaults.values()), defaults

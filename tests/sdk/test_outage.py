@@ -26,16 +26,27 @@ def proxy(pg_url: str) -> Iterator[TcpProxy]:
 
 
 def test_a_result_finished_while_the_database_is_down_is_reported_once_it_is_back(
-        pg_url: str, pg_db: Database, proxy: TcpProxy) -> None:
+    pg_url: str, pg_db: Database, proxy: TcpProxy
+) -> None:
     direct = Engine(pg_db, InProcessDispatcher(), worker_id="setup")
-    direct.deploy(ProcessBuilder("outage").start().service_task("t", topic="outage")
-                  .end().sequence("start", "t", "end").build())
+    direct.deploy(
+        ProcessBuilder("outage")
+        .start()
+        .service_task("t", topic="outage")
+        .end()
+        .sequence("start", "t", "end")
+        .build()
+    )
     iid = started(direct, "outage")
     behind = Database(proxy.url_for(pg_url), pool_size=2)
     running: list[tuple[Worker, threading.Thread]] = []
     try:
-        worker = Worker("sdk-outage", engine=Engine(behind, InProcessDispatcher()),
-                        long_poll=0.5, shutdown_grace=1)
+        worker = Worker(
+            "sdk-outage",
+            engine=Engine(behind, InProcessDispatcher()),
+            long_poll=0.5,
+            shutdown_grace=1,
+        )
         ran: list[int] = []
 
         # The lock (60 s) outlasts the test: a dropped result would run again only then.

@@ -76,17 +76,23 @@ def wait_until(check: Any, timeout: float = 20) -> None:
 
 
 def order_process() -> dict[str, Any]:
-    return (ProcessBuilder("sdk_order").start()
-            .service_task("charge", topic="payments", retry={"max_attempts": 2,
-                                                             "backoff": "PT0.2S"})
-            .error_boundary("declined", attached_to="charge", error="DECLINED")
-            .service_task("ship", topic="shipping").end("done").end("cancelled")
-            .sequence("start", "charge", "ship", "done").sequence("declined", "cancelled")
-            .build())
+    return (
+        ProcessBuilder("sdk_order")
+        .start()
+        .service_task("charge", topic="payments", retry={"max_attempts": 2, "backoff": "PT0.2S"})
+        .error_boundary("declined", attached_to="charge", error="DECLINED")
+        .service_task("ship", topic="shipping")
+        .end("done")
+        .end("cancelled")
+        .sequence("start", "charge", "ship", "done")
+        .sequence("declined", "cancelled")
+        .build()
+    )
 
 
 def test_worker_runs_two_topics_with_an_error_boundary_and_a_retry(
-        real_engine: Engine, running: list[tuple[Worker, threading.Thread]]) -> None:
+    real_engine: Engine, running: list[tuple[Worker, threading.Thread]]
+) -> None:
     worker = Worker("sdk-1", engine=real_engine, threads=3, long_poll=1.0)
     attempts: dict[str, int] = {}
 
@@ -104,8 +110,7 @@ def test_worker_runs_two_topics_with_an_error_boundary_and_a_retry(
         return None
 
     real_engine.deploy(order_process())
-    ids = {amount: started(real_engine, "sdk_order", {"amount": amount})
-           for amount in (5, 13, 500)}
+    ids = {amount: started(real_engine, "sdk_order", {"amount": amount}) for amount in (5, 13, 500)}
     start(worker, running)
     wait_until(lambda: all(rows.state(real_engine.db, i) == "COMPLETED" for i in ids.values()))
     assert attempts[str(ids[13])] == 2  # failed once, retried after the node's backoff
@@ -120,7 +125,8 @@ def test_worker_runs_two_topics_with_an_error_boundary_and_a_retry(
 
 
 def test_a_handler_longer_than_its_lock_keeps_it(
-        real_engine: Engine, running: list[tuple[Worker, threading.Thread]]) -> None:
+    real_engine: Engine, running: list[tuple[Worker, threading.Thread]]
+) -> None:
     worker = Worker("sdk-slow", engine=real_engine, long_poll=0.5)
     other = Worker("sdk-thief", engine=real_engine, long_poll=0.5)
     ran: list[str] = []
@@ -134,8 +140,14 @@ def test_a_handler_longer_than_its_lock_keeps_it(
     def steal(task: ExternalTask) -> None:
         ran.append("thief")
 
-    real_engine.deploy(ProcessBuilder("slowp").start().service_task("t", topic="slow").end()
-                       .sequence("start", "t", "end").build())
+    real_engine.deploy(
+        ProcessBuilder("slowp")
+        .start()
+        .service_task("t", topic="slow")
+        .end()
+        .sequence("start", "t", "end")
+        .build()
+    )
     iid = started(real_engine, "slowp")
     start(worker, running)
     wait_until(lambda: rows.tasks_of(real_engine.db, iid)[0].state == "LOCKED")
@@ -144,18 +156,35 @@ def test_a_handler_longer_than_its_lock_keeps_it(
     assert ran == ["slow"]
 
 
-def test_sigterm_leaves_nothing_locked(engine_factory: EngineFactory, pg_url: str,
-                                       clock: FakeClock) -> None:
+def test_sigterm_leaves_nothing_locked(
+    engine_factory: EngineFactory, pg_url: str, clock: FakeClock
+) -> None:
     rt = engine_factory()
-    rt.deploy(ProcessBuilder("sleepy").start().service_task("t", topic="sleepy").end()
-              .sequence("start", "t", "end").build())
+    rt.deploy(
+        ProcessBuilder("sleepy")
+        .start()
+        .service_task("t", topic="sleepy")
+        .end()
+        .sequence("start", "t", "end")
+        .build()
+    )
     iid = rt.start("sleepy")
     rt.drain()
     env = {**os.environ, "BPM_DATABASE_URL": pg_url, "PYTHONPATH": str(ROOT)}
     env.pop("BPM_BROKER_URL", None)
-    proc = subprocess.Popen([sys.executable, "-m", "bpm.cli.main", "external-worker",
-                             "--import", "tests.sdk.sleepy_worker"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bpm.cli.main",
+            "external-worker",
+            "--import",
+            "tests.sdk.sleepy_worker",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         wait_until(lambda: rows.tasks_of(rt.engine.db, iid)[0].state == "LOCKED")
         proc.send_signal(signal.SIGTERM)
@@ -170,7 +199,8 @@ def test_sigterm_leaves_nothing_locked(engine_factory: EngineFactory, pg_url: st
 
 
 def test_a_handler_that_finishes_within_the_grace_period_after_its_lock_ran_out_completes(
-        real_engine: Engine) -> None:
+    real_engine: Engine,
+) -> None:
     """The lock keeper goes on extending locks during shutdown, so a handler that finishes
     within ``shutdown_grace`` still holds its (short) lock when it reports."""
     worker = Worker("sdk-graceful", engine=real_engine, long_poll=0.5, shutdown_grace=10)
@@ -182,8 +212,14 @@ def test_a_handler_that_finishes_within_the_grace_period_after_its_lock_ran_out_
         time.sleep(5)  # well past its 2 s lock, after stop()
         return {"done": True}
 
-    real_engine.deploy(ProcessBuilder("gracep").start().service_task("t", topic="graceful")
-                       .end().sequence("start", "t", "end").build())
+    real_engine.deploy(
+        ProcessBuilder("gracep")
+        .start()
+        .service_task("t", topic="graceful")
+        .end()
+        .sequence("start", "t", "end")
+        .build()
+    )
     iid = started(real_engine, "gracep")
     thread = threading.Thread(target=worker.run, kwargs={"handle_signals": False})
     thread.start()
@@ -195,13 +231,19 @@ def test_a_handler_that_finishes_within_the_grace_period_after_its_lock_ran_out_
     assert real_engine.show(iid)["variables"] == {"done": True}
 
 
-@pytest.mark.parametrize(("result", "problem"), [
-    ("ok", "returned str; a handler returns a dict of variables or None"),
-    ({"when": {1, 2}}, "when"),
-])
+@pytest.mark.parametrize(
+    ("result", "problem"),
+    [
+        ("ok", "returned str; a handler returns a dict of variables or None"),
+        ({"when": {1, 2}}, "when"),
+    ],
+)
 def test_a_result_the_engine_cannot_take_is_an_incident_at_once(
-        real_engine: Engine, running: list[tuple[Worker, threading.Thread]],
-        result: object, problem: str) -> None:
+    real_engine: Engine,
+    running: list[tuple[Worker, threading.Thread]],
+    result: object,
+    problem: str,
+) -> None:
     """Running the handler again would give the same result: no retries, and the incident
     says what was wrong (not "never reported back" after the lock ran out)."""
     worker = Worker("sdk-bad", engine=real_engine, long_poll=0.5)
@@ -212,9 +254,14 @@ def test_a_result_the_engine_cannot_take_is_an_incident_at_once(
         calls.append(task.attempt)
         return result
 
-    real_engine.deploy(ProcessBuilder("badp").start()
-                       .service_task("t", topic="bad", retry={"max_attempts": 3})
-                       .end().sequence("start", "t", "end").build())
+    real_engine.deploy(
+        ProcessBuilder("badp")
+        .start()
+        .service_task("t", topic="bad", retry={"max_attempts": 3})
+        .end()
+        .sequence("start", "t", "end")
+        .build()
+    )
     iid = started(real_engine, "badp")
     start(worker, running)
     wait_until(lambda: rows.state(real_engine.db, iid) == "FAILED")
@@ -225,7 +272,8 @@ def test_a_result_the_engine_cannot_take_is_an_incident_at_once(
 
 
 def test_bpmn_error_variables_reach_the_boundary_path(
-        real_engine: Engine, running: list[tuple[Worker, threading.Thread]]) -> None:
+    real_engine: Engine, running: list[tuple[Worker, threading.Thread]]
+) -> None:
     worker = Worker("sdk-vars", engine=real_engine, long_poll=0.5)
 
     @worker.subscribe("payments")
@@ -241,11 +289,14 @@ def test_bpmn_error_variables_reach_the_boundary_path(
     assert "cancelled" in ended
 
 
-@pytest.mark.parametrize(("lock", "message"), [
-    (30 * 24 * 3600, "at most 7 days"),
-    (timedelta(0), "more than 0"),
-    ("30s", "a timedelta or seconds"),
-])
+@pytest.mark.parametrize(
+    ("lock", "message"),
+    [
+        (30 * 24 * 3600, "at most 7 days"),
+        (timedelta(0), "more than 0"),
+        ("30s", "a timedelta or seconds"),
+    ],
+)
 def test_subscribe_refuses_a_lock_duration_it_cannot_use(lock: Any, message: str) -> None:
     worker = Worker("sdk-config")
     with pytest.raises(bpm.BpmError, match=message):
@@ -254,7 +305,8 @@ def test_subscribe_refuses_a_lock_duration_it_cannot_use(lock: Any, message: str
 
 
 def test_an_idle_worker_keeps_one_listening_connection(
-        real_engine: Engine, running: list[tuple[Worker, threading.Thread]]) -> None:
+    real_engine: Engine, running: list[tuple[Worker, threading.Thread]]
+) -> None:
     """Long polling in short slices (so stop() stays prompt) reuses one LISTEN connection
     instead of opening one per slice."""
     worker = Worker("sdk-idle", engine=real_engine, long_poll=20)
@@ -265,9 +317,12 @@ def test_an_idle_worker_keeps_one_listening_connection(
 
     def listeners() -> list[Any]:
         with real_engine.db.transaction() as conn:
-            return list(conn.exec_driver_sql(
-                "SELECT pid, backend_start FROM pg_stat_activity "
-                "WHERE datname = current_database() AND query LIKE 'LISTEN%%'").all())
+            return list(
+                conn.exec_driver_sql(
+                    "SELECT pid, backend_start FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND query LIKE 'LISTEN%%'"
+                ).all()
+            )
 
     start(worker, running)
     wait_until(lambda: len(listeners()) == 1)
@@ -279,22 +334,30 @@ def test_an_idle_worker_keeps_one_listening_connection(
 def test_a_long_poll_wakes_when_a_failed_task_comes_due(real_engine: Engine) -> None:
     """No one is told when a retry_at passes: the long poll sleeps until then, not until its
     deadline."""
-    real_engine.deploy(ProcessBuilder("duep").start()
-                       .service_task("t", topic="due", retry={"max_attempts": 2})
-                       .end().sequence("start", "t", "end").build())
+    real_engine.deploy(
+        ProcessBuilder("duep")
+        .start()
+        .service_task("t", topic="due", retry={"max_attempts": 2})
+        .end()
+        .sequence("start", "t", "end")
+        .build()
+    )
     started(real_engine, "duep")
     [task] = real_engine.fetch_and_lock("w", [TopicRequest("due", timedelta(seconds=30))])
     real_engine.fail(task.id, "w", "later", retries=1, retry_timeout=timedelta(seconds=0.5))
     begun = time.monotonic()
-    [again] = real_engine.fetch_and_lock("w", [TopicRequest("due", timedelta(seconds=30))],
-                                         long_poll=30)
+    [again] = real_engine.fetch_and_lock(
+        "w", [TopicRequest("due", timedelta(seconds=30))], long_poll=30
+    )
     assert again.id == task.id and time.monotonic() - begun < 10
 
 
 def test_prefetched_tasks_wait_for_a_thread_and_are_given_back_unstarted_at_stop(
-        real_engine: Engine) -> None:
-    worker = Worker("sdk-prefetch", engine=real_engine, threads=1, prefetch=3, long_poll=0.5,
-                    shutdown_grace=20)
+    real_engine: Engine,
+) -> None:
+    worker = Worker(
+        "sdk-prefetch", engine=real_engine, threads=1, prefetch=3, long_poll=0.5, shutdown_grace=20
+    )
     release, began = threading.Event(), threading.Event()
     ran: list[str] = []
 
@@ -304,8 +367,14 @@ def test_prefetched_tasks_wait_for_a_thread_and_are_given_back_unstarted_at_stop
         began.set()
         assert release.wait(30)
 
-    real_engine.deploy(ProcessBuilder("queuedp").start().service_task("t", topic="queued")
-                       .end().sequence("start", "t", "end").build())
+    real_engine.deploy(
+        ProcessBuilder("queuedp")
+        .start()
+        .service_task("t", topic="queued")
+        .end()
+        .sequence("start", "t", "end")
+        .build()
+    )
     ids = [started(real_engine, "queuedp") for _ in range(4)]
 
     def states() -> list[str]:
@@ -331,7 +400,8 @@ def test_prefetched_tasks_wait_for_a_thread_and_are_given_back_unstarted_at_stop
 
 
 def test_a_worker_listens_again_after_its_listening_connection_is_killed(
-        real_engine: Engine, running: list[tuple[Worker, threading.Thread]]) -> None:
+    real_engine: Engine, running: list[tuple[Worker, threading.Thread]]
+) -> None:
     worker = Worker("sdk-relisten", engine=real_engine, long_poll=20)
     done: list[str] = []
 
@@ -341,12 +411,22 @@ def test_a_worker_listens_again_after_its_listening_connection_is_killed(
 
     def listening() -> list[Any]:
         with real_engine.db.transaction() as conn:
-            return [r[0] for r in conn.exec_driver_sql(
-                "SELECT pid FROM pg_stat_activity "
-                "WHERE datname = current_database() AND query LIKE 'LISTEN%%'").all()]
+            return [
+                r[0]
+                for r in conn.exec_driver_sql(
+                    "SELECT pid FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND query LIKE 'LISTEN%%'"
+                ).all()
+            ]
 
-    real_engine.deploy(ProcessBuilder("relistenp").start().service_task("t", topic="relisten")
-                       .end().sequence("start", "t", "end").build())
+    real_engine.deploy(
+        ProcessBuilder("relistenp")
+        .start()
+        .service_task("t", topic="relisten")
+        .end()
+        .sequence("start", "t", "end")
+        .build()
+    )
     start(worker, running)
     wait_until(lambda: len(listening()) == 1)
     [first] = listening()
@@ -359,8 +439,10 @@ def test_a_worker_listens_again_after_its_listening_connection_is_killed(
 
 
 def test_the_lock_keeper_survives_a_database_error(
-        real_engine: Engine, running: list[tuple[Worker, threading.Thread]],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    real_engine: Engine,
+    running: list[tuple[Worker, threading.Thread]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """One failed extension (a connection lost for a moment) must not end the thread that
     keeps every running handler's lock."""
     from sqlalchemy.exc import OperationalError
@@ -383,8 +465,14 @@ def test_the_lock_keeper_survives_a_database_error(
         time.sleep(7)
         return {"kept": True}
 
-    real_engine.deploy(ProcessBuilder("keptp").start().service_task("t", topic="kept")
-                       .end().sequence("start", "t", "end").build())
+    real_engine.deploy(
+        ProcessBuilder("keptp")
+        .start()
+        .service_task("t", topic="kept")
+        .end()
+        .sequence("start", "t", "end")
+        .build()
+    )
     iid = started(real_engine, "keptp")
     start(worker, running)
     wait_until(lambda: rows.state(real_engine.db, iid) == "COMPLETED")

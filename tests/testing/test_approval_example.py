@@ -28,16 +28,14 @@ def pay(kit: ProcessTestKit) -> None:
 
 
 def test_a_small_claim_is_paid_without_a_manager(kit: ProcessTestKit) -> None:
-    started = kit.start("expense_approval", {"amount": 30, "employee": "bob"},
-                        business_key="EXP-1")
+    started = kit.start("expense_approval", {"amount": 30, "employee": "bob"}, business_key="EXP-1")
     pay(kit)
     assert kit.state(started.id) == "COMPLETED"
     assert kit.variables(started.id)["paid_to"] == "bob"
     assert kit.variables(started.id)["needs_approval"] is False
 
 
-def test_a_large_claim_waits_for_a_manager_and_is_paid_or_rejected(
-        kit: ProcessTestKit) -> None:
+def test_a_large_claim_waits_for_a_manager_and_is_paid_or_rejected(kit: ProcessTestKit) -> None:
     yes = kit.start("expense_approval", {"amount": 500, "employee": "ann"}, business_key="E-2")
     no = kit.start("expense_approval", {"amount": 900, "employee": "cid"}, business_key="E-3")
     for iid, approved in ((yes.id, True), (no.id, False)):

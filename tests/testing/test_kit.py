@@ -30,9 +30,15 @@ from tests.conftest import CLONE_PREFIX, DEFAULT_TEST_URL, drop_database
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "test_reminder_process.py"
 
-REMINDER = (ProcessBuilder("reminder").start().timer("wait", duration="PT24H")
-            .service_task("remind", handler="remind").end()
-            .sequence("start", "wait", "remind", "end").build())
+REMINDER = (
+    ProcessBuilder("reminder")
+    .start()
+    .timer("wait", duration="PT24H")
+    .service_task("remind", handler="remind")
+    .end()
+    .sequence("start", "wait", "remind", "end")
+    .build()
+)
 
 
 @pytest.fixture
@@ -52,8 +58,7 @@ def test_the_fake_clock_takes_timedelta_keywords_and_never_runs_backwards() -> N
     clock = FakeClock()
     assert clock.peek() == EPOCH
     assert clock.advance(hours=24) == EPOCH + timedelta(days=1)
-    assert clock.advance(timedelta(minutes=1), seconds=30) == EPOCH + timedelta(days=1,
-                                                                                 seconds=90)
+    assert clock.advance(timedelta(minutes=1), seconds=30) == EPOCH + timedelta(days=1, seconds=90)
     assert clock.now() == clock.peek() - timedelta(milliseconds=1)  # each reading ticks
     clock.move_to(EPOCH)  # backwards: ignored
     assert clock.peek() > EPOCH + timedelta(days=1)
@@ -100,12 +105,18 @@ def test_a_timer_that_re_arms_fires_at_each_instant_it_comes_due(kit: ProcessTes
         seen.append(kit.now)
         return {"count": int(ctx.variables.get("count", 0)) + 1}
 
-    kit.deploy(ProcessBuilder("nag").start().timer("wait", duration="PT8H")
-               .service_task("remind", handler="remind")
-               .exclusive_gateway("again", default="stop").end()
-               .sequence("start", "wait", "remind", "again")
-               .flow("again", "wait", condition="count < 3")
-               .flow("again", "end", flow_id="stop").build())
+    kit.deploy(
+        ProcessBuilder("nag")
+        .start()
+        .timer("wait", duration="PT8H")
+        .service_task("remind", handler="remind")
+        .exclusive_gateway("again", default="stop")
+        .end()
+        .sequence("start", "wait", "remind", "again")
+        .flow("again", "wait", condition="count < 3")
+        .flow("again", "end", flow_id="stop")
+        .build()
+    )
     t0 = kit.now
     iid = kit.start("nag").id
 
@@ -119,11 +130,18 @@ def test_a_timer_that_re_arms_fires_at_each_instant_it_comes_due(kit: ProcessTes
 def test_a_boundary_timer_on_a_user_task_escalates_when_nobody_acts(kit: ProcessTestKit) -> None:
     escalated: list[str] = []
     kit.handler("escalate")(lambda ctx: escalated.append(str(ctx.business_key)))
-    kit.deploy(ProcessBuilder("approval").start().user_task("approve")
-               .timer_boundary("late", attached_to="approve", duration="PT48H")
-               .service_task("escalate", handler="escalate").end().end("late_end")
-               .sequence("start", "approve", "end").sequence("late", "escalate", "late_end")
-               .build())
+    kit.deploy(
+        ProcessBuilder("approval")
+        .start()
+        .user_task("approve")
+        .timer_boundary("late", attached_to="approve", duration="PT48H")
+        .service_task("escalate", handler="escalate")
+        .end()
+        .end("late_end")
+        .sequence("start", "approve", "end")
+        .sequence("late", "escalate", "late_end")
+        .build()
+    )
     done = kit.start("approval", business_key="on-time").id
     late = kit.start("approval", business_key="late").id
 
@@ -149,10 +167,14 @@ def test_a_handler_retry_waits_for_the_clock_not_for_real_time(kit: ProcessTestK
         if ctx.attempt == 1:
             raise ConnectionError("service unavailable")
 
-    kit.deploy(ProcessBuilder("retry").start()
-               .service_task("call", handler="flaky",
-                             retry={"max_attempts": 2, "backoff": "PT30S"})
-               .end().sequence("start", "call", "end").build())
+    kit.deploy(
+        ProcessBuilder("retry")
+        .start()
+        .service_task("call", handler="flaky", retry={"max_attempts": 2, "backoff": "PT30S"})
+        .end()
+        .sequence("start", "call", "end")
+        .build()
+    )
     began = time.monotonic()
     iid = kit.start("retry").id
     kit.run()
@@ -166,12 +188,19 @@ def test_a_handler_retry_waits_for_the_clock_not_for_real_time(kit: ProcessTestK
 
 
 def external_doc(**retry: Any) -> dict[str, Any]:
-    return (ProcessBuilder("ship").start().service_task("ship", topic="shipping", retry=retry)
-            .end().sequence("start", "ship", "end").build())
+    return (
+        ProcessBuilder("ship")
+        .start()
+        .service_task("ship", topic="shipping", retry=retry)
+        .end()
+        .sequence("start", "ship", "end")
+        .build()
+    )
 
 
 def test_an_external_task_is_offered_again_once_its_retry_timeout_has_passed(
-        kit: ProcessTestKit) -> None:
+    kit: ProcessTestKit,
+) -> None:
     kit.deploy(external_doc())
     iid = kit.start("ship").id
     [task] = kit.fetch_and_lock("shipping")
@@ -188,8 +217,7 @@ def test_an_external_task_is_offered_again_once_its_retry_timeout_has_passed(
     assert kit.state(iid) == "COMPLETED" and kit.variables(iid) == {"tracking": "T-1"}
 
 
-def test_an_expired_lock_is_found_by_the_scan_when_the_clock_passes_it(
-        kit: ProcessTestKit) -> None:
+def test_an_expired_lock_is_found_by_the_scan_when_the_clock_passes_it(kit: ProcessTestKit) -> None:
     kit.deploy(external_doc(max_attempts=2))
     iid = kit.start("ship").id
     [task] = kit.fetch_and_lock("shipping", lock=timedelta(minutes=1))  # and never reports
@@ -210,8 +238,14 @@ def test_an_expired_lock_is_found_by_the_scan_when_the_clock_passes_it(
 
 
 def test_a_correlated_message_runs_the_instance_on(kit: ProcessTestKit) -> None:
-    kit.deploy(ProcessBuilder("pay").start().receive_task("wait", message="paid").end()
-               .sequence("start", "wait", "end").build())
+    kit.deploy(
+        ProcessBuilder("pay")
+        .start()
+        .receive_task("wait", message="paid")
+        .end()
+        .sequence("start", "wait", "end")
+        .build()
+    )
     iid = kit.start("pay", business_key="order-7").id
     assert kit.state(iid) == "RUNNING"
     assert len(kit.correlate("paid", business_key="order-7", variables={"amount": 12})) == 1
@@ -221,7 +255,7 @@ def test_a_correlated_message_runs_the_instance_on(kit: ProcessTestKit) -> None:
 # --- the pytest plugin, as a user runs it ----------------------------------------------------
 
 
-ISOLATION = '''
+ISOLATION = """
 import pytest
 
 from bpm.definitions import ProcessBuilder
@@ -247,7 +281,7 @@ def test_b_starts_from_an_empty_database(bpm_kit):
     assert bpm_kit.engine.incidents() == []
     with pytest.raises(UnknownProcess):
         bpm_kit.start("leftover")
-'''
+"""
 
 
 def test_the_documented_set_up_runs_the_example_and_isolates_tests(tmp_path: Path) -> None:
@@ -260,12 +294,17 @@ def test_the_documented_set_up_runs_the_example_and_isolates_tests(tmp_path: Pat
     name = f"{CLONE_PREFIX}{os.getpid()}_{uuid4().hex[:8]}"  # dropped as an orphan if we die
     server = make_url(os.environ.get("BPM_TEST_DATABASE_URL", DEFAULT_TEST_URL))
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
-    env["BPM_TEST_DATABASE_URL"] = server.set(database=name).render_as_string(
-        hide_password=False)
+    env["BPM_TEST_DATABASE_URL"] = server.set(database=name).render_as_string(hide_password=False)
     try:
-        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                               "-p", "no:randomly"], cwd=tmp_path, env=env, capture_output=True,
-                              text=True, timeout=240, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            check=False,
+        )
     finally:
         drop_database(name)
     assert done.returncode == 0, done.stdout + done.stderr

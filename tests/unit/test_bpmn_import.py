@@ -31,17 +31,22 @@ HEAD = (
 
 
 def xml(body: str, extra: str = "", key: str = "p") -> str:
-    return f'{HEAD}{extra}<process id="{key}" isExecutable="true">\n{body}\n</process>\n' \
-           f"</definitions>\n"
+    return (
+        f'{HEAD}{extra}<process id="{key}" isExecutable="true">\n{body}\n</process>\n'
+        f"</definitions>\n"
+    )
 
 
 def linear(*middle: str, extra: str = "") -> str:
     """start -> each middle element (ids n0, n1, ...) -> end."""
     ids = ["s", *(re.findall(r'id="([^"]+)"', m)[0] for m in middle), "e"]
-    flows = "\n".join(f'<sequenceFlow id="f{i}" sourceRef="{a}" targetRef="{b}"/>'
-                      for i, (a, b) in enumerate(pairwise(ids)))
-    return xml('<startEvent id="s"/>\n' + "\n".join(middle) + '\n<endEvent id="e"/>\n' + flows,
-               extra)
+    flows = "\n".join(
+        f'<sequenceFlow id="f{i}" sourceRef="{a}" targetRef="{b}"/>'
+        for i, (a, b) in enumerate(pairwise(ids))
+    )
+    return xml(
+        '<startEvent id="s"/>\n' + "\n".join(middle) + '\n<endEvent id="e"/>\n' + flows, extra
+    )
 
 
 def one(text: str) -> dict[str, Any]:
@@ -59,6 +64,7 @@ def node(doc: dict[str, Any], node_id: str) -> dict[str, Any]:
             if found is not None:
                 return found
         return None
+
     found = walk(doc["nodes"])
     assert found is not None, node_id
     return found
@@ -74,26 +80,47 @@ def rejected(text: str | bytes) -> str:
 
 
 def test_minimal_process__key_name_and_flows() -> None:
-    doc = one(xml('<startEvent id="s"/><endEvent id="e"/>'
-                  '<sequenceFlow id="f" sourceRef="s" targetRef="e"/>').replace(
-                      'id="p"', 'id="p" name="Pay" camunda:historyTimeToLive="30"'))
-    assert doc == {"key": "p", "name": "Pay", "historyTimeToLive": "30",
-                   "nodes": [{"id": "s", "type": "startEvent"}, {"id": "e", "type": "endEvent"}],
-                   "flows": [{"id": "f", "source": "s", "target": "e"}]}
+    doc = one(
+        xml(
+            '<startEvent id="s"/><endEvent id="e"/>'
+            '<sequenceFlow id="f" sourceRef="s" targetRef="e"/>'
+        ).replace('id="p"', 'id="p" name="Pay" camunda:historyTimeToLive="30"')
+    )
+    assert doc == {
+        "key": "p",
+        "name": "Pay",
+        "historyTimeToLive": "30",
+        "nodes": [{"id": "s", "type": "startEvent"}, {"id": "e", "type": "endEvent"}],
+        "flows": [{"id": "f", "source": "s", "target": "e"}],
+    }
 
 
-@pytest.mark.parametrize(("element", "expected"), [
-    ('<serviceTask id="t" camunda:type="external" camunda:topic="charge"/>', {"topic": "charge"}),
-    ('<sendTask id="t"><extensionElements><zeebe:taskDefinition type="mail" retries="3"/>'
-     "</extensionElements></sendTask>", {"topic": "mail", "retry": {"max_attempts": 3}}),
-    ('<serviceTask id="t" bpm:handler="charge_card"/>', {"handler": "charge_card"}),
-    ('<businessRuleTask id="t" bpm:topic="rules"/>', {"topic": "rules"}),
-    ('<serviceTask id="t" camunda:class="org.example.ChargeCard"/>', {"handler": "ChargeCard"}),
-    ('<serviceTask id="t" camunda:expression="${bean.run(execution)}"/>',
-     {"handler": "bean.run_execution"}),
-    ('<serviceTask id="t" camunda:delegateExpression="${chargeDelegate}" camunda:async="true"/>',
-     {"handler": "chargeDelegate"}),
-])
+@pytest.mark.parametrize(
+    ("element", "expected"),
+    [
+        (
+            '<serviceTask id="t" camunda:type="external" camunda:topic="charge"/>',
+            {"topic": "charge"},
+        ),
+        (
+            '<sendTask id="t"><extensionElements><zeebe:taskDefinition type="mail" retries="3"/>'
+            "</extensionElements></sendTask>",
+            {"topic": "mail", "retry": {"max_attempts": 3}},
+        ),
+        ('<serviceTask id="t" bpm:handler="charge_card"/>', {"handler": "charge_card"}),
+        ('<businessRuleTask id="t" bpm:topic="rules"/>', {"topic": "rules"}),
+        ('<serviceTask id="t" camunda:class="org.example.ChargeCard"/>', {"handler": "ChargeCard"}),
+        (
+            '<serviceTask id="t" camunda:expression="${bean.run(execution)}"/>',
+            {"handler": "bean.run_execution"},
+        ),
+        (
+            '<serviceTask id="t" camunda:delegateExpression="${chargeDelegate}" '
+            'camunda:async="true"/>',
+            {"handler": "chargeDelegate"},
+        ),
+    ],
+)
 def test_service_task_implementations(element: str, expected: dict[str, Any]) -> None:
     assert node(one(linear(element)), "t") == {"id": "t", "type": "serviceTask", **expected}
 
@@ -105,7 +132,8 @@ def test_service_task_without_implementation_is_rejected() -> None:
 
 def test_service_task_with_two_implementations_is_rejected() -> None:
     assert "several implementations" in rejected(
-        linear('<serviceTask id="t" bpm:handler="a" camunda:class="B"/>'))
+        linear('<serviceTask id="t" bpm:handler="a" camunda:class="B"/>')
+    )
 
 
 def test_handler_name_normalisation() -> None:
@@ -115,27 +143,38 @@ def test_handler_name_normalisation() -> None:
 
 
 def test_user_receive_manual_and_plain_tasks() -> None:
-    doc = one(linear(
-        '<userTask id="u" camunda:assignee="kim" camunda:candidateGroups="ops, finance"/>',
-        '<receiveTask id="r" messageRef="m1"/>', '<receiveTask id="r2"/>',
-        '<manualTask id="m"/>', '<task id="t"/>',
-        extra='<message id="m1" name="paid"/>'))
-    assert node(doc, "u") == {"id": "u", "type": "userTask", "assignee": "kim",
-                              "candidate_groups": ["ops", "finance"]}
+    doc = one(
+        linear(
+            '<userTask id="u" camunda:assignee="kim" camunda:candidateGroups="ops, finance"/>',
+            '<receiveTask id="r" messageRef="m1"/>',
+            '<receiveTask id="r2"/>',
+            '<manualTask id="m"/>',
+            '<task id="t"/>',
+            extra='<message id="m1" name="paid"/>',
+        )
+    )
+    assert node(doc, "u") == {
+        "id": "u",
+        "type": "userTask",
+        "assignee": "kim",
+        "candidate_groups": ["ops", "finance"],
+    }
     assert node(doc, "r") == {"id": "r", "type": "receiveTask", "message": "paid"}
     assert node(doc, "r2")["message"] == "r2"
     assert node(doc, "m")["type"] == "manualTask" and node(doc, "t")["type"] == "task"
 
 
 def test_end_events() -> None:
-    body = ('<startEvent id="s"/><parallelGateway id="g"/>'
-            '<endEvent id="e1"><terminateEventDefinition/></endEvent>'
-            '<endEvent id="e2"><errorEventDefinition errorRef="err"/></endEvent>'
-            '<endEvent id="e3"><compensateEventDefinition/></endEvent>'
-            '<sequenceFlow id="f0" sourceRef="s" targetRef="g"/>'
-            '<sequenceFlow id="f1" sourceRef="g" targetRef="e1"/>'
-            '<sequenceFlow id="f2" sourceRef="g" targetRef="e2"/>'
-            '<sequenceFlow id="f3" sourceRef="g" targetRef="e3"/>')
+    body = (
+        '<startEvent id="s"/><parallelGateway id="g"/>'
+        '<endEvent id="e1"><terminateEventDefinition/></endEvent>'
+        '<endEvent id="e2"><errorEventDefinition errorRef="err"/></endEvent>'
+        '<endEvent id="e3"><compensateEventDefinition/></endEvent>'
+        '<sequenceFlow id="f0" sourceRef="s" targetRef="g"/>'
+        '<sequenceFlow id="f1" sourceRef="g" targetRef="e1"/>'
+        '<sequenceFlow id="f2" sourceRef="g" targetRef="e2"/>'
+        '<sequenceFlow id="f3" sourceRef="g" targetRef="e3"/>'
+    )
     doc = one(xml(body, '<error id="err" errorCode="DECLINED"/>'))
     assert node(doc, "e1")["terminate"] is True
     assert node(doc, "e2")["error"] == "DECLINED"
@@ -144,59 +183,78 @@ def test_end_events() -> None:
 
 
 def test_exclusive_gateway_default_and_conditions() -> None:
-    body = ('<startEvent id="s"/><exclusiveGateway id="g" default="fd"/>'
-            '<endEvent id="a"/><endEvent id="b"/><endEvent id="c"/><endEvent id="d"/>'
-            '<sequenceFlow id="f0" sourceRef="s" targetRef="g"/>'
-            '<sequenceFlow id="fa" sourceRef="g" targetRef="a"><conditionExpression>'
-            "${x &gt; 1 &amp;&amp; !b}</conditionExpression></sequenceFlow>"
-            '<sequenceFlow id="fb" sourceRef="g" targetRef="b"><conditionExpression>'
-            '=a = "b" and not(done)</conditionExpression></sequenceFlow>'
-            '<sequenceFlow id="fc" sourceRef="g" targetRef="c"><conditionExpression>'
-            "choice == 'No'</conditionExpression></sequenceFlow>"
-            '<sequenceFlow id="fd" sourceRef="g" targetRef="d"/>')
+    body = (
+        '<startEvent id="s"/><exclusiveGateway id="g" default="fd"/>'
+        '<endEvent id="a"/><endEvent id="b"/><endEvent id="c"/><endEvent id="d"/>'
+        '<sequenceFlow id="f0" sourceRef="s" targetRef="g"/>'
+        '<sequenceFlow id="fa" sourceRef="g" targetRef="a"><conditionExpression>'
+        "${x &gt; 1 &amp;&amp; !b}</conditionExpression></sequenceFlow>"
+        '<sequenceFlow id="fb" sourceRef="g" targetRef="b"><conditionExpression>'
+        '=a = "b" and not(done)</conditionExpression></sequenceFlow>'
+        '<sequenceFlow id="fc" sourceRef="g" targetRef="c"><conditionExpression>'
+        "choice == 'No'</conditionExpression></sequenceFlow>"
+        '<sequenceFlow id="fd" sourceRef="g" targetRef="d"/>'
+    )
     doc = one(xml(body))
     assert node(doc, "g")["default"] == "fd"
     conditions = {f["id"]: f.get("condition") for f in doc["flows"]}
-    assert conditions == {"f0": None, "fa": "${x > 1 && !b}", "fb": 'a == "b" and not ( done )',
-                          "fc": "choice == 'No'", "fd": None}
+    assert conditions == {
+        "f0": None,
+        "fa": "${x > 1 && !b}",
+        "fb": 'a == "b" and not ( done )',
+        "fc": "choice == 'No'",
+        "fd": None,
+    }
 
 
-@pytest.mark.parametrize(("feel", "python"), [
-    ("=x > 5", "x > 5"), ("= order.total >= 10 or vip", "order.total >= 10 or vip"),
-    ('=status != "done"', 'status != "done"'), ("=true", "true"),
-])
+@pytest.mark.parametrize(
+    ("feel", "python"),
+    [
+        ("=x > 5", "x > 5"),
+        ("= order.total >= 10 or vip", "order.total >= 10 or vip"),
+        ('=status != "done"', 'status != "done"'),
+        ("=true", "true"),
+    ],
+)
 def test_feel_translation(feel: str, python: str) -> None:
     assert feel_to_condition(feel) == python
 
 
-@pytest.mark.parametrize("feel", ["=x in [1, 2]", "=count(items) > 1", "=x between 1 and 3",
-                                  "=not x", "=(x > 1", "=a + b > 1"])
+@pytest.mark.parametrize(
+    "feel",
+    ["=x in [1, 2]", "=count(items) > 1", "=x between 1 and 3", "=not x", "=(x > 1", "=a + b > 1"],
+)
 def test_feel_outside_the_subset_is_refused(feel: str) -> None:
     with pytest.raises(FeelUnsupported):
         feel_to_condition(feel)
 
 
 def test_feel_condition_rejection_names_the_flow_and_line() -> None:
-    body = ('<startEvent id="s"/><exclusiveGateway id="g"/><endEvent id="a"/>\n'
-            '<sequenceFlow id="f0" sourceRef="s" targetRef="g"/>\n'
-            '<sequenceFlow id="fa" sourceRef="g" targetRef="a"><conditionExpression>'
-            "=count(x) > 1</conditionExpression></sequenceFlow>")
+    body = (
+        '<startEvent id="s"/><exclusiveGateway id="g"/><endEvent id="a"/>\n'
+        '<sequenceFlow id="f0" sourceRef="s" targetRef="g"/>\n'
+        '<sequenceFlow id="fa" sourceRef="g" targetRef="a"><conditionExpression>'
+        "=count(x) > 1</conditionExpression></sequenceFlow>"
+    )
     message = rejected(xml(body))
     assert message.startswith("line 11: sequenceFlow 'fa' has a FEEL condition")
 
 
 def test_intermediate_events() -> None:
-    doc = one(linear(
-        '<intermediateCatchEvent id="t1"><timerEventDefinition><timeDuration>PT5M'
-        "</timeDuration></timerEventDefinition></intermediateCatchEvent>",
-        '<intermediateCatchEvent id="t2"><timerEventDefinition><timeDate>'
-        "2030-01-01T00:00:00Z</timeDate></timerEventDefinition></intermediateCatchEvent>",
-        '<intermediateCatchEvent id="t3"><timerEventDefinition><timeDuration>${wait}'
-        "</timeDuration></timerEventDefinition></intermediateCatchEvent>",
-        '<intermediateCatchEvent id="m"><messageEventDefinition messageRef="m1"/>'
-        "</intermediateCatchEvent>",
-        '<intermediateThrowEvent id="n"/>',
-        extra='<message id="m1" name="approved"/>'))
+    doc = one(
+        linear(
+            '<intermediateCatchEvent id="t1"><timerEventDefinition><timeDuration>PT5M'
+            "</timeDuration></timerEventDefinition></intermediateCatchEvent>",
+            '<intermediateCatchEvent id="t2"><timerEventDefinition><timeDate>'
+            "2030-01-01T00:00:00Z</timeDate></timerEventDefinition></intermediateCatchEvent>",
+            '<intermediateCatchEvent id="t3"><timerEventDefinition><timeDuration>${wait}'
+            "</timeDuration></timerEventDefinition></intermediateCatchEvent>",
+            '<intermediateCatchEvent id="m"><messageEventDefinition messageRef="m1"/>'
+            "</intermediateCatchEvent>",
+            '<intermediateThrowEvent id="n"/>',
+            extra='<message id="m1" name="approved"/>',
+        )
+    )
     assert node(doc, "t1") == {"id": "t1", "type": "timerEvent", "duration": "PT5M"}
     assert node(doc, "t2")["date"] == "2030-01-01T00:00:00Z"
     assert node(doc, "t3")["duration"] == "${wait}"
@@ -204,72 +262,103 @@ def test_intermediate_events() -> None:
     assert node(doc, "n")["type"] == "task"
 
 
-@pytest.mark.parametrize(("body", "expected"), [
-    ("due_time", {"date": "${due_time}"}),
-    ("order.ship_by", {"date": "${order.ship_by}"}),
-    ('"2030-01-01T00:00:00Z"', {"date": "2030-01-01T00:00:00Z"}),
-    ("'PT1H'", {"duration": "PT1H"}),
-    ("PT5M", {"duration": "PT5M"}),
-])
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("due_time", {"date": "${due_time}"}),
+        ("order.ship_by", {"date": "${order.ship_by}"}),
+        ('"2030-01-01T00:00:00Z"', {"date": "2030-01-01T00:00:00Z"}),
+        ("'PT1H'", {"duration": "PT1H"}),
+        ("PT5M", {"duration": "PT5M"}),
+    ],
+)
 def test_spiff_timer_bodies_are_python_expressions(body: str, expected: dict[str, str]) -> None:
     kind = "timeDate" if "date" in expected else "timeDuration"
-    doc = one(linear(f'<intermediateCatchEvent id="t"><timerEventDefinition><{kind}>{body}'
-                     f"</{kind}></timerEventDefinition></intermediateCatchEvent>"))
+    doc = one(
+        linear(
+            f'<intermediateCatchEvent id="t"><timerEventDefinition><{kind}>{body}'
+            f"</{kind}></timerEventDefinition></intermediateCatchEvent>"
+        )
+    )
     assert node(doc, "t") == {"id": "t", "type": "timerEvent", **expected}
 
 
-@pytest.mark.parametrize(("kind", "body", "expected"), [
-    ("timeDuration", '="PT5M"', {"duration": "PT5M"}),
-    ("timeDuration", '=duration("PT1H")', {"duration": "PT1H"}),
-    ("timeDate", '=date and time("2030-01-01T00:00:00Z")', {"date": "2030-01-01T00:00:00Z"}),
-    ("timeDate", "=order.ship_by", {"date": "${order.ship_by}"}),
-])
-def test_zeebe_feel_timers_in_their_simple_forms(kind: str, body: str,
-                                                 expected: dict[str, str]) -> None:
-    doc = one(linear(f'<intermediateCatchEvent id="t"><timerEventDefinition><{kind}>{body}'
-                     f"</{kind}></timerEventDefinition></intermediateCatchEvent>"))
+@pytest.mark.parametrize(
+    ("kind", "body", "expected"),
+    [
+        ("timeDuration", '="PT5M"', {"duration": "PT5M"}),
+        ("timeDuration", '=duration("PT1H")', {"duration": "PT1H"}),
+        ("timeDate", '=date and time("2030-01-01T00:00:00Z")', {"date": "2030-01-01T00:00:00Z"}),
+        ("timeDate", "=order.ship_by", {"date": "${order.ship_by}"}),
+    ],
+)
+def test_zeebe_feel_timers_in_their_simple_forms(
+    kind: str, body: str, expected: dict[str, str]
+) -> None:
+    doc = one(
+        linear(
+            f'<intermediateCatchEvent id="t"><timerEventDefinition><{kind}>{body}'
+            f"</{kind}></timerEventDefinition></intermediateCatchEvent>"
+        )
+    )
     assert node(doc, "t") == {"id": "t", "type": "timerEvent", **expected}
 
 
 def test_other_feel_timers_are_refused_naming_the_event() -> None:
-    message = rejected(linear(
-        '<intermediateCatchEvent id="t"><timerEventDefinition><timeDate>=now() + '
-        'duration("P1D")</timeDate></timerEventDefinition></intermediateCatchEvent>'))
+    message = rejected(
+        linear(
+            '<intermediateCatchEvent id="t"><timerEventDefinition><timeDate>=now() + '
+            'duration("P1D")</timeDate></timerEventDefinition></intermediateCatchEvent>'
+        )
+    )
     assert "line 10: intermediateCatchEvent 't' has the FEEL timer" in message
     assert "only a variable name" in message
 
 
 def test_a_year_duration_is_not_taken_for_a_variable_name() -> None:
-    assert "P1Y" in rejected(linear(
-        '<intermediateCatchEvent id="t"><timerEventDefinition><timeDuration>P1Y'
-        "</timeDuration></timerEventDefinition></intermediateCatchEvent>"))
+    assert "P1Y" in rejected(
+        linear(
+            '<intermediateCatchEvent id="t"><timerEventDefinition><timeDuration>P1Y'
+            "</timeDuration></timerEventDefinition></intermediateCatchEvent>"
+        )
+    )
 
 
 def test_listeners_the_modeler_left_empty_are_ignored() -> None:
-    doc = one(linear(
-        '<userTask id="u"><extensionElements><camunda:taskListener class="" event="create"/>'
-        '<camunda:executionListener event="end" expression=" "/></extensionElements>'
-        "</userTask>"))
+    doc = one(
+        linear(
+            '<userTask id="u"><extensionElements><camunda:taskListener class="" event="create"/>'
+            '<camunda:executionListener event="end" expression=" "/></extensionElements>'
+            "</userTask>"
+        )
+    )
     assert node(doc, "u") == {"id": "u", "type": "userTask"}
 
 
 def test_boundary_events_timer_and_error() -> None:
-    body = ('<startEvent id="s"/><userTask id="u"/><endEvent id="e"/>'
-            '<boundaryEvent id="b1" attachedToRef="u" cancelActivity="false">'
-            "<timerEventDefinition><timeDuration>PT1H</timeDuration></timerEventDefinition>"
-            "</boundaryEvent>"
-            '<boundaryEvent id="b2" attachedToRef="u"><errorEventDefinition errorRef="err"/>'
-            "</boundaryEvent>"
-            '<boundaryEvent id="b3" attachedToRef="u"><errorEventDefinition/></boundaryEvent>'
-            '<endEvent id="e1"/><endEvent id="e2"/><endEvent id="e3"/>'
-            '<sequenceFlow id="f0" sourceRef="s" targetRef="u"/>'
-            '<sequenceFlow id="f1" sourceRef="u" targetRef="e"/>'
-            '<sequenceFlow id="f2" sourceRef="b1" targetRef="e1"/>'
-            '<sequenceFlow id="f3" sourceRef="b2" targetRef="e2"/>'
-            '<sequenceFlow id="f4" sourceRef="b3" targetRef="e3"/>')
+    body = (
+        '<startEvent id="s"/><userTask id="u"/><endEvent id="e"/>'
+        '<boundaryEvent id="b1" attachedToRef="u" cancelActivity="false">'
+        "<timerEventDefinition><timeDuration>PT1H</timeDuration></timerEventDefinition>"
+        "</boundaryEvent>"
+        '<boundaryEvent id="b2" attachedToRef="u"><errorEventDefinition errorRef="err"/>'
+        "</boundaryEvent>"
+        '<boundaryEvent id="b3" attachedToRef="u"><errorEventDefinition/></boundaryEvent>'
+        '<endEvent id="e1"/><endEvent id="e2"/><endEvent id="e3"/>'
+        '<sequenceFlow id="f0" sourceRef="s" targetRef="u"/>'
+        '<sequenceFlow id="f1" sourceRef="u" targetRef="e"/>'
+        '<sequenceFlow id="f2" sourceRef="b1" targetRef="e1"/>'
+        '<sequenceFlow id="f3" sourceRef="b2" targetRef="e2"/>'
+        '<sequenceFlow id="f4" sourceRef="b3" targetRef="e3"/>'
+    )
     doc = one(xml(body, '<error id="err" errorCode="LATE"/>'))
-    assert node(doc, "b1") == {"id": "b1", "type": "boundaryEvent", "attachedTo": "u",
-                               "timer": {"duration": "PT1H"}, "interrupting": False}
+    assert node(doc, "b1") == {
+        "id": "b1",
+        "type": "boundaryEvent",
+        "attachedTo": "u",
+        "timer": {"duration": "PT1H"},
+        "interrupting": False,
+    }
     assert node(doc, "b2")["error"] == "LATE"
     assert node(doc, "b3")["error"] == "*"
 
@@ -279,7 +368,7 @@ COMPENSATION = (
     '<boundaryEvent id="cb" attachedToRef="book"><compensateEventDefinition/></boundaryEvent>'
     '<serviceTask id="undo" bpm:handler="unbook" isForCompensation="true"/>'
     '<intermediateThrowEvent id="throw"><compensateEventDefinition activityRef="book"/>'
-    "</intermediateThrowEvent><endEvent id=\"e\"/>"
+    '</intermediateThrowEvent><endEvent id="e"/>'
     '<sequenceFlow sourceRef="s" targetRef="book"/>'
     '<sequenceFlow sourceRef="book" targetRef="throw"/>'
     '<sequenceFlow sourceRef="throw" targetRef="e"/>'
@@ -297,23 +386,28 @@ def test_compensation_boundary_and_throw() -> None:
 
 
 def test_compensation_boundary_without_association_is_rejected() -> None:
-    message = rejected(xml(COMPENSATION.replace('<association sourceRef="cb" targetRef="undo"/>',
-                                                "")))
+    message = rejected(
+        xml(COMPENSATION.replace('<association sourceRef="cb" targetRef="undo"/>', ""))
+    )
     assert "boundaryEvent 'cb' is a compensation boundary without an association" in message
 
 
 def test_embedded_subprocess_and_several_processes() -> None:
-    sub = ('<startEvent id="s"/><subProcess id="sub"><startEvent id="ss"/>'
-           '<task id="inner"/><endEvent id="se"/>'
-           '<sequenceFlow id="sf1" sourceRef="ss" targetRef="inner"/>'
-           '<sequenceFlow id="sf2" sourceRef="inner" targetRef="se"/></subProcess>'
-           '<endEvent id="e"/><sequenceFlow id="f1" sourceRef="s" targetRef="sub"/>'
-           '<sequenceFlow id="f2" sourceRef="sub" targetRef="e"/>')
-    second = ('<process id="q" isExecutable="false"><startEvent id="qs"/><endEvent id="qe"/>'
-              '<sequenceFlow id="qf" sourceRef="qs" targetRef="qe"/></process>'
-              '<collaboration id="c"><participant id="pp" processRef="p"/></collaboration>'
-              '<bpmndi:BPMNDiagram id="d"><bpmndi:BPMNPlane id="pl" bpmnElement="p"/>'
-              "</bpmndi:BPMNDiagram>")
+    sub = (
+        '<startEvent id="s"/><subProcess id="sub"><startEvent id="ss"/>'
+        '<task id="inner"/><endEvent id="se"/>'
+        '<sequenceFlow id="sf1" sourceRef="ss" targetRef="inner"/>'
+        '<sequenceFlow id="sf2" sourceRef="inner" targetRef="se"/></subProcess>'
+        '<endEvent id="e"/><sequenceFlow id="f1" sourceRef="s" targetRef="sub"/>'
+        '<sequenceFlow id="f2" sourceRef="sub" targetRef="e"/>'
+    )
+    second = (
+        '<process id="q" isExecutable="false"><startEvent id="qs"/><endEvent id="qe"/>'
+        '<sequenceFlow id="qf" sourceRef="qs" targetRef="qe"/></process>'
+        '<collaboration id="c"><participant id="pp" processRef="p"/></collaboration>'
+        '<bpmndi:BPMNDiagram id="d"><bpmndi:BPMNPlane id="pl" bpmnElement="p"/>'
+        "</bpmndi:BPMNDiagram>"
+    )
     text = xml(sub).replace("</definitions>", second + "</definitions>")
     docs = compile_bpmn(text)
     assert [d["key"] for d in docs] == ["p", "q"]
@@ -326,25 +420,36 @@ def test_embedded_subprocess_and_several_processes() -> None:
 
 @pytest.mark.parametrize("saga", ["none", "local", "global"])
 def test_bpm_saga_on_process_and_subprocess(saga: str) -> None:
-    sub = ('<startEvent id="s"/><subProcess id="sub" bpm:saga="SAGA"><startEvent id="ss"/>'
-           '<endEvent id="se"/><sequenceFlow id="sf" sourceRef="ss" targetRef="se"/>'
-           '</subProcess><endEvent id="e"/><sequenceFlow id="f1" sourceRef="s" targetRef="sub"/>'
-           '<sequenceFlow id="f2" sourceRef="sub" targetRef="e"/>').replace("SAGA", saga)
+    sub = (
+        '<startEvent id="s"/><subProcess id="sub" bpm:saga="SAGA"><startEvent id="ss"/>'
+        '<endEvent id="se"/><sequenceFlow id="sf" sourceRef="ss" targetRef="se"/>'
+        '</subProcess><endEvent id="e"/><sequenceFlow id="f1" sourceRef="s" targetRef="sub"/>'
+        '<sequenceFlow id="f2" sourceRef="sub" targetRef="e"/>'
+    ).replace("SAGA", saga)
     doc = one(xml(sub).replace('id="p"', f'id="p" bpm:saga="{saga}"'))
     assert doc["saga"] == saga
     assert node(doc, "sub")["saga"] == saga
     assert "saga" not in one(xml(sub.replace(f' bpm:saga="{saga}"', "")))
 
 
-@pytest.mark.parametrize(("where", "expected"), [
-    ('<process id="p"', "line 8: process 'p' has bpm:saga='partial'; expected none, local or "
-                        "global"),
-    ('<subProcess id="sub"', "line 10: subProcess 'sub' has bpm:saga='partial'; expected none, "
-                             "local or global"),
-])
+@pytest.mark.parametrize(
+    ("where", "expected"),
+    [
+        (
+            '<process id="p"',
+            "line 8: process 'p' has bpm:saga='partial'; expected none, local or global",
+        ),
+        (
+            '<subProcess id="sub"',
+            "line 10: subProcess 'sub' has bpm:saga='partial'; expected none, local or global",
+        ),
+    ],
+)
 def test_bpm_saga_with_an_unknown_value_is_refused(where: str, expected: str) -> None:
-    text = xml('<startEvent id="s"/>\n<subProcess id="sub"><startEvent id="ss"/></subProcess>'
-               '<sequenceFlow id="f" sourceRef="s" targetRef="sub"/>')
+    text = xml(
+        '<startEvent id="s"/>\n<subProcess id="sub"><startEvent id="ss"/></subProcess>'
+        '<sequenceFlow id="f" sourceRef="s" targetRef="sub"/>'
+    )
     assert rejected(text.replace(where, f'{where} bpm:saga="partial"')) == expected
 
 
@@ -358,11 +463,18 @@ def _behaviour(doc: dict[str, Any]) -> dict[str, Any]:
         target = by_id[comp["node"]] if "node" in comp else comp
         return {k: target[k] for k in ("handler", "topic") if k in target}
 
-    handlers = {n["compensation"]["node"] for n in doc["nodes"]
-                if "node" in n.get("compensation", {})}
-    nodes = {n["id"]: {"type": n["type"], **{k: n[k] for k in ("handler", "topic") if k in n},
-                       **({"undo": undo(n["compensation"])} if "compensation" in n else {})}
-             for n in doc["nodes"] if n["id"] not in handlers}
+    handlers = {
+        n["compensation"]["node"] for n in doc["nodes"] if "node" in n.get("compensation", {})
+    }
+    nodes = {
+        n["id"]: {
+            "type": n["type"],
+            **{k: n[k] for k in ("handler", "topic") if k in n},
+            **({"undo": undo(n["compensation"])} if "compensation" in n else {}),
+        }
+        for n in doc["nodes"]
+        if n["id"] not in handlers
+    }
     flows = [(f["id"], f["source"], f["target"], f.get("condition")) for f in doc["flows"]]
     return {"key": doc["key"], "saga": doc.get("saga", "none"), "nodes": nodes, "flows": flows}
 
@@ -375,47 +487,84 @@ def test_the_order_saga_example_in_bpmn_behaves_like_the_json_one() -> None:
     assert _behaviour(bpmn)["nodes"]["charge"]["undo"] == {"topic": "refunds"}
     # the handler activities are kept, with no flows, and only compensate
     assert {n["id"] for n in bpmn["nodes"]} - {n["id"] for n in json_doc["nodes"]} == {
-        "release", "refund"}
-    assert node(bpmn, "release") == {"id": "release", "name": "Release stock",
-                                     "type": "serviceTask", "handler": "release_stock"}
+        "release",
+        "refund",
+    }
+    assert node(bpmn, "release") == {
+        "id": "release",
+        "name": "Release stock",
+        "type": "serviceTask",
+        "handler": "release_stock",
+    }
     compile_definition(bpmn)
 
 
 # --- rejections --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("element", "expected"), [
-    ('<inclusiveGateway id="gw1"/>', "line 10: inclusiveGateway 'gw1' is not supported yet"),
-    ('<callActivity id="ca" calledElement="x"/>', "line 10: callActivity 'ca' is not supported"),
-    ('<userTask id="u"><multiInstanceLoopCharacteristics/></userTask>',
-     "line 10: multiInstanceLoopCharacteristics '(no id)' (multi-instance) (in userTask 'u') is "
-     "not supported yet"),
-    ('<subProcess id="es" triggeredByEvent="true"/>',
-     "line 10: subProcess 'es' is an event subprocess"),
-    ('<intermediateThrowEvent id="sig"><signalEventDefinition/></intermediateThrowEvent>',
-     "line 10: intermediateThrowEvent 'sig' with signalEventDefinition is not supported yet"),
-    ('<intermediateThrowEvent id="esc"><escalationEventDefinition/></intermediateThrowEvent>',
-     "line 10: intermediateThrowEvent 'esc' with escalationEventDefinition is not supported"),
-    ('<userTask id="u" camunda:formKey="f"/>',
-     "line 10: userTask 'u' attribute camunda:formKey='f' is not supported yet"),
-    ('<userTask id="u"><extensionElements><camunda:taskListener event="create" '
-     'class="org.example.Notify"/></extensionElements></userTask>',
-     "line 10: taskListener '(no id)' (extension element"),
-    ('<userTask id="u"><extensionElements><camunda:executionListener event="start">'
-     '<camunda:script scriptFormat="groovy">x</camunda:script></camunda:executionListener>'
-     "</extensionElements></userTask>", "line 10: executionListener '(no id)' (extension"),
-    ('<scriptTask id="sc"/>', "line 10: scriptTask 'sc' is not supported yet"),
-    ('<intermediateCatchEvent id="t"><timerEventDefinition><timeCycle>R3/PT1H</timeCycle>'
-     "</timerEventDefinition></intermediateCatchEvent>", "has a timeCycle timer"),
-])
-def test_unsupported_elements_are_rejected_with_line_type_and_id(element: str,
-                                                                  expected: str) -> None:
+@pytest.mark.parametrize(
+    ("element", "expected"),
+    [
+        ('<inclusiveGateway id="gw1"/>', "line 10: inclusiveGateway 'gw1' is not supported yet"),
+        (
+            '<callActivity id="ca" calledElement="x"/>',
+            "line 10: callActivity 'ca' is not supported",
+        ),
+        (
+            '<userTask id="u"><multiInstanceLoopCharacteristics/></userTask>',
+            "line 10: multiInstanceLoopCharacteristics '(no id)' (multi-instance) "
+            "(in userTask 'u') is "
+            "not supported yet",
+        ),
+        (
+            '<subProcess id="es" triggeredByEvent="true"/>',
+            "line 10: subProcess 'es' is an event subprocess",
+        ),
+        (
+            '<intermediateThrowEvent id="sig"><signalEventDefinition/></intermediateThrowEvent>',
+            "line 10: intermediateThrowEvent 'sig' with signalEventDefinition is not supported yet",
+        ),
+        (
+            '<intermediateThrowEvent id="esc"><escalationEventDefinition/>'
+            "</intermediateThrowEvent>",
+            "line 10: intermediateThrowEvent 'esc' with escalationEventDefinition is not supported",
+        ),
+        (
+            '<userTask id="u" camunda:formKey="f"/>',
+            "line 10: userTask 'u' attribute camunda:formKey='f' is not supported yet",
+        ),
+        (
+            '<userTask id="u"><extensionElements><camunda:taskListener event="create" '
+            'class="org.example.Notify"/></extensionElements></userTask>',
+            "line 10: taskListener '(no id)' (extension element",
+        ),
+        (
+            '<userTask id="u"><extensionElements><camunda:executionListener event="start">'
+            '<camunda:script scriptFormat="groovy">x</camunda:script></camunda:executionListener>'
+            "</extensionElements></userTask>",
+            "line 10: executionListener '(no id)' (extension",
+        ),
+        ('<scriptTask id="sc"/>', "line 10: scriptTask 'sc' is not supported yet"),
+        (
+            '<intermediateCatchEvent id="t"><timerEventDefinition><timeCycle>R3/PT1H</timeCycle>'
+            "</timerEventDefinition></intermediateCatchEvent>",
+            "has a timeCycle timer",
+        ),
+    ],
+)
+def test_unsupported_elements_are_rejected_with_line_type_and_id(
+    element: str, expected: str
+) -> None:
     assert expected in rejected(linear(element))
 
 
 def test_validator_errors_carry_the_line() -> None:
-    message = rejected(xml('<startEvent id="s"/><endEvent id="e"/>\n'
-                           '<sequenceFlow id="f" sourceRef="s" targetRef="nowhere"/>'))
+    message = rejected(
+        xml(
+            '<startEvent id="s"/><endEvent id="e"/>\n'
+            '<sequenceFlow id="f" sourceRef="s" targetRef="nowhere"/>'
+        )
+    )
     assert message.startswith("line 10: process 'p': flow 'f'")
 
 
@@ -432,11 +581,15 @@ def test_malformed_xml_names_line_and_column() -> None:
     assert re.match(r"not well-formed XML at line 10, column \d+: mismatched tag", message)
 
 
-BOMB = ('<?xml version="1.0"?>\n<!DOCTYPE lolz [<!ENTITY lol "lol">'
-        '<!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">]>\n'
-        "<definitions>&lol2;</definitions>")
-EXTERNAL = ('<?xml version="1.0"?>\n<!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]>\n'
-            "<definitions>&x;</definitions>")
+BOMB = (
+    '<?xml version="1.0"?>\n<!DOCTYPE lolz [<!ENTITY lol "lol">'
+    '<!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">]>\n'
+    "<definitions>&lol2;</definitions>"
+)
+EXTERNAL = (
+    '<?xml version="1.0"?>\n<!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]>\n'
+    "<definitions>&x;</definitions>"
+)
 
 
 @pytest.mark.parametrize("text", [BOMB, EXTERNAL, '<!DOCTYPE d SYSTEM "http://x/d.dtd"><d/>'])
@@ -502,51 +655,74 @@ def test_fuzz__every_mutation_compiles_or_is_rejected_cleanly() -> None:
 # --- models from the peers' suites that once compiled to something else -------------------
 
 
-@pytest.mark.parametrize(("change", "expected"), [
-    # A second boundary would have replaced the first one's handler.
-    (('<association sourceRef="cb" targetRef="undo"/>',
-      '<association sourceRef="cb" targetRef="undo"/>'
-      '<boundaryEvent id="cb2" attachedToRef="book"><compensateEventDefinition/></boundaryEvent>'
-      '<association sourceRef="cb2" targetRef="undo"/>'),
-     "boundaryEvent 'cb2' is a second compensation boundary on 'book'"),
-    # A handler nobody points to would have run in the normal flow.
-    (('<association sourceRef="cb" targetRef="undo"/>',
-      '<association sourceRef="cb" targetRef="undo"/>'
-      '<serviceTask id="stray" bpm:handler="x" isForCompensation="true"/>'),
-     "activity 'stray' is marked isForCompensation=\"true\" but no compensation boundary"),
-    ((' attachedToRef="book"><compensateEventDefinition/>',
-      ' attachedToRef="book"><compensateEventDefinition activityRef="book"/>'),
-     "boundaryEvent 'cb' is a compensation boundary with an activityRef"),
-])
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        # A second boundary would have replaced the first one's handler.
+        (
+            (
+                '<association sourceRef="cb" targetRef="undo"/>',
+                '<association sourceRef="cb" targetRef="undo"/>'
+                '<boundaryEvent id="cb2" attachedToRef="book"><compensateEventDefinition/>'
+                "</boundaryEvent>"
+                '<association sourceRef="cb2" targetRef="undo"/>',
+            ),
+            "boundaryEvent 'cb2' is a second compensation boundary on 'book'",
+        ),
+        # A handler nobody points to would have run in the normal flow.
+        (
+            (
+                '<association sourceRef="cb" targetRef="undo"/>',
+                '<association sourceRef="cb" targetRef="undo"/>'
+                '<serviceTask id="stray" bpm:handler="x" isForCompensation="true"/>',
+            ),
+            "activity 'stray' is marked isForCompensation=\"true\" but no compensation boundary",
+        ),
+        (
+            (
+                ' attachedToRef="book"><compensateEventDefinition/>',
+                ' attachedToRef="book"><compensateEventDefinition activityRef="book"/>',
+            ),
+            "boundaryEvent 'cb' is a compensation boundary with an activityRef",
+        ),
+    ],
+)
 def test_compensation_boundaries_that_would_change_meaning_are_refused(
-        change: tuple[str, str], expected: str) -> None:
+    change: tuple[str, str], expected: str
+) -> None:
     assert expected in rejected(xml(COMPENSATION.replace(*change)))
 
 
 def test_an_empty_condition_is_refused_not_dropped() -> None:
-    body = ('<startEvent id="s"/><exclusiveGateway id="g"/><endEvent id="e"/>'
-            '<sequenceFlow id="f0" sourceRef="s" targetRef="g"/>'
-            '<sequenceFlow id="f1" sourceRef="g" targetRef="e"><conditionExpression '
-            'xsi:type="tFormalExpression"/></sequenceFlow>')
+    body = (
+        '<startEvent id="s"/><exclusiveGateway id="g"/><endEvent id="e"/>'
+        '<sequenceFlow id="f0" sourceRef="s" targetRef="g"/>'
+        '<sequenceFlow id="f1" sourceRef="g" targetRef="e"><conditionExpression '
+        'xsi:type="tFormalExpression"/></sequenceFlow>'
+    )
     head = ' xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"'
     text = xml(body).replace('targetNamespace="t"', f'targetNamespace="t"{head}')
     assert "sequenceFlow 'f1' has an empty conditionExpression" in rejected(text)
 
 
-@pytest.mark.parametrize("attribute", ['camunda:assignee="${initiator}"',
-                                       'camunda:candidateGroups="#{groups}"'])
+@pytest.mark.parametrize(
+    "attribute", ['camunda:assignee="${initiator}"', 'camunda:candidateGroups="#{groups}"']
+)
 def test_expressions_in_assignments_are_refused(attribute: str) -> None:
     assert "only literal names are supported yet" in rejected(
-        linear(f'<userTask id="u" {attribute}/>'))
+        linear(f'<userTask id="u" {attribute}/>')
+    )
 
 
 def test_references_written_as_qualified_names() -> None:
-    body = ('<startEvent id="s"/><receiveTask id="r" messageRef="tns:m1"/><endEvent id="e"/>'
-            '<boundaryEvent id="b" attachedToRef="r"><errorEventDefinition errorRef="tns:e1"/>'
-            "</boundaryEvent>"
-            '<sequenceFlow id="f0" sourceRef="s" targetRef="r"/>'
-            '<sequenceFlow id="f1" sourceRef="r" targetRef="e"/>'
-            '<sequenceFlow id="f2" sourceRef="b" targetRef="e"/>')
+    body = (
+        '<startEvent id="s"/><receiveTask id="r" messageRef="tns:m1"/><endEvent id="e"/>'
+        '<boundaryEvent id="b" attachedToRef="r"><errorEventDefinition errorRef="tns:e1"/>'
+        "</boundaryEvent>"
+        '<sequenceFlow id="f0" sourceRef="s" targetRef="r"/>'
+        '<sequenceFlow id="f1" sourceRef="r" targetRef="e"/>'
+        '<sequenceFlow id="f2" sourceRef="b" targetRef="e"/>'
+    )
     doc = one(xml(body, extra='<message id="m1" name="paid"/><error id="e1" errorCode="42"/>'))
     assert node(doc, "r")["message"] == "paid"
     assert node(doc, "b")["error"] == "42"
@@ -554,41 +730,55 @@ def test_references_written_as_qualified_names() -> None:
 
 def test_a_black_box_pool_compiles_to_nothing() -> None:
     text = linear('<task id="t"/>').replace(
-        "</definitions>", '<process id="partner" isExecutable="false"/></definitions>')
+        "</definitions>", '<process id="partner" isExecutable="false"/></definitions>'
+    )
     assert [d["key"] for d in compile_bpmn(text)] == ["p"]
     assert "all empty (black-box pools)" in rejected(
-        f'{HEAD}<process id="partner" isExecutable="false"/></definitions>')
+        f'{HEAD}<process id="partner" isExecutable="false"/></definitions>'
+    )
 
 
 def test_durations_too_long_for_a_timer_are_refused_not_crashing() -> None:
     for value in ("P99999999999D", "P40000D"):
-        assert "is too long (at most 100 years)" in rejected(linear(
-            f'<intermediateCatchEvent id="t"><timerEventDefinition><timeDuration>{value}'
-            "</timeDuration></timerEventDefinition></intermediateCatchEvent>"))
+        assert "is too long (at most 100 years)" in rejected(
+            linear(
+                f'<intermediateCatchEvent id="t"><timerEventDefinition><timeDuration>{value}'
+                "</timeDuration></timerEventDefinition></intermediateCatchEvent>"
+            )
+        )
 
 
 def test_an_implementation_in_an_unknown_namespace_is_named() -> None:
     text = linear('<serviceTask id="a" activiti:class="org.example.Charge"/>').replace(
-        'targetNamespace="t"', 'targetNamespace="t" xmlns:activiti="http://activiti.org/bpmn"')
+        'targetNamespace="t"', 'targetNamespace="t" xmlns:activiti="http://activiti.org/bpmn"'
+    )
     message = rejected(text)
     assert "serviceTask 'a' has class='org.example.Charge' ({http://activiti.org/bpmn})" in message
     assert "Camunda 7's is http://camunda.org/schema/1.0/bpmn" in message
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    ("Love Letter Response", "named 'Love Letter Response', which is not a name the engine"),
-    ("invoice-${id}", "expressions in message names are not supported yet"),
-])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("Love Letter Response", "named 'Love Letter Response', which is not a name the engine"),
+        ("invoice-${id}", "expressions in message names are not supported yet"),
+    ],
+)
 def test_message_names_the_engine_cannot_correlate_by_are_refused_with_the_name(
-        name: str, expected: str) -> None:
-    message = rejected(linear('<receiveTask id="r" messageRef="m1"/>',
-                              extra=f'<message id="m1" name="{name}"/>'))
+    name: str, expected: str
+) -> None:
+    message = rejected(
+        linear('<receiveTask id="r" messageRef="m1"/>', extra=f'<message id="m1" name="{name}"/>')
+    )
     assert "line 10: receiveTask 'r' refers to message 'm1'" in message
     assert expected in message
 
 
 def test_a_refused_event_definition_names_its_event() -> None:
-    message = rejected(linear(
-        '<intermediateCatchEvent id="t"><timerEventDefinition camunda:x="1"><timeDuration>PT1S'
-        "</timeDuration></timerEventDefinition></intermediateCatchEvent>"))
+    message = rejected(
+        linear(
+            '<intermediateCatchEvent id="t"><timerEventDefinition camunda:x="1"><timeDuration>PT1S'
+            "</timeDuration></timerEventDefinition></intermediateCatchEvent>"
+        )
+    )
     assert "(in intermediateCatchEvent 't') is not supported yet" in message

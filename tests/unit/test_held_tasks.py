@@ -14,13 +14,34 @@ from bpm.store.rows import TaskRow, TokenRow
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def locked(owner: str, at: datetime, lock: timedelta = timedelta(minutes=1)
-           ) -> tuple[TaskRow, TokenRow]:
+def locked(
+    owner: str, at: datetime, lock: timedelta = timedelta(minutes=1)
+) -> tuple[TaskRow, TokenRow]:
     iid = uuid4()
-    token = TokenRow(uuid4(), iid, "t", "WAITING", "FORWARD", None, None, False, None, "TASK",
-                     1, at, at)
-    task = TaskRow(uuid4(), token.id, iid, "t", "topic", None, "EXTERNAL", "LOCKED", 0, 1,
-                   None, owner, at + lock, None, None, 0, 1, at, at)
+    token = TokenRow(
+        uuid4(), iid, "t", "WAITING", "FORWARD", None, None, False, None, "TASK", 1, at, at
+    )
+    task = TaskRow(
+        uuid4(),
+        token.id,
+        iid,
+        "t",
+        "topic",
+        None,
+        "EXTERNAL",
+        "LOCKED",
+        0,
+        1,
+        None,
+        owner,
+        at + lock,
+        None,
+        None,
+        0,
+        1,
+        at,
+        at,
+    )
     return task, token
 
 

@@ -50,25 +50,54 @@ class Cluster:
         env = {**self.env, **(extra_env or {})}
         with (self.logs / f"{name}.log").open("ab") as log:
             self.procs[name] = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "workers", *args], env=env,
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                [sys.executable, "-m", "celery", "-A", "workers", *args],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
-    def worker(self, name: str, *, pool: str = "prefork",
-               extra_env: dict[str, str] | None = None, queues: str | None = None) -> None:
+    def worker(
+        self,
+        name: str,
+        *,
+        pool: str = "prefork",
+        extra_env: dict[str, str] | None = None,
+        queues: str | None = None,
+    ) -> None:
         """A worker as the docs start it: without ``-Q`` it consumes the configured queues
         (``queues`` passes ``-Q``)."""
         pick = ["-Q", queues] if queues is not None else []
-        self._spawn(name, ["worker", *pick, "-P", pool, "-c", "1", "-n",
-                           f"{name}@{self.prefix}", "-l", "info", "--without-gossip",
-                           "--without-mingle", "--without-heartbeat"], extra_env)
+        self._spawn(
+            name,
+            [
+                "worker",
+                *pick,
+                "-P",
+                pool,
+                "-c",
+                "1",
+                "-n",
+                f"{name}@{self.prefix}",
+                "-l",
+                "info",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+            extra_env,
+        )
 
     def beat(self, name: str) -> None:
         schedule = self.logs / f"{name}-schedule"
         self._spawn(name, ["beat", "-s", str(schedule), "-l", "info"], None)
 
     def flower(self, port: int) -> None:
-        self._spawn("flower", ["flower", f"--port={port}", "--address=127.0.0.1"],
-                    {"FLOWER_UNAUTHENTICATED_API": "1"})
+        self._spawn(
+            "flower",
+            ["flower", f"--port={port}", "--address=127.0.0.1"],
+            {"FLOWER_UNAUTHENTICATED_API": "1"},
+        )
 
     def wait_ready(self, timeout: float = 30) -> None:
         """Wait until every worker logged that it is ready."""
@@ -98,11 +127,15 @@ class Cluster:
         """A Celery app such as another service has: no bpm code, only the broker URL."""
         return Celery(broker=self.env["BPM_BROKER_URL"], set_as_current=False)
 
-    def start(self, key: str, variables: dict[str, Any], business_key: str,
-              task_id: str | None = None) -> None:
+    def start(
+        self, key: str, variables: dict[str, Any], business_key: str, task_id: str | None = None
+    ) -> None:
         self.client().send_task(
-            "bpm.start_instance", queue=f"{self.prefix}bpm.starts", task_id=task_id,
-            kwargs={"process_key": key, "variables": variables, "business_key": business_key})
+            "bpm.start_instance",
+            queue=f"{self.prefix}bpm.starts",
+            task_id=task_id,
+            kwargs={"process_key": key, "variables": variables, "business_key": business_key},
+        )
 
     def states(self) -> dict[str, str]:
         with self.db.transaction() as conn:
@@ -117,12 +150,14 @@ class Cluster:
         deadline = time.monotonic() + timeout
         while not check():
             if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}; states: {self.states()}\n"
-                                     + self.tail())
+                raise AssertionError(
+                    f"timed out waiting for {what}; states: {self.states()}\n" + self.tail()
+                )
             time.sleep(0.2)
 
-    def wait_all(self, count: int, timeout: float,
-                 states: frozenset[str] = frozenset({"COMPLETED"})) -> dict[str, str]:
+    def wait_all(
+        self, count: int, timeout: float, states: frozenset[str] = frozenset({"COMPLETED"})
+    ) -> dict[str, str]:
         def done() -> bool:
             now = self.states()
             return len(now) >= count and all(s in states for s in now.values())
@@ -136,8 +171,10 @@ class Cluster:
         count = 0
         for raw in self.redis.hvals("unacked"):
             message, _exchange, routing_key = json.loads(raw)
-            if routing_key.startswith(self.prefix) and \
-                    message.get("headers", {}).get("task") == task:
+            if (
+                routing_key.startswith(self.prefix)
+                and message.get("headers", {}).get("task") == task
+            ):
                 count += 1
         return count
 
@@ -147,13 +184,15 @@ class Cluster:
             row = conn.exec_driver_sql(
                 "SELECT count(*), count(DISTINCT idempotency_key) FROM test_calls "
                 "WHERE business_key = %(bk)s AND node = %(node)s",
-                {"bk": business_key, "node": node}).one()
+                {"bk": business_key, "node": node},
+            ).one()
         return int(row[0]), int(row[1])
 
     def running_pids(self, node: str) -> list[int]:
         with self.db.transaction() as conn:
-            rows = conn.exec_driver_sql("SELECT pid FROM test_calls WHERE node = %(node)s",
-                                        {"node": node}).all()
+            rows = conn.exec_driver_sql(
+                "SELECT pid FROM test_calls WHERE node = %(node)s", {"node": node}
+            ).all()
         return [int(r[0]) for r in rows]
 
     def instance_id(self, business_key: str) -> UUID:

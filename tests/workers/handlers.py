@@ -36,10 +36,11 @@ def record(ctx: HandlerContext, node: str | None = None) -> None:
     """Write the side effect: one row per call, with its idempotency key, under ``node``
     (the node being run unless given)."""
     with psycopg.connect(_dsn(), autocommit=True) as conn:
-        conn.execute("INSERT INTO test_calls (business_key, node, idempotency_key, attempt, pid)"
-                     " VALUES (%s, %s, %s, %s, %s)",
-                     (ctx.business_key, node or ctx.node_id, ctx.idempotency_key, ctx.attempt,
-                      os.getpid()))
+        conn.execute(
+            "INSERT INTO test_calls (business_key, node, idempotency_key, attempt, pid)"
+            " VALUES (%s, %s, %s, %s, %s)",
+            (ctx.business_key, node or ctx.node_id, ctx.idempotency_key, ctx.attempt, os.getpid()),
+        )
 
 
 @bpm.handler("noop")

@@ -10,22 +10,39 @@ from tests.helpers import processes as shared
 
 def branches_and_subprocess() -> dict[str, Any]:
     """Parallel branches, a subprocess, and a handler that fails once then succeeds."""
-    inner = (ProcessBuilder("inner").start("s_start").service_task("s1", handler="noop")
-             .service_task("s2", handler="noop").end("s_end")
-             .sequence("s_start", "s1", "s2", "s_end"))
-    return (ProcessBuilder("branches").start().parallel_gateway("fork")
-            .service_task("a", handler="noop")
-            .service_task("b", handler="flaky",
-                          retry={"max_attempts": 3, "backoff": "PT0.2S"})
-            .sub_process("sub", inner).parallel_gateway("join")
-            .service_task("after", handler="noop").end()
-            .sequence("start", "fork").flow("fork", "a").flow("fork", "b").flow("fork", "sub")
-            .flow("a", "join").flow("b", "join").flow("sub", "join")
-            .sequence("join", "after", "end").build())
+    inner = (
+        ProcessBuilder("inner")
+        .start("s_start")
+        .service_task("s1", handler="noop")
+        .service_task("s2", handler="noop")
+        .end("s_end")
+        .sequence("s_start", "s1", "s2", "s_end")
+    )
+    return (
+        ProcessBuilder("branches")
+        .start()
+        .parallel_gateway("fork")
+        .service_task("a", handler="noop")
+        .service_task("b", handler="flaky", retry={"max_attempts": 3, "backoff": "PT0.2S"})
+        .sub_process("sub", inner)
+        .parallel_gateway("join")
+        .service_task("after", handler="noop")
+        .end()
+        .sequence("start", "fork")
+        .flow("fork", "a")
+        .flow("fork", "b")
+        .flow("fork", "sub")
+        .flow("a", "join")
+        .flow("b", "join")
+        .flow("sub", "join")
+        .sequence("join", "after", "end")
+        .build()
+    )
 
 
-def steps(key: str, count: int, *, timeout: str | None = None,
-          retry: dict[str, Any] | None = None) -> dict[str, Any]:
+def steps(
+    key: str, count: int, *, timeout: str | None = None, retry: dict[str, Any] | None = None
+) -> dict[str, Any]:
     b = ProcessBuilder(key).start()
     names = [f"n{i}" for i in range(count)]
     for name in names:
@@ -34,52 +51,94 @@ def steps(key: str, count: int, *, timeout: str | None = None,
 
 
 def slow_then_noop() -> dict[str, Any]:
-    return (ProcessBuilder("slow").start()
-            .service_task("slow", handler="slow", timeout="PT3S",
-                          retry={"max_attempts": 3, "backoff": "PT0S"})
-            .service_task("after", handler="noop").end()
-            .sequence("start", "slow", "after", "end").build())
+    return (
+        ProcessBuilder("slow")
+        .start()
+        .service_task(
+            "slow", handler="slow", timeout="PT3S", retry={"max_attempts": 3, "backoff": "PT0S"}
+        )
+        .service_task("after", handler="noop")
+        .end()
+        .sequence("start", "slow", "after", "end")
+        .build()
+    )
 
 
 def suicide() -> dict[str, Any]:
-    return (ProcessBuilder("suicide").start()
-            .service_task("die", handler="suicide", timeout="PT2S",
-                          retry={"max_attempts": 2, "backoff": "PT0S"})
-            .end().sequence("start", "die", "end").build())
+    return (
+        ProcessBuilder("suicide")
+        .start()
+        .service_task(
+            "die", handler="suicide", timeout="PT2S", retry={"max_attempts": 2, "backoff": "PT0S"}
+        )
+        .end()
+        .sequence("start", "die", "end")
+        .build()
+    )
 
 
 def timed(seconds: int = 2) -> dict[str, Any]:
     """A timer, then a handler: the timer must fire exactly once, whoever scans."""
-    return (ProcessBuilder("timed").start().timer("pause", duration=f"PT{seconds}S")
-            .service_task("after", handler="noop").end()
-            .sequence("start", "pause", "after", "end").build())
+    return (
+        ProcessBuilder("timed")
+        .start()
+        .timer("pause", duration=f"PT{seconds}S")
+        .service_task("after", handler="noop")
+        .end()
+        .sequence("start", "pause", "after", "end")
+        .build()
+    )
 
 
 def escalated(seconds: int = 2) -> dict[str, Any]:
     """A user task nobody completes; its interrupting boundary timer takes over."""
-    return (ProcessBuilder("escalated").start().user_task("review")
-            .timer_boundary("late", attached_to="review", duration=f"PT{seconds}S")
-            .service_task("escalate", handler="noop").end("late_end")
-            .service_task("after", handler="noop").end()
-            .sequence("start", "review", "after", "end")
-            .sequence("late", "escalate", "late_end").build())
+    return (
+        ProcessBuilder("escalated")
+        .start()
+        .user_task("review")
+        .timer_boundary("late", attached_to="review", duration=f"PT{seconds}S")
+        .service_task("escalate", handler="noop")
+        .end("late_end")
+        .service_task("after", handler="noop")
+        .end()
+        .sequence("start", "review", "after", "end")
+        .sequence("late", "escalate", "late_end")
+        .build()
+    )
 
 
 def awaiting_payment() -> dict[str, Any]:
-    return (ProcessBuilder("awaiting").start().receive_task("await", message="paid")
-            .service_task("after", handler="noop").end()
-            .sequence("start", "await", "after", "end").build())
+    return (
+        ProcessBuilder("awaiting")
+        .start()
+        .receive_task("await", message="paid")
+        .service_task("after", handler="noop")
+        .end()
+        .sequence("start", "await", "after", "end")
+        .build()
+    )
 
 
 def external_then_step() -> dict[str, Any]:
     """An external task (``tests.workers.ext_worker`` does it), then a handler step."""
-    return (ProcessBuilder("ext_then_step").start().service_task("reserve", topic="reserve")
-            .service_task("after", handler="noop").end()
-            .sequence("start", "reserve", "after", "end").build())
+    return (
+        ProcessBuilder("ext_then_step")
+        .start()
+        .service_task("reserve", topic="reserve")
+        .service_task("after", handler="noop")
+        .end()
+        .sequence("start", "reserve", "after", "end")
+        .build()
+    )
 
 
-def saga_abc(key: str = "saga_abc", *, undo: str = "undo", timeout: str | None = None,
-             undo_retry: dict[str, Any] | None = None) -> dict[str, Any]:
+def saga_abc(
+    key: str = "saga_abc",
+    *,
+    undo: str = "undo",
+    timeout: str | None = None,
+    undo_retry: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """A -> B -> C under a global saga, each step with a compensation; C always fails, so B
     then A are compensated and the instance ends TERMINATED.
 
@@ -90,18 +149,21 @@ def saga_abc(key: str = "saga_abc", *, undo: str = "undo", timeout: str | None =
         compensation["retry"] = undo_retry
     b = ProcessBuilder(key, saga="global").start()
     for step, handler in (("a", "noop"), ("b", "noop"), ("c", "boom")):
-        b._node(step, "serviceTask", handler=handler, timeout=timeout,
-                compensation=compensation)
+        b._node(step, "serviceTask", handler=handler, timeout=timeout, compensation=compensation)
     return b.end().sequence("start", "a", "b", "c", "end").build()
 
 
 def random_saga(seed: int) -> dict[str, Any]:
     """A global saga over a random mix of steps and parallel branches (``noop`` handlers,
     most with an ``undo`` compensation) that fails at one random step (``boom``)."""
+
     def step(name: str, undoable: bool) -> dict[str, Any]:
         undo = {"handler": "undo", "retry": {"max_attempts": 3, "backoff": "PT0S"}}
-        return {"handler": "noop", "timeout": "PT3S",
-                **({"compensation": undo} if undoable else {})}
+        return {
+            "handler": "noop",
+            "timeout": "PT3S",
+            **({"compensation": undo} if undoable else {}),
+        }
 
     doc, failing = shared.random_saga(seed, f"rnd_saga_{seed}", step)
     for node in doc["nodes"]:

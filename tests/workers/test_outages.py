@@ -31,22 +31,36 @@ def proxy(cluster: Cluster) -> Iterator[TcpProxy]:
 
 
 def two_steps() -> dict[str, Any]:
-    return (ProcessBuilder("two_steps").start().service_task("a", handler="noop")
-            .service_task("b", handler="noop").end().sequence("start", "a", "b", "end").build())
+    return (
+        ProcessBuilder("two_steps")
+        .start()
+        .service_task("a", handler="noop")
+        .service_task("b", handler="noop")
+        .end()
+        .sequence("start", "a", "b", "end")
+        .build()
+    )
 
 
 def long_lock_slow() -> dict[str, Any]:
     """A slow handler whose lock (60 s) outlasts the test: a dropped result would only be
     run again once it expired."""
-    return (ProcessBuilder("long_lock_slow").start()
-            .service_task("slow", handler="slow", timeout="PT60S",
-                          retry={"max_attempts": 3, "backoff": "PT0S"})
-            .service_task("after", handler="noop").end()
-            .sequence("start", "slow", "after", "end").build())
+    return (
+        ProcessBuilder("long_lock_slow")
+        .start()
+        .service_task(
+            "slow", handler="slow", timeout="PT60S", retry={"max_attempts": 3, "backoff": "PT0S"}
+        )
+        .service_task("after", handler="noop")
+        .end()
+        .sequence("start", "slow", "after", "end")
+        .build()
+    )
 
 
 def test_starts_sent_while_the_database_is_unreachable_all_start_once(
-        cluster: Cluster, proxy: TcpProxy) -> None:
+    cluster: Cluster, proxy: TcpProxy
+) -> None:
     deploy(cluster, two_steps())
     cluster.env["BPM_OUTAGE_WAIT"] = "1"  # give up waiting quickly: the message goes back
     cluster.worker("w1")
@@ -70,7 +84,8 @@ def test_starts_sent_while_the_database_is_unreachable_all_start_once(
 
 
 def test_a_start_that_waits_out_a_short_outage_runs_in_the_same_job(
-        cluster: Cluster, proxy: TcpProxy) -> None:
+    cluster: Cluster, proxy: TcpProxy
+) -> None:
     deploy(cluster, two_steps())
     cluster.worker("w1")
     cluster.wait_ready()
@@ -86,7 +101,8 @@ def test_a_start_that_waits_out_a_short_outage_runs_in_the_same_job(
 
 
 def test_a_handler_result_finished_during_an_outage_is_kept(
-        cluster: Cluster, proxy: TcpProxy) -> None:
+    cluster: Cluster, proxy: TcpProxy
+) -> None:
     deploy(cluster, long_lock_slow())
     cluster.worker("w1")
     cluster.wait_ready()
@@ -103,7 +119,8 @@ def test_a_handler_result_finished_during_an_outage_is_kept(
 
 
 def test_a_start_sent_again_by_business_key_never_starts_a_second_instance(
-        cluster: Cluster) -> None:
+    cluster: Cluster,
+) -> None:
     deploy(cluster, two_steps())
     cluster.worker("w1")
     cluster.worker("w2")
@@ -121,8 +138,7 @@ def test_a_start_sent_again_by_business_key_never_starts_a_second_instance(
 
 
 def test_a_worker_with_queues_that_miss_the_prefix_says_so(cluster: Cluster) -> None:
-    cluster.worker("wrong", queues="bpm.tokens,bpm.handlers,bpm.compensation,bpm.starts,"
-                                   "bpm.scans")
+    cluster.worker("wrong", queues="bpm.tokens,bpm.handlers,bpm.compensation,bpm.starts,bpm.scans")
     cluster.worker("right")
     cluster.wait_ready()
     wrong = (cluster.logs / "wrong.log").read_text()

@@ -55,7 +55,9 @@ def check(cluster: Cluster, key: str) -> None:
         recs = compensation.of_instance(conn, iid)
         calls = conn.exec_driver_sql(
             "SELECT node, count(DISTINCT idempotency_key), min(seq) FROM test_calls "
-            "WHERE business_key = %(bk)s GROUP BY node ORDER BY min(seq)", {"bk": key}).all()
+            "WHERE business_key = %(bk)s GROUP BY node ORDER BY min(seq)",
+            {"bk": key},
+        ).all()
     assert all(r.status == "COMPLETED" for r in recs), [(r.node_id, r.status) for r in recs]
     undone = [str(node)[5:] for node, _, _ in calls if str(node).startswith("undo:")]
     assert undone == [r.node_id for r in sorted(recs, key=lambda r: -r.seq)], key

@@ -54,7 +54,8 @@ def test_branches_subprocess_and_retry_complete_on_two_workers(cluster: Cluster)
 
 
 def test_every_message_delivered_twice_changes_nothing(
-        cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("BPM_DATABASE_URL", cluster.env["BPM_DATABASE_URL"])  # for record()
     engine = deploy(cluster, processes.branches_and_subprocess())
     cluster.env["BPM_IMPORTS"] += ",tests.workers.duplicate_sends"
@@ -88,8 +89,7 @@ def test_worker_killed_while_its_handler_runs(cluster: Cluster) -> None:
     cluster.beat("beat1")
     cluster.wait_ready()
     cluster.start("slow", {"slow_seconds": 2.5}, "victim")
-    cluster.wait_until(lambda: bool(cluster.running_pids("slow")), 30,
-                       "the slow handler to run")
+    cluster.wait_until(lambda: bool(cluster.running_pids("slow")), 30, "the slow handler to run")
     pid = cluster.running_pids("slow")[0]
     victim = next(name for name, p in cluster.procs.items() if _group(pid) == p.pid)
     cluster.kill(victim)
@@ -105,8 +105,7 @@ def test_worker_killed_while_its_handler_runs(cluster: Cluster) -> None:
     assert cluster.calls("victim", "after") == (1, 1)
 
 
-def test_start_held_by_a_killed_worker_comes_back_and_starts_nothing_new(
-        cluster: Cluster) -> None:
+def test_start_held_by_a_killed_worker_comes_back_and_starts_nothing_new(cluster: Cluster) -> None:
     deploy(cluster, processes.slow_then_noop())
     short = {"BPM_VISIBILITY_TIMEOUT": "3"}
     cluster.worker("w1", extra_env=short)
@@ -120,18 +119,26 @@ def test_start_held_by_a_killed_worker_comes_back_and_starts_nothing_new(
     cluster.worker("w2", extra_env=short)
     cluster.beat("beat1")
     cluster.wait_all(1, timeout=60)
-    cluster.wait_until(lambda: b"outcome=existing" in (cluster.logs / "w2.log").read_bytes(),
-                       30, "the held start message to be delivered again")
-    cluster.wait_until(lambda: cluster.held("bpm.start_instance") == 0, 30,
-                       "the redelivered start to be acknowledged")
+    cluster.wait_until(
+        lambda: b"outcome=existing" in (cluster.logs / "w2.log").read_bytes(),
+        30,
+        "the held start message to be delivered again",
+    )
+    cluster.wait_until(
+        lambda: cluster.held("bpm.start_instance") == 0,
+        30,
+        "the redelivered start to be acknowledged",
+    )
     assert list(cluster.states()) == ["held"], "the redelivered start began a second instance"
     assert_finished_cleanly(cluster.db, cluster.instance_id("held"))
 
 
 def test_broker_flushed_mid_run_loses_no_instance(cluster: Cluster) -> None:
     # A short handler timeout: the worker killed below may die inside a handler.
-    engine = deploy(cluster, processes.steps("flush", 6, timeout="PT3S",
-                                             retry={"max_attempts": 2, "backoff": "PT0S"}))
+    engine = deploy(
+        cluster,
+        processes.steps("flush", 6, timeout="PT3S", retry={"max_attempts": 2, "backoff": "PT0S"}),
+    )
     cluster.worker("w1")
     cluster.worker("w2")
     cluster.beat("beat1")
@@ -202,13 +209,35 @@ def test_cli_start_wait_completes_through_workers_and_beat(cluster: Cluster) -> 
     cluster.wait_ready()
     env = dict(cluster.env)
     run = [*bpm_executable()]
-    deployed = subprocess.run([*run, "deploy", str(ORDER_FULFILMENT), "--json"], env=env,
-                              capture_output=True, text=True, check=True)
+    deployed = subprocess.run(
+        [*run, "deploy", str(ORDER_FULFILMENT), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert json.loads(deployed.stdout)["version"] == 1
     started = subprocess.run(
-        [*run, "start", "order_fulfilment", "--var", "total=180", "--var", 'items=["lamp"]',
-         "--var", "payment_glitch=true", "--business-key", "cli-1", "--wait", "60", "--json"],
-        env=env, capture_output=True, text=True)
+        [
+            *run,
+            "start",
+            "order_fulfilment",
+            "--var",
+            "total=180",
+            "--var",
+            'items=["lamp"]',
+            "--var",
+            "payment_glitch=true",
+            "--business-key",
+            "cli-1",
+            "--wait",
+            "60",
+            "--json",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert started.returncode == 0, started.stderr + cluster.tail()
     assert json.loads(started.stdout)["state"] == "COMPLETED"
 
@@ -227,14 +256,16 @@ def test_flower_shows_the_workers_on_the_same_broker(cluster: Cluster) -> None:
 
     def workers() -> dict[str, Any]:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/workers?refresh=1",
-                                        timeout=5) as response:
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{port}/api/workers?refresh=1", timeout=5
+            ) as response:
                 return dict(json.load(response))
         except OSError:
             return {}
 
-    cluster.wait_until(lambda: any(name.startswith("w1@") for name in workers()), 40,
-                       "Flower to list the worker")
+    cluster.wait_until(
+        lambda: any(name.startswith("w1@") for name in workers()), 40, "Flower to list the worker"
+    )
 
 
 def test_poisoned_messages_are_dropped_and_the_workers_go_on(cluster: Cluster) -> None:
@@ -244,14 +275,17 @@ def test_poisoned_messages_are_dropped_and_the_workers_go_on(cluster: Cluster) -
     client, p = cluster.client(), cluster.prefix
     garbage: list[tuple[str, str, list[Any], dict[str, Any]]] = [
         ("bpm.advance_token", "bpm.tokens", ["not-a-uuid", "x"], {}),
-        ("bpm.advance_token", "bpm.tokens", [], {"token_id": str(uuid4()),
-                                                 "expected_version": 0}),
+        ("bpm.advance_token", "bpm.tokens", [], {"token_id": str(uuid4()), "expected_version": 0}),
         ("bpm.advance_token", "bpm.tokens", [], {"token_id": str(uuid4())}),
         ("bpm.run_handler", "bpm.handlers", [], {"task_id": str(uuid4()), "extra": 1}),
         ("bpm.run_handler", "bpm.handlers", [[1, 2]], {}),
         ("bpm.start_instance", "bpm.starts", [], {"process_key": "no_such_process"}),
-        ("bpm.start_instance", "bpm.starts", [], {"process_key": "after_poison",
-                                                  "variables": "not an object"}),
+        (
+            "bpm.start_instance",
+            "bpm.starts",
+            [],
+            {"process_key": "after_poison", "variables": "not an object"},
+        ),
         ("bpm.start_instance", "bpm.starts", [], {}),
     ]
     for name, queue, args, kwargs in garbage:

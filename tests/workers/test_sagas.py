@@ -38,7 +38,8 @@ def journal(cluster: Cluster, business_key: str) -> list[str]:
     with cluster.db.transaction() as conn:
         rows = conn.exec_driver_sql(
             "SELECT node FROM test_calls WHERE business_key = %(bk)s ORDER BY seq",
-            {"bk": business_key}).all()
+            {"bk": business_key},
+        ).all()
     return [str(r[0]) for r in rows]
 
 
@@ -48,7 +49,9 @@ def first_starts(cluster: Cluster, business_key: str) -> list[tuple[str, int]]:
         rows = conn.exec_driver_sql(
             "SELECT node, count(*) FROM test_calls "
             "WHERE business_key = %(bk)s AND node LIKE 'undo:%%' "
-            "GROUP BY node, idempotency_key ORDER BY min(seq)", {"bk": business_key}).all()
+            "GROUP BY node, idempotency_key ORDER BY min(seq)",
+            {"bk": business_key},
+        ).all()
     return [(str(r[0]), int(r[1])) for r in rows]
 
 
@@ -99,21 +102,32 @@ def test_a_failed_step_compensates_the_earlier_ones_on_two_workers(cluster: Clus
         assert_compensated_once(cluster, f"saga-{i}")
         compensating = [t for t in cluster.task_rows(f"saga-{i}") if t.node_id in ("a", "b")]
         assert sorted((t.node_id, t.state, t.attempts) for t in compensating) == [
-            ("a", "DONE", 1), ("a", "DONE", 1), ("b", "DONE", 1), ("b", "DONE", 1)]
+            ("a", "DONE", 1),
+            ("a", "DONE", 1),
+            ("b", "DONE", 1),
+            ("b", "DONE", 1),
+        ]
 
 
 def test_worker_killed_while_a_compensation_runs(cluster: Cluster) -> None:
     # The compensated steps' timeout is the compensation task's lock: it expires in 3 s.
-    deploy(cluster, processes.saga_abc(
-        "slow_saga", undo="slow_undo", timeout="PT3S",
-        undo_retry={"max_attempts": 3, "backoff": "PT0S"}))
+    deploy(
+        cluster,
+        processes.saga_abc(
+            "slow_saga",
+            undo="slow_undo",
+            timeout="PT3S",
+            undo_retry={"max_attempts": 3, "backoff": "PT0S"},
+        ),
+    )
     cluster.worker("w1")
     cluster.worker("w2")
     cluster.beat("beat1")
     cluster.wait_ready()
     cluster.start("slow_saga", {"undo_seconds": 1.5}, "victim")
-    cluster.wait_until(lambda: bool(cluster.running_pids("undo:b")), 30,
-                       "the compensation of b to run")
+    cluster.wait_until(
+        lambda: bool(cluster.running_pids("undo:b")), 30, "the compensation of b to run"
+    )
     pid = cluster.running_pids("undo:b")[0]
     victim = next(name for name, p in cluster.procs.items() if os.getpgid(pid) == p.pid)
     cluster.kill(victim)
@@ -134,7 +148,8 @@ def test_worker_killed_while_a_compensation_runs(cluster: Cluster) -> None:
 
 
 def test_every_compensation_message_delivered_twice_changes_nothing(
-        cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("BPM_DATABASE_URL", cluster.env["BPM_DATABASE_URL"])  # for record()
     deploy(cluster, processes.saga_abc())
     cluster.env["BPM_TEST_SEND_TWICE"] = "bpm.run_compensation"  # see handlers.py
@@ -154,8 +169,11 @@ def test_every_compensation_message_delivered_twice_changes_nothing(
         assert signature(cluster, f"dup-{i}") == expected
         assert_compensated_once(cluster, f"dup-{i}")
     # Every compensation job did come twice, and the second delivery was a no-op.
-    cluster.wait_until(lambda: len(compensation_runs(cluster)) >= 5 * 2 * 2, 10,
-                       "every compensation job to be logged twice")
+    cluster.wait_until(
+        lambda: len(compensation_runs(cluster)) >= 5 * 2 * 2,
+        10,
+        "every compensation job to be logged twice",
+    )
     runs = compensation_runs(cluster)
     assert len(runs) == 5 * 2 * 2, runs
     assert sum("outcome=stale" in line for line in runs) == 5 * 2, runs
@@ -165,5 +183,6 @@ def test_every_compensation_message_delivered_twice_changes_nothing(
 def compensation_runs(cluster: Cluster) -> list[str]:
     """The workers' log lines of finished bpm.run_compensation jobs."""
     logs = "".join((cluster.logs / f"{w}.log").read_text() for w in ("w1", "w2"))
-    return [line for line in logs.splitlines()
-            if "job=bpm.run_compensation" in line and " ms=" in line]
+    return [
+        line for line in logs.splitlines() if "job=bpm.run_compensation" in line and " ms=" in line
+    ]

@@ -41,8 +41,12 @@ def test_timers_fire_once_with_two_beats_across_a_worker_restart(cluster: Cluste
 
     def all_scheduled() -> bool:
         with cluster.db.transaction() as conn:
-            return conn.exec_driver_sql(
-                "SELECT count(*) FROM timers WHERE state = 'SCHEDULED'").scalar() == 25
+            return (
+                conn.exec_driver_sql(
+                    "SELECT count(*) FROM timers WHERE state = 'SCHEDULED'"
+                ).scalar()
+                == 25
+            )
 
     cluster.wait_until(all_scheduled, 30, "every timer to be scheduled")
     cluster.kill("w1")  # pending timers outlive the worker and one of the beats
@@ -63,16 +67,17 @@ def test_timers_fire_once_with_two_beats_across_a_worker_restart(cluster: Cluste
         assert_finished_cleanly(cluster.db, iid)
         assert cluster.calls(f"esc-{i}", "escalate") == (1, 1)
         assert cluster.calls(f"esc-{i}", "after") == (0, 0)
-        assert {t.state for t in cluster.task_rows(f"esc-{i}") if t.kind == "USER"} == {
-            "CANCELLED"}
+        assert {t.state for t in cluster.task_rows(f"esc-{i}") if t.kind == "USER"} == {"CANCELLED"}
     with cluster.db.transaction() as conn:
-        fired = [t for iid in map(cluster.instance_id, [f"timed-{i}" for i in range(20)])
-                 for t in timers.of_instance(conn, iid)]
+        fired = [
+            t
+            for iid in map(cluster.instance_id, [f"timed-{i}" for i in range(20)])
+            for t in timers.of_instance(conn, iid)
+        ]
     assert {t.state for t in fired} == {"FIRED"}
 
 
-def test_a_user_task_completed_through_the_api_goes_on_on_the_workers(
-        cluster: Cluster) -> None:
+def test_a_user_task_completed_through_the_api_goes_on_on_the_workers(cluster: Cluster) -> None:
     deploy(cluster, processes.escalated(60))
     cluster.worker("w1")
     cluster.wait_ready()
@@ -80,8 +85,9 @@ def test_a_user_task_completed_through_the_api_goes_on_on_the_workers(
     engine = cluster.sender()
 
     def task_ready() -> bool:
-        return "esc-api" in cluster.states() and bool(engine.user_tasks(
-            instance_id=cluster.instance_id("esc-api")))
+        return "esc-api" in cluster.states() and bool(
+            engine.user_tasks(instance_id=cluster.instance_id("esc-api"))
+        )
 
     cluster.wait_until(task_ready, 30, "the user task")
     (task,) = engine.user_tasks(instance_id=cluster.instance_id("esc-api"))
@@ -111,11 +117,16 @@ def test_another_service_correlates_a_message_by_task_name(cluster: Cluster) -> 
     cluster.wait_until(waiting, 30, "the instance to wait for its message")
     client = cluster.client()
     queue = f"{cluster.prefix}bpm.starts"
-    client.send_task("bpm.correlate_message", queue=queue,
-                     kwargs={"message": "nobody-waits", "business_key": "pay-1"})
-    client.send_task("bpm.correlate_message", queue=queue,
-                     kwargs={"message": "paid", "business_key": "pay-1",
-                             "variables": {"amount": 30}})
+    client.send_task(
+        "bpm.correlate_message",
+        queue=queue,
+        kwargs={"message": "nobody-waits", "business_key": "pay-1"},
+    )
+    client.send_task(
+        "bpm.correlate_message",
+        queue=queue,
+        kwargs={"message": "paid", "business_key": "pay-1", "variables": {"amount": 30}},
+    )
     cluster.wait_all(1, timeout=30)
     iid = cluster.instance_id("pay-1")
     assert_finished_cleanly(cluster.db, iid)
@@ -126,7 +137,8 @@ def test_another_service_correlates_a_message_by_task_name(cluster: Cluster) -> 
 
 
 def test_an_external_workers_completions_go_on_on_the_celery_workers_at_once(
-        cluster: Cluster) -> None:
+    cluster: Cluster,
+) -> None:
     """``bpm external-worker`` with BPM_BROKER_URL: each completion sends the next step to
     the Celery workers right away. The worker's scans are pushed an hour out and no beat
     runs, so nothing but that dispatch can move the instances on."""
@@ -134,9 +146,19 @@ def test_an_external_workers_completions_go_on_on_the_celery_workers_at_once(
     cluster.worker("w1", extra_env={"BPM_SCAN_INTERVAL": "3600", "BPM_STALL_GRACE": "3600"})
     cluster.wait_ready()
     with (cluster.logs / "ext.log").open("ab") as log:
-        ext = subprocess.Popen([sys.executable, "-m", "bpm.cli.main", "external-worker",
-                                "--import", "tests.workers.ext_worker"], env=cluster.env,
-                               stdout=log, stderr=subprocess.STDOUT)
+        ext = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bpm.cli.main",
+                "external-worker",
+                "--import",
+                "tests.workers.ext_worker",
+            ],
+            env=cluster.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     try:
         for i in range(5):
             cluster.start("ext_then_step", {"n": i}, f"ext-{i}")
@@ -155,5 +177,9 @@ def test_an_external_workers_completions_go_on_on_the_celery_workers_at_once(
     worker_log = (cluster.logs / "w1.log").read_text()
     assert worker_log.count("job=bpm.run_handler") >= 5
     with cluster.db.transaction() as conn:
-        assert conn.exec_driver_sql(
-            "SELECT count(*) FROM external_tasks WHERE state = 'LOCKED'").scalar() == 0
+        assert (
+            conn.exec_driver_sql(
+                "SELECT count(*) FROM external_tasks WHERE state = 'LOCKED'"
+            ).scalar()
+            == 0
+        )

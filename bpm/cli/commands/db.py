@@ -28,5 +28,7 @@ def upgrade_command() -> None:
     if before == after:
         render.line(f"{database.safe_url} is already at revision {after} (head)")
     else:
-        render.line(f"{database.safe_url} upgraded from {before or 'an empty schema'} to "
-                    f"revision {after} (head {head_revision(database)})")
+        render.line(
+            f"{database.safe_url} upgraded from {before or 'an empty schema'} to "
+            f"revision {after} (head {head_revision(database)})"
+        )

@@ -31,16 +31,25 @@ def deploy(file: Path, as_json: bool) -> None:
     document = load_document(file)
     compile_definition(document)  # refuse a bad document before touching the database
     with embedded() as rt:
-        result = rt.engine.deploy(document, source=file.read_text(encoding="utf-8"),
-                                  source_format="json")
+        result = rt.engine.deploy(
+            document, source=file.read_text(encoding="utf-8"), source_format="json"
+        )
     if as_json:
-        render.emit_json({"id": str(result.id), "key": result.key, "version": result.version,
-                          "created": result.created})
+        render.emit_json(
+            {
+                "id": str(result.id),
+                "key": result.key,
+                "version": result.version,
+                "created": result.created,
+            }
+        )
     elif result.created:
         render.line(f"deployed {result.key} version {result.version} (id {result.id})")
     else:
-        render.line(f"{result.key} version {result.version} is already deployed with this "
-                    f"content (id {result.id}); nothing changed")
+        render.line(
+            f"{result.key} version {result.version} is already deployed with this "
+            f"content (id {result.id}); nothing changed"
+        )
 
 
 def _deploy_bpmn(file: Path, as_json: bool) -> None:
@@ -54,15 +63,20 @@ def _deploy_bpmn(file: Path, as_json: bool) -> None:
         raise InvalidDefinition(f"{file}: {exc}", exc.element) from None
     source = xml.decode("utf-8", "replace")
     with embedded() as rt:
-        results = [rt.engine.deploy(doc, source=source, source_format="bpmn")
-                   for doc in documents]
+        results = [rt.engine.deploy(doc, source=source, source_format="bpmn") for doc in documents]
     if as_json:
-        render.emit_json([{"id": str(r.id), "key": r.key, "version": r.version,
-                           "created": r.created} for r in results])
+        render.emit_json(
+            [
+                {"id": str(r.id), "key": r.key, "version": r.version, "created": r.created}
+                for r in results
+            ]
+        )
         return
     for result in results:
         if result.created:
             render.line(f"deployed {result.key} version {result.version} (id {result.id})")
         else:
-            render.line(f"{result.key} version {result.version} is already deployed with this "
-                        f"content (id {result.id}); nothing changed")
+            render.line(
+                f"{result.key} version {result.version} is already deployed with this "
+                f"content (id {result.id}); nothing changed"
+            )

@@ -33,8 +33,14 @@ class _SerialDispatcher:
 
 
 @click.command("external-worker")
-@click.option("--import", "imports", multiple=True, metavar="MODULE", required=False,
-              help="A module that defines bpm.sdk.Worker objects (and may register handlers).")
+@click.option(
+    "--import",
+    "imports",
+    multiple=True,
+    metavar="MODULE",
+    required=False,
+    help="A module that defines bpm.sdk.Worker objects (and may register handlers).",
+)
 def external_worker(imports: tuple[str, ...]) -> None:
     """Run every bpm.sdk.Worker that the imported modules define, until SIGTERM or Ctrl-C.
 
@@ -46,8 +52,10 @@ def external_worker(imports: tuple[str, ...]) -> None:
     with _engine() as engine:
         for worker in workers:
             worker.bind(engine.engine, engine.after_report)
-        threads = [threading.Thread(target=w.run, kwargs={"handle_signals": False},
-                                    name=w.worker_id) for w in workers]
+        threads = [
+            threading.Thread(target=w.run, kwargs={"handle_signals": False}, name=w.worker_id)
+            for w in workers
+        ]
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
@@ -61,9 +69,10 @@ def external_worker(imports: tuple[str, ...]) -> None:
         for t in threads:
             t.join()
     abandoned = sum(w.abandoned for w in workers)
-    render.line("stopped: every running task was finished or unlocked"
-                + (f" ({abandoned} unlocked; their handlers were still running)"
-                   if abandoned else ""))
+    render.line(
+        "stopped: every running task was finished or unlocked"
+        + (f" ({abandoned} unlocked; their handlers were still running)" if abandoned else "")
+    )
     if abandoned:
         sys.stdout.flush()
         os._exit(0)  # do not wait for handler threads whose tasks were given back
@@ -77,12 +86,16 @@ def _workers(modules: list[str]) -> list[Worker]:
             if isinstance(value, Worker) and all(value is not w for w in found):
                 found.append(value)
     if not found:
-        raise ConfigError(f"no bpm.sdk.Worker is defined in {', '.join(modules) or 'any module'};"
-                          f" name the module with --import MODULE")
+        raise ConfigError(
+            f"no bpm.sdk.Worker is defined in {', '.join(modules) or 'any module'};"
+            f" name the module with --import MODULE"
+        )
     idle = [w.worker_id for w in found if not w.topics]
     if idle:
-        raise ConfigError(f"worker {', '.join(map(repr, idle))} subscribes to no topic; "
-                          f"decorate a function with @worker.subscribe(\"TOPIC\")")
+        raise ConfigError(
+            f"worker {', '.join(map(repr, idle))} subscribes to no topic; "
+            f'decorate a function with @worker.subscribe("TOPIC")'
+        )
     return found
 
 

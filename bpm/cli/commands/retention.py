@@ -11,8 +11,12 @@ from bpm.engine import retention
 
 @click.command()
 @click.option("--dry-run", is_flag=True, help="Only count what would be deleted.")
-@click.option("--json", "as_json", is_flag=True,
-              help='Print {"dry_run", "instances", "default_ttl_days", "rows"}.')
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help='Print {"dry_run", "instances", "default_ttl_days", "rows"}.',
+)
 def cleanup(dry_run: bool, as_json: bool) -> None:
     """Delete ended instances past their time to live, with their history.
 
@@ -39,13 +43,17 @@ def cleanup(dry_run: bool, as_json: bool) -> None:
                     break
     if as_json:
         days = None if default_ttl is None else default_ttl.total_seconds() / 86400
-        render.emit_json({"dry_run": dry_run, "instances": count, "default_ttl_days": days,
-                          "rows": rows})
+        render.emit_json(
+            {"dry_run": dry_run, "instances": count, "default_ttl_days": days, "rows": rows}
+        )
         return
     noun = "instance" if count == 1 else "instances"
     if dry_run:
-        render.line(f"would delete {count} ended {noun} past their time to live (dry run: "
-                    "nothing deleted)")
+        render.line(
+            f"would delete {count} ended {noun} past their time to live (dry run: nothing deleted)"
+        )
     else:
-        render.line(f"deleted {count} ended {noun} past their time to live"
-                    + (f" ({sum(rows.values())} rows)" if rows else ""))
+        render.line(
+            f"deleted {count} ended {noun} past their time to live"
+            + (f" ({sum(rows.values())} rows)" if rows else "")
+        )

@@ -33,20 +33,43 @@ IDLE_LIMIT = 60.0
 
 @click.command()
 @click.argument("key")
-@click.option("--var", "var_items", multiple=True, metavar="NAME=VALUE",
-              help="A variable; VALUE is parsed as JSON when it is valid JSON, else a string.")
-@click.option("--vars", "vars_json", metavar="JSON",
-              help="Variables as a JSON object (or @FILE); --var entries override it.")
+@click.option(
+    "--var",
+    "var_items",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A variable; VALUE is parsed as JSON when it is valid JSON, else a string.",
+)
+@click.option(
+    "--vars",
+    "vars_json",
+    metavar="JSON",
+    help="Variables as a JSON object (or @FILE); --var entries override it.",
+)
 @click.option("--business-key", help="Your id for the instance; starting it twice starts one.")
-@click.option("--idempotency-key", metavar="KEY",
-              help="Deduplicates starts instead of the business key (default: the business key).")
-@click.option("--wait", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
-              help="Wait up to SECONDS for COMPLETED, FAILED, TERMINATED or CANCELLED.")
+@click.option(
+    "--idempotency-key",
+    metavar="KEY",
+    help="Deduplicates starts instead of the business key (default: the business key).",
+)
+@click.option(
+    "--wait",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="Wait up to SECONDS for COMPLETED, FAILED, TERMINATED or CANCELLED.",
+)
 @IMPORT_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print {id, key, business_key, state}.")
-def start(key: str, var_items: tuple[str, ...], vars_json: str | None,
-          business_key: str | None, idempotency_key: str | None, wait: float | None,
-          imports: tuple[str, ...], as_json: bool) -> None:
+def start(
+    key: str,
+    var_items: tuple[str, ...],
+    vars_json: str | None,
+    business_key: str | None,
+    idempotency_key: str | None,
+    wait: float | None,
+    imports: tuple[str, ...],
+    as_json: bool,
+) -> None:
     """Start an instance of the latest version of process KEY.
 
     Embedded mode (no BPM_BROKER_URL) has no background worker, so the instance's jobs run in
@@ -56,28 +79,36 @@ def start(key: str, var_items: tuple[str, ...], vars_json: str | None,
     values = collect_variables(vars_json, var_items)
     if broker_mode():
         with distributed() as engine:
-            started = engine.start(key, values, business_key=business_key,
-                                   idempotency_key=idempotency_key)
+            started = engine.start(
+                key, values, business_key=business_key, idempotency_key=idempotency_key
+            )
             doc = _doc(started, _watch(engine, started.id, wait))
     else:
         import_handlers(imports)
         with embedded() as rt:
             began = time.monotonic()
-            doc = _start_and_run(rt, key, values, business_key, idempotency_key,
-                                 wait or IDLE_LIMIT)
+            doc = _start_and_run(rt, key, values, business_key, idempotency_key, wait or IDLE_LIMIT)
             if wait is not None and doc["state"] not in END_STATES:
                 # Nothing left to run here: what is left is another process's (an external
                 # worker's, a user's), so watch for the rest of --wait.
                 left = wait - (time.monotonic() - began)
-                doc["state"] = _watch(rt.engine, UUID(doc["id"]), max(left, 0.0),
-                                      lambda seconds: rt.run_until_idle(timeout=seconds))
+                doc["state"] = _watch(
+                    rt.engine,
+                    UUID(doc["id"]),
+                    max(left, 0.0),
+                    lambda seconds: rt.run_until_idle(timeout=seconds),
+                )
     _print(doc, as_json)
     if wait is not None and doc["state"] not in END_STATES:
         fail(f"instance {doc['id']} is still {doc['state']} after {wait:g} s")
 
 
-def _watch(engine: Engine, instance_id: UUID, wait: float | None,
-           run_due: Callable[[float], object] | None = None) -> str:
+def _watch(
+    engine: Engine,
+    instance_id: UUID,
+    wait: float | None,
+    run_due: Callable[[float], object] | None = None,
+) -> str:
     """Poll the instance until it ends or ``wait`` runs out. Embedded mode passes
     ``run_due``, which runs here what comes due meanwhile (a timer after an external task,
     a retry) for at most the seconds it is given."""
@@ -93,20 +124,33 @@ def _watch(engine: Engine, instance_id: UUID, wait: float | None,
 
 
 def _doc(started: Started, state: str) -> dict[str, Any]:
-    return {"id": str(started.id), "key": started.key, "business_key": started.business_key,
-            "state": state, "created": started.created}
+    return {
+        "id": str(started.id),
+        "key": started.key,
+        "business_key": started.business_key,
+        "state": state,
+        "created": started.created,
+    }
 
 
-def _start_and_run(rt: EmbeddedRuntime, key: str, values: dict[str, Any],
-                   business_key: str | None, idempotency_key: str | None,
-                   limit: float) -> dict[str, Any]:
+def _start_and_run(
+    rt: EmbeddedRuntime,
+    key: str,
+    values: dict[str, Any],
+    business_key: str | None,
+    idempotency_key: str | None,
+    limit: float,
+) -> dict[str, Any]:
     missing = missing_handlers(rt, key)
     if missing:
-        raise ConfigError(f"process {key!r} calls handlers that no imported module registers: "
-                          f"{', '.join(missing)}; name the module that registers them in "
-                          f"BPM_IMPORTS or with --import MODULE")
-    started = rt.engine.start(key, values, business_key=business_key,
-                              idempotency_key=idempotency_key)
+        raise ConfigError(
+            f"process {key!r} calls handlers that no imported module registers: "
+            f"{', '.join(missing)}; name the module that registers them in "
+            f"BPM_IMPORTS or with --import MODULE"
+        )
+    started = rt.engine.start(
+        key, values, business_key=business_key, idempotency_key=idempotency_key
+    )
     rt.run_until_idle(timeout=limit)
     return _doc(started, rt.state(started.id))
 
