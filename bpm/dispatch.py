@@ -1,7 +1,7 @@
 """The small interface through which the engine hands work to whoever executes it.
 
 The engine only ever calls ``dispatch`` after the transaction that made the jobs necessary has
-committed (engine spec 2.7). Celery implements it in ``workers/``; embedded mode implements it
+committed. Celery implements it in ``workers/``; embedded mode implements it
 in-process (``bpm.embedded``). A lost job is never fatal: the scans re-derive it from the rows.
 """
 

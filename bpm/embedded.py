@@ -98,7 +98,7 @@ class EmbeddedRuntime:
         return row.state if row else "UNKNOWN"
 
     def recover(self, now: datetime | None = None, cfg: ScanConfig | None = None) -> dict[str, int]:
-        """Run every scan once, as a starting worker does (engine spec 2.8)."""
+        """Run every scan once, as a starting worker does."""
         return self.engine.run_scans(now, cfg)
 
     def close(self) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 log = logging.getLogger("bpm.events")
 
-#: The engine events of a saga (engine spec 5); any engine event type may be listened to.
+#: The engine events of a saga; any engine event type may be listened to.
 SAGA_EVENTS = (
     "TokenFailed",
     "SagaStarted",

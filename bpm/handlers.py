@@ -1,6 +1,6 @@
 """In-process handlers: Python functions registered by name that service tasks call.
 
-A handler runs outside any database transaction (engine spec 2.5). It may run more than once for
+A handler runs outside any database transaction. It may run more than once for
 one task (a crash after its side effect, before the commit), so it gets a stable
 ``idempotency_key`` to deduplicate its side effects with.
 """

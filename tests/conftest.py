@@ -2,7 +2,7 @@
 
 PostgreSQL: the schema is migrated once per session into a template database
 (``<BPM_TEST_DATABASE_URL's name>_tmpl_<pid>``); every test gets its own clone of it, dropped
-afterwards, so tests never see each other's rows (style b.9).
+afterwards, so tests never see each other's rows.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Celery settings the engine's semantics rely on (runtime contract), read from the environment.
+"""Celery settings the engine's semantics rely on, read from the environment.
 
 JSON only; a message is acknowledged after its job ran (``task_acks_late``) and put back if the
 worker process died (``task_reject_on_worker_lost``); one message at a time per process

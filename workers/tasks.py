@@ -106,7 +106,7 @@ def _fmt(ids: dict[str, Any]) -> str:
 
 
 def register(app: Celery, settings: Settings) -> None:
-    """Define the tasks of the runtime contract on ``app``."""
+    """Define the Celery tasks bpm's jobs run as, on ``app``."""
 
     def run(
         name: str,

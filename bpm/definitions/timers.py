@@ -2,7 +2,7 @@
 
 Literals are checked at deploy time; an expression is compiled at deploy time and its value
 checked when the token arrives, where a bad value fails the token with an incident naming the
-node (engine spec 4.5). Dates without a UTC offset are taken as UTC: everything is stored in
+node. Dates without a UTC offset are taken as UTC: everything is stored in
 UTC.
 """
 

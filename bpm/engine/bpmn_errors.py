@@ -1,4 +1,4 @@
-"""BPMN errors: caught by an error boundary event, or failing the token (engine spec 4.6, 4.8).
+"""BPMN errors: caught by an error boundary event, or failing the token.
 
 A service task's handler or worker throws at its own activity first, then at the subprocesses
 around it, innermost first (BPMN 2.0 10.5.3: an uncaught error propagates to the enclosing

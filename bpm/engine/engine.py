@@ -331,7 +331,7 @@ class Engine:
         """Keep moving the token this transaction already holds, through automatic nodes.
 
         Only the same token continues (never another one), so a transaction still advances one
-        token (engine spec 2.3); each node passage keeps its own history rows.
+        token; each node passage keeps its own history rows.
         """
         for _ in range(MAX_HOPS_PER_TX):
             if not isinstance(result, NextToken) or result.row is None:

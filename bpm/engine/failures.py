@@ -31,8 +31,8 @@ def fail_token(
 ) -> TokenRow:
     """Token -> FAILED and engine event ``TokenFailed``; then the saga its scope declares, or
     (saga scope ``none``) an open incident and the instance FAILED, waiting for an operator:
-    retry the token, or cancel the instance (engine spec 4.2). A compensation token's failure
-    is not compensated: it opens an incident and its saga goes on (spec 5).
+    retry the token, or cancel the instance. A compensation token's failure
+    is not compensated: it opens an incident and its saga goes on.
     """
     from bpm.engine import sagas  # sagas builds on this module
 

@@ -1,6 +1,6 @@
 """Running an in-process handler task: lock, run outside any transaction, record the outcome.
 
-Three steps, two transactions (engine spec 4.2 and 2.5): the lock counts the attempt as it
+Three steps, two transactions: the lock counts the attempt as it
 starts; the handler runs with no transaction open; the outcome is committed only if the task
 is still locked by this runner at the version it locked (a late result after the lock expired
 and another runner took over is rejected).

@@ -1,4 +1,4 @@
-"""Decisions a WAITING parent token takes about its children (engine spec 4.4 and 4.7).
+"""Decisions a WAITING parent token takes about its children.
 
 A decision locks the parent row first (``SELECT ... FOR UPDATE``), so decisions for one scope
 serialise; it then re-reads the children and acts only on what it finds. Two decisions for one

@@ -1,4 +1,4 @@
-"""Message correlation (engine spec 4.9): wake the tokens waiting for a named message.
+"""Message correlation: wake the tokens waiting for a named message.
 
 A correlation names the instance (by id or business key); a message that no token waits for
 is an error the caller sees, never a silent drop, and one that several tokens wait for is an

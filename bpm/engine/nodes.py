@@ -1,4 +1,4 @@
-"""What happens when a token is ACTIVE at a node (engine spec section 4).
+"""What happens when a token is ACTIVE at a node.
 
 Each function runs inside one transaction that moves exactly one existing token, and returns
 what the job should do next (go on with a token, run a task, or stop).
@@ -99,7 +99,7 @@ def leave(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     """Move along the node's single outgoing flow; with none, the path ends here (as Camunda).
 
     Leaving an activity disarms its boundary timers in the same transaction, and an activity
-    that declares a compensation gets its record (spec 5). A COMPENSATION token leaving is
+    that declares a compensation gets its record. A COMPENSATION token leaving is
     its compensation done.
     """
     if tok.mode == "COMPENSATION":
@@ -198,7 +198,7 @@ def _exclusive(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
 
 
 def _park_at_join(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
-    """Wait at the join, then let the parent decide (engine spec 4.4)."""
+    """Wait at the join, then let the parent decide."""
     if not tok.concurrent and g.spawns_tokens and _live_children(tx, tok):
         return _join_as_scope(tx, tok)
     move(
@@ -423,7 +423,7 @@ def end_token(tx: Tx, tok: TokenRow, g: ProcessGraph | None = None) -> Next:
 
 
 def _terminate(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
-    """End the token's whole scope (spec 4.8): every other token in it is cancelled, and the
+    """End the token's whole scope: every other token in it is cancelled, and the
     scope completes (the instance at top level; the subprocess, whose outer path goes on).
 
     The scope's root is the token its paths hang from: the token itself, a fork's scope

@@ -1,4 +1,4 @@
-"""Replay: rebuild an instance's runtime state from its history alone (engine spec 6).
+"""Replay: rebuild an instance's runtime state from its history alone.
 
 History is the record of every change, written in the transaction that made it; replaying it
 in write order must give back exactly the runtime rows: every token's node, state, mode,

@@ -1,4 +1,4 @@
-"""Saga compensation (engine spec 5, design note 004).
+"""Saga compensation.
 
 Every activity that succeeds and declares a compensation gets a record, numbered in success
 order, in the transaction that records the success. When a forward token fails for good under
@@ -42,7 +42,7 @@ LIVE = ("ACTIVE", "WAITING", "FAILED")
 
 
 def record_success(tx: Tx, tok: TokenRow, node: Node) -> None:
-    """The activity succeeded: remember how to undo it (spec 5: only successes, once).
+    """The activity succeeded: remember how to undo it (only successes, once).
 
     A subprocess's record names the token that ran this visit of its body, so the records
     made inside that visit are known to be covered by the subprocess's own compensation.
@@ -144,7 +144,7 @@ def _descends(everything: dict[UUID, TokenRow], tok: TokenRow, ancestor: UUID) -
 
 def throw(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     """compensationThrow / compensating end event: compensate the scope (or one activity),
-    wait for it, then go on (spec 5: thrown compensation does not terminate anything)."""
+    wait for it, then go on (a thrown compensation terminates nothing)."""
     anchor = move(
         tx,
         tok,
@@ -204,7 +204,7 @@ def _next(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
         actor=tx.actor,
         data={"record_id": str(rec.id), "seq": rec.seq, "handler": rec.handler},
     )
-    # Strictly one at a time, on the compensation queue (runtime contract).
+    # Strictly one at a time, on the compensation queue.
     tx.jobs.append(Job(RUN_COMPENSATION, {"token_id": str(comp.id), "expected_version": 0}))
     return None
 

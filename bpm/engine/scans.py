@@ -1,4 +1,4 @@
-"""The stalled-work scans (engine spec 2.8): recovery is re-running them, nothing more.
+"""The stalled-work scans: recovery is re-running them, nothing more.
 
 Each scan claims a bounded batch with ``FOR UPDATE SKIP LOCKED`` and only sends nudges; the
 jobs re-check everything under version checks, so two scanners at once, or a scan racing the
@@ -57,7 +57,7 @@ def scan_waiting_parents(engine: Engine, now: datetime, cfg: ScanConfig = ScanCo
 
 def scan_expired_locks(engine: Engine, now: datetime, cfg: ScanConfig = ScanConfig()) -> int:
     """Locked tasks whose runner or external worker never reported back: the run counts as an
-    attempt (spec 4.2); the task is offered again, or fails when no attempt is left."""
+    attempt; the task is offered again, or fails when no attempt is left."""
     with engine.db.transaction() as conn:
         expired = tasks.expired_locks(conn, now, cfg.batch)
     done = 0

@@ -1,4 +1,4 @@
-"""Firing timers (engine spec 4.5, 4.6): once, on time, across crashes and double beats.
+"""Firing timers: once, on time, across crashes and double beats.
 
 The timer scan claims due timers in bounded batches and fires each in its own transaction,
 which locks the timer row with ``SKIP LOCKED`` (another scanner has it: skip) and moves it

@@ -99,7 +99,7 @@ class Tx:
 
     def write_variables(self, instance_id: UUID, values: dict[str, Any]) -> None:
         """Set variables; a ``VariablesChanged`` history row carries the new values (the old
-        ones are in the rows before it), so history alone rebuilds them (spec 6)."""
+        ones are in the rows before it), so history alone rebuilds them."""
         if values:
             self.batch.values.setdefault(instance_id, {}).update(values)
             self.history.engine(

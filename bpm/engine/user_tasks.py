@@ -1,4 +1,4 @@
-"""User tasks (engine spec 4.9): READY until a person completes them through the API or CLI.
+"""User tasks: READY until a person completes them through the API or CLI.
 
 Claiming only records who works on the task; completing checks that a claimed task is
 completed by its assignee. Every change is version-checked and written with its history.

@@ -1,4 +1,4 @@
-"""Arriving at a wait state (engine spec 4.5, 4.6, 4.9), and the timers that go with it.
+"""Arriving at a wait state, and the timers that go with it.
 
 A token that enters a timer event, a user task, a receive task or a message event becomes
 WAITING until something outside it happens: a timer fires, a person completes the task, a

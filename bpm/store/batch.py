@@ -261,7 +261,7 @@ def _moved_on(end: _InstanceEnd) -> str:
 def _serialise_variable_writers(conn: Connection, instance_ids: list[UUID]) -> None:
     """Branches of one instance that set variables take turns (instance row lock) before their
     history ids are drawn, so the order of the ``VariablesChanged`` rows is the order the
-    writes were committed in, and history alone tells which write came last (spec 6)."""
+    writes were committed in, and history alone tells which write came last."""
     conn.exec_driver_sql(
         "SELECT 1 FROM process_instances WHERE id = ANY(%(ids)s) ORDER BY id FOR NO KEY UPDATE",
         {"ids": instance_ids},

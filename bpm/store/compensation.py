@@ -1,4 +1,4 @@
-"""Compensation records (engine spec 5): what succeeded, in what order, and how to undo it."""
+"""Compensation records: what succeeded, in what order, and how to undo it."""
 
 from __future__ import annotations
 

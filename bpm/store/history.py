@@ -1,4 +1,4 @@
-"""Append-only history: written in the transaction of the change it records (spec 2.4).
+"""Append-only history: written in the transaction of the change it records.
 
 Rows are buffered per transaction and written just before commit with ids that follow the
 order they were recorded in, across all three tables, so a trace reads cause before effect.

@@ -1,4 +1,4 @@
-"""Read-only queries across instances and their history (engine spec 6: what happened,
+"""Read-only queries across instances and their history (what happened,
 where, to which instances). Every filter is served by an index on the instances table; history
 rows are then read per instance through (instance_id, id)."""
 

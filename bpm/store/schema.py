@@ -1,4 +1,4 @@
-"""The tables of schema v2 (engine spec section 3), as SQLAlchemy Core metadata.
+"""The tables of schema v2, as SQLAlchemy Core metadata.
 
 The Alembic migrations in ``migrations/`` create exactly these tables; a test compares the
 migrated database with this metadata so the two never drift. Hot queries are served by partial

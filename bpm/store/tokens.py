@@ -1,4 +1,4 @@
-"""Token rows and their links: the anchor of every transaction (engine spec 2.3)."""
+"""Token rows and their links: the anchor of every transaction."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def link(conn: Connection, links: Sequence[tuple[UUID, UUID, str]]) -> None:
 
 
 def move(conn: Connection, expected_version: int, row: TokenRow) -> bool:
-    """Write ``row`` over the token if it is still at ``expected_version`` (spec 2.2).
+    """Write ``row`` over the token if it is still at ``expected_version``.
 
     ``row.version`` is the expected version plus the number of transitions the transaction
     made, so the version always counts the token's history rows.

@@ -1,5 +1,5 @@
 """Schema v2: definitions, instances, variables, tokens, tasks, timers, compensation
-records, incidents and the three append-only history tables (engine spec section 3).
+records, incidents and the three append-only history tables.
 
 Columns beyond the spec's list, and why:
 - process_instances.process_key: listing by key, and idempotent starts are unique per key.

@@ -1,4 +1,4 @@
-"""A clock that tests move by hand (style b.11): no test sleeps to make time pass.
+"""A clock that tests move by hand: no test sleeps to make time pass.
 
 It lives in ``bpm.testing`` so users' own tests get the same clock; re-exported here for the
 project's tests.

@@ -1,6 +1,6 @@
 """Checks every test can run over an instance: runtime rows agree with their history.
 
-Engine spec 2.2 and 2.4: each guarded update bumps ``version`` by one and appends one history
+Each guarded update bumps ``version`` by one and appends one history
 row in the same transaction, and rows start at version 0 with a creation event. So for every
 token and task, its events chain ``from_state -> to_state`` without a gap, the last one ends
 in the row's current state, at the row's ``updated_at`` (the change and its history row were
@@ -64,7 +64,7 @@ def _check_chain(
             f"{events[-1]['type']} ends in {events[-1]['to_state']}"
         )
     if events[-1]["at"] != updated_at:
-        # The change and its history row share the transaction's ``now`` (spec 2.4).
+        # The change and its history row share the transaction's ``now``.
         problems.append(
             f"{what}: updated at {updated_at} but its last event is at {events[-1]['at']}"
         )
@@ -120,7 +120,7 @@ def history_problems(db: Database, iid: UUID) -> list[str]:
 
 
 def trace_problems(db: Database, iid: UUID) -> list[str]:
-    """Where the merged trace (spec 6) puts an effect before its cause.
+    """Where the merged trace puts an effect before its cause.
 
     Checked: a task is created right after its token started waiting at the task's node; a
     task's completion comes right before its token leaves the node; tokens consumed by a join
@@ -174,7 +174,7 @@ def trace_problems(db: Database, iid: UUID) -> list[str]:
 
 
 def replay_problems(db: Database, iid: UUID) -> list[str]:
-    """What replaying the history alone gets wrong about the runtime rows (spec 6)."""
+    """What replaying the history alone gets wrong about the runtime rows."""
     from bpm.dispatch import DroppingDispatcher
     from bpm.engine import replay
     from bpm.engine.engine import Engine

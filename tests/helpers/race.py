@@ -3,7 +3,7 @@
 Each racer is its own ``Engine`` with its own dispatcher (one worker each), sharing only the
 database, as Celery workers would. The instance is first driven until every branch task is
 READY; then the racers line up on a barrier and each runs one branch's handler and drains what
-that produced. Engine spec 4.4 must hold: every join fires exactly once.
+that produced. The join rule must hold: every join fires exactly once.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Bad input is refused with an error naming what and where, and changes nothing (spec 7).
+"""Bad input is refused with an error naming what and where, and changes nothing.
 
 Also: idempotent deploys and idempotent starts, including concurrent ones.
 """

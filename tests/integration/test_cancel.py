@@ -1,4 +1,4 @@
-"""Cancelling an instance (engine spec 4.2, operator actions)."""
+"""Cancelling an instance."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Duplicate, late and stale jobs are logged no-ops (engine spec 2.2, 2.6).
+"""Duplicate, late and stale jobs are logged no-ops.
 
 A message may be delivered twice, late, or after someone else did the work: the second
 delivery must change nothing and the token's transition must be recorded exactly once.

@@ -1,4 +1,4 @@
-"""Every runtime change has its history row, in the same transaction (engine spec 2.2, 2.4).
+"""Every runtime change has its history row, in the same transaction.
 
 A varied workload (exclusive choice, fork and join, subprocess, retries, a failure fixed by an
 operator, a cancellation, a terminate end event) runs with history tables that refuse UPDATE
@@ -202,7 +202,7 @@ def test_trace_is_the_whole_history_in_order(
 
 
 def test_trace_follows_the_order_events_were_written(rt: Harness, calls: Calls) -> None:
-    """Within one transaction too: a trace must read as cause before effect (spec 6)."""
+    """Within one transaction too: a trace must read as cause before effect."""
     calls.add("work")
     iid = rt.run(
         ProcessBuilder("order")

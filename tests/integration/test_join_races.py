@@ -1,4 +1,4 @@
-"""Joins under concurrency (engine spec 4.4): the critical race of the engine.
+"""Joins under concurrency: the critical race of the engine.
 
 Branch tasks of one fork are completed by several workers at the same instant, many times
 over; every join must fire exactly once, the node after it must run once, and nothing may be

@@ -1,6 +1,6 @@
-"""Node semantics (engine spec 4): each node type on real PostgreSQL, run to the end.
+"""Node semantics: each node type on real PostgreSQL, run to the end.
 
-Every test finishes with the history check of spec 2.4: each token's and task's current state
+Every test finishes with the history check: each token's and task's current state
 is where its history chain ends, with one event per version bump.
 """
 
@@ -681,7 +681,7 @@ def test_error_end_event_in_one_branch_leaves_the_other_running(
 
 
 def test_queued_jobs_are_ids_only(engine_factory: EngineFactory, calls: Calls) -> None:
-    """Spec 1: messages carry ids, never state."""
+    """Messages carry ids, never state."""
     calls.add("work")
     rt = _queue_handlers(engine_factory)
     rt.deploy(fork_one_join("ids_only", branches=2))
@@ -730,7 +730,7 @@ def test_a_terminate_that_cancels_a_failed_branch_resumes_the_instance(rt: Harne
 
 def test_a_terminate_on_a_non_interrupting_boundary_path_ends_the_whole_scope(rt: Harness) -> None:
     """The path the boundary started is in the same scope as the activity it is attached
-    to: terminating there ends that activity too (spec 4.8), and the instance completes."""
+    to: terminating there ends that activity too, and the instance completes."""
     doc = (
         ProcessBuilder("term_spawned")
         .start()

@@ -1,4 +1,4 @@
-"""Recovery is running the scans (engine spec 2.7, 2.8): lost jobs and dead workers.
+"""Recovery is running the scans: lost jobs and dead workers.
 
 ``DroppingDispatcher`` stands for a process killed between commit and send: every job it is
 given is lost. The instance is then stuck until a scan re-derives the work from the rows.
@@ -273,7 +273,7 @@ def test_a_handler_that_kills_its_worker_every_time_ends_as_an_incident(
 def test_scans_alone_carry_an_instance_whose_every_job_is_lost(
     pg_db: Database, calls: Calls, clock: FakeClock, engine_factory: EngineFactory
 ) -> None:
-    """Spec 2.1 and 2.8: each job does one step and loses its follow-ups; scans re-derive
+    """Each job does one step and loses its follow-ups; scans re-derive
     them from the rows, so the instance still completes."""
     attempts: dict[str, int] = {}
 
@@ -380,7 +380,7 @@ def test_handler_outliving_its_timeout_loses_to_the_next_run(
     engine_factory: EngineFactory, calls: Calls, clock: FakeClock, inline: bool
 ) -> None:
     """The node's ``timeout`` bounds the lock; a run that overstays it is taken over, and
-    its late result is dropped (spec 2.5, 4.2)."""
+    its late result is dropped."""
     rescuer = engine_factory(worker_id="rescuer")
     seen: list[tuple[int, str]] = []
 

@@ -1,4 +1,4 @@
-"""Replay (engine spec 6): history alone rebuilds every instance's runtime rows.
+"""Replay: history alone rebuilds every instance's runtime rows.
 
 Every test in this suite that calls ``assert_history_consistent`` also runs the replay check;
 these tests cover what that cannot: a planted difference is found and named, ``as_of`` at a

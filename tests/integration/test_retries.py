@@ -1,4 +1,4 @@
-"""Handler failures (engine spec 4.2): retries with backoff, incidents, operator retry."""
+"""Handler failures: retries with backoff, incidents, operator retry."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Saga compensation (engine spec 5, design note 004).
+"""Saga compensation.
 
 Handlers record the order they ran in; every test checks that exactly the succeeded activities
 in scope are compensated, once each, latest success first, and what the instance ends as.

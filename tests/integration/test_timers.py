@@ -1,4 +1,4 @@
-"""Durable timers (engine spec 4.5, 4.6): intermediate timers and boundary timers.
+"""Durable timers: intermediate timers and boundary timers.
 
 Time is a fake clock; a timer fires when a scan runs at or after its due time, exactly as the
 beat-triggered scan does in production. Every test also checks the history against the rows.

@@ -1,4 +1,4 @@
-"""User tasks and message correlation (engine spec 4.9): wait states that people and other
+"""User tasks and message correlation: wait states that people and other
 services end. A refused call names what is wrong and changes nothing."""
 
 from __future__ import annotations

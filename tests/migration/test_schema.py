@@ -1,4 +1,4 @@
-"""Schema drift (style b.10): the migrations build exactly ``bpm.store.schema.metadata``.
+"""Schema drift: the migrations build exactly ``bpm.store.schema.metadata``.
 
 On a fresh PostgreSQL database and on SQLite: upgrade, compare with the metadata, downgrade to
 base, upgrade again. Alembic's comparison does not look at CHECK constraints or partial index

@@ -1,7 +1,7 @@
 """The distributed runtime with real worker and beat processes on Redis and PostgreSQL.
 
 Messages may be lost, duplicated or delayed and workers may die: no instance may be lost and
-no token transition may happen twice (engine spec section 2).
+no token transition may happen twice.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Saga compensation through real worker and beat processes (engine spec 5, design note 004).
+"""Saga compensation through real worker and beat processes.
 
 A -> B -> C under a global saga, C always fails: B then A are compensated, one at a time, each
 by a ``bpm.run_compensation`` job on the compensation queue, and the instance ends TERMINATED.

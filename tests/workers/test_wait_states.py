@@ -1,4 +1,4 @@
-"""Timers and messages through real worker and beat processes (engine spec 4.5, 4.9).
+"""Timers and messages through real worker and beat processes.
 
 Two beats run for the whole test and a worker is killed while timers are pending: every timer
 still fires exactly once, after the restart, and its follow-up handler runs once.
