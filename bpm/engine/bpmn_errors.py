@@ -15,6 +15,7 @@ from bpm.definitions.model import Node, ProcessGraph
 from bpm.engine.failures import cancel_inside, cancel_timers, inside_scope
 from bpm.engine.moves import move
 from bpm.engine.tx import NextToken, Tx
+from bpm.states import WaitKind
 from bpm.store import tokens
 from bpm.store.rows import TokenRow
 
@@ -76,7 +77,7 @@ def host_of(everything: dict[UUID, TokenRow], tok: TokenRow, scope: str) -> Toke
     row: TokenRow | None = tok
     while row is not None and row.parent_token_id is not None:
         row = everything.get(row.parent_token_id)
-        if row is not None and row.node_id == scope and row.wait_kind == "CHILDREN":
+        if row is not None and row.node_id == scope and row.wait_kind == WaitKind.CHILDREN:
             return row
     return None
 

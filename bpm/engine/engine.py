@@ -45,6 +45,7 @@ from bpm.events import EventListeners
 from bpm.events import listeners as default_listeners
 from bpm.handlers import HandlerContext, HandlerRegistry
 from bpm.handlers import registry as default_registry
+from bpm.states import TokenState, WaitKind
 from bpm.store import (
     Connection,
     Database,
@@ -317,11 +318,11 @@ class Engine:
                     f"token {tok.id} is at version {tok.version}, job expected {nxt.version}"
                 )
             g = self.graph(self._info(tx, tok.instance_id).def_id, tx.conn)
-            if tok.state == "ACTIVE":
+            if tok.state == TokenState.ACTIVE:
                 result = nodes.arrive(tx, g, tok)
-            elif tok.state == "WAITING" and tok.wait_kind == "CHILDREN":
+            elif tok.state == TokenState.WAITING and tok.wait_kind == WaitKind.CHILDREN:
                 result = joins.decide(tx, g, tok)
-            elif tok.state == "WAITING" and tok.wait_kind == sagas.COMPENSATING:
+            elif tok.state == TokenState.WAITING and tok.wait_kind == sagas.COMPENSATING:
                 result = sagas.decide(tx, g, tok)
             else:
                 raise Stale(f"token {tok.id} is {tok.state}; nothing to advance")

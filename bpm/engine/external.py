@@ -27,6 +27,7 @@ from bpm.errors import (
     TaskNotLocked,
     WrongWorker,
 )
+from bpm.states import TaskKind, TaskState, TokenState
 from bpm.store import tasks, tokens, variables
 from bpm.store.db import first_statement_commits
 from bpm.store.notify import Listener, listen
@@ -265,9 +266,9 @@ def _held(tx: Tx, task_id: UUID, worker_id: str) -> TaskRow:
 
 
 def _check_held(tx: Tx, task: TaskRow | None, task_id: UUID, worker_id: str) -> TaskRow:
-    if task is None or task.kind != "EXTERNAL":
+    if task is None or task.kind != TaskKind.EXTERNAL:
         raise TaskNotFound(f"no external task has id {task_id}")
-    if task.state != "LOCKED":
+    if task.state != TaskState.LOCKED:
         raise TaskNotLocked(f"task {task_id} ({task.node_id}) is {task.state}, not locked")
     if task.lock_owner != worker_id:
         raise WrongWorker(f"task {task_id} is locked by {task.lock_owner!r}, not {worker_id!r}")
@@ -496,9 +497,9 @@ def unlock(engine: Engine, task_id: UUID, worker_id: str | None = None) -> None:
 
     def body(tx: Tx) -> Any:
         task = tasks.get(tx.conn, task_id)
-        if task is None or task.kind != "EXTERNAL":
+        if task is None or task.kind != TaskKind.EXTERNAL:
             raise TaskNotFound(f"no external task has id {task_id}")
-        if task.state != "LOCKED":
+        if task.state != TaskState.LOCKED:
             raise TaskNotLocked(f"task {task_id} is {task.state}, not locked")
         if worker_id is not None and task.lock_owner != worker_id:
             raise WrongWorker(f"task {task_id} is locked by {task.lock_owner!r}, not {worker_id!r}")
@@ -532,6 +533,6 @@ def _fail_token_of(
     tx: Tx, task: TaskRow, *, kind: str, message: str, details: str | None = None
 ) -> None:
     tok = tokens.get(tx.conn, task.token_id)
-    if tok is None or tok.state != "WAITING":
+    if tok is None or tok.state != TokenState.WAITING:
         raise Stale(f"token of task {task.id} is no longer waiting")
     fail_token(tx, tok, kind=kind, message=message, details=details, task_id=task.id)

@@ -7,6 +7,7 @@ from uuid import UUID
 
 from bpm.engine.moves import move
 from bpm.engine.tx import Conflict, Tx
+from bpm.states import InstanceState, TaskState, TokenMode
 from bpm.store import incidents, instances, tasks, timers, tokens
 from bpm.store.rows import TokenRow
 
@@ -38,7 +39,7 @@ def fail_token(
 
     failed = move(tx, tok, state="FAILED", event="FAILED", data={"error": message})
     cancel_timers(tx, tok, reason="the token failed")
-    if tok.mode == "COMPENSATION":
+    if tok.mode == TokenMode.COMPENSATION:
         sagas.compensation_failed(tx, tok, failed, message, details, task_id)
         return failed
     tx.history.engine(
@@ -195,7 +196,7 @@ def resume_if_clear(tx: Tx, instance_id: UUID) -> None:
     inst = instances.get(tx.conn, instance_id, for_update=True)
     if (
         inst is not None
-        and inst.state == "FAILED"
+        and inst.state == InstanceState.FAILED
         and not incidents.of_instance(tx.conn, instance_id, only_open=True)
     ):
         set_instance_state(tx, instance_id, "RUNNING", only_from=("FAILED",))
@@ -222,7 +223,7 @@ def cancel_timers(tx: Tx, tok: TokenRow, reason: str) -> int:
 
 def cancel_task(tx: Tx, task_id: UUID, reason: str) -> None:
     task = tasks.get(tx.conn, task_id)
-    if task is None or task.state in ("DONE", "CANCELLED"):
+    if task is None or task.state in (TaskState.DONE, TaskState.CANCELLED):
         return
     tx.finish_task(
         task,

@@ -22,6 +22,7 @@ from bpm.engine.nodes import leave
 from bpm.engine.tx import Next, Stale, Tx
 from bpm.errors import BadVariables, BpmnError
 from bpm.handlers import HandlerContext, HandlerRegistry
+from bpm.states import TaskKind, TokenMode, TokenState
 from bpm.store import tasks, tokens
 from bpm.store.rows import TaskRow, TokenRow
 from bpm.variables import check_variables
@@ -144,7 +145,7 @@ def complete_task(
     )
     tx.write_variables(task.instance_id, values)
     tok = token if token is not None else tokens.get(tx.conn, task.token_id)
-    if tok is None or tok.state != "WAITING" or tok.node_id != task.node_id:
+    if tok is None or tok.state != TokenState.WAITING or tok.node_id != task.node_id:
         raise Stale(f"token of task {task.id} is no longer waiting at {task.node_id!r}")
     return leave(tx, g, tok, g.node(task.node_id))
 
@@ -165,7 +166,7 @@ def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
     owner = None
     if node.compensation is not None:  # a compensation's own policy (default: no retry)
         owner = tokens.get(tx.conn, task.token_id)
-        if owner is not None and owner.mode == "COMPENSATION":
+        if owner is not None and owner.mode == TokenMode.COMPENSATION:
             policy = node.compensation.retry
     retry = outcome.retryable and task.retries > 0
     retry_at = tx.now + policy.delay(task.attempts) if retry else None
@@ -201,7 +202,7 @@ def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
         tx.run_handler_later(task.id, retry_at)
         return None
     tok = owner or tokens.get(tx.conn, task.token_id)
-    if tok is None or tok.state != "WAITING":
+    if tok is None or tok.state != TokenState.WAITING:
         raise Stale(f"token of task {task.id} is no longer waiting")
     attempts = f" after {task.attempts} attempt{'s' if task.attempts != 1 else ''}"
     fail_token(
@@ -221,9 +222,9 @@ def catch_bpmn_error(tx: Tx, g: ProcessGraph, task: TaskRow, code: str, message:
     if not caught_anywhere(g, task.node_id, code):
         return None
     tok = tokens.get(tx.conn, task.token_id)
-    if tok is None or tok.state != "WAITING":
+    if tok is None or tok.state != TokenState.WAITING:
         raise Stale(f"token of task {task.id} is no longer waiting")
-    if tok.mode != "FORWARD":
+    if tok.mode != TokenMode.FORWARD:
         return None  # undoing an activity: its boundaries belong to the forward run
     tx.finish_task(
         task,
@@ -270,12 +271,12 @@ def expire_lock(tx: Tx, g: ProcessGraph, task: TaskRow) -> Next:
             actor=tx.actor,
             data={"owner": task.lock_owner, "attempt": task.attempts},
         )
-        if task.kind == "HANDLER":
+        if task.kind == TaskKind.HANDLER:
             tx.run_handler_later(task.id)
         else:
             tx.notify_topics.add(str(task.topic))
         return None
-    who = "handler's worker" if task.kind == "HANDLER" else "external worker"
+    who = "handler's worker" if task.kind == TaskKind.HANDLER else "external worker"
     outcome = Outcome(
         error=f"the {who} never reported back ({task.lock_owner}; killed, or its lock expired)",
         retryable=False,

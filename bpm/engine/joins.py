@@ -11,6 +11,7 @@ from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.engine.moves import create, move, new_token
 from bpm.engine.nodes import end_token, leave
 from bpm.engine.tx import Next, NextToken, Stale, Tx
+from bpm.states import TokenState, WaitKind
 from bpm.store import tokens
 from bpm.store.rows import TokenRow
 
@@ -48,7 +49,7 @@ def decide(tx: Tx, g: ProcessGraph, parent: TokenRow) -> Next:
 def _arrivals(children: list[TokenRow]) -> dict[str, list[TokenRow]]:
     out: dict[str, list[TokenRow]] = {}
     for child in sorted(children, key=lambda c: (c.updated_at, str(c.id))):
-        if child.state == "WAITING" and child.wait_kind == "JOIN":
+        if child.state == TokenState.WAITING and child.wait_kind == WaitKind.JOIN:
             out.setdefault(child.node_id, []).append(child)
     return out
 
@@ -110,7 +111,7 @@ def _fire_join(
             event="FORKED",
             node_id=node.id,
             via_flow=None,
-            wait_kind="CHILDREN",
+            wait_kind=WaitKind.CHILDREN,
             data={"into": [f.id for f in flows]},
         )
     # A join inside a wider fork (or a join that forks again): new branches continue.

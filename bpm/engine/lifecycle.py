@@ -21,6 +21,7 @@ from bpm.engine.failures import (
 from bpm.engine.moves import create, move, new_token
 from bpm.engine.tx import Conflict, Tx
 from bpm.errors import InvalidOperation, NotFound, UnknownProcess
+from bpm.states import InstanceState, TaskKind, TaskState, TokenMode, TokenState, WaitKind
 from bpm.store import definitions, incidents, instances, tasks, tokens
 from bpm.store.definitions import VersionTaken
 from bpm.store.rows import DefinitionRow, InstanceRow, TokenRow
@@ -242,13 +243,13 @@ def cancel(engine: Engine, instance_id: UUID, reason: str = "cancelled by an ope
             inst = instances.get(tx.conn, instance_id)
             if inst is None:
                 raise NotFound(f"instance {instance_id} does not exist")
-            if inst.state not in ("RUNNING", "FAILED"):
+            if inst.state not in (InstanceState.RUNNING, InstanceState.FAILED):
                 raise InvalidOperation(
                     f"instance {instance_id} is {inst.state}; only RUNNING "
                     f"or FAILED instances can be cancelled"
                 )
             for tok in tokens.of_instance(tx.conn, instance_id):
-                if tok.state in ("ACTIVE", "WAITING", "FAILED"):
+                if tok.state in (TokenState.ACTIVE, TokenState.WAITING, TokenState.FAILED):
                     cancel_token(tx, tok, reason)
             if not set_instance_state(tx, instance_id, "CANCELLED"):
                 raise Conflict(f"instance {instance_id} ended while it was being cancelled")
@@ -269,7 +270,7 @@ def retry(engine: Engine, token_or_task: UUID, retries: int | None = None) -> UU
                 tok = tokens.get(tx.conn, task.token_id) if task else None
             if tok is None:
                 raise NotFound(f"no token or task has id {token_or_task}")
-            if tok.state != "FAILED":
+            if tok.state != TokenState.FAILED:
                 raise InvalidOperation(
                     f"token {tok.id} at {tok.node_id!r} is {tok.state}; "
                     f"only FAILED tokens can be retried"
@@ -284,10 +285,10 @@ def _retry_txn(engine: Engine, tx: Tx, tok: TokenRow, retries: int | None) -> No
     def_id, _, _ = engine.info_for(tx, tok.instance_id)
     node = engine.graph(def_id, tx.conn).node(tok.node_id)
     task = tasks.open_of_token(tx.conn, tok.id)
-    if task is not None and task.state == "FAILED":
+    if task is not None and task.state == TaskState.FAILED:
         policy = (
             node.compensation.retry
-            if tok.mode == "COMPENSATION" and node.compensation
+            if tok.mode == TokenMode.COMPENSATION and node.compensation
             else node.retry
         )
         attempts = retries or policy.max_attempts
@@ -310,8 +311,8 @@ def _retry_txn(engine: Engine, tx: Tx, tok: TokenRow, retries: int | None) -> No
             actor=tx.actor,
             data={"retries": attempts},
         )
-        move(tx, tok, state="WAITING", event="RETRIED", wait_kind="TASK")
-        if task.kind == "HANDLER":
+        move(tx, tok, state="WAITING", event="RETRIED", wait_kind=WaitKind.TASK)
+        if task.kind == TaskKind.HANDLER:
             tx.run_handler_later(task.id)
         else:
             tx.notify_topics.add(str(task.topic))

@@ -14,6 +14,7 @@ from uuid import UUID
 from bpm.engine.nodes import leave
 from bpm.engine.tx import Next, Tx
 from bpm.errors import AmbiguousCorrelation, InvalidOperation, NoMatchingWait
+from bpm.states import InstanceState, TokenState, WaitKind
 from bpm.store import instances, tokens
 from bpm.store.rows import TokenRow
 from bpm.variables import check_variables
@@ -86,13 +87,16 @@ def _waiting(
         candidates = instances.search(tx.conn, business_key=business_key, limit=MAX_INSTANCES)
     out: list[TokenRow] = []
     for inst in candidates:
-        if inst.state not in ("RUNNING", "FAILED"):  # FAILED: another branch has an incident
+        if inst.state not in (
+            InstanceState.RUNNING,
+            InstanceState.FAILED,
+        ):  # FAILED: another branch has an incident
             continue
         g = engine.graph(inst.process_def_id, tx.conn)
         for tok in tokens.of_instance(tx.conn, inst.id):
             if (
-                tok.state == "WAITING"
-                and tok.wait_kind == "MESSAGE"
+                tok.state == TokenState.WAITING
+                and tok.wait_kind == WaitKind.MESSAGE
                 and g.node(tok.node_id).message == message
             ):
                 out.append(tok)

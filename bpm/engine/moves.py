@@ -7,6 +7,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from bpm.engine.tx import Tx
+from bpm.states import TokenMode
 from bpm.store import tokens
 from bpm.store.rows import TokenRow
 
@@ -104,7 +105,7 @@ def create(tx: Tx, rows: list[TokenRow], links: list[tuple[UUID, UUID, str]]) ->
                 "parent": str(row.parent_token_id) if row.parent_token_id else None,
                 "via": row.via_flow,
                 "scope": row.scope_id,
-                **({"mode": row.mode} if row.mode != "FORWARD" else {}),
+                **({"mode": row.mode} if row.mode != TokenMode.FORWARD else {}),
                 **({"record_id": str(row.record_id)} if row.record_id else {}),
             },
         )

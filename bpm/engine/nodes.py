@@ -25,19 +25,20 @@ from bpm.engine.moves import create, move, new_token
 from bpm.engine.tx import Conflict, Next, NextToken, RunTask, Tx
 from bpm.errors import ExpressionEvalError, MissingVariable
 from bpm.expressions import evaluate_condition
+from bpm.states import TokenMode, TokenState, WaitKind
 from bpm.store import tokens
 from bpm.store.rows import TaskRow, TokenRow
 
 
 def arrive(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     node = g.node(tok.node_id)
-    if tok.mode == "COMPENSATION":
+    if tok.mode == TokenMode.COMPENSATION:
         return _enter_compensation(tx, g, tok, node)
     if node.type in ACTIVITIES:
         result = _enter_activity(tx, g, tok, node)
         if g.timer_boundaries(node.id):
             current = tx.current(tok)
-            if current.state == "WAITING":
+            if current.state == TokenState.WAITING:
                 waits.arm_boundaries(tx, g, current, node)
         return result
     return _pass(tx, g, tok, node)
@@ -102,7 +103,7 @@ def leave(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     that declares a compensation gets its record. A COMPENSATION token leaving is
     its compensation done.
     """
-    if tok.mode == "COMPENSATION":
+    if tok.mode == TokenMode.COMPENSATION:
         return sagas.compensated(tx, tok)
     if node.compensation is not None:
         sagas.record_success(tx, tok, node)
@@ -142,7 +143,7 @@ def fork_or_leave(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             tok,
             state="WAITING",
             event="FORKED",
-            wait_kind="CHILDREN",
+            wait_kind=WaitKind.CHILDREN,
             data={"into": [f.id for f in flows]},
         )
         parent = tok.id
@@ -206,13 +207,13 @@ def _park_at_join(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
         tok,
         state="WAITING",
         event="ARRIVED_AT_JOIN",
-        wait_kind="JOIN",
+        wait_kind=WaitKind.JOIN,
         data={"via": tok.via_flow},
     )
     if tok.parent_token_id is None:
         return None  # a lone token at a join waits forever, as in BPMN
     parent = tokens.get(tx.conn, tok.parent_token_id)
-    if parent is None or parent.state != "WAITING":
+    if parent is None or parent.state != TokenState.WAITING:
         return None
     return NextToken(parent.id, parent.version)
 
@@ -233,7 +234,7 @@ def _join_as_scope(tx: Tx, tok: TokenRow) -> Next:
         tok,
         state="WAITING",
         event="WAITING",
-        wait_kind="CHILDREN",
+        wait_kind=WaitKind.CHILDREN,
         data={"join": tok.node_id, "as": "scope"},
     )
     stand_in = new_token(
@@ -251,7 +252,7 @@ def _join_as_scope(tx: Tx, tok: TokenRow) -> Next:
         stand_in,
         state="WAITING",
         event="ARRIVED_AT_JOIN",
-        wait_kind="JOIN",
+        wait_kind=WaitKind.JOIN,
         data={"via": stand_in.via_flow},
     )
     return NextToken(scope.id, scope.version)
@@ -259,7 +260,7 @@ def _join_as_scope(tx: Tx, tok: TokenRow) -> Next:
 
 def _create_external_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
     """READY for a worker's fetch-and-lock; waiting workers are woken when it commits."""
-    move(tx, tok, state="WAITING", event="WAITING", wait_kind="TASK")
+    move(tx, tok, state="WAITING", event="WAITING", wait_kind=WaitKind.TASK)
     task = TaskRow(
         uuid4(),
         tok.id,
@@ -299,7 +300,7 @@ def _create_external_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
 
 
 def _create_handler_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
-    waiting = move(tx, tok, state="WAITING", event="WAITING", wait_kind="TASK")
+    waiting = move(tx, tok, state="WAITING", event="WAITING", wait_kind=WaitKind.TASK)
     task = TaskRow(
         uuid4(),
         tok.id,
@@ -363,7 +364,7 @@ def _create_handler_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
 
 
 def _enter_subprocess(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
-    move(tx, tok, state="WAITING", event="ENTERED_SUBPROCESS", wait_kind="CHILDREN")
+    move(tx, tok, state="WAITING", event="ENTERED_SUBPROCESS", wait_kind=WaitKind.CHILDREN)
     start = g.start_of(node.id)
     child = new_token(
         tx,
@@ -408,7 +409,7 @@ def end_token(tx: Tx, tok: TokenRow, g: ProcessGraph | None = None) -> Next:
             tok,
             state="WAITING",
             event="WAITING",
-            wait_kind="CHILDREN",
+            wait_kind=WaitKind.CHILDREN,
             data={"until": "spawned tokens end"},
         )
         return None
@@ -417,7 +418,11 @@ def end_token(tx: Tx, tok: TokenRow, g: ProcessGraph | None = None) -> Next:
         set_instance_state(tx, tok.instance_id, "COMPLETED", expected=True)
         return None
     parent = tokens.get(tx.conn, tok.parent_token_id)
-    if parent is None or parent.state != "WAITING" or parent.wait_kind != "CHILDREN":
+    if (
+        parent is None
+        or parent.state != TokenState.WAITING
+        or parent.wait_kind != WaitKind.CHILDREN
+    ):
         return None
     return NextToken(parent.id, parent.version)
 
@@ -436,15 +441,16 @@ def _terminate(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     reason = f"terminate end event {tok.node_id!r}"
     at_work = (
         root.id != tok.id
-        and root.state in ("ACTIVE", "WAITING", "FAILED")
+        and root.state in (TokenState.ACTIVE, TokenState.WAITING, TokenState.FAILED)
         and not (
-            root.wait_kind == "CHILDREN" and g.node(root.node_id).type is not NodeType.SUBPROCESS
+            root.wait_kind == WaitKind.CHILDREN
+            and g.node(root.node_id).type is not NodeType.SUBPROCESS
         )
     )
     if at_work:
         end_work(tx, root, reason)  # a FAILED root's incident too: it ends here
     cancel_inside(tx, tok, below(everything.values(), root), reason, spare=tok.id)
-    if at_work and root.state == "FAILED":
+    if at_work and root.state == TokenState.FAILED:
         resume_if_clear(tx, root.instance_id)
     tx.history.engine(
         instance_id=tok.instance_id,

@@ -16,19 +16,21 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from bpm.errors import NotFound
+from bpm.states import InstanceState
 from bpm.store import history, incidents, instances, tasks, timers, tokens, variables
 from bpm.store.rows import EventRow
 
 if TYPE_CHECKING:
     from bpm.engine.engine import Engine
 
+#: The engine event that puts an instance in each state.
 INSTANCE_STATES = {
-    "InstanceStarted": "RUNNING",
-    "InstanceCompleted": "COMPLETED",
-    "InstanceFailed": "FAILED",
-    "InstanceResumed": "RUNNING",
-    "InstanceTerminated": "TERMINATED",
-    "InstanceCancelled": "CANCELLED",
+    "InstanceStarted": InstanceState.RUNNING,
+    "InstanceCompleted": InstanceState.COMPLETED,
+    "InstanceFailed": InstanceState.FAILED,
+    "InstanceResumed": InstanceState.RUNNING,
+    "InstanceTerminated": InstanceState.TERMINATED,
+    "InstanceCancelled": InstanceState.CANCELLED,
 }
 
 

@@ -28,6 +28,7 @@ from bpm.engine.failures import (
 )
 from bpm.engine.moves import create, move, new_token
 from bpm.engine.tx import Conflict, Next, NextToken, Stale, Tx
+from bpm.states import TokenMode, TokenState
 from bpm.store import compensation, incidents, tokens
 from bpm.store.rows import RecordRow, TokenRow
 
@@ -101,7 +102,7 @@ def start_if_declared(tx: Tx, g: ProcessGraph, failed: TokenRow, reason: str) ->
         data={"scope": "global" if host is None else scope, "reason": reason},
     )
     for row in _below(everything, host):
-        if row.id != failed.id and row.mode == "FORWARD" and row.state in LIVE:
+        if row.id != failed.id and row.mode == TokenMode.FORWARD and row.state in LIVE:
             cancel_token(tx, row, reason=f"saga after {failed.node_id!r} failed")
     anchor = new_token(
         tx,
@@ -173,7 +174,10 @@ def decide(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
     locked = tokens.get(tx.conn, anchor.id, for_update=True)
     if locked is None or locked.version != anchor.version or locked.state != "WAITING":
         raise Stale(f"token {anchor.id} moved on before its compensation decision")
-    if any(c.state in ("ACTIVE", "WAITING") for c in tokens.live_children(tx.conn, locked.id)):
+    if any(
+        c.state in (TokenState.ACTIVE, TokenState.WAITING)
+        for c in tokens.live_children(tx.conn, locked.id)
+    ):
         return None  # one at a time: the running compensation nudges again when it ends
     return _next(tx, g, locked)
 
@@ -222,7 +226,7 @@ def _in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRow]:
     covering = {r.token_id for r in every if g.node(r.node_id).type is NodeType.SUBPROCESS}
     tx.flush_tokens()
     everything = {t.id: t for t in tokens.of_instance(tx.conn, anchor.instance_id)}
-    if anchor.mode == "COMPENSATION":  # a saga: global, or the subprocess of its parent
+    if anchor.mode == TokenMode.COMPENSATION:  # a saga: global, or the subprocess of its parent
         host = everything.get(anchor.parent_token_id) if anchor.parent_token_id else None
         activity = None
     else:  # thrown: the scope the throwing token is in, optionally one activity
@@ -269,7 +273,7 @@ def _ran_inside(everything: dict[UUID, TokenRow], tok: TokenRow | None, scope: s
 def _finish(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
     from bpm.engine.nodes import end_token, leave  # nodes calls into this module
 
-    if anchor.mode == "FORWARD":  # thrown compensation is done: the token goes on
+    if anchor.mode == TokenMode.FORWARD:  # thrown compensation is done: the token goes on
         tx.history.engine(
             instance_id=anchor.instance_id,
             at=tx.now,
@@ -303,11 +307,11 @@ def _leave_subprocess(tx: Tx, g: ProcessGraph, host: TokenRow | None) -> Next:
     from bpm.engine.bpmn_errors import catch_at_activity
     from bpm.engine.failures import fail_token
 
-    if host is None or host.state != "WAITING":
+    if host is None or host.state != TokenState.WAITING:
         raise Conflict("the subprocess of a local saga moved on during the saga")
     tx.flush_tokens()
     for row in inside_scope(tokens.of_instance(tx.conn, host.instance_id), host):
-        if row.state == "FAILED" and row.mode == "FORWARD":
+        if row.state == "FAILED" and row.mode == TokenMode.FORWARD:
             # the failure that started the saga, at any depth in the subprocess (not one on
             # a path outside it): handled by the saga
             move(

@@ -21,6 +21,7 @@ from bpm.engine.failures import cancel_descendants, cancel_task, cancel_timers
 from bpm.engine.moves import create, move, new_token
 from bpm.engine.nodes import leave
 from bpm.engine.tx import Conflict, Next, NextToken, Stale, Tx
+from bpm.states import TimerState, TokenState
 from bpm.store import tasks, timers, tokens
 from bpm.store.rows import TokenRow
 
@@ -64,7 +65,7 @@ def fire(engine: Engine, timer_id: UUID, now: datetime) -> Fired | None:
     """Fire one timer in its own transaction; its follow-up work is dispatched after commit."""
     with engine.transaction("timer") as tx:
         timer = timers.get(tx.conn, timer_id, lock=True)
-        if timer is None or timer.state != "SCHEDULED" or timer.fire_at > now:
+        if timer is None or timer.state != TimerState.SCHEDULED or timer.fire_at > now:
             raise Stale(
                 f"timer {timer_id} is not due and scheduled (taken by another scanner, "
                 f"fired, or cancelled)"
@@ -111,7 +112,7 @@ def fire(engine: Engine, timer_id: UUID, now: datetime) -> Fired | None:
 
 def _still_waiting(node: Node, tok: TokenRow | None) -> bool:
     where = node.id if node.type is NodeType.TIMER else node.attached_to
-    return tok is not None and tok.state == "WAITING" and tok.node_id == where
+    return tok is not None and tok.state == TokenState.WAITING and tok.node_id == where
 
 
 def _wake(tx: Tx, g: ProcessGraph, node: Node, tok: TokenRow) -> Next:

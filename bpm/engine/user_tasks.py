@@ -13,6 +13,7 @@ from uuid import UUID
 from bpm.engine.nodes import leave
 from bpm.engine.tx import Conflict, Next, Stale, Tx
 from bpm.errors import InvalidOperation, TaskClaimed, TaskNotFound
+from bpm.states import TaskKind, TaskState, TokenState
 from bpm.store import tasks, tokens
 from bpm.store.rows import TaskRow
 from bpm.variables import check_variables
@@ -50,9 +51,9 @@ def listing(
 
 def _open(tx: Tx, task_id: UUID) -> TaskRow:
     task = tasks.get(tx.conn, task_id)
-    if task is None or task.kind != "USER":
+    if task is None or task.kind != TaskKind.USER:
         raise TaskNotFound(f"no user task has id {task_id}")
-    if task.state != "READY":
+    if task.state != TaskState.READY:
         raise InvalidOperation(
             f"user task {task_id} ({task.node_id}) is {task.state}; only "
             f"an open task can be claimed or completed"
@@ -139,7 +140,7 @@ def complete(
             )
             tx.write_variables(task.instance_id, checked)
             tok = tokens.get(tx.conn, task.token_id)
-            if tok is None or tok.state != "WAITING" or tok.node_id != task.node_id:
+            if tok is None or tok.state != TokenState.WAITING or tok.node_id != task.node_id:
                 raise Stale(f"the token of user task {task_id} is no longer waiting there")
             g = engine.graph(engine.info_for(tx, task.instance_id)[0], tx.conn)
             result = engine.continue_in(tx, g, leave(tx, g, tok, g.node(task.node_id)))

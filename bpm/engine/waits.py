@@ -17,13 +17,14 @@ from bpm.engine.failures import fail_token
 from bpm.engine.moves import move
 from bpm.engine.tx import Next, Tx
 from bpm.errors import ExpressionEvalError
+from bpm.states import WaitKind
 from bpm.store import timers
 from bpm.store.rows import TaskRow, TimerRow, TokenRow
 
 
 def wait_for_timer(tx: Tx, tok: TokenRow, node: Node) -> Next:
     """Intermediate timer catch event: schedule the timer, the token waits for it."""
-    waiting = move(tx, tok, state="WAITING", event="WAITING", wait_kind="TIMER")
+    waiting = move(tx, tok, state="WAITING", event="WAITING", wait_kind=WaitKind.TIMER)
     schedule(tx, waiting, node, node)
     return None
 
@@ -35,7 +36,7 @@ def wait_for_message(tx: Tx, tok: TokenRow, node: Node) -> Next:
         tok,
         state="WAITING",
         event="WAITING",
-        wait_kind="MESSAGE",
+        wait_kind=WaitKind.MESSAGE,
         data={"message": node.message},
     )
     return None
@@ -43,7 +44,7 @@ def wait_for_message(tx: Tx, tok: TokenRow, node: Node) -> Next:
 
 def create_user_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
     """A READY user task; it stays READY (claimed or not) until someone completes it."""
-    move(tx, tok, state="WAITING", event="WAITING", wait_kind="USER")
+    move(tx, tok, state="WAITING", event="WAITING", wait_kind=WaitKind.USER)
     task = TaskRow(
         uuid4(),
         tok.id,

@@ -24,6 +24,19 @@ from sqlalchemy import (
     text,
 )
 
+from bpm.states import (
+    IncidentState,
+    InstanceState,
+    LinkType,
+    RecordState,
+    TaskKind,
+    TaskState,
+    TimerState,
+    TokenMode,
+    TokenState,
+    WaitKind,
+    values,
+)
 from bpm.store.types import BigId, JsonValue, UtcDateTime
 
 metadata = MetaData(
@@ -36,16 +49,17 @@ metadata = MetaData(
     }
 )
 
-INSTANCE_STATES = ("RUNNING", "COMPLETED", "FAILED", "TERMINATED", "CANCELLED")
-TOKEN_STATES = ("ACTIVE", "WAITING", "COMPLETED", "FAILED", "CANCELLED")
-TOKEN_MODES = ("FORWARD", "COMPENSATION")
-WAIT_KINDS = ("TASK", "CHILDREN", "JOIN", "TIMER", "MESSAGE", "USER", "COMPENSATING")
-LINK_TYPES = ("FORK", "SUBPROCESS", "JOIN", "COMPENSATION")
-TASK_STATES = ("READY", "LOCKED", "DONE", "FAILED", "CANCELLED")
-TASK_KINDS = ("HANDLER", "EXTERNAL", "USER")
-TIMER_STATES = ("SCHEDULED", "FIRED", "CANCELLED")
-RECORD_STATES = ("PENDING", "COMPLETED", "FAILED")
-INCIDENT_STATES = ("OPEN", "RESOLVED")
+#: The values each CHECK constraint allows: the enums of bpm.states, nothing written by hand.
+INSTANCE_STATES = values(InstanceState)
+TOKEN_STATES = values(TokenState)
+TOKEN_MODES = values(TokenMode)
+WAIT_KINDS = values(WaitKind)
+LINK_TYPES = values(LinkType)
+TASK_STATES = values(TaskState)
+TASK_KINDS = values(TaskKind)
+TIMER_STATES = values(TimerState)
+RECORD_STATES = values(RecordState)
+INCIDENT_STATES = values(IncidentState)
 
 #: One sequence numbers all three history tables on PostgreSQL, so a trace merges them in the
 #: exact order they were written. Each ``nextval`` reserves a block of ids for one transaction's

@@ -11,6 +11,7 @@ from uuid import UUID
 
 from sqlalchemy import Connection, bindparam, func, or_, select, text
 
+from bpm.states import TaskKind
 from bpm.store.db import first_statement_commits, pg_sql, raw_all, raw_one
 from bpm.store.rows import TaskRow, TokenRow, from_row
 from bpm.store.schema import external_tasks as t
@@ -84,7 +85,10 @@ _OPEN_OF_TOKEN = select(*_COLS).where(
 def next_retry_at(conn: Connection, topics: Sequence[str], now: datetime) -> datetime | None:
     """When the earliest failed task of ``topics`` waiting out its backoff comes due."""
     stmt = select(func.min(t.c.retry_at)).where(
-        t.c.topic.in_(topics), t.c.state == "READY", t.c.kind == "EXTERNAL", t.c.retry_at > now
+        t.c.topic.in_(topics),
+        t.c.state == "READY",
+        t.c.kind == TaskKind.EXTERNAL,
+        t.c.retry_at > now,
     )
     due: datetime | None = conn.execute(stmt).scalar()
     return due
@@ -188,7 +192,7 @@ def due_handler_tasks(
         select(t.c.id)
         .where(
             t.c.state == "READY",
-            t.c.kind == "HANDLER",
+            t.c.kind == TaskKind.HANDLER,
             or_(t.c.retry_at <= now, (t.c.retry_at.is_(None)) & (t.c.updated_at < stale_before)),
         )
         .order_by(t.c.updated_at)
@@ -312,7 +316,7 @@ def _fetch_one_by_one(
         select(t.c.id, t.c.topic)
         .where(
             t.c.state == "READY",
-            t.c.kind == "EXTERNAL",
+            t.c.kind == TaskKind.EXTERNAL,
             t.c.topic.in_(list(locks)),
             or_(t.c.retry_at.is_(None), t.c.retry_at <= now),
         )
@@ -355,7 +359,7 @@ def open_user_tasks(
     """READY user tasks, oldest first; ``group`` matches a candidate group."""
     stmt = (
         select(*_COLS)
-        .where(t.c.kind == "USER", t.c.state == "READY")
+        .where(t.c.kind == TaskKind.USER, t.c.state == "READY")
         .order_by(t.c.created_at)
         .limit(limit)
     )

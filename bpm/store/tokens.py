@@ -9,6 +9,7 @@ from uuid import UUID
 
 from sqlalchemy import Connection, and_, bindparam, exists, select
 
+from bpm.states import TokenState, WaitKind
 from bpm.store.rows import TokenRow, from_row
 from bpm.store.schema import token_links
 from bpm.store.schema import tokens as t
@@ -130,7 +131,7 @@ def move(conn: Connection, expected_version: int, row: TokenRow) -> bool:
 def stalled_active(conn: Connection, before: datetime, limit: int) -> list[tuple[UUID, int]]:
     stmt = (
         select(t.c.id, t.c.version)
-        .where(t.c.state == "ACTIVE", t.c.updated_at < before)
+        .where(t.c.state == TokenState.ACTIVE, t.c.updated_at < before)
         .order_by(t.c.updated_at)
         .limit(limit)
         .with_for_update(skip_locked=True)
@@ -146,23 +147,27 @@ def parents_to_recheck(conn: Connection, before: datetime, limit: int) -> list[t
     joined_child = exists().where(
         and_(
             child.c.parent_token_id == t.c.id,
-            child.c.state == "WAITING",
-            child.c.wait_kind == "JOIN",
+            child.c.state == TokenState.WAITING,
+            child.c.wait_kind == WaitKind.JOIN,
             child.c.updated_at < before,
         )
     )
     # A parent with a FAILED branch waits for an operator, whose retry nudges it again;
     # re-checking it every scan would only crowd out the parents that can move.
-    failed_child = exists().where(child.c.parent_token_id == t.c.id, child.c.state == "FAILED")
+    failed_child = exists().where(
+        child.c.parent_token_id == t.c.id, child.c.state == TokenState.FAILED
+    )
     # A saga's anchor goes on after a failed compensation too: only a running one holds it.
     running_child = exists().where(
         child.c.parent_token_id == t.c.id, child.c.state.in_(("ACTIVE", "WAITING"))
     )
-    scope_parent = (t.c.wait_kind == "CHILDREN") & (no_live_child | (joined_child & ~failed_child))
-    saga_anchor = (t.c.wait_kind == "COMPENSATING") & ~running_child
+    scope_parent = (t.c.wait_kind == WaitKind.CHILDREN) & (
+        no_live_child | (joined_child & ~failed_child)
+    )
+    saga_anchor = (t.c.wait_kind == WaitKind.COMPENSATING) & ~running_child
     stmt = (
         select(t.c.id, t.c.version)
-        .where(t.c.state == "WAITING", t.c.updated_at < before, scope_parent | saga_anchor)
+        .where(t.c.state == TokenState.WAITING, t.c.updated_at < before, scope_parent | saga_anchor)
         .order_by(t.c.updated_at)
         .limit(limit)
         .with_for_update(skip_locked=True)

@@ -1,0 +1,101 @@
+"""Every state, kind, mode and history event type the engine writes, defined once.
+
+The schema's CHECK constraints, replay and the engine's comparisons are all built from these
+enums, so they cannot drift apart (``tests/migration/test_enum_drift.py`` checks the database
+against them). They are ``StrEnum``: a member is the string stored in its column, so rows read
+back compare equal to it.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class InstanceState(StrEnum):
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    TERMINATED = "TERMINATED"
+    CANCELLED = "CANCELLED"
+
+
+#: An instance in these states still has work that may run.
+LIVE_INSTANCE = frozenset({InstanceState.RUNNING, InstanceState.FAILED})
+#: An instance in these states has ended for good.
+ENDED_INSTANCE = frozenset(
+    {InstanceState.COMPLETED, InstanceState.TERMINATED, InstanceState.CANCELLED}
+)
+
+
+class TokenState(StrEnum):
+    ACTIVE = "ACTIVE"
+    WAITING = "WAITING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+
+#: A token in these states is still part of its instance's work.
+LIVE_TOKEN = frozenset({TokenState.ACTIVE, TokenState.WAITING, TokenState.FAILED})
+
+
+class TokenMode(StrEnum):
+    FORWARD = "FORWARD"
+    COMPENSATION = "COMPENSATION"
+
+
+class WaitKind(StrEnum):
+    """What a WAITING token waits for."""
+
+    TASK = "TASK"
+    CHILDREN = "CHILDREN"
+    JOIN = "JOIN"
+    TIMER = "TIMER"
+    MESSAGE = "MESSAGE"
+    USER = "USER"
+    COMPENSATING = "COMPENSATING"
+
+
+class LinkType(StrEnum):
+    FORK = "FORK"
+    SUBPROCESS = "SUBPROCESS"
+    JOIN = "JOIN"
+    COMPENSATION = "COMPENSATION"
+
+
+class TaskState(StrEnum):
+    READY = "READY"
+    LOCKED = "LOCKED"
+    DONE = "DONE"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+
+class TaskKind(StrEnum):
+    HANDLER = "HANDLER"
+    EXTERNAL = "EXTERNAL"
+    USER = "USER"
+
+
+class TimerState(StrEnum):
+    SCHEDULED = "SCHEDULED"
+    FIRED = "FIRED"
+    CANCELLED = "CANCELLED"
+
+
+class RecordState(StrEnum):
+    """A compensation record's status."""
+
+    PENDING = "PENDING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+
+
+class IncidentState(StrEnum):
+    OPEN = "OPEN"
+    RESOLVED = "RESOLVED"
+
+
+def values(enum: type[StrEnum]) -> tuple[str, ...]:
+    """The stored strings of an enum, in definition order (for CHECK constraints)."""
+    return tuple(member.value for member in enum)

@@ -1,0 +1,70 @@
+"""The enums of ``bpm.states`` are what the database allows and what replay rebuilds: a value
+added to one and not the others fails here."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from enum import StrEnum
+
+import pytest
+from sqlalchemy import text
+
+from bpm.engine import replay
+from bpm.states import (
+    IncidentState,
+    InstanceState,
+    LinkType,
+    RecordState,
+    TaskKind,
+    TaskState,
+    TimerState,
+    TokenMode,
+    TokenState,
+)
+from bpm.store import Database
+from bpm.store.migrate import upgrade
+
+QUOTED = re.compile(r"'([^']*)'")
+#: (table, CHECK constraint) -> the enum whose values it must allow, exactly.
+CHECKED: dict[tuple[str, str], type[StrEnum]] = {
+    ("process_instances", "ck_process_instances_state"): InstanceState,
+    ("tokens", "ck_tokens_state"): TokenState,
+    ("tokens", "ck_tokens_mode"): TokenMode,
+    ("token_links", "ck_token_links_link_type"): LinkType,
+    ("external_tasks", "ck_external_tasks_state"): TaskState,
+    ("external_tasks", "ck_external_tasks_kind"): TaskKind,
+    ("timers", "ck_timers_state"): TimerState,
+    ("compensation_records", "ck_compensation_records_status"): RecordState,
+    ("incidents", "ck_incidents_state"): IncidentState,
+}
+
+
+@pytest.fixture
+def pg(empty_pg_url: str) -> Iterator[Database]:
+    db = Database(empty_pg_url)
+    upgrade(db)
+    yield db
+    db.dispose()
+
+
+def test_every_check_constraint_allows_exactly_its_enum(pg: Database) -> None:
+    with pg.engine.connect() as conn:
+        found = {
+            (str(r[0]), str(r[1])): str(r[2])
+            for r in conn.execute(
+                text(
+                    "SELECT c.relname, con.conname, pg_get_constraintdef(con.oid) "
+                    "FROM pg_constraint con JOIN pg_class c ON c.oid = con.conrelid "
+                    "WHERE con.contype = 'c'"
+                )
+            )
+        }
+    for key, enum in CHECKED.items():
+        assert key in found, f"no CHECK constraint {key[1]} on {key[0]}"
+        assert set(QUOTED.findall(found[key])) == {m.value for m in enum}, key
+
+
+def test_replay_knows_every_instance_state() -> None:
+    assert set(replay.INSTANCE_STATES.values()) == set(InstanceState)
+    assert all(isinstance(v, InstanceState) for v in replay.INSTANCE_STATES.values())
