@@ -41,13 +41,15 @@ class TcpProxy:
             .render_as_string(hide_password=False)
         )
 
-    def cut(self) -> None:
-        """Drop every connection now and refuse new ones until ``restore``."""
+    def cut(self) -> int:
+        """Drop every connection now and refuse new ones until ``restore``; returns how many
+        proxied connections were dropped."""
         with self._lock:
             self._cut = True
             dropped, self._open = self._open, set()
         for sock in dropped:
             _close(sock)
+        return len(dropped) // 2
 
     def restore(self) -> None:
         with self._lock:

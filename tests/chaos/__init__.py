@@ -1,0 +1,1 @@
+"""The chaos suite: real processes under faults (docs/chaos.md)."""
