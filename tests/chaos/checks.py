@@ -7,7 +7,6 @@ run reports everything that went wrong at once instead of the first assertion on
 from __future__ import annotations
 
 import itertools
-import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from typing import Any
 from uuid import UUID
 
 from bpm.store import Database
+from tests.chaos import handlers
 from tests.chaos.faults import Window
 from tests.chaos.handlers import COMPENSATION, FAILS, FORWARD
 from tests.chaos.process import BEFORE, KEY, TIMER, UNDOABLE, Order
@@ -39,15 +39,12 @@ class Effect:
     at: float
 
 
-def read_ledger(path: str) -> list[Effect]:
-    conn = sqlite3.connect(path, timeout=60)
-    try:
+def read_ledger(url: str) -> list[Effect]:
+    with handlers.connect(url) as conn:
         rows = conn.execute(
             "SELECT seq, instance_id, business_key, node, kind, idempotency_key, attempt,"
             " outcome, pid, pgid, at FROM side_effects ORDER BY seq"
         ).fetchall()
-    finally:
-        conn.close()
     return [Effect(*row) for row in rows]
 
 

@@ -24,6 +24,7 @@ from tests.chaos import handlers
 from tests.chaos.cluster import ChaosCluster
 from tests.chaos.faults import Faults
 from tests.chaos.services import PrivatePostgres, PrivateRedis, missing_binaries
+from tests.conftest import CLONE_PREFIX, create_database, drop_database
 from tests.helpers.tcp_proxy import TcpProxy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,7 +134,8 @@ def chaos(chaos_services: Services, tmp_path: Path) -> Iterator[ChaosRun]:
     database = f"chaos_{uuid4().hex[:8]}"
     chaos_services.pg.create_database(database, template=TEMPLATE)
     direct = chaos_services.pg.url(database)
-    ledger = str(tmp_path / "ledger.sqlite")
+    ledger_db = f"{CLONE_PREFIX}{os.getpid()}_ledger_{uuid4().hex[:8]}"
+    ledger = create_database(ledger_db)  # on the machine's PostgreSQL, outside the faults
     handlers.create(ledger)
     env = _env(chaos_services, database, f"c{uuid4().hex[:8]}.", ledger)
     cluster = ChaosCluster(env, tmp_path, ROOT)
@@ -146,4 +148,5 @@ def chaos(chaos_services: Services, tmp_path: Path) -> Iterator[ChaosRun]:
             cluster.stop()
         finally:
             db.dispose()
+            drop_database(ledger_db)
             chaos_services.restore()

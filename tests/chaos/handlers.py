@@ -5,21 +5,23 @@ call, with the instance and business key, the node, forward or compensation, the
 key (the task id), the attempt, the pid and process group that ran it, the time, and whether
 the call fails on purpose. The checks count these rows.
 
-The ledger is a SQLite file (``BPM_CHAOS_LEDGER``), not a table in the engine's PostgreSQL:
-the side effects stand for a payment provider or a warehouse, which do not go down when the
-engine's database does. Had they shared PostgreSQL's faults, a crash right after a handler
-ran could erase the very row that shows it ran, and a cut would turn every side effect into
-an error; here a side effect that happened is always counted. SQLite in WAL mode takes
-writes from every worker process at once, waiting its turn on a busy file.
+The ledger is a database on the machine's own PostgreSQL (``BPM_CHAOS_LEDGER``, a URL), not
+the private server the engine runs on: the side effects stand for a payment provider or a
+warehouse, which do not go down when the engine's database does. Had they shared its faults,
+a crash right after a handler ran could erase the very row that shows it ran, and a cut
+would turn every side effect into an error; here a side effect that happened is always
+counted.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
 from typing import Any
 from uuid import UUID
+
+import psycopg
+from sqlalchemy.engine import make_url
 
 import bpm
 from bpm.handlers import HandlerContext
@@ -29,29 +31,24 @@ FORWARD, COMPENSATION = "forward", "compensation"
 DONE, FAILS = "done", "fails"
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS side_effects (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    instance_id TEXT NOT NULL, business_key TEXT NOT NULL, node TEXT NOT NULL, kind TEXT NOT NULL,
-    idempotency_key TEXT NOT NULL, attempt INTEGER NOT NULL, outcome TEXT NOT NULL,
-    pid INTEGER NOT NULL, pgid INTEGER NOT NULL, at REAL NOT NULL)"""
+    seq bigserial PRIMARY KEY,
+    instance_id text NOT NULL, business_key text NOT NULL, node text NOT NULL, kind text NOT NULL,
+    idempotency_key text NOT NULL, attempt int NOT NULL, outcome text NOT NULL,
+    pid int NOT NULL, pgid int NOT NULL, at double precision NOT NULL)"""
 
 
-def ledger_path() -> str:
+def ledger_url() -> str:
     return os.environ["BPM_CHAOS_LEDGER"]
 
 
-def connect(path: str | None = None) -> sqlite3.Connection:
-    conn = sqlite3.connect(path or ledger_path(), timeout=60, isolation_level=None)
-    conn.execute("PRAGMA busy_timeout = 60000")
-    return conn
+def connect(url: str | None = None) -> psycopg.Connection[tuple[Any, ...]]:
+    dsn = make_url(url or ledger_url()).set(drivername="postgresql")
+    return psycopg.connect(dsn.render_as_string(hide_password=False), autocommit=True)
 
 
-def create(path: str) -> None:
-    conn = connect(path)
-    try:
-        conn.execute("PRAGMA journal_mode = WAL")  # kept by the file: every writer uses it
+def create(url: str) -> None:
+    with connect(url) as conn:
         conn.execute(SCHEMA)
-    finally:
-        conn.close()
 
 
 def record(
@@ -66,11 +63,10 @@ def record(
 ) -> None:
     """Write one side effect; committed before the handler returns, so a process killed
     right afterwards still shows it."""
-    conn = connect()
-    try:
+    with connect() as conn:
         conn.execute(
             "INSERT INTO side_effects (instance_id, business_key, node, kind, idempotency_key,"
-            " attempt, outcome, pid, pgid, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " attempt, outcome, pid, pgid, at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             (
                 str(instance_id),
                 business_key or "",
@@ -84,8 +80,6 @@ def record(
                 time.time(),
             ),
         )
-    finally:
-        conn.close()
 
 
 def flaky(node: str, variables: dict[str, Any], attempt: int) -> bool:

@@ -133,7 +133,7 @@ def test_nothing_is_lost_or_done_twice_under_faults(chaos: ChaosRun) -> None:
             *(f"  {n}" for n in findings.notes),
             "faults (seconds after the first start):",
             faults.timeline(t0),
-            f"logs, ledger (and on failure database.sql): {chaos.logs}",
+            f"logs (and on failure database.sql): {chaos.logs}",
         ]
     )
     (chaos.logs / "report.txt").write_text(report + "\n")
