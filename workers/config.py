@@ -2,8 +2,10 @@
 
 JSON only; a message is acknowledged after its job ran (``task_acks_late``) and put back if the
 worker process died (``task_reject_on_worker_lost``); one message at a time per process
-(prefetch 1). None of this is needed for correctness -- the scans are -- but it keeps recovery
-fast and work evenly spread.
+(prefetch 1). For token and task jobs none of this is needed for correctness (the scans find
+their rows), only for fast recovery and evenly spread work. A start or a correlation exists only
+in its message: late acknowledgement is what brings one back after a worker died, and what lets
+a job that could not run put its message back (``MESSAGE_ONLY``).
 """
 
 from __future__ import annotations
@@ -43,9 +45,10 @@ ROUTES = {
 SCAN_JOBS = frozenset(name for name, queue in ROUTES.items() if queue == SCANS)
 
 #: Jobs whose request exists only in its message: no row records it, so no scan could ever
-#: redo one that was acknowledged without running. While the database is down they go back
-#: to their queue instead. Every other job's work is recorded in a token, task or timer row.
-MESSAGE_ONLY = frozenset({"bpm.start_instance", "bpm.correlate_message"})
+#: redo one that was acknowledged without running. They are the requests other services send,
+#: all on the starts queue, so a request job added there later is one of them too. While the
+#: database is down, or on any unexpected failure, they go back to their queue instead.
+MESSAGE_ONLY = frozenset(name for name, queue in ROUTES.items() if queue == STARTS)
 
 
 @dataclass(frozen=True)

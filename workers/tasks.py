@@ -23,13 +23,15 @@ from celery.exceptions import Reject
 from bpm.engine import retention, scans, timers
 from bpm.engine.engine import because
 from bpm.errors import BpmError
-from bpm.store import DatabaseUnavailable
+from bpm.store import DatabaseUnavailable, RetryableDatabaseError
 from bpm.store.outages import until_available
 from workers.config import MESSAGE_ONLY, SCAN_JOBS, Settings
 from workers.jobs import PoisonMessage, as_optional_str, as_uuid, as_version, bind
 from workers.runtime import engine_for, scan_config
 
 log = logging.getLogger("bpm.jobs")
+#: Seconds before a request that failed unexpectedly goes back to its queue.
+REQUEUE_PAUSE = 5.0
 
 
 class CorrelationRefused(Exception):
@@ -46,15 +48,17 @@ def _run(
     ids: dict[str, Any],
     fn: Callable[[], str],
     settings: Settings,
-    refusals: list[BpmError] | None = None,
+    refusals: list[Exception] | None = None,
 ) -> str:
-    """Run one job and log its line; a refusal is also put in ``refusals``, for a task that
-    reports it to a sender waiting on the result backend."""
+    """Run one job and log its line; a refusal (or a message that cannot be a job) is also
+    put in ``refusals``, for a task that reports it to a sender waiting on the result
+    backend. A request that exists only in its message is never acknowledged unless it was
+    carried out or refused: on any other failure it goes back to its queue."""
     started = time.perf_counter()
     try:
         with because(f"{name} {_fmt(ids)}".strip()):  # written into the history rows it makes
             outcome = until_available(fn, within=settings.outage_wait, what=f"job {name}")
-    except DatabaseUnavailable as exc:
+    except (DatabaseUnavailable, RetryableDatabaseError) as exc:
         if name in MESSAGE_ONLY:  # acknowledging it would lose the request: back it goes
             log.warning("job=%s outcome=requeued reason=%s %s", name, exc, _fmt(ids))
             raise Reject(str(exc), requeue=True) from None  # the warning says it all
@@ -67,13 +71,24 @@ def _run(
         )
     except PoisonMessage as exc:
         outcome = "dropped"
+        if refusals is not None:
+            refusals.append(exc)
         log.warning("job=%s outcome=dropped reason=%s args=%s", name, exc, ids)
     except BpmError as exc:
         outcome = "refused"
         if refusals is not None:
             refusals.append(exc)
         log.warning("job=%s outcome=refused reason=%s %s", name, exc, _fmt(ids))
-    except Exception:
+    except Exception as exc:
+        if name in MESSAGE_ONLY:
+            log.exception(
+                "job=%s outcome=requeued %s (an unexpected error: tried again in %.0f s)",
+                name,
+                _fmt(ids),
+                REQUEUE_PAUSE,
+            )
+            time.sleep(REQUEUE_PAUSE)  # a request that keeps failing must not spin a worker
+            raise Reject(str(exc), requeue=True) from None
         outcome = "failed"
         log.exception("job=%s outcome=failed %s (the scans will retry it)", name, _fmt(ids))
     ms = (time.perf_counter() - started) * 1000
@@ -112,7 +127,7 @@ def register(app: Celery, settings: Settings) -> None:
         name: str,
         ids: dict[str, Any],
         fn: Callable[[], str],
-        refusals: list[BpmError] | None = None,
+        refusals: list[Exception] | None = None,
     ) -> str:
         return _run(name, ids, fn, settings, refusals)
 
@@ -147,7 +162,7 @@ def register(app: Celery, settings: Settings) -> None:
     def start_instance(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """Start an instance; with BPM_RESULT_BACKEND set, a sender's ``result.get()`` gets
         the instance id, or sees a refused start (an unknown process key) as an error."""
-        refused: list[BpmError] = []
+        refused: list[Exception] = []
         made: dict[str, Any] = {}
 
         def go() -> str:
@@ -216,7 +231,7 @@ def register(app: Celery, settings: Settings) -> None:
     def correlate_message(*args: Any, **kwargs: Any) -> dict[str, Any]:
         """Deliver a message; with BPM_RESULT_BACKEND set, a sender's ``result.get()`` sees
         a correlation that matched nothing as an error."""
-        refused: list[BpmError] = []
+        refused: list[Exception] = []
 
         def go() -> str:
             a = bind(

@@ -608,10 +608,17 @@ class Engine:
         return listen(self.db, set(topics))
 
     def complete(
-        self, task_id: UUID | str, worker_id: str, variables: Mapping[str, Any] | None = None
+        self,
+        task_id: UUID | str,
+        worker_id: str,
+        variables: Mapping[str, Any] | None = None,
+        *,
+        attempt: int | None = None,
     ) -> None:
+        """Complete an external task; with ``attempt``, only the lock of that attempt (a
+        report sent again after a lost reply then never closes a later run)."""
         with because(f"api complete task={task_id}"):
-            external.complete(self, as_id(task_id, "task"), worker_id, variables)
+            external.complete(self, as_id(task_id, "task"), worker_id, variables, attempt)
 
     def fail(
         self,
@@ -621,6 +628,8 @@ class Engine:
         error_details: str | None = None,
         retries: int = 0,
         retry_timeout: timedelta = timedelta(0),
+        *,
+        attempt: int | None = None,
     ) -> None:
         with because(f"api fail task={task_id}"):
             external.fail(
@@ -631,6 +640,7 @@ class Engine:
                 error_details,
                 retries,
                 retry_timeout,
+                attempt,
             )
 
     def bpmn_error(
@@ -640,9 +650,13 @@ class Engine:
         code: str,
         message: str = "",
         variables: Mapping[str, Any] | None = None,
+        *,
+        attempt: int | None = None,
     ) -> None:
         with because(f"api bpmn_error task={task_id}"):
-            external.bpmn_error(self, as_id(task_id, "task"), worker_id, code, message, variables)
+            external.bpmn_error(
+                self, as_id(task_id, "task"), worker_id, code, message, variables, attempt
+            )
 
     def extend_lock(self, task_id: UUID | str, worker_id: str, new_duration: timedelta) -> None:
         with because(f"api extend_lock task={task_id}"):

@@ -245,7 +245,9 @@ def _describe(engine: Engine, tx: Tx, task: TaskRow, values: dict[str, Any]) -> 
     )
 
 
-def _held_with_token(tx: Tx, task_id: UUID, worker_id: str) -> tuple[TaskRow, TokenRow]:
+def _held_with_token(
+    tx: Tx, task_id: UUID, worker_id: str, attempt: int | None = None
+) -> tuple[TaskRow, TokenRow]:
     """``_held``, and the task's token read in the same query.
 
     The read runs as its own statement outside the transaction when it is the first one: a
@@ -255,23 +257,32 @@ def _held_with_token(tx: Tx, task_id: UUID, worker_id: str) -> tuple[TaskRow, To
     """
     with first_statement_commits(tx.conn):
         both = tasks.get_with_token(tx.conn, task_id)
-    task = _check_held(tx, both[0] if both else None, task_id, worker_id)
+    task = _check_held(tx, both[0] if both else None, task_id, worker_id, attempt)
     assert both is not None
     return task, both[1]
 
 
-def _held(tx: Tx, task_id: UUID, worker_id: str) -> TaskRow:
+def _held(tx: Tx, task_id: UUID, worker_id: str, attempt: int | None = None) -> TaskRow:
     """The task, if ``worker_id`` holds an unexpired lock on it; else the matching error."""
-    return _check_held(tx, tasks.get(tx.conn, task_id), task_id, worker_id)
+    return _check_held(tx, tasks.get(tx.conn, task_id), task_id, worker_id, attempt)
 
 
-def _check_held(tx: Tx, task: TaskRow | None, task_id: UUID, worker_id: str) -> TaskRow:
+def _check_held(
+    tx: Tx, task: TaskRow | None, task_id: UUID, worker_id: str, attempt: int | None = None
+) -> TaskRow:
+    """``attempt``, when given, must be the attempt the lock is for: a report sent again after
+    its first send landed unseen (a connection lost at COMMIT) must not close the next run."""
     if task is None or task.kind != TaskKind.EXTERNAL:
         raise TaskNotFound(f"no external task has id {task_id}")
     if task.state != TaskState.LOCKED:
         raise TaskNotLocked(f"task {task_id} ({task.node_id}) is {task.state}, not locked")
     if task.lock_owner != worker_id:
         raise WrongWorker(f"task {task_id} is locked by {task.lock_owner!r}, not {worker_id!r}")
+    if attempt is not None and task.attempts != attempt:
+        raise TaskNotLocked(
+            f"task {task_id} is locked for attempt {task.attempts}, not {attempt}: the report "
+            f"of attempt {attempt} was already taken"
+        )
     if task.lock_expire_at is not None and task.lock_expire_at <= tx.now:
         raise LockExpired(
             f"the lock of {worker_id!r} on task {task_id} expired at "
@@ -300,21 +311,25 @@ def _run(engine: Engine, worker_id: str, body: Any) -> None:
 
 
 def complete(
-    engine: Engine, task_id: UUID, worker_id: str, values: Mapping[str, Any] | None = None
+    engine: Engine,
+    task_id: UUID,
+    worker_id: str,
+    values: Mapping[str, Any] | None = None,
+    attempt: int | None = None,
 ) -> None:
     """Task DONE, variables written, token moved on; the next step is dispatched at once."""
     checked = check_variables(values, where=f"complete of task {task_id}")
     fetched = engine.held.take(task_id, worker_id)
 
     def body(tx: Tx) -> Any:
-        task, tok = _held_with_token(tx, task_id, worker_id)
+        task, tok = _held_with_token(tx, task_id, worker_id, attempt)
         return go_on(tx, task, tok)
 
     def go_on(tx: Tx, task: TaskRow, tok: TokenRow) -> Any:
         g = engine.graph(engine.info_for(tx, task.instance_id)[0], tx.conn)
         return engine.continue_in(tx, g, handler_runs.complete_task(tx, g, task, checked, tok))
 
-    if fetched is not None and _complete_as_fetched(engine, worker_id, fetched, go_on):
+    if fetched is not None and _complete_as_fetched(engine, worker_id, fetched, go_on, attempt):
         return
     _run(engine, worker_id, body)
 
@@ -324,6 +339,7 @@ def _complete_as_fetched(
     worker_id: str,
     fetched: tuple[TaskRow, TokenRow],
     go_on: Callable[[Tx, TaskRow, TokenRow], Any],
+    attempt: int | None,
 ) -> bool:
     """Complete with the task and token as this engine's fetch returned them: no read, so a
     complete that moves on to the next wait is one statement. False when they are out of
@@ -332,7 +348,7 @@ def _complete_as_fetched(
     task, tok = fetched
     try:
         with engine.transaction(worker_id) as tx:
-            nxt = go_on(tx, _check_held(tx, task, task.id, worker_id), tok)
+            nxt = go_on(tx, _check_held(tx, task, task.id, worker_id, attempt), tok)
     except (Stale, Conflict, TaskLockError):
         return False
     engine.carry_on(nxt)
@@ -347,6 +363,7 @@ def fail(
     error_details: str | None = None,
     retries: int = 0,
     retry_timeout: timedelta = timedelta(0),
+    attempt: int | None = None,
 ) -> None:
     """Report a failure; ``retries`` left (the worker decides, as in Camunda) offers it again
     after ``retry_timeout``, none fails the token with an incident."""
@@ -355,7 +372,7 @@ def fail(
         raise TaskLockError("retries and retry_timeout must not be negative")
 
     def body(tx: Tx) -> Any:
-        task = _held(tx, task_id, worker_id)
+        task = _held(tx, task_id, worker_id, attempt)
         state = "READY" if retries > 0 else "FAILED"
         retry_at = tx.now + retry_timeout if retries > 0 else None
         tx.finish_task(
@@ -408,6 +425,7 @@ def bpmn_error(
     code: str,
     message: str = "",
     values: Mapping[str, Any] | None = None,
+    attempt: int | None = None,
 ) -> None:
     """A business error: the error boundary for ``code`` (or catch-all) on the activity, else
     on the innermost subprocess around it, takes it; without one the token fails with an
@@ -418,7 +436,7 @@ def bpmn_error(
     checked = check_variables(values, where=f"bpmn_error of task {task_id}")
 
     def body(tx: Tx) -> Any:
-        task = _held(tx, task_id, worker_id)
+        task = _held(tx, task_id, worker_id, attempt)
         tx.write_variables(task.instance_id, checked)
         text = f"BPMN error {code}" + (f": {message}" if message else "")
         g = engine.graph(engine.info_for(tx, task.instance_id)[0], tx.conn)

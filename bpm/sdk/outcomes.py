@@ -76,11 +76,22 @@ def refusal(problem: str) -> Report:
 
 
 def send(engine: Engine, worker_id: str, task: LockedTask, report: Report) -> None:
-    """Report to the engine; raises what the engine raises (a lost lock, bad variables)."""
+    """Report to the engine; raises what the engine raises (a lost lock, bad variables).
+
+    Each report names the attempt it is about, so one sent again after its first send landed
+    unseen (a reply lost in a database outage) cannot close the task's next run.
+    """
     if report.kind is ReportKind.COMPLETE:
-        engine.complete(task.id, worker_id, report.variables)
+        engine.complete(task.id, worker_id, report.variables, attempt=task.attempt)
     elif report.kind is ReportKind.BPMN_ERROR:
-        engine.bpmn_error(task.id, worker_id, report.code, report.message, report.variables)
+        engine.bpmn_error(
+            task.id,
+            worker_id,
+            report.code,
+            report.message,
+            report.variables,
+            attempt=task.attempt,
+        )
     else:
         engine.fail(
             task.id,
@@ -89,4 +100,5 @@ def send(engine: Engine, worker_id: str, task: LockedTask, report: Report) -> No
             report.details,
             retries=report.retries,
             retry_timeout=report.retry_timeout,
+            attempt=task.attempt,
         )

@@ -217,7 +217,7 @@ class Worker:
             with self._lock:
                 self._running[task.id] = run
             run.future = pool.submit(self._execute, sub, task)
-            run.future.add_done_callback(self._forgetter(task.id))
+            run.future.add_done_callback(self._forgetter(run))
 
     def _give_back_unstarted(self) -> None:
         """Stopping: prefetched tasks whose handler has not started are unlocked now."""
@@ -228,12 +228,15 @@ class Worker:
             if run.future is not None and run.future.cancel():
                 self._unlock(run.task.id)
 
-    def _forgetter(self, task_id: UUID) -> Callable[[Future[None]], None]:
-        return lambda _future: self._forget(task_id)
+    def _forgetter(self, run: _Running) -> Callable[[Future[None]], None]:
+        return lambda _future: self._forget(run)
 
-    def _forget(self, task_id: UUID) -> None:
+    def _forget(self, run: _Running) -> None:
+        """Drop ``run``, and only it: the same task fetched again (its report landed while
+        this run still retried it) is another run under the same id."""
         with self._freed:
-            self._running.pop(task_id, None)
+            if self._running.get(run.task.id) is run:
+                del self._running[run.task.id]
             self._freed.notify()
 
     def _execute(self, sub: Subscription, task: LockedTask) -> None:
@@ -244,7 +247,8 @@ class Worker:
 
     def _report(self, task: LockedTask, report: Report) -> None:
         # The outcome exists only in this process: while the database is unreachable, keep
-        # trying for as long as the lock can last (the lock keeper goes on extending it).
+        # trying for as long as the lock can last. Each try names the attempt, so a try
+        # after one that landed unseen is refused rather than closing the next run.
         with self._lock:
             run = self._running.get(task.id)
         held = run.lock_duration.total_seconds() if run is not None else 0.0

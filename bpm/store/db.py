@@ -29,6 +29,15 @@ RETRYABLE_SQLSTATES = frozenset({"40P01", "40001", "55P03"})
 #: admin_shutdown, crash_shutdown, cannot_connect_now (a server stopping, or in recovery);
 #: every state of class 08 (connection exception) counts too.
 UNAVAILABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})
+#: What the server says at connect time to a URL that is wrong rather than a server that is
+#: away (libpq gives these no SQLSTATE): waiting would never help, so they are not outages.
+CONFIGURATION_ERRORS = (
+    "does not exist",
+    "authentication failed",
+    "no pg_hba.conf entry",
+    "password authentication",
+    "is not permitted to log in",
+)
 #: libpq settings that make a cut network fail a connection within seconds instead of the
 #: kernel's two hours, so a job waiting on a dead peer gives up and tries again.
 NETWORK_TIMEOUTS: dict[str, int] = {
@@ -148,8 +157,11 @@ def unavailable(exc: DBAPIError) -> bool:
     if exc.connection_invalidated:
         return True
     state = getattr(exc.orig, "sqlstate", None)
-    if state is None:  # refused or timed out before any server answered
-        return isinstance(exc, OperationalError)
+    if state is None:  # refused or timed out before any server answered, or turned away
+        text = str(exc.orig)
+        return isinstance(exc, OperationalError) and not any(
+            sign in text for sign in CONFIGURATION_ERRORS
+        )
     return str(state).startswith("08") or state in UNAVAILABLE_SQLSTATES
 
 

@@ -29,7 +29,7 @@ def pauses(first: float = FIRST_PAUSE, longest: float = LONGEST_PAUSE) -> Callab
     not all knock again in the same instant when it comes back."""
 
     def pause(attempt: int) -> float:
-        return random.uniform(first / 2, min(longest, first * 2**attempt))
+        return random.uniform(first / 2, min(longest, first * 2 ** min(attempt, 32)))
 
     return pause
 

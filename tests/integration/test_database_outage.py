@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import text
 
+from bpm.definitions import ProcessBuilder
+from bpm.engine.external import TopicRequest
+from bpm.errors import TaskNotLocked
 from bpm.store import Database, DatabaseUnavailable
 from bpm.store.outages import until_available
+from tests.helpers import db as rows
+from tests.helpers.runtime import Harness
 from tests.helpers.tcp_proxy import TcpProxy
 
 
@@ -77,3 +83,51 @@ def test_until_available_waits_for_the_database_and_gives_up_in_time() -> None:
 
     with pytest.raises(DatabaseUnavailable, match="still down"):
         until_available(down, within=0.05, what="test")
+
+
+def test_a_report_sent_again_after_it_landed_never_closes_the_next_attempt(
+    rt: Harness, pg_db: Database
+) -> None:
+    """A worker whose first ``fail`` committed but whose reply was lost sends it again; by then
+    the same worker may hold the task's next attempt. The report names its attempt."""
+    rt.deploy(
+        ProcessBuilder("again")
+        .start()
+        .service_task("t", topic="again")
+        .end()
+        .sequence("start", "t", "end")
+        .build()
+    )
+    iid = rt.start("again")
+    rt.drain()
+    lock = [TopicRequest("again", timedelta(minutes=5))]
+    [first] = rt.engine.fetch_and_lock("w", lock)
+    rt.engine.fail(first.id, "w", "boom", retries=2, attempt=first.attempt)
+    [second] = rt.engine.fetch_and_lock("w", lock)
+    assert (first.attempt, second.attempt) == (1, 2)
+    resends: list[Callable[[], None]] = [
+        lambda: rt.engine.fail(first.id, "w", "boom", retries=2, attempt=first.attempt),
+        lambda: rt.engine.complete(first.id, "w", {"late": True}, attempt=first.attempt),
+        lambda: rt.engine.bpmn_error(first.id, "w", "E", attempt=first.attempt),
+    ]
+    for resend in resends:
+        with pytest.raises(TaskNotLocked, match="attempt 2, not 1"):
+            resend()
+    rt.engine.complete(second.id, "w", {"done": True}, attempt=second.attempt)
+    rt.drain()
+    assert rows.state(pg_db, iid) == "COMPLETED"
+    assert rt.engine.show(iid)["variables"] == {"done": True}
+
+
+def test_a_wrong_database_name_is_not_an_outage(pg_url: str) -> None:
+    """Waiting would never help: the job must fail at once, naming the problem."""
+    from sqlalchemy.engine import make_url
+
+    wrong = make_url(pg_url).set(database="no_such_database_here")
+    db = Database(wrong.render_as_string(hide_password=False), pool_size=1)
+    try:
+        with pytest.raises(Exception, match="does not exist") as caught:
+            _one(db)
+        assert not isinstance(caught.value, DatabaseUnavailable)
+    finally:
+        db.dispose()
