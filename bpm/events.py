@@ -17,16 +17,18 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from bpm.states import EngineEvent
+
 log = logging.getLogger("bpm.events")
 
 #: The engine events of a saga; any engine event type may be listened to.
 SAGA_EVENTS = (
-    "TokenFailed",
-    "SagaStarted",
-    "CompensationTokenCreated",
-    "CompensationCompleted",
-    "CompensationFailed",
-    "SagaCompleted",
+    EngineEvent.TOKEN_FAILED,
+    EngineEvent.SAGA_STARTED,
+    EngineEvent.COMPENSATION_TOKEN_CREATED,
+    EngineEvent.COMPENSATION_COMPLETED,
+    EngineEvent.COMPENSATION_FAILED,
+    EngineEvent.SAGA_COMPLETED,
 )
 
 Event = dict[str, Any]

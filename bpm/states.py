@@ -96,6 +96,76 @@ class IncidentState(StrEnum):
     RESOLVED = "RESOLVED"
 
 
+# --- history event types: the ``type`` of each history table's rows ----------------------
+
+
+class TokenEvent(StrEnum):
+    CREATED = "CREATED"
+    MOVED = "MOVED"
+    WAITING = "WAITING"
+    FORKED = "FORKED"
+    ARRIVED_AT_JOIN = "ARRIVED_AT_JOIN"
+    JOINED = "JOINED"
+    ENTERED_SUBPROCESS = "ENTERED_SUBPROCESS"
+    TIMER_FIRED = "TIMER_FIRED"
+    ERROR_THROWN = "ERROR_THROWN"
+    ERROR_CAUGHT = "ERROR_CAUGHT"
+    COMPENSATION_THROWN = "COMPENSATION_THROWN"
+    COMPENSATED = "COMPENSATED"
+    SAGA_COMPLETED = "SAGA_COMPLETED"
+    RETRIED = "RETRIED"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+
+class TaskEvent(StrEnum):
+    CREATED = "CREATED"
+    LOCKED = "LOCKED"
+    LOCK_EXTENDED = "LOCK_EXTENDED"
+    LOCK_EXPIRED = "LOCK_EXPIRED"
+    UNLOCKED = "UNLOCKED"
+    CLAIMED = "CLAIMED"
+    UNCLAIMED = "UNCLAIMED"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    BPMN_ERROR = "BPMN_ERROR"
+    RETRIED = "RETRIED"
+    CANCELLED = "CANCELLED"
+
+
+class EngineEvent(StrEnum):
+    DEFINITION_DEPLOYED = "DefinitionDeployed"
+    INSTANCE_STARTED = "InstanceStarted"
+    INSTANCE_COMPLETED = "InstanceCompleted"
+    INSTANCE_FAILED = "InstanceFailed"
+    INSTANCE_RESUMED = "InstanceResumed"
+    INSTANCE_TERMINATED = "InstanceTerminated"
+    INSTANCE_CANCELLED = "InstanceCancelled"
+    VARIABLES_CHANGED = "VariablesChanged"
+    TIMER_SCHEDULED = "TimerScheduled"
+    TIMER_FIRED = "TimerFired"
+    TIMER_CANCELLED = "TimerCancelled"
+    INCIDENT_OPENED = "IncidentOpened"
+    INCIDENT_RESOLVED = "IncidentResolved"
+    TOKEN_FAILED = "TokenFailed"
+    JOIN_FIRED = "JoinFired"
+    SUBPROCESS_COMPLETED = "SubprocessCompleted"
+    SCOPE_TERMINATED = "ScopeTerminated"
+    MESSAGE_CORRELATED = "MessageCorrelated"
+    BPMN_ERROR_CAUGHT = "BpmnErrorCaught"
+    OPERATOR_RETRY = "OperatorRetry"
+    OPERATOR_RESOLVED = "OperatorResolved"
+    SAGA_STARTED = "SagaStarted"
+    SAGA_COMPLETED = "SagaCompleted"
+    COMPENSATION_RECORDED = "CompensationRecorded"
+    COMPENSATION_TOKEN_CREATED = "CompensationTokenCreated"
+    COMPENSATION_THROWN = "CompensationThrown"
+    COMPENSATION_DONE = "CompensationDone"
+    COMPENSATION_COMPLETED = "CompensationCompleted"
+    COMPENSATION_FAILED = "CompensationFailed"
+
+
 def values(enum: type[StrEnum]) -> tuple[str, ...]:
     """The stored strings of an enum, in definition order (for CHECK constraints)."""
     return tuple(member.value for member in enum)

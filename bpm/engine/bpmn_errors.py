@@ -15,7 +15,7 @@ from bpm.definitions.model import Node, ProcessGraph
 from bpm.engine.failures import cancel_inside, cancel_timers, inside_scope
 from bpm.engine.moves import move
 from bpm.engine.tx import NextToken, Tx
-from bpm.states import WaitKind
+from bpm.states import EngineEvent, TokenEvent, TokenState, WaitKind
 from bpm.store import tokens
 from bpm.store.rows import TokenRow
 
@@ -85,7 +85,7 @@ def host_of(everything: dict[UUID, TokenRow], tok: TokenRow, scope: str) -> Toke
 def _end_scope(tx: Tx, everything: dict[UUID, TokenRow], host: TokenRow, thrower: TokenRow) -> None:
     inside = inside_scope(everything.values(), host)
     if any(row.id == thrower.id for row in inside):
-        move(tx, thrower, state="COMPLETED", event="ERROR_THROWN")
+        move(tx, thrower, state=TokenState.COMPLETED, event=TokenEvent.ERROR_THROWN)
     cancel_inside(tx, host, inside, f"error thrown at {thrower.node_id!r}", spare=thrower.id)
 
 
@@ -96,8 +96,8 @@ def _take_boundary(
     moved = move(
         tx,
         tok,
-        state="ACTIVE",
-        event="ERROR_CAUGHT",
+        state=TokenState.ACTIVE,
+        event=TokenEvent.ERROR_CAUGHT,
         node_id=catcher.id,
         via_flow=None,
         data={"code": code, "thrown_at": thrown_at},
@@ -105,7 +105,7 @@ def _take_boundary(
     tx.history.engine(
         instance_id=tok.instance_id,
         at=tx.now,
-        type="BpmnErrorCaught",
+        type=EngineEvent.BPMN_ERROR_CAUGHT,
         node_id=catcher.id,
         token_id=tok.id,
         actor=tx.actor,

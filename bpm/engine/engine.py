@@ -337,7 +337,7 @@ class Engine:
         for _ in range(MAX_HOPS_PER_TX):
             if not isinstance(result, NextToken) or result.row is None:
                 return result
-            if result.row.state != "ACTIVE":
+            if result.row.state != TokenState.ACTIVE:
                 return result
             result = nodes.arrive(tx, g, result.row)
         return result

@@ -27,7 +27,7 @@ from bpm.errors import (
     TaskNotLocked,
     WrongWorker,
 )
-from bpm.states import TaskKind, TaskState, TokenState
+from bpm.states import TaskEvent, TaskKind, TaskState, TokenState
 from bpm.store import tasks, tokens, variables
 from bpm.store.db import first_statement_commits
 from bpm.store.notify import Listener, listen
@@ -193,10 +193,10 @@ def _lockedtasks(
                 task_id=task.id,
                 token_id=task.token_id,
                 at=tx.now,
-                type="LOCKED",
+                type=TaskEvent.LOCKED,
                 node_id=task.node_id,
-                from_state="READY",
-                to_state="LOCKED",
+                from_state=TaskState.READY,
+                to_state=TaskState.LOCKED,
                 actor=task.lock_owner,
                 data={"attempt": task.attempts},
             )
@@ -373,7 +373,7 @@ def fail(
 
     def body(tx: Tx) -> Any:
         task = _held(tx, task_id, worker_id, attempt)
-        state = "READY" if retries > 0 else "FAILED"
+        state = TaskState.READY if retries > 0 else TaskState.FAILED
         retry_at = tx.now + retry_timeout if retries > 0 else None
         tx.finish_task(
             task,
@@ -390,9 +390,9 @@ def fail(
             task_id=task.id,
             token_id=task.token_id,
             at=tx.now,
-            type="FAILED",
+            type=TaskEvent.FAILED,
             node_id=task.node_id,
-            from_state="LOCKED",
+            from_state=TaskState.LOCKED,
             to_state=state,
             actor=worker_id,
             data={
@@ -445,7 +445,7 @@ def bpmn_error(
             return engine.continue_in(tx, g, caught)
         tx.finish_task(
             task,
-            state="FAILED",
+            state=TaskState.FAILED,
             retries=0,
             error_message=text,
             miss="conflict",
@@ -456,10 +456,10 @@ def bpmn_error(
             task_id=task.id,
             token_id=task.token_id,
             at=tx.now,
-            type="BPMN_ERROR",
+            type=TaskEvent.BPMN_ERROR,
             node_id=task.node_id,
-            from_state="LOCKED",
-            to_state="FAILED",
+            from_state=TaskState.LOCKED,
+            to_state=TaskState.FAILED,
             actor=worker_id,
             data={"code": code, "message": message},
         )
@@ -485,7 +485,7 @@ def extend_lock(engine: Engine, task_id: UUID, worker_id: str, new_duration: tim
         expire = tx.now + new_duration
         tx.finish_task(
             task,
-            state="LOCKED",
+            state=TaskState.LOCKED,
             keep_lock=True,
             lock_expire_at=expire,
             miss="conflict",
@@ -496,10 +496,10 @@ def extend_lock(engine: Engine, task_id: UUID, worker_id: str, new_duration: tim
             task_id=task.id,
             token_id=task.token_id,
             at=tx.now,
-            type="LOCK_EXTENDED",
+            type=TaskEvent.LOCK_EXTENDED,
             node_id=task.node_id,
-            from_state="LOCKED",
-            to_state="LOCKED",
+            from_state=TaskState.LOCKED,
+            to_state=TaskState.LOCKED,
             actor=worker_id,
             data={"lock_expire_at": expire.isoformat()},
         )
@@ -523,7 +523,7 @@ def unlock(engine: Engine, task_id: UUID, worker_id: str | None = None) -> None:
             raise WrongWorker(f"task {task_id} is locked by {task.lock_owner!r}, not {worker_id!r}")
         tx.finish_task(
             task,
-            state="READY",
+            state=TaskState.READY,
             retries=task.retries + 1,
             attempts=task.attempts - 1,
             miss="conflict",
@@ -534,10 +534,10 @@ def unlock(engine: Engine, task_id: UUID, worker_id: str | None = None) -> None:
             task_id=task.id,
             token_id=task.token_id,
             at=tx.now,
-            type="UNLOCKED",
+            type=TaskEvent.UNLOCKED,
             node_id=task.node_id,
-            from_state="LOCKED",
-            to_state="READY",
+            from_state=TaskState.LOCKED,
+            to_state=TaskState.READY,
             actor=tx.actor,
             data={"owner": task.lock_owner},
         )

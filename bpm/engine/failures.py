@@ -7,17 +7,29 @@ from uuid import UUID
 
 from bpm.engine.moves import move
 from bpm.engine.tx import Conflict, Tx
-from bpm.states import InstanceState, TaskState, TokenMode
+from bpm.states import (
+    ENDED_INSTANCE,
+    LIVE_TOKEN,
+    EngineEvent,
+    InstanceState,
+    TaskEvent,
+    TaskState,
+    TimerState,
+    TokenEvent,
+    TokenMode,
+    TokenState,
+)
 from bpm.store import incidents, instances, tasks, timers, tokens
 from bpm.store.rows import TokenRow
 
-LIVE_INSTANCE = ("RUNNING", "FAILED")
+#: As a tuple: it is sent to the database as an array.
+LIVE_INSTANCE = (InstanceState.RUNNING, InstanceState.FAILED)
 _EVENT_OF_STATE = {
-    "RUNNING": "InstanceResumed",
-    "COMPLETED": "InstanceCompleted",
-    "FAILED": "InstanceFailed",
-    "TERMINATED": "InstanceTerminated",
-    "CANCELLED": "InstanceCancelled",
+    InstanceState.RUNNING: EngineEvent.INSTANCE_RESUMED,
+    InstanceState.COMPLETED: EngineEvent.INSTANCE_COMPLETED,
+    InstanceState.FAILED: EngineEvent.INSTANCE_FAILED,
+    InstanceState.TERMINATED: EngineEvent.INSTANCE_TERMINATED,
+    InstanceState.CANCELLED: EngineEvent.INSTANCE_CANCELLED,
 }
 
 
@@ -37,7 +49,9 @@ def fail_token(
     """
     from bpm.engine import sagas  # sagas builds on this module
 
-    failed = move(tx, tok, state="FAILED", event="FAILED", data={"error": message})
+    failed = move(
+        tx, tok, state=TokenState.FAILED, event=TokenEvent.FAILED, data={"error": message}
+    )
     cancel_timers(tx, tok, reason="the token failed")
     if tok.mode == TokenMode.COMPENSATION:
         sagas.compensation_failed(tx, tok, failed, message, details, task_id)
@@ -45,7 +59,7 @@ def fail_token(
     tx.history.engine(
         instance_id=tok.instance_id,
         at=tx.now,
-        type="TokenFailed",
+        type=EngineEvent.TOKEN_FAILED,
         node_id=tok.node_id,
         token_id=tok.id,
         actor=tx.actor,
@@ -69,21 +83,23 @@ def fail_token(
     tx.history.engine(
         instance_id=tok.instance_id,
         at=tx.now,
-        type="IncidentOpened",
+        type=EngineEvent.INCIDENT_OPENED,
         node_id=tok.node_id,
         token_id=tok.id,
         actor=tx.actor,
         data={"incident_id": str(incident.id), "kind": kind, "message": message},
     )
-    set_instance_state(tx, tok.instance_id, "FAILED", only_from=("RUNNING",))
+    set_instance_state(
+        tx, tok.instance_id, InstanceState.FAILED, only_from=(InstanceState.RUNNING,)
+    )
     return failed
 
 
 def set_instance_state(
     tx: Tx,
     instance_id: UUID,
-    state: str,
-    only_from: tuple[str, ...] = LIVE_INSTANCE,
+    state: InstanceState,
+    only_from: tuple[InstanceState, ...] = LIVE_INSTANCE,
     *,
     expected: bool = False,
 ) -> bool:
@@ -95,7 +111,7 @@ def set_instance_state(
     PostgreSQL the change then goes into the write batch, where a mismatch fails the whole
     transaction as a conflict, instead of costing a statement of its own.
     """
-    ended = tx.now if state in ("COMPLETED", "TERMINATED", "CANCELLED") else None
+    ended = tx.now if state in ENDED_INSTANCE else None
     if expected and tx.conn.dialect.name == "postgresql":
         if tx.batch.ends(instance_id):
             return False
@@ -132,7 +148,7 @@ def set_instance_state(
 
 def cancel_token(tx: Tx, tok: TokenRow, reason: str) -> None:
     """Cancel a live token with its open task and open incidents."""
-    move(tx, tok, state="CANCELLED", event="CANCELLED", data={"reason": reason})
+    move(tx, tok, state=TokenState.CANCELLED, event=TokenEvent.CANCELLED, data={"reason": reason})
     end_work(tx, tok, reason)
 
 
@@ -182,8 +198,8 @@ def cancel_inside(
     instance's last open incident, the instance runs again: its host goes on elsewhere."""
     failed = False
     for row in inside:
-        if row.id != spare and row.state in ("ACTIVE", "WAITING", "FAILED"):
-            failed = failed or row.state == "FAILED"
+        if row.id != spare and row.state in LIVE_TOKEN:
+            failed = failed or row.state == TokenState.FAILED
             cancel_token(tx, row, reason)
     if failed:
         resume_if_clear(tx, host.instance_id)
@@ -199,19 +215,21 @@ def resume_if_clear(tx: Tx, instance_id: UUID) -> None:
         and inst.state == InstanceState.FAILED
         and not incidents.of_instance(tx.conn, instance_id, only_open=True)
     ):
-        set_instance_state(tx, instance_id, "RUNNING", only_from=("FAILED",))
+        set_instance_state(
+            tx, instance_id, InstanceState.RUNNING, only_from=(InstanceState.FAILED,)
+        )
 
 
 def cancel_timers(tx: Tx, tok: TokenRow, reason: str) -> int:
     """Cancel the token's SCHEDULED timers (it left the node they belong to)."""
     count = 0
     for timer in timers.scheduled_of_token(tx.conn, tok.id):
-        if not timers.finish(tx.conn, timer, "CANCELLED"):
+        if not timers.finish(tx.conn, timer, TimerState.CANCELLED):
             raise Conflict(f"timer {timer.id} fired or was cancelled meanwhile")
         tx.history.engine(
             instance_id=timer.instance_id,
             at=tx.now,
-            type="TimerCancelled",
+            type=EngineEvent.TIMER_CANCELLED,
             node_id=timer.node_id,
             token_id=tok.id,
             actor=tx.actor,
@@ -227,7 +245,7 @@ def cancel_task(tx: Tx, task_id: UUID, reason: str) -> None:
         return
     tx.finish_task(
         task,
-        state="CANCELLED",
+        state=TaskState.CANCELLED,
         miss="conflict",
         message=f"task {task.id} changed while it was being cancelled",
     )
@@ -236,10 +254,10 @@ def cancel_task(tx: Tx, task_id: UUID, reason: str) -> None:
         task_id=task.id,
         token_id=task.token_id,
         at=tx.now,
-        type="CANCELLED",
+        type=TaskEvent.CANCELLED,
         node_id=task.node_id,
         from_state=task.state,
-        to_state="CANCELLED",
+        to_state=TaskState.CANCELLED,
         actor=tx.actor,
         data={"reason": reason},
     )
@@ -253,7 +271,7 @@ def resolve_incidents(tx: Tx, token_id: UUID, reason: str) -> int:
         tx.history.engine(
             instance_id=incident.instance_id,
             at=tx.now,
-            type="IncidentResolved",
+            type=EngineEvent.INCIDENT_RESOLVED,
             node_id=incident.node_id,
             token_id=token_id,
             actor=tx.actor,

@@ -22,7 +22,7 @@ from bpm.engine.nodes import leave
 from bpm.engine.tx import Next, Stale, Tx
 from bpm.errors import BadVariables, BpmnError
 from bpm.handlers import HandlerContext, HandlerRegistry
-from bpm.states import TaskKind, TokenMode, TokenState
+from bpm.states import TaskEvent, TaskKind, TaskState, TokenMode, TokenState
 from bpm.store import tasks, tokens
 from bpm.store.rows import TaskRow, TokenRow
 from bpm.variables import check_variables
@@ -53,10 +53,10 @@ def lock_task(tx: Tx, task_id: UUID, lock_for: timedelta) -> TaskRow | None:
         task_id=task.id,
         token_id=task.token_id,
         at=tx.now,
-        type="LOCKED",
+        type=TaskEvent.LOCKED,
         node_id=task.node_id,
-        from_state="READY",
-        to_state="LOCKED",
+        from_state=TaskState.READY,
+        to_state=TaskState.LOCKED,
         actor=tx.actor,
         data={"attempt": task.attempts},
     )
@@ -126,7 +126,7 @@ def complete_task(
     """
     tx.finish_task(
         task,
-        state="DONE",
+        state=TaskState.DONE,
         miss="stale",
         message=f"task {task.id} is no longer locked by {tx.actor} at version "
         f"{task.version}; its result is dropped",
@@ -136,10 +136,10 @@ def complete_task(
         task_id=task.id,
         token_id=task.token_id,
         at=tx.now,
-        type="COMPLETED",
+        type=TaskEvent.COMPLETED,
         node_id=task.node_id,
-        from_state="LOCKED",
-        to_state="DONE",
+        from_state=TaskState.LOCKED,
+        to_state=TaskState.DONE,
         actor=tx.actor,
         data={"variables": values} if values else None,
     )
@@ -170,7 +170,7 @@ def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
             policy = node.compensation.retry
     retry = outcome.retryable and task.retries > 0
     retry_at = tx.now + policy.delay(task.attempts) if retry else None
-    state = "READY" if retry else "FAILED"
+    state = TaskState.READY if retry else TaskState.FAILED
     tx.finish_task(
         task,
         state=state,
@@ -186,9 +186,9 @@ def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
         task_id=task.id,
         token_id=task.token_id,
         at=tx.now,
-        type="FAILED",
+        type=TaskEvent.FAILED,
         node_id=task.node_id,
-        from_state="LOCKED",
+        from_state=TaskState.LOCKED,
         to_state=state,
         actor=tx.actor,
         data={
@@ -228,7 +228,7 @@ def catch_bpmn_error(tx: Tx, g: ProcessGraph, task: TaskRow, code: str, message:
         return None  # undoing an activity: its boundaries belong to the forward run
     tx.finish_task(
         task,
-        state="DONE",
+        state=TaskState.DONE,
         error_message=message,
         miss="stale",
         message=f"task {task.id} changed before its BPMN error was recorded",
@@ -238,10 +238,10 @@ def catch_bpmn_error(tx: Tx, g: ProcessGraph, task: TaskRow, code: str, message:
         task_id=task.id,
         token_id=task.token_id,
         at=tx.now,
-        type="BPMN_ERROR",
+        type=TaskEvent.BPMN_ERROR,
         node_id=task.node_id,
-        from_state="LOCKED",
-        to_state="DONE",
+        from_state=TaskState.LOCKED,
+        to_state=TaskState.DONE,
         actor=tx.actor,
         data={"code": code, "message": message},
     )
@@ -253,7 +253,7 @@ def expire_lock(tx: Tx, g: ProcessGraph, task: TaskRow) -> Next:
     if task.retries > 0:
         tx.finish_task(
             task,
-            state="READY",
+            state=TaskState.READY,
             retry_at=tx.now,
             error_message="the handler's lock expired before it reported back",
             miss="stale",
@@ -264,10 +264,10 @@ def expire_lock(tx: Tx, g: ProcessGraph, task: TaskRow) -> Next:
             task_id=task.id,
             token_id=task.token_id,
             at=tx.now,
-            type="LOCK_EXPIRED",
+            type=TaskEvent.LOCK_EXPIRED,
             node_id=task.node_id,
-            from_state="LOCKED",
-            to_state="READY",
+            from_state=TaskState.LOCKED,
+            to_state=TaskState.READY,
             actor=tx.actor,
             data={"owner": task.lock_owner, "attempt": task.attempts},
         )

@@ -11,14 +11,14 @@ from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.engine.moves import create, move, new_token
 from bpm.engine.nodes import end_token, leave
 from bpm.engine.tx import Next, NextToken, Stale, Tx
-from bpm.states import TokenState, WaitKind
+from bpm.states import EngineEvent, TokenEvent, TokenState, WaitKind
 from bpm.store import tokens
 from bpm.store.rows import TokenRow
 
 
 def decide(tx: Tx, g: ProcessGraph, parent: TokenRow) -> Next:
     locked = tokens.get(tx.conn, parent.id, for_update=True)
-    if locked is None or locked.version != parent.version or locked.state != "WAITING":
+    if locked is None or locked.version != parent.version or locked.state != TokenState.WAITING:
         raise Stale(f"token {parent.id} moved on before its decision")
     children = tokens.live_children(tx.conn, locked.id)
     for join_id, arrived in _arrivals(children).items():
@@ -37,7 +37,7 @@ def decide(tx: Tx, g: ProcessGraph, parent: TokenRow) -> Next:
         tx.history.engine(
             instance_id=locked.instance_id,
             at=tx.now,
-            type="SubprocessCompleted",
+            type=EngineEvent.SUBPROCESS_COMPLETED,
             node_id=node.id,
             token_id=locked.id,
             actor=tx.actor,
@@ -74,14 +74,14 @@ def _fire_join(
     children: list[TokenRow],
 ) -> Next:
     for child in picked:
-        move(tx, child, state="COMPLETED", event="JOINED", data={"join": node.id})
+        move(tx, child, state=TokenState.COMPLETED, event=TokenEvent.JOINED, data={"join": node.id})
     consumed = {c.id for c in picked}
     others = [c for c in children if c.id not in consumed]
     flows = g.outgoing(node.id)
     tx.history.engine(
         instance_id=parent.instance_id,
         at=tx.now,
-        type="JoinFired",
+        type=EngineEvent.JOIN_FIRED,
         node_id=node.id,
         token_id=parent.id,
         actor=tx.actor,
@@ -97,8 +97,8 @@ def _fire_join(
             moved = move(
                 tx,
                 parent,
-                state="ACTIVE",
-                event="MOVED",
+                state=TokenState.ACTIVE,
+                event=TokenEvent.MOVED,
                 node_id=flows[0].target,
                 via_flow=flows[0].id,
                 data={"from": node.id, "flow": flows[0].id},
@@ -107,8 +107,8 @@ def _fire_join(
         parent = move(
             tx,
             parent,
-            state="WAITING",
-            event="FORKED",
+            state=TokenState.WAITING,
+            event=TokenEvent.FORKED,
             node_id=node.id,
             via_flow=None,
             wait_kind=WaitKind.CHILDREN,

@@ -21,7 +21,17 @@ from bpm.engine.failures import (
 from bpm.engine.moves import create, move, new_token
 from bpm.engine.tx import Conflict, Tx
 from bpm.errors import InvalidOperation, NotFound, UnknownProcess
-from bpm.states import InstanceState, TaskKind, TaskState, TokenMode, TokenState, WaitKind
+from bpm.states import (
+    EngineEvent,
+    InstanceState,
+    TaskEvent,
+    TaskKind,
+    TaskState,
+    TokenEvent,
+    TokenMode,
+    TokenState,
+    WaitKind,
+)
 from bpm.store import definitions, incidents, instances, tasks, tokens
 from bpm.store.definitions import VersionTaken
 from bpm.store.rows import DefinitionRow, InstanceRow, TokenRow
@@ -116,7 +126,7 @@ def _deploy_txn(
     tx.history.engine(
         instance_id=None,
         at=tx.now,
-        type="DefinitionDeployed",
+        type=EngineEvent.DEFINITION_DEPLOYED,
         actor=tx.actor,
         data={"id": str(row.id), "key": key, "version": row.version},
     )
@@ -173,7 +183,7 @@ def start(
             if existing is not None:
                 return Started(existing.id, key, existing.business_key, existing.state, False)
         inst = InstanceRow(
-            uuid4(), row.id, key, business_key, ikey, "RUNNING", 0, tx.now, tx.now, None
+            uuid4(), row.id, key, business_key, ikey, InstanceState.RUNNING, 0, tx.now, tx.now, None
         )
         if not _insert_instance(tx, inst):
             existing = instances.by_idempotency_key(tx.conn, key, ikey or "")
@@ -192,8 +202,8 @@ def start(
         tx.history.engine(
             instance_id=inst.id,
             at=tx.now,
-            type="InstanceStarted",
-            to_state="RUNNING",
+            type=EngineEvent.INSTANCE_STARTED,
+            to_state=InstanceState.RUNNING,
             actor=tx.actor,
             data={
                 "key": key,
@@ -209,7 +219,7 @@ def start(
     engine.remember(inst.id, row.id, key, business_key)
     if run_now:
         engine.advance(root.id, 0)
-    return Started(inst.id, key, business_key, "RUNNING", True)
+    return Started(inst.id, key, business_key, InstanceState.RUNNING, True)
 
 
 def _definition(tx: Tx, key: str, version: int | None) -> DefinitionRow:
@@ -251,7 +261,7 @@ def cancel(engine: Engine, instance_id: UUID, reason: str = "cancelled by an ope
             for tok in tokens.of_instance(tx.conn, instance_id):
                 if tok.state in (TokenState.ACTIVE, TokenState.WAITING, TokenState.FAILED):
                     cancel_token(tx, tok, reason)
-            if not set_instance_state(tx, instance_id, "CANCELLED"):
+            if not set_instance_state(tx, instance_id, InstanceState.CANCELLED):
                 raise Conflict(f"instance {instance_id} ended while it was being cancelled")
 
     engine.retrying(run)
@@ -294,7 +304,7 @@ def _retry_txn(engine: Engine, tx: Tx, tok: TokenRow, retries: int | None) -> No
         attempts = retries or policy.max_attempts
         tx.finish_task(
             task,
-            state="READY",
+            state=TaskState.READY,
             retries=attempts,
             miss="conflict",
             message=f"task {task.id} changed during retry",
@@ -304,20 +314,20 @@ def _retry_txn(engine: Engine, tx: Tx, tok: TokenRow, retries: int | None) -> No
             task_id=task.id,
             token_id=tok.id,
             at=tx.now,
-            type="RETRIED",
+            type=TaskEvent.RETRIED,
             node_id=task.node_id,
-            from_state="FAILED",
-            to_state="READY",
+            from_state=TaskState.FAILED,
+            to_state=TaskState.READY,
             actor=tx.actor,
             data={"retries": attempts},
         )
-        move(tx, tok, state="WAITING", event="RETRIED", wait_kind=WaitKind.TASK)
+        move(tx, tok, state=TokenState.WAITING, event=TokenEvent.RETRIED, wait_kind=WaitKind.TASK)
         if task.kind == TaskKind.HANDLER:
             tx.run_handler_later(task.id)
         else:
             tx.notify_topics.add(str(task.topic))
     elif node.type.value == "exclusiveGateway":
-        moved = move(tx, tok, state="ACTIVE", event="RETRIED")
+        moved = move(tx, tok, state=TokenState.ACTIVE, event=TokenEvent.RETRIED)
         tx.advance_later(moved.id, moved.version)
     else:
         raise InvalidOperation(
@@ -328,7 +338,7 @@ def _retry_txn(engine: Engine, tx: Tx, tok: TokenRow, retries: int | None) -> No
     tx.history.engine(
         instance_id=tok.instance_id,
         at=tx.now,
-        type="OperatorRetry",
+        type=EngineEvent.OPERATOR_RETRY,
         node_id=tok.node_id,
         token_id=tok.id,
         actor=tx.actor,
@@ -355,7 +365,7 @@ def resolve(engine: Engine, incident_or_token: UUID, note: str | None = None) ->
             tx.history.engine(
                 instance_id=tok.instance_id,
                 at=tx.now,
-                type="OperatorResolved",
+                type=EngineEvent.OPERATOR_RESOLVED,
                 node_id=tok.node_id,
                 token_id=tok.id,
                 actor=tx.actor,

@@ -14,7 +14,7 @@ from uuid import UUID
 from bpm.engine.nodes import leave
 from bpm.engine.tx import Next, Tx
 from bpm.errors import AmbiguousCorrelation, InvalidOperation, NoMatchingWait
-from bpm.states import InstanceState, TokenState, WaitKind
+from bpm.states import EngineEvent, InstanceState, TokenState, WaitKind
 from bpm.store import instances, tokens
 from bpm.store.rows import TokenRow
 from bpm.variables import check_variables
@@ -61,7 +61,7 @@ def correlate(
                 tx.history.engine(
                     instance_id=tok.instance_id,
                     at=tx.now,
-                    type="MessageCorrelated",
+                    type=EngineEvent.MESSAGE_CORRELATED,
                     node_id=tok.node_id,
                     token_id=tok.id,
                     actor=tx.actor,

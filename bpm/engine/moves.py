@@ -7,7 +7,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from bpm.engine.tx import Tx
-from bpm.states import TokenMode
+from bpm.states import TokenEvent, TokenMode, TokenState
 from bpm.store import tokens
 from bpm.store.rows import TokenRow
 
@@ -64,8 +64,8 @@ def new_token(
     scope_id: str | None,
     concurrent: bool,
     via_flow: str | None,
-    state: str = "ACTIVE",
-    mode: str = "FORWARD",
+    state: str = TokenState.ACTIVE,
+    mode: str = TokenMode.FORWARD,
     wait_kind: str | None = None,
     record_id: UUID | None = None,
 ) -> TokenRow:
@@ -96,7 +96,7 @@ def create(tx: Tx, rows: list[TokenRow], links: list[tuple[UUID, UUID, str]]) ->
             instance_id=row.instance_id,
             token_id=row.id,
             at=tx.now,
-            type="CREATED",
+            type=TokenEvent.CREATED,
             node_id=row.node_id,
             from_state=None,
             to_state=row.state,

@@ -25,7 +25,17 @@ from bpm.engine.moves import create, move, new_token
 from bpm.engine.tx import Conflict, Next, NextToken, RunTask, Tx
 from bpm.errors import ExpressionEvalError, MissingVariable
 from bpm.expressions import evaluate_condition
-from bpm.states import TokenMode, TokenState, WaitKind
+from bpm.states import (
+    EngineEvent,
+    InstanceState,
+    TaskEvent,
+    TaskKind,
+    TaskState,
+    TokenEvent,
+    TokenMode,
+    TokenState,
+    WaitKind,
+)
 from bpm.store import tokens
 from bpm.store.rows import TaskRow, TokenRow
 
@@ -119,7 +129,7 @@ def take(tx: Tx, tok: TokenRow, flow: Flow, event: str = "MOVED") -> NextToken:
     moved = move(
         tx,
         tok,
-        state="ACTIVE",
+        state=TokenState.ACTIVE,
         event=event,
         node_id=flow.target,
         via_flow=flow.id,
@@ -135,14 +145,20 @@ def fork_or_leave(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     if tok.concurrent:
         # A branch that forks again ends and hands over to new siblings under the same scope
         # token, so every join counts the tokens of one scope (Camunda 7's execution tree).
-        move(tx, tok, state="COMPLETED", event="FORKED", data={"into": [f.id for f in flows]})
+        move(
+            tx,
+            tok,
+            state=TokenState.COMPLETED,
+            event=TokenEvent.FORKED,
+            data={"into": [f.id for f in flows]},
+        )
         parent = tok.parent_token_id
     else:
         move(
             tx,
             tok,
-            state="WAITING",
-            event="FORKED",
+            state=TokenState.WAITING,
+            event=TokenEvent.FORKED,
             wait_kind=WaitKind.CHILDREN,
             data={"into": [f.id for f in flows]},
         )
@@ -205,8 +221,8 @@ def _park_at_join(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     move(
         tx,
         tok,
-        state="WAITING",
-        event="ARRIVED_AT_JOIN",
+        state=TokenState.WAITING,
+        event=TokenEvent.ARRIVED_AT_JOIN,
         wait_kind=WaitKind.JOIN,
         data={"via": tok.via_flow},
     )
@@ -232,8 +248,8 @@ def _join_as_scope(tx: Tx, tok: TokenRow) -> Next:
     scope = move(
         tx,
         tok,
-        state="WAITING",
-        event="WAITING",
+        state=TokenState.WAITING,
+        event=TokenEvent.WAITING,
         wait_kind=WaitKind.CHILDREN,
         data={"join": tok.node_id, "as": "scope"},
     )
@@ -250,8 +266,8 @@ def _join_as_scope(tx: Tx, tok: TokenRow) -> Next:
     move(
         tx,
         stand_in,
-        state="WAITING",
-        event="ARRIVED_AT_JOIN",
+        state=TokenState.WAITING,
+        event=TokenEvent.ARRIVED_AT_JOIN,
         wait_kind=WaitKind.JOIN,
         data={"via": stand_in.via_flow},
     )
@@ -260,7 +276,7 @@ def _join_as_scope(tx: Tx, tok: TokenRow) -> Next:
 
 def _create_external_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
     """READY for a worker's fetch-and-lock; waiting workers are woken when it commits."""
-    move(tx, tok, state="WAITING", event="WAITING", wait_kind=WaitKind.TASK)
+    move(tx, tok, state=TokenState.WAITING, event=TokenEvent.WAITING, wait_kind=WaitKind.TASK)
     task = TaskRow(
         uuid4(),
         tok.id,
@@ -268,8 +284,8 @@ def _create_external_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
         node.id,
         node.topic,
         None,
-        "EXTERNAL",
-        "READY",
+        TaskKind.EXTERNAL,
+        TaskState.READY,
         node.retry.max_attempts,
         0,
         None,
@@ -288,10 +304,10 @@ def _create_external_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
         task_id=task.id,
         token_id=tok.id,
         at=tx.now,
-        type="CREATED",
+        type=TaskEvent.CREATED,
         node_id=node.id,
         from_state=None,
-        to_state="READY",
+        to_state=TaskState.READY,
         actor=tx.actor,
         data={"topic": node.topic, "max_attempts": node.retry.max_attempts},
     )
@@ -300,7 +316,9 @@ def _create_external_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
 
 
 def _create_handler_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
-    waiting = move(tx, tok, state="WAITING", event="WAITING", wait_kind=WaitKind.TASK)
+    waiting = move(
+        tx, tok, state=TokenState.WAITING, event=TokenEvent.WAITING, wait_kind=WaitKind.TASK
+    )
     task = TaskRow(
         uuid4(),
         tok.id,
@@ -308,8 +326,8 @@ def _create_handler_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
         node.id,
         None,
         node.handler,
-        "HANDLER",
-        "READY",
+        TaskKind.HANDLER,
+        TaskState.READY,
         node.retry.max_attempts,
         0,
         None,
@@ -327,10 +345,10 @@ def _create_handler_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
         task_id=task.id,
         token_id=tok.id,
         at=tx.now,
-        type="CREATED",
+        type=TaskEvent.CREATED,
         node_id=node.id,
         from_state=None,
-        to_state="READY",
+        to_state=TaskState.READY,
         actor=tx.actor,
         data={"handler": node.handler, "max_attempts": node.retry.max_attempts},
     )
@@ -340,7 +358,7 @@ def _create_handler_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
     # This process runs the handler right after commit: lock it in this same transaction.
     locked = replace(
         task,
-        state="LOCKED",
+        state=TaskState.LOCKED,
         lock_owner=tx.actor,
         attempts=1,
         retries=task.retries - 1,
@@ -353,10 +371,10 @@ def _create_handler_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
         task_id=task.id,
         token_id=tok.id,
         at=tx.now,
-        type="LOCKED",
+        type=TaskEvent.LOCKED,
         node_id=node.id,
-        from_state="READY",
-        to_state="LOCKED",
+        from_state=TaskState.READY,
+        to_state=TaskState.LOCKED,
         actor=tx.actor,
         data={"attempt": 1},
     )
@@ -364,7 +382,13 @@ def _create_handler_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
 
 
 def _enter_subprocess(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
-    move(tx, tok, state="WAITING", event="ENTERED_SUBPROCESS", wait_kind=WaitKind.CHILDREN)
+    move(
+        tx,
+        tok,
+        state=TokenState.WAITING,
+        event=TokenEvent.ENTERED_SUBPROCESS,
+        wait_kind=WaitKind.CHILDREN,
+    )
     start = g.start_of(node.id)
     child = new_token(
         tx,
@@ -407,15 +431,15 @@ def end_token(tx: Tx, tok: TokenRow, g: ProcessGraph | None = None) -> Next:
         move(
             tx,
             tok,
-            state="WAITING",
-            event="WAITING",
+            state=TokenState.WAITING,
+            event=TokenEvent.WAITING,
             wait_kind=WaitKind.CHILDREN,
             data={"until": "spawned tokens end"},
         )
         return None
-    move(tx, tok, state="COMPLETED", event="COMPLETED")
+    move(tx, tok, state=TokenState.COMPLETED, event=TokenEvent.COMPLETED)
     if tok.parent_token_id is None:
-        set_instance_state(tx, tok.instance_id, "COMPLETED", expected=True)
+        set_instance_state(tx, tok.instance_id, InstanceState.COMPLETED, expected=True)
         return None
     parent = tokens.get(tx.conn, tok.parent_token_id)
     if (
@@ -455,14 +479,14 @@ def _terminate(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     tx.history.engine(
         instance_id=tok.instance_id,
         at=tx.now,
-        type="ScopeTerminated",
+        type=EngineEvent.SCOPE_TERMINATED,
         node_id=tok.node_id,
         token_id=tok.id,
         actor=tx.actor,
     )
     if root.id == tok.id:
         return end_token(tx, tok, g)
-    move(tx, tok, state="COMPLETED", event="COMPLETED")
+    move(tx, tok, state=TokenState.COMPLETED, event=TokenEvent.COMPLETED)
     if at_work:  # the scope's own path ends where it was working: the scope is over
         return end_token(tx, root, g)
     return NextToken(root.id, root.version)  # a fork's scope token, now without children

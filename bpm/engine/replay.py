@@ -16,21 +16,30 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from bpm.errors import NotFound
-from bpm.states import InstanceState
+from bpm.states import (
+    EngineEvent,
+    IncidentState,
+    InstanceState,
+    TaskEvent,
+    TimerState,
+    TokenEvent,
+    TokenMode,
+)
 from bpm.store import history, incidents, instances, tasks, timers, tokens, variables
 from bpm.store.rows import EventRow
 
 if TYPE_CHECKING:
     from bpm.engine.engine import Engine
 
-#: The engine event that puts an instance in each state.
-INSTANCE_STATES = {
-    "InstanceStarted": InstanceState.RUNNING,
-    "InstanceCompleted": InstanceState.COMPLETED,
-    "InstanceFailed": InstanceState.FAILED,
-    "InstanceResumed": InstanceState.RUNNING,
-    "InstanceTerminated": InstanceState.TERMINATED,
-    "InstanceCancelled": InstanceState.CANCELLED,
+#: The engine event that puts an instance in each state (keyed by the stored string: rows
+#: read back carry plain strings, which equal and hash like the enum members).
+INSTANCE_STATES: dict[str, InstanceState] = {
+    EngineEvent.INSTANCE_STARTED: InstanceState.RUNNING,
+    EngineEvent.INSTANCE_COMPLETED: InstanceState.COMPLETED,
+    EngineEvent.INSTANCE_FAILED: InstanceState.FAILED,
+    EngineEvent.INSTANCE_RESUMED: InstanceState.RUNNING,
+    EngineEvent.INSTANCE_TERMINATED: InstanceState.TERMINATED,
+    EngineEvent.INSTANCE_CANCELLED: InstanceState.CANCELLED,
 }
 
 
@@ -75,26 +84,32 @@ def rebuild(
 
 def _token(state: State, e: EventRow) -> None:
     key = str(e.token_id)
-    if e.type == "CREATED":
+    if e.type == TokenEvent.CREATED:
         data = e.data or {}
         state.tokens[key] = {
             "node_id": e.node_id,
             "state": e.to_state,
-            "mode": data.get("mode", "FORWARD"),
+            "mode": data.get("mode", TokenMode.FORWARD),
             "parent_token_id": data.get("parent"),
             "version": 0,
         }
         return
     tok = state.tokens.setdefault(
         key,
-        {"node_id": None, "state": None, "mode": "FORWARD", "parent_token_id": None, "version": -1},
+        {
+            "node_id": None,
+            "state": None,
+            "mode": TokenMode.FORWARD,
+            "parent_token_id": None,
+            "version": -1,
+        },
     )
     tok.update(node_id=e.node_id, state=e.to_state, version=tok["version"] + 1)
 
 
 def _task(state: State, e: EventRow) -> None:
     key = str(e.task_id)
-    if e.type == "CREATED":
+    if e.type == TaskEvent.CREATED:
         state.tasks[key] = {
             "node_id": e.node_id,
             "token_id": str(e.token_id),
@@ -113,29 +128,31 @@ def _engine(state: State, e: EventRow) -> None:
     if e.type in INSTANCE_STATES:
         version = state.instance.get("version", -1) + 1 if state.instance else 0
         state.instance = {"state": INSTANCE_STATES[e.type], "version": version}
-    elif e.type == "VariablesChanged":
+    elif e.type == EngineEvent.VARIABLES_CHANGED:
         state.variables.update(data.get("values") or {})
-    elif e.type == "TimerScheduled":
+    elif e.type == EngineEvent.TIMER_SCHEDULED:
         state.timers[data["timer_id"]] = {
             "node_id": e.node_id,
             "token_id": str(e.token_id),
             "fire_at": data["fire_at"],
-            "state": "SCHEDULED",
+            "state": TimerState.SCHEDULED,
         }
-    elif e.type in ("TimerFired", "TimerCancelled"):
+    elif e.type in (EngineEvent.TIMER_FIRED, EngineEvent.TIMER_CANCELLED):
         timer = state.timers.get(data.get("timer_id", ""))
         if timer is not None:
-            timer["state"] = "FIRED" if e.type == "TimerFired" else "CANCELLED"
-    elif e.type == "IncidentOpened":
+            timer["state"] = (
+                TimerState.FIRED if e.type == EngineEvent.TIMER_FIRED else TimerState.CANCELLED
+            )
+    elif e.type == EngineEvent.INCIDENT_OPENED:
         state.incidents[data["incident_id"]] = {
             "node_id": e.node_id,
             "token_id": str(e.token_id),
-            "state": "OPEN",
+            "state": IncidentState.OPEN,
         }
-    elif e.type == "IncidentResolved":
+    elif e.type == EngineEvent.INCIDENT_RESOLVED:
         incident = state.incidents.get(data.get("incident_id", ""))
         if incident is not None:
-            incident["state"] = "RESOLVED"
+            incident["state"] = IncidentState.RESOLVED
 
 
 def current(engine: Engine, instance_id: UUID) -> State:

@@ -28,15 +28,24 @@ from bpm.engine.failures import (
 )
 from bpm.engine.moves import create, move, new_token
 from bpm.engine.tx import Conflict, Next, NextToken, Stale, Tx
-from bpm.states import TokenMode, TokenState
+from bpm.states import (
+    LIVE_TOKEN,
+    EngineEvent,
+    InstanceState,
+    LinkType,
+    RecordState,
+    TokenEvent,
+    TokenMode,
+    TokenState,
+    WaitKind,
+)
 from bpm.store import compensation, incidents, tokens
 from bpm.store.rows import RecordRow, TokenRow
 
-COMPENSATING = "COMPENSATING"
+COMPENSATING = WaitKind.COMPENSATING
 #: The error code a local saga throws at its subprocess when it is done: an error boundary on
 #: the subprocess catching it (or "*") takes the token; otherwise the failure goes outward.
 SAGA_CODE = "SAGA_COMPENSATED"
-LIVE = ("ACTIVE", "WAITING", "FAILED")
 
 
 # --- records -----------------------------------------------------------------------------
@@ -71,7 +80,7 @@ def record_success(tx: Tx, tok: TokenRow, node: Node) -> None:
     tx.history.engine(
         instance_id=tok.instance_id,
         at=tx.now,
-        type="CompensationRecorded",
+        type=EngineEvent.COMPENSATION_RECORDED,
         node_id=node.id,
         token_id=tok.id,
         actor=tx.actor,
@@ -95,14 +104,14 @@ def start_if_declared(tx: Tx, g: ProcessGraph, failed: TokenRow, reason: str) ->
     tx.history.engine(
         instance_id=failed.instance_id,
         at=tx.now,
-        type="SagaStarted",
+        type=EngineEvent.SAGA_STARTED,
         node_id=failed.node_id,
         token_id=failed.id,
         actor=tx.actor,
         data={"scope": "global" if host is None else scope, "reason": reason},
     )
     for row in _below(everything, host):
-        if row.id != failed.id and row.mode == TokenMode.FORWARD and row.state in LIVE:
+        if row.id != failed.id and row.mode == TokenMode.FORWARD and row.state in LIVE_TOKEN:
             cancel_token(tx, row, reason=f"saga after {failed.node_id!r} failed")
     anchor = new_token(
         tx,
@@ -112,11 +121,11 @@ def start_if_declared(tx: Tx, g: ProcessGraph, failed: TokenRow, reason: str) ->
         scope_id=scope if host else None,
         concurrent=host is not None,
         via_flow=None,
-        state="WAITING",
-        mode="COMPENSATION",
+        state=TokenState.WAITING,
+        mode=TokenMode.COMPENSATION,
         wait_kind=COMPENSATING,
     )
-    create(tx, [anchor], [(host.id, anchor.id, "COMPENSATION")] if host else [])
+    create(tx, [anchor], [(host.id, anchor.id, LinkType.COMPENSATION)] if host else [])
     nxt = _next(tx, g, anchor)
     if isinstance(nxt, NextToken):  # nothing to undo: the saga is over, its host goes on
         tx.advance_later(nxt.token_id, nxt.version)
@@ -149,15 +158,15 @@ def throw(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     anchor = move(
         tx,
         tok,
-        state="WAITING",
-        event="COMPENSATION_THROWN",
+        state=TokenState.WAITING,
+        event=TokenEvent.COMPENSATION_THROWN,
         wait_kind=COMPENSATING,
         data={"activity": node.activity},
     )
     tx.history.engine(
         instance_id=tok.instance_id,
         at=tx.now,
-        type="CompensationThrown",
+        type=EngineEvent.COMPENSATION_THROWN,
         node_id=node.id,
         token_id=tok.id,
         actor=tx.actor,
@@ -172,7 +181,7 @@ def throw(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
 def decide(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
     """Nudged when a compensation ended: start the next one, or finish."""
     locked = tokens.get(tx.conn, anchor.id, for_update=True)
-    if locked is None or locked.version != anchor.version or locked.state != "WAITING":
+    if locked is None or locked.version != anchor.version or locked.state != TokenState.WAITING:
         raise Stale(f"token {anchor.id} moved on before its compensation decision")
     if any(
         c.state in (TokenState.ACTIVE, TokenState.WAITING)
@@ -195,14 +204,14 @@ def _next(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
         scope_id=g.node(rec.node_id).scope,
         concurrent=True,
         via_flow=None,
-        mode="COMPENSATION",
+        mode=TokenMode.COMPENSATION,
         record_id=rec.id,
     )
-    create(tx, [comp], [(anchor.id, comp.id, "COMPENSATION")])
+    create(tx, [comp], [(anchor.id, comp.id, LinkType.COMPENSATION)])
     tx.history.engine(
         instance_id=anchor.instance_id,
         at=tx.now,
-        type="CompensationTokenCreated",
+        type=EngineEvent.COMPENSATION_TOKEN_CREATED,
         node_id=rec.node_id,
         token_id=comp.id,
         actor=tx.actor,
@@ -220,7 +229,7 @@ def _in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRow]:
     BPMN, the subprocess's handler undoes the whole visit instead.
     """
     every = compensation.of_instance(tx.conn, anchor.instance_id)
-    pending = sorted((r for r in every if r.status == "PENDING"), key=lambda r: -r.seq)
+    pending = sorted((r for r in every if r.status == RecordState.PENDING), key=lambda r: -r.seq)
     if not pending:
         return []
     covering = {r.token_id for r in every if g.node(r.node_id).type is NodeType.SUBPROCESS}
@@ -277,7 +286,7 @@ def _finish(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
         tx.history.engine(
             instance_id=anchor.instance_id,
             at=tx.now,
-            type="CompensationDone",
+            type=EngineEvent.COMPENSATION_DONE,
             node_id=anchor.node_id,
             token_id=anchor.id,
             actor=tx.actor,
@@ -286,18 +295,18 @@ def _finish(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
         if node.type is NodeType.END:
             return end_token(tx, anchor, g)
         return leave(tx, g, anchor, node)
-    done = move(tx, anchor, state="COMPLETED", event="SAGA_COMPLETED")
+    done = move(tx, anchor, state=TokenState.COMPLETED, event=TokenEvent.SAGA_COMPLETED)
     tx.history.engine(
         instance_id=anchor.instance_id,
         at=tx.now,
-        type="SagaCompleted",
+        type=EngineEvent.SAGA_COMPLETED,
         node_id=anchor.node_id,
         token_id=anchor.id,
         actor=tx.actor,
         data={"scope": done.scope_id or "global"},
     )
     if anchor.parent_token_id is None:
-        set_instance_state(tx, anchor.instance_id, "TERMINATED")
+        set_instance_state(tx, anchor.instance_id, InstanceState.TERMINATED)
         return None
     return _leave_subprocess(tx, g, tokens.get(tx.conn, anchor.parent_token_id))
 
@@ -311,14 +320,14 @@ def _leave_subprocess(tx: Tx, g: ProcessGraph, host: TokenRow | None) -> Next:
         raise Conflict("the subprocess of a local saga moved on during the saga")
     tx.flush_tokens()
     for row in inside_scope(tokens.of_instance(tx.conn, host.instance_id), host):
-        if row.state == "FAILED" and row.mode == TokenMode.FORWARD:
+        if row.state == TokenState.FAILED and row.mode == TokenMode.FORWARD:
             # the failure that started the saga, at any depth in the subprocess (not one on
             # a path outside it): handled by the saga
             move(
                 tx,
                 row,
-                state="CANCELLED",
-                event="CANCELLED",
+                state=TokenState.CANCELLED,
+                event=TokenEvent.CANCELLED,
                 data={"reason": "compensated by its local saga"},
             )
             resolve_incidents(tx, row.id, "compensated by its local saga")
@@ -339,13 +348,15 @@ def _leave_subprocess(tx: Tx, g: ProcessGraph, host: TokenRow | None) -> Next:
 
 def compensated(tx: Tx, tok: TokenRow) -> Next:
     """The compensation handler succeeded: its record is COMPLETED; the anchor goes on."""
-    if tok.record_id is not None and not compensation.finish(tx.conn, tok.record_id, "COMPLETED"):
+    if tok.record_id is not None and not compensation.finish(
+        tx.conn, tok.record_id, RecordState.COMPLETED
+    ):
         raise Conflict(f"compensation record {tok.record_id} was finished meanwhile")
-    move(tx, tok, state="COMPLETED", event="COMPENSATED")
+    move(tx, tok, state=TokenState.COMPLETED, event=TokenEvent.COMPENSATED)
     tx.history.engine(
         instance_id=tok.instance_id,
         at=tx.now,
-        type="CompensationCompleted",
+        type=EngineEvent.COMPENSATION_COMPLETED,
         node_id=tok.node_id,
         token_id=tok.id,
         actor=tx.actor,
@@ -359,7 +370,7 @@ def compensation_failed(
 ) -> None:
     """A failed compensation is not compensated: incident, record FAILED, the saga goes on."""
     if tok.record_id is not None:
-        compensation.finish(tx.conn, tok.record_id, "FAILED")
+        compensation.finish(tx.conn, tok.record_id, RecordState.FAILED)
     incident = incidents.open_incident(
         tx.conn,
         instance_id=tok.instance_id,
@@ -374,7 +385,7 @@ def compensation_failed(
     tx.history.engine(
         instance_id=tok.instance_id,
         at=tx.now,
-        type="CompensationFailed",
+        type=EngineEvent.COMPENSATION_FAILED,
         node_id=tok.node_id,
         token_id=tok.id,
         actor=tx.actor,
@@ -383,7 +394,7 @@ def compensation_failed(
     tx.history.engine(
         instance_id=tok.instance_id,
         at=tx.now,
-        type="IncidentOpened",
+        type=EngineEvent.INCIDENT_OPENED,
         node_id=tok.node_id,
         token_id=tok.id,
         actor=tx.actor,
@@ -398,6 +409,6 @@ def _nudge_anchor(tx: Tx, tok: TokenRow) -> Next:
     if tok.parent_token_id is None:
         return None
     anchor = tokens.get(tx.conn, tok.parent_token_id)
-    if anchor is None or anchor.state != "WAITING" or anchor.wait_kind != COMPENSATING:
+    if anchor is None or anchor.state != TokenState.WAITING or anchor.wait_kind != COMPENSATING:
         return None  # e.g. an operator retried it after the saga had finished
     return NextToken(anchor.id, anchor.version)

@@ -21,7 +21,7 @@ from bpm.engine.failures import cancel_descendants, cancel_task, cancel_timers
 from bpm.engine.moves import create, move, new_token
 from bpm.engine.nodes import leave
 from bpm.engine.tx import Conflict, Next, NextToken, Stale, Tx
-from bpm.states import TimerState, TokenState
+from bpm.states import EngineEvent, TimerState, TokenEvent, TokenState
 from bpm.store import tasks, timers, tokens
 from bpm.store.rows import TokenRow
 
@@ -75,12 +75,12 @@ def fire(engine: Engine, timer_id: UUID, now: datetime) -> Fired | None:
         node = g.node(timer.node_id)
         if not _still_waiting(node, tok):
             # Every path off a node disarms its timers; this one is left over: retire it.
-            if not timers.finish(tx.conn, timer, "CANCELLED"):
+            if not timers.finish(tx.conn, timer, TimerState.CANCELLED):
                 raise Conflict(f"timer {timer_id} changed while it was retired")
             tx.history.engine(
                 instance_id=timer.instance_id,
                 at=tx.now,
-                type="TimerCancelled",
+                type=EngineEvent.TIMER_CANCELLED,
                 node_id=node.id,
                 token_id=timer.token_id,
                 actor=tx.actor,
@@ -88,13 +88,13 @@ def fire(engine: Engine, timer_id: UUID, now: datetime) -> Fired | None:
             )
             return None
         assert tok is not None
-        if not timers.finish(tx.conn, timer, "FIRED"):
+        if not timers.finish(tx.conn, timer, TimerState.FIRED):
             raise Conflict(f"timer {timer_id} changed while it fired")
         lateness = tx.now - timer.fire_at
         tx.history.engine(
             instance_id=timer.instance_id,
             at=tx.now,
-            type="TimerFired",
+            type=EngineEvent.TIMER_FIRED,
             node_id=node.id,
             token_id=timer.token_id,
             actor=tx.actor,
@@ -136,8 +136,8 @@ def _interrupt(tx: Tx, g: ProcessGraph, tok: TokenRow, boundary: Node) -> Next:
     moved = move(
         tx,
         tok,
-        state="ACTIVE",
-        event="TIMER_FIRED",
+        state=TokenState.ACTIVE,
+        event=TokenEvent.TIMER_FIRED,
         node_id=boundary.id,
         via_flow=None,
         data={"boundary": boundary.id, "left": tok.node_id},

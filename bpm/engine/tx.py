@@ -10,6 +10,7 @@ from uuid import UUID
 
 from bpm.definitions.model import ProcessGraph
 from bpm.dispatch import ADVANCE_TOKEN, RUN_HANDLER, Job
+from bpm.states import EngineEvent
 from bpm.store import Connection, tasks, variables
 from bpm.store.batch import BatchMiss, WriteBatch
 from bpm.store.history import HistoryBuffer
@@ -105,7 +106,7 @@ class Tx:
             self.history.engine(
                 instance_id=instance_id,
                 at=self.now,
-                type="VariablesChanged",
+                type=EngineEvent.VARIABLES_CHANGED,
                 actor=self.actor,
                 data={"values": values},
             )

@@ -13,7 +13,7 @@ from uuid import UUID
 from bpm.engine.nodes import leave
 from bpm.engine.tx import Conflict, Next, Stale, Tx
 from bpm.errors import InvalidOperation, TaskClaimed, TaskNotFound
-from bpm.states import TaskKind, TaskState, TokenState
+from bpm.states import TaskEvent, TaskKind, TaskState, TokenState
 from bpm.store import tasks, tokens
 from bpm.store.rows import TaskRow
 from bpm.variables import check_variables
@@ -75,7 +75,7 @@ def claim(engine: Engine, task_id: UUID, user: str) -> None:
                     f"user task {task_id} is claimed by {task.assignee!r}; it "
                     f"must be unclaimed before {user!r} can claim it"
                 )
-            _assign(tx, task, user, "CLAIMED")
+            _assign(tx, task, user, TaskEvent.CLAIMED)
 
     engine.retrying(body)
 
@@ -85,12 +85,12 @@ def unclaim(engine: Engine, task_id: UUID) -> None:
         with engine.transaction("operator") as tx:
             task = _open(tx, task_id)
             if task.assignee is not None:
-                _assign(tx, task, None, "UNCLAIMED")
+                _assign(tx, task, None, TaskEvent.UNCLAIMED)
 
     engine.retrying(body)
 
 
-def _assign(tx: Tx, task: TaskRow, user: str | None, event: str) -> None:
+def _assign(tx: Tx, task: TaskRow, user: str | None, event: TaskEvent) -> None:
     if not tasks.set_assignee(tx.conn, task, user, tx.now):
         raise Conflict(f"user task {task.id} changed meanwhile")
     tx.history.task(
@@ -100,8 +100,8 @@ def _assign(tx: Tx, task: TaskRow, user: str | None, event: str) -> None:
         at=tx.now,
         type=event,
         node_id=task.node_id,
-        from_state="READY",
-        to_state="READY",
+        from_state=TaskState.READY,
+        to_state=TaskState.READY,
         actor=tx.actor,
         data={"assignee": user, "was": task.assignee},
     )
@@ -122,7 +122,7 @@ def complete(
                 )
             tx.finish_task(
                 task,
-                state="DONE",
+                state=TaskState.DONE,
                 miss="conflict",
                 message=f"user task {task_id} changed meanwhile",
             )
@@ -131,10 +131,10 @@ def complete(
                 task_id=task.id,
                 token_id=task.token_id,
                 at=tx.now,
-                type="COMPLETED",
+                type=TaskEvent.COMPLETED,
                 node_id=task.node_id,
-                from_state="READY",
-                to_state="DONE",
+                from_state=TaskState.READY,
+                to_state=TaskState.DONE,
                 actor=tx.actor,
                 data={"variables": checked} if checked else None,
             )

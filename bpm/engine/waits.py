@@ -17,14 +17,25 @@ from bpm.engine.failures import fail_token
 from bpm.engine.moves import move
 from bpm.engine.tx import Next, Tx
 from bpm.errors import ExpressionEvalError
-from bpm.states import WaitKind
+from bpm.states import (
+    EngineEvent,
+    TaskEvent,
+    TaskKind,
+    TaskState,
+    TimerState,
+    TokenEvent,
+    TokenState,
+    WaitKind,
+)
 from bpm.store import timers
 from bpm.store.rows import TaskRow, TimerRow, TokenRow
 
 
 def wait_for_timer(tx: Tx, tok: TokenRow, node: Node) -> Next:
     """Intermediate timer catch event: schedule the timer, the token waits for it."""
-    waiting = move(tx, tok, state="WAITING", event="WAITING", wait_kind=WaitKind.TIMER)
+    waiting = move(
+        tx, tok, state=TokenState.WAITING, event=TokenEvent.WAITING, wait_kind=WaitKind.TIMER
+    )
     schedule(tx, waiting, node, node)
     return None
 
@@ -34,8 +45,8 @@ def wait_for_message(tx: Tx, tok: TokenRow, node: Node) -> Next:
     move(
         tx,
         tok,
-        state="WAITING",
-        event="WAITING",
+        state=TokenState.WAITING,
+        event=TokenEvent.WAITING,
         wait_kind=WaitKind.MESSAGE,
         data={"message": node.message},
     )
@@ -44,7 +55,7 @@ def wait_for_message(tx: Tx, tok: TokenRow, node: Node) -> Next:
 
 def create_user_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
     """A READY user task; it stays READY (claimed or not) until someone completes it."""
-    move(tx, tok, state="WAITING", event="WAITING", wait_kind=WaitKind.USER)
+    move(tx, tok, state=TokenState.WAITING, event=TokenEvent.WAITING, wait_kind=WaitKind.USER)
     task = TaskRow(
         uuid4(),
         tok.id,
@@ -52,8 +63,8 @@ def create_user_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
         node.id,
         None,
         None,
-        "USER",
-        "READY",
+        TaskKind.USER,
+        TaskState.READY,
         0,
         0,
         None,
@@ -74,10 +85,10 @@ def create_user_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
         task_id=task.id,
         token_id=tok.id,
         at=tx.now,
-        type="CREATED",
+        type=TaskEvent.CREATED,
         node_id=node.id,
         from_state=None,
-        to_state="READY",
+        to_state=TaskState.READY,
         actor=tx.actor,
         data={
             "user_task": True,
@@ -106,12 +117,14 @@ def schedule(tx: Tx, tok: TokenRow, timer_node: Node, at_node: Node) -> bool:
             tx, tok, kind="timer", message=f"timer {timer_node.id!r} at {at_node.id!r}: {exc}"
         )
         return False
-    row = TimerRow(uuid4(), tok.id, tok.instance_id, timer_node.id, fire_at, "SCHEDULED", 0, tx.now)
+    row = TimerRow(
+        uuid4(), tok.id, tok.instance_id, timer_node.id, fire_at, TimerState.SCHEDULED, 0, tx.now
+    )
     timers.insert(tx.conn, [row])
     tx.history.engine(
         instance_id=tok.instance_id,
         at=tx.now,
-        type="TimerScheduled",
+        type=EngineEvent.TIMER_SCHEDULED,
         node_id=timer_node.id,
         token_id=tok.id,
         actor=tx.actor,

@@ -7,6 +7,7 @@ from uuid import UUID, uuid4
 
 from sqlalchemy import Connection, bindparam, func, select
 
+from bpm.states import RecordState
 from bpm.store.rows import RecordRow, from_row
 from bpm.store.schema import compensation_records as t
 from bpm.store.schema import compensation_seq
@@ -27,7 +28,7 @@ _FINISH = (
     t.update()
     .where(
         t.c.id == bindparam("b_id"),
-        t.c.status.in_(("PENDING", "FAILED")),
+        t.c.status.in_((RecordState.PENDING, RecordState.FAILED)),
         t.c.status != bindparam("status"),
     )
     .values(status=bindparam("status"))
@@ -52,7 +53,15 @@ def record(
             select(func.coalesce(func.max(t.c.seq), 0) + 1).where(t.c.instance_id == instance_id)
         ).scalar_one()
     row = RecordRow(
-        uuid4(), instance_id, token_id, node_id, scope_id, handler, int(seq), "PENDING", now
+        uuid4(),
+        instance_id,
+        token_id,
+        node_id,
+        scope_id,
+        handler,
+        int(seq),
+        RecordState.PENDING,
+        now,
     )
     conn.execute(t.insert(), {c.name: getattr(row, c.name) for c in _COLS})
     return row

@@ -7,6 +7,7 @@ from uuid import UUID, uuid4
 
 from sqlalchemy import Connection, bindparam, select
 
+from bpm.states import IncidentState
 from bpm.store.rows import IncidentRow, from_row
 from bpm.store.schema import incidents as t
 
@@ -26,8 +27,12 @@ _COLS = (
 )
 _RESOLVE = (
     t.update()
-    .where(t.c.id == bindparam("b_id"), t.c.version == bindparam("b_version"), t.c.state == "OPEN")
-    .values(state="RESOLVED", version=t.c.version + 1, resolved_at=bindparam("now"))
+    .where(
+        t.c.id == bindparam("b_id"),
+        t.c.version == bindparam("b_version"),
+        t.c.state == IncidentState.OPEN,
+    )
+    .values(state=IncidentState.RESOLVED, version=t.c.version + 1, resolved_at=bindparam("now"))
 )
 
 
@@ -52,7 +57,7 @@ def open_incident(
         kind,
         message,
         details,
-        "OPEN",
+        IncidentState.OPEN,
         0,
         now,
         None,
@@ -66,17 +71,19 @@ def of_instance(
 ) -> list[IncidentRow]:
     stmt = select(*_COLS).where(t.c.instance_id == instance_id).order_by(t.c.created_at)
     if only_open:
-        stmt = stmt.where(t.c.state == "OPEN")
+        stmt = stmt.where(t.c.state == IncidentState.OPEN)
     return [from_row(IncidentRow, row) for row in conn.execute(stmt)]
 
 
 def open_of_token(conn: Connection, token_id: UUID) -> list[IncidentRow]:
-    stmt = select(*_COLS).where(t.c.token_id == token_id, t.c.state == "OPEN")
+    stmt = select(*_COLS).where(t.c.token_id == token_id, t.c.state == IncidentState.OPEN)
     return [from_row(IncidentRow, row) for row in conn.execute(stmt)]
 
 
 def all_open(conn: Connection, limit: int = 100) -> list[IncidentRow]:
-    stmt = select(*_COLS).where(t.c.state == "OPEN").order_by(t.c.created_at).limit(limit)
+    stmt = (
+        select(*_COLS).where(t.c.state == IncidentState.OPEN).order_by(t.c.created_at).limit(limit)
+    )
     return [from_row(IncidentRow, row) for row in conn.execute(stmt)]
 
 

@@ -12,6 +12,7 @@ from uuid import UUID
 
 from sqlalchemy import Connection, exists, select
 
+from bpm.states import IncidentState
 from bpm.store import history
 from bpm.store.rows import EventRow, InstanceRow, from_row
 from bpm.store.schema import incidents as incident_table
@@ -70,7 +71,9 @@ def find_instances(conn: Connection, f: InstanceFilter, limit: int) -> list[Inst
         stmt = stmt.where((t.c.ended_at.is_(None)) | (t.c.ended_at >= f.since))
     if f.with_open_incidents:
         stmt = stmt.where(
-            exists().where(incident_table.c.instance_id == t.c.id, incident_table.c.state == "OPEN")
+            exists().where(
+                incident_table.c.instance_id == t.c.id, incident_table.c.state == IncidentState.OPEN
+            )
         )
     return [from_row(InstanceRow, row) for row in conn.execute(stmt)]
 

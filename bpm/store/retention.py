@@ -13,6 +13,7 @@ from uuid import UUID
 
 from sqlalchemy import ColumnElement, Connection, Table, delete, func, select
 
+from bpm.states import InstanceState
 from bpm.store.schema import (
     compensation_records,
     engine_events,
@@ -29,7 +30,7 @@ from bpm.store.schema import (
 )
 
 #: The states an instance never leaves: only these are ever deleted.
-ENDED = ("COMPLETED", "TERMINATED", "CANCELLED")
+ENDED = (InstanceState.COMPLETED, InstanceState.TERMINATED, InstanceState.CANCELLED)
 
 #: Rows that hang off an instance, children before what they refer to (foreign key order).
 _BY_INSTANCE: tuple[Table, ...] = (

@@ -11,7 +11,7 @@ from uuid import UUID
 
 from sqlalchemy import Connection, bindparam, func, or_, select, text
 
-from bpm.states import TaskKind
+from bpm.states import TaskKind, TaskState
 from bpm.store.db import first_statement_commits, pg_sql, raw_all, raw_one
 from bpm.store.rows import TaskRow, TokenRow, from_row
 from bpm.store.schema import external_tasks as t
@@ -46,12 +46,12 @@ _LOCK = (
     t.update()
     .where(
         t.c.id == bindparam("b_id"),
-        t.c.state == "READY",
+        t.c.state == TaskState.READY,
         t.c.kind == bindparam("b_kind"),
         or_(t.c.retry_at.is_(None), t.c.retry_at <= bindparam("now")),
     )
     .values(
-        state="LOCKED",
+        state=TaskState.LOCKED,
         lock_owner=bindparam("owner"),
         lock_expire_at=bindparam("expire"),
         attempts=t.c.attempts + 1,
@@ -78,7 +78,8 @@ _FINISH = (
     )
 )
 _OPEN_OF_TOKEN = select(*_COLS).where(
-    t.c.token_id == bindparam("id"), t.c.state.in_(("READY", "LOCKED", "FAILED"))
+    t.c.token_id == bindparam("id"),
+    t.c.state.in_((TaskState.READY, TaskState.LOCKED, TaskState.FAILED)),
 )
 
 
@@ -86,7 +87,7 @@ def next_retry_at(conn: Connection, topics: Sequence[str], now: datetime) -> dat
     """When the earliest failed task of ``topics`` waiting out its backoff comes due."""
     stmt = select(func.min(t.c.retry_at)).where(
         t.c.topic.in_(topics),
-        t.c.state == "READY",
+        t.c.state == TaskState.READY,
         t.c.kind == TaskKind.EXTERNAL,
         t.c.retry_at > now,
     )
@@ -119,7 +120,7 @@ def lock(
     owner: str,
     expire: datetime,
     now: datetime,
-    kind: str = "HANDLER",
+    kind: str = TaskKind.HANDLER,
 ) -> TaskRow | None:
     """READY -> LOCKED, counting the attempt as it starts; None if not READY or not yet due
     (or not of ``kind``: a handler job never takes an external worker's task)."""
@@ -191,7 +192,7 @@ def due_handler_tasks(
     stmt = (
         select(t.c.id)
         .where(
-            t.c.state == "READY",
+            t.c.state == TaskState.READY,
             t.c.kind == TaskKind.HANDLER,
             or_(t.c.retry_at <= now, (t.c.retry_at.is_(None)) & (t.c.updated_at < stale_before)),
         )
@@ -205,7 +206,7 @@ def due_handler_tasks(
 def expired_locks(conn: Connection, now: datetime, limit: int) -> list[TaskRow]:
     stmt = (
         select(*_COLS)
-        .where(t.c.state == "LOCKED", t.c.lock_expire_at < now)
+        .where(t.c.state == TaskState.LOCKED, t.c.lock_expire_at < now)
         .order_by(t.c.lock_expire_at)
         .limit(limit)
         .with_for_update(skip_locked=True)
@@ -315,7 +316,7 @@ def _fetch_one_by_one(
     stmt = (
         select(t.c.id, t.c.topic)
         .where(
-            t.c.state == "READY",
+            t.c.state == TaskState.READY,
             t.c.kind == TaskKind.EXTERNAL,
             t.c.topic.in_(list(locks)),
             or_(t.c.retry_at.is_(None), t.c.retry_at <= now),
@@ -326,7 +327,12 @@ def _fetch_one_by_one(
     out = []
     for task_id, topic in conn.execute(stmt).all():
         locked = lock(
-            conn, task_id, owner, now + timedelta(milliseconds=locks[topic]), now, kind="EXTERNAL"
+            conn,
+            task_id,
+            owner,
+            now + timedelta(milliseconds=locks[topic]),
+            now,
+            kind=TaskKind.EXTERNAL,
         )
         if locked is not None:
             out.append(locked)
@@ -359,7 +365,7 @@ def open_user_tasks(
     """READY user tasks, oldest first; ``group`` matches a candidate group."""
     stmt = (
         select(*_COLS)
-        .where(t.c.kind == TaskKind.USER, t.c.state == "READY")
+        .where(t.c.kind == TaskKind.USER, t.c.state == TaskState.READY)
         .order_by(t.c.created_at)
         .limit(limit)
     )

@@ -8,6 +8,7 @@ from uuid import UUID
 
 from sqlalchemy import Connection, bindparam, func, select
 
+from bpm.states import TimerState
 from bpm.store.rows import TimerRow, from_row
 from bpm.store.schema import timers as t
 
@@ -25,7 +26,9 @@ _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
 _FINISH = (
     t.update()
     .where(
-        t.c.id == bindparam("b_id"), t.c.version == bindparam("b_version"), t.c.state == "SCHEDULED"
+        t.c.id == bindparam("b_id"),
+        t.c.version == bindparam("b_version"),
+        t.c.state == TimerState.SCHEDULED,
     )
     .values(state=bindparam("state"), version=t.c.version + 1)
 )
@@ -50,7 +53,7 @@ def finish(conn: Connection, timer: TimerRow, state: str) -> bool:
 
 
 def scheduled_of_token(conn: Connection, token_id: UUID) -> list[TimerRow]:
-    stmt = select(*_COLS).where(t.c.token_id == token_id, t.c.state == "SCHEDULED")
+    stmt = select(*_COLS).where(t.c.token_id == token_id, t.c.state == TimerState.SCHEDULED)
     return [from_row(TimerRow, row) for row in conn.execute(stmt)]
 
 
@@ -64,7 +67,7 @@ def claim_due(conn: Connection, now: datetime, limit: int) -> list[TimerRow]:
     index on SCHEDULED timers). Firing re-checks each one under its version."""
     stmt = (
         select(*_COLS)
-        .where(t.c.state == "SCHEDULED", t.c.fire_at <= now)
+        .where(t.c.state == TimerState.SCHEDULED, t.c.fire_at <= now)
         .order_by(t.c.fire_at)
         .limit(limit)
         .with_for_update(skip_locked=True)
@@ -74,4 +77,6 @@ def claim_due(conn: Connection, now: datetime, limit: int) -> list[TimerRow]:
 
 def next_due(conn: Connection) -> datetime | None:
     """When the earliest SCHEDULED timer is due (embedded mode sleeps until then)."""
-    return conn.execute(select(func.min(t.c.fire_at)).where(t.c.state == "SCHEDULED")).scalar()
+    return conn.execute(
+        select(func.min(t.c.fire_at)).where(t.c.state == TimerState.SCHEDULED)
+    ).scalar()

@@ -14,7 +14,7 @@ from bpm.store.rows import TokenRow, from_row
 from bpm.store.schema import token_links
 from bpm.store.schema import tokens as t
 
-LIVE = ("ACTIVE", "WAITING", "FAILED")
+LIVE = (TokenState.ACTIVE, TokenState.WAITING, TokenState.FAILED)
 
 _COLS = (
     t.c.id,
@@ -159,7 +159,8 @@ def parents_to_recheck(conn: Connection, before: datetime, limit: int) -> list[t
     )
     # A saga's anchor goes on after a failed compensation too: only a running one holds it.
     running_child = exists().where(
-        child.c.parent_token_id == t.c.id, child.c.state.in_(("ACTIVE", "WAITING"))
+        child.c.parent_token_id == t.c.id,
+        child.c.state.in_((TokenState.ACTIVE, TokenState.WAITING)),
     )
     scope_parent = (t.c.wait_kind == WaitKind.CHILDREN) & (
         no_live_child | (joined_child & ~failed_child)

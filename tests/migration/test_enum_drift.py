@@ -6,12 +6,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from enum import StrEnum
+from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
 from bpm.engine import replay
+from bpm.engine.failures import _EVENT_OF_STATE
+from bpm.events import SAGA_EVENTS
 from bpm.states import (
+    EngineEvent,
     IncidentState,
     InstanceState,
     LinkType,
@@ -68,3 +72,34 @@ def test_every_check_constraint_allows_exactly_its_enum(pg: Database) -> None:
 def test_replay_knows_every_instance_state() -> None:
     assert set(replay.INSTANCE_STATES.values()) == set(InstanceState)
     assert all(isinstance(v, InstanceState) for v in replay.INSTANCE_STATES.values())
+    # ... by the same events the engine writes for them
+    assert set(replay.INSTANCE_STATES) <= set(EngineEvent)
+    assert set(_EVENT_OF_STATE) == set(InstanceState)
+    assert {replay.INSTANCE_STATES[e] for e in _EVENT_OF_STATE.values()} == set(InstanceState)
+
+
+def test_the_engine_writes_no_event_type_outside_the_enums() -> None:
+    """Every ``type=``/``event=`` a history write in bpm/engine passes is an enum member."""
+    root = Path(replay.__file__).parent
+    literal = re.compile(r"\b(?:type|event)=\"([A-Za-z_]+)\"")
+    found = {
+        (path.name, m.group(1))
+        for path in root.glob("*.py")
+        for m in literal.finditer(path.read_text())
+    }
+    assert found == set(), f"history written with string literals: {sorted(found)}"
+    assert set(SAGA_EVENTS) <= set(EngineEvent)
+
+
+def test_the_engine_and_the_store_compare_no_state_with_a_string_literal() -> None:
+    """``state == "WAITING"`` runs, and goes stale the day a state is renamed."""
+    bpm_root = Path(replay.__file__).parents[1]
+    compared = re.compile(r'(?:==|!=) "[A-Z][A-Z_]+"|\bin \("[A-Z][A-Z_]+"')
+    found = [
+        f"{path.relative_to(bpm_root)}:{n}: {line.strip()}"
+        for folder in ("engine", "store")
+        for path in (bpm_root / folder).glob("*.py")
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if compared.search(line)
+    ]
+    assert found == []
