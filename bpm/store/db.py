@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Connection, create_engine, event
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
+from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.pool import StaticPool
 from sqlalchemy.sql.expression import ClauseElement
 
@@ -29,6 +30,9 @@ RETRYABLE_SQLSTATES = frozenset({"40P01", "40001", "55P03"})
 #: admin_shutdown, crash_shutdown, cannot_connect_now (a server stopping, or in recovery);
 #: every state of class 08 (connection exception) counts too.
 UNAVAILABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})
+#: Seconds a pooled connection may rest before it is checked on its next use: shorter than
+#: any server restart, so no connection that missed one goes unchecked.
+IDLE_BEFORE_PING = 1.0
 #: What the server says at connect time to a URL that is wrong rather than a server that is
 #: away (libpq gives these no SQLSTATE): waiting would never help, so they are not outages.
 CONFIGURATION_ERRORS = (
@@ -98,18 +102,18 @@ class Database:
             # short ones: left on, it added ~20 ms to fetch-and-lock whenever the planner's
             # cost estimate crossed jit_above_cost.
             # UTC sessions: rows read past SQLAlchemy (raw_*) come back in UTC like those
-            # its UtcDateTime type converts. Pre-ping: after a server restart every pooled
-            # connection is dead, and the first job to take one would fail.
+            # its UtcDateTime type converts.
             options = "-c jit=off -c timezone=UTC"
-            return create_engine(
+            engine = create_engine(
                 self.url,
                 pool_size=pool_size,
                 max_overflow=pool_size,
                 echo=echo,
-                pool_pre_ping=True,
                 pool_recycle=3600,
                 connect_args={"options": options, **NETWORK_TIMEOUTS},
             )
+            _ping_idle_connections(engine)
+            return engine
         memory = database in ("", ":memory:")
         kwargs: dict[str, Any] = {"poolclass": StaticPool} if memory else {}
         engine = create_engine(
@@ -168,6 +172,33 @@ def unavailable(exc: DBAPIError) -> bool:
 def _first_line(exc: object) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _ping_idle_connections(engine: Engine) -> None:
+    """Check a pooled connection before use when it sat idle for ``IDLE_BEFORE_PING``.
+
+    After a server restart every pooled connection is dead, and the first transaction to take
+    one would fail. A restart takes longer than that idle time, so only a connection that rested
+    long enough to have missed one is pinged: a busy process pays no round trip per
+    transaction, as ``pool_pre_ping`` would make it. A connection that dies while in use
+    fails its transaction as ``DatabaseUnavailable``, and SQLAlchemy then renews the whole pool.
+    """
+
+    @event.listens_for(engine, "checkin")
+    def _rested(_dbapi_connection: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _check(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.get("idle_since")
+        if since is None or time.monotonic() - since < IDLE_BEFORE_PING:
+            return
+        try:
+            alive = engine.dialect.do_ping(dbapi_connection)
+        except Exception:
+            alive = False
+        if not alive:  # the pool drops it and opens a new one
+            raise DisconnectionError("the server closed this pooled connection")
 
 
 def _sqlite_transactions(engine: Engine) -> None:

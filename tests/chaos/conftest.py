@@ -23,7 +23,7 @@ from bpm.store.migrate import upgrade
 from tests.chaos import handlers
 from tests.chaos.cluster import ChaosCluster
 from tests.chaos.faults import Faults
-from tests.chaos.services import PrivatePostgres, PrivateRedis, missing_binaries
+from tests.chaos.services import PrivatePostgres, PrivateRedis
 from tests.conftest import CLONE_PREFIX, create_database, drop_database
 from tests.helpers.tcp_proxy import TcpProxy
 
@@ -50,9 +50,6 @@ class Services:
 def chaos_services() -> Iterator[Services]:
     """A private PostgreSQL (with a migrated template database), a private Redis with an
     append-only file, and the proxy the workers reach PostgreSQL through."""
-    reason = missing_binaries()
-    if reason is not None:
-        pytest.skip(reason)
     # A CI job that is cancelled gets SIGTERM, which would end pytest on the spot and leave
     # the servers and workers running: make it unwind like Ctrl-C, through every teardown.
     previous = signal.signal(signal.SIGTERM, _interrupt)

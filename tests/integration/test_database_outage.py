@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 
@@ -12,6 +13,7 @@ from bpm.definitions import ProcessBuilder
 from bpm.engine.external import TopicRequest
 from bpm.errors import TaskNotLocked
 from bpm.store import Database, DatabaseUnavailable
+from bpm.store.db import IDLE_BEFORE_PING
 from bpm.store.outages import until_available
 from tests.helpers import db as rows
 from tests.helpers.runtime import Harness
@@ -35,7 +37,8 @@ def test_pooled_connections_are_checked_after_the_server_dropped_them(
     db = Database(proxy.url_for(pg_url), pool_size=2)
     try:
         assert _one(db) == 1  # one connection now sits in the pool
-        proxy.cut()  # what a server restart does to it
+        proxy.cut()  # what a server restart does to it; a restart takes a while
+        time.sleep(IDLE_BEFORE_PING + 0.2)
         proxy.restore()
         assert _one(db) == 1  # the first transaction after the restart works
     finally:
