@@ -27,7 +27,7 @@ from bench.threads import run_concurrently
 from bpm.definitions import ProcessBuilder
 from bpm.dispatch import InProcessDispatcher
 from bpm.engine.engine import Engine
-from bpm.engine.external import TopicRequest
+from bpm.engine.operations.external import TopicRequest
 from bpm.sdk import Worker
 from bpm.store import Database
 from bpm.store.migrate import upgrade

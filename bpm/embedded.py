@@ -16,7 +16,7 @@ from uuid import UUID
 from bpm.clock import SYSTEM_CLOCK, Clock
 from bpm.dispatch import InProcessDispatcher, Job
 from bpm.engine.engine import Engine
-from bpm.engine.scans import ScanConfig
+from bpm.engine.operations.scans import ScanConfig
 from bpm.handlers import HandlerRegistry
 from bpm.store import Database, instances
 from bpm.store.migrate import require_current, upgrade

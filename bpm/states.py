@@ -37,6 +37,8 @@ class TokenState(StrEnum):
 
 #: A token in these states is still part of its instance's work.
 LIVE_TOKEN = frozenset({TokenState.ACTIVE, TokenState.WAITING, TokenState.FAILED})
+#: A token in one of these has left its node for good.
+ENDED_TOKEN = frozenset({TokenState.COMPLETED, TokenState.CANCELLED})
 
 
 class TokenMode(StrEnum):
@@ -143,6 +145,8 @@ class EngineEvent(StrEnum):
     INSTANCE_TERMINATED = "InstanceTerminated"
     INSTANCE_CANCELLED = "InstanceCancelled"
     VARIABLES_CHANGED = "VariablesChanged"
+    LOCAL_VARIABLES_SET = "LocalVariablesSet"
+    LOCAL_VARIABLES_ENDED = "LocalVariablesEnded"
     TIMER_SCHEDULED = "TimerScheduled"
     TIMER_FIRED = "TimerFired"
     TIMER_CANCELLED = "TimerCancelled"

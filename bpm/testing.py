@@ -26,9 +26,9 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 
 from bpm.embedded import EmbeddedRuntime
 from bpm.engine.engine import Engine
-from bpm.engine.external import LockedTask, TopicRequest
-from bpm.engine.lifecycle import Deployed, Started
-from bpm.engine.scans import ScanConfig
+from bpm.engine.operations.external import LockedTask, TopicRequest
+from bpm.engine.operations.lifecycle import Deployed, Started
+from bpm.engine.operations.scans import ScanConfig
 from bpm.errors import BadVariables, BpmError, ConfigError
 from bpm.handlers import HandlerFn, HandlerRegistry
 from bpm.sdk.outcomes import TaskFn, refusal, run_task, send

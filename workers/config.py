@@ -16,7 +16,7 @@ from datetime import timedelta
 
 from kombu.entity import Exchange, Queue
 
-from bpm.engine.retention import ttl_from_env
+from bpm.engine.operations.retention import ttl_from_env
 
 TOKENS, HANDLERS, COMPENSATION, STARTS, SCANS = (
     "bpm.tokens",

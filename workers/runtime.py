@@ -16,7 +16,7 @@ import threading
 from celery import Celery
 
 from bpm.engine.engine import Engine
-from bpm.engine.scans import ScanConfig
+from bpm.engine.operations.scans import ScanConfig
 from bpm.errors import ConfigError
 from bpm.store import Database
 from workers.config import Settings

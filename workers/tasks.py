@@ -20,8 +20,8 @@ from typing import Any
 from celery import Celery
 from celery.exceptions import Reject
 
-from bpm.engine import retention, scans, timers
 from bpm.engine.engine import because
+from bpm.engine.operations import retention, scans, timers
 from bpm.errors import BpmError
 from bpm.store import DatabaseUnavailable, RetryableDatabaseError
 from bpm.store.outages import until_available
@@ -195,9 +195,9 @@ def register(app: Celery, settings: Settings) -> None:
             engine = engine_for(app, settings)
             now, cfg = engine.clock.now(), scan_config(settings)
             found = {
-                "stalled_tokens": scans.scan_stalled_tokens(engine, now, cfg),
-                "ready_tasks": scans.scan_ready_tasks(engine, now, cfg),
-                "waiting_parents": scans.scan_waiting_parents(engine, now, cfg),
+                "stalled_tokens": scans.scan_stalled_tokens(engine.core, now, cfg),
+                "ready_tasks": scans.scan_ready_tasks(engine.core, now, cfg),
+                "waiting_parents": scans.scan_waiting_parents(engine.core, now, cfg),
             }
             return " ".join(f"{k}={v}" for k, v in found.items())
 
@@ -209,7 +209,7 @@ def register(app: Celery, settings: Settings) -> None:
             a = bind(("token_id", "expected_version"), args, kwargs, 2)
             token_id = as_uuid(a["token_id"], "token_id")
             version = as_version(a["expected_version"])
-            return engine_for(app, settings).run_compensation(token_id, version)
+            return engine_for(app, settings).runner.run_compensation(token_id, version)
 
         return run("bpm.run_compensation", {"token_id": kwargs.get("token_id", args[:1])}, go)
 
@@ -217,7 +217,7 @@ def register(app: Celery, settings: Settings) -> None:
     def scan_timers() -> str:
         def go() -> str:
             engine = engine_for(app, settings)
-            fired = timers.scan_timers(engine, engine.clock.now())
+            fired = timers.scan_timers(engine.core, engine.clock.now())
             late = max((f.lateness.total_seconds() * 1000 for f in fired), default=0.0)
             return f"fired={len(fired)} lateness_max_ms={late:.0f}"
 
@@ -260,7 +260,7 @@ def register(app: Celery, settings: Settings) -> None:
     def scan_locks() -> str:
         def go() -> str:
             engine = engine_for(app, settings)
-            n = scans.scan_expired_locks(engine, engine.clock.now(), scan_config(settings))
+            n = scans.scan_expired_locks(engine.core, engine.clock.now(), scan_config(settings))
             return f"expired_locks={n}"
 
         return run("bpm.scan_locks", {}, go)
@@ -269,7 +269,9 @@ def register(app: Celery, settings: Settings) -> None:
     def cleanup_history() -> str:
         def go() -> str:
             engine = engine_for(app, settings)
-            swept = retention.sweep(engine, engine.clock.now(), default_ttl=settings.history_ttl)
+            swept = retention.sweep(
+                engine.core, engine.clock.now(), default_ttl=settings.history_ttl
+            )
             if swept.more and swept.deleted:  # a backlog: carry on in a fresh job
                 cleanup_history.apply_async(queue=settings.route("bpm.cleanup_history"))
             return f"deleted={swept.deleted} batches={swept.batches} more={swept.more}"

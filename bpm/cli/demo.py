@@ -21,8 +21,8 @@ from typing import Any
 from bpm.cli import paths
 from bpm.definitions import load_document
 from bpm.embedded import EmbeddedRuntime
-from bpm.engine.external import LockedTask, TopicRequest
-from bpm.engine.lifecycle import Deployed
+from bpm.engine.operations.external import LockedTask, TopicRequest
+from bpm.engine.operations.lifecycle import Deployed
 from bpm.handlers import registry
 
 RUN_LIMIT = 30.0

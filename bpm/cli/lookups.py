@@ -25,7 +25,7 @@ def missing_handlers(rt: EmbeddedRuntime, key: str) -> list[str]:
         row = definitions.latest(conn, key)
     if row is None:
         return []  # Engine.start reports the unknown key with its own message
-    graph = rt.engine.graph(row.id)
+    graph = rt.engine.core.graph(row.id)
     names = {node.handler for node in graph.nodes.values() if node.handler}
     return sorted(name for name in names if name not in rt.engine.handlers)
 

@@ -135,6 +135,22 @@ class ProcessBuilder:
         """An intermediate message catch event."""
         return self._node(node_id, "messageEvent", message=message, name=name)
 
+    def mappings(
+        self,
+        node_id: str,
+        *,
+        inputs: dict[str, Any] | None = None,
+        outputs: dict[str, Any] | None = None,
+    ) -> Self:
+        """Input and output mappings of a node already added (``${...}`` strings are
+        expressions, anything else a literal)."""
+        node = next(n for n in self._nodes if n["id"] == node_id)
+        if inputs is not None:
+            node["inputs"] = inputs
+        if outputs is not None:
+            node["outputs"] = outputs
+        return self
+
     def flow(
         self, source: str, target: str, *, condition: str | None = None, flow_id: str | None = None
     ) -> Self:

@@ -12,6 +12,7 @@ from enum import StrEnum
 from functools import cached_property
 from typing import Any
 
+from bpm.definitions.mappings import VariableMapping
 from bpm.definitions.timers import TimerSpec
 from bpm.expressions import Expression
 
@@ -118,6 +119,10 @@ class Node:
     compensate: bool = False
     #: A handler activity for another activity's compensation (never entered by the flow).
     for_compensation: bool = False
+    #: Activities and subprocesses: local variables made on entry, results copied out at the
+    #: end (``bpm.definitions.mappings``).
+    inputs: tuple[VariableMapping, ...] = ()
+    outputs: tuple[VariableMapping, ...] = ()
 
     @property
     def is_join(self) -> bool:
@@ -143,6 +148,12 @@ class ProcessGraph:
     #: ``historyTimeToLive``: how long an ended instance is kept; None: the installation's
     #: default (``BPM_HISTORY_TTL_DAYS``), or for ever.
     history_ttl: timedelta | None = None
+
+    @cached_property
+    def has_mappings(self) -> bool:
+        """Whether any node declares input or output mappings: only then can an instance
+        have local variables."""
+        return any(n.inputs or n.outputs for n in self.nodes.values())
 
     def node(self, node_id: str) -> Node:
         return self.nodes[node_id]

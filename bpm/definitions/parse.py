@@ -17,6 +17,7 @@ from typing import Any
 
 from bpm.definitions.boundaries import boundary_fields, check_attachments
 from bpm.definitions.durations import parse_duration
+from bpm.definitions.mappings import parse_mappings
 from bpm.definitions.model import (
     GATEWAYS,
     Compensation,
@@ -54,6 +55,17 @@ NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.MESSAGE: {"message"},
     NodeType.COMPENSATION_THROW: {"activity"},
 }
+#: Nodes that may declare ``inputs`` and ``outputs`` (local variables in, results out).
+MAPPED = (
+    NodeType.SERVICE_TASK,
+    NodeType.USER_TASK,
+    NodeType.RECEIVE_TASK,
+    NodeType.SUBPROCESS,
+    NodeType.TASK,
+    NodeType.MANUAL_TASK,
+)
+for _mapped in MAPPED:
+    NODE_KEYS[_mapped] = NODE_KEYS[_mapped] | {"inputs", "outputs"}
 NOT_YET: dict[NodeType, str] = {}
 COMPENSATION_KEYS = {"handler", "topic", "node", "retry"}
 RETRY_KEYS = {"max_attempts", "backoff", "factor", "max_backoff"}
@@ -389,6 +401,9 @@ def _compile_node(
         }
     elif node_type is NodeType.COMPENSATION_THROW:
         fields = {"activity": _activity(raw, where, node_id)}
+    if node_type in MAPPED:
+        fields["inputs"] = parse_mappings(raw.get("inputs"), "inputs", where, node_id)
+        fields["outputs"] = parse_mappings(raw.get("outputs"), "outputs", where, node_id)
     return Node(node_id, node_type, scope, incoming, outgoing, name=name, **fields)
 
 

@@ -15,7 +15,7 @@ def charge(task: ExternalTask) -> dict[str, object]:
 worker.run()   # until SIGTERM / Ctrl-C, or worker.stop()
 """
 
-from bpm.engine.external import LockedTask as ExternalTask
+from bpm.engine.operations.external import LockedTask as ExternalTask
 from bpm.sdk.worker import Subscription, Worker
 
 __all__ = ["ExternalTask", "Subscription", "Worker"]

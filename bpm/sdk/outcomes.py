@@ -15,7 +15,7 @@ from enum import Enum
 from typing import Any
 
 from bpm.engine.engine import Engine
-from bpm.engine.external import LockedTask
+from bpm.engine.operations.external import LockedTask
 from bpm.errors import BpmnError
 
 TaskFn = Callable[[LockedTask], Mapping[str, Any] | None]

@@ -21,7 +21,7 @@ from datetime import timedelta
 from uuid import UUID
 
 from bpm.engine.engine import Engine
-from bpm.engine.external import LockedTask, TopicRequest
+from bpm.engine.operations.external import LockedTask, TopicRequest
 from bpm.errors import BadVariables, BpmError, TaskLockError
 from bpm.sdk.outcomes import Report, TaskFn, refusal, run_task, send
 from bpm.store import DatabaseUnavailable

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 from uuid import UUID
 
 from sqlalchemy import Connection, exists, select
@@ -47,6 +47,18 @@ class InstanceFilter:
     until: datetime | None = None
     with_open_incidents: bool = False
     instance_id: UUID | None = None
+
+
+class InstanceFields(TypedDict, total=False):
+    """``InstanceFilter``'s fields as keyword arguments (the facade's filters)."""
+
+    key: str | None
+    version: int | None
+    business_key: str | None
+    state: str | None
+    since: datetime | None
+    until: datetime | None
+    with_open_incidents: bool
 
 
 def find_instances(conn: Connection, f: InstanceFilter, limit: int) -> list[InstanceRow]:

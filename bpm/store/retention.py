@@ -19,6 +19,7 @@ from bpm.store.schema import (
     engine_events,
     external_tasks,
     incidents,
+    local_variables,
     process_definitions,
     process_instances,
     task_events,
@@ -42,6 +43,7 @@ _BY_INSTANCE: tuple[Table, ...] = (
     compensation_records,
     external_tasks,
     variables,
+    local_variables,
 )
 
 pi = process_instances

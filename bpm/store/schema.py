@@ -138,6 +138,22 @@ variables = Table(
     PrimaryKeyConstraint("instance_id", "name"),
 )
 
+#: Variables that belong to a scope (an activity or subprocess a token is at) instead of the
+#: whole instance: they end when the token leaves that node.
+local_variables = Table(
+    "local_variables",
+    metadata,
+    Column("instance_id", Uuid, ForeignKey("process_instances.id"), nullable=False),
+    Column("scope_token_id", Uuid, nullable=False),
+    Column("scope_node_id", Text, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("value", JsonValue, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    PrimaryKeyConstraint("scope_token_id", "scope_node_id", "name"),
+    Index("ix_local_variables_instance", "instance_id"),
+)
+
 tokens = Table(
     "tokens",
     metadata,

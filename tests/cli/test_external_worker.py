@@ -15,7 +15,7 @@ import pytest
 from bpm.definitions import ProcessBuilder
 from bpm.dispatch import InProcessDispatcher
 from bpm.engine.engine import Engine
-from bpm.engine.external import TopicRequest
+from bpm.engine.operations.external import TopicRequest
 from bpm.store import Database
 from tests.cli.conftest import Bpm
 

@@ -176,10 +176,10 @@ def trace_problems(db: Database, iid: UUID) -> list[str]:
 def replay_problems(db: Database, iid: UUID) -> list[str]:
     """What replaying the history alone gets wrong about the runtime rows."""
     from bpm.dispatch import DroppingDispatcher
-    from bpm.engine import replay
     from bpm.engine.engine import Engine
+    from bpm.engine.operations import replay
 
-    return replay.check(Engine(db, DroppingDispatcher()), iid)
+    return replay.check(Engine(db, DroppingDispatcher()).core, iid)
 
 
 def assert_history_consistent(db: Database, iid: UUID) -> None:

@@ -19,7 +19,7 @@ from bpm.dispatch import (
     Job,
 )
 from bpm.engine.engine import Engine
-from bpm.engine.external import TopicRequest
+from bpm.engine.operations.external import TopicRequest
 from bpm.handlers import HandlerContext, HandlerRegistry, HandlerResult
 from bpm.store import Database
 from tests.helpers.clock import FakeClock

@@ -67,7 +67,7 @@ import pytest
 import bpm
 from bpm.definitions.bpmn import compile_bpmn
 from bpm.definitions.durations import parse_duration
-from bpm.engine.external import TopicRequest
+from bpm.engine.operations.external import TopicRequest
 from bpm.errors import InvalidDefinition
 from bpm.handlers import HandlerContext, HandlerRegistry, HandlerResult
 from tests.helpers.runtime import Harness

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import text
 
 from bpm.definitions import ProcessBuilder
-from bpm.engine.external import TopicRequest
+from bpm.engine.operations.external import TopicRequest
 from bpm.errors import TaskNotLocked
 from bpm.store import Database, DatabaseUnavailable
 from bpm.store.db import IDLE_BEFORE_PING

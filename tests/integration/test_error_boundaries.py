@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from bpm.definitions import ProcessBuilder, compile_definition
-from bpm.engine.external import TopicRequest
+from bpm.engine.operations.external import TopicRequest
 from bpm.errors import BpmnError, InvalidDefinition
 from bpm.handlers import HandlerContext
 from bpm.store import Database
@@ -245,7 +245,7 @@ def test_a_caught_error_still_ends_the_subprocess_when_a_sibling_branch_moves_me
     """Catching at the subprocess cancels its other branches; one of them moving on (another
     worker completing it) between the read and the write is a race to try again, not a
     reason to drop the handler's outcome and leave its task locked."""
-    from bpm.engine import bpmn_errors
+    from bpm.engine.semantics import bpmn_errors
 
     inner = (
         ProcessBuilder("i")

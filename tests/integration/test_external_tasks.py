@@ -12,7 +12,7 @@ from uuid import UUID
 import pytest
 
 from bpm.definitions import ProcessBuilder
-from bpm.engine.external import TopicRequest
+from bpm.engine.operations.external import TopicRequest
 from bpm.errors import (
     BadVariables,
     LockExpired,
@@ -486,7 +486,7 @@ def test_a_fetch_that_fails_after_locking_gives_the_tasks_back(
     def unreadable(*args: Any) -> int:
         raise RuntimeError("connection lost while reading the definition")
 
-    monkeypatch.setattr(rt.engine, "definition_version", unreadable)
+    monkeypatch.setattr(rt.engine.core, "definition_version", unreadable)
     with pytest.raises(RuntimeError, match="connection lost"):
         fetch(rt)
     monkeypatch.undo()

@@ -14,9 +14,9 @@ import pytest
 
 from bpm.definitions import ProcessBuilder
 from bpm.dispatch import DroppingDispatcher, InProcessDispatcher
-from bpm.engine import handler_runs
+from bpm.engine.core.tx import Stale
 from bpm.engine.engine import Engine
-from bpm.engine.tx import Stale
+from bpm.engine.semantics import handler_runs
 from bpm.handlers import HandlerContext, HandlerFn, HandlerRegistry
 from bpm.store import Database
 from bpm.store.rows import TaskRow
@@ -176,7 +176,7 @@ def _lock_and_die(engine_factory: EngineFactory, iid: UUID) -> TaskRow:
     """A runner that locks the task (counting the attempt) and is killed before it reports."""
     dead = engine_factory(DroppingDispatcher(), worker_id="dead-worker")
     task = rows.only_task(dead.engine.db, iid, "work")
-    with dead.engine.transaction() as tx:
+    with dead.engine.core.transaction() as tx:
         locked = handler_runs.lock_task(tx, task.id, timedelta(minutes=5))
     assert locked is not None
     return locked
@@ -218,8 +218,8 @@ def test_runner_killed_mid_run_returns_the_task_and_uses_an_attempt(
     assert rt.engine.show(iid)["variables"] == {"attempt": 2}
 
     # The dead runner comes back late with a result: it is dropped, nothing changes.
-    g = worker.engine.graph(rows.instance(db, iid).process_def_id)
-    with pytest.raises(Stale), worker.engine.transaction() as tx:
+    g = worker.engine.core.graph(rows.instance(db, iid).process_def_id)
+    with pytest.raises(Stale), worker.engine.core.transaction() as tx:
         handler_runs.complete_task(tx, g, locked, {"late": True})
     assert rt.engine.show(iid)["variables"] == {"attempt": 2}
     assert_finished_cleanly(db, iid)

@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy import update
 
 from bpm.definitions import ProcessBuilder
-from bpm.engine import replay
-from bpm.engine.external import TopicRequest
+from bpm.engine.operations import replay
+from bpm.engine.operations.external import TopicRequest
 from bpm.store import schema
 from tests.helpers.clock import FakeClock
 from tests.helpers.runtime import Calls, Harness, failing
@@ -87,11 +87,13 @@ def test_as_of_a_mid_point_is_what_show_said_then(
     rt.engine.correlate("go", instance_id=iid, variables={"went": 1})
     rt.drain()
     assert rt.engine.show(iid)["state"] == "COMPLETED"
-    assert replay.check(rt.engine, iid) == []
-    assert rebuilt_state(replay.as_of(rt.engine, iid, last_event)) == show_state(then)
+    assert replay.check(rt.engine.core, iid) == []
+    assert rebuilt_state(replay.as_of(rt.engine.core, iid, last_event)) == show_state(then)
     from datetime import datetime
 
-    at_time = replay.as_of(rt.engine, iid, datetime.fromisoformat(rt.engine.trace(iid)[0]["at"]))
+    at_time = replay.as_of(
+        rt.engine.core, iid, datetime.fromisoformat(rt.engine.trace(iid)[0]["at"])
+    )
     assert at_time.instance["state"] == "RUNNING"
 
 
@@ -99,7 +101,7 @@ def test_a_planted_difference_is_found_and_named(
     rt: Harness, calls: Calls, clock: FakeClock
 ) -> None:
     iid = drive_partway(rt, calls, clock)
-    assert replay.check(rt.engine, iid) == []
+    assert replay.check(rt.engine.core, iid) == []
     (review,) = rt.engine.user_tasks(instance_id=iid)
     with rt.engine.db.transaction() as conn:
         conn.execute(
@@ -112,7 +114,7 @@ def test_a_planted_difference_is_found_and_named(
             .where(schema.variables.c.instance_id == iid, schema.variables.c.name == "price")
             .values(value=99)
         )
-    found = replay.check(rt.engine, iid)
+    found = replay.check(rt.engine.core, iid)
     assert any(
         review["id"] in line and "state history='READY' table='DONE'" in line for line in found
     ), found
@@ -134,7 +136,7 @@ def test_check_all_finds_no_difference_in_a_mixed_population(
     )
     for _ in range(3):
         rt.run(failing_doc)
-    summary = replay.check_all(rt.engine)
+    summary = replay.check_all(rt.engine.core)
     assert summary["checked"] == 4 and summary["with_differences"] == 0, summary
 
 
@@ -193,5 +195,5 @@ def test_replay_finds_no_difference_over_a_large_random_mix(
         rt.run(document)
     for _ in range(3):
         drive_partway(rt, calls, clock)
-    summary = replay.check_all(rt.engine)
+    summary = replay.check_all(rt.engine.core)
     assert summary["checked"] == 38 and summary["with_differences"] == 0, summary

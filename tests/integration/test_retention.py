@@ -26,8 +26,8 @@ from sqlalchemy import ColumnElement, select
 
 from bpm.definitions import ProcessBuilder
 from bpm.embedded import EmbeddedRuntime
-from bpm.engine import retention
 from bpm.engine.engine import Engine
+from bpm.engine.operations import retention
 from bpm.errors import InvalidDefinition
 from bpm.handlers import HandlerRegistry
 from bpm.store import Connection, Database, definitions
@@ -80,7 +80,12 @@ def minus(whole: RowSet, part: RowSet) -> RowSet:
     return {name: found - part.get(name, Counter[str]()) for name, found in whole.items()}
 
 
-INSTANCE_TABLES = {t.name for t in metadata.sorted_tables} - {"process_definitions"}
+#: Local variables end with their scope, so an ended instance holds none (retention deletes
+#: them all the same, in case one is left).
+INSTANCE_TABLES = {t.name for t in metadata.sorted_tables} - {
+    "process_definitions",
+    "local_variables",
+}
 
 
 # --- processes ----------------------------------------------------------------------------------
@@ -201,7 +206,7 @@ def test_deploy_stores_the_history_ttl(rt: Harness, ttl: Any, seconds: int | Non
     with rt.engine.db.transaction() as conn:
         row = definitions.by_id(conn, def_id)
     assert row is not None and row.history_ttl_seconds == seconds
-    ttl = rt.engine.graph(def_id).history_ttl
+    ttl = rt.engine.core.graph(def_id).history_ttl
     assert (None if ttl is None else math.ceil(ttl.total_seconds())) == seconds
 
 
@@ -356,7 +361,7 @@ def test_nothing_of_a_live_instance_is_ever_removed(
     before = rows_of(db, live.values())
 
     clock.advance(CENTURY)
-    swept = retention.sweep(rt.engine, clock.now(), default_ttl=timedelta(0), batch=1)
+    swept = retention.sweep(rt.engine.core, clock.now(), default_ttl=timedelta(0), batch=1)
     assert swept.deleted == 1 and existing(db, [done]) == set()
     assert rows_of(db, live.values()) == before
 
@@ -405,16 +410,18 @@ def test_batches_are_bounded(
     ids = completed_instances(rt, 25)
     clock.advance(days=2)
     with caplog.at_level(logging.INFO, logger="bpm.retention"):
-        first = retention.sweep(rt.engine, clock.now(), default_ttl=None, batch=10, max_batches=2)
+        first = retention.sweep(
+            rt.engine.core, clock.now(), default_ttl=None, batch=10, max_batches=2
+        )
     assert (first.deleted, first.batches, first.more) == (20, 2, True)
     sizes = [r.__dict__["instances"] for r in caplog.records if r.name == "bpm.retention"]
     assert sizes == [10, 10]
     assert first.rows["process_instances"] == 20 and first.rows["tokens"] > 0
-    rest = retention.sweep(rt.engine, clock.now(), default_ttl=None, batch=10, max_batches=2)
+    rest = retention.sweep(rt.engine.core, clock.now(), default_ttl=None, batch=10, max_batches=2)
     assert (rest.deleted, rest.more) == (5, False)
     assert existing(rt.engine.db, ids) == set()
     with pytest.raises(ValueError):
-        retention.sweep(rt.engine, clock.now(), default_ttl=None, batch=0)
+        retention.sweep(rt.engine.core, clock.now(), default_ttl=None, batch=0)
 
 
 def test_dry_run_counts_what_a_cleanup_would_delete(
@@ -425,8 +432,8 @@ def test_dry_run_counts_what_a_cleanup_would_delete(
     completed_instances(rt, 2, "b", ttl=None)
     clock.advance(days=2)
     before = snapshot(rt.engine.db)
-    assert retention.due(rt.engine, clock.now(), default_ttl=None) == 3
-    assert retention.due(rt.engine, clock.now(), default_ttl=DAY) == 5
+    assert retention.due(rt.engine.core, clock.now(), default_ttl=None) == 3
+    assert retention.due(rt.engine.core, clock.now(), default_ttl=DAY) == 5
     assert snapshot(rt.engine.db) == before
 
 
@@ -445,7 +452,7 @@ def test_two_cleanups_at_once_delete_each_instance_once(
 
         def cleaner(engine: Engine, now: datetime) -> Callable[[], int]:
             return lambda: retention.cleanup(
-                engine, now, default_ttl=None, batch=3, max_batches=100
+                engine.core, now, default_ttl=None, batch=3, max_batches=100
             )
 
         counts = run_together([cleaner(e, now) for e in engines])
@@ -472,7 +479,7 @@ def test_a_cleanup_running_beside_live_work_blocks_none_of_it(
         return started
 
     def cleaner() -> list[UUID]:
-        assert retention.cleanup(rt.engine, now, default_ttl=None, batch=5) == len(old)
+        assert retention.cleanup(rt.engine.core, now, default_ttl=None, batch=5) == len(old)
         return []
 
     started, _ = run_together([live_work, cleaner])

@@ -400,7 +400,7 @@ def test_compensation_by_topic_and_by_a_user_task_handler_activity(
 ) -> None:
     from datetime import timedelta
 
-    from bpm.engine.external import TopicRequest
+    from bpm.engine.operations.external import TopicRequest
 
     register(journal, calls, "do_a")
     b = ProcessBuilder("forms", saga="global").start()
@@ -442,7 +442,7 @@ def test_listeners_get_the_saga_events_after_commit(
         raise RuntimeError(f"listener bug on {event['type']}")
 
     listeners.add("SagaCompleted", broken)  # a broken listener changes nothing
-    rt.engine.listeners = listeners
+    rt.engine.core.listeners = listeners
     iid = rt.run(abc())
     assert seen == [
         ("TokenFailed", "c"),
@@ -649,7 +649,7 @@ def test_a_local_saga_leaves_the_path_of_its_subprocess_non_interrupting_boundar
     it did."""
     from datetime import timedelta
 
-    from bpm.engine.external import TopicRequest
+    from bpm.engine.operations.external import TopicRequest
 
     register(journal, calls, "do_s1", "undo_s1")
     iid = rt.run(local_saga_with_a_reminder("saga_reminder"))
@@ -672,7 +672,7 @@ def test_a_local_saga_with_nothing_to_undo_goes_on_at_once(rt: Harness) -> None:
     """No scan needed: the subprocess's boundary path is sent on in the same transaction."""
     from datetime import timedelta
 
-    from bpm.engine.external import TopicRequest
+    from bpm.engine.operations.external import TopicRequest
 
     iid = rt.run(local_saga_with_a_reminder("saga_nothing", first_fails=True))
     [t2] = rt.engine.fetch_and_lock("w", [TopicRequest("t_s2", timedelta(minutes=5))])
@@ -688,7 +688,7 @@ def test_a_local_saga_over_a_failed_branch_leaves_no_failed_token_behind(rt: Har
     fork's scope token); once the saga is over it is CANCELLED, not FAILED forever."""
     from datetime import timedelta
 
-    from bpm.engine.external import TopicRequest
+    from bpm.engine.operations.external import TopicRequest
 
     inner = ProcessBuilder("inner", saga="local").start("s_start").parallel_gateway("f")
     inner.service_task("a", topic="ta").user_task("b").parallel_gateway("j").end("s_end")

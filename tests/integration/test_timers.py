@@ -13,7 +13,7 @@ from uuid import UUID
 import pytest
 
 from bpm.definitions import ProcessBuilder
-from bpm.engine.external import TopicRequest
+from bpm.engine.operations.external import TopicRequest
 from bpm.errors import NoMatchingWait, TaskLockError, TaskNotLocked
 from bpm.store import Database, timers
 from tests.helpers import db as rows

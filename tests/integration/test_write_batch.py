@@ -14,7 +14,7 @@ from uuid import UUID
 import pytest
 
 from bpm.definitions import ProcessBuilder
-from bpm.engine.tx import Conflict, Stale, Tx
+from bpm.engine.core.tx import Conflict, Stale, Tx
 from bpm.store import Database, tokens
 from bpm.store.rows import TokenRow
 from tests.helpers import db as rows
@@ -53,7 +53,7 @@ def test_a_missed_version_check_writes_nothing(rt: Harness, read_first: bool) ->
     db: Database = rt.engine.db
     before = snapshot(db)
     with pytest.raises(Conflict, match=str(tok.id)):
-        with rt.engine.transaction() as tx:
+        with rt.engine.core.transaction() as tx:
             if read_first:
                 assert tokens.get(tx.conn, tok.id) is not None
             stage_move(tx, tok, expected=tok.version - 1)
@@ -65,7 +65,7 @@ def test_a_missed_version_check_writes_nothing(rt: Harness, read_first: bool) ->
 def test_a_guarded_batch_that_holds_commits_and_reads_back(rt: Harness, read_first: bool) -> None:
     iid, tok = waiting_token(rt)
     db: Database = rt.engine.db
-    with rt.engine.transaction() as tx:
+    with rt.engine.core.transaction() as tx:
         if read_first:
             assert tokens.get(tx.conn, tok.id) is not None
         stage_move(tx, tok, expected=tok.version)
@@ -82,7 +82,7 @@ def test_a_stale_task_change_is_reported_as_stale(rt: Harness) -> None:
     (task,) = rows.tasks_of(db, iid)
     before = snapshot(db)
     with pytest.raises(Stale, match="gone"):
-        with rt.engine.transaction() as tx:
+        with rt.engine.core.transaction() as tx:
             tx.finish_task(
                 replace(task, version=task.version + 7),
                 state="DONE",

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from bpm.engine import replay
-from bpm.engine.failures import _EVENT_OF_STATE
+from bpm.engine.operations import replay
+from bpm.engine.semantics.instance_state import _EVENT_OF_STATE
 from bpm.events import SAGA_EVENTS
 from bpm.states import (
     EngineEvent,

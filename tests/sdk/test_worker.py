@@ -19,7 +19,7 @@ import pytest
 import bpm
 from bpm.definitions import ProcessBuilder
 from bpm.engine.engine import Engine
-from bpm.engine.external import TopicRequest
+from bpm.engine.operations.external import TopicRequest
 from bpm.sdk import ExternalTask, Worker
 from bpm.store import Database
 from tests.helpers import db as rows

@@ -7,8 +7,8 @@ from uuid import uuid4
 
 import pytest
 
-from bpm.engine import held
-from bpm.engine.held import HeldTasks
+from bpm.engine.core import held
+from bpm.engine.core.held import HeldTasks
 from bpm.store.rows import TaskRow, TokenRow
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -1,8 +1,8 @@
 """Read-only commands: ``instances``, ``show``, ``trace``, ``incidents``.
 
-``--json`` prints the engine's read models unchanged (``bpm.engine.views``), so scripts see the
-same field names as the Python API. ``trace --diagram`` draws the definition with the path taken
-(``bpm.diagram``).
+``--json`` prints the engine's read models unchanged (``bpm.engine.operations.views``), so
+scripts see the same field names as the Python API. ``trace --diagram`` draws the
+definition with the path taken (``bpm.diagram``).
 """
 
 from __future__ import annotations
@@ -180,6 +180,16 @@ def _show_parts(doc: dict[str, Any]) -> None:
     )
     _section("variables")
     render.table(["name", "value"], [[k, json.dumps(v)] for k, v in doc["variables"].items()])
+    if doc.get("local_variables"):
+        _section("local variables")
+        render.table(
+            ["scope", "token", "name", "value"],
+            [
+                [scope["node_id"], scope["token_id"], name, json.dumps(value)]
+                for scope in doc["local_variables"]
+                for name, value in scope["variables"].items()
+            ],
+        )
     _section("incidents")
     render.table(
         ["token", "node", "kind", "state", "message"],

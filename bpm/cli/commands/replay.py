@@ -13,7 +13,7 @@ from bpm.cli.commands.history import parse_time
 from bpm.cli.lookups import resolve_instance
 from bpm.cli.parsing import INSTANCE_ID, IdPrefix
 from bpm.cli.runtime import embedded
-from bpm.engine import replay as replaying
+from bpm.engine.operations import replay as replaying
 from bpm.errors import InvalidOperation
 
 
@@ -69,21 +69,21 @@ def replay(
         if every:
             start = _point(since)
             summary = replaying.check_all(
-                rt.engine, since=start if isinstance(start, datetime) else None
+                rt.engine.core, since=start if isinstance(start, datetime) else None
             )
             _summary(summary, as_json)
             return
         assert instance_id is not None
         iid = resolve_instance(rt.engine, instance_id)
         if check:
-            found = replaying.check(rt.engine, iid)
+            found = replaying.check(rt.engine.core, iid)
             _differences(iid, found, as_json)
             return
         point = _point(as_of)
         state = (
-            replaying.as_of(rt.engine, iid, point)
+            replaying.as_of(rt.engine.core, iid, point)
             if point is not None
-            else replaying.rebuild(replaying.events_of(rt.engine, iid))
+            else replaying.rebuild(replaying.events_of(rt.engine.core, iid))
         )
     if as_json:
         render.emit_json(state.as_dict())

@@ -6,7 +6,7 @@ import click
 
 from bpm.cli import render
 from bpm.cli.runtime import embedded
-from bpm.engine import retention
+from bpm.engine.operations import retention
 
 
 @click.command()
@@ -31,11 +31,11 @@ def cleanup(dry_run: bool, as_json: bool) -> None:
     with embedded() as rt:
         now = rt.engine.clock.now()
         if dry_run:
-            count = retention.due(rt.engine, now, default_ttl=default_ttl)
+            count = retention.due(rt.engine.core, now, default_ttl=default_ttl)
         else:
             count = 0
             while True:
-                swept = retention.sweep(rt.engine, now, default_ttl=default_ttl)
+                swept = retention.sweep(rt.engine.core, now, default_ttl=default_ttl)
                 count += swept.deleted
                 for table, n in swept.rows.items():
                     rows[table] = rows.get(table, 0) + n

@@ -25,7 +25,7 @@ from bpm.cli.parsing import IMPORT_OPTION, collect_variables
 from bpm.cli.runtime import broker_mode, distributed, embedded, import_handlers
 from bpm.embedded import END_STATES, EmbeddedRuntime
 from bpm.engine.engine import Engine
-from bpm.engine.lifecycle import Started
+from bpm.engine.operations.lifecycle import Started
 from bpm.errors import ConfigError
 
 IDLE_LIMIT = 60.0

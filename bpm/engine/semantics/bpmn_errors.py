@@ -9,14 +9,12 @@ the boundary's path.
 
 from __future__ import annotations
 
-from uuid import UUID
-
 from bpm.definitions.model import Node, ProcessGraph
-from bpm.engine.failures import cancel_inside, cancel_timers, inside_scope
-from bpm.engine.moves import move
-from bpm.engine.tx import NextToken, Tx
-from bpm.states import EngineEvent, TokenEvent, TokenState, WaitKind
-from bpm.store import tokens
+from bpm.engine.core.tx import NextToken, Tx
+from bpm.engine.semantics.cancelling import cancel_inside, cancel_timers
+from bpm.engine.semantics.moves import move
+from bpm.engine.semantics.tree import Tree
+from bpm.states import EngineEvent, TokenEvent, TokenState
 from bpm.store.rows import TokenRow
 
 
@@ -57,33 +55,22 @@ def throw_from_end(
 ) -> NextToken | None:
     """An error end event: the innermost enclosing subprocess with a catching boundary ends
     (its remaining tokens are cancelled) and its token takes the boundary's path."""
-    tx.flush_tokens()
-    everything = {t.id: t for t in tokens.of_instance(tx.conn, tok.instance_id)}
+    tree = Tree.read(tx, tok.instance_id)
     current, scope = tok, tok.scope_id
     while scope is not None:
-        host = host_of(everything, current, scope)
+        host = tree.host_of(current, scope)
         if host is None:
             return None
         catcher = g.catcher(scope, code)
         if catcher is not None:
-            _end_scope(tx, everything, host, tok)
+            _end_scope(tx, tree, host, tok)
             return _take_boundary(tx, host, catcher, code, message, tok.node_id)
         current, scope = host, g.node(scope).scope
     return None
 
 
-def host_of(everything: dict[UUID, TokenRow], tok: TokenRow, scope: str) -> TokenRow | None:
-    """The token waiting at subprocess ``scope`` above ``tok``."""
-    row: TokenRow | None = tok
-    while row is not None and row.parent_token_id is not None:
-        row = everything.get(row.parent_token_id)
-        if row is not None and row.node_id == scope and row.wait_kind == WaitKind.CHILDREN:
-            return row
-    return None
-
-
-def _end_scope(tx: Tx, everything: dict[UUID, TokenRow], host: TokenRow, thrower: TokenRow) -> None:
-    inside = inside_scope(everything.values(), host)
+def _end_scope(tx: Tx, tree: Tree, host: TokenRow, thrower: TokenRow) -> None:
+    inside = tree.inside(host)
     if any(row.id == thrower.id for row in inside):
         move(tx, thrower, state=TokenState.COMPLETED, event=TokenEvent.ERROR_THROWN)
     cancel_inside(tx, host, inside, f"error thrown at {thrower.node_id!r}", spare=thrower.id)

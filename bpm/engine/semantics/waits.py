@@ -9,13 +9,15 @@ transaction, so a timer never fires for a visit that is over.
 
 from __future__ import annotations
 
+from typing import Any
 from uuid import uuid4
 
 from bpm.definitions.model import Node, ProcessGraph
 from bpm.definitions.timers import TimerValueError
-from bpm.engine.failures import fail_token
-from bpm.engine.moves import move
-from bpm.engine.tx import Next, Tx
+from bpm.engine.core.tx import Next, Tx
+from bpm.engine.semantics import scopes
+from bpm.engine.semantics.failures import fail_token
+from bpm.engine.semantics.moves import move
 from bpm.errors import ExpressionEvalError
 from bpm.states import (
     EngineEvent,
@@ -106,11 +108,17 @@ def arm_boundaries(tx: Tx, g: ProcessGraph, tok: TokenRow, activity: Node) -> No
             return
 
 
+def _view(tx: Tx, tok: TokenRow) -> dict[str, Any]:
+    if tx.graph_for is None:
+        return tx.load_variables(tok.instance_id)
+    return scopes.view(tx, tx.graph_for(tok.instance_id), tok)
+
+
 def schedule(tx: Tx, tok: TokenRow, timer_node: Node, at_node: Node) -> bool:
     """Insert the timer; a value that is not a duration or date fails the token instead."""
     assert timer_node.timer is not None
     try:
-        values = tx.load_variables(tok.instance_id) if timer_node.timer.expression else {}
+        values = _view(tx, tok) if timer_node.timer.expression else {}
         fire_at = timer_node.timer.fire_at(tx.now, values)
     except (TimerValueError, ExpressionEvalError) as exc:
         fail_token(

@@ -74,6 +74,9 @@ class Tx:
     #: What led to this transaction (a job, scan, API call or operator action): every history
     #: row it writes carries it.
     cause: str | None = None
+    #: Scopes (token id, node id) this transaction gave local variables: they end when the
+    #: token leaves, even at a node without input mappings.
+    local_scopes: set[tuple[UUID, str]] = field(default_factory=set)
 
     @property
     def history(self) -> HistoryBuffer:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 from uuid import UUID, uuid4
 
-from bpm.engine.tx import Tx
-from bpm.states import TokenEvent, TokenMode, TokenState
+from bpm.definitions.model import Flow
+from bpm.engine.core.tx import NextToken, Tx
+from bpm.engine.semantics import scopes
+from bpm.states import ENDED_TOKEN, TokenEvent, TokenMode, TokenState
 from bpm.store import tokens
 from bpm.store.rows import TokenRow
 
@@ -29,6 +32,11 @@ def move(
     had when this transaction first moved it; a token passing several nodes in one transaction
     costs one UPDATE. ``Conflict`` (at once or at flush) means someone else changed it first.
     """
+    if (node_id is not None or state in ENDED_TOKEN) and (tx.local_scopes or tx.graph_for):
+        # The token leaves its node (or ends there): that scope's local variables end.
+        g = tx.graph_for(tok.instance_id) if tx.graph_for is not None else None
+        if tx.local_scopes or (g is not None and g.has_mappings):
+            scopes.end(tx, g, tok)
     node = tok.node_id if node_id is None else node_id
     via = tok.via_flow if via_flow is None and node_id is None else via_flow
     moved = replace(
@@ -88,7 +96,7 @@ def new_token(
     )
 
 
-def create(tx: Tx, rows: list[TokenRow], links: list[tuple[UUID, UUID, str]]) -> None:
+def create(tx: Tx, rows: list[TokenRow], links: Sequence[tuple[UUID, UUID, str]]) -> None:
     tokens.insert(tx.conn, rows)
     tokens.link(tx.conn, links)
     for row in rows:
@@ -109,3 +117,17 @@ def create(tx: Tx, rows: list[TokenRow], links: list[tuple[UUID, UUID, str]]) ->
                 **({"record_id": str(row.record_id)} if row.record_id else {}),
             },
         )
+
+
+def take(tx: Tx, tok: TokenRow, flow: Flow, event: str = TokenEvent.MOVED) -> NextToken:
+    """Move the token along ``flow`` to its target, ACTIVE there."""
+    moved = move(
+        tx,
+        tok,
+        state=TokenState.ACTIVE,
+        event=event,
+        node_id=flow.target,
+        via_flow=flow.id,
+        data={"from": flow.source, "flow": flow.id},
+    )
+    return NextToken(moved.id, moved.version, moved)

@@ -1,24 +1,21 @@
-"""External tasks: fetch-and-lock, complete, fail, BPMN error, extend lock, unlock.
+"""External-task reports: complete, fail, BPMN error, extend lock, unlock.
 
-The calls Camunda 7's external-task API offers, as Python calls over the database (the
-transport for trusted services; an HTTP transport can sit on top). Each call is one
-transaction that checks the task's state, its lock owner and the lock's expiry first; a wrong
-worker, an expired lock, or an unknown or finished task gets its own error and changes nothing.
+Each call is one transaction that checks the task's state, its lock owner and the lock's
+expiry first; a wrong worker, an expired lock, or an unknown or finished task gets its own
+error and changes nothing.
 """
 
 from __future__ import annotations
 
-import logging
-import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from datetime import timedelta
+from typing import Any
 from uuid import UUID
 
-from bpm.engine import handler_runs
-from bpm.engine.failures import fail_token
-from bpm.engine.tx import Conflict, Stale, Tx
+from bpm.engine.core.engine_core import EngineCore
+from bpm.engine.core.tx import Conflict, Stale, Tx
+from bpm.engine.semantics import handler_runs, scopes, steps
+from bpm.engine.semantics.failures import fail_token
 from bpm.errors import (
     BadVariables,
     LockExpired,
@@ -28,221 +25,10 @@ from bpm.errors import (
     WrongWorker,
 )
 from bpm.states import TaskEvent, TaskKind, TaskState, TokenState
-from bpm.store import tasks, tokens, variables
+from bpm.store import tasks, tokens
 from bpm.store.db import first_statement_commits
-from bpm.store.notify import Listener, listen
 from bpm.store.rows import TaskRow, TokenRow
-from bpm.store.schema import HISTORY_BLOCK
 from bpm.variables import check_variables
-
-if TYPE_CHECKING:
-    from bpm.engine.engine import Engine
-
-log = logging.getLogger("bpm.engine")
-
-MAX_TASKS = 1000
-MAX_LONG_POLL = 300.0
-assert MAX_TASKS <= HISTORY_BLOCK, "one fetch's history rows must fit one id block"
-
-
-@dataclass(frozen=True)
-class TopicRequest:
-    """One topic to fetch from, how long to lock its tasks, and which variables to send."""
-
-    topic: str
-    lock_duration: timedelta
-    variables: Sequence[str] | None = None
-
-
-@dataclass(frozen=True)
-class LockedTask:
-    """What a worker needs to do the work and report back."""
-
-    id: UUID
-    topic: str
-    worker_id: str
-    lock_expire_at: datetime
-    instance_id: UUID
-    business_key: str | None
-    process_key: str
-    process_version: int
-    node_id: str
-    attempt: int
-    retries: int
-    priority: int
-    variables: dict[str, Any]
-    #: How long to wait before the next attempt if this one fails: the node's retry policy.
-    backoff: timedelta = timedelta(0)
-
-
-def fetch_and_lock(
-    engine: Engine,
-    worker_id: str,
-    topics: Sequence[TopicRequest],
-    max_tasks: int = 10,
-    long_poll: float = 0.0,
-    listener: Listener | None = None,
-) -> list[LockedTask]:
-    """Lock up to ``max_tasks`` tasks; with ``long_poll`` seconds, wait for one to appear
-    (on ``listener`` if given: it must already listen, for these topics at least)."""
-    _check_fetch(worker_id, topics, max_tasks, long_poll)
-    deadline = time.monotonic() + long_poll
-    found = _fetch_once(engine, worker_id, topics, max_tasks)
-    if found or long_poll <= 0:
-        return found
-    if listener is not None:  # it listened before that look: nothing can have been missed
-        return _long_poll(engine, worker_id, topics, max_tasks, deadline, listener, False)
-    # Nothing yet: listen first, then look again, so a task created in between is not missed.
-    with listen(engine.db, {t.topic for t in topics}) as own:
-        return _long_poll(engine, worker_id, topics, max_tasks, deadline, own, True)
-
-
-def _long_poll(
-    engine: Engine,
-    worker_id: str,
-    topics: Sequence[TopicRequest],
-    max_tasks: int,
-    deadline: float,
-    listener: Listener,
-    look: bool,
-) -> list[LockedTask]:
-    """(Look, then) sleep until a task is offered (NOTIFY) or a failed one's retry_at comes
-    due (no one is told of that), and look again, until ``deadline``."""
-    while True:
-        found = _fetch_once(engine, worker_id, topics, max_tasks) if look else []
-        look = True
-        left = deadline - time.monotonic()
-        if found or left <= 0:
-            return found
-        with engine.db.transaction() as conn:
-            due = tasks.next_retry_at(conn, [t.topic for t in topics], engine.clock.now())
-        if due is not None:
-            left = min(left, max((due - engine.clock.now()).total_seconds(), 0.0) + 0.01)
-        listener.wait(left)
-
-
-def _check_fetch(
-    worker_id: str, topics: Sequence[TopicRequest], max_tasks: int, long_poll: float
-) -> None:
-    if not isinstance(worker_id, str) or not worker_id:
-        raise TaskLockError("worker_id must be a non-empty string")
-    if not topics:
-        raise TaskLockError("fetch_and_lock needs at least one topic")
-    for t in topics:
-        if t.lock_duration <= timedelta(0):
-            raise TaskLockError(f"topic {t.topic!r}: lock_duration must be positive")
-    if not 1 <= max_tasks <= MAX_TASKS:
-        raise TaskLockError(f"max_tasks must be between 1 and {MAX_TASKS}, got {max_tasks}")
-    if not 0 <= long_poll <= MAX_LONG_POLL:
-        raise TaskLockError(f"long_poll must be between 0 and {MAX_LONG_POLL:g} seconds")
-
-
-def _fetch_once(
-    engine: Engine, worker_id: str, topics: Sequence[TopicRequest], max_tasks: int
-) -> list[LockedTask]:
-    requests = {t.topic: t for t in topics}
-    locks = {t.topic: int(t.lock_duration.total_seconds() * 1000) for t in topics}
-    # Only the names asked for when every topic names them; each topic's own filter is
-    # applied after.
-    wanted = [t.variables for t in topics]
-    names = None if any(w is None for w in wanted) else sorted({n for w in wanted for n in w or ()})
-    found: list[tasks.Fetched] = []
-    try:
-        with engine.transaction(worker_id) as tx:
-            found, recorded = tasks.fetch_and_lock(
-                tx.conn, worker_id, locks, max_tasks, tx.now, names, tx.cause
-            )
-            out = _lockedtasks(engine, tx, found, recorded, requests, names)
-    except Exception:
-        # The locking statement commits on its own: what it locked must not stay locked,
-        # its attempt spent, for a worker that never heard of it.
-        _give_back(engine, [f.task.id for f in found], worker_id)
-        raise
-    for f in found:  # committed: now they are this worker's
-        if f.token is not None:
-            engine.held.remember(f.task, f.token)
-    return out
-
-
-def _give_back(engine: Engine, task_ids: list[UUID], worker_id: str) -> None:
-    for task_id in task_ids:
-        try:
-            unlock(engine, task_id, worker_id)
-        except Exception:  # rolled back with the rest (SQLite), or the database is gone
-            log.warning(
-                "task %s: could not give it back after a failed fetch", task_id, exc_info=True
-            )
-
-
-def _lockedtasks(
-    engine: Engine,
-    tx: Tx,
-    found: list[tasks.Fetched],
-    recorded: bool,
-    requests: Mapping[str, TopicRequest],
-    names: list[str] | None,
-) -> list[LockedTask]:
-    """What the worker is told of each locked task (and, where the statement did not, each
-    lock's history row)."""
-    values = _instances_and_variables(engine, tx, found, names)
-    out = []
-    for task in (f.task for f in found):
-        if not recorded:
-            tx.history.task(
-                instance_id=task.instance_id,
-                task_id=task.id,
-                token_id=task.token_id,
-                at=tx.now,
-                type=TaskEvent.LOCKED,
-                node_id=task.node_id,
-                from_state=TaskState.READY,
-                to_state=TaskState.LOCKED,
-                actor=task.lock_owner,
-                data={"attempt": task.attempts},
-            )
-        asked = requests[str(task.topic)].variables
-        mine = values[task.instance_id]
-        if asked is not None:
-            mine = {n: v for n, v in mine.items() if n in asked}
-        out.append(_describe(engine, tx, task, mine))
-    return out
-
-
-def _instances_and_variables(
-    engine: Engine, tx: Tx, found: list[tasks.Fetched], names: list[str] | None
-) -> dict[UUID, dict[str, Any]]:
-    """What the fetch statement returned about the instances (PostgreSQL), else one query
-    for the instances not yet known and one for the variables of all."""
-    if all(f.instance is not None and f.variables is not None for f in found):
-        for f in found:
-            assert f.instance is not None
-            engine.remember(f.task.instance_id, *f.instance)
-        return {f.task.instance_id: dict(f.variables or {}) for f in found}
-    ids = [f.task.instance_id for f in found]
-    engine.know_instances(tx, ids)
-    return variables.load_many(tx.conn, ids, names)
-
-
-def _describe(engine: Engine, tx: Tx, task: TaskRow, values: dict[str, Any]) -> LockedTask:
-    def_id, key, business_key = engine.info_for(tx, task.instance_id)
-    assert task.lock_expire_at is not None and task.topic is not None
-    backoff = engine.graph(def_id, tx.conn).node(task.node_id).retry.delay(task.attempts)
-    return LockedTask(
-        task.id,
-        task.topic,
-        str(task.lock_owner),
-        task.lock_expire_at,
-        task.instance_id,
-        business_key,
-        key,
-        engine.definition_version(def_id, tx.conn),
-        task.node_id,
-        task.attempts,
-        task.retries,
-        task.priority,
-        values,
-        backoff,
-    )
 
 
 def _held_with_token(
@@ -291,51 +77,55 @@ def _check_held(
     return task
 
 
-def _run(engine: Engine, worker_id: str, body: Any) -> None:
+def _run(core: EngineCore, worker_id: str, body: Any) -> None:
     """One transaction. A version race with another change (a boundary timer firing at the
     same moment, say) is retried from a fresh read, which then reports what won: telling the
     worker its lock was lost while it still holds it would make it drop a finished result.
     Only a race lost again and again reads as the lock being lost."""
 
     def once() -> Any:
-        with engine.transaction(worker_id) as tx:
+        with core.transaction(worker_id) as tx:
             return body(tx)
 
     try:
         # A write that found a row moved on (an extend_lock from this worker's own lock
         # keeper, say) is retried: the fresh read in ``body`` raises the lock error if real.
-        nxt = engine.retrying(once, also=(Stale,))
+        nxt = core.retrying(once, also=(Stale,))
     except (Stale, Conflict) as exc:
         raise LockExpired(f"the task changed while {worker_id!r} reported on it: {exc}") from exc
-    engine.carry_on(nxt)
+    core.send_next(nxt)
 
 
 def complete(
-    engine: Engine,
+    core: EngineCore,
     task_id: UUID,
     worker_id: str,
     values: Mapping[str, Any] | None = None,
     attempt: int | None = None,
+    local_values: Mapping[str, Any] | None = None,
 ) -> None:
-    """Task DONE, variables written, token moved on; the next step is dispatched at once."""
+    """Task DONE, variables written (``local_values`` to the task's own scope), token moved
+    on; the next step is dispatched at once."""
     checked = check_variables(values, where=f"complete of task {task_id}")
-    fetched = engine.held.take(task_id, worker_id)
+    local = check_variables(local_values, where=f"complete of task {task_id}")
+    fetched = core.held.take(task_id, worker_id)
 
     def body(tx: Tx) -> Any:
         task, tok = _held_with_token(tx, task_id, worker_id, attempt)
         return go_on(tx, task, tok)
 
     def go_on(tx: Tx, task: TaskRow, tok: TokenRow) -> Any:
-        g = engine.graph(engine.info_for(tx, task.instance_id)[0], tx.conn)
-        return engine.continue_in(tx, g, handler_runs.complete_task(tx, g, task, checked, tok))
+        g = core.graph_of(tx, task.instance_id)
+        done = handler_runs.complete_task(tx, g, task, checked, tok, local)
+        return steps.carry_through(tx, g, done)
 
-    if fetched is not None and _complete_as_fetched(engine, worker_id, fetched, go_on, attempt):
+    if fetched is not None and _complete_as_fetched(core, worker_id, fetched, go_on, attempt):
         return
-    _run(engine, worker_id, body)
+    _run(core, worker_id, body)
 
 
 def _complete_as_fetched(
-    engine: Engine,
+    core: EngineCore,
     worker_id: str,
     fetched: tuple[TaskRow, TokenRow],
     go_on: Callable[[Tx, TaskRow, TokenRow], Any],
@@ -347,16 +137,16 @@ def _complete_as_fetched(
     them again and reports what it finds."""
     task, tok = fetched
     try:
-        with engine.transaction(worker_id) as tx:
+        with core.transaction(worker_id) as tx:
             nxt = go_on(tx, _check_held(tx, task, task.id, worker_id, attempt), tok)
     except (Stale, Conflict, TaskLockError):
         return False
-    engine.carry_on(nxt)
+    core.send_next(nxt)
     return True
 
 
 def fail(
-    engine: Engine,
+    core: EngineCore,
     task_id: UUID,
     worker_id: str,
     error_message: str,
@@ -367,7 +157,7 @@ def fail(
 ) -> None:
     """Report a failure; ``retries`` left (the worker decides, as in Camunda) offers it again
     after ``retry_timeout``, none fails the token with an incident."""
-    engine.held.forget(task_id)  # this report changes the task: the fetched rows are stale
+    core.held.forget(task_id)  # this report changes the task: the fetched rows are stale
     if retries < 0 or retry_timeout < timedelta(0):
         raise TaskLockError("retries and retry_timeout must not be negative")
 
@@ -415,11 +205,11 @@ def fail(
         )
         return None
 
-    _run(engine, worker_id, body)
+    _run(core, worker_id, body)
 
 
 def bpmn_error(
-    engine: Engine,
+    core: EngineCore,
     task_id: UUID,
     worker_id: str,
     code: str,
@@ -430,19 +220,19 @@ def bpmn_error(
     """A business error: the error boundary for ``code`` (or catch-all) on the activity, else
     on the innermost subprocess around it, takes it; without one the token fails with an
     incident (no retries)."""
-    engine.held.forget(task_id)  # this report changes the task: the fetched rows are stale
+    core.held.forget(task_id)  # this report changes the task: the fetched rows are stale
     if not isinstance(code, str) or not code:
         raise BadVariables("a BPMN error needs a non-empty code")
     checked = check_variables(values, where=f"bpmn_error of task {task_id}")
 
     def body(tx: Tx) -> Any:
         task = _held(tx, task_id, worker_id, attempt)
-        tx.write_variables(task.instance_id, checked)
+        g = core.graph_of(tx, task.instance_id)
+        scopes.write_for_task(tx, g, task, checked)
         text = f"BPMN error {code}" + (f": {message}" if message else "")
-        g = engine.graph(engine.info_for(tx, task.instance_id)[0], tx.conn)
         caught = handler_runs.catch_bpmn_error(tx, g, task, code, text)
         if caught is not None:
-            return engine.continue_in(tx, g, caught)
+            return steps.carry_through(tx, g, caught)
         tx.finish_task(
             task,
             state=TaskState.FAILED,
@@ -471,12 +261,12 @@ def bpmn_error(
         )
         return None
 
-    _run(engine, worker_id, body)
+    _run(core, worker_id, body)
 
 
-def extend_lock(engine: Engine, task_id: UUID, worker_id: str, new_duration: timedelta) -> None:
+def extend_lock(core: EngineCore, task_id: UUID, worker_id: str, new_duration: timedelta) -> None:
     """The lock now runs until ``now + new_duration``."""
-    engine.held.forget(task_id)  # this report changes the task: the fetched rows are stale
+    core.held.forget(task_id)  # this report changes the task: the fetched rows are stale
     if new_duration <= timedelta(0):
         raise TaskLockError("new_duration must be positive")
 
@@ -505,13 +295,13 @@ def extend_lock(engine: Engine, task_id: UUID, worker_id: str, new_duration: tim
         )
         return None
 
-    _run(engine, worker_id, body)
+    _run(core, worker_id, body)
 
 
-def unlock(engine: Engine, task_id: UUID, worker_id: str | None = None) -> None:
+def unlock(core: EngineCore, task_id: UUID, worker_id: str | None = None) -> None:
     """Give the task back unrun: READY again, and the attempt it took is returned. With
     ``worker_id``, only that worker's lock is given back."""
-    engine.held.forget(task_id)  # this report changes the task: the fetched rows are stale
+    core.held.forget(task_id)  # this report changes the task: the fetched rows are stale
 
     def body(tx: Tx) -> Any:
         task = tasks.get(tx.conn, task_id)
@@ -544,7 +334,7 @@ def unlock(engine: Engine, task_id: UUID, worker_id: str | None = None) -> None:
         tx.notify_topics.add(str(task.topic))
         return None
 
-    _run(engine, "operator", body)
+    _run(core, "operator", body)
 
 
 def _fail_token_of(

@@ -8,10 +8,11 @@ set of arrivals are therefore harmless: the second finds nothing to consume.
 from __future__ import annotations
 
 from bpm.definitions.model import Node, NodeType, ProcessGraph
-from bpm.engine.moves import create, move, new_token
-from bpm.engine.nodes import end_token, leave
-from bpm.engine.tx import Next, NextToken, Stale, Tx
-from bpm.states import EngineEvent, TokenEvent, TokenState, WaitKind
+from bpm.engine.core.tx import Next, NextToken, Stale, Tx
+from bpm.engine.semantics.moves import create, move, new_token
+from bpm.engine.semantics.nodes import end_token, leave
+from bpm.engine.semantics.tree import body_children
+from bpm.states import EngineEvent, LinkType, TokenEvent, TokenState, WaitKind
 from bpm.store import tokens
 from bpm.store.rows import TokenRow
 
@@ -28,9 +29,7 @@ def decide(tx: Tx, g: ProcessGraph, parent: TokenRow) -> Next:
             return _fire_join(tx, g, locked, node, picked, children)
     node = g.node(locked.node_id)
     if node.type is NodeType.SUBPROCESS:
-        # Paths the subprocess's own non-interrupting boundaries started are its token's
-        # children too, but run outside it: the subprocess is done when its body is.
-        children = [c for c in children if c.scope_id == node.id]
+        children = body_children(children, node.id)
     if children:
         return None  # branches still running: nothing to decide yet
     if node.type is NodeType.SUBPROCESS:
@@ -92,7 +91,7 @@ def _fire_join(
     )
     if not others:
         # Block-structured case: the scope token itself moves past the join.
-        tokens.link(tx.conn, [(c.id, parent.id, "JOIN") for c in picked])
+        tokens.link(tx.conn, [(c.id, parent.id, LinkType.JOIN) for c in picked])
         if len(flows) == 1:
             moved = move(
                 tx,
@@ -127,8 +126,8 @@ def _fire_join(
         )
         for f in flows
     ]
-    links = [(c.id, b.id, "JOIN") for c in picked for b in branches] if others else []
-    links += [(parent.id, b.id, "FORK") for b in branches] if not others else []
+    links = [(c.id, b.id, LinkType.JOIN) for c in picked for b in branches] if others else []
+    links += [(parent.id, b.id, LinkType.FORK) for b in branches] if not others else []
     create(tx, branches, links)
     for branch in branches[1:]:
         tx.advance_later(branch.id, 0)

@@ -3,25 +3,25 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypedDict, Unpack
 from uuid import UUID
 
 from bpm import diagram as drawing
+from bpm.engine.core.engine_core import EngineCore
 from bpm.errors import NotFound
 from bpm.store import (
     definitions,
     history,
     incidents,
     instances,
+    local_variables,
     tasks,
     timers,
     tokens,
     variables,
 )
+from bpm.store.local_variables import LocalRow
 from bpm.store.rows import EventRow, IncidentRow, InstanceRow, TaskRow, TimerRow, TokenRow
-
-if TYPE_CHECKING:
-    from bpm.engine.engine import Engine
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -129,8 +129,21 @@ def event_view(e: EventRow) -> dict[str, Any]:
     return out
 
 
-def show(engine: Engine, instance_id: UUID) -> dict[str, Any]:
-    with engine.db.transaction() as conn:
+def local_views(rows: list[LocalRow]) -> list[dict[str, Any]]:
+    """Local variables by scope: the token, the node it is at, the variables."""
+    scopes: dict[tuple[UUID, str], dict[str, Any]] = {}
+    for row in rows:
+        scopes.setdefault((row.scope_token_id, row.scope_node_id), {})[row.name] = row.value
+    return [
+        {"token_id": str(token), "node_id": node, "variables": values}
+        for (token, node), values in sorted(
+            scopes.items(), key=lambda kv: (kv[0][1], str(kv[0][0]))
+        )
+    ]
+
+
+def show(core: EngineCore, instance_id: UUID) -> dict[str, Any]:
+    with core.db.transaction() as conn:
         row = instances.get(conn, instance_id)
         if row is None:
             raise NotFound(f"instance {instance_id} does not exist")
@@ -140,12 +153,13 @@ def show(engine: Engine, instance_id: UUID) -> dict[str, Any]:
         out["tasks"] = [task_view(t) for t in tasks.of_instance(conn, instance_id)]
         out["timers"] = [timer_view(t) for t in timers.of_instance(conn, instance_id)]
         out["variables"] = variables.load(conn, instance_id)
+        out["local_variables"] = local_views(local_variables.of_instance(conn, instance_id))
         out["incidents"] = [incident_view(i) for i in incidents.of_instance(conn, instance_id)]
     return out
 
 
-def trace(engine: Engine, instance_id: UUID) -> list[dict[str, Any]]:
-    with engine.db.transaction() as conn:
+def trace(core: EngineCore, instance_id: UUID) -> list[dict[str, Any]]:
+    with core.db.transaction() as conn:
         if instances.get(conn, instance_id) is None:
             raise NotFound(f"instance {instance_id} does not exist")
         return with_old_values([event_view(e) for e in history.of_instance(conn, instance_id)])
@@ -165,37 +179,40 @@ def with_old_values(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return events
 
 
+class ListFields(TypedDict, total=False):
+    """What ``list_instances`` can match: each field that is given."""
+
+    state: str | None
+    key: str | None
+    business_key: str | None
+
+
 def list_instances(
-    engine: Engine,
-    *,
-    state: str | None = None,
-    key: str | None = None,
-    business_key: str | None = None,
-    limit: int = 100,
+    core: EngineCore, *, limit: int = 100, **match: Unpack[ListFields]
 ) -> list[dict[str, Any]]:
-    with engine.db.transaction() as conn:
-        rows = instances.search(conn, state=state, key=key, business_key=business_key, limit=limit)
+    with core.db.transaction() as conn:
+        rows = instances.search(conn, limit=limit, **match)
     return [instance_summary(r) for r in rows]
 
 
-def open_incidents(engine: Engine, limit: int = 100) -> list[dict[str, Any]]:
-    with engine.db.transaction() as conn:
+def open_incidents(core: EngineCore, limit: int = 100) -> list[dict[str, Any]]:
+    with core.db.transaction() as conn:
         return [
             dict(incident_view(i), instance_id=str(i.instance_id))
             for i in incidents.all_open(conn, limit)
         ]
 
 
-def diagram(engine: Engine, instance_id: UUID, fmt: str = "mermaid") -> str:
+def diagram(core: EngineCore, instance_id: UUID, fmt: str = "mermaid") -> str:
     """The instance's definition drawn with the path it took (``bpm.diagram``)."""
     if fmt not in drawing.FORMATS:
         raise ValueError(f"unknown diagram format {fmt!r}; use one of {', '.join(drawing.FORMATS)}")
-    with engine.db.transaction() as conn:
+    with core.db.transaction() as conn:
         row = instances.get(conn, instance_id)
         if row is None:
             raise NotFound(f"instance {instance_id} does not exist")
-        graph = engine.graph(row.process_def_id, conn)
-        version = engine.definition_version(row.process_def_id, conn)
+        graph = core.graph(row.process_def_id, conn)
+        version = core.definition_version(row.process_def_id, conn)
         events = [event_view(e) for e in history.of_instance(conn, instance_id)]
         found = [token_view(t) for t in tokens.of_instance(conn, instance_id)]
     title = f"{row.process_key} v{version}, instance {row.id}, {row.state}"

@@ -21,16 +21,13 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 from uuid import UUID
 
 from bpm.definitions.parse import MAX_HISTORY_TTL
+from bpm.engine.core.engine_core import EngineCore
 from bpm.errors import ConfigError
 from bpm.store import RetryableDatabaseError
 from bpm.store import retention as store
-
-if TYPE_CHECKING:
-    from bpm.engine.engine import Engine
 
 log = logging.getLogger("bpm.retention")
 
@@ -73,11 +70,11 @@ def ttl_from_env(environ: Mapping[str, str] | None = None) -> timedelta | None:
 
 
 def _cutoffs(
-    engine: Engine, now: datetime, default_ttl: timedelta | None
+    core: EngineCore, now: datetime, default_ttl: timedelta | None
 ) -> list[tuple[UUID, datetime]]:
     """Per definition that has a TTL (its own, else the default): the latest ``ended_at`` an
     instance may have to be deleted now."""
-    with engine.db.transaction() as conn:
+    with core.db.transaction() as conn:
         ttls = store.definition_ttls(conn)
     found = []
     for def_id, seconds in ttls:
@@ -91,15 +88,15 @@ def _cutoffs(
     return found
 
 
-def due(engine: Engine, now: datetime, *, default_ttl: timedelta | None) -> int:
+def due(core: EngineCore, now: datetime, *, default_ttl: timedelta | None) -> int:
     """How many instances a cleanup at ``now`` would delete (it deletes nothing)."""
-    cutoffs = _cutoffs(engine, now, default_ttl)
-    with engine.db.transaction() as conn:
+    cutoffs = _cutoffs(core, now, default_ttl)
+    with core.db.transaction() as conn:
         return sum(store.count_due(conn, def_id, before) for def_id, before in cutoffs)
 
 
 def sweep(
-    engine: Engine,
+    core: EngineCore,
     now: datetime,
     *,
     default_ttl: timedelta | None,
@@ -110,12 +107,12 @@ def sweep(
     if batch < 1 or max_batches < 1:
         raise ValueError("batch and max_batches must be at least 1")
     deleted, batches, rows = 0, 0, Counter[str]()
-    for def_id, before in _cutoffs(engine, now, default_ttl):
+    for def_id, before in _cutoffs(core, now, default_ttl):
         while True:
             if batches == max_batches:
                 return Sweep(deleted, batches, dict(rows), more=True)
             try:
-                ids, counts = _batch(engine, def_id, before, batch)
+                ids, counts = _batch(core, def_id, before, batch)
             except RetryableDatabaseError as exc:  # a lock wait or a deadlock: next run
                 batches += 1
                 log.warning(
@@ -147,16 +144,16 @@ def sweep(
 
 
 def _batch(
-    engine: Engine, def_id: UUID, ended_before: datetime, limit: int
+    core: EngineCore, def_id: UUID, ended_before: datetime, limit: int
 ) -> tuple[list[UUID], dict[str, int]]:
-    with engine.db.transaction() as conn:
+    with core.db.transaction() as conn:
         store.limit_lock_waits(conn, LOCK_WAIT_MS)
         ids = store.claim_due(conn, def_id, ended_before, limit)
         return ids, store.delete_instances(conn, ids)
 
 
 def cleanup(
-    engine: Engine,
+    core: EngineCore,
     now: datetime,
     *,
     default_ttl: timedelta | None,
@@ -164,4 +161,4 @@ def cleanup(
     max_batches: int = 50,
 ) -> int:
     """Delete ended instances past their TTL (see the module doc); returns how many."""
-    return sweep(engine, now, default_ttl=default_ttl, batch=batch, max_batches=max_batches).deleted
+    return sweep(core, now, default_ttl=default_ttl, batch=batch, max_batches=max_batches).deleted

@@ -4,23 +4,21 @@ incidents: the Python API behind ``bpm instances`` and ``bpm history``."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from bpm.engine.views import event_view
+from bpm.engine.core.engine_core import EngineCore
+from bpm.engine.operations.views import event_view
 from bpm.store import queries
 from bpm.store.queries import InstanceFilter
 
-if TYPE_CHECKING:
-    from bpm.engine.engine import Engine
 
-
-def find_instances(engine: Engine, f: InstanceFilter, limit: int = 100) -> list[dict[str, Any]]:
-    with engine.db.transaction() as conn:
+def find_instances(core: EngineCore, f: InstanceFilter, limit: int = 100) -> list[dict[str, Any]]:
+    with core.db.transaction() as conn:
         return [queries.summary(row) for row in queries.find_instances(conn, f, limit)]
 
 
 def history(
-    engine: Engine,
+    core: EngineCore,
     f: InstanceFilter,
     *,
     types: Sequence[str] = (),
@@ -28,7 +26,7 @@ def history(
     instances_limit: int = 1000,
 ) -> list[dict[str, Any]]:
     """History rows of the matching instances (each with its ``instance_id``), in order."""
-    with engine.db.transaction() as conn:
+    with core.db.transaction() as conn:
         found = queries.find_instances(conn, f, instances_limit)
         events = queries.history_of(
             conn, [row.id for row in found], since=f.since, until=f.until, types=types, limit=limit

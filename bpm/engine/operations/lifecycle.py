@@ -8,18 +8,16 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypedDict, Unpack
 from uuid import UUID, uuid4
 
+from bpm.definitions.bpmn import compile_bpmn
 from bpm.definitions.parse import compile_definition
-from bpm.engine.failures import (
-    cancel_token,
-    resolve_incidents,
-    resume_if_clear,
-    set_instance_state,
-)
-from bpm.engine.moves import create, move, new_token
-from bpm.engine.tx import Conflict, Tx
+from bpm.engine.core.engine_core import EngineCore
+from bpm.engine.core.tx import Conflict, Tx
+from bpm.engine.semantics.cancelling import cancel_token, resolve_incidents
+from bpm.engine.semantics.instance_state import resume_if_clear, set_instance_state
+from bpm.engine.semantics.moves import create, move, new_token
 from bpm.errors import InvalidOperation, NotFound, UnknownProcess
 from bpm.states import (
     EngineEvent,
@@ -36,9 +34,6 @@ from bpm.store import definitions, incidents, instances, tasks, tokens
 from bpm.store.definitions import VersionTaken
 from bpm.store.rows import DefinitionRow, InstanceRow, TokenRow
 from bpm.variables import check_variables
-
-if TYPE_CHECKING:
-    from bpm.engine.engine import Engine
 
 OPERATOR = "operator"
 
@@ -66,7 +61,7 @@ def checksum(document: Mapping[str, Any]) -> str:
 
 
 def deploy(
-    engine: Engine,
+    core: EngineCore,
     document: Mapping[str, Any],
     *,
     source: str | None = None,
@@ -77,7 +72,7 @@ def deploy(
     digest = checksum(graph.document)
     for _ in range(5):
         try:
-            with engine.transaction(OPERATOR) as tx:
+            with core.transaction(OPERATOR) as tx:
                 return _deploy_txn(
                     tx,
                     graph.key,
@@ -91,6 +86,13 @@ def deploy(
         except VersionTaken:
             continue  # a concurrent deploy of the same key took the number: look again
     raise Conflict(f"could not deploy {graph.key!r}: concurrent deploys kept winning")
+
+
+def deploy_bpmn(core: EngineCore, xml: str | bytes) -> list[Deployed]:
+    """Every process of a BPMN 2.0 file; all are checked before any is stored."""
+    documents = compile_bpmn(xml)
+    source = xml if isinstance(xml, str) else xml.decode("utf-8", "replace")
+    return [deploy(core, doc, source=source, source_format="bpmn") for doc in documents]
 
 
 def _ttl_seconds(ttl: timedelta | None) -> int | None:
@@ -150,23 +152,34 @@ def start_key(
     return None
 
 
+class StartOptions(TypedDict, total=False):
+    """What else a start may say: the keys that make it idempotent (``start_key``), and a
+    definition version other than the latest."""
+
+    business_key: str | None
+    idempotency_key: str | None
+    version: int | None
+    message_id: str | None
+
+
 def start(
-    engine: Engine,
+    core: EngineCore,
     key: str,
     values: Mapping[str, Any] | None = None,
-    *,
-    business_key: str | None = None,
-    idempotency_key: str | None = None,
-    version: int | None = None,
     run_now: bool = False,
-    message_id: str | None = None,
-) -> Started:
-    """Start an instance, or return the one its start key (``start_key``) already started.
+    **options: Unpack[StartOptions],
+) -> tuple[Started, UUID | None]:
+    """Start an instance, or return the one its start key (``start_key``) already started;
+    with it, the token the caller advances itself.
 
     With ``run_now`` (a worker's start job) the caller goes on advancing the new token
     itself instead of queueing a job for it, saving a broker hop; if it dies first, the
     stalled-token scan picks the token up.
     """
+    business_key = options.get("business_key")
+    idempotency_key = options.get("idempotency_key")
+    version = options.get("version")
+    message_id = options.get("message_id")
     checked = check_variables(values, where=f"start of {key!r}")
     for name, given in (
         ("business key", business_key),
@@ -176,20 +189,20 @@ def start(
         if given is not None and (not isinstance(given, str) or not given):
             raise InvalidOperation(f"the {name} must be a non-empty string, got {given!r}")
     ikey = start_key(idempotency_key, business_key, message_id)
-    with engine.transaction() as tx:
+    with core.transaction() as tx:
         row = _definition(tx, key, version)
         if ikey is not None:
             existing = instances.by_idempotency_key(tx.conn, key, ikey)
             if existing is not None:
-                return Started(existing.id, key, existing.business_key, existing.state, False)
+                return Started(existing.id, key, existing.business_key, existing.state, False), None
         inst = InstanceRow(
             uuid4(), row.id, key, business_key, ikey, InstanceState.RUNNING, 0, tx.now, tx.now, None
         )
         if not _insert_instance(tx, inst):
             existing = instances.by_idempotency_key(tx.conn, key, ikey or "")
             assert existing is not None
-            return Started(existing.id, key, existing.business_key, existing.state, False)
-        graph = engine.graph(row.id, tx.conn)
+            return Started(existing.id, key, existing.business_key, existing.state, False), None
+        graph = core.graph(row.id, tx.conn)
         root = new_token(
             tx,
             instance_id=inst.id,
@@ -216,10 +229,9 @@ def start(
         create(tx, [root], [])
         if not run_now:
             tx.advance_later(root.id, 0)
-    engine.remember(inst.id, row.id, key, business_key)
-    if run_now:
-        engine.advance(root.id, 0)
-    return Started(inst.id, key, business_key, InstanceState.RUNNING, True)
+    core.remember(inst.id, row.id, key, business_key)
+    started = Started(inst.id, key, business_key, InstanceState.RUNNING, True)
+    return started, root.id if run_now else None
 
 
 def _definition(tx: Tx, key: str, version: int | None) -> DefinitionRow:
@@ -241,7 +253,7 @@ def _insert_instance(tx: Tx, inst: InstanceRow) -> bool:
     return instances.insert(tx.conn, inst)
 
 
-def cancel(engine: Engine, instance_id: UUID, reason: str = "cancelled by an operator") -> None:
+def cancel(core: EngineCore, instance_id: UUID, reason: str = "cancelled by an operator") -> None:
     """Cancel every live token, task and incident, and the instance (one transaction).
 
     Rows are locked in the order a worker locks them (tasks, then the instance, then tokens at
@@ -249,7 +261,7 @@ def cancel(engine: Engine, instance_id: UUID, reason: str = "cancelled by an ope
     """
 
     def run() -> None:
-        with engine.transaction(OPERATOR) as tx:
+        with core.transaction(OPERATOR) as tx:
             inst = instances.get(tx.conn, instance_id)
             if inst is None:
                 raise NotFound(f"instance {instance_id} does not exist")
@@ -264,16 +276,16 @@ def cancel(engine: Engine, instance_id: UUID, reason: str = "cancelled by an ope
             if not set_instance_state(tx, instance_id, InstanceState.CANCELLED):
                 raise Conflict(f"instance {instance_id} ended while it was being cancelled")
 
-    engine.retrying(run)
+    core.retrying(run)
 
 
-def retry(engine: Engine, token_or_task: UUID, retries: int | None = None) -> UUID:
+def retry(core: EngineCore, token_or_task: UUID, retries: int | None = None) -> UUID:
     """Re-run a FAILED token: its task gets fresh attempts, its incident is resolved."""
     if retries is not None and retries < 1:
         raise InvalidOperation(f"retries must be at least 1, got {retries}")
 
     def run() -> UUID:
-        with engine.transaction(OPERATOR) as tx:
+        with core.transaction(OPERATOR) as tx:
             tok = tokens.get(tx.conn, token_or_task)
             if tok is None:
                 task = tasks.get(tx.conn, token_or_task)
@@ -285,15 +297,15 @@ def retry(engine: Engine, token_or_task: UUID, retries: int | None = None) -> UU
                     f"token {tok.id} at {tok.node_id!r} is {tok.state}; "
                     f"only FAILED tokens can be retried"
                 )
-            _retry_txn(engine, tx, tok, retries)
+            _retry_txn(core, tx, tok, retries)
             return tok.id
 
-    return engine.retrying(run)
+    return core.retrying(run)
 
 
-def _retry_txn(engine: Engine, tx: Tx, tok: TokenRow, retries: int | None) -> None:
-    def_id, _, _ = engine.info_for(tx, tok.instance_id)
-    node = engine.graph(def_id, tx.conn).node(tok.node_id)
+def _retry_txn(core: EngineCore, tx: Tx, tok: TokenRow, retries: int | None) -> None:
+    def_id, _, _ = core.info_for(tx, tok.instance_id)
+    node = core.graph(def_id, tx.conn).node(tok.node_id)
     task = tasks.open_of_token(tx.conn, tok.id)
     if task is not None and task.state == TaskState.FAILED:
         policy = (
@@ -346,12 +358,12 @@ def _retry_txn(engine: Engine, tx: Tx, tok: TokenRow, retries: int | None) -> No
     resume_if_clear(tx, tok.instance_id)
 
 
-def resolve(engine: Engine, incident_or_token: UUID, note: str | None = None) -> UUID:
+def resolve(core: EngineCore, incident_or_token: UUID, note: str | None = None) -> UUID:
     """Mark an open incident resolved without re-running anything: the operator fixed it by
     hand (a compensation that failed, say). Returns the token the incident belonged to."""
 
     def run() -> UUID:
-        with engine.transaction(OPERATOR) as tx:
+        with core.transaction(OPERATOR) as tx:
             incident = incidents.get(tx.conn, incident_or_token)
             token_id = incident.token_id if incident is not None else incident_or_token
             if token_id is None or not incidents.open_of_token(tx.conn, token_id):
@@ -373,4 +385,4 @@ def resolve(engine: Engine, incident_or_token: UUID, note: str | None = None) ->
             )
             return tok.id
 
-    return engine.retrying(run)
+    return core.retrying(run)

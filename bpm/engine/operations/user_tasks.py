@@ -7,19 +7,18 @@ completed by its assignee. Every change is version-checked and written with its 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import UUID
 
-from bpm.engine.nodes import leave
-from bpm.engine.tx import Conflict, Next, Stale, Tx
+from bpm.engine.core.engine_core import EngineCore
+from bpm.engine.core.tx import Conflict, Next, Stale, Tx
+from bpm.engine.semantics import scopes, steps
+from bpm.engine.semantics.nodes import leave
 from bpm.errors import InvalidOperation, TaskClaimed, TaskNotFound
 from bpm.states import TaskEvent, TaskKind, TaskState, TokenState
 from bpm.store import tasks, tokens
 from bpm.store.rows import TaskRow
 from bpm.variables import check_variables
-
-if TYPE_CHECKING:
-    from bpm.engine.engine import Engine
 
 
 def describe(task: TaskRow) -> dict[str, Any]:
@@ -35,14 +34,14 @@ def describe(task: TaskRow) -> dict[str, Any]:
 
 
 def listing(
-    engine: Engine,
+    core: EngineCore,
     *,
     assignee: str | None = None,
     group: str | None = None,
     instance_id: UUID | None = None,
     limit: int = 100,
 ) -> list[dict[str, Any]]:
-    with engine.db.transaction() as conn:
+    with core.db.transaction() as conn:
         rows = tasks.open_user_tasks(
             conn, assignee=assignee, group=group, instance_id=instance_id, limit=limit
         )
@@ -61,12 +60,12 @@ def _open(tx: Tx, task_id: UUID) -> TaskRow:
     return task
 
 
-def claim(engine: Engine, task_id: UUID, user: str) -> None:
+def claim(core: EngineCore, task_id: UUID, user: str) -> None:
     if not isinstance(user, str) or not user.strip():
         raise InvalidOperation("claiming a task needs a user name")
 
     def body() -> None:
-        with engine.transaction(user) as tx:
+        with core.transaction(user) as tx:
             task = _open(tx, task_id)
             if task.assignee == user:
                 return
@@ -77,17 +76,17 @@ def claim(engine: Engine, task_id: UUID, user: str) -> None:
                 )
             _assign(tx, task, user, TaskEvent.CLAIMED)
 
-    engine.retrying(body)
+    core.retrying(body)
 
 
-def unclaim(engine: Engine, task_id: UUID) -> None:
+def unclaim(core: EngineCore, task_id: UUID) -> None:
     def body() -> None:
-        with engine.transaction("operator") as tx:
+        with core.transaction("operator") as tx:
             task = _open(tx, task_id)
             if task.assignee is not None:
                 _assign(tx, task, None, TaskEvent.UNCLAIMED)
 
-    engine.retrying(body)
+    core.retrying(body)
 
 
 def _assign(tx: Tx, task: TaskRow, user: str | None, event: TaskEvent) -> None:
@@ -108,13 +107,19 @@ def _assign(tx: Tx, task: TaskRow, user: str | None, event: TaskEvent) -> None:
 
 
 def complete(
-    engine: Engine, task_id: UUID, values: Mapping[str, Any] | None, user: str | None = None
+    core: EngineCore,
+    task_id: UUID,
+    values: Mapping[str, Any] | None,
+    user: str | None = None,
+    local_values: Mapping[str, Any] | None = None,
 ) -> None:
-    """Task DONE, variables written, token moved on; what follows is dispatched at once."""
+    """Task DONE, variables written (``local_values`` to the task's own scope), token moved
+    on; what follows is dispatched at once."""
     checked = check_variables(values, where=f"complete of user task {task_id}")
+    checked_local = check_variables(local_values, where=f"complete of user task {task_id}")
 
     def body() -> Next:
-        with engine.transaction(user or "operator") as tx:
+        with core.transaction(user or "operator") as tx:
             task = _open(tx, task_id)
             if user is not None and task.assignee not in (None, user):
                 raise TaskClaimed(
@@ -138,12 +143,13 @@ def complete(
                 actor=tx.actor,
                 data={"variables": checked} if checked else None,
             )
-            tx.write_variables(task.instance_id, checked)
             tok = tokens.get(tx.conn, task.token_id)
             if tok is None or tok.state != TokenState.WAITING or tok.node_id != task.node_id:
                 raise Stale(f"the token of user task {task_id} is no longer waiting there")
-            g = engine.graph(engine.info_for(tx, task.instance_id)[0], tx.conn)
-            result = engine.continue_in(tx, g, leave(tx, g, tok, g.node(task.node_id)))
+            g = core.graph_of(tx, task.instance_id)
+            scopes.write(tx, g, tok, checked)
+            scopes.write(tx, g, tok, checked_local, local=True)
+            result = steps.carry_through(tx, g, leave(tx, g, tok, g.node(task.node_id)))
         return result
 
-    engine.carry_on(engine.retrying(body))
+    core.send_next(core.retrying(body))

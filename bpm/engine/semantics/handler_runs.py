@@ -16,10 +16,11 @@ from typing import Any
 from uuid import UUID
 
 from bpm.definitions.model import ProcessGraph
-from bpm.engine.bpmn_errors import caught_anywhere, throw_from_task
-from bpm.engine.failures import fail_token
-from bpm.engine.nodes import leave
-from bpm.engine.tx import Next, Stale, Tx
+from bpm.engine.core.tx import Next, Stale, Tx
+from bpm.engine.semantics import scopes
+from bpm.engine.semantics.bpmn_errors import caught_anywhere, throw_from_task
+from bpm.engine.semantics.failures import fail_token
+from bpm.engine.semantics.nodes import leave
 from bpm.errors import BadVariables, BpmnError
 from bpm.handlers import HandlerContext, HandlerRegistry
 from bpm.states import TaskEvent, TaskKind, TaskState, TokenMode, TokenState
@@ -28,6 +29,8 @@ from bpm.store.rows import TaskRow, TokenRow
 from bpm.variables import check_variables
 
 MAX_DETAILS = 8000
+#: How long a handler task's lock lasts before the node's own timeout is fitted to it.
+DEFAULT_LOCK = timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
@@ -117,12 +120,18 @@ def _check_result(task: TaskRow, result: object) -> Outcome:
 
 
 def complete_task(
-    tx: Tx, g: ProcessGraph, task: TaskRow, values: dict[str, Any], token: TokenRow | None = None
+    tx: Tx,
+    g: ProcessGraph,
+    task: TaskRow,
+    values: dict[str, Any],
+    token: TokenRow | None = None,
+    local_values: dict[str, Any] | None = None,
 ) -> Next:
     """Task DONE, result variables written, token moved on: one transaction.
 
     ``token`` is the token row as the transaction that locked the task left it, when that
     is known; its version is checked when the move is written, so no read is needed.
+    ``local_values`` go to the task's own scope (its output mappings can read them).
     """
     tx.finish_task(
         task,
@@ -143,10 +152,11 @@ def complete_task(
         actor=tx.actor,
         data={"variables": values} if values else None,
     )
-    tx.write_variables(task.instance_id, values)
     tok = token if token is not None else tokens.get(tx.conn, task.token_id)
     if tok is None or tok.state != TokenState.WAITING or tok.node_id != task.node_id:
         raise Stale(f"token of task {task.id} is no longer waiting at {task.node_id!r}")
+    scopes.write(tx, g, tok, values)
+    scopes.write(tx, g, tok, local_values or {}, local=True)
     return leave(tx, g, tok, g.node(task.node_id))
 
 
@@ -157,7 +167,7 @@ def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
     innermost enclosing subprocess's.
     """
     if outcome.bpmn_code is not None:
-        tx.write_variables(task.instance_id, outcome.error_variables or {})
+        scopes.write_for_task(tx, g, task, outcome.error_variables or {})
         caught = catch_bpmn_error(tx, g, task, outcome.bpmn_code, outcome.error or "")
         if caught is not None:
             return caught

@@ -15,23 +15,18 @@ and then moves on instead of terminating.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from uuid import UUID
 
 from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.dispatch import RUN_COMPENSATION, Job
-from bpm.engine.bpmn_errors import host_of
-from bpm.engine.failures import (
-    cancel_token,
-    inside_scope,
-    resolve_incidents,
-    set_instance_state,
-)
-from bpm.engine.moves import create, move, new_token
-from bpm.engine.tx import Conflict, Next, NextToken, Stale, Tx
+from bpm.engine.core.tx import Conflict, Next, NextToken, Stale, Tx
+from bpm.engine.semantics.cancelling import cancel_token
+from bpm.engine.semantics.moves import create, move, new_token
+from bpm.engine.semantics.tree import Tree
 from bpm.states import (
     LIVE_TOKEN,
     EngineEvent,
-    InstanceState,
     LinkType,
     RecordState,
     TokenEvent,
@@ -60,14 +55,7 @@ def record_success(tx: Tx, tok: TokenRow, node: Node) -> None:
     assert node.compensation is not None
     owner = tok.id
     if node.type is NodeType.SUBPROCESS:
-        tx.flush_tokens()
-        body = [
-            t
-            for t in tokens.of_instance(tx.conn, tok.instance_id)
-            if t.parent_token_id == tok.id and t.scope_id == node.id
-        ]
-        if body:
-            owner = max(body, key=lambda t: (t.created_at, str(t.id))).id
+        owner = Tree.read(tx, tok.instance_id).latest_visit(tok, node.id) or tok.id
     rec = compensation.record(
         tx.conn,
         instance_id=tok.instance_id,
@@ -88,17 +76,25 @@ def record_success(tx: Tx, tok: TokenRow, node: Node) -> None:
     )
 
 
+@dataclass(frozen=True)
+class Finished:
+    """The anchor has nothing left to compensate: its caller ends the saga (``failures``)
+    or lets the throwing token go on (``nodes``)."""
+
+    anchor: TokenRow
+
+
 # --- starting a saga ---------------------------------------------------------------------
 
 
-def start_if_declared(tx: Tx, g: ProcessGraph, failed: TokenRow, reason: str) -> bool:
-    """A forward token failed for good: start the saga its scope declares, if any."""
+def start_if_declared(tx: Tx, g: ProcessGraph, failed: TokenRow, reason: str) -> Finished | bool:
+    """A forward token failed for good: start the saga its scope declares, if any. False
+    when none is declared; ``Finished`` when there was nothing to undo."""
     policy, scope = g.saga_scope(failed.scope_id)
     if policy == "none":
         return False
-    tx.flush_tokens()
-    everything = {t.id: t for t in tokens.of_instance(tx.conn, failed.instance_id)}
-    host = None if policy == "global" else host_of(everything, failed, scope) if scope else None
+    tree = Tree.read(tx, failed.instance_id)
+    host = None if policy == "global" else tree.host_of(failed, scope) if scope else None
     if policy == "local" and host is None:
         return False
     tx.history.engine(
@@ -110,7 +106,7 @@ def start_if_declared(tx: Tx, g: ProcessGraph, failed: TokenRow, reason: str) ->
         actor=tx.actor,
         data={"scope": "global" if host is None else scope, "reason": reason},
     )
-    for row in _below(everything, host):
+    for row in tree.covered_by_saga(host):
         if row.id != failed.id and row.mode == TokenMode.FORWARD and row.state in LIVE_TOKEN:
             cancel_token(tx, row, reason=f"saga after {failed.node_id!r} failed")
     anchor = new_token(
@@ -126,33 +122,13 @@ def start_if_declared(tx: Tx, g: ProcessGraph, failed: TokenRow, reason: str) ->
         wait_kind=COMPENSATING,
     )
     create(tx, [anchor], [(host.id, anchor.id, LinkType.COMPENSATION)] if host else [])
-    nxt = _next(tx, g, anchor)
-    if isinstance(nxt, NextToken):  # nothing to undo: the saga is over, its host goes on
-        tx.advance_later(nxt.token_id, nxt.version)
-    return True
-
-
-def _below(everything: dict[UUID, TokenRow], host: TokenRow | None) -> list[TokenRow]:
-    """Every token a saga of ``host``'s subprocess covers (every token of the instance when
-    None): not the paths the subprocess's own non-interrupting boundaries started."""
-    if host is None:
-        return list(everything.values())
-    return inside_scope(everything.values(), host)
-
-
-def _descends(everything: dict[UUID, TokenRow], tok: TokenRow, ancestor: UUID) -> bool:
-    row: TokenRow | None = tok
-    while row is not None and row.parent_token_id is not None:
-        if row.parent_token_id == ancestor:
-            return True
-        row = everything.get(row.parent_token_id)
-    return False
+    return _next(tx, g, anchor) or True
 
 
 # --- thrown compensation -----------------------------------------------------------------
 
 
-def throw(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+def throw(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Finished | None:
     """compensationThrow / compensating end event: compensate the scope (or one activity),
     wait for it, then go on (a thrown compensation terminates nothing)."""
     anchor = move(
@@ -178,7 +154,7 @@ def throw(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
 # --- the anchor: one compensation at a time, latest success first -------------------------
 
 
-def decide(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
+def decide(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Finished | None:
     """Nudged when a compensation ended: start the next one, or finish."""
     locked = tokens.get(tx.conn, anchor.id, for_update=True)
     if locked is None or locked.version != anchor.version or locked.state != TokenState.WAITING:
@@ -191,10 +167,10 @@ def decide(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
     return _next(tx, g, locked)
 
 
-def _next(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
+def _next(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Finished | None:
     todo = _in_scope(tx, g, anchor)
     if not todo:
-        return _finish(tx, g, anchor)
+        return Finished(anchor)
     rec = todo[0]
     comp = new_token(
         tx,
@@ -233,13 +209,12 @@ def _in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRow]:
     if not pending:
         return []
     covering = {r.token_id for r in every if g.node(r.node_id).type is NodeType.SUBPROCESS}
-    tx.flush_tokens()
-    everything = {t.id: t for t in tokens.of_instance(tx.conn, anchor.instance_id)}
+    tree = Tree.read(tx, anchor.instance_id)
     if anchor.mode == TokenMode.COMPENSATION:  # a saga: global, or the subprocess of its parent
-        host = everything.get(anchor.parent_token_id) if anchor.parent_token_id else None
+        host = tree.get(anchor.parent_token_id)
         activity = None
     else:  # thrown: the scope the throwing token is in, optionally one activity
-        host = host_of(everything, anchor, anchor.scope_id) if anchor.scope_id else None
+        host = tree.host_of(anchor, anchor.scope_id) if anchor.scope_id else None
         activity = g.node(anchor.node_id).activity
     inside = (
         activity
@@ -248,99 +223,25 @@ def _in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRow]:
         and g.node(activity).compensation is None
         else None
     )
-    in_scope = {t.id for t in inside_scope(everything.values(), host)} if host else set()
+    in_scope = {t.id for t in tree.inside(host)} if host else set()
     out = []
     for rec in pending:
         if inside is not None:
-            if not _ran_inside(everything, everything.get(rec.token_id), inside):
+            if not tree.ran_inside(tree.get(rec.token_id), inside):
                 continue
         elif activity is not None and rec.node_id != activity:
             continue
-        owner = everything.get(rec.token_id)
+        owner = tree.get(rec.token_id)
         if host is not None and (owner is None or owner.id not in in_scope):
             continue
         if (
             owner is not None
             and g.node(rec.node_id).type is not NodeType.SUBPROCESS
-            and any(owner.id == root or _descends(everything, owner, root) for root in covering)
+            and any(owner.id == root or tree.descends(owner, root) for root in covering)
         ):
             continue
         out.append(rec)
     return out
-
-
-def _ran_inside(everything: dict[UUID, TokenRow], tok: TokenRow | None, scope: str) -> bool:
-    """The record's token, or one it descends from, ran in the body of subprocess ``scope``:
-    compensating a subprocess without a handler of its own undoes what ran inside it."""
-    while tok is not None:
-        if tok.scope_id == scope:
-            return True
-        tok = everything.get(tok.parent_token_id) if tok.parent_token_id else None
-    return False
-
-
-def _finish(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
-    from bpm.engine.nodes import end_token, leave  # nodes calls into this module
-
-    if anchor.mode == TokenMode.FORWARD:  # thrown compensation is done: the token goes on
-        tx.history.engine(
-            instance_id=anchor.instance_id,
-            at=tx.now,
-            type=EngineEvent.COMPENSATION_DONE,
-            node_id=anchor.node_id,
-            token_id=anchor.id,
-            actor=tx.actor,
-        )
-        node = g.node(anchor.node_id)
-        if node.type is NodeType.END:
-            return end_token(tx, anchor, g)
-        return leave(tx, g, anchor, node)
-    done = move(tx, anchor, state=TokenState.COMPLETED, event=TokenEvent.SAGA_COMPLETED)
-    tx.history.engine(
-        instance_id=anchor.instance_id,
-        at=tx.now,
-        type=EngineEvent.SAGA_COMPLETED,
-        node_id=anchor.node_id,
-        token_id=anchor.id,
-        actor=tx.actor,
-        data={"scope": done.scope_id or "global"},
-    )
-    if anchor.parent_token_id is None:
-        set_instance_state(tx, anchor.instance_id, InstanceState.TERMINATED)
-        return None
-    return _leave_subprocess(tx, g, tokens.get(tx.conn, anchor.parent_token_id))
-
-
-def _leave_subprocess(tx: Tx, g: ProcessGraph, host: TokenRow | None) -> Next:
-    """A local saga is over: its subprocess ends, and the failure goes outward."""
-    from bpm.engine.bpmn_errors import catch_at_activity
-    from bpm.engine.failures import fail_token
-
-    if host is None or host.state != TokenState.WAITING:
-        raise Conflict("the subprocess of a local saga moved on during the saga")
-    tx.flush_tokens()
-    for row in inside_scope(tokens.of_instance(tx.conn, host.instance_id), host):
-        if row.state == TokenState.FAILED and row.mode == TokenMode.FORWARD:
-            # the failure that started the saga, at any depth in the subprocess (not one on
-            # a path outside it): handled by the saga
-            move(
-                tx,
-                row,
-                state=TokenState.CANCELLED,
-                event=TokenEvent.CANCELLED,
-                data={"reason": "compensated by its local saga"},
-            )
-            resolve_incidents(tx, row.id, "compensated by its local saga")
-    caught = catch_at_activity(tx, g, host, SAGA_CODE, "compensated by a local saga")
-    if caught is not None:
-        return caught
-    fail_token(
-        tx,
-        host,
-        kind="saga",
-        message=f"subprocess {host.node_id!r} was compensated after a failure inside it",
-    )
-    return None
 
 
 # --- a compensation token ends -------------------------------------------------------------
@@ -412,3 +313,18 @@ def _nudge_anchor(tx: Tx, tok: TokenRow) -> Next:
     if anchor is None or anchor.state != TokenState.WAITING or anchor.wait_kind != COMPENSATING:
         return None  # e.g. an operator retried it after the saga had finished
     return NextToken(anchor.id, anchor.version)
+
+
+def complete_anchor(tx: Tx, anchor: TokenRow) -> TokenRow:
+    """A saga's anchor is done: every record of its scope was carried out."""
+    done = move(tx, anchor, state=TokenState.COMPLETED, event=TokenEvent.SAGA_COMPLETED)
+    tx.history.engine(
+        instance_id=anchor.instance_id,
+        at=tx.now,
+        type=EngineEvent.SAGA_COMPLETED,
+        node_id=anchor.node_id,
+        token_id=anchor.id,
+        actor=tx.actor,
+        data={"scope": done.scope_id or "global"},
+    )
+    return done

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
 from bpm.dispatch import ADVANCE_TOKEN, RUN_HANDLER, Job
-from bpm.engine import handler_runs, timers
-from bpm.engine.tx import Stale
+from bpm.engine.core.engine_core import EngineCore
+from bpm.engine.core.tx import Stale
+from bpm.engine.operations import timers
+from bpm.engine.semantics import handler_runs
 from bpm.store import tasks, tokens
-
-if TYPE_CHECKING:
-    from bpm.engine.engine import Engine
 
 
 @dataclass(frozen=True)
@@ -27,48 +25,44 @@ class ScanConfig:
     batch: int = 500
 
 
-def scan_stalled_tokens(engine: Engine, now: datetime, cfg: ScanConfig = ScanConfig()) -> int:
+def scan_stalled_tokens(core: EngineCore, now: datetime, cfg: ScanConfig = ScanConfig()) -> int:
     """ACTIVE tokens nobody advanced within the grace period: nudge them again."""
-    with engine.db.transaction() as conn:
+    with core.db.transaction() as conn:
         found = tokens.stalled_active(conn, now - cfg.grace, cfg.batch)
-    _send(
-        engine, [Job(ADVANCE_TOKEN, {"token_id": str(t), "expected_version": v}) for t, v in found]
-    )
+    _send(core, [Job(ADVANCE_TOKEN, {"token_id": str(t), "expected_version": v}) for t, v in found])
     return len(found)
 
 
-def scan_ready_tasks(engine: Engine, now: datetime, cfg: ScanConfig = ScanConfig()) -> int:
+def scan_ready_tasks(core: EngineCore, now: datetime, cfg: ScanConfig = ScanConfig()) -> int:
     """READY handler tasks whose retry time has come or whose job was lost: run them."""
-    with engine.db.transaction() as conn:
+    with core.db.transaction() as conn:
         found = tasks.due_handler_tasks(conn, now, now - cfg.grace, cfg.batch)
-    _send(engine, [Job(RUN_HANDLER, {"task_id": str(t)}) for t in found])
+    _send(core, [Job(RUN_HANDLER, {"task_id": str(t)}) for t in found])
     return len(found)
 
 
-def scan_waiting_parents(engine: Engine, now: datetime, cfg: ScanConfig = ScanConfig()) -> int:
+def scan_waiting_parents(core: EngineCore, now: datetime, cfg: ScanConfig = ScanConfig()) -> int:
     """WAITING parents whose children are done or parked at a join: let them decide."""
-    with engine.db.transaction() as conn:
+    with core.db.transaction() as conn:
         found = tokens.parents_to_recheck(conn, now - cfg.grace, cfg.batch)
-    _send(
-        engine, [Job(ADVANCE_TOKEN, {"token_id": str(t), "expected_version": v}) for t, v in found]
-    )
+    _send(core, [Job(ADVANCE_TOKEN, {"token_id": str(t), "expected_version": v}) for t, v in found])
     return len(found)
 
 
-def scan_expired_locks(engine: Engine, now: datetime, cfg: ScanConfig = ScanConfig()) -> int:
+def scan_expired_locks(core: EngineCore, now: datetime, cfg: ScanConfig = ScanConfig()) -> int:
     """Locked tasks whose runner or external worker never reported back: the run counts as an
     attempt; the task is offered again, or fails when no attempt is left."""
-    with engine.db.transaction() as conn:
+    with core.db.transaction() as conn:
         expired = tasks.expired_locks(conn, now, cfg.batch)
     done = 0
     for task in expired:
         try:
-            with engine.transaction("scan") as tx:
+            with core.transaction("scan") as tx:
                 fresh = tasks.get(tx.conn, task.id)
                 if fresh is None or fresh.version != task.version:
                     raise Stale(f"task {task.id} moved on")
-                def_id, _, _ = engine.info_for(tx, task.instance_id)
-                handler_runs.expire_lock(tx, engine.graph(def_id, tx.conn), fresh)
+                def_id, _, _ = core.info_for(tx, task.instance_id)
+                handler_runs.expire_lock(tx, core.graph(def_id, tx.conn), fresh)
                 done += 1
         except Stale:
             continue
@@ -76,19 +70,19 @@ def scan_expired_locks(engine: Engine, now: datetime, cfg: ScanConfig = ScanConf
 
 
 def run_all_scans(
-    engine: Engine, now: datetime | None = None, cfg: ScanConfig = ScanConfig()
+    core: EngineCore, now: datetime | None = None, cfg: ScanConfig = ScanConfig()
 ) -> dict[str, int]:
     """What a starting worker does, and what beat does on schedule."""
-    at = now or engine.clock.now()
+    at = now or core.clock.now()
     return {
-        "timers": len(timers.scan_timers(engine, at, cfg.batch)),
-        "expired_locks": scan_expired_locks(engine, at, cfg),
-        "stalled_tokens": scan_stalled_tokens(engine, at, cfg),
-        "ready_tasks": scan_ready_tasks(engine, at, cfg),
-        "waiting_parents": scan_waiting_parents(engine, at, cfg),
+        "timers": len(timers.scan_timers(core, at, cfg.batch)),
+        "expired_locks": scan_expired_locks(core, at, cfg),
+        "stalled_tokens": scan_stalled_tokens(core, at, cfg),
+        "ready_tasks": scan_ready_tasks(core, at, cfg),
+        "waiting_parents": scan_waiting_parents(core, at, cfg),
     }
 
 
-def _send(engine: Engine, jobs: list[Job]) -> None:
+def _send(core: EngineCore, jobs: list[Job]) -> None:
     if jobs:
-        engine.dispatcher.dispatch(jobs)
+        core.dispatcher.dispatch(jobs)

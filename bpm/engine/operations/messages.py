@@ -8,31 +8,30 @@ error unless the caller asks for all of them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import UUID
 
-from bpm.engine.nodes import leave
-from bpm.engine.tx import Next, Tx
+from bpm.engine.core.engine_core import EngineCore
+from bpm.engine.core.tx import Next, Tx
+from bpm.engine.semantics import scopes
+from bpm.engine.semantics.nodes import leave
 from bpm.errors import AmbiguousCorrelation, InvalidOperation, NoMatchingWait
 from bpm.states import EngineEvent, InstanceState, TokenState, WaitKind
 from bpm.store import instances, tokens
 from bpm.store.rows import TokenRow
 from bpm.variables import check_variables
 
-if TYPE_CHECKING:
-    from bpm.engine.engine import Engine
-
 #: How many instances one business key may select before the correlation is refused.
 MAX_INSTANCES = 1000
 
 
 def correlate(
-    engine: Engine,
+    core: EngineCore,
     message: str,
-    *,
     business_key: str | None = None,
     instance_id: UUID | None = None,
     values: Mapping[str, Any] | None = None,
+    *,
     all_waiting: bool = False,
 ) -> list[UUID]:
     """Move every matching WAITING token on; returns their ids."""
@@ -46,8 +45,8 @@ def correlate(
     )
 
     def body() -> tuple[list[UUID], list[Next]]:
-        with engine.transaction("message") as tx:
-            waiting = _waiting(engine, tx, message, business_key, instance_id)
+        with core.transaction("message") as tx:
+            waiting = _waiting(core, tx, message, business_key, instance_id)
             if not waiting:
                 raise NoMatchingWait(f"no token of {target} waits for message {message!r}")
             if len(waiting) > 1 and not all_waiting:
@@ -57,7 +56,8 @@ def correlate(
                 )
             results = []
             for tok in waiting:
-                tx.write_variables(tok.instance_id, checked)
+                g = core.graph_of(tx, tok.instance_id)
+                scopes.write(tx, g, tok, checked)
                 tx.history.engine(
                     instance_id=tok.instance_id,
                     at=tx.now,
@@ -67,18 +67,17 @@ def correlate(
                     actor=tx.actor,
                     data={"message": message, "variables": checked or None},
                 )
-                g = engine.graph(engine.info_for(tx, tok.instance_id)[0], tx.conn)
                 results.append(leave(tx, g, tok, g.node(tok.node_id)))
         return [t.id for t in waiting], results
 
-    woken, nexts = engine.retrying(body)
+    woken, nexts = core.retrying(body)
     for nxt in nexts:
-        engine.carry_on(nxt)
+        core.send_next(nxt)
     return woken
 
 
 def _waiting(
-    engine: Engine, tx: Tx, message: str, business_key: str | None, instance_id: UUID | None
+    core: EngineCore, tx: Tx, message: str, business_key: str | None, instance_id: UUID | None
 ) -> list[TokenRow]:
     if instance_id is not None:
         row = instances.get(tx.conn, instance_id)
@@ -92,7 +91,7 @@ def _waiting(
             InstanceState.FAILED,
         ):  # FAILED: another branch has an incident
             continue
-        g = engine.graph(inst.process_def_id, tx.conn)
+        g = core.graph(inst.process_def_id, tx.conn)
         for tok in tokens.of_instance(tx.conn, inst.id):
             if (
                 tok.state == TokenState.WAITING

@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import UUID
 
+from bpm.engine.core.engine_core import EngineCore
+from bpm.engine.semantics.scopes import scopes_of
 from bpm.errors import NotFound
 from bpm.states import (
     EngineEvent,
@@ -25,11 +27,17 @@ from bpm.states import (
     TokenEvent,
     TokenMode,
 )
-from bpm.store import history, incidents, instances, tasks, timers, tokens, variables
+from bpm.store import (
+    history,
+    incidents,
+    instances,
+    local_variables,
+    tasks,
+    timers,
+    tokens,
+    variables,
+)
 from bpm.store.rows import EventRow
-
-if TYPE_CHECKING:
-    from bpm.engine.engine import Engine
 
 #: The engine event that puts an instance in each state (keyed by the stored string: rows
 #: read back carry plain strings, which equal and hash like the enum members).
@@ -53,6 +61,8 @@ class State:
     timers: dict[str, dict[str, Any]] = field(default_factory=dict)
     variables: dict[str, Any] = field(default_factory=dict)
     incidents: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: By scope, ``"<token id>@<node id>"``: the variables local to it.
+    local_variables: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -62,6 +72,7 @@ class State:
             "timers": self.timers,
             "variables": self.variables,
             "incidents": self.incidents,
+            "local_variables": self.local_variables,
         }
 
 
@@ -130,6 +141,11 @@ def _engine(state: State, e: EventRow) -> None:
         state.instance = {"state": INSTANCE_STATES[e.type], "version": version}
     elif e.type == EngineEvent.VARIABLES_CHANGED:
         state.variables.update(data.get("values") or {})
+    elif e.type == EngineEvent.LOCAL_VARIABLES_SET:
+        scope = f"{e.token_id}@{e.node_id}"
+        state.local_variables.setdefault(scope, {}).update(data.get("values") or {})
+    elif e.type == EngineEvent.LOCAL_VARIABLES_ENDED:
+        state.local_variables.pop(f"{e.token_id}@{e.node_id}", None)
     elif e.type == EngineEvent.TIMER_SCHEDULED:
         state.timers[data["timer_id"]] = {
             "node_id": e.node_id,
@@ -155,9 +171,9 @@ def _engine(state: State, e: EventRow) -> None:
             incident["state"] = IncidentState.RESOLVED
 
 
-def current(engine: Engine, instance_id: UUID) -> State:
+def current(core: EngineCore, instance_id: UUID) -> State:
     """The same shape, read from the runtime tables."""
-    with engine.db.transaction() as conn:
+    with core.db.transaction() as conn:
         inst = instances.get(conn, instance_id)
         if inst is None:
             raise NotFound(f"instance {instance_id} does not exist")
@@ -185,6 +201,7 @@ def current(engine: Engine, instance_id: UUID) -> State:
                 "state": m.state,
             }
         state.variables = variables.load(conn, instance_id)
+        state.local_variables = scopes_of(local_variables.of_instance(conn, instance_id))
         for i in incidents.of_instance(conn, instance_id):
             state.incidents[str(i.id)] = {
                 "node_id": i.node_id,
@@ -220,44 +237,51 @@ def differences(rebuilt: State, actual: State) -> list[str]:
         )
         if a_val != b_val:
             out.append(f"variable {name!r}: history={a_val!r} table={b_val!r}")
+    mine, theirs = rebuilt.local_variables, actual.local_variables
+    for scope in sorted(set(mine) | set(theirs)):
+        if mine.get(scope) != theirs.get(scope):
+            out.append(
+                f"local variables of {scope}: history={mine.get(scope)!r} "
+                f"table={theirs.get(scope)!r}"
+            )
     return out
 
 
-def events_of(engine: Engine, instance_id: UUID) -> list[EventRow]:
-    with engine.db.transaction() as conn:
+def events_of(core: EngineCore, instance_id: UUID) -> list[EventRow]:
+    with core.db.transaction() as conn:
         if instances.get(conn, instance_id) is None:
             raise NotFound(f"instance {instance_id} does not exist")
         return history.of_instance(conn, instance_id)
 
 
-def check(engine: Engine, instance_id: UUID) -> list[str]:
+def check(core: EngineCore, instance_id: UUID) -> list[str]:
     """Rebuild from history and compare with the runtime tables; [] when they agree.
 
     The two reads are separate transactions; an instance that is still running may move in
     between, so check ended or idle instances (or repeat the check)."""
-    rebuilt = rebuild(events_of(engine, instance_id))
-    return differences(rebuilt, current(engine, instance_id))
+    rebuilt = rebuild(events_of(core, instance_id))
+    return differences(rebuilt, current(core, instance_id))
 
 
-def as_of(engine: Engine, instance_id: UUID, point: int | datetime) -> State:
-    events = events_of(engine, instance_id)
+def as_of(core: EngineCore, instance_id: UUID, point: int | datetime) -> State:
+    events = events_of(core, instance_id)
     if isinstance(point, int):
         return rebuild(events, upto_id=point)
     return rebuild(events, upto_at=point)
 
 
 def check_all(
-    engine: Engine, *, since: datetime | None = None, limit: int = 100_000
+    core: EngineCore, *, since: datetime | None = None, limit: int = 100_000
 ) -> dict[str, Any]:
     """Check every instance started since ``since``; a summary with the differing ones."""
-    with engine.db.transaction() as conn:
+    with core.db.transaction() as conn:
         rows = instances.search(conn, limit=limit)
     checked, bad = 0, {}
     for row in rows:
         if since is not None and row.started_at < since:
             continue
         checked += 1
-        found = check(engine, row.id)
+        found = check(core, row.id)
         if found:
             bad[str(row.id)] = found
     return {"checked": checked, "with_differences": len(bad), "differences": bad}

@@ -1,0 +1,111 @@
+"""Input and output mappings: the local variables an activity or subprocess makes on entry,
+and the results it copies out when it completes.
+
+A mapping's value is JSON: a string wrapped in ``${...}`` is an expression of the safe
+evaluator, any other string is text, and lists and objects hold values of the same kinds
+(each element evaluated on its own). Input values are evaluated over the variables the token
+sees as it enters; output values over what it sees inside, just before it leaves.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bpm.errors import InvalidDefinition
+from bpm.expressions import Expression, compile_expression
+
+#: A variable name a mapping may create (the names the expression language can read).
+VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_WRAPPED = re.compile(r"\s*\$\{.*\}\s*", re.DOTALL)
+#: ``list`` and ``dict`` values as compiled: tuples, so a graph stays immutable.
+MappingValue = Any
+
+
+@dataclass(frozen=True)
+class VariableMapping:
+    """One parameter: the variable ``name`` gets ``value``, evaluated."""
+
+    name: str
+    value: MappingValue
+
+
+@dataclass(frozen=True)
+class _List:
+    items: tuple[MappingValue, ...]
+
+
+@dataclass(frozen=True)
+class _Map:
+    items: tuple[tuple[str, MappingValue], ...]
+
+
+def parse_mappings(raw: Any, key: str, where: str, node_id: str) -> tuple[VariableMapping, ...]:
+    """``inputs`` or ``outputs`` of a node: an object of variable name -> value."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, Mapping):
+        raise InvalidDefinition(
+            f"{where}: {key!r} must be an object of variable name -> value", node_id
+        )
+    out = []
+    for name, value in raw.items():
+        if not isinstance(name, str) or not VARIABLE_NAME.match(name):
+            raise InvalidDefinition(
+                f"{where}: {key!r} parameter {name!r} is not a variable name (letters, digits "
+                f"and '_', not starting with a digit)",
+                node_id,
+            )
+        context = f"{where} {key[:-1]} {name!r}"
+        out.append(VariableMapping(name, _compile(value, context, key[:-1] + " mapping")))
+    return tuple(out)
+
+
+def _compile(value: Any, where: str, kind: str) -> MappingValue:
+    if isinstance(value, str):
+        if _WRAPPED.fullmatch(value):
+            return compile_expression(value, where=where, kind=kind)
+        return value
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, list):
+        return _List(tuple(_compile(v, where, kind) for v in value))
+    if isinstance(value, Mapping):
+        for k in value:
+            if not isinstance(k, str):
+                raise InvalidDefinition(f"{where}: map keys must be strings, got {k!r}")
+        return _Map(tuple((k, _compile(v, where, kind)) for k, v in value.items()))
+    raise InvalidDefinition(f"{where}: {type(value).__name__} is not a JSON value")
+
+
+def evaluate(mappings: tuple[VariableMapping, ...], view: Mapping[str, Any]) -> dict[str, Any]:
+    """Every parameter's value over ``view``; raises the evaluator's errors (with the
+    parameter named in them)."""
+    return {m.name: _value(m.value, view) for m in mappings}
+
+
+def _value(value: MappingValue, view: Mapping[str, Any]) -> Any:
+    if isinstance(value, Expression):
+        return value.evaluate(view)
+    if isinstance(value, _List):
+        return [_value(v, view) for v in value.items]
+    if isinstance(value, _Map):
+        return {k: _value(v, view) for k, v in value.items}
+    return value
+
+
+def describe(mappings: tuple[VariableMapping, ...]) -> dict[str, Any]:
+    """The parameters as the definition wrote them (for views and diagrams)."""
+    return {m.name: _source(m.value) for m in mappings}
+
+
+def _source(value: MappingValue) -> Any:
+    if isinstance(value, Expression):
+        return value.source
+    if isinstance(value, _List):
+        return [_source(v) for v in value.items]
+    if isinstance(value, _Map):
+        return {k: _source(v) for k, v in value.items}
+    return value

@@ -1,0 +1,168 @@
+"""The job runner: carries out one dispatched job, from the decoded ids to the commit.
+
+Jobs (advance a token, run a handler) re-read their rows and act under version checks, so a
+job delivered twice, late, or after someone else did the work ends as a logged no-op.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+from uuid import UUID
+
+from bpm.definitions.model import ProcessGraph
+from bpm.engine.core.causes import because
+from bpm.engine.core.engine_core import EngineCore
+from bpm.engine.core.tx import Conflict, Next, NextToken, RunTask, Stale
+from bpm.engine.semantics import handler_runs, scopes, steps
+from bpm.errors import NotFound
+from bpm.handlers import HandlerContext
+from bpm.store import tokens
+from bpm.store.outages import until_available
+from bpm.store.rows import TaskRow, TokenRow
+
+log = logging.getLogger("bpm.engine")
+
+DONE, STALE, UNKNOWN, DEFERRED = "done", "stale", "unknown", "deferred"
+
+
+class JobRunner:
+    """Follows a job through automatic nodes and inline handler runs, ``chain_limit`` steps
+    at most, so queues stay fair."""
+
+    def __init__(self, core: EngineCore, chain_limit: int = 100) -> None:
+        self.core = core
+        self.chain_limit = chain_limit
+
+    def advance(self, token_id: UUID, expected_version: int) -> str:
+        """Apply the node semantics for this token once; a stale version is a no-op."""
+        with because(f"bpm.advance_token token={token_id} v={expected_version}"):
+            return self._chain(NextToken(token_id, expected_version))
+
+    def run_compensation(self, token_id: UUID, expected_version: int) -> str:
+        """Carry out one compensation token (its handler runs as its task); the same version
+        rules as ``advance``: a duplicate delivery is a no-op."""
+        with because(f"bpm.run_compensation token={token_id} v={expected_version}"):
+            return self._chain(NextToken(token_id, expected_version))
+
+    def run_handler(self, task_id: UUID) -> str:
+        """Lock the task, run its handler outside any transaction, commit the outcome."""
+        with because(f"bpm.run_handler task={task_id}"):
+            return self._chain(RunTask(task_id))
+
+    def _chain(self, nxt: Next) -> str:
+        """Every transaction re-reads and version-checks what it changes; the chain only
+        saves the broker hop between them."""
+        outcome = DONE
+        for step in range(self.chain_limit):
+            if nxt is None:
+                return outcome
+            try:
+                # The last step of a chain creates its tasks unlocked, so the job that
+                # carries on from it can lock them.
+                nxt = self._step(nxt, first=step == 0, inline=step < self.chain_limit - 1)
+            except Stale as exc:
+                log.info("no-op: %s", exc, extra={"action": "stale"})
+                return STALE if step == 0 else outcome
+            except NotFound as exc:
+                log.warning("dropped: %s", exc, extra={"action": "unknown"})
+                return UNKNOWN
+        self.core.send_next(nxt)
+        return DEFERRED
+
+    def _step(self, nxt: NextToken | RunTask, *, first: bool, inline: bool) -> Next:
+        if isinstance(nxt, NextToken):
+            return self.core.retrying(lambda: self._advance_once(nxt, inline))
+        if nxt.locked is not None:
+            return self._invoke_and_record(nxt.locked, nxt.values or {}, nxt.token, inline)
+        if self.core.run_handlers_inline or first:
+            return self._run_handler_once(nxt.task_id, inline)
+        self.core.send_next(nxt)
+        return None
+
+    def _advance_once(self, nxt: NextToken, inline: bool) -> Next:
+        with self.core.transaction(inline=inline) as tx:
+            tok = tokens.get(tx.conn, nxt.token_id)
+            if tok is None:
+                raise NotFound(f"token {nxt.token_id} does not exist")
+            if tok.version != nxt.version:
+                raise Stale(
+                    f"token {tok.id} is at version {tok.version}, job expected {nxt.version}"
+                )
+            g = self.core.graph_of(tx, tok.instance_id)
+            return steps.carry_through(tx, g, steps.advance(tx, g, tok))
+
+    def _run_handler_once(self, task_id: UUID, inline: bool) -> Next:
+        with self.core.transaction() as tx:
+            task = handler_runs.lock_task(tx, task_id, handler_runs.DEFAULT_LOCK)
+            if task is None:
+                raise Stale(
+                    f"task {task_id} is not READY and due; another runner has it or it is finished"
+                )
+            g = self.core.graph_of(tx, task.instance_id)
+            task = handler_runs.fit_lock(tx, task, g.node(task.node_id).timeout)
+            values = scopes.view_of_task(tx, g, task)
+        return self._invoke_and_record(task, values, None, inline)
+
+    def _invoke_and_record(
+        self, task: TaskRow, values: dict[str, Any], token: TokenRow | None, inline: bool
+    ) -> Next:
+        """Run the handler with no transaction open, then commit its outcome."""
+        info = self.core.cached_info(task.instance_id)
+        if info is None:
+            with self.core.transaction() as tx:
+                info = self.core.info(tx, task.instance_id)
+        ctx = HandlerContext(
+            values,
+            str(task.id),
+            task.attempts,
+            task.instance_id,
+            info.business_key,
+            info.key,
+            task.node_id,
+            task.id,
+        )
+        started = time.perf_counter()
+        outcome = handler_runs.invoke(self.core.handlers, task, ctx)
+        log.debug("handler %s ran in %.1f ms", task.handler, (time.perf_counter() - started) * 1000)
+        return self._record(self.core.graph(info.def_id), task, outcome, token, inline)
+
+    def _record(
+        self,
+        g: ProcessGraph,
+        task: TaskRow,
+        outcome: handler_runs.Outcome,
+        token: TokenRow | None,
+        inline: bool,
+    ) -> Next:
+        """Commit the outcome. A version race with another row it touches (a sibling branch
+        of a subprocess a caught error ends, say) is tried again from fresh reads, the token
+        included; if it was the task or its token that moved, that try finds out and drops
+        the result."""
+        known = [token]
+
+        def once() -> Next:
+            tok, known[0] = known[0], None
+            with self.core.transaction(inline=inline) as tx:
+                if outcome.variables is not None:
+                    result = handler_runs.complete_task(tx, g, task, outcome.variables, tok)
+                    return steps.carry_through(tx, g, result)
+                return handler_runs.fail_task(tx, g, task, outcome)
+
+        # The result exists only in this process: while the database is unreachable, keep
+        # trying for as long as the lock lasts (afterwards the lock scan has offered the task
+        # again, and the version check would drop the result anyway).
+        held = (
+            (task.lock_expire_at - self.core.clock.now()).total_seconds()
+            if task.lock_expire_at is not None
+            else 0.0
+        )
+        try:
+            return until_available(
+                lambda: self.core.retrying(once),
+                within=max(30.0, held),
+                what=f"recording the result of task {task.id}",
+            )
+        except Conflict as exc:
+            raise Stale(f"result of task {task.id} dropped: {exc}") from exc

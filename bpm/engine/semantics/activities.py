@@ -1,0 +1,177 @@
+"""Entering an activity: the task it creates (handler, external, user), the message or
+subprocess it waits for, and a compensation token standing in for the activity it undoes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from uuid import uuid4
+
+from bpm.definitions.model import Node, NodeType, ProcessGraph
+from bpm.engine.core.tx import Next, NextToken, RunTask, Tx
+from bpm.engine.semantics import scopes, waits
+from bpm.engine.semantics.moves import create, move, new_token
+from bpm.states import LinkType, TaskEvent, TaskKind, TaskState, TokenEvent, TokenState, WaitKind
+from bpm.store.rows import TaskRow, TokenRow
+
+
+def enter(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+    kind = node.type
+    if kind is NodeType.SERVICE_TASK:
+        if node.topic is not None:
+            return _create_external_task(tx, tok, node)
+        return _create_handler_task(tx, g, tok, node)
+    if kind is NodeType.USER_TASK:
+        return waits.create_user_task(tx, tok, node)
+    if kind is NodeType.RECEIVE_TASK:
+        return waits.wait_for_message(tx, tok, node)
+    return _enter_subprocess(tx, g, tok, node)
+
+
+def enter_compensation(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+    """A COMPENSATION token at the activity it undoes: create the compensation's task, as
+    the activity would its own (handler, topic, or the handler activity's task)."""
+    spec = node.compensation
+    assert spec is not None, f"{node.id!r} has no compensation"
+    if spec.node is not None:
+        handler = g.node(spec.node)
+        stand_in = replace(handler, id=node.id, retry=spec.retry, compensation=None)
+    else:
+        stand_in = replace(
+            node,
+            type=NodeType.SERVICE_TASK,
+            handler=spec.handler,
+            topic=spec.topic,
+            retry=spec.retry,
+            compensation=None,
+        )
+    return enter(tx, g, tok, stand_in)
+
+
+def _create_external_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
+    """READY for a worker's fetch-and-lock; waiting workers are woken when it commits."""
+    move(tx, tok, state=TokenState.WAITING, event=TokenEvent.WAITING, wait_kind=WaitKind.TASK)
+    task = TaskRow(
+        uuid4(),
+        tok.id,
+        tok.instance_id,
+        node.id,
+        node.topic,
+        None,
+        TaskKind.EXTERNAL,
+        TaskState.READY,
+        node.retry.max_attempts,
+        0,
+        None,
+        None,
+        None,
+        None,
+        None,
+        node.priority,
+        0,
+        tx.now,
+        tx.now,
+    )
+    tx.insert_task(task)
+    tx.history.task(
+        instance_id=tok.instance_id,
+        task_id=task.id,
+        token_id=tok.id,
+        at=tx.now,
+        type=TaskEvent.CREATED,
+        node_id=node.id,
+        from_state=None,
+        to_state=TaskState.READY,
+        actor=tx.actor,
+        data={"topic": node.topic, "max_attempts": node.retry.max_attempts},
+    )
+    tx.notify_topics.add(str(node.topic))
+    return None
+
+
+def _create_handler_task(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+    waiting = move(
+        tx, tok, state=TokenState.WAITING, event=TokenEvent.WAITING, wait_kind=WaitKind.TASK
+    )
+    task = TaskRow(
+        uuid4(),
+        tok.id,
+        tok.instance_id,
+        node.id,
+        None,
+        node.handler,
+        TaskKind.HANDLER,
+        TaskState.READY,
+        node.retry.max_attempts,
+        0,
+        None,
+        None,
+        None,
+        None,
+        None,
+        node.priority,
+        0,
+        tx.now,
+        tx.now,
+    )
+    tx.history.task(
+        instance_id=tok.instance_id,
+        task_id=task.id,
+        token_id=tok.id,
+        at=tx.now,
+        type=TaskEvent.CREATED,
+        node_id=node.id,
+        from_state=None,
+        to_state=TaskState.READY,
+        actor=tx.actor,
+        data={"handler": node.handler, "max_attempts": node.retry.max_attempts},
+    )
+    if not tx.runs_inline(node.handler or ""):
+        tx.insert_task(task)
+        return RunTask(task.id)
+    # This process runs the handler right after commit: lock it in this same transaction.
+    locked = replace(
+        task,
+        state=TaskState.LOCKED,
+        lock_owner=tx.actor,
+        attempts=1,
+        retries=task.retries - 1,
+        lock_expire_at=tx.now + node.timeout,
+        version=1,
+    )
+    tx.insert_task(locked)
+    tx.history.task(
+        instance_id=tok.instance_id,
+        task_id=task.id,
+        token_id=tok.id,
+        at=tx.now,
+        type=TaskEvent.LOCKED,
+        node_id=node.id,
+        from_state=TaskState.READY,
+        to_state=TaskState.LOCKED,
+        actor=tx.actor,
+        data={"attempt": 1},
+    )
+    values = scopes.view(tx, g, tok) if g.has_mappings else tx.variables_at_commit(tok.instance_id)
+    return RunTask(task.id, locked, values, waiting)
+
+
+def _enter_subprocess(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+    move(
+        tx,
+        tok,
+        state=TokenState.WAITING,
+        event=TokenEvent.ENTERED_SUBPROCESS,
+        wait_kind=WaitKind.CHILDREN,
+    )
+    start = g.start_of(node.id)
+    child = new_token(
+        tx,
+        instance_id=tok.instance_id,
+        node_id=start.id,
+        parent=tok.id,
+        scope_id=node.id,
+        concurrent=False,
+        via_flow=None,
+    )
+    create(tx, [child], [(tok.id, child.id, LinkType.SUBPROCESS)])
+    return NextToken(child.id, 0)

@@ -1,0 +1,117 @@
+"""Cancelling what a token leaves behind: its task, its timers, its incidents, its scope."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from bpm.engine.core.tx import Conflict, Tx
+from bpm.engine.semantics.instance_state import resume_if_clear
+from bpm.engine.semantics.moves import move
+from bpm.engine.semantics.tree import Tree
+from bpm.states import (
+    LIVE_TOKEN,
+    EngineEvent,
+    TaskEvent,
+    TaskState,
+    TimerState,
+    TokenEvent,
+    TokenState,
+)
+from bpm.store import incidents, tasks, timers
+from bpm.store.rows import TokenRow
+
+
+def cancel_token(tx: Tx, tok: TokenRow, reason: str) -> None:
+    """Cancel a live token with its open task and open incidents."""
+    move(tx, tok, state=TokenState.CANCELLED, event=TokenEvent.CANCELLED, data={"reason": reason})
+    end_work(tx, tok, reason)
+
+
+def end_work(tx: Tx, tok: TokenRow, reason: str) -> None:
+    """The token stops what it was doing where it is: its open task is cancelled, its
+    timers disarmed, its open incidents resolved (the token itself is not moved)."""
+    task = tasks.open_of_token(tx.conn, tok.id)
+    if task is not None:
+        cancel_task(tx, task.id, reason)
+    cancel_timers(tx, tok, reason)
+    resolve_incidents(tx, tok.id, reason)
+
+
+def cancel_descendants(tx: Tx, tok: TokenRow, reason: str) -> None:
+    """Cancel every live token inside the subprocess ``tok`` waits at (it is left early)."""
+    cancel_inside(tx, tok, Tree.read(tx, tok.instance_id).inside(tok), reason)
+
+
+def cancel_inside(
+    tx: Tx, host: TokenRow, inside: list[TokenRow], reason: str, spare: UUID | None = None
+) -> None:
+    """Cancel the live ones of ``inside`` (but ``spare``). If a failed one held the
+    instance's last open incident, the instance runs again: its host goes on elsewhere."""
+    failed = False
+    for row in inside:
+        if row.id != spare and row.state in LIVE_TOKEN:
+            failed = failed or row.state == TokenState.FAILED
+            cancel_token(tx, row, reason)
+    if failed:
+        resume_if_clear(tx, host.instance_id)
+
+
+def cancel_timers(tx: Tx, tok: TokenRow, reason: str) -> int:
+    """Cancel the token's SCHEDULED timers (it left the node they belong to)."""
+    count = 0
+    for timer in timers.scheduled_of_token(tx.conn, tok.id):
+        if not timers.finish(tx.conn, timer, TimerState.CANCELLED):
+            raise Conflict(f"timer {timer.id} fired or was cancelled meanwhile")
+        tx.history.engine(
+            instance_id=timer.instance_id,
+            at=tx.now,
+            type=EngineEvent.TIMER_CANCELLED,
+            node_id=timer.node_id,
+            token_id=tok.id,
+            actor=tx.actor,
+            data={"timer_id": str(timer.id), "reason": reason},
+        )
+        count += 1
+    return count
+
+
+def cancel_task(tx: Tx, task_id: UUID, reason: str) -> None:
+    task = tasks.get(tx.conn, task_id)
+    if task is None or task.state in (TaskState.DONE, TaskState.CANCELLED):
+        return
+    tx.finish_task(
+        task,
+        state=TaskState.CANCELLED,
+        miss="conflict",
+        message=f"task {task.id} changed while it was being cancelled",
+    )
+    tx.history.task(
+        instance_id=task.instance_id,
+        task_id=task.id,
+        token_id=task.token_id,
+        at=tx.now,
+        type=TaskEvent.CANCELLED,
+        node_id=task.node_id,
+        from_state=task.state,
+        to_state=TaskState.CANCELLED,
+        actor=tx.actor,
+        data={"reason": reason},
+    )
+
+
+def resolve_incidents(tx: Tx, token_id: UUID, reason: str) -> int:
+    count = 0
+    for incident in incidents.open_of_token(tx.conn, token_id):
+        if not incidents.resolve(tx.conn, incident, tx.now):
+            raise Conflict(f"incident {incident.id} changed while it was being resolved")
+        tx.history.engine(
+            instance_id=incident.instance_id,
+            at=tx.now,
+            type=EngineEvent.INCIDENT_RESOLVED,
+            node_id=incident.node_id,
+            token_id=token_id,
+            actor=tx.actor,
+            data={"incident_id": str(incident.id), "reason": reason},
+        )
+        count += 1
+    return count

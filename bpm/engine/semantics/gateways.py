@@ -1,0 +1,146 @@
+"""Gateways: a fork, an exclusive choice, and arriving at a join (which the parent then
+decides, in ``joins``)."""
+
+from __future__ import annotations
+
+from bpm.definitions.model import Node, ProcessGraph
+from bpm.engine.core.tx import Next, NextToken, Tx
+from bpm.engine.semantics import scopes
+from bpm.engine.semantics.failures import fail_token
+from bpm.engine.semantics.moves import create, move, new_token, take
+from bpm.engine.semantics.tree import has_live_children
+from bpm.errors import ExpressionEvalError, MissingVariable
+from bpm.expressions import evaluate_condition
+from bpm.states import LinkType, TokenEvent, TokenState, WaitKind
+from bpm.store import tokens
+from bpm.store.rows import TokenRow
+
+
+def fork_or_leave(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+    flows = g.outgoing(node.id)
+    if len(flows) == 1:
+        return take(tx, tok, flows[0])
+    if tok.concurrent:
+        # A branch that forks again ends and hands over to new siblings under the same scope
+        # token, so every join counts the tokens of one scope (Camunda 7's execution tree).
+        move(
+            tx,
+            tok,
+            state=TokenState.COMPLETED,
+            event=TokenEvent.FORKED,
+            data={"into": [f.id for f in flows]},
+        )
+        parent = tok.parent_token_id
+    else:
+        move(
+            tx,
+            tok,
+            state=TokenState.WAITING,
+            event=TokenEvent.FORKED,
+            wait_kind=WaitKind.CHILDREN,
+            data={"into": [f.id for f in flows]},
+        )
+        parent = tok.id
+    children = [
+        new_token(
+            tx,
+            instance_id=tok.instance_id,
+            node_id=f.target,
+            parent=parent,
+            scope_id=tok.scope_id,
+            concurrent=True,
+            via_flow=f.id,
+        )
+        for f in flows
+    ]
+    create(tx, children, [(tok.id, c.id, LinkType.FORK) for c in children])
+    for child in children[1:]:
+        tx.advance_later(child.id, 0)
+    return NextToken(children[0].id, 0)
+
+
+def exclusive(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+    flows = g.outgoing(node.id)
+    values = scopes.view(tx, g, tok)
+    for flow in flows:
+        if flow.id == node.default_flow:
+            continue
+        if flow.condition is None:
+            return take(tx, tok, flow)
+        try:
+            if evaluate_condition(flow.condition, values):
+                return take(tx, tok, flow)
+        except MissingVariable as exc:
+            message = (
+                f"gateway {node.id!r}: condition of flow {flow.id!r} reads variable "
+                f"{exc.name!r}, which the instance does not have"
+            )
+            fail_token(tx, tok, kind="condition", message=message, details=str(exc))
+            return None
+        except ExpressionEvalError as exc:
+            message = f"gateway {node.id!r}: condition of flow {flow.id!r} failed: {exc}"
+            fail_token(tx, tok, kind="condition", message=message)
+            return None
+    if node.default_flow is not None:
+        return take(tx, tok, g.flows[node.default_flow])
+    fail_token(
+        tx,
+        tok,
+        kind="no-path",
+        message=f"gateway {node.id!r}: no condition is true and there is no default flow",
+    )
+    return None
+
+
+def park_at_join(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
+    """Wait at the join, then let the parent decide."""
+    if not tok.concurrent and g.spawns_tokens and has_live_children(tx, tok):
+        return join_as_scope(tx, tok)
+    move(
+        tx,
+        tok,
+        state=TokenState.WAITING,
+        event=TokenEvent.ARRIVED_AT_JOIN,
+        wait_kind=WaitKind.JOIN,
+        data={"via": tok.via_flow},
+    )
+    if tok.parent_token_id is None:
+        return None  # a lone token at a join waits forever, as in BPMN
+    parent = tokens.get(tx.conn, tok.parent_token_id)
+    if parent is None or parent.state != TokenState.WAITING:
+        return None
+    return NextToken(parent.id, parent.version)
+
+
+def join_as_scope(tx: Tx, tok: TokenRow) -> Next:
+    """A scope's own token reaches a join while tokens that a non-interrupting boundary spawned
+    under it are still running: like Camunda's execution tree, it becomes the scope (WAITING
+    for its children) and a concurrent stand-in arrives at the join in its place, so the join
+    counts it together with the spawned tokens."""
+    scope = move(
+        tx,
+        tok,
+        state=TokenState.WAITING,
+        event=TokenEvent.WAITING,
+        wait_kind=WaitKind.CHILDREN,
+        data={"join": tok.node_id, "as": "scope"},
+    )
+    stand_in = new_token(
+        tx,
+        instance_id=tok.instance_id,
+        node_id=tok.node_id,
+        parent=tok.id,
+        scope_id=tok.scope_id,
+        concurrent=True,
+        via_flow=tok.via_flow,
+    )
+    create(tx, [stand_in], [(tok.id, stand_in.id, LinkType.FORK)])
+    move(
+        tx,
+        stand_in,
+        state=TokenState.WAITING,
+        event=TokenEvent.ARRIVED_AT_JOIN,
+        wait_kind=WaitKind.JOIN,
+        data={"via": stand_in.via_flow},
+    )
+    return NextToken(scope.id, scope.version)

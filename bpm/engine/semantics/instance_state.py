@@ -1,0 +1,87 @@
+"""An instance's state: changed under its row lock, with its history row."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from bpm.engine.core.tx import Conflict, Tx
+from bpm.states import ENDED_INSTANCE, EngineEvent, InstanceState
+from bpm.store import incidents, instances
+
+#: As a tuple: it is sent to the database as an array.
+LIVE_INSTANCE = (InstanceState.RUNNING, InstanceState.FAILED)
+
+
+_EVENT_OF_STATE = {
+    InstanceState.RUNNING: EngineEvent.INSTANCE_RESUMED,
+    InstanceState.COMPLETED: EngineEvent.INSTANCE_COMPLETED,
+    InstanceState.FAILED: EngineEvent.INSTANCE_FAILED,
+    InstanceState.TERMINATED: EngineEvent.INSTANCE_TERMINATED,
+    InstanceState.CANCELLED: EngineEvent.INSTANCE_CANCELLED,
+}
+
+
+def set_instance_state(
+    tx: Tx,
+    instance_id: UUID,
+    state: InstanceState,
+    only_from: tuple[InstanceState, ...] = LIVE_INSTANCE,
+    *,
+    expected: bool = False,
+) -> bool:
+    """Lock the instance row and change its state if it is in one of ``only_from``.
+
+    The row lock serialises branches that fail or finish at the same moment, so the guarded
+    update cannot lose against them. ``expected``: the caller knows the instance is in
+    ``only_from`` unless something changed it meanwhile (its last token just ended); on
+    PostgreSQL the change then goes into the write batch, where a mismatch fails the whole
+    transaction as a conflict, instead of costing a statement of its own.
+    """
+    ended = tx.now if state in ENDED_INSTANCE else None
+    if expected and tx.conn.dialect.name == "postgresql":
+        if tx.batch.ends(instance_id):
+            return False
+        row = tx.history.engine(
+            instance_id=instance_id,
+            at=tx.now,
+            type=_EVENT_OF_STATE[state],
+            to_state=state,
+            actor=tx.actor,
+        )  # from_state: filled in by the write
+        tx.batch.end_instance(instance_id, state, ended, only_from, row)
+        return True  # or the whole write is refused
+    if tx.conn.dialect.name == "postgresql":  # one round trip: lock and change together
+        left = instances.transition(tx.conn, instance_id, state, tx.now, ended, only_from)
+        if left is None:
+            return False
+    else:
+        inst = instances.get(tx.conn, instance_id, for_update=True)
+        if inst is None or inst.state not in only_from or inst.state == state:
+            return False
+        if not instances.set_state(tx.conn, inst, state, tx.now, ended):
+            raise Conflict(f"instance {instance_id} changed under its row lock")
+        left = inst.state
+    tx.history.engine(
+        instance_id=instance_id,
+        at=tx.now,
+        type=_EVENT_OF_STATE[state],
+        from_state=left,
+        to_state=state,
+        actor=tx.actor,
+    )
+    return True
+
+
+def resume_if_clear(tx: Tx, instance_id: UUID) -> None:
+    """A FAILED instance whose last open incident was just resolved runs again. The instance
+    row is locked before counting, so two transactions that each resolve one of the last two
+    cannot both see the other's still open."""
+    inst = instances.get(tx.conn, instance_id, for_update=True)
+    if (
+        inst is not None
+        and inst.state == InstanceState.FAILED
+        and not incidents.of_instance(tx.conn, instance_id, only_open=True)
+    ):
+        set_instance_state(
+            tx, instance_id, InstanceState.RUNNING, only_from=(InstanceState.FAILED,)
+        )

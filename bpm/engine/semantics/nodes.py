@@ -1,0 +1,186 @@
+"""What happens when a token is ACTIVE at a node.
+
+Each function runs inside one transaction that moves exactly one existing token, and returns
+what the job should do next (go on with a token, run a task, or stop).
+"""
+
+from __future__ import annotations
+
+from bpm.definitions.model import ACTIVITIES, Node, NodeType, ProcessGraph
+from bpm.engine.core.tx import Next, NextToken, Tx
+from bpm.engine.semantics import activities, gateways, sagas, scopes, waits
+from bpm.engine.semantics.bpmn_errors import throw_from_end
+from bpm.engine.semantics.cancelling import cancel_inside, cancel_timers, end_work
+from bpm.engine.semantics.failures import fail_token
+from bpm.engine.semantics.instance_state import resume_if_clear, set_instance_state
+from bpm.engine.semantics.moves import move, take
+from bpm.engine.semantics.tree import Tree, has_live_children, waits_for_children
+from bpm.states import EngineEvent, InstanceState, TokenEvent, TokenMode, TokenState, WaitKind
+from bpm.store import tokens
+from bpm.store.rows import TokenRow
+
+
+def arrive(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
+    node = g.node(tok.node_id)
+    if tok.mode == TokenMode.COMPENSATION:
+        return activities.enter_compensation(tx, g, tok, node)
+    if node.inputs and not _mapped(tx, tok, scopes.enter(tx, g, tok, node)):
+        return None
+    if node.type in ACTIVITIES:
+        result = activities.enter(tx, g, tok, node)
+        if g.timer_boundaries(node.id):
+            current = tx.current(tok)
+            if current.state == TokenState.WAITING:
+                waits.arm_boundaries(tx, g, current, node)
+        return result
+    return _pass(tx, g, tok, node)
+
+
+def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+    kind = node.type
+    if kind is NodeType.COMPENSATION_THROW or (kind is NodeType.END and node.compensate):
+        thrown = sagas.throw(tx, g, tok, node)
+        return thrown_compensation_done(tx, g, thrown.anchor) if thrown else None
+    if kind is NodeType.TIMER:
+        return waits.wait_for_timer(tx, tok, node)
+    if kind is NodeType.MESSAGE:
+        return waits.wait_for_message(tx, tok, node)
+    if kind is NodeType.EXCLUSIVE:
+        return gateways.exclusive(tx, g, tok, node)
+    if kind is NodeType.PARALLEL:
+        if node.is_join:
+            return gateways.park_at_join(tx, g, tok)
+        return gateways.fork_or_leave(tx, g, tok, node)
+    if kind is NodeType.END:
+        return _end_event(tx, g, tok, node)
+    return leave(tx, g, tok, node)  # startEvent, task, manualTask, boundaryEvent: pass through
+
+
+def leave(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+    """Move along the node's single outgoing flow; with none, the path ends here (as Camunda).
+
+    Leaving an activity disarms its boundary timers in the same transaction, and an activity
+    that declares a compensation gets its record. A COMPENSATION token leaving is
+    its compensation done.
+    """
+    if tok.mode == TokenMode.COMPENSATION:
+        return sagas.compensated(tx, tok)
+    if node.outputs and not _mapped(tx, tok, scopes.complete(tx, g, tok, node)):
+        return None
+    if node.compensation is not None:
+        sagas.record_success(tx, tok, node)
+    if g.timer_boundaries(node.id):
+        cancel_timers(tx, tok, reason=f"left {node.id!r}")
+    flows = g.outgoing(node.id)
+    if not flows:
+        return end_token(tx, tok, g)
+    return take(tx, tok, flows[0])
+
+
+def _mapped(tx: Tx, tok: TokenRow, problem: str | None) -> bool:
+    """An input or output mapping that cannot be evaluated fails the token, as a condition
+    does: an operator fixes the variables and retries it."""
+    if problem is None:
+        return True
+    fail_token(tx, tx.current(tok), kind="mapping", message=problem)
+    return False
+
+
+def _end_event(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+    if node.error_code is not None:
+        caught = throw_from_end(tx, g, tok, node.error_code)
+        if caught is not None:
+            return caught
+        fail_token(
+            tx,
+            tok,
+            kind="error-end",
+            message=f"error end event {node.id!r} threw {node.error_code!r} and no error "
+            f"boundary catches it",
+        )
+        return None
+    if node.terminate:
+        return _terminate(tx, g, tok)
+    return end_token(tx, tok, g)
+
+
+def end_token(tx: Tx, tok: TokenRow, g: ProcessGraph | None = None) -> Next:
+    """The token's path is over; its parent (or the instance) decides what that means.
+
+    A scope token with tokens a non-interrupting boundary spawned beside it waits for them
+    (WAITING for CHILDREN at its end) before its scope completes.
+    """
+    if g is not None and g.spawns_tokens and not tok.concurrent and has_live_children(tx, tok):
+        move(
+            tx,
+            tok,
+            state=TokenState.WAITING,
+            event=TokenEvent.WAITING,
+            wait_kind=WaitKind.CHILDREN,
+            data={"until": "spawned tokens end"},
+        )
+        return None
+    move(tx, tok, state=TokenState.COMPLETED, event=TokenEvent.COMPLETED)
+    if tok.parent_token_id is None:
+        set_instance_state(tx, tok.instance_id, InstanceState.COMPLETED, expected=True)
+        return None
+    parent = tokens.get(tx.conn, tok.parent_token_id)
+    if parent is None or not waits_for_children(parent):
+        return None
+    return NextToken(parent.id, parent.version)
+
+
+def _terminate(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
+    """End the token's whole scope: every other token in it is cancelled, and the
+    scope completes (the instance at top level; the subprocess, whose outer path goes on).
+
+    The scope's root is the token its paths hang from: the token itself, a fork's scope
+    token, or, for a path a non-interrupting boundary started, the token still working at
+    that boundary's activity, whose work (task, timers, subprocess body) ends here too.
+    """
+    tree = Tree.read(tx, tok.instance_id)
+    root = tree.scope_root(tok)
+    reason = f"terminate end event {tok.node_id!r}"
+    at_work = (
+        root.id != tok.id
+        and root.state in (TokenState.ACTIVE, TokenState.WAITING, TokenState.FAILED)
+        and not (
+            root.wait_kind == WaitKind.CHILDREN
+            and g.node(root.node_id).type is not NodeType.SUBPROCESS
+        )
+    )
+    if at_work:
+        end_work(tx, root, reason)  # a FAILED root's incident too: it ends here
+    cancel_inside(tx, tok, tree.below(root), reason, spare=tok.id)
+    if at_work and root.state == TokenState.FAILED:
+        resume_if_clear(tx, root.instance_id)
+    tx.history.engine(
+        instance_id=tok.instance_id,
+        at=tx.now,
+        type=EngineEvent.SCOPE_TERMINATED,
+        node_id=tok.node_id,
+        token_id=tok.id,
+        actor=tx.actor,
+    )
+    if root.id == tok.id:
+        return end_token(tx, tok, g)
+    move(tx, tok, state=TokenState.COMPLETED, event=TokenEvent.COMPLETED)
+    if at_work:  # the scope's own path ends where it was working: the scope is over
+        return end_token(tx, root, g)
+    return NextToken(root.id, root.version)  # a fork's scope token, now without children
+
+
+def thrown_compensation_done(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
+    """A thrown compensation is over: the throwing token goes on (it terminates nothing)."""
+    tx.history.engine(
+        instance_id=anchor.instance_id,
+        at=tx.now,
+        type=EngineEvent.COMPENSATION_DONE,
+        node_id=anchor.node_id,
+        token_id=anchor.id,
+        actor=tx.actor,
+    )
+    node = g.node(anchor.node_id)
+    if node.type is NodeType.END:
+        return end_token(tx, anchor, g)
+    return leave(tx, g, anchor, node)

@@ -1,0 +1,46 @@
+"""One step of a token: which decision its state calls for, and going on through the
+automatic nodes after it."""
+
+from __future__ import annotations
+
+from bpm.definitions.model import ProcessGraph
+from bpm.engine.core.tx import Next, NextToken, Stale, Tx
+from bpm.engine.semantics import joins, nodes, sagas
+from bpm.engine.semantics.failures import end_saga
+from bpm.states import TokenMode, TokenState, WaitKind
+from bpm.store.rows import TokenRow
+
+#: Nodes one transaction may pass for the same token before it commits.
+MAX_HOPS_PER_TX = 20
+
+
+def advance(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
+    """The token's state says what happens: ACTIVE arrives at its node; a scope WAITING for
+    its children decides about them; a saga's anchor starts its next compensation."""
+    if tok.state == TokenState.ACTIVE:
+        return nodes.arrive(tx, g, tok)
+    if tok.state == TokenState.WAITING and tok.wait_kind == WaitKind.CHILDREN:
+        return joins.decide(tx, g, tok)
+    if tok.state == TokenState.WAITING and tok.wait_kind == WaitKind.COMPENSATING:
+        done = sagas.decide(tx, g, tok)
+        if done is None:
+            return None
+        if done.anchor.mode == TokenMode.FORWARD:
+            return nodes.thrown_compensation_done(tx, g, done.anchor)
+        return end_saga(tx, g, done.anchor)
+    raise Stale(f"token {tok.id} is {tok.state}; nothing to advance")
+
+
+def carry_through(tx: Tx, g: ProcessGraph, result: Next) -> Next:
+    """Keep moving the token this transaction already holds, through automatic nodes.
+
+    Only the same token continues (never another one), so a transaction still advances one
+    token; each node passage keeps its own history rows.
+    """
+    for _ in range(MAX_HOPS_PER_TX):
+        if not isinstance(result, NextToken) or result.row is None:
+            return result
+        if result.row.state != TokenState.ACTIVE:
+            return result
+        result = nodes.arrive(tx, g, result.row)
+    return result

@@ -1,0 +1,89 @@
+"""Local variables: one row per (scope token, scope node, name)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import Connection, delete, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from bpm.store.schema import local_variables as t
+
+
+@dataclass(frozen=True)
+class LocalRow:
+    scope_token_id: UUID
+    scope_node_id: str
+    name: str
+    value: Any
+
+
+def _upsert(dialect: str) -> Any:
+    ins = postgresql.insert(t) if dialect == "postgresql" else sqlite.insert(t)
+    return ins.on_conflict_do_update(
+        index_elements=[t.c.scope_token_id, t.c.scope_node_id, t.c.name],
+        set_={
+            "value": ins.excluded.value,
+            "version": t.c.version + 1,
+            "updated_at": ins.excluded.updated_at,
+        },
+    )
+
+
+_UPSERTS = {"postgresql": _upsert("postgresql"), "sqlite": _upsert("sqlite")}
+_COLS = (t.c.scope_token_id, t.c.scope_node_id, t.c.name, t.c.value)
+
+
+def of_instance(conn: Connection, instance_id: UUID) -> list[LocalRow]:
+    rows = conn.execute(select(*_COLS).where(t.c.instance_id == instance_id))
+    return [LocalRow(*row) for row in rows]
+
+
+def of_instances(conn: Connection, instance_ids: list[UUID]) -> dict[UUID, list[LocalRow]]:
+    out: dict[UUID, list[LocalRow]] = {iid: [] for iid in instance_ids}
+    if instance_ids:
+        stmt = select(t.c.instance_id, *_COLS).where(t.c.instance_id.in_(instance_ids))
+        for iid, *row in conn.execute(stmt):
+            out[iid].append(LocalRow(*row))
+    return out
+
+
+def write(
+    conn: Connection,
+    instance_id: UUID,
+    token_id: UUID,
+    node_id: str,
+    values: Mapping[str, Any],
+    now: datetime,
+) -> None:
+    if not values:
+        return
+    conn.execute(
+        _UPSERTS[conn.dialect.name],
+        [
+            {
+                "instance_id": instance_id,
+                "scope_token_id": token_id,
+                "scope_node_id": node_id,
+                "name": name,
+                "value": value,
+                "version": 1,
+                "updated_at": now,
+            }
+            for name, value in values.items()
+        ],
+    )
+
+
+def end(conn: Connection, token_id: UUID, node_id: str) -> list[str]:
+    """Delete the scope's variables; returns their names."""
+    stmt = (
+        delete(t)
+        .where(t.c.scope_token_id == token_id, t.c.scope_node_id == node_id)
+        .returning(t.c.name)
+    )
+    return sorted(name for (name,) in conn.execute(stmt))
