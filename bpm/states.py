@@ -91,6 +91,8 @@ class RecordState(StrEnum):
     PENDING = "PENDING"
     COMPLETED = "COMPLETED"
     FAILED = "FAILED"
+    #: Its compensation was under way or still to come when its token or saga was cancelled.
+    CANCELLED = "CANCELLED"
 
 
 class IncidentState(StrEnum):
@@ -110,6 +112,8 @@ class TokenEvent(StrEnum):
     JOINED = "JOINED"
     ENTERED_SUBPROCESS = "ENTERED_SUBPROCESS"
     TIMER_FIRED = "TIMER_FIRED"
+    #: A non-interrupting boundary started a path beside the activity the token is at.
+    SPAWNED = "SPAWNED"
     ERROR_THROWN = "ERROR_THROWN"
     ERROR_CAUGHT = "ERROR_CAUGHT"
     COMPENSATION_THROWN = "COMPENSATION_THROWN"
@@ -168,6 +172,7 @@ class EngineEvent(StrEnum):
     COMPENSATION_DONE = "CompensationDone"
     COMPENSATION_COMPLETED = "CompensationCompleted"
     COMPENSATION_FAILED = "CompensationFailed"
+    COMPENSATION_CANCELLED = "CompensationCancelled"
 
 
 def values(enum: type[StrEnum]) -> tuple[str, ...]:

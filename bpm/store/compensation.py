@@ -67,6 +67,22 @@ def record(
     return row
 
 
+_CANCEL = (
+    t.update()
+    .where(t.c.id.in_(bindparam("ids", expanding=True)), t.c.status == RecordState.PENDING)
+    .values(status=RecordState.CANCELLED)
+    .returning(*_COLS)
+)
+
+
+def cancel(conn: Connection, record_ids: list[UUID]) -> list[RecordRow]:
+    """PENDING -> CANCELLED; returns the records that changed."""
+    if not record_ids:
+        return []
+    rows = conn.execute(_CANCEL, {"ids": record_ids})
+    return sorted((from_row(RecordRow, row) for row in rows), key=lambda r: -r.seq)
+
+
 def of_instance(conn: Connection, instance_id: UUID) -> list[RecordRow]:
     stmt = select(*_COLS).where(t.c.instance_id == instance_id).order_by(t.c.seq)
     return [from_row(RecordRow, row) for row in conn.execute(stmt)]

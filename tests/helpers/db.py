@@ -7,8 +7,8 @@ from uuid import UUID
 
 from sqlalchemy import Table, func, select
 
-from bpm.store import Database, incidents, instances, tasks, tokens
-from bpm.store.rows import IncidentRow, InstanceRow, TaskRow, TokenRow
+from bpm.store import Database, compensation, incidents, instances, tasks, tokens
+from bpm.store.rows import IncidentRow, InstanceRow, RecordRow, TaskRow, TokenRow
 from bpm.store.schema import (
     engine_events,
     process_definitions,
@@ -34,6 +34,11 @@ def state(db: Database, iid: UUID) -> str:
 def tokens_of(db: Database, iid: UUID) -> list[TokenRow]:
     with db.transaction() as conn:
         return tokens.of_instance(conn, iid)
+
+
+def compensation_records(db: Database, iid: UUID) -> list[RecordRow]:
+    with db.transaction() as conn:
+        return compensation.of_instance(conn, iid)
 
 
 def token(db: Database, token_id: UUID) -> TokenRow:

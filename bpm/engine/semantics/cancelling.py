@@ -5,6 +5,7 @@ from __future__ import annotations
 from uuid import UUID
 
 from bpm.engine.core.tx import Conflict, Tx
+from bpm.engine.semantics import records
 from bpm.engine.semantics.instance_state import resume_if_clear
 from bpm.engine.semantics.moves import move
 from bpm.engine.semantics.tree import Tree
@@ -22,7 +23,9 @@ from bpm.store.rows import TokenRow
 
 
 def cancel_token(tx: Tx, tok: TokenRow, reason: str) -> None:
-    """Cancel a live token with its open task and open incidents."""
+    """Cancel a live token with its open task and open incidents (and the compensation
+    records it was carrying out or still had to)."""
+    records.cut_short(tx, tok, reason)
     move(tx, tok, state=TokenState.CANCELLED, event=TokenEvent.CANCELLED, data={"reason": reason})
     end_work(tx, tok, reason)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from bpm.definitions.model import ACTIVITIES, Node, NodeType, ProcessGraph
 from bpm.engine.core.tx import Next, NextToken, Tx
-from bpm.engine.semantics import activities, gateways, sagas, scopes, waits
+from bpm.engine.semantics import activities, gateways, records, sagas, scopes, waits
 from bpm.engine.semantics.bpmn_errors import throw_from_end
 from bpm.engine.semantics.cancelling import cancel_inside, cancel_timers, end_work
 from bpm.engine.semantics.failures import fail_token
@@ -68,7 +68,7 @@ def leave(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     if node.outputs and not _mapped(tx, tok, scopes.complete(tx, g, tok, node)):
         return None
     if node.compensation is not None:
-        sagas.record_success(tx, tok, node)
+        records.record_success(tx, tok, node)
     if g.timer_boundaries(node.id):
         cancel_timers(tx, tok, reason=f"left {node.id!r}")
     flows = g.outgoing(node.id)

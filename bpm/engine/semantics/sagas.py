@@ -18,9 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from uuid import UUID
 
-from bpm.definitions.model import Node, NodeType, ProcessGraph
+from bpm.definitions.model import Node, ProcessGraph
 from bpm.dispatch import RUN_COMPENSATION, Job
 from bpm.engine.core.tx import Conflict, Next, NextToken, Stale, Tx
+from bpm.engine.semantics import records
 from bpm.engine.semantics.cancelling import cancel_token
 from bpm.engine.semantics.moves import create, move, new_token
 from bpm.engine.semantics.tree import Tree
@@ -35,7 +36,7 @@ from bpm.states import (
     WaitKind,
 )
 from bpm.store import compensation, incidents, tokens
-from bpm.store.rows import RecordRow, TokenRow
+from bpm.store.rows import TokenRow
 
 COMPENSATING = WaitKind.COMPENSATING
 #: The error code a local saga throws at its subprocess when it is done: an error boundary on
@@ -44,36 +45,6 @@ SAGA_CODE = "SAGA_COMPENSATED"
 
 
 # --- records -----------------------------------------------------------------------------
-
-
-def record_success(tx: Tx, tok: TokenRow, node: Node) -> None:
-    """The activity succeeded: remember how to undo it (only successes, once).
-
-    A subprocess's record names the token that ran this visit of its body, so the records
-    made inside that visit are known to be covered by the subprocess's own compensation.
-    """
-    assert node.compensation is not None
-    owner = tok.id
-    if node.type is NodeType.SUBPROCESS:
-        owner = Tree.read(tx, tok.instance_id).latest_visit(tok, node.id) or tok.id
-    rec = compensation.record(
-        tx.conn,
-        instance_id=tok.instance_id,
-        token_id=owner,
-        node_id=node.id,
-        scope_id=tok.scope_id,
-        handler=node.compensation.describe(),
-        now=tx.now,
-    )
-    tx.history.engine(
-        instance_id=tok.instance_id,
-        at=tx.now,
-        type=EngineEvent.COMPENSATION_RECORDED,
-        node_id=node.id,
-        token_id=tok.id,
-        actor=tx.actor,
-        data={"record_id": str(rec.id), "seq": rec.seq, "handler": rec.handler},
-    )
 
 
 @dataclass(frozen=True)
@@ -168,7 +139,7 @@ def decide(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Finished | None:
 
 
 def _next(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Finished | None:
-    todo = _in_scope(tx, g, anchor)
+    todo = records.pending_in_scope(tx, g, anchor)
     if not todo:
         return Finished(anchor)
     rec = todo[0]
@@ -196,52 +167,6 @@ def _next(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Finished | None:
     # Strictly one at a time, on the compensation queue.
     tx.jobs.append(Job(RUN_COMPENSATION, {"token_id": str(comp.id), "expected_version": 0}))
     return None
-
-
-def _in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRow]:
-    """PENDING records the anchor compensates, latest success first.
-
-    Records made inside a subprocess visit that has its own compensation are left out: as in
-    BPMN, the subprocess's handler undoes the whole visit instead.
-    """
-    every = compensation.of_instance(tx.conn, anchor.instance_id)
-    pending = sorted((r for r in every if r.status == RecordState.PENDING), key=lambda r: -r.seq)
-    if not pending:
-        return []
-    covering = {r.token_id for r in every if g.node(r.node_id).type is NodeType.SUBPROCESS}
-    tree = Tree.read(tx, anchor.instance_id)
-    if anchor.mode == TokenMode.COMPENSATION:  # a saga: global, or the subprocess of its parent
-        host = tree.get(anchor.parent_token_id)
-        activity = None
-    else:  # thrown: the scope the throwing token is in, optionally one activity
-        host = tree.host_of(anchor, anchor.scope_id) if anchor.scope_id else None
-        activity = g.node(anchor.node_id).activity
-    inside = (
-        activity
-        if activity is not None
-        and g.node(activity).type is NodeType.SUBPROCESS
-        and g.node(activity).compensation is None
-        else None
-    )
-    in_scope = {t.id for t in tree.inside(host)} if host else set()
-    out = []
-    for rec in pending:
-        if inside is not None:
-            if not tree.ran_inside(tree.get(rec.token_id), inside):
-                continue
-        elif activity is not None and rec.node_id != activity:
-            continue
-        owner = tree.get(rec.token_id)
-        if host is not None and (owner is None or owner.id not in in_scope):
-            continue
-        if (
-            owner is not None
-            and g.node(rec.node_id).type is not NodeType.SUBPROCESS
-            and any(owner.id == root or tree.descends(owner, root) for root in covering)
-        ):
-            continue
-        out.append(rec)
-    return out
 
 
 # --- a compensation token ends -------------------------------------------------------------

@@ -49,7 +49,21 @@ def _interrupt(tx: Tx, g: ProcessGraph, tok: TokenRow, boundary: Node) -> Next:
 
 
 def _spawn(tx: Tx, tok: TokenRow, boundary: Node) -> Next:
-    """Non-interrupting: a new token takes the boundary's path; the activity stays open."""
+    """Non-interrupting: a new token takes the boundary's path; the activity stays open.
+
+    The token at the activity is moved too (same state, next version): a transaction that
+    read the scope before this one committed and then ends it (a terminate, a cancel, an
+    error leaving the scope) changes that token under the version it read, so it conflicts,
+    reads again and finds the new path, which then ends with the scope instead of escaping.
+    """
+    move(
+        tx,
+        tok,
+        state=tok.state,
+        event=TokenEvent.SPAWNED,
+        wait_kind=tok.wait_kind,
+        data={"boundary": boundary.id},
+    )
     parent = tok.parent_token_id if tok.concurrent else tok.id
     spawned = new_token(
         tx,

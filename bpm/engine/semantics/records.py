@@ -1,0 +1,116 @@
+"""Compensation records: written when an activity that declares a compensation succeeds;
+which ones an anchor compensates; and the ones a cancel cuts short.
+
+A record is PENDING until its compensation completes (COMPLETED) or fails (FAILED). A record
+whose compensation was under way, or still to come, when its token or saga anchor was
+cancelled (a terminate, an interrupting event, an operator's cancel) is CANCELLED: nothing
+will undo it any more, and audits can tell it from one that was never needed.
+"""
+
+from __future__ import annotations
+
+from bpm.definitions.model import Node, NodeType, ProcessGraph
+from bpm.engine.core.tx import Tx
+from bpm.engine.semantics.tree import Tree
+from bpm.states import EngineEvent, RecordState, TokenMode, TokenState, WaitKind
+from bpm.store import compensation
+from bpm.store.rows import RecordRow, TokenRow
+
+
+def record_success(tx: Tx, tok: TokenRow, node: Node) -> None:
+    """The activity succeeded: remember how to undo it (only successes, once).
+
+    A subprocess's record names the token that ran this visit of its body, so the records
+    made inside that visit are known to be covered by the subprocess's own compensation.
+    """
+    assert node.compensation is not None
+    owner = tok.id
+    if node.type is NodeType.SUBPROCESS:
+        owner = Tree.read(tx, tok.instance_id).latest_visit(tok, node.id) or tok.id
+    rec = compensation.record(
+        tx.conn,
+        instance_id=tok.instance_id,
+        token_id=owner,
+        node_id=node.id,
+        scope_id=tok.scope_id,
+        handler=node.compensation.describe(),
+        now=tx.now,
+    )
+    tx.history.engine(
+        instance_id=tok.instance_id,
+        at=tx.now,
+        type=EngineEvent.COMPENSATION_RECORDED,
+        node_id=node.id,
+        token_id=tok.id,
+        actor=tx.actor,
+        data={"record_id": str(rec.id), "seq": rec.seq, "handler": rec.handler},
+    )
+
+
+def pending_in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRow]:
+    """PENDING records the anchor compensates, latest success first.
+
+    Records made inside a subprocess visit that has its own compensation are left out: as in
+    BPMN, the subprocess's handler undoes the whole visit instead.
+    """
+    every = compensation.of_instance(tx.conn, anchor.instance_id)
+    pending = sorted((r for r in every if r.status == RecordState.PENDING), key=lambda r: -r.seq)
+    if not pending:
+        return []
+    covering = {r.token_id for r in every if g.node(r.node_id).type is NodeType.SUBPROCESS}
+    tree = Tree.read(tx, anchor.instance_id)
+    if anchor.mode == TokenMode.COMPENSATION:  # a saga: global, or the subprocess of its parent
+        host = tree.get(anchor.parent_token_id)
+        activity = None
+    else:  # thrown: the scope the throwing token is in, optionally one activity
+        host = tree.host_of(anchor, anchor.scope_id) if anchor.scope_id else None
+        activity = g.node(anchor.node_id).activity
+    inside = (
+        activity
+        if activity is not None
+        and g.node(activity).type is NodeType.SUBPROCESS
+        and g.node(activity).compensation is None
+        else None
+    )
+    in_scope = {t.id for t in tree.inside(host)} if host else set()
+    out = []
+    for rec in pending:
+        if inside is not None:
+            if not tree.ran_inside(tree.get(rec.token_id), inside):
+                continue
+        elif activity is not None and rec.node_id != activity:
+            continue
+        owner = tree.get(rec.token_id)
+        if host is not None and (owner is None or owner.id not in in_scope):
+            continue
+        if (
+            owner is not None
+            and g.node(rec.node_id).type is not NodeType.SUBPROCESS
+            and any(owner.id == root or tree.descends(owner, root) for root in covering)
+        ):
+            continue
+        out.append(rec)
+    return out
+
+
+def cut_short(tx: Tx, tok: TokenRow, reason: str) -> None:
+    """``tok`` is being cancelled: a compensation token's record, or every record a saga
+    anchor had still to compensate, will not be compensated any more."""
+    if tok.mode == TokenMode.COMPENSATION and tok.record_id is not None:
+        ids = [tok.record_id]
+    elif tok.state == TokenState.WAITING and tok.wait_kind == WaitKind.COMPENSATING:
+        if tx.graph_for is None:
+            return
+        ids = [r.id for r in pending_in_scope(tx, tx.graph_for(tok.instance_id), tok)]
+    else:
+        return
+    for rec in compensation.cancel(tx.conn, ids):
+        tx.history.engine(
+            instance_id=tok.instance_id,
+            at=tx.now,
+            type=EngineEvent.COMPENSATION_CANCELLED,
+            node_id=rec.node_id,
+            token_id=tok.id,
+            actor=tx.actor,
+            data={"record_id": str(rec.id), "seq": rec.seq, "reason": reason},
+        )
