@@ -166,6 +166,7 @@ class WriteBatch:
                         "node_id": row.node_id,
                         "via_flow": row.via_flow,
                         "wait_kind": row.wait_kind,
+                        "waits_for": row.waits_for,
                         "version": row.version,
                         "updated_at": row.updated_at,
                     }
@@ -299,6 +300,7 @@ _TOKEN = (
     ("node_id", "text"),
     ("via_flow", "text"),
     ("wait_kind", "text"),
+    ("waits_for", "int"),
     ("version", "int"),
     ("updated_at", "timestamptz"),
 )
@@ -414,7 +416,8 @@ def _flush_sql(parts: frozenset[str]) -> str:
     if "ku" in parts:
         ctes.append(
             f"ku AS (UPDATE tokens k SET state = u.state, node_id = u.node_id, "
-            f"via_flow = u.via_flow, wait_kind = u.wait_kind, version = u.version, "
+            f"via_flow = u.via_flow, wait_kind = u.wait_kind, waits_for = u.waits_for, "
+            f"version = u.version, "
             f"updated_at = u.updated_at FROM {_recordset('ku', _TOKEN)} "
             f"WHERE k.id = u.id AND k.version = u.expected "
             f"AND k.id = ANY(%(kui)s::uuid[]) {after_ie} RETURNING k.id)"

@@ -50,6 +50,10 @@ class TokenRow:
     created_at: datetime
     updated_at: datetime
     record_id: UUID | None = None
+    #: A token parked at a join: how many of the join's incoming flows must each have a
+    #: parked token before it fires (so a scan can tell a join that may fire from one that
+    #: waits for a sibling still at work).
+    waits_for: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -176,6 +176,8 @@ tokens = Table(
     Column("updated_at", UtcDateTime, nullable=False),
     # A COMPENSATION token: the compensation record it carries out.
     Column("record_id", Uuid),
+    # Parked at a join: how many of its incoming flows must each have a parked token.
+    Column("waits_for", Integer),
     CheckConstraint(_in("state", TOKEN_STATES), name="state"),
     CheckConstraint(_in("mode", TOKEN_MODES), name="mode"),
     Index("ix_tokens_instance_id", "instance_id"),

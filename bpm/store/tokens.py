@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, and_, bindparam, exists, select
+from sqlalchemy import Connection, and_, bindparam, distinct, exists, func, or_, select
 
 from bpm.states import TokenState, WaitKind
 from bpm.store.rows import TokenRow, from_row
@@ -31,6 +31,7 @@ _COLS = (
     t.c.created_at,
     t.c.updated_at,
     t.c.record_id,
+    t.c.waits_for,
 )
 #: Column order of ``TokenRow`` (for queries that read a token next to other rows).
 COLUMNS = _COLS
@@ -51,6 +52,7 @@ _MOVE = (
         node_id=bindparam("node_id"),
         via_flow=bindparam("via_flow"),
         wait_kind=bindparam("wait_kind"),
+        waits_for=bindparam("waits_for"),
         version=bindparam("new_version"),
         updated_at=bindparam("now"),
     )
@@ -89,6 +91,7 @@ def insert(conn: Connection, rows: Sequence[TokenRow]) -> None:
                 "created_at": r.created_at,
                 "updated_at": r.updated_at,
                 "record_id": r.record_id,
+                "waits_for": r.waits_for,
             }
             for r in rows
         ],
@@ -121,6 +124,7 @@ def move(conn: Connection, expected_version: int, row: TokenRow) -> bool:
             "node_id": row.node_id,
             "via_flow": row.via_flow,
             "wait_kind": row.wait_kind,
+            "waits_for": row.waits_for,
             "new_version": row.version,
             "now": row.updated_at,
         },
@@ -144,12 +148,27 @@ def parents_to_recheck(conn: Connection, before: datetime, limit: int) -> list[t
     saga anchors whose current compensation has ended (their nudge may have been lost)."""
     child = t.alias("child")
     no_live_child = ~exists().where(child.c.parent_token_id == t.c.id, child.c.state.in_(LIVE))
+    # A child parked at a join whose every incoming flow has a parked token: the join can
+    # fire. One that still waits for a sibling at work is left alone (that sibling nudges
+    # the parent when it arrives); a row parked before ``waits_for`` existed counts as ready.
+    sibling = t.alias("sibling")
+    parked_flows = (
+        select(func.count(distinct(sibling.c.via_flow)))
+        .where(
+            sibling.c.parent_token_id == t.c.id,
+            sibling.c.node_id == child.c.node_id,
+            sibling.c.state == TokenState.WAITING,
+            sibling.c.wait_kind == WaitKind.JOIN,
+        )
+        .scalar_subquery()
+    )
     joined_child = exists().where(
         and_(
             child.c.parent_token_id == t.c.id,
             child.c.state == TokenState.WAITING,
             child.c.wait_kind == WaitKind.JOIN,
             child.c.updated_at < before,
+            or_(child.c.waits_for.is_(None), parked_flows >= child.c.waits_for),
         )
     )
     # A parent with a FAILED branch waits for an operator, whose retry nudges it again;

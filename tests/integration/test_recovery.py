@@ -151,6 +151,38 @@ def test_lost_nudge_of_a_waiting_parent(
     assert calls.count("after") == (1 if shape == "join" else 0)
 
 
+def test_a_join_waiting_for_a_busy_sibling_is_not_rechecked_by_every_scan(
+    engine_factory: EngineFactory, calls: Calls, clock: FakeClock, pg_db: Database
+) -> None:
+    """One branch parks at the join, the other waits for a person for days: the parked token
+    records that the join needs both flows, so the scans leave its parent alone (the sibling
+    nudges it when it arrives) instead of re-sending it every few seconds."""
+    calls.add("after")
+    doc = (
+        ProcessBuilder("busy_sibling")
+        .start()
+        .parallel_gateway("fork")
+        .task("quick")
+        .user_task("slow")
+        .parallel_gateway("join")
+        .service_task("after", handler="after")
+        .end()
+        .sequence("start", "fork", "quick", "join", "after", "end")
+        .sequence("fork", "slow", "join")
+        .build()
+    )
+    rt = engine_factory()
+    iid = rt.run(doc)
+    [parked] = [t for t in rows.tokens_of(pg_db, iid) if t.wait_kind == "JOIN"]
+    assert parked.waits_for == 2
+    for _ in range(3):
+        clock.advance(LATER)
+        assert rt.engine.run_scans()["waiting_parents"] == 0
+    rt.complete_user_task(iid)
+    assert calls.count("after") == 1
+    assert_finished_cleanly(pg_db, iid)
+
+
 def test_lost_retry_runs_once_its_time_has_come(
     engine_factory: EngineFactory, calls: Calls, clock: FakeClock
 ) -> None:

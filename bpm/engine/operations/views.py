@@ -56,6 +56,7 @@ def token_view(t: TokenRow) -> dict[str, Any]:
         "parent_token_id": _id(t.parent_token_id),
         "scope_id": t.scope_id,
         "wait_kind": t.wait_kind,
+        "waits_for": t.waits_for,
         "version": t.version,
         "created_at": _iso(t.created_at),
         "updated_at": _iso(t.updated_at),

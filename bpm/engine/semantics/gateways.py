@@ -95,13 +95,14 @@ def exclusive(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
 def park_at_join(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     """Wait at the join, then let the parent decide."""
     if not tok.concurrent and g.spawns_tokens and has_live_children(tx, tok):
-        return join_as_scope(tx, tok)
+        return join_as_scope(tx, g, tok)
     move(
         tx,
         tok,
         state=TokenState.WAITING,
         event=TokenEvent.ARRIVED_AT_JOIN,
         wait_kind=WaitKind.JOIN,
+        waits_for=len(g.node(tok.node_id).incoming),
         data={"via": tok.via_flow},
     )
     if tok.parent_token_id is None:
@@ -112,7 +113,7 @@ def park_at_join(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     return NextToken(parent.id, parent.version)
 
 
-def join_as_scope(tx: Tx, tok: TokenRow) -> Next:
+def join_as_scope(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     """A scope's own token reaches a join while tokens that a non-interrupting boundary spawned
     under it are still running: like Camunda's execution tree, it becomes the scope (WAITING
     for its children) and a concurrent stand-in arrives at the join in its place, so the join
@@ -141,6 +142,7 @@ def join_as_scope(tx: Tx, tok: TokenRow) -> Next:
         state=TokenState.WAITING,
         event=TokenEvent.ARRIVED_AT_JOIN,
         wait_kind=WaitKind.JOIN,
+        waits_for=len(g.node(tok.node_id).incoming),
         data={"via": stand_in.via_flow},
     )
     return NextToken(scope.id, scope.version)

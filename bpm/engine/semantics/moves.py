@@ -24,9 +24,12 @@ def move(
     node_id: str | None = None,
     via_flow: str | None = None,
     wait_kind: str | None = None,
+    waits_for: int | None = None,
     data: dict[str, Any] | None = None,
 ) -> TokenRow:
     """Change a token under its version and record the transition in history.
+
+    ``waits_for``: parked at a join, how many incoming flows must have a parked token.
 
     The row is written once, when the transaction flushes, guarded by the version the token
     had when this transaction first moved it; a token passing several nodes in one transaction
@@ -45,6 +48,7 @@ def move(
         node_id=node,
         via_flow=via,
         wait_kind=wait_kind,
+        waits_for=waits_for,
         version=tok.version + 1,
         updated_at=tx.now,
     )

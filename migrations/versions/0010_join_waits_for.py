@@ -1,0 +1,31 @@
+"""A token parked at a join records what it waits for.
+
+- tokens.waits_for: for a token WAITING at a join, how many of the join's incoming flows must
+  each have a parked token before it fires. The waiting-parent scan re-checks a parent only
+  when one of its joins can fire, not while a join waits for a sibling that is still at work.
+  Rows parked before this column existed have NULL and are re-checked as before.
+
+Revision ID: 0010
+Revises: 0009
+Create Date: 2026-12-02
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0010"
+down_revision = "0009"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("tokens", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("waits_for", sa.Integer(), nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("tokens", schema=None) as batch_op:
+        batch_op.drop_column("waits_for")
