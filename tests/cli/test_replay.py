@@ -53,3 +53,42 @@ def test_replay_as_of__the_first_event_is_a_just_started_instance(
     assert isinstance(now, dict) and now["instance"]["state"] == started["state"]
     assert "neither an event id" in bpm.error("replay", started["id"], "--as-of", "yesterday")
     assert "--all goes with --check" in bpm.error("replay", "--all")
+
+
+SCOPED = """{
+  "key": "scoped_review",
+  "nodes": [
+    {"id": "start", "type": "startEvent"},
+    {"id": "review", "type": "userTask",
+     "inputs": {"limit": "${amount * 2}", "policy": "strict"},
+     "outputs": {"approved": "${decision == 'yes'}"}},
+    {"id": "end", "type": "endEvent"}
+  ],
+  "flows": [
+    {"id": "f1", "source": "start", "target": "review"},
+    {"id": "f2", "source": "review", "target": "end"}
+  ]
+}"""
+
+
+def test_show_trace_and_replay_carry_local_variables(bpm: Bpm, tmp_path: Any) -> None:
+    path = tmp_path / "scoped.json"
+    path.write_text(SCOPED)
+    bpm.ok("deploy", str(path))
+    started = bpm.json("start", "scoped_review", "--var", "amount=21")
+    assert isinstance(started, dict)
+    iid = str(started["id"])
+
+    shown = bpm.json("show", iid)
+    assert isinstance(shown, dict)
+    [scope] = shown["local_variables"]
+    assert (scope["node_id"], scope["variables"]) == ("review", {"limit": 42, "policy": "strict"})
+    assert "local variables" in bpm.ok("show", iid).stdout
+    trace = bpm.json("trace", iid)
+    assert isinstance(trace, list)
+    assert [e["type"] for e in trace if e["type"].startswith("Local")] == ["LocalVariablesSet"]
+    assert "history and tables agree" in bpm.ok("replay", iid, "--check").stdout
+    rebuilt = bpm.json("replay", iid)
+    assert isinstance(rebuilt, dict)
+    assert list(rebuilt["local_variables"].values()) == [{"limit": 42, "policy": "strict"}]
+    assert "policy" in bpm.ok("replay", iid).stdout

@@ -143,3 +143,11 @@ def _print_state(state: replaying.State) -> None:
             [[k[:8], v["node_id"], v["state"]] for k, v in state.incidents.items()],
         )
     render.line(f"variables: {state.variables}")
+    if state.local_variables:
+        render.table(
+            ["scope", "token", "local variables"],
+            [
+                [scope.split("@", 1)[1], scope.split("@", 1)[0][:8], str(values)]
+                for scope, values in state.local_variables.items()
+            ],
+        )
