@@ -26,7 +26,8 @@ MAX_NODES = 500
 
 CONSTANTS: Mapping[str, Any] = {"true": True, "false": False, "null": None}
 FUNCTIONS: Mapping[str, Any] = {
-    f.__name__: f for f in (abs, bool, float, int, len, max, min, round, str)
+    **{f.__name__: f for f in (abs, bool, float, int, len, max, min, round, str)},
+    "empty": lambda value: _is_empty(value),
 }
 
 # fmt: off
@@ -124,20 +125,33 @@ def evaluate_condition(expr: Expression, variables: Mapping[str, Any]) -> bool:
     return result
 
 
+#: JUEL's operator words and the symbols they stand for (``not`` binds like ``!``).
+_WORDS: Mapping[str, str] = {
+    "gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==", "ne": "!=",
+    "and": "and", "or": "or", "not": "~", "div": "/", "mod": "%",
+}  # fmt: skip
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def _translate(text: str, context: str) -> tuple[str, str]:
     """Turn the inside of ``${...}`` into Python (and the same with ``!`` kept, for errors).
 
     ``&&``/``||`` become ``and``/``or`` outside string literals. ``!`` becomes ``~`` rather
     than ``not`` because ``~`` binds as tightly as JUEL's ``!`` (``!a == b`` is ``(!a) == b``);
-    the parsed ``~`` become ``not``. A ``~`` the author wrote is refused.
+    the parsed ``~`` become ``not``. A ``~`` the author wrote is refused. JUEL's operator
+    words (``gt``, ``eq``, ``not``, ...) are its symbols; ``empty x`` is ``empty(x)``. A word
+    after a ``.`` is a key (``order.gt``), not an operator.
     """
     out, shown, quote, i = [], [], "", 0
     while i < len(text):
         ch, pair, step, piece = text[i], text[i : i + 2], 1, text[i]
+        word = None if quote else _IDENT.match(text, i)
         if quote:
             step = 2 if ch == "\\" else 1
             piece = text[i : i + step]
             quote = "" if ch == quote else quote
+        elif word is not None:
+            step, piece = len(word[0]), _word(text, i, word[0], context)
         elif pair in ("&&", "||"):
             step, piece = 2, " and " if pair == "&&" else " or "
         elif ch == "~":
@@ -148,7 +162,58 @@ def _translate(text: str, context: str) -> tuple[str, str]:
         out.append(piece)
         shown.append("!" if piece == "~" else piece)
         i += step
-    return "".join(out).strip(), "".join(shown).strip()
+    return _call_empty("".join(out).strip(), context), "".join(shown).strip()
+
+
+def _word(text: str, at: int, word: str, context: str) -> str:
+    """A name as written, or the symbol of a JUEL operator word (not after a ``.``)."""
+    before = text[:at].rstrip()
+    if before.endswith(".") or word not in (*_WORDS, "empty"):
+        return word
+    if word == "empty":
+        return " \x00 "  # a marker, replaced by a call around its operand
+    return f" {_WORDS[word]} "
+
+
+def _call_empty(python: str, context: str) -> str:
+    """``empty x`` -> ``empty(x)``: JUEL's ``empty`` is a unary operator over one operand (a
+    name with its ``.key`` and ``[index]`` parts, a literal, or a parenthesised expression)."""
+    while "\x00" in python:
+        at = python.index("\x00")
+        rest = python[at + 1 :].lstrip()
+        end = _operand_end(rest)
+        if end == 0:
+            raise InvalidExpression(f"{context} uses 'empty' without an operand")
+        python = f"{python[:at]}empty({rest[:end]}){rest[end:]}"
+    return python
+
+
+def _operand_end(text: str) -> int:
+    """Where the operand at the start of ``text`` ends (0: there is none)."""
+    i, depth, quote = 0, 0, ""
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            i += 2 if ch == "\\" else 1
+            quote = "" if ch == quote else quote
+            continue
+        if ch in "'\"":
+            quote = ch
+        elif ch in "([":
+            depth += 1
+        elif ch in ")]":
+            if depth == 0:
+                return i
+            depth -= 1
+        elif depth == 0 and not (ch.isalnum() or ch in "_."):
+            return i
+        i += 1
+    return i
+
+
+def _is_empty(value: Any) -> bool:
+    """JUEL's ``empty``: null, an empty string, list or object."""
+    return value is None or (isinstance(value, str | list | tuple | dict) and len(value) == 0)
 
 
 def _parse(python: str, shown: str, context: str) -> ast.Expression:

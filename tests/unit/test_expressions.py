@@ -135,6 +135,32 @@ def test_camunda_bang_binds_like_juel() -> None:
     assert cond("${!!a}", a=True) is True
 
 
+@pytest.mark.parametrize(
+    ("source", "variables", "expected"),
+    [
+        ("${amount gt 100}", {"amount": 150}, True),
+        ("${amount lt 100}", {"amount": 150}, False),
+        ("${amount ge 150 and amount le 150}", {"amount": 150}, True),
+        ("${status eq 'open' or status ne 'closed'}", {"status": "x"}, True),
+        ("${not vip and amount gt 10}", {"vip": False, "amount": 11}, True),
+        ("${not a eq b}", {"a": True, "b": False}, True),  # (not a) == b, as with '!'
+        ("${x mod 2 eq 0 and x div 2 eq 2}", {"x": 4}, True),
+        ("${empty items}", {"items": []}, True),
+        ("${empty order.lines}", {"order": {"lines": [1]}}, False),
+        ("${not empty order['note']}", {"order": {"note": ""}}, False),
+        ("${empty name && empty (other)}", {"name": None, "other": {}}, True),
+        ("${status eq 'gt'}", {"status": "gt"}, True),  # inside a string: left alone
+        ("${order.eq == 1}", {"order": {"eq": 1}}, True),  # after a dot: a key
+    ],
+)
+def test_juel_operator_words(source: str, variables: dict[str, Any], expected: bool) -> None:
+    assert evaluate_condition(compile_(source), variables) is expected
+
+
+def test_juel_empty_needs_an_operand() -> None:
+    assert "uses 'empty' without an operand" in rejected("${empty}")
+
+
 def test_camunda_literals() -> None:
     assert cond("${x == null && ok == true}", x=None, ok=True) is True
 
@@ -171,7 +197,7 @@ def test_underscore_attributes_are_rejected(source: str) -> None:
 def test_calls_outside_whitelist_are_rejected(source: str) -> None:
     message = rejected(source)
     assert "uses a function call" in message
-    assert "(allowed: abs, bool, float, int, len, max, min, round, str)" in message
+    assert "(allowed: abs, bool, empty, float, int, len, max, min, round, str)" in message
 
 
 def test_method_calls_are_rejected() -> None:
