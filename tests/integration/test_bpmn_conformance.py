@@ -1,10 +1,10 @@
 """BPMN conformance: every model of the shared corpus is deployed, then driven and compared.
 
-For each model in ``/work/shared/conformance/manifest.json`` the importer either compiles it and
-the engine deploys it, or rejects it with ``InvalidDefinition`` and a message naming a line
-(``OUTCOMES``). Each deployed model is then run once per scenario (the manifest's ``harness``
-and each ``additional_scenarios`` entry) and what the engine did is compared with what the peer
-engine's own test asserts.
+For each model in ``../shared/conformance/manifest.json`` (beside the repository) the importer
+either compiles it and the engine deploys it, or rejects it with ``InvalidDefinition`` and a
+message naming a line (``OUTCOMES``). Each deployed model is then run once per scenario (the
+manifest's ``harness`` and each ``additional_scenarios`` entry) and what the engine did is
+compared with what the peer engine's own test asserts.
 
 **Driving.** The harness is a small step language written as prose; ``_step`` understands each
 form the corpus uses and fails on any other, so a new step is never skipped silently:
@@ -71,9 +71,9 @@ from bpm.engine.operations.external import TopicRequest
 from bpm.errors import InvalidDefinition
 from bpm.handlers import HandlerContext, HandlerRegistry, HandlerResult
 from tests.helpers.runtime import Harness
+from tests.helpers.shared import CONFORMANCE, MISSING, SHARED
 
-SHARED = Path("/work/shared")
-MANIFEST = SHARED / "conformance" / "manifest.json"
+MANIFEST = CONFORMANCE / "manifest.json"
 
 #: id -> "deployed" or the start of the rejection message (after "line N: ").
 OUTCOMES: dict[str, str] = {}
@@ -316,7 +316,7 @@ def _path(case: dict[str, Any]) -> Path:
     return (
         SHARED.parent / case["public_copy"]
         if "public_copy" in case
-        else SHARED / "conformance" / "public" / Path(case["path"]).name
+        else CONFORMANCE / "public" / Path(case["path"]).name
     )
 
 
@@ -324,7 +324,7 @@ def _path(case: dict[str, Any]) -> Path:
 RESULTS: dict[str, str] = {}
 
 
-@pytest.mark.skipif(not MANIFEST.is_file(), reason="/work/shared/conformance is not present")
+@pytest.mark.skipif(not MANIFEST.is_file(), reason=MISSING)
 @pytest.mark.parametrize("case", _cases(), ids=lambda c: str(c["id"]))
 def test_model_is_imported_and_deployed_or_clearly_rejected(
     rt: Harness, case: dict[str, Any]
@@ -672,7 +672,7 @@ def _checks(run: Run, scenario: Scenario) -> dict[str, tuple[Any, Any]]:
     return out
 
 
-@pytest.mark.skipif(not MANIFEST.is_file(), reason="/work/shared/conformance is not present")
+@pytest.mark.skipif(not MANIFEST.is_file(), reason=MISSING)
 @pytest.mark.parametrize("scenario", _scenarios(), ids=lambda s: s.id)
 def test_model_runs_as_the_peer_test_asserts(
     rt: Harness, handlers: HandlerRegistry, scenario: Scenario

@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 import re
 from itertools import pairwise
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,8 +15,9 @@ from bpm.definitions.bpmn_feel import FeelUnsupported, feel_to_condition
 from bpm.definitions.bpmn_xml import MAX_BYTES
 from bpm.errors import InvalidDefinition
 from examples import ORDER_SAGA, ORDER_SAGA_BPMN
+from tests.helpers.shared import CONFORMANCE as SHARED_CONFORMANCE
 
-CONFORMANCE = Path("/work/shared/conformance/public")
+CONFORMANCE = SHARED_CONFORMANCE / "public"
 
 HEAD = (
     '<?xml version="1.0" encoding="UTF-8"?>\n'
