@@ -178,6 +178,8 @@ tokens = Table(
     Column("record_id", Uuid),
     # Parked at a join: how many of its incoming flows must each have a parked token.
     Column("waits_for", Integer),
+    # When a recovery scan last re-sent this token's job (not again within the grace period).
+    Column("nudged_at", UtcDateTime),
     CheckConstraint(_in("state", TOKEN_STATES), name="state"),
     CheckConstraint(_in("mode", TOKEN_MODES), name="mode"),
     Index("ix_tokens_instance_id", "instance_id"),

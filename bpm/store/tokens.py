@@ -7,7 +7,17 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, and_, bindparam, distinct, exists, func, or_, select
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    and_,
+    bindparam,
+    distinct,
+    exists,
+    func,
+    or_,
+    select,
+)
 
 from bpm.states import TokenState, WaitKind
 from bpm.store.rows import TokenRow, from_row
@@ -132,18 +142,37 @@ def move(conn: Connection, expected_version: int, row: TokenRow) -> bool:
     return result.rowcount == 1
 
 
-def stalled_active(conn: Connection, before: datetime, limit: int) -> list[tuple[UUID, int]]:
+def _not_nudged_since(before: datetime) -> ColumnElement[bool]:
+    """A row a scan re-sent a job for is not re-sent again within the grace period: while a
+    backlog holds that job in its queue, sending it again every scan would only grow it."""
+    return or_(t.c.nudged_at.is_(None), t.c.nudged_at < before)
+
+
+def _nudged(
+    conn: Connection, found: list[tuple[UUID, int]], now: datetime
+) -> list[tuple[UUID, int]]:
+    if found:
+        conn.execute(t.update().where(t.c.id.in_([i for i, _ in found])).values(nudged_at=now))
+    return found
+
+
+def stalled_active(
+    conn: Connection, before: datetime, limit: int, now: datetime
+) -> list[tuple[UUID, int]]:
+    """ACTIVE tokens untouched since ``before`` (and not re-sent since): marked re-sent."""
     stmt = (
         select(t.c.id, t.c.version)
-        .where(t.c.state == TokenState.ACTIVE, t.c.updated_at < before)
+        .where(t.c.state == TokenState.ACTIVE, t.c.updated_at < before, _not_nudged_since(before))
         .order_by(t.c.updated_at)
         .limit(limit)
         .with_for_update(skip_locked=True)
     )
-    return [(row.id, row.version) for row in conn.execute(stmt)]
+    return _nudged(conn, [(row.id, row.version) for row in conn.execute(stmt)], now)
 
 
-def parents_to_recheck(conn: Connection, before: datetime, limit: int) -> list[tuple[UUID, int]]:
+def parents_to_recheck(
+    conn: Connection, before: datetime, limit: int, now: datetime
+) -> list[tuple[UUID, int]]:
     """WAITING parents whose children are all done, or that have a child parked at a join, and
     saga anchors whose current compensation has ended (their nudge may have been lost)."""
     child = t.alias("child")
@@ -187,12 +216,17 @@ def parents_to_recheck(conn: Connection, before: datetime, limit: int) -> list[t
     saga_anchor = (t.c.wait_kind == WaitKind.COMPENSATING) & ~running_child
     stmt = (
         select(t.c.id, t.c.version)
-        .where(t.c.state == TokenState.WAITING, t.c.updated_at < before, scope_parent | saga_anchor)
+        .where(
+            t.c.state == TokenState.WAITING,
+            t.c.updated_at < before,
+            _not_nudged_since(before),
+            scope_parent | saga_anchor,
+        )
         .order_by(t.c.updated_at)
         .limit(limit)
         .with_for_update(skip_locked=True)
     )
-    return [(row.id, row.version) for row in conn.execute(stmt)]
+    return _nudged(conn, [(row.id, row.version) for row in conn.execute(stmt)], now)
 
 
 def as_dict(token: TokenRow) -> dict[str, Any]:

@@ -28,7 +28,7 @@ class ScanConfig:
 def scan_stalled_tokens(core: EngineCore, now: datetime, cfg: ScanConfig = ScanConfig()) -> int:
     """ACTIVE tokens nobody advanced within the grace period: nudge them again."""
     with core.db.transaction() as conn:
-        found = tokens.stalled_active(conn, now - cfg.grace, cfg.batch)
+        found = tokens.stalled_active(conn, now - cfg.grace, cfg.batch, now)
     _send(core, [Job(ADVANCE_TOKEN, {"token_id": str(t), "expected_version": v}) for t, v in found])
     return len(found)
 
@@ -44,7 +44,7 @@ def scan_ready_tasks(core: EngineCore, now: datetime, cfg: ScanConfig = ScanConf
 def scan_waiting_parents(core: EngineCore, now: datetime, cfg: ScanConfig = ScanConfig()) -> int:
     """WAITING parents whose children are done or parked at a join: let them decide."""
     with core.db.transaction() as conn:
-        found = tokens.parents_to_recheck(conn, now - cfg.grace, cfg.batch)
+        found = tokens.parents_to_recheck(conn, now - cfg.grace, cfg.batch, now)
     _send(core, [Job(ADVANCE_TOKEN, {"token_id": str(t), "expected_version": v}) for t, v in found])
     return len(found)
 
