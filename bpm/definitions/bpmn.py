@@ -19,6 +19,15 @@ from bpm.errors import InvalidDefinition
 BPMN = "http://www.omg.org/spec/BPMN/20100524/MODEL"
 CAMUNDA = "http://camunda.org/schema/1.0/bpmn"
 ZEEBE = "http://camunda.org/schema/zeebe/1.0"
+#: Namespaces read as Camunda's, as Camunda 7 and Operaton read them: Activiti's (which Camunda
+#: 7 still accepts), the older Camunda one, and Operaton's.
+CAMUNDA_ALIASES = frozenset(
+    {
+        "http://activiti.org/bpmn",
+        "http://camunda.org/bpmn",
+        "http://operaton.org/schema/1.0/bpmn",
+    }
+)
 #: This project's namespace for attributes such as ``bpm:handler``.
 BPM = "https://bpm.dev/schema/1.0"
 XSI = "http://www.w3.org/2001/XMLSchema-instance"
@@ -92,7 +101,7 @@ def compile_bpmn(xml: str | bytes) -> list[dict[str, Any]]:
 
     Raises ``InvalidDefinition`` naming the line, element type and id of the first problem.
     """
-    root = parse_xml(xml)
+    root = _read_aliases_as_camunda(parse_xml(xml))
     if root.ns != BPMN or root.tag != "definitions":
         raise InvalidDefinition(
             f"line {root.line}: the root element is {root.tag!r} in "
@@ -618,6 +627,24 @@ def _service(file: _File, r: _Reader, lines: dict[str, int]) -> Mapped:
             )
         node["retry"] = {"max_attempts": int(retries)}
     return node
+
+
+def _read_aliases_as_camunda(root: XmlElement) -> XmlElement:
+    """Elements and attributes in ``CAMUNDA_ALIASES`` become Camunda's, everywhere."""
+    todo = [root]
+    while todo:
+        el = todo.pop()
+        if el.ns in CAMUNDA_ALIASES:
+            el.ns = CAMUNDA
+        if any(key.startswith("{") for key in el.attrib):
+            el.attrib = {_camunda_key(key): value for key, value in el.attrib.items()}
+        todo.extend(el.children)
+    return root
+
+
+def _camunda_key(key: str) -> str:
+    ns, _, local = key[1:].partition("}") if key.startswith("{") else ("", "", key)
+    return f"{{{CAMUNDA}}}{local}" if ns in CAMUNDA_ALIASES else key
 
 
 def _foreign_implementation(el: XmlElement) -> str | None:

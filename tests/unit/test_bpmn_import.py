@@ -749,12 +749,28 @@ def test_durations_too_long_for_a_timer_are_refused_not_crashing() -> None:
 
 
 def test_an_implementation_in_an_unknown_namespace_is_named() -> None:
-    text = linear('<serviceTask id="a" activiti:class="org.example.Charge"/>').replace(
-        'targetNamespace="t"', 'targetNamespace="t" xmlns:activiti="http://activiti.org/bpmn"'
+    text = linear('<serviceTask id="a" ext:class="org.example.Charge"/>').replace(
+        'targetNamespace="t"', 'targetNamespace="t" xmlns:ext="http://example.com/bpmn-ext"'
     )
     message = rejected(text)
-    assert "serviceTask 'a' has class='org.example.Charge' ({http://activiti.org/bpmn})" in message
+    assert (
+        "serviceTask 'a' has class='org.example.Charge' ({http://example.com/bpmn-ext})" in message
+    )
     assert "Camunda 7's is http://camunda.org/schema/1.0/bpmn" in message
+
+
+@pytest.mark.parametrize(
+    "namespace",
+    ["http://activiti.org/bpmn", "http://camunda.org/bpmn", "http://operaton.org/schema/1.0/bpmn"],
+)
+def test_activiti_operaton_and_the_older_camunda_namespace_read_as_camunda(namespace: str) -> None:
+    """Camunda 7 reads Activiti's namespace as its own, Operaton its own: so does bpm."""
+    text = linear(
+        '<serviceTask id="a" x:class="org.example.Charge" x:asyncBefore="true"/>'
+    ).replace('targetNamespace="t"', f'targetNamespace="t" xmlns:x="{namespace}"')
+    [doc] = compile_bpmn(text)
+    [task] = [n for n in doc["nodes"] if n["id"] == "a"]
+    assert task["handler"] == "Charge"
 
 
 @pytest.mark.parametrize(
