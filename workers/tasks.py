@@ -148,7 +148,9 @@ def _define(app: Celery, settings: Settings, spec: JobSpec) -> None:
             raise spec.refusal(str(refused[0]))
         return {"outcome": done.outcome, **done.answer}
 
-    options: dict[str, Any] = {"name": name, "ignore_result": not answers}
+    # Not shared: the task runs with this app's settings, so another app made in the same
+    # process (a sender's, a test's) must not get it.
+    options: dict[str, Any] = {"name": name, "ignore_result": not answers, "shared": False}
     if spec.refusal is not None:
         # A refusal is the sender's answer, not a fault: Celery logs it without a traceback.
         options["throws"] = (spec.refusal,)
