@@ -127,7 +127,9 @@ def _define(app: Celery, settings: Settings, spec: JobSpec) -> None:
     name = spec.name.value
     answers = spec.refusal is not None and settings.result_backend is not None
 
-    def body(message_id: str | None, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+    def body(
+        message_id: str | None, args: Sequence[Any], kwargs: dict[str, Any]
+    ) -> str | dict[str, Any]:
         refused: list[Exception] = []
 
         def go() -> Done:
@@ -141,7 +143,7 @@ def _define(app: Celery, settings: Settings, spec: JobSpec) -> None:
 
         done = _run(name, spec.logged(args, kwargs), go, settings, refused)
         if done.again:  # it left work behind: carry on in a fresh job
-            app.tasks[name].apply_async(queue=settings.route(name))
+            app.tasks[name].apply_async(args, kwargs, queue=settings.route(name))
         if spec.refusal is None:
             return done.outcome
         if refused and answers:
@@ -157,7 +159,7 @@ def _define(app: Celery, settings: Settings, spec: JobSpec) -> None:
     if spec.keyed_by_message:
 
         @app.task(bind=True, **options)
-        def keyed(self: Any, *args: Any, **kwargs: Any) -> Any:
+        def keyed(self: Any, *args: Any, **kwargs: Any) -> str | dict[str, Any]:
             # The last fallback of the job's idempotency key: a redelivered message keeps
             # its id.
             return body(f"celery:{self.request.id}", args, kwargs)
@@ -165,5 +167,5 @@ def _define(app: Celery, settings: Settings, spec: JobSpec) -> None:
     else:
 
         @app.task(**options)
-        def plain(*args: Any, **kwargs: Any) -> Any:
+        def plain(*args: Any, **kwargs: Any) -> str | dict[str, Any]:
             return body(None, args, kwargs)
