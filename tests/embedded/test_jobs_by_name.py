@@ -95,7 +95,11 @@ def _started(outcome: str) -> UUID:
 
 
 def start_instance(kit: Kit) -> None:
-    iid = _started(kit.run(JobName.START_INSTANCE, process_key="waits", business_key="J-1"))
+    sent = {"process_key": "waits", "business_key": "J-1", "variables": {"pin": "4711"}}
+    iid = _started(kit.run(JobName.START_INSTANCE, **sent))
+    causes = {e["cause"] for e in kit.engine.trace(iid)}
+    assert "bpm.start_instance process_key=waits business_key=J-1" in causes
+    assert not any("4711" in c for c in causes)  # variables never go into a cause
     # It went on with the instance in the same job, up to the timer.
     assert [t.node_id for t in rows.tokens_of(kit.rt.db, iid) if t.state == "WAITING"] == ["pause"]
     again = kit.run(JobName.START_INSTANCE, process_key="waits", business_key="J-1")

@@ -201,7 +201,9 @@ def run_job(engine: JobEngine, job: Job, settings: JobSettings | None = None) ->
     exactly as a Celery task does it; a job that leaves work for a fresh run of itself
     sends that run through the engine's dispatcher."""
     spec = spec_of(job.name)
-    with because(f"{job.name} {_fmt(job.args)}".strip()):
+    # The cause its history rows carry names the ids a worker's log line shows, never the
+    # variables a start or a message brings.
+    with because(f"{job.name} {_fmt(spec.logged((), job.args))}".strip()):
         call = Call(engine, spec.decode((), job.args), settings or JobSettings())
         done = spec.run(call)
     if done.again:
