@@ -13,17 +13,35 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, Protocol
 
-ADVANCE_TOKEN = "bpm.advance_token"
-RUN_HANDLER = "bpm.run_handler"
-RUN_COMPENSATION = "bpm.run_compensation"
-START_INSTANCE = "bpm.start_instance"
+
+class JobName(StrEnum):
+    """Every job's name. Other services send jobs by these names, so they never change;
+    what each job takes and runs is its entry in ``bpm.engine.jobs.table``."""
+
+    ADVANCE_TOKEN = "bpm.advance_token"
+    RUN_HANDLER = "bpm.run_handler"
+    RUN_COMPENSATION = "bpm.run_compensation"
+    START_INSTANCE = "bpm.start_instance"
+    CORRELATE_MESSAGE = "bpm.correlate_message"
+    SCAN_TIMERS = "bpm.scan_timers"
+    SCAN_LOCKS = "bpm.scan_locks"
+    SCAN_STALLED = "bpm.scan_stalled"
+    CLEANUP_HISTORY = "bpm.cleanup_history"
+
+
+ADVANCE_TOKEN = JobName.ADVANCE_TOKEN
+RUN_HANDLER = JobName.RUN_HANDLER
+RUN_COMPENSATION = JobName.RUN_COMPENSATION
+START_INSTANCE = JobName.START_INSTANCE
 
 
 @dataclass(frozen=True)
 class Job:
-    """One nudge: a Celery task name and its JSON arguments (ids only, never state)."""
+    """One nudge: a job's name (a ``JobName``) and its JSON arguments (ids only, never
+    state)."""
 
     name: str
     args: dict[str, Any]

@@ -2,7 +2,8 @@
 
 For trying bpm, for the demo, and for unit tests of a user's own processes. SQLite by default,
 PostgreSQL when ``BPM_DATABASE_URL`` names it. It is not a second implementation: every job goes
-through ``Engine.run_job``, exactly as a Celery task would call it.
+through ``Engine.run_job``, which decodes and runs it from the same entry of the job table
+(``bpm.engine.jobs.table``) that its Celery task is made from.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from celery import Celery
 from celery.signals import after_setup_logger, worker_ready
 
 from beat.schedule import beat_schedule
+from bpm.engine.jobs.table import RECOVERY_SCANS
 from bpm.handlers import registry as handlers
 from workers.config import celery_config, queue_problem, settings_from_env
 from workers.runtime import import_handler_modules
@@ -43,7 +44,7 @@ def _recover_on_start(sender: Any = None, **_: Any) -> None:
             "register them",
             os.environ.get("BPM_IMPORTS", ""),
         )
-    for name in ("bpm.scan_locks", "bpm.scan_stalled", "bpm.scan_timers"):
+    for name in RECOVERY_SCANS:
         app.send_task(name, queue=settings.route(name))
     log.info("worker ready: recovery scans requested")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from celery import Celery
 
+from bpm.engine.jobs.table import RECOVERY_SCANS
 from workers.config import celery_config, settings_from_env
 from workers.dispatcher import CeleryDispatcher
 
@@ -22,7 +23,7 @@ def dispatcher_from_env() -> CeleryDispatcher:
 def send_scans() -> list[str]:
     """Ask the workers to run every scan once (what a starting worker does)."""
     dispatcher = dispatcher_from_env()
-    names = ["bpm.scan_locks", "bpm.scan_stalled", "bpm.scan_timers"]
+    names = [str(name) for name in RECOVERY_SCANS]
     for name in names:
         dispatcher.app.send_task(name, queue=dispatcher.settings.route(name))
     return names

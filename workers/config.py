@@ -16,39 +16,32 @@ from datetime import timedelta
 
 from kombu.entity import Exchange, Queue
 
+from bpm.engine.jobs.spec import JobQueue
+from bpm.engine.jobs.table import JOBS
 from bpm.engine.operations.retention import ttl_from_env
 
 TOKENS, HANDLERS, COMPENSATION, STARTS, SCANS = (
-    "bpm.tokens",
-    "bpm.handlers",
-    "bpm.compensation",
-    "bpm.starts",
-    "bpm.scans",
+    JobQueue.TOKENS,
+    JobQueue.HANDLERS,
+    JobQueue.COMPENSATION,
+    JobQueue.STARTS,
+    JobQueue.SCANS,
 )
-QUEUES = (TOKENS, HANDLERS, COMPENSATION, STARTS, SCANS)
+QUEUES = tuple(JobQueue)
 
-#: Task name -> queue (task names are stable: other services send them by name). Requests
-#: from other services (starts, messages) share a queue.
-ROUTES = {
-    "bpm.run_compensation": COMPENSATION,
-    "bpm.start_instance": STARTS,
-    "bpm.correlate_message": STARTS,
-    "bpm.advance_token": TOKENS,
-    "bpm.run_handler": HANDLERS,
-    "bpm.scan_locks": SCANS,
-    "bpm.scan_stalled": SCANS,
-    "bpm.scan_timers": SCANS,
-    "bpm.cleanup_history": SCANS,
-}
+#: Task name -> queue, from the job table (task names are stable: other services send them
+#: by name). Requests from other services (starts, messages) share a queue.
+ROUTES: dict[str, JobQueue] = {name: spec.queue for name, spec in JOBS.items()}
 
 #: The jobs beat sends on a schedule: a run that found nothing is not worth a log line.
-SCAN_JOBS = frozenset(name for name, queue in ROUTES.items() if queue == SCANS)
+SCAN_JOBS = frozenset(name for name, queue in ROUTES.items() if queue is JobQueue.SCANS)
 
 #: Jobs whose request exists only in its message: no row records it, so no scan could ever
 #: redo one that was acknowledged without running. They are the requests other services send,
-#: all on the starts queue, so a request job added there later is one of them too. While the
-#: database is down, or on any unexpected failure, they go back to their queue instead.
-MESSAGE_ONLY = frozenset(name for name, queue in ROUTES.items() if queue == STARTS)
+#: all on the starts queue (``JobSpec.message_only``), so a request job added there later is
+#: one of them too. While the database is down, or on any unexpected failure, they go back to
+#: their queue instead.
+MESSAGE_ONLY = frozenset(name for name, spec in JOBS.items() if spec.message_only)
 
 
 @dataclass(frozen=True)
@@ -148,7 +141,7 @@ def celery_config(s: Settings) -> dict[str, object]:
             for q in QUEUES
         ],
         "task_default_queue": s.queue(TOKENS),
-        "task_routes": {name: {"queue": s.route(name)} for name in ROUTES},
+        "task_routes": {str(name): {"queue": s.route(name)} for name in ROUTES},
         "worker_hijack_root_logger": False,
         "task_send_sent_event": True,
         "worker_send_task_events": True,

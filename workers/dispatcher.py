@@ -35,9 +35,8 @@ class CeleryDispatcher:
             if eta is not None and eta - datetime.now(UTC) > horizon:
                 continue  # the scans send it when it is due
             try:
-                self.app.send_task(
-                    job.name, kwargs=job.args, queue=self.settings.route(job.name), eta=eta
-                )
+                name = str(job.name)  # a plain string on the wire, whatever type names it
+                self.app.send_task(name, kwargs=job.args, queue=self.settings.route(name), eta=eta)
             except Exception:  # the row is committed; a scan re-sends what was lost
                 log.exception("could not send %s %s; the scans will recover it", job.name, job.args)
 

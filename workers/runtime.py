@@ -12,10 +12,12 @@ import os
 import socket
 import sys
 import threading
+from datetime import timedelta
 
 from celery import Celery
 
 from bpm.engine.engine import Engine
+from bpm.engine.jobs.spec import JobSettings
 from bpm.engine.operations.scans import ScanConfig
 from bpm.errors import ConfigError
 from bpm.store import Database
@@ -63,6 +65,10 @@ def engine_for(app: Celery, settings: Settings) -> Engine:
 
 
 def scan_config(settings: Settings) -> ScanConfig:
-    from datetime import timedelta
-
     return ScanConfig(grace=timedelta(seconds=settings.stall_grace))
+
+
+def job_settings(settings: Settings) -> JobSettings:
+    """What the jobs read from the worker's configuration: the scans' grace period, and the
+    TTL retention applies to definitions without one."""
+    return JobSettings(scan=scan_config(settings), history_ttl=settings.history_ttl)

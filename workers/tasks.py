@@ -1,4 +1,5 @@
-"""The Celery tasks: thin adapters that decode ids and call the engine.
+"""The Celery tasks, one per entry of the job table (``bpm.engine.jobs.table``): each
+decodes its message as the entry says and runs the entry's function.
 
 Each logs one line per job with its name, ids, outcome (done / stale no-op / deferred /
 dropped / refused / requeued / failed) and duration. While the database is unreachable a job
@@ -14,42 +15,36 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from celery import Celery
 from celery.exceptions import Reject
 
 from bpm.engine.engine import because
-from bpm.engine.operations import retention, scans, timers
+from bpm.engine.jobs.args import PoisonMessage
+from bpm.engine.jobs.spec import Call, CorrelationRefused, Done, JobSpec, StartRefused
+from bpm.engine.jobs.table import JOBS
 from bpm.errors import BpmError
 from bpm.store import DatabaseUnavailable, RetryableDatabaseError
 from bpm.store.outages import until_available
 from workers.config import MESSAGE_ONLY, SCAN_JOBS, Settings
-from workers.jobs import PoisonMessage, as_optional_str, as_uuid, as_version, bind
-from workers.runtime import engine_for, scan_config
+from workers.runtime import engine_for, job_settings
+
+__all__ = ["CorrelationRefused", "StartRefused", "register"]
 
 log = logging.getLogger("bpm.jobs")
 #: Seconds before a request that failed unexpectedly goes back to its queue.
 REQUEUE_PAUSE = 5.0
 
 
-class CorrelationRefused(Exception):
-    """Raised to a sender that waits for the result of a correlation that was refused."""
-
-
-class StartRefused(Exception):
-    """Raised to a sender that waits for the result of a start that was refused (an unknown
-    process key, bad variables)."""
-
-
 def _run(
     name: str,
     ids: dict[str, Any],
-    fn: Callable[[], str],
+    fn: Callable[[], Done],
     settings: Settings,
     refusals: list[Exception] | None = None,
-) -> str:
+) -> Done:
     """Run one job and log its line; a refusal (or a message that cannot be a job) is also
     put in ``refusals``, for a task that reports it to a sender waiting on the result
     backend. A request that exists only in its message is never acknowledged unless it was
@@ -57,12 +52,12 @@ def _run(
     started = time.perf_counter()
     try:
         with because(f"{name} {_fmt(ids)}".strip()):  # written into the history rows it makes
-            outcome = until_available(fn, within=settings.outage_wait, what=f"job {name}")
+            done = until_available(fn, within=settings.outage_wait, what=f"job {name}")
     except (DatabaseUnavailable, RetryableDatabaseError) as exc:
         if name in MESSAGE_ONLY:  # acknowledging it would lose the request: back it goes
             log.warning("job=%s outcome=requeued reason=%s %s", name, exc, _fmt(ids))
             raise Reject(str(exc), requeue=True) from None  # the warning says it all
-        outcome = "failed"
+        done = Done("failed")
         log.warning(
             "job=%s outcome=failed reason=%s %s (the scans redo it once the database answers)",
             name,
@@ -70,12 +65,12 @@ def _run(
             _fmt(ids),
         )
     except PoisonMessage as exc:
-        outcome = "dropped"
+        done = Done("dropped")
         if refusals is not None:
             refusals.append(exc)
         log.warning("job=%s outcome=dropped reason=%s args=%s", name, exc, ids)
     except BpmError as exc:
-        outcome = "refused"
+        done = Done("refused")
         if refusals is not None:
             refusals.append(exc)
         log.warning("job=%s outcome=refused reason=%s %s", name, exc, _fmt(ids))
@@ -89,9 +84,9 @@ def _run(
             )
             time.sleep(REQUEUE_PAUSE)  # a request that keeps failing must not spin a worker
             raise Reject(str(exc), requeue=True) from None
-        outcome = "failed"
+        done = Done("failed")
         log.exception("job=%s outcome=failed %s (the scans will retry it)", name, _fmt(ids))
-    ms = (time.perf_counter() - started) * 1000
+    ms, outcome = (time.perf_counter() - started) * 1000, done.outcome
     # A scan that found nothing is logged at DEBUG: beat sends one every second.
     level = logging.DEBUG if name in SCAN_JOBS and _found_nothing(outcome) else logging.INFO
     log.log(
@@ -105,7 +100,7 @@ def _run(
         # make logging raise.
         extra={"action": name, "outcome": outcome, "duration_ms": ms, "job_args": ids},
     )
-    return outcome
+    return done
 
 
 def _found_nothing(outcome: str) -> bool:
@@ -121,159 +116,56 @@ def _fmt(ids: dict[str, Any]) -> str:
 
 
 def register(app: Celery, settings: Settings) -> None:
-    """Define the Celery tasks bpm's jobs run as, on ``app``."""
+    """Define a Celery task for every job of the table, on ``app``."""
+    for spec in JOBS.values():
+        _define(app, settings, spec)
 
-    def run(
-        name: str,
-        ids: dict[str, Any],
-        fn: Callable[[], str],
-        refusals: list[Exception] | None = None,
-    ) -> str:
-        return _run(name, ids, fn, settings, refusals)
 
-    @app.task(name="bpm.advance_token", ignore_result=True)
-    def advance_token(*args: Any, **kwargs: Any) -> str:
-        def go() -> str:
-            a = bind(("token_id", "expected_version"), args, kwargs, 2)
-            token_id, version = (
-                as_uuid(a["token_id"], "token_id"),
-                as_version(a["expected_version"]),
-            )
-            return engine_for(app, settings).advance(token_id, version)
+def _define(app: Celery, settings: Settings, spec: JobSpec) -> None:
+    """The Celery task of one job: the task's name is the job's; its result is kept only
+    for a job that answers a sender, and only when a result backend is configured."""
+    name = spec.name.value
+    answers = spec.refusal is not None and settings.result_backend is not None
 
-        return run("bpm.advance_token", {"token_id": kwargs.get("token_id", args[:1])}, go)
-
-    @app.task(name="bpm.run_handler", ignore_result=True)
-    def run_handler(*args: Any, **kwargs: Any) -> str:
-        def go() -> str:
-            a = bind(("task_id",), args, kwargs, 1)
-            return engine_for(app, settings).run_handler(as_uuid(a["task_id"], "task_id"))
-
-        return run("bpm.run_handler", {"task_id": kwargs.get("task_id", args[:1])}, go)
-
-    # ``throws``: a refusal is the sender's answer, not a fault; Celery logs it without a
-    # traceback.
-    @app.task(
-        name="bpm.start_instance",
-        bind=True,
-        throws=(StartRefused,),
-        ignore_result=settings.result_backend is None,
-    )
-    def start_instance(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        """Start an instance; with BPM_RESULT_BACKEND set, a sender's ``result.get()`` gets
-        the instance id, or sees a refused start (an unknown process key) as an error."""
-        refused: list[Exception] = []
-        made: dict[str, Any] = {}
-
-        def go() -> str:
-            a = bind(
-                ("process_key", "variables", "business_key", "idempotency_key"), args, kwargs, 1
-            )
-            key = as_optional_str(a["process_key"], "process_key")
-            assert key is not None
-            started = engine_for(app, settings).start(
-                key,
-                a.get("variables"),
-                business_key=as_optional_str(a.get("business_key"), "business_key"),
-                idempotency_key=as_optional_str(a.get("idempotency_key"), "idempotency_key"),
-                # The last fallback of the start key: a redelivered message keeps its id.
-                message_id=f"celery:{self.request.id}",
-                run_now=True,
-            )  # this job goes on with the instance: one broker hop less
-            made.update(instance_id=str(started.id), created=started.created)
-            return f"started {started.id}" if started.created else f"existing {started.id}"
-
-        ids = {"process_key": kwargs.get("process_key"), "business_key": kwargs.get("business_key")}
-        outcome = run("bpm.start_instance", ids, go, refused)
-        if refused and settings.result_backend is not None:
-            raise StartRefused(str(refused[0]))
-        return {"outcome": outcome, **made}
-
-    @app.task(name="bpm.scan_stalled", ignore_result=True)
-    def scan_stalled() -> str:
-        def go() -> str:
-            engine = engine_for(app, settings)
-            now, cfg = engine.clock.now(), scan_config(settings)
-            found = {
-                "stalled_tokens": scans.scan_stalled_tokens(engine.core, now, cfg),
-                "ready_tasks": scans.scan_ready_tasks(engine.core, now, cfg),
-                "waiting_parents": scans.scan_waiting_parents(engine.core, now, cfg),
-            }
-            return " ".join(f"{k}={v}" for k, v in found.items())
-
-        return run("bpm.scan_stalled", {}, go)
-
-    @app.task(name="bpm.run_compensation", ignore_result=True)
-    def run_compensation(*args: Any, **kwargs: Any) -> str:
-        def go() -> str:
-            a = bind(("token_id", "expected_version"), args, kwargs, 2)
-            token_id = as_uuid(a["token_id"], "token_id")
-            version = as_version(a["expected_version"])
-            return engine_for(app, settings).runner.run_compensation(token_id, version)
-
-        return run("bpm.run_compensation", {"token_id": kwargs.get("token_id", args[:1])}, go)
-
-    @app.task(name="bpm.scan_timers", ignore_result=True)
-    def scan_timers() -> str:
-        def go() -> str:
-            engine = engine_for(app, settings)
-            fired = timers.scan_timers(engine.core, engine.clock.now())
-            late = max((f.lateness.total_seconds() * 1000 for f in fired), default=0.0)
-            return f"fired={len(fired)} lateness_max_ms={late:.0f}"
-
-        return run("bpm.scan_timers", {}, go)
-
-    @app.task(
-        name="bpm.correlate_message",
-        throws=(CorrelationRefused,),
-        ignore_result=settings.result_backend is None,
-    )
-    def correlate_message(*args: Any, **kwargs: Any) -> dict[str, Any]:
-        """Deliver a message; with BPM_RESULT_BACKEND set, a sender's ``result.get()`` sees
-        a correlation that matched nothing as an error."""
+    def body(
+        message_id: str | None, args: Sequence[Any], kwargs: dict[str, Any]
+    ) -> str | dict[str, Any]:
         refused: list[Exception] = []
 
-        def go() -> str:
-            a = bind(
-                ("message", "business_key", "instance_id", "variables", "all"), args, kwargs, 1
+        def go() -> Done:
+            call = Call(
+                engine_for(app, settings),
+                spec.decode(args, kwargs),
+                job_settings(settings),
+                message_id,
             )
-            message = as_optional_str(a["message"], "message")
-            assert message is not None
-            instance = a.get("instance_id")
-            woken = engine_for(app, settings).correlate(
-                message,
-                business_key=as_optional_str(a.get("business_key"), "business_key"),
-                instance_id=as_uuid(instance, "instance_id") if instance else None,
-                variables=a.get("variables"),
-                all_waiting=bool(a.get("all", False)),
-            )
-            return "correlated " + ",".join(str(t) for t in woken)
+            return spec.run(call)
 
-        outcome = run(
-            "bpm.correlate_message", {"message": kwargs.get("message", args[:1])}, go, refused
-        )
-        if refused and settings.result_backend is not None:
-            raise CorrelationRefused(str(refused[0]))
-        return {"outcome": outcome}
+        done = _run(name, spec.logged(args, kwargs), go, settings, refused)
+        if done.again:  # it left work behind: carry on in a fresh job
+            app.tasks[name].apply_async(args, kwargs, queue=settings.route(name))
+        if spec.refusal is None:
+            return done.outcome
+        if refused and answers:
+            raise spec.refusal(str(refused[0]))
+        return {"outcome": done.outcome, **done.answer}
 
-    @app.task(name="bpm.scan_locks", ignore_result=True)
-    def scan_locks() -> str:
-        def go() -> str:
-            engine = engine_for(app, settings)
-            n = scans.scan_expired_locks(engine.core, engine.clock.now(), scan_config(settings))
-            return f"expired_locks={n}"
+    # Not shared: the task runs with this app's settings, so another app made in the same
+    # process (a sender's, a test's) must not get it.
+    options: dict[str, Any] = {"name": name, "ignore_result": not answers, "shared": False}
+    if spec.refusal is not None:
+        # A refusal is the sender's answer, not a fault: Celery logs it without a traceback.
+        options["throws"] = (spec.refusal,)
+    if spec.keyed_by_message:
 
-        return run("bpm.scan_locks", {}, go)
+        @app.task(bind=True, **options)
+        def keyed(self: Any, *args: Any, **kwargs: Any) -> str | dict[str, Any]:
+            # The last fallback of the job's idempotency key: a redelivered message keeps
+            # its id.
+            return body(f"celery:{self.request.id}", args, kwargs)
 
-    @app.task(name="bpm.cleanup_history", ignore_result=True)
-    def cleanup_history() -> str:
-        def go() -> str:
-            engine = engine_for(app, settings)
-            swept = retention.sweep(
-                engine.core, engine.clock.now(), default_ttl=settings.history_ttl
-            )
-            if swept.more and swept.deleted:  # a backlog: carry on in a fresh job
-                cleanup_history.apply_async(queue=settings.route("bpm.cleanup_history"))
-            return f"deleted={swept.deleted} batches={swept.batches} more={swept.more}"
+    else:
 
-        return run("bpm.cleanup_history", {}, go)
+        @app.task(**options)
+        def plain(*args: Any, **kwargs: Any) -> str | dict[str, Any]:
+            return body(None, args, kwargs)

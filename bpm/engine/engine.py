@@ -13,8 +13,8 @@ from bpm.dispatch import Dispatcher, Job
 from bpm.engine.core.causes import because
 from bpm.engine.core.engine_core import CoreOptions, EngineCore
 from bpm.engine.core.ids import as_id, maybe_id
+from bpm.engine.jobs import table
 from bpm.engine.jobs.runner import JobRunner
-from bpm.engine.jobs.table import run_job
 from bpm.engine.operations import (
     external,
     external_reports,
@@ -53,8 +53,8 @@ class Engine:
         self.db, self.dispatcher, self.clock = db, dispatcher, self.core.clock
         self.handlers, self.worker_id = self.core.handlers, self.core.worker_id
 
-    def run_job(self, job: Job) -> str:
-        return run_job(self.runner, job)
+    def run_job(self, job: Job) -> str:  # any job by name, decoded and run as a worker does
+        return table.run_job(self, job)
 
     def advance(self, token_id: UUID, expected_version: int) -> str:  # the runner's jobs
         return self.runner.advance(token_id, expected_version)
@@ -284,7 +284,7 @@ class Engine:
         self, now: datetime | None = None, cfg: scans.ScanConfig | None = None
     ) -> dict[str, int]:
         with because("scans"):
-            return scans.run_all_scans(self.core, now, cfg or scans.ScanConfig())
+            return table.run_all_scans(self.core, now, cfg)
 
     def cleanup_history(
         self, now: datetime | None = None, default_ttl: timedelta | None = None

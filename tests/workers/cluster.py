@@ -26,7 +26,7 @@ from bpm.store import Database, instances, tasks
 from workers.config import settings_from_env
 from workers.dispatcher import CeleryDispatcher
 
-REDIS_URL = "redis://127.0.0.1:6379/9"
+REDIS_URL = os.environ.get("BPM_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
 
 
 @dataclass

@@ -1,1 +1,2 @@
-"""Jobs: the table of job names and the runner that carries them out."""
+"""Jobs: the table of what each job takes and runs, the decoding of its messages, and the
+runner that carries out token and task jobs."""

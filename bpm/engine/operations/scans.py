@@ -13,7 +13,6 @@ from datetime import datetime, timedelta
 from bpm.dispatch import ADVANCE_TOKEN, RUN_HANDLER, Job
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Stale
-from bpm.engine.operations import timers
 from bpm.engine.semantics import handler_runs
 from bpm.store import tasks, tokens
 
@@ -67,20 +66,6 @@ def scan_expired_locks(core: EngineCore, now: datetime, cfg: ScanConfig = ScanCo
         except Stale:
             continue
     return done
-
-
-def run_all_scans(
-    core: EngineCore, now: datetime | None = None, cfg: ScanConfig = ScanConfig()
-) -> dict[str, int]:
-    """What a starting worker does, and what beat does on schedule."""
-    at = now or core.clock.now()
-    return {
-        "timers": len(timers.scan_timers(core, at, cfg.batch)),
-        "expired_locks": scan_expired_locks(core, at, cfg),
-        "stalled_tokens": scan_stalled_tokens(core, at, cfg),
-        "ready_tasks": scan_ready_tasks(core, at, cfg),
-        "waiting_parents": scan_waiting_parents(core, at, cfg),
-    }
 
 
 def _send(core: EngineCore, jobs: list[Job]) -> None:
