@@ -19,11 +19,10 @@ from uuid import UUID
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Tx
 from bpm.engine.operations.external_reports import unlock
-from bpm.engine.semantics import scopes
+from bpm.engine.semantics import scopes, task_moves
 from bpm.errors import (
     TaskLockError,
 )
-from bpm.states import TaskEvent, TaskState
 from bpm.store import tasks, tokens, variables
 from bpm.store.notify import Listener, listen
 from bpm.store.rows import TaskRow
@@ -180,18 +179,7 @@ def _lockedtasks(
     for f in found:
         task = f.task
         if not recorded:
-            tx.history.task(
-                instance_id=task.instance_id,
-                task_id=task.id,
-                token_id=task.token_id,
-                at=tx.now,
-                type=TaskEvent.LOCKED,
-                node_id=task.node_id,
-                from_state=TaskState.READY,
-                to_state=TaskState.LOCKED,
-                actor=task.lock_owner,
-                data={"attempt": task.attempts},
-            )
+            task_moves.record_lock(tx, task)
         asked = requests[str(task.topic)].variables
         mine = values[task.instance_id]
         g = core.graph_of(tx, task.instance_id)

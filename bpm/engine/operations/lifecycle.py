@@ -15,6 +15,7 @@ from bpm.definitions.bpmn import compile_bpmn
 from bpm.definitions.parse import compile_definition
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Conflict, Tx
+from bpm.engine.semantics import task_moves
 from bpm.engine.semantics.cancelling import cancel_token, resolve_incidents
 from bpm.engine.semantics.instance_state import resume_if_clear, set_instance_state
 from bpm.engine.semantics.moves import create, move, new_token
@@ -314,24 +315,15 @@ def _retry_txn(core: EngineCore, tx: Tx, tok: TokenRow, retries: int | None) -> 
             else node.retry
         )
         attempts = retries or policy.max_attempts
-        tx.finish_task(
+        task_moves.change(
+            tx,
             task,
             state=TaskState.READY,
+            event=TaskEvent.RETRIED,
+            data={"retries": attempts},
             retries=attempts,
             miss="conflict",
             message=f"task {task.id} changed during retry",
-        )
-        tx.history.task(
-            instance_id=task.instance_id,
-            task_id=task.id,
-            token_id=tok.id,
-            at=tx.now,
-            type=TaskEvent.RETRIED,
-            node_id=task.node_id,
-            from_state=TaskState.FAILED,
-            to_state=TaskState.READY,
-            actor=tx.actor,
-            data={"retries": attempts},
         )
         move(tx, tok, state=TokenState.WAITING, event=TokenEvent.RETRIED, wait_kind=WaitKind.TASK)
         if task.kind == TaskKind.HANDLER:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from uuid import UUID
 
 from bpm.engine.core.tx import Conflict, Tx
+from bpm.engine.semantics import task_moves
 from bpm.engine.semantics.instance_state import resume_if_clear
 from bpm.engine.semantics.moves import move
 from bpm.engine.semantics.tree import Tree
@@ -79,23 +80,14 @@ def cancel_task(tx: Tx, task_id: UUID, reason: str) -> None:
     task = tasks.get(tx.conn, task_id)
     if task is None or task.state in (TaskState.DONE, TaskState.CANCELLED):
         return
-    tx.finish_task(
+    task_moves.change(
+        tx,
         task,
         state=TaskState.CANCELLED,
+        event=TaskEvent.CANCELLED,
+        data={"reason": reason},
         miss="conflict",
         message=f"task {task.id} changed while it was being cancelled",
-    )
-    tx.history.task(
-        instance_id=task.instance_id,
-        task_id=task.id,
-        token_id=task.token_id,
-        at=tx.now,
-        type=TaskEvent.CANCELLED,
-        node_id=task.node_id,
-        from_state=task.state,
-        to_state=TaskState.CANCELLED,
-        actor=tx.actor,
-        data={"reason": reason},
     )
 
 

@@ -15,13 +15,12 @@ from uuid import uuid4
 from bpm.definitions.model import Node, ProcessGraph
 from bpm.definitions.timers import TimerValueError
 from bpm.engine.core.tx import Next, Tx
-from bpm.engine.semantics import scopes
+from bpm.engine.semantics import scopes, task_moves
 from bpm.engine.semantics.failures import fail_token
 from bpm.engine.semantics.moves import move
 from bpm.errors import ExpressionEvalError
 from bpm.states import (
     EngineEvent,
-    TaskEvent,
     TaskKind,
     TaskState,
     TimerState,
@@ -81,18 +80,10 @@ def create_user_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
         assignee=node.assignee,
         candidate_groups=list(node.candidate_groups) or None,
     )
-    tx.insert_task(task)
-    tx.history.task(
-        instance_id=tok.instance_id,
-        task_id=task.id,
-        token_id=tok.id,
-        at=tx.now,
-        type=TaskEvent.CREATED,
-        node_id=node.id,
-        from_state=None,
-        to_state=TaskState.READY,
-        actor=tx.actor,
-        data={
+    task_moves.create(
+        tx,
+        task,
+        {
             "user_task": True,
             "assignee": node.assignee,
             "candidate_groups": list(node.candidate_groups),
