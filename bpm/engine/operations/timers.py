@@ -16,9 +16,9 @@ from datetime import datetime, timedelta
 from uuid import UUID
 
 from bpm.engine.core.engine_core import EngineCore
-from bpm.engine.core.tx import Conflict, Stale
-from bpm.engine.semantics import steps, timer_events
-from bpm.states import EngineEvent, TimerState
+from bpm.engine.core.tx import Stale
+from bpm.engine.semantics import steps, timer_events, writes
+from bpm.states import TimerState
 from bpm.store import timers, tokens
 
 log = logging.getLogger("bpm.timers")
@@ -68,35 +68,10 @@ def fire(core: EngineCore, timer_id: UUID, now: datetime) -> Fired | None:
         node = g.node(timer.node_id)
         if not timer_events.still_waiting(node, tok):
             # Every path off a node disarms its timers; this one is left over: retire it.
-            if not timers.finish(tx.conn, timer, TimerState.CANCELLED):
-                raise Conflict(f"timer {timer_id} changed while it was retired")
-            tx.history.engine(
-                instance_id=timer.instance_id,
-                at=tx.now,
-                type=EngineEvent.TIMER_CANCELLED,
-                node_id=node.id,
-                token_id=timer.token_id,
-                actor=tx.actor,
-                data={"timer_id": str(timer.id), "reason": "its token is no longer waiting there"},
-            )
+            writes.cancel_timer(tx, timer, "its token is no longer waiting there")
             return None
         assert tok is not None
-        if not timers.finish(tx.conn, timer, TimerState.FIRED):
-            raise Conflict(f"timer {timer_id} changed while it fired")
-        lateness = tx.now - timer.fire_at
-        tx.history.engine(
-            instance_id=timer.instance_id,
-            at=tx.now,
-            type=EngineEvent.TIMER_FIRED,
-            node_id=node.id,
-            token_id=timer.token_id,
-            actor=tx.actor,
-            data={
-                "timer_id": str(timer.id),
-                "due": timer.fire_at.isoformat(),
-                "lateness_ms": round(lateness.total_seconds() * 1000),
-            },
-        )
+        lateness = writes.fire_timer(tx, timer)
         result = timer_events.wake(tx, g, node, tok)
         nxt = steps.carry_through(tx, g, result)
     core.send_next(nxt)

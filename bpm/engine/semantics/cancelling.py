@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from bpm.engine.core.tx import Conflict, Tx
-from bpm.engine.semantics import task_moves
+from bpm.engine.core.tx import Tx
+from bpm.engine.semantics import task_moves, writes
 from bpm.engine.semantics.instance_state import resume_if_clear
 from bpm.engine.semantics.moves import move
 from bpm.engine.semantics.tree import Tree
 from bpm.states import (
     LIVE_TOKEN,
-    EngineEvent,
     TaskEvent,
     TaskState,
-    TimerState,
     TokenEvent,
     TokenState,
 )
@@ -61,17 +59,7 @@ def cancel_timers(tx: Tx, tok: TokenRow, reason: str) -> int:
     """Cancel the token's SCHEDULED timers (it left the node they belong to)."""
     count = 0
     for timer in timers.scheduled_of_token(tx.conn, tok.id):
-        if not timers.finish(tx.conn, timer, TimerState.CANCELLED):
-            raise Conflict(f"timer {timer.id} fired or was cancelled meanwhile")
-        tx.history.engine(
-            instance_id=timer.instance_id,
-            at=tx.now,
-            type=EngineEvent.TIMER_CANCELLED,
-            node_id=timer.node_id,
-            token_id=tok.id,
-            actor=tx.actor,
-            data={"timer_id": str(timer.id), "reason": reason},
-        )
+        writes.cancel_timer(tx, timer, reason)
         count += 1
     return count
 
@@ -94,16 +82,6 @@ def cancel_task(tx: Tx, task_id: UUID, reason: str) -> None:
 def resolve_incidents(tx: Tx, token_id: UUID, reason: str) -> int:
     count = 0
     for incident in incidents.open_of_token(tx.conn, token_id):
-        if not incidents.resolve(tx.conn, incident, tx.now):
-            raise Conflict(f"incident {incident.id} changed while it was being resolved")
-        tx.history.engine(
-            instance_id=incident.instance_id,
-            at=tx.now,
-            type=EngineEvent.INCIDENT_RESOLVED,
-            node_id=incident.node_id,
-            token_id=token_id,
-            actor=tx.actor,
-            data={"incident_id": str(incident.id), "reason": reason},
-        )
+        writes.resolve_incident(tx, incident, reason)
         count += 1
     return count

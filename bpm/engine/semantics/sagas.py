@@ -20,7 +20,8 @@ from uuid import UUID
 
 from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.dispatch import RUN_COMPENSATION, Job
-from bpm.engine.core.tx import Conflict, Next, NextToken, Stale, Tx
+from bpm.engine.core.tx import Next, NextToken, Stale, Tx
+from bpm.engine.semantics import writes
 from bpm.engine.semantics.cancelling import cancel_token
 from bpm.engine.semantics.moves import create, move, new_token
 from bpm.engine.semantics.tree import Tree
@@ -34,7 +35,7 @@ from bpm.states import (
     TokenState,
     WaitKind,
 )
-from bpm.store import compensation, incidents, tokens
+from bpm.store import compensation, tokens
 from bpm.store.rows import RecordRow, TokenRow
 
 COMPENSATING = WaitKind.COMPENSATING
@@ -56,24 +57,7 @@ def record_success(tx: Tx, tok: TokenRow, node: Node) -> None:
     owner = tok.id
     if node.type is NodeType.SUBPROCESS:
         owner = Tree.read(tx, tok.instance_id).latest_visit(tok, node.id) or tok.id
-    rec = compensation.record(
-        tx.conn,
-        instance_id=tok.instance_id,
-        token_id=owner,
-        node_id=node.id,
-        scope_id=tok.scope_id,
-        handler=node.compensation.describe(),
-        now=tx.now,
-    )
-    tx.history.engine(
-        instance_id=tok.instance_id,
-        at=tx.now,
-        type=EngineEvent.COMPENSATION_RECORDED,
-        node_id=node.id,
-        token_id=tok.id,
-        actor=tx.actor,
-        data={"record_id": str(rec.id), "seq": rec.seq, "handler": rec.handler},
-    )
+    writes.record_compensation(tx, tok, node, owner)
 
 
 @dataclass(frozen=True)
@@ -249,20 +233,8 @@ def _in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRow]:
 
 def compensated(tx: Tx, tok: TokenRow) -> Next:
     """The compensation handler succeeded: its record is COMPLETED; the anchor goes on."""
-    if tok.record_id is not None and not compensation.finish(
-        tx.conn, tok.record_id, RecordState.COMPLETED
-    ):
-        raise Conflict(f"compensation record {tok.record_id} was finished meanwhile")
     move(tx, tok, state=TokenState.COMPLETED, event=TokenEvent.COMPENSATED)
-    tx.history.engine(
-        instance_id=tok.instance_id,
-        at=tx.now,
-        type=EngineEvent.COMPENSATION_COMPLETED,
-        node_id=tok.node_id,
-        token_id=tok.id,
-        actor=tx.actor,
-        data={"record_id": str(tok.record_id)},
-    )
+    writes.complete_record(tx, tok)
     return _nudge_anchor(tx, tok)
 
 
@@ -270,36 +242,9 @@ def compensation_failed(
     tx: Tx, tok: TokenRow, failed: TokenRow, message: str, details: str | None, task_id: UUID | None
 ) -> None:
     """A failed compensation is not compensated: incident, record FAILED, the saga goes on."""
-    if tok.record_id is not None:
-        compensation.finish(tx.conn, tok.record_id, RecordState.FAILED)
-    incident = incidents.open_incident(
-        tx.conn,
-        instance_id=tok.instance_id,
-        token_id=tok.id,
-        task_id=task_id,
-        node_id=tok.node_id,
-        kind="compensation",
-        message=message,
-        details=details,
-        now=tx.now,
-    )
-    tx.history.engine(
-        instance_id=tok.instance_id,
-        at=tx.now,
-        type=EngineEvent.COMPENSATION_FAILED,
-        node_id=tok.node_id,
-        token_id=tok.id,
-        actor=tx.actor,
-        data={"record_id": str(tok.record_id), "error": message},
-    )
-    tx.history.engine(
-        instance_id=tok.instance_id,
-        at=tx.now,
-        type=EngineEvent.INCIDENT_OPENED,
-        node_id=tok.node_id,
-        token_id=tok.id,
-        actor=tx.actor,
-        data={"incident_id": str(incident.id), "kind": "compensation", "message": message},
+    writes.fail_record(tx, tok, message)
+    writes.open_incident(
+        tx, tok, kind="compensation", message=message, details=details, task_id=task_id
     )
     nxt = _nudge_anchor(tx, failed)
     if isinstance(nxt, NextToken):
