@@ -10,8 +10,8 @@ from uuid import UUID
 
 from bpm.definitions.model import ProcessGraph
 from bpm.dispatch import ADVANCE_TOKEN, RUN_HANDLER, Job
-from bpm.states import EngineEvent
-from bpm.store import Connection, tasks, variables
+from bpm.states import LIVE_TOKEN, EngineEvent
+from bpm.store import Connection, tasks, tokens, variables
 from bpm.store.batch import BatchMiss, WriteBatch
 from bpm.store.history import HistoryBuffer
 from bpm.store.rows import TaskRow, TokenRow
@@ -94,6 +94,30 @@ class Tx:
         held = self.batch.token_moves.get(tok.id)
         return held[1] if held is not None else tok
 
+    # Token reads. The moves this transaction staged are written only when it flushes (after
+    # the instance row, if it locks that: see ``lock_instance``), so every read of tokens
+    # goes through these, which lay the staged rows over what the database has: a read sees
+    # this transaction's own moves without writing them first.
+
+    def token(self, token_id: UUID) -> TokenRow | None:
+        """A token as this transaction leaves it so far."""
+        row = tokens.get(self.conn, token_id)
+        return self.current(row) if row is not None else None
+
+    def tokens_of(self, instance_id: UUID) -> list[TokenRow]:
+        """Every token of the instance (oldest first) as this transaction leaves it so far."""
+        return [self.current(row) for row in tokens.of_instance(self.conn, instance_id)]
+
+    def live_children(self, parent_id: UUID) -> list[TokenRow]:
+        """The live children of a token (oldest first) as this transaction leaves them so
+        far: a child it ended is left out, one it moved is as moved."""
+        found = {row.id: self.current(row) for row in tokens.live_children(self.conn, parent_id)}
+        for _, row in self.batch.token_moves.values():
+            if row.parent_token_id == parent_id:
+                found.setdefault(row.id, row)
+        rows = sorted(found.values(), key=lambda row: (row.created_at, row.id))
+        return [row for row in rows if row.state in LIVE_TOKEN]
+
     def finish_task(self, task: TaskRow, *, miss: str, message: str, **change: Any) -> None:
         """A version-checked task change; at flush a miss raises ``Stale`` or ``Conflict``."""
         self.batch.change_task(tasks.finish_params(task, now=self.now, **change), miss, message)
@@ -137,13 +161,6 @@ class Tx:
             self.batch.flush(self.conn)
         except BatchMiss as exc:
             raise (Stale if exc.kind == "stale" else Conflict)(exc.message) from exc
-
-    def flush_tokens(self) -> None:
-        """Write staged token rows now; call before reading tokens this transaction moved."""
-        try:
-            self.batch.flush_tokens(self.conn)
-        except BatchMiss as exc:
-            raise Conflict(exc.message) from exc
 
     def advance_later(self, token_id: UUID, version: int) -> None:
         self.jobs.append(

@@ -23,7 +23,7 @@ from bpm.engine.semantics import scopes, task_moves
 from bpm.errors import (
     TaskLockError,
 )
-from bpm.store import tasks, tokens, variables
+from bpm.store import tasks, variables
 from bpm.store.notify import Listener, listen
 from bpm.store.rows import TaskRow
 from bpm.store.schema import HISTORY_BLOCK
@@ -184,7 +184,7 @@ def _lockedtasks(
         mine = values[task.instance_id]
         g = core.graph_of(tx, task.instance_id)
         if g.has_mappings:  # what the task's token sees: its scopes' local variables too
-            tok = f.token or tokens.get(tx.conn, task.token_id)
+            tok = f.token or tx.token(task.token_id)
             mine = scopes.overlay(tx, g, tok, dict(mine)) if tok is not None else mine
         if asked is not None:
             mine = {n: v for n, v in mine.items() if n in asked}

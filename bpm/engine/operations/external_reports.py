@@ -25,7 +25,7 @@ from bpm.errors import (
     WrongWorker,
 )
 from bpm.states import TaskEvent, TaskKind, TaskState, TokenState
-from bpm.store import tasks, tokens
+from bpm.store import tasks
 from bpm.store.db import first_statement_commits
 from bpm.store.rows import TaskRow, TokenRow
 from bpm.variables import check_variables
@@ -304,7 +304,7 @@ def unlock(core: EngineCore, task_id: UUID, worker_id: str | None = None) -> Non
 def _fail_token_of(
     tx: Tx, task: TaskRow, *, kind: str, message: str, details: str | None = None
 ) -> None:
-    tok = tokens.get(tx.conn, task.token_id)
+    tok = tx.token(task.token_id)
     if tok is None or tok.state != TokenState.WAITING:
         raise Stale(f"token of task {task.id} is no longer waiting")
     fail_token(tx, tok, kind=kind, message=message, details=details, task_id=task.id)

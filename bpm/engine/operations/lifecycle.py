@@ -31,7 +31,7 @@ from bpm.states import (
     TokenState,
     WaitKind,
 )
-from bpm.store import definitions, incidents, instances, tasks, tokens
+from bpm.store import definitions, incidents, instances, tasks
 from bpm.store.definitions import VersionTaken
 from bpm.store.rows import DefinitionRow, InstanceRow, TokenRow
 from bpm.variables import check_variables
@@ -271,7 +271,7 @@ def cancel(core: EngineCore, instance_id: UUID, reason: str = "cancelled by an o
                     f"instance {instance_id} is {inst.state}; only RUNNING "
                     f"or FAILED instances can be cancelled"
                 )
-            for tok in tokens.of_instance(tx.conn, instance_id):
+            for tok in tx.tokens_of(instance_id):
                 if tok.state in (TokenState.ACTIVE, TokenState.WAITING, TokenState.FAILED):
                     cancel_token(tx, tok, reason)
             if not set_instance_state(tx, instance_id, InstanceState.CANCELLED):
@@ -287,10 +287,10 @@ def retry(core: EngineCore, token_or_task: UUID, retries: int | None = None) -> 
 
     def run() -> UUID:
         with core.transaction(OPERATOR) as tx:
-            tok = tokens.get(tx.conn, token_or_task)
+            tok = tx.token(token_or_task)
             if tok is None:
                 task = tasks.get(tx.conn, token_or_task)
-                tok = tokens.get(tx.conn, task.token_id) if task else None
+                tok = tx.token(task.token_id) if task else None
             if tok is None:
                 raise NotFound(f"no token or task has id {token_or_task}")
             if tok.state != TokenState.FAILED:
@@ -363,7 +363,7 @@ def resolve(core: EngineCore, incident_or_token: UUID, note: str | None = None) 
                     f"no open incident has id {incident_or_token}, and no token with "
                     f"that id has one"
                 )
-            tok = tokens.get(tx.conn, token_id)
+            tok = tx.token(token_id)
             assert tok is not None
             resolve_incidents(tx, tok.id, note or "resolved by an operator")
             tx.history.engine(

@@ -19,7 +19,7 @@ from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Stale
 from bpm.engine.semantics import steps, timer_events, writes
 from bpm.states import TimerState
-from bpm.store import timers, tokens
+from bpm.store import timers
 
 log = logging.getLogger("bpm.timers")
 
@@ -63,7 +63,7 @@ def fire(core: EngineCore, timer_id: UUID, now: datetime) -> Fired | None:
                 f"timer {timer_id} is not due and scheduled (taken by another scanner, "
                 f"fired, or cancelled)"
             )
-        tok = tokens.get(tx.conn, timer.token_id)
+        tok = tx.token(timer.token_id)
         g = core.graph(core.info_for(tx, timer.instance_id)[0], tx.conn)
         node = g.node(timer.node_id)
         if not timer_events.still_waiting(node, tok):

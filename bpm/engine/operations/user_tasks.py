@@ -16,7 +16,7 @@ from bpm.engine.semantics import scopes, steps, task_moves
 from bpm.engine.semantics.nodes import leave
 from bpm.errors import InvalidOperation, TaskClaimed, TaskNotFound
 from bpm.states import TaskEvent, TaskKind, TaskState, TokenState
-from bpm.store import tasks, tokens
+from bpm.store import tasks
 from bpm.store.rows import TaskRow
 from bpm.variables import check_variables
 
@@ -117,7 +117,7 @@ def complete(
                 miss="conflict",
                 message=f"user task {task_id} changed meanwhile",
             )
-            tok = tokens.get(tx.conn, task.token_id)
+            tok = tx.token(task.token_id)
             if tok is None or tok.state != TokenState.WAITING or tok.node_id != task.node_id:
                 raise Stale(f"the token of user task {task_id} is no longer waiting there")
             g = core.graph_of(tx, task.instance_id)

@@ -14,7 +14,6 @@ from bpm.engine.semantics.instance_state import set_instance_state
 from bpm.engine.semantics.moves import move
 from bpm.engine.semantics.tree import Tree
 from bpm.states import EngineEvent, InstanceState, TokenEvent, TokenMode, TokenState
-from bpm.store import tokens
 from bpm.store.rows import TokenRow
 
 
@@ -71,7 +70,7 @@ def end_saga(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
     if anchor.parent_token_id is None:
         set_instance_state(tx, anchor.instance_id, InstanceState.TERMINATED)
         return None
-    return _leave_subprocess(tx, g, tokens.get(tx.conn, anchor.parent_token_id))
+    return _leave_subprocess(tx, g, tx.token(anchor.parent_token_id))
 
 
 def _leave_subprocess(tx: Tx, g: ProcessGraph, host: TokenRow | None) -> Next:

@@ -24,7 +24,7 @@ from bpm.engine.semantics.nodes import leave
 from bpm.errors import BadVariables, BpmnError
 from bpm.handlers import HandlerContext, HandlerRegistry
 from bpm.states import TaskEvent, TaskKind, TaskState, TokenMode, TokenState
-from bpm.store import tasks, tokens
+from bpm.store import tasks
 from bpm.store.rows import TaskRow, TokenRow
 from bpm.variables import check_variables
 
@@ -128,7 +128,7 @@ def complete_task(
         message=f"task {task.id} is no longer locked by {tx.actor} at version "
         f"{task.version}; its result is dropped",
     )
-    tok = token if token is not None else tokens.get(tx.conn, task.token_id)
+    tok = token if token is not None else tx.token(task.token_id)
     if tok is None or tok.state != TokenState.WAITING or tok.node_id != task.node_id:
         raise Stale(f"token of task {task.id} is no longer waiting at {task.node_id!r}")
     scopes.write(tx, g, tok, values)
@@ -151,7 +151,7 @@ def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
     policy = node.retry
     owner = None
     if node.compensation is not None:  # a compensation's own policy (default: no retry)
-        owner = tokens.get(tx.conn, task.token_id)
+        owner = tx.token(task.token_id)
         if owner is not None and owner.mode == TokenMode.COMPENSATION:
             policy = node.compensation.retry
     retry = outcome.retryable and task.retries > 0
@@ -178,7 +178,7 @@ def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
     if retry:
         tx.run_handler_later(task.id, retry_at)
         return None
-    tok = owner or tokens.get(tx.conn, task.token_id)
+    tok = owner or tx.token(task.token_id)
     if tok is None or tok.state != TokenState.WAITING:
         raise Stale(f"token of task {task.id} is no longer waiting")
     attempts = f" after {task.attempts} attempt{'s' if task.attempts != 1 else ''}"
@@ -198,7 +198,7 @@ def catch_bpmn_error(tx: Tx, g: ProcessGraph, task: TaskRow, code: str, message:
     own or an enclosing subprocess's; None when no boundary catches ``code``."""
     if not caught_anywhere(g, task.node_id, code):
         return None
-    tok = tokens.get(tx.conn, task.token_id)
+    tok = tx.token(task.token_id)
     if tok is None or tok.state != TokenState.WAITING:
         raise Stale(f"token of task {task.id} is no longer waiting")
     if tok.mode != TokenMode.FORWARD:

@@ -143,10 +143,7 @@ def decide(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Finished | None:
     locked = tokens.get(tx.conn, anchor.id, for_update=True)
     if locked is None or locked.version != anchor.version or locked.state != TokenState.WAITING:
         raise Stale(f"token {anchor.id} moved on before its compensation decision")
-    if any(
-        c.state in (TokenState.ACTIVE, TokenState.WAITING)
-        for c in tokens.live_children(tx.conn, locked.id)
-    ):
+    if any(c.state in (TokenState.ACTIVE, TokenState.WAITING) for c in tx.live_children(locked.id)):
         return None  # one at a time: the running compensation nudges again when it ends
     return _next(tx, g, locked)
 
@@ -254,7 +251,7 @@ def compensation_failed(
 def _nudge_anchor(tx: Tx, tok: TokenRow) -> Next:
     if tok.parent_token_id is None:
         return None
-    anchor = tokens.get(tx.conn, tok.parent_token_id)
+    anchor = tx.token(tok.parent_token_id)
     if anchor is None or anchor.state != TokenState.WAITING or anchor.wait_kind != COMPENSATING:
         return None  # e.g. an operator retried it after the saga had finished
     return NextToken(anchor.id, anchor.version)

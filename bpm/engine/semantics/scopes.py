@@ -25,7 +25,7 @@ from bpm.engine.core.tx import Tx
 from bpm.engine.semantics.tree import Tree
 from bpm.errors import ExpressionEvalError
 from bpm.states import EngineEvent
-from bpm.store import local_variables, tokens, variables
+from bpm.store import local_variables, variables
 from bpm.store.rows import TaskRow, TokenRow
 
 #: A scope: the token, and the node it is at.
@@ -55,7 +55,7 @@ def view_of_task(tx: Tx, g: ProcessGraph, task: TaskRow) -> dict[str, Any]:
     scopes)."""
     if not (g.has_mappings or tx.local_scopes):
         return variables.load(tx.conn, task.instance_id)
-    owner = tokens.get(tx.conn, task.token_id)
+    owner = tx.token(task.token_id)
     return view(tx, g, owner) if owner is not None else tx.load_variables(task.instance_id)
 
 
@@ -99,7 +99,7 @@ def write_for_task(tx: Tx, g: ProcessGraph, task: TaskRow, values: Mapping[str, 
     if not (g.has_mappings or tx.local_scopes):
         tx.write_variables(task.instance_id, dict(values))
         return
-    owner = tokens.get(tx.conn, task.token_id)
+    owner = tx.token(task.token_id)
     if owner is not None:
         write(tx, g, owner, values)
 
