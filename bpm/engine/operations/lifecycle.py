@@ -257,13 +257,14 @@ def _insert_instance(tx: Tx, inst: InstanceRow) -> bool:
 def cancel(core: EngineCore, instance_id: UUID, reason: str = "cancelled by an operator") -> None:
     """Cancel every live token, task and incident, and the instance (one transaction).
 
-    Rows are locked in the order a worker locks them (tasks, then the instance, then tokens at
-    flush), so a cancel racing the workers cannot deadlock with them.
+    The instance's row is locked first, as every transaction that locks it does (the
+    engine's lock order, ``Tx.lock_instance``), so a cancel racing a worker queues at that
+    row rather than holding rows the other waits for: it cannot deadlock with it.
     """
 
     def run() -> None:
         with core.transaction(OPERATOR) as tx:
-            inst = instances.get(tx.conn, instance_id)
+            inst = tx.locked_instance(instance_id)
             if inst is None:
                 raise NotFound(f"instance {instance_id} does not exist")
             if inst.state not in (InstanceState.RUNNING, InstanceState.FAILED):
@@ -305,6 +306,9 @@ def retry(core: EngineCore, token_or_task: UUID, retries: int | None = None) -> 
 
 
 def _retry_txn(core: EngineCore, tx: Tx, tok: TokenRow, retries: int | None) -> None:
+    """The retry resolves the token's incident and may resume the instance: the instance's
+    row is locked before anything changes (instance first)."""
+    tx.lock_instance(tok.instance_id)
     def_id, _, _ = core.info_for(tx, tok.instance_id)
     node = core.graph(def_id, tx.conn).node(tok.node_id)
     task = tasks.open_of_token(tx.conn, tok.id)
@@ -365,6 +369,7 @@ def resolve(core: EngineCore, incident_or_token: UUID, note: str | None = None) 
                 )
             tok = tx.token(token_id)
             assert tok is not None
+            tx.lock_instance(tok.instance_id)  # instance first
             resolve_incidents(tx, tok.id, note or "resolved by an operator")
             tx.history.engine(
                 instance_id=tok.instance_id,

@@ -57,7 +57,7 @@ def scan_timers(core: EngineCore, now: datetime, batch: int = 500) -> list[Fired
 def fire(core: EngineCore, timer_id: UUID, now: datetime) -> Fired | None:
     """Fire one timer in its own transaction; its follow-up work is dispatched after commit."""
     with core.transaction("timer") as tx:
-        timer = timers.get(tx.conn, timer_id, lock=True)
+        timer = tx.lock_timer(timer_id)
         if timer is None or timer.state != TimerState.SCHEDULED or timer.fire_at > now:
             raise Stale(
                 f"timer {timer_id} is not due and scheduled (taken by another scanner, "

@@ -16,7 +16,7 @@ from bpm.states import (
     TokenEvent,
     TokenState,
 )
-from bpm.store import incidents, tasks, timers
+from bpm.store import incidents, tasks
 from bpm.store.rows import TokenRow
 
 
@@ -58,7 +58,7 @@ def cancel_inside(
 def cancel_timers(tx: Tx, tok: TokenRow, reason: str) -> int:
     """Cancel the token's SCHEDULED timers (it left the node they belong to)."""
     count = 0
-    for timer in timers.scheduled_of_token(tx.conn, tok.id):
+    for timer in tx.scheduled_timers(tok):
         writes.cancel_timer(tx, timer, reason)
         count += 1
     return count

@@ -1,8 +1,9 @@
 """Decisions a WAITING parent token takes about its children.
 
-A decision locks the parent row first (``SELECT ... FOR UPDATE``), so decisions for one scope
-serialise; it then re-reads the children and acts only on what it finds. Two decisions for one
-set of arrivals are therefore harmless: the second finds nothing to consume.
+A decision locks the parent row first (``SELECT ... FOR UPDATE``, its instance's row before
+it: ``Tx.lock_token``), so decisions for one scope serialise; it then re-reads the children
+and acts only on what it finds. Two decisions for one set of arrivals are therefore
+harmless: the second finds nothing to consume.
 """
 
 from __future__ import annotations
@@ -13,12 +14,11 @@ from bpm.engine.semantics.moves import create, link, move, new_token
 from bpm.engine.semantics.nodes import end_token, leave
 from bpm.engine.semantics.tree import body_children
 from bpm.states import EngineEvent, LinkType, TokenEvent, TokenState, WaitKind
-from bpm.store import tokens
 from bpm.store.rows import TokenRow
 
 
 def decide(tx: Tx, g: ProcessGraph, parent: TokenRow) -> Next:
-    locked = tokens.get(tx.conn, parent.id, for_update=True)
+    locked = tx.lock_token(parent)
     if locked is None or locked.version != parent.version or locked.state != TokenState.WAITING:
         raise Stale(f"token {parent.id} moved on before its decision")
     children = tx.live_children(locked.id)

@@ -35,7 +35,7 @@ from bpm.states import (
     TokenState,
     WaitKind,
 )
-from bpm.store import compensation, tokens
+from bpm.store import compensation
 from bpm.store.rows import RecordRow, TokenRow
 
 COMPENSATING = WaitKind.COMPENSATING
@@ -140,7 +140,7 @@ def throw(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Finished | None
 
 def decide(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Finished | None:
     """Nudged when a compensation ended: start the next one, or finish."""
-    locked = tokens.get(tx.conn, anchor.id, for_update=True)
+    locked = tx.lock_token(anchor)
     if locked is None or locked.version != anchor.version or locked.state != TokenState.WAITING:
         raise Stale(f"token {anchor.id} moved on before its compensation decision")
     if any(c.state in (TokenState.ACTIVE, TokenState.WAITING) for c in tx.live_children(locked.id)):

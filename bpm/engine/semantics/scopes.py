@@ -113,7 +113,7 @@ def enter(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> str | None:
         values = mappings.evaluate(node.inputs, view(tx, g, tok))
     except ExpressionEvalError as exc:  # MissingVariable included
         return f"input mapping of {node.id!r}: {exc}"
-    _set_local(tx, tok.instance_id, (tok.id, node.id), values)
+    _set_local(tx, tok.instance_id, (tok.id, node.id), values, fresh=True)
     return None
 
 
@@ -136,7 +136,8 @@ def end(tx: Tx, g: ProcessGraph | None, tok: TokenRow) -> None:
     if scope not in tx.local_scopes and not (g is not None and g.node(tok.node_id).inputs):
         return
     tx.local_scopes.discard(scope)
-    names = local_variables.end(tx.conn, tok.id, tok.node_id)
+    names = local_variables.end(tx.conn, tok.instance_id, tok.id, tok.node_id)
+    tx.locked(tok.instance_id)  # the statement locks the instance's row first
     if names:
         tx.history.engine(
             instance_id=tok.instance_id,
@@ -149,9 +150,16 @@ def end(tx: Tx, g: ProcessGraph | None, tok: TokenRow) -> None:
         )
 
 
-def _set_local(tx: Tx, instance_id: UUID, scope: Scope, values: dict[str, Any]) -> None:
+def _set_local(
+    tx: Tx, instance_id: UUID, scope: Scope, values: dict[str, Any], *, fresh: bool = False
+) -> None:
+    """Write local variables of ``scope``. Unless the scope is ``fresh`` (just entered: its
+    rows are new, and no other transaction can be waiting for them), rows that exist change:
+    the instance's row is locked first (``Tx.lock_instance``)."""
     if not values:
         return
+    if not fresh:
+        tx.lock_instance(instance_id)
     token_id, node_id = scope
     local_variables.write(tx.conn, instance_id, token_id, node_id, values, tx.now)
     tx.local_scopes.add(scope)

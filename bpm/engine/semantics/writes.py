@@ -2,7 +2,9 @@
 
 These rows are written by statements of their own as the transaction goes (a timer's or an
 incident's row is not in the write batch), so the write and the row that records it are kept
-together here: no caller builds one without the other.
+together here: no caller builds one without the other. A change of a row that already exists
+locks the instance's row first (``Tx.lock_instance``: the engine's lock order); a new row
+needs no lock, as no other transaction can be waiting for it.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ def schedule_timer(tx: Tx, tok: TokenRow, timer_node: Node, fire_at: datetime) -
 
 def cancel_timer(tx: Tx, timer: TimerRow, reason: str) -> None:
     """SCHEDULED -> CANCELLED under its version; ``Conflict`` if it fired or was cancelled."""
+    tx.lock_instance(timer.instance_id)
     _finish_timer(tx, timer, TimerState.CANCELLED)
     tx.history.engine(
         instance_id=timer.instance_id,
@@ -58,6 +61,7 @@ def cancel_timer(tx: Tx, timer: TimerRow, reason: str) -> None:
 
 def fire_timer(tx: Tx, timer: TimerRow) -> timedelta:
     """SCHEDULED -> FIRED under its version; returns how late it fired."""
+    tx.lock_instance(timer.instance_id)
     _finish_timer(tx, timer, TimerState.FIRED)
     lateness = tx.now - timer.fire_at
     tx.history.engine(
@@ -93,7 +97,9 @@ def open_incident(
     details: str | None,
     task_id: UUID | None,
 ) -> IncidentRow:
-    """An OPEN incident at ``tok``'s node, for an operator to look at."""
+    """An OPEN incident at ``tok``'s node, for an operator to look at. The instance's row is
+    locked first: the instance FAILS with it."""
+    tx.lock_instance(tok.instance_id)
     incident = incidents.open_incident(
         tx.conn,
         instance_id=tok.instance_id,
@@ -119,6 +125,7 @@ def open_incident(
 
 def resolve_incident(tx: Tx, incident: IncidentRow, reason: str) -> None:
     """OPEN -> RESOLVED under its version; ``Conflict`` if it changed meanwhile."""
+    tx.lock_instance(incident.instance_id)
     if not incidents.resolve(tx.conn, incident, tx.now):
         raise Conflict(f"incident {incident.id} changed while it was being resolved")
     tx.history.engine(
@@ -163,6 +170,7 @@ def record_compensation(tx: Tx, tok: TokenRow, node: Node, owner: UUID) -> Recor
 def complete_record(tx: Tx, tok: TokenRow) -> None:
     """The compensation token ``tok`` succeeded: its record is COMPLETED (``Conflict`` if it
     was finished meanwhile)."""
+    tx.lock_instance(tok.instance_id)
     if tok.record_id is not None and not compensation.finish(
         tx.conn, tok.record_id, RecordState.COMPLETED
     ):
@@ -181,6 +189,7 @@ def complete_record(tx: Tx, tok: TokenRow) -> None:
 def fail_record(tx: Tx, tok: TokenRow, message: str) -> None:
     """The compensation token ``tok`` failed: its record is FAILED (an operator's retry can
     still complete it)."""
+    tx.lock_instance(tok.instance_id)
     if tok.record_id is not None:
         compensation.finish(tx.conn, tok.record_id, RecordState.FAILED)
     tx.history.engine(
