@@ -21,6 +21,7 @@ import pytest
 from sqlalchemy import Connection, text
 
 from bpm.definitions import ProcessBuilder
+from bpm.engine.core.tx import Tx
 from bpm.engine.operations import lifecycle, replay
 from bpm.engine.semantics.instance_state import resume_if_clear
 from bpm.engine.semantics.tree import Tree
@@ -43,6 +44,20 @@ FAILED_AND_TERMINATE = (
     .end("stop", terminate=True)
     .sequence("start", "fork", "bad", "e_bad")
     .sequence("fork", "review", "stop")
+    .build()
+)
+#: Two branches at user tasks: when the second is completed, the scope's decision (its last
+#: child ended) completes the instance.
+TWO_USER_TASKS = (
+    ProcessBuilder("decide_race")
+    .start()
+    .parallel_gateway("fork")
+    .user_task("u1")
+    .end("e1")
+    .user_task("u2")
+    .end("e2")
+    .sequence("start", "fork", "u1", "e1")
+    .sequence("fork", "u2", "e2")
     .build()
 )
 RACER = "racer"
@@ -201,6 +216,46 @@ def test_a_cancel_racing_an_operator_retry_does_not_deadlock(
         rt, pause, lambda: rt.engine.retry(failed.id), lambda: other.engine.cancel(iid), pg_db
     )
     _check(rt, other, iid, raced, cancelled, deadlocks, pg_db)
+
+
+def test_a_cancel_racing_the_decision_that_completes_the_instance_does_not_deadlock(
+    engine_factory: EngineFactory,
+    pg_db: Database,
+    deadlocks: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The root scope's decision locks its token (it used to lock only that, and the
+    instance's row at flush, when it completes the instance) and is held there while the
+    cancel runs. The cancel then finds the instance completed, or cancels it first."""
+    rt = engine_factory()
+    iid = rt.run(TWO_USER_TASKS)
+    rt.engine.complete_user_task(rt.engine.user_tasks(instance_id=iid)[0]["id"])
+    rt.drain()
+    [task] = rt.engine.user_tasks(instance_id=iid)
+    pause = Pause()
+    lock_token = Tx.lock_token
+
+    def paused_lock_token(tx: Tx, tok: Any) -> Any:
+        row = lock_token(tx, tok)
+        pause.hold()
+        return row
+
+    monkeypatch.setattr(Tx, "lock_token", paused_lock_token)
+    other = engine_factory()
+
+    def complete_the_last() -> None:
+        rt.engine.complete_user_task(task["id"])
+        rt.drain()
+
+    raced, cancelled = _race(rt, pause, complete_the_last, lambda: other.engine.cancel(iid), pg_db)
+    assert deadlocks == [], deadlocks
+    assert raced.error is None, repr(raced.error)
+    # The cancel went first, or found the instance completed and was refused.
+    assert cancelled.error is None or isinstance(cancelled.error, InvalidOperation)
+    rt.drain()
+    other.drain()
+    assert_finished_cleanly(pg_db, iid, "CANCELLED" if cancelled.error is None else "COMPLETED")
+    assert replay.check(rt.engine.core, iid) == []
 
 
 def _check(
