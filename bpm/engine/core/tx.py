@@ -135,13 +135,13 @@ class Tx:
         if instance_id not in self.instance_locks:
             if self.conn.dialect.name == "postgresql":
                 instances.get(self.conn, instance_id, for_update=True)
-            self.locked(instance_id)
+            self.note_locked(instance_id)
 
     def locked_instance(self, instance_id: UUID) -> InstanceRow | None:
         """The instance's row, locked for the rest of the transaction: one statement."""
         locking = instance_id not in self.instance_locks
         row = instances.get(self.conn, instance_id, for_update=locking)
-        self.locked(instance_id)
+        self.note_locked(instance_id)
         return row
 
     def lock_token(self, tok: TokenRow) -> TokenRow | None:
@@ -149,7 +149,7 @@ class Tx:
         step), its instance's row first, in the same statement; as this transaction leaves
         it so far."""
         row = tokens.lock(self.conn, tok.id, tok.instance_id)
-        self.locked(tok.instance_id)
+        self.note_locked(tok.instance_id)
         return self.current(row) if row is not None else None
 
     def lock_timer(self, timer_id: UUID) -> TimerRow | None:
@@ -157,17 +157,17 @@ class Tx:
         statement; None when another transaction holds the timer (it is firing it)."""
         row = timers.lock(self.conn, timer_id)
         if row is not None:
-            self.locked(row.instance_id)
+            self.note_locked(row.instance_id)
         return row
 
     def scheduled_timers(self, tok: TokenRow) -> list[TimerRow]:
         """The token's SCHEDULED timers, for the caller to cancel: the statement locks the
         instance's row first."""
         found = timers.scheduled_of_token(self.conn, tok.id, lock_instance=tok.instance_id)
-        self.locked(tok.instance_id)
+        self.note_locked(tok.instance_id)
         return found
 
-    def locked(self, instance_id: UUID) -> None:
+    def note_locked(self, instance_id: UUID) -> None:
         """Note that a statement of this transaction locked the instance's row."""
         self.instance_locks.add(instance_id)
         self.batch.locked_instances.add(instance_id)

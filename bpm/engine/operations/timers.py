@@ -1,10 +1,12 @@
 """Firing timers: once, on time, across crashes and double beats.
 
 The timer scan claims due timers in bounded batches and fires each in its own transaction,
-which locks the timer row with ``SKIP LOCKED`` (another scanner has it: skip) and moves it
-SCHEDULED -> FIRED under its version together with the token it wakes, so two scanners never
-fire one timer twice. A boundary timer racing the task's completion has one winner: whichever
-commits first changes the token and the timer; the other finds them changed and backs off.
+which locks the timer row (its instance's row first, as every lock of the engine: a second
+scanner waits there, then finds the timer fired; ``SKIP LOCKED`` for the timer itself) and
+moves it SCHEDULED -> FIRED under its version together with the token it wakes, so two
+scanners never fire one timer twice. A boundary timer racing the task's completion has one
+winner: whichever commits first changes the token and the timer; the other finds them changed
+and backs off.
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ def set_instance_state(
         return True  # or the whole write is refused
     if tx.conn.dialect.name == "postgresql":  # one round trip: lock and change together
         left = instances.transition(tx.conn, instance_id, state, tx.now, ended, only_from)
-        tx.locked(instance_id)
+        tx.note_locked(instance_id)
         if left is None:
             return False
     else:

@@ -137,7 +137,7 @@ def end(tx: Tx, g: ProcessGraph | None, tok: TokenRow) -> None:
         return
     tx.local_scopes.discard(scope)
     names = local_variables.end(tx.conn, tok.instance_id, tok.id, tok.node_id)
-    tx.locked(tok.instance_id)  # the statement locks the instance's row first
+    tx.note_locked(tok.instance_id)  # the statement locks the instance's row first
     if names:
         tx.history.engine(
             instance_id=tok.instance_id,
