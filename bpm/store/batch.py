@@ -72,6 +72,9 @@ class WriteBatch:
     #: An instance whose variables, as this batch leaves them, are copied into the dict.
     read_back: tuple[UUID, dict[str, Any]] | None = None
     instance_ends: list[_InstanceEnd] = field(default_factory=list)
+    #: Instances whose row the transaction has locked already: their variable writers need
+    #: not queue for it again.
+    locked_instances: set[UUID] = field(default_factory=set)
     now: Any = None
 
     def change_task(self, params: dict[str, Any], miss: str, message: str) -> None:
@@ -107,15 +110,16 @@ class WriteBatch:
         if rows == 0 and self.read_back is None and not self.notify:
             return
         if conn.dialect.name == "postgresql" and len(self.history) <= HISTORY_BLOCK:
-            if self.values:
-                _serialise_variable_writers(conn, sorted(self.values, key=str))
+            waiting = [iid for iid in self.values if iid not in self.locked_instances]
+            if waiting:
+                _serialise_variable_writers(conn, sorted(waiting, key=str))
             self._flush_one_statement(conn)
         else:
             self._flush_each(conn)
         self.__init__()  # type: ignore[misc]
 
-    def flush_tokens(self, conn: Connection) -> None:
-        """Write token moves now (before a read that must see them)."""
+    def _flush_token_moves(self, conn: Connection) -> None:
+        """Write the token moves, each under the version it was moved from."""
         for token_id, (expected, row) in self.token_moves.items():
             if not tokens.move(conn, expected, row):
                 raise BatchMiss("conflict", f"token {token_id} changed since version {expected}")
@@ -136,7 +140,7 @@ class WriteBatch:
             tasks.insert(conn, task)
         for instance_id, values in self.values.items():
             variables.write(conn, instance_id, values, self.now)
-        self.flush_tokens(conn)
+        self._flush_token_moves(conn)
         self.history.flush(conn)
         if self.notify:
             tasks.notify_new(conn, sorted(self.notify))

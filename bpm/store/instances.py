@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy import CTE, ColumnElement, Connection, bindparam, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from bpm.store.db import raw_one
@@ -46,6 +46,15 @@ def get(conn: Connection, instance_id: UUID, *, for_update: bool = False) -> Ins
     stmt = _BY_ID.with_for_update(key_share=True) if for_update else _BY_ID
     row = conn.execute(stmt, {"id": instance_id}).first()
     return from_row(InstanceRow, row) if row else None
+
+
+def locked_first(instance_id: ColumnElement[Any]) -> CTE:
+    """The instance row ``instance_id`` names, locked (FOR NO KEY UPDATE) by a CTE. A
+    statement whose WHERE clause says ``exists(select(cte.c.id))`` takes this lock before
+    any row of its own: PostgreSQL evaluates an uncorrelated EXISTS once, before its scan.
+    So a statement that locks or changes a row of an instance can lock the instance first
+    without a round trip of its own."""
+    return select(t.c.id).where(t.c.id == instance_id).with_for_update(key_share=True).cte("inst")
 
 
 def by_idempotency_key(conn: Connection, key: str, ikey: str) -> InstanceRow | None:

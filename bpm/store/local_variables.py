@@ -8,9 +8,10 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import Connection, bindparam, delete, exists, select
 from sqlalchemy.dialects import postgresql, sqlite
 
+from bpm.store import instances
 from bpm.store.schema import local_variables as t
 
 
@@ -36,6 +37,14 @@ def _upsert(dialect: str) -> Any:
 
 _UPSERTS = {"postgresql": _upsert("postgresql"), "sqlite": _upsert("sqlite")}
 _COLS = (t.c.scope_token_id, t.c.scope_node_id, t.c.name, t.c.value)
+_END = (
+    delete(t)
+    .where(t.c.scope_token_id == bindparam("token_id"), t.c.scope_node_id == bindparam("node_id"))
+    .returning(t.c.name)
+)
+# The instance row first, in the same statement (see ``instances.locked_first``).
+_INSTANCE = instances.locked_first(bindparam("instance_id"))
+_END_LOCKING = _END.where(exists(select(_INSTANCE.c.id))).add_cte(_INSTANCE)
 
 
 def of_instance(conn: Connection, instance_id: UUID) -> list[LocalRow]:
@@ -79,11 +88,9 @@ def write(
     )
 
 
-def end(conn: Connection, token_id: UUID, node_id: str) -> list[str]:
-    """Delete the scope's variables; returns their names."""
-    stmt = (
-        delete(t)
-        .where(t.c.scope_token_id == token_id, t.c.scope_node_id == node_id)
-        .returning(t.c.name)
-    )
-    return sorted(name for (name,) in conn.execute(stmt))
+def end(conn: Connection, instance_id: UUID, token_id: UUID, node_id: str) -> list[str]:
+    """Delete the scope's variables; returns their names. On PostgreSQL the statement locks
+    the instance's row first."""
+    stmt = _END_LOCKING if conn.dialect.name == "postgresql" else _END
+    params = {"instance_id": instance_id, "token_id": token_id, "node_id": node_id}
+    return sorted(name for (name,) in conn.execute(stmt, params))

@@ -20,6 +20,7 @@ from sqlalchemy import (
 )
 
 from bpm.states import TokenState, WaitKind
+from bpm.store import instances
 from bpm.store.rows import TokenRow, from_row
 from bpm.store.schema import token_links
 from bpm.store.schema import tokens as t
@@ -46,8 +47,9 @@ _COLS = (
 #: Column order of ``TokenRow`` (for queries that read a token next to other rows).
 COLUMNS = _COLS
 _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
+_INSTANCE = instances.locked_first(bindparam("instance_id"))
 # FOR NO KEY UPDATE: creating child tokens that reference the parent (FOR KEY SHARE) goes on.
-_BY_ID_FOR_UPDATE = _BY_ID.with_for_update(key_share=True)
+_LOCK_AFTER_INSTANCE = _BY_ID.where(exists(select(_INSTANCE.c.id))).with_for_update(key_share=True)
 _LIVE_CHILDREN = (
     select(*_COLS)
     .where(t.c.parent_token_id == bindparam("id"), t.c.state.in_(LIVE))
@@ -69,8 +71,16 @@ _MOVE = (
 )
 
 
-def get(conn: Connection, token_id: UUID, *, for_update: bool = False) -> TokenRow | None:
-    row = conn.execute(_BY_ID_FOR_UPDATE if for_update else _BY_ID, {"id": token_id}).first()
+def get(conn: Connection, token_id: UUID) -> TokenRow | None:
+    row = conn.execute(_BY_ID, {"id": token_id}).first()
+    return from_row(TokenRow, row) if row else None
+
+
+def lock(conn: Connection, token_id: UUID, instance_id: UUID) -> TokenRow | None:
+    """The token row, locked for this transaction; on PostgreSQL its instance's row is
+    locked first, by the same statement (SQLite's writers take turns at the database)."""
+    stmt = _LOCK_AFTER_INSTANCE if conn.dialect.name == "postgresql" else _BY_ID
+    row = conn.execute(stmt, {"id": token_id, "instance_id": instance_id}).first()
     return from_row(TokenRow, row) if row else None
 
 

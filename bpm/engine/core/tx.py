@@ -10,11 +10,11 @@ from uuid import UUID
 
 from bpm.definitions.model import ProcessGraph
 from bpm.dispatch import ADVANCE_TOKEN, RUN_HANDLER, Job
-from bpm.states import EngineEvent
-from bpm.store import Connection, tasks, variables
+from bpm.states import LIVE_TOKEN, EngineEvent
+from bpm.store import Connection, instances, tasks, timers, tokens, variables
 from bpm.store.batch import BatchMiss, WriteBatch
 from bpm.store.history import HistoryBuffer
-from bpm.store.rows import TaskRow, TokenRow
+from bpm.store.rows import InstanceRow, TaskRow, TimerRow, TokenRow
 
 
 class Stale(Exception):
@@ -77,6 +77,8 @@ class Tx:
     #: Scopes (token id, node id) this transaction gave local variables: they end when the
     #: token leaves, even at a node without input mappings.
     local_scopes: set[tuple[UUID, str]] = field(default_factory=set)
+    #: Instances whose row this transaction has locked (see ``lock_instance``).
+    instance_locks: set[UUID] = field(default_factory=set)
 
     @property
     def history(self) -> HistoryBuffer:
@@ -93,6 +95,82 @@ class Tx:
         """The newest row of ``tok`` as this transaction has moved it so far."""
         held = self.batch.token_moves.get(tok.id)
         return held[1] if held is not None else tok
+
+    # Token reads. The moves this transaction staged are written only when it flushes (after
+    # the instance row, if it locks that: see ``lock_instance``), so every read of tokens
+    # goes through these, which lay the staged rows over what the database has: a read sees
+    # this transaction's own moves without writing them first.
+
+    def token(self, token_id: UUID) -> TokenRow | None:
+        """A token as this transaction leaves it so far."""
+        row = tokens.get(self.conn, token_id)
+        return self.current(row) if row is not None else None
+
+    def tokens_of(self, instance_id: UUID) -> list[TokenRow]:
+        """Every token of the instance (oldest first) as this transaction leaves it so far."""
+        return [self.current(row) for row in tokens.of_instance(self.conn, instance_id)]
+
+    def live_children(self, parent_id: UUID) -> list[TokenRow]:
+        """The live children of a token (oldest first) as this transaction leaves them so
+        far: a child it ended is left out, one it moved is as moved."""
+        found = {row.id: self.current(row) for row in tokens.live_children(self.conn, parent_id)}
+        for _, row in self.batch.token_moves.values():
+            if row.parent_token_id == parent_id:
+                found.setdefault(row.id, row)
+        rows = sorted(found.values(), key=lambda row: (row.created_at, row.id))
+        return [row for row in rows if row.state in LIVE_TOKEN]
+
+    # Row locks. The engine's lock order is instance first: a transaction that locks an
+    # instance's row (to change its state, to resolve an incident, to decide for a scope, to
+    # change a row it did not create) locks it before any other row of the instance. Token
+    # moves and task changes wait in the write batch until the flush, which comes last; the
+    # rows written as the transaction goes (timers, incidents, records, local variables)
+    # and the rows locked to decide (a scope's token, a timer to fire) are written or locked
+    # through these, or after ``lock_instance``. Two transactions that both lock an instance
+    # therefore queue at its row, and neither holds a row the other waits for.
+
+    def lock_instance(self, instance_id: UUID) -> None:
+        """Lock the instance's row for the rest of the transaction, once (later calls cost
+        nothing). On SQLite writers take turns at the database: no statement is needed."""
+        if instance_id not in self.instance_locks:
+            if self.conn.dialect.name == "postgresql":
+                instances.get(self.conn, instance_id, for_update=True)
+            self.note_locked(instance_id)
+
+    def locked_instance(self, instance_id: UUID) -> InstanceRow | None:
+        """The instance's row, locked for the rest of the transaction: one statement."""
+        locking = instance_id not in self.instance_locks
+        row = instances.get(self.conn, instance_id, for_update=locking)
+        self.note_locked(instance_id)
+        return row
+
+    def lock_token(self, tok: TokenRow) -> TokenRow | None:
+        """The token's row, locked to decide about it (a scope's children, a saga's next
+        step), its instance's row first, in the same statement; as this transaction leaves
+        it so far."""
+        row = tokens.lock(self.conn, tok.id, tok.instance_id)
+        self.note_locked(tok.instance_id)
+        return self.current(row) if row is not None else None
+
+    def lock_timer(self, timer_id: UUID) -> TimerRow | None:
+        """The timer's row, locked to fire it, its instance's row first, in the same
+        statement; None when another transaction holds the timer (it is firing it)."""
+        row = timers.lock(self.conn, timer_id)
+        if row is not None:
+            self.note_locked(row.instance_id)
+        return row
+
+    def scheduled_timers(self, tok: TokenRow) -> list[TimerRow]:
+        """The token's SCHEDULED timers, for the caller to cancel: the statement locks the
+        instance's row first."""
+        found = timers.scheduled_of_token(self.conn, tok.id, lock_instance=tok.instance_id)
+        self.note_locked(tok.instance_id)
+        return found
+
+    def note_locked(self, instance_id: UUID) -> None:
+        """Note that a statement of this transaction locked the instance's row."""
+        self.instance_locks.add(instance_id)
+        self.batch.locked_instances.add(instance_id)
 
     def finish_task(self, task: TaskRow, *, miss: str, message: str, **change: Any) -> None:
         """A version-checked task change; at flush a miss raises ``Stale`` or ``Conflict``."""
@@ -137,13 +215,6 @@ class Tx:
             self.batch.flush(self.conn)
         except BatchMiss as exc:
             raise (Stale if exc.kind == "stale" else Conflict)(exc.message) from exc
-
-    def flush_tokens(self) -> None:
-        """Write staged token rows now; call before reading tokens this transaction moved."""
-        try:
-            self.batch.flush_tokens(self.conn)
-        except BatchMiss as exc:
-            raise Conflict(exc.message) from exc
 
     def advance_later(self, token_id: UUID, version: int) -> None:
         self.jobs.append(

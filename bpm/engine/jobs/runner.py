@@ -18,7 +18,6 @@ from bpm.engine.core.tx import Conflict, Next, NextToken, RunTask, Stale
 from bpm.engine.semantics import handler_runs, scopes, steps
 from bpm.errors import NotFound
 from bpm.handlers import HandlerContext
-from bpm.store import tokens
 from bpm.store.outages import until_available
 from bpm.store.rows import TaskRow, TokenRow
 
@@ -83,7 +82,7 @@ class JobRunner:
 
     def _advance_once(self, nxt: NextToken, inline: bool) -> Next:
         with self.core.transaction(inline=inline) as tx:
-            tok = tokens.get(tx.conn, nxt.token_id)
+            tok = tx.token(nxt.token_id)
             if tok is None:
                 raise NotFound(f"token {nxt.token_id} does not exist")
             if tok.version != nxt.version:

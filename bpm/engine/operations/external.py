@@ -19,12 +19,11 @@ from uuid import UUID
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Tx
 from bpm.engine.operations.external_reports import unlock
-from bpm.engine.semantics import scopes
+from bpm.engine.semantics import scopes, task_moves
 from bpm.errors import (
     TaskLockError,
 )
-from bpm.states import TaskEvent, TaskState
-from bpm.store import tasks, tokens, variables
+from bpm.store import tasks, variables
 from bpm.store.notify import Listener, listen
 from bpm.store.rows import TaskRow
 from bpm.store.schema import HISTORY_BLOCK
@@ -180,23 +179,12 @@ def _lockedtasks(
     for f in found:
         task = f.task
         if not recorded:
-            tx.history.task(
-                instance_id=task.instance_id,
-                task_id=task.id,
-                token_id=task.token_id,
-                at=tx.now,
-                type=TaskEvent.LOCKED,
-                node_id=task.node_id,
-                from_state=TaskState.READY,
-                to_state=TaskState.LOCKED,
-                actor=task.lock_owner,
-                data={"attempt": task.attempts},
-            )
+            task_moves.record_lock(tx, task)
         asked = requests[str(task.topic)].variables
         mine = values[task.instance_id]
         g = core.graph_of(tx, task.instance_id)
         if g.has_mappings:  # what the task's token sees: its scopes' local variables too
-            tok = f.token or tokens.get(tx.conn, task.token_id)
+            tok = f.token or tx.token(task.token_id)
             mine = scopes.overlay(tx, g, tok, dict(mine)) if tok is not None else mine
         if asked is not None:
             mine = {n: v for n, v in mine.items() if n in asked}

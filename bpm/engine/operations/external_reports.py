@@ -14,7 +14,7 @@ from uuid import UUID
 
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Conflict, Stale, Tx
-from bpm.engine.semantics import handler_runs, scopes, steps
+from bpm.engine.semantics import handler_runs, scopes, steps, task_moves
 from bpm.engine.semantics.failures import fail_token
 from bpm.errors import (
     BadVariables,
@@ -25,7 +25,7 @@ from bpm.errors import (
     WrongWorker,
 )
 from bpm.states import TaskEvent, TaskKind, TaskState, TokenState
-from bpm.store import tasks, tokens
+from bpm.store import tasks
 from bpm.store.db import first_statement_commits
 from bpm.store.rows import TaskRow, TokenRow
 from bpm.variables import check_variables
@@ -165,32 +165,23 @@ def fail(
         task = _held(tx, task_id, worker_id, attempt)
         state = TaskState.READY if retries > 0 else TaskState.FAILED
         retry_at = tx.now + retry_timeout if retries > 0 else None
-        tx.finish_task(
+        task_moves.change(
+            tx,
             task,
             state=state,
-            retries=retries,
-            retry_at=retry_at,
-            error_message=error_message,
-            error_details=error_details,
-            miss="conflict",
-            message=f"task {task_id} changed",
-        )
-        tx.history.task(
-            instance_id=task.instance_id,
-            task_id=task.id,
-            token_id=task.token_id,
-            at=tx.now,
-            type=TaskEvent.FAILED,
-            node_id=task.node_id,
-            from_state=TaskState.LOCKED,
-            to_state=state,
-            actor=worker_id,
+            event=TaskEvent.FAILED,
             data={
                 "attempt": task.attempts,
                 "error": error_message,
                 "retries": retries,
                 "retry_at": retry_at.isoformat() if retry_at else None,
             },
+            retries=retries,
+            retry_at=retry_at,
+            error_message=error_message,
+            error_details=error_details,
+            miss="conflict",
+            message=f"task {task_id} changed",
         )
         if retries > 0:
             tx.notify_topics.add(str(task.topic))
@@ -233,25 +224,16 @@ def bpmn_error(
         caught = handler_runs.catch_bpmn_error(tx, g, task, code, text)
         if caught is not None:
             return steps.carry_through(tx, g, caught)
-        tx.finish_task(
+        task_moves.change(
+            tx,
             task,
             state=TaskState.FAILED,
+            event=TaskEvent.BPMN_ERROR,
+            data={"code": code, "message": message},
             retries=0,
             error_message=text,
             miss="conflict",
             message=f"task {task_id} changed",
-        )
-        tx.history.task(
-            instance_id=task.instance_id,
-            task_id=task.id,
-            token_id=task.token_id,
-            at=tx.now,
-            type=TaskEvent.BPMN_ERROR,
-            node_id=task.node_id,
-            from_state=TaskState.LOCKED,
-            to_state=TaskState.FAILED,
-            actor=worker_id,
-            data={"code": code, "message": message},
         )
         _fail_token_of(
             tx,
@@ -273,25 +255,16 @@ def extend_lock(core: EngineCore, task_id: UUID, worker_id: str, new_duration: t
     def body(tx: Tx) -> Any:
         task = _held(tx, task_id, worker_id)
         expire = tx.now + new_duration
-        tx.finish_task(
+        task_moves.change(
+            tx,
             task,
             state=TaskState.LOCKED,
+            event=TaskEvent.LOCK_EXTENDED,
+            data={"lock_expire_at": expire.isoformat()},
             keep_lock=True,
             lock_expire_at=expire,
             miss="conflict",
             message=f"task {task_id} changed",
-        )
-        tx.history.task(
-            instance_id=task.instance_id,
-            task_id=task.id,
-            token_id=task.token_id,
-            at=tx.now,
-            type=TaskEvent.LOCK_EXTENDED,
-            node_id=task.node_id,
-            from_state=TaskState.LOCKED,
-            to_state=TaskState.LOCKED,
-            actor=worker_id,
-            data={"lock_expire_at": expire.isoformat()},
         )
         return None
 
@@ -311,25 +284,16 @@ def unlock(core: EngineCore, task_id: UUID, worker_id: str | None = None) -> Non
             raise TaskNotLocked(f"task {task_id} is {task.state}, not locked")
         if worker_id is not None and task.lock_owner != worker_id:
             raise WrongWorker(f"task {task_id} is locked by {task.lock_owner!r}, not {worker_id!r}")
-        tx.finish_task(
+        task_moves.change(
+            tx,
             task,
             state=TaskState.READY,
+            event=TaskEvent.UNLOCKED,
+            data={"owner": task.lock_owner},
             retries=task.retries + 1,
             attempts=task.attempts - 1,
             miss="conflict",
             message=f"task {task_id} changed",
-        )
-        tx.history.task(
-            instance_id=task.instance_id,
-            task_id=task.id,
-            token_id=task.token_id,
-            at=tx.now,
-            type=TaskEvent.UNLOCKED,
-            node_id=task.node_id,
-            from_state=TaskState.LOCKED,
-            to_state=TaskState.READY,
-            actor=tx.actor,
-            data={"owner": task.lock_owner},
         )
         tx.notify_topics.add(str(task.topic))
         return None
@@ -340,7 +304,7 @@ def unlock(core: EngineCore, task_id: UUID, worker_id: str | None = None) -> Non
 def _fail_token_of(
     tx: Tx, task: TaskRow, *, kind: str, message: str, details: str | None = None
 ) -> None:
-    tok = tokens.get(tx.conn, task.token_id)
+    tok = tx.token(task.token_id)
     if tok is None or tok.state != TokenState.WAITING:
         raise Stale(f"token of task {task.id} is no longer waiting")
     fail_token(tx, tok, kind=kind, message=message, details=details, task_id=task.id)

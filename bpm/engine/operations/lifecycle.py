@@ -15,6 +15,7 @@ from bpm.definitions.bpmn import compile_bpmn
 from bpm.definitions.parse import compile_definition
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Conflict, Tx
+from bpm.engine.semantics import task_moves
 from bpm.engine.semantics.cancelling import cancel_token, resolve_incidents
 from bpm.engine.semantics.instance_state import resume_if_clear, set_instance_state
 from bpm.engine.semantics.moves import create, move, new_token
@@ -30,7 +31,7 @@ from bpm.states import (
     TokenState,
     WaitKind,
 )
-from bpm.store import definitions, incidents, instances, tasks, tokens
+from bpm.store import definitions, incidents, instances, tasks
 from bpm.store.definitions import VersionTaken
 from bpm.store.rows import DefinitionRow, InstanceRow, TokenRow
 from bpm.variables import check_variables
@@ -256,13 +257,14 @@ def _insert_instance(tx: Tx, inst: InstanceRow) -> bool:
 def cancel(core: EngineCore, instance_id: UUID, reason: str = "cancelled by an operator") -> None:
     """Cancel every live token, task and incident, and the instance (one transaction).
 
-    Rows are locked in the order a worker locks them (tasks, then the instance, then tokens at
-    flush), so a cancel racing the workers cannot deadlock with them.
+    The instance's row is locked first, as every transaction that locks it does (the
+    engine's lock order, ``Tx.lock_instance``), so a cancel racing a worker queues at that
+    row rather than holding rows the other waits for: it cannot deadlock with it.
     """
 
     def run() -> None:
         with core.transaction(OPERATOR) as tx:
-            inst = instances.get(tx.conn, instance_id)
+            inst = tx.locked_instance(instance_id)
             if inst is None:
                 raise NotFound(f"instance {instance_id} does not exist")
             if inst.state not in (InstanceState.RUNNING, InstanceState.FAILED):
@@ -270,7 +272,7 @@ def cancel(core: EngineCore, instance_id: UUID, reason: str = "cancelled by an o
                     f"instance {instance_id} is {inst.state}; only RUNNING "
                     f"or FAILED instances can be cancelled"
                 )
-            for tok in tokens.of_instance(tx.conn, instance_id):
+            for tok in tx.tokens_of(instance_id):
                 if tok.state in (TokenState.ACTIVE, TokenState.WAITING, TokenState.FAILED):
                     cancel_token(tx, tok, reason)
             if not set_instance_state(tx, instance_id, InstanceState.CANCELLED):
@@ -286,10 +288,10 @@ def retry(core: EngineCore, token_or_task: UUID, retries: int | None = None) -> 
 
     def run() -> UUID:
         with core.transaction(OPERATOR) as tx:
-            tok = tokens.get(tx.conn, token_or_task)
+            tok = tx.token(token_or_task)
             if tok is None:
                 task = tasks.get(tx.conn, token_or_task)
-                tok = tokens.get(tx.conn, task.token_id) if task else None
+                tok = tx.token(task.token_id) if task else None
             if tok is None:
                 raise NotFound(f"no token or task has id {token_or_task}")
             if tok.state != TokenState.FAILED:
@@ -304,6 +306,9 @@ def retry(core: EngineCore, token_or_task: UUID, retries: int | None = None) -> 
 
 
 def _retry_txn(core: EngineCore, tx: Tx, tok: TokenRow, retries: int | None) -> None:
+    """The retry resolves the token's incident and may resume the instance: the instance's
+    row is locked before anything changes (instance first)."""
+    tx.lock_instance(tok.instance_id)
     def_id, _, _ = core.info_for(tx, tok.instance_id)
     node = core.graph(def_id, tx.conn).node(tok.node_id)
     task = tasks.open_of_token(tx.conn, tok.id)
@@ -314,24 +319,15 @@ def _retry_txn(core: EngineCore, tx: Tx, tok: TokenRow, retries: int | None) -> 
             else node.retry
         )
         attempts = retries or policy.max_attempts
-        tx.finish_task(
+        task_moves.change(
+            tx,
             task,
             state=TaskState.READY,
+            event=TaskEvent.RETRIED,
+            data={"retries": attempts},
             retries=attempts,
             miss="conflict",
             message=f"task {task.id} changed during retry",
-        )
-        tx.history.task(
-            instance_id=task.instance_id,
-            task_id=task.id,
-            token_id=tok.id,
-            at=tx.now,
-            type=TaskEvent.RETRIED,
-            node_id=task.node_id,
-            from_state=TaskState.FAILED,
-            to_state=TaskState.READY,
-            actor=tx.actor,
-            data={"retries": attempts},
         )
         move(tx, tok, state=TokenState.WAITING, event=TokenEvent.RETRIED, wait_kind=WaitKind.TASK)
         if task.kind == TaskKind.HANDLER:
@@ -371,8 +367,9 @@ def resolve(core: EngineCore, incident_or_token: UUID, note: str | None = None) 
                     f"no open incident has id {incident_or_token}, and no token with "
                     f"that id has one"
                 )
-            tok = tokens.get(tx.conn, token_id)
+            tok = tx.token(token_id)
             assert tok is not None
+            tx.lock_instance(tok.instance_id)  # instance first
             resolve_incidents(tx, tok.id, note or "resolved by an operator")
             tx.history.engine(
                 instance_id=tok.instance_id,

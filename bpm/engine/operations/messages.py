@@ -17,7 +17,7 @@ from bpm.engine.semantics import scopes
 from bpm.engine.semantics.nodes import leave
 from bpm.errors import AmbiguousCorrelation, InvalidOperation, NoMatchingWait
 from bpm.states import EngineEvent, InstanceState, TokenState, WaitKind
-from bpm.store import instances, tokens
+from bpm.store import instances
 from bpm.store.rows import TokenRow
 from bpm.variables import check_variables
 
@@ -92,7 +92,7 @@ def _waiting(
         ):  # FAILED: another branch has an incident
             continue
         g = core.graph(inst.process_def_id, tx.conn)
-        for tok in tokens.of_instance(tx.conn, inst.id):
+        for tok in tx.tokens_of(inst.id):
             if (
                 tok.state == TokenState.WAITING
                 and tok.wait_kind == WaitKind.MESSAGE

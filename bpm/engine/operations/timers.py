@@ -1,10 +1,12 @@
 """Firing timers: once, on time, across crashes and double beats.
 
 The timer scan claims due timers in bounded batches and fires each in its own transaction,
-which locks the timer row with ``SKIP LOCKED`` (another scanner has it: skip) and moves it
-SCHEDULED -> FIRED under its version together with the token it wakes, so two scanners never
-fire one timer twice. A boundary timer racing the task's completion has one winner: whichever
-commits first changes the token and the timer; the other finds them changed and backs off.
+which locks the timer row (its instance's row first, as every lock of the engine: a second
+scanner waits there, then finds the timer fired; ``SKIP LOCKED`` for the timer itself) and
+moves it SCHEDULED -> FIRED under its version together with the token it wakes, so two
+scanners never fire one timer twice. A boundary timer racing the task's completion has one
+winner: whichever commits first changes the token and the timer; the other finds them changed
+and backs off.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from datetime import datetime, timedelta
 from uuid import UUID
 
 from bpm.engine.core.engine_core import EngineCore
-from bpm.engine.core.tx import Conflict, Stale
-from bpm.engine.semantics import steps, timer_events
-from bpm.states import EngineEvent, TimerState
-from bpm.store import timers, tokens
+from bpm.engine.core.tx import Stale
+from bpm.engine.semantics import steps, timer_events, writes
+from bpm.states import TimerState
+from bpm.store import timers
 
 log = logging.getLogger("bpm.timers")
 
@@ -57,46 +59,21 @@ def scan_timers(core: EngineCore, now: datetime, batch: int = 500) -> list[Fired
 def fire(core: EngineCore, timer_id: UUID, now: datetime) -> Fired | None:
     """Fire one timer in its own transaction; its follow-up work is dispatched after commit."""
     with core.transaction("timer") as tx:
-        timer = timers.get(tx.conn, timer_id, lock=True)
+        timer = tx.lock_timer(timer_id)
         if timer is None or timer.state != TimerState.SCHEDULED or timer.fire_at > now:
             raise Stale(
                 f"timer {timer_id} is not due and scheduled (taken by another scanner, "
                 f"fired, or cancelled)"
             )
-        tok = tokens.get(tx.conn, timer.token_id)
+        tok = tx.token(timer.token_id)
         g = core.graph(core.info_for(tx, timer.instance_id)[0], tx.conn)
         node = g.node(timer.node_id)
         if not timer_events.still_waiting(node, tok):
             # Every path off a node disarms its timers; this one is left over: retire it.
-            if not timers.finish(tx.conn, timer, TimerState.CANCELLED):
-                raise Conflict(f"timer {timer_id} changed while it was retired")
-            tx.history.engine(
-                instance_id=timer.instance_id,
-                at=tx.now,
-                type=EngineEvent.TIMER_CANCELLED,
-                node_id=node.id,
-                token_id=timer.token_id,
-                actor=tx.actor,
-                data={"timer_id": str(timer.id), "reason": "its token is no longer waiting there"},
-            )
+            writes.cancel_timer(tx, timer, "its token is no longer waiting there")
             return None
         assert tok is not None
-        if not timers.finish(tx.conn, timer, TimerState.FIRED):
-            raise Conflict(f"timer {timer_id} changed while it fired")
-        lateness = tx.now - timer.fire_at
-        tx.history.engine(
-            instance_id=timer.instance_id,
-            at=tx.now,
-            type=EngineEvent.TIMER_FIRED,
-            node_id=node.id,
-            token_id=timer.token_id,
-            actor=tx.actor,
-            data={
-                "timer_id": str(timer.id),
-                "due": timer.fire_at.isoformat(),
-                "lateness_ms": round(lateness.total_seconds() * 1000),
-            },
-        )
+        lateness = writes.fire_timer(tx, timer)
         result = timer_events.wake(tx, g, node, tok)
         nxt = steps.carry_through(tx, g, result)
     core.send_next(nxt)

@@ -11,12 +11,12 @@ from typing import Any
 from uuid import UUID
 
 from bpm.engine.core.engine_core import EngineCore
-from bpm.engine.core.tx import Conflict, Next, Stale, Tx
-from bpm.engine.semantics import scopes, steps
+from bpm.engine.core.tx import Next, Stale, Tx
+from bpm.engine.semantics import scopes, steps, task_moves
 from bpm.engine.semantics.nodes import leave
 from bpm.errors import InvalidOperation, TaskClaimed, TaskNotFound
 from bpm.states import TaskEvent, TaskKind, TaskState, TokenState
-from bpm.store import tasks, tokens
+from bpm.store import tasks
 from bpm.store.rows import TaskRow
 from bpm.variables import check_variables
 
@@ -74,7 +74,7 @@ def claim(core: EngineCore, task_id: UUID, user: str) -> None:
                     f"user task {task_id} is claimed by {task.assignee!r}; it "
                     f"must be unclaimed before {user!r} can claim it"
                 )
-            _assign(tx, task, user, TaskEvent.CLAIMED)
+            task_moves.assign(tx, task, user, TaskEvent.CLAIMED)
 
     core.retrying(body)
 
@@ -84,26 +84,9 @@ def unclaim(core: EngineCore, task_id: UUID) -> None:
         with core.transaction("operator") as tx:
             task = _open(tx, task_id)
             if task.assignee is not None:
-                _assign(tx, task, None, TaskEvent.UNCLAIMED)
+                task_moves.assign(tx, task, None, TaskEvent.UNCLAIMED)
 
     core.retrying(body)
-
-
-def _assign(tx: Tx, task: TaskRow, user: str | None, event: TaskEvent) -> None:
-    if not tasks.set_assignee(tx.conn, task, user, tx.now):
-        raise Conflict(f"user task {task.id} changed meanwhile")
-    tx.history.task(
-        instance_id=task.instance_id,
-        task_id=task.id,
-        token_id=task.token_id,
-        at=tx.now,
-        type=event,
-        node_id=task.node_id,
-        from_state=TaskState.READY,
-        to_state=TaskState.READY,
-        actor=tx.actor,
-        data={"assignee": user, "was": task.assignee},
-    )
 
 
 def complete(
@@ -125,25 +108,16 @@ def complete(
                 raise TaskClaimed(
                     f"user task {task_id} is claimed by {task.assignee!r}, not {user!r}"
                 )
-            tx.finish_task(
+            task_moves.change(
+                tx,
                 task,
                 state=TaskState.DONE,
+                event=TaskEvent.COMPLETED,
+                data={"variables": checked} if checked else None,
                 miss="conflict",
                 message=f"user task {task_id} changed meanwhile",
             )
-            tx.history.task(
-                instance_id=task.instance_id,
-                task_id=task.id,
-                token_id=task.token_id,
-                at=tx.now,
-                type=TaskEvent.COMPLETED,
-                node_id=task.node_id,
-                from_state=TaskState.READY,
-                to_state=TaskState.DONE,
-                actor=tx.actor,
-                data={"variables": checked} if checked else None,
-            )
-            tok = tokens.get(tx.conn, task.token_id)
+            tok = tx.token(task.token_id)
             if tok is None or tok.state != TokenState.WAITING or tok.node_id != task.node_id:
                 raise Stale(f"the token of user task {task_id} is no longer waiting there")
             g = core.graph_of(tx, task.instance_id)

@@ -8,9 +8,9 @@ from uuid import uuid4
 
 from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.engine.core.tx import Next, NextToken, RunTask, Tx
-from bpm.engine.semantics import scopes, waits
+from bpm.engine.semantics import scopes, task_moves, waits
 from bpm.engine.semantics.moves import create, move, new_token
-from bpm.states import LinkType, TaskEvent, TaskKind, TaskState, TokenEvent, TokenState, WaitKind
+from bpm.states import LinkType, TaskKind, TaskState, TokenEvent, TokenState, WaitKind
 from bpm.store.rows import TaskRow, TokenRow
 
 
@@ -71,19 +71,7 @@ def _create_external_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
         tx.now,
         tx.now,
     )
-    tx.insert_task(task)
-    tx.history.task(
-        instance_id=tok.instance_id,
-        task_id=task.id,
-        token_id=tok.id,
-        at=tx.now,
-        type=TaskEvent.CREATED,
-        node_id=node.id,
-        from_state=None,
-        to_state=TaskState.READY,
-        actor=tx.actor,
-        data={"topic": node.topic, "max_attempts": node.retry.max_attempts},
-    )
+    task_moves.create(tx, task, {"topic": node.topic, "max_attempts": node.retry.max_attempts})
     tx.notify_topics.add(str(node.topic))
     return None
 
@@ -113,44 +101,12 @@ def _create_handler_task(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> 
         tx.now,
         tx.now,
     )
-    tx.history.task(
-        instance_id=tok.instance_id,
-        task_id=task.id,
-        token_id=tok.id,
-        at=tx.now,
-        type=TaskEvent.CREATED,
-        node_id=node.id,
-        from_state=None,
-        to_state=TaskState.READY,
-        actor=tx.actor,
-        data={"handler": node.handler, "max_attempts": node.retry.max_attempts},
-    )
+    data = {"handler": node.handler, "max_attempts": node.retry.max_attempts}
     if not tx.runs_inline(node.handler or ""):
-        tx.insert_task(task)
+        task_moves.create(tx, task, data)
         return RunTask(task.id)
     # This process runs the handler right after commit: lock it in this same transaction.
-    locked = replace(
-        task,
-        state=TaskState.LOCKED,
-        lock_owner=tx.actor,
-        attempts=1,
-        retries=task.retries - 1,
-        lock_expire_at=tx.now + node.timeout,
-        version=1,
-    )
-    tx.insert_task(locked)
-    tx.history.task(
-        instance_id=tok.instance_id,
-        task_id=task.id,
-        token_id=tok.id,
-        at=tx.now,
-        type=TaskEvent.LOCKED,
-        node_id=node.id,
-        from_state=TaskState.READY,
-        to_state=TaskState.LOCKED,
-        actor=tx.actor,
-        data={"attempt": 1},
-    )
+    locked = task_moves.create_locked(tx, task, data, node.timeout)
     values = scopes.view(tx, g, tok) if g.has_mappings else tx.variables_at_commit(tok.instance_id)
     return RunTask(task.id, locked, values, waiting)
 

@@ -4,21 +4,19 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from bpm.engine.core.tx import Conflict, Tx
-from bpm.engine.semantics import records
+from bpm.engine.core.tx import Tx
+from bpm.engine.semantics import records, task_moves, writes
 from bpm.engine.semantics.instance_state import resume_if_clear
 from bpm.engine.semantics.moves import move
 from bpm.engine.semantics.tree import Tree
 from bpm.states import (
     LIVE_TOKEN,
-    EngineEvent,
     TaskEvent,
     TaskState,
-    TimerState,
     TokenEvent,
     TokenState,
 )
-from bpm.store import incidents, tasks, timers
+from bpm.store import incidents, tasks
 from bpm.store.rows import TokenRow
 
 
@@ -62,18 +60,8 @@ def cancel_inside(
 def cancel_timers(tx: Tx, tok: TokenRow, reason: str) -> int:
     """Cancel the token's SCHEDULED timers (it left the node they belong to)."""
     count = 0
-    for timer in timers.scheduled_of_token(tx.conn, tok.id):
-        if not timers.finish(tx.conn, timer, TimerState.CANCELLED):
-            raise Conflict(f"timer {timer.id} fired or was cancelled meanwhile")
-        tx.history.engine(
-            instance_id=timer.instance_id,
-            at=tx.now,
-            type=EngineEvent.TIMER_CANCELLED,
-            node_id=timer.node_id,
-            token_id=tok.id,
-            actor=tx.actor,
-            data={"timer_id": str(timer.id), "reason": reason},
-        )
+    for timer in tx.scheduled_timers(tok):
+        writes.cancel_timer(tx, timer, reason)
         count += 1
     return count
 
@@ -82,39 +70,20 @@ def cancel_task(tx: Tx, task_id: UUID, reason: str) -> None:
     task = tasks.get(tx.conn, task_id)
     if task is None or task.state in (TaskState.DONE, TaskState.CANCELLED):
         return
-    tx.finish_task(
+    task_moves.change(
+        tx,
         task,
         state=TaskState.CANCELLED,
+        event=TaskEvent.CANCELLED,
+        data={"reason": reason},
         miss="conflict",
         message=f"task {task.id} changed while it was being cancelled",
-    )
-    tx.history.task(
-        instance_id=task.instance_id,
-        task_id=task.id,
-        token_id=task.token_id,
-        at=tx.now,
-        type=TaskEvent.CANCELLED,
-        node_id=task.node_id,
-        from_state=task.state,
-        to_state=TaskState.CANCELLED,
-        actor=tx.actor,
-        data={"reason": reason},
     )
 
 
 def resolve_incidents(tx: Tx, token_id: UUID, reason: str) -> int:
     count = 0
     for incident in incidents.open_of_token(tx.conn, token_id):
-        if not incidents.resolve(tx.conn, incident, tx.now):
-            raise Conflict(f"incident {incident.id} changed while it was being resolved")
-        tx.history.engine(
-            instance_id=incident.instance_id,
-            at=tx.now,
-            type=EngineEvent.INCIDENT_RESOLVED,
-            node_id=incident.node_id,
-            token_id=token_id,
-            actor=tx.actor,
-            data={"incident_id": str(incident.id), "reason": reason},
-        )
+        writes.resolve_incident(tx, incident, reason)
         count += 1
     return count

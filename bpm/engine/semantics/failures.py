@@ -7,14 +7,13 @@ from uuid import UUID
 
 from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.tx import Conflict, Next, NextToken, Tx
-from bpm.engine.semantics import sagas
+from bpm.engine.semantics import sagas, writes
 from bpm.engine.semantics.bpmn_errors import catch_at_activity
 from bpm.engine.semantics.cancelling import cancel_timers, resolve_incidents
 from bpm.engine.semantics.instance_state import set_instance_state
 from bpm.engine.semantics.moves import move
 from bpm.engine.semantics.tree import Tree
 from bpm.states import EngineEvent, InstanceState, TokenEvent, TokenMode, TokenState
-from bpm.store import incidents, tokens
 from bpm.store.rows import TokenRow
 
 
@@ -57,26 +56,7 @@ def fail_token(
                 tx.advance_later(nxt.token_id, nxt.version)
         if started:
             return failed
-    incident = incidents.open_incident(
-        tx.conn,
-        instance_id=tok.instance_id,
-        token_id=tok.id,
-        task_id=task_id,
-        node_id=tok.node_id,
-        kind=kind,
-        message=message,
-        details=details,
-        now=tx.now,
-    )
-    tx.history.engine(
-        instance_id=tok.instance_id,
-        at=tx.now,
-        type=EngineEvent.INCIDENT_OPENED,
-        node_id=tok.node_id,
-        token_id=tok.id,
-        actor=tx.actor,
-        data={"incident_id": str(incident.id), "kind": kind, "message": message},
-    )
+    writes.open_incident(tx, tok, kind=kind, message=message, details=details, task_id=task_id)
     set_instance_state(
         tx, tok.instance_id, InstanceState.FAILED, only_from=(InstanceState.RUNNING,)
     )
@@ -90,7 +70,7 @@ def end_saga(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
     if anchor.parent_token_id is None:
         set_instance_state(tx, anchor.instance_id, InstanceState.TERMINATED)
         return None
-    return _leave_subprocess(tx, g, tokens.get(tx.conn, anchor.parent_token_id))
+    return _leave_subprocess(tx, g, tx.token(anchor.parent_token_id))
 
 
 def _leave_subprocess(tx: Tx, g: ProcessGraph, host: TokenRow | None) -> Next:

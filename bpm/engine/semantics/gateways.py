@@ -12,7 +12,6 @@ from bpm.engine.semantics.tree import has_live_children
 from bpm.errors import ExpressionEvalError, MissingVariable
 from bpm.expressions import evaluate_condition
 from bpm.states import LinkType, TokenEvent, TokenState, WaitKind
-from bpm.store import tokens
 from bpm.store.rows import TokenRow
 
 
@@ -107,7 +106,7 @@ def park_at_join(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     )
     if tok.parent_token_id is None:
         return None  # a lone token at a join waits forever, as in BPMN
-    parent = tokens.get(tx.conn, tok.parent_token_id)
+    parent = tx.token(tok.parent_token_id)
     if parent is None or parent.state != TokenState.WAITING:
         return None
     return NextToken(parent.id, parent.version)

@@ -17,14 +17,14 @@ from uuid import UUID
 
 from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.tx import Next, Stale, Tx
-from bpm.engine.semantics import scopes
+from bpm.engine.semantics import scopes, task_moves
 from bpm.engine.semantics.bpmn_errors import caught_anywhere, throw_from_task
 from bpm.engine.semantics.failures import fail_token
 from bpm.engine.semantics.nodes import leave
 from bpm.errors import BadVariables, BpmnError
 from bpm.handlers import HandlerContext, HandlerRegistry
 from bpm.states import TaskEvent, TaskKind, TaskState, TokenMode, TokenState
-from bpm.store import tasks, tokens
+from bpm.store import tasks
 from bpm.store.rows import TaskRow, TokenRow
 from bpm.variables import check_variables
 
@@ -47,23 +47,8 @@ class Outcome:
 
 
 def lock_task(tx: Tx, task_id: UUID, lock_for: timedelta) -> TaskRow | None:
-    expire = tx.now + lock_for
-    task = tasks.lock(tx.conn, task_id, tx.actor, expire, tx.now)
-    if task is None:
-        return None
-    tx.history.task(
-        instance_id=task.instance_id,
-        task_id=task.id,
-        token_id=task.token_id,
-        at=tx.now,
-        type=TaskEvent.LOCKED,
-        node_id=task.node_id,
-        from_state=TaskState.READY,
-        to_state=TaskState.LOCKED,
-        actor=tx.actor,
-        data={"attempt": task.attempts},
-    )
-    return task
+    """Lock a READY handler task for this runner (the attempt counts); None if it is not."""
+    return task_moves.lock(tx, task_id, lock_for)
 
 
 def fit_lock(tx: Tx, task: TaskRow, lock_for: timedelta) -> TaskRow:
@@ -133,26 +118,17 @@ def complete_task(
     is known; its version is checked when the move is written, so no read is needed.
     ``local_values`` go to the task's own scope (its output mappings can read them).
     """
-    tx.finish_task(
+    task_moves.change(
+        tx,
         task,
         state=TaskState.DONE,
+        event=TaskEvent.COMPLETED,
+        data={"variables": values} if values else None,
         miss="stale",
         message=f"task {task.id} is no longer locked by {tx.actor} at version "
         f"{task.version}; its result is dropped",
     )
-    tx.history.task(
-        instance_id=task.instance_id,
-        task_id=task.id,
-        token_id=task.token_id,
-        at=tx.now,
-        type=TaskEvent.COMPLETED,
-        node_id=task.node_id,
-        from_state=TaskState.LOCKED,
-        to_state=TaskState.DONE,
-        actor=tx.actor,
-        data={"variables": values} if values else None,
-    )
-    tok = token if token is not None else tokens.get(tx.conn, task.token_id)
+    tok = token if token is not None else tx.token(task.token_id)
     if tok is None or tok.state != TokenState.WAITING or tok.node_id != task.node_id:
         raise Stale(f"token of task {task.id} is no longer waiting at {task.node_id!r}")
     scopes.write(tx, g, tok, values)
@@ -175,15 +151,23 @@ def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
     policy = node.retry
     owner = None
     if node.compensation is not None:  # a compensation's own policy (default: no retry)
-        owner = tokens.get(tx.conn, task.token_id)
+        owner = tx.token(task.token_id)
         if owner is not None and owner.mode == TokenMode.COMPENSATION:
             policy = node.compensation.retry
     retry = outcome.retryable and task.retries > 0
     retry_at = tx.now + policy.delay(task.attempts) if retry else None
     state = TaskState.READY if retry else TaskState.FAILED
-    tx.finish_task(
+    task_moves.change(
+        tx,
         task,
         state=state,
+        event=TaskEvent.FAILED,
+        data={
+            "attempt": task.attempts,
+            "error": outcome.error,
+            "retry_at": retry_at.isoformat() if retry_at else None,
+            "bpmn_error": outcome.bpmn_code,
+        },
         retry_at=retry_at,
         retries=task.retries if retry else 0,
         error_message=outcome.error,
@@ -191,27 +175,10 @@ def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
         miss="stale",
         message=f"task {task.id} is no longer locked by {tx.actor}; failure dropped",
     )
-    tx.history.task(
-        instance_id=task.instance_id,
-        task_id=task.id,
-        token_id=task.token_id,
-        at=tx.now,
-        type=TaskEvent.FAILED,
-        node_id=task.node_id,
-        from_state=TaskState.LOCKED,
-        to_state=state,
-        actor=tx.actor,
-        data={
-            "attempt": task.attempts,
-            "error": outcome.error,
-            "retry_at": retry_at.isoformat() if retry_at else None,
-            "bpmn_error": outcome.bpmn_code,
-        },
-    )
     if retry:
         tx.run_handler_later(task.id, retry_at)
         return None
-    tok = owner or tokens.get(tx.conn, task.token_id)
+    tok = owner or tx.token(task.token_id)
     if tok is None or tok.state != TokenState.WAITING:
         raise Stale(f"token of task {task.id} is no longer waiting")
     attempts = f" after {task.attempts} attempt{'s' if task.attempts != 1 else ''}"
@@ -231,29 +198,20 @@ def catch_bpmn_error(tx: Tx, g: ProcessGraph, task: TaskRow, code: str, message:
     own or an enclosing subprocess's; None when no boundary catches ``code``."""
     if not caught_anywhere(g, task.node_id, code):
         return None
-    tok = tokens.get(tx.conn, task.token_id)
+    tok = tx.token(task.token_id)
     if tok is None or tok.state != TokenState.WAITING:
         raise Stale(f"token of task {task.id} is no longer waiting")
     if tok.mode != TokenMode.FORWARD:
         return None  # undoing an activity: its boundaries belong to the forward run
-    tx.finish_task(
+    task_moves.change(
+        tx,
         task,
         state=TaskState.DONE,
+        event=TaskEvent.BPMN_ERROR,
+        data={"code": code, "message": message},
         error_message=message,
         miss="stale",
         message=f"task {task.id} changed before its BPMN error was recorded",
-    )
-    tx.history.task(
-        instance_id=task.instance_id,
-        task_id=task.id,
-        token_id=task.token_id,
-        at=tx.now,
-        type=TaskEvent.BPMN_ERROR,
-        node_id=task.node_id,
-        from_state=TaskState.LOCKED,
-        to_state=TaskState.DONE,
-        actor=tx.actor,
-        data={"code": code, "message": message},
     )
     return throw_from_task(tx, g, tok, code, message)
 
@@ -261,25 +219,16 @@ def catch_bpmn_error(tx: Tx, g: ProcessGraph, task: TaskRow, code: str, message:
 def expire_lock(tx: Tx, g: ProcessGraph, task: TaskRow) -> Next:
     """A runner took the lock and never reported back: that run used up an attempt."""
     if task.retries > 0:
-        tx.finish_task(
+        task_moves.change(
+            tx,
             task,
             state=TaskState.READY,
+            event=TaskEvent.LOCK_EXPIRED,
+            data={"owner": task.lock_owner, "attempt": task.attempts},
             retry_at=tx.now,
             error_message="the handler's lock expired before it reported back",
             miss="stale",
             message=f"task {task.id} changed before its lock expired",
-        )
-        tx.history.task(
-            instance_id=task.instance_id,
-            task_id=task.id,
-            token_id=task.token_id,
-            at=tx.now,
-            type=TaskEvent.LOCK_EXPIRED,
-            node_id=task.node_id,
-            from_state=TaskState.LOCKED,
-            to_state=TaskState.READY,
-            actor=tx.actor,
-            data={"owner": task.lock_owner, "attempt": task.attempts},
         )
         if task.kind == TaskKind.HANDLER:
             tx.run_handler_later(task.id)

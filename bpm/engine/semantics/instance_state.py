@@ -32,10 +32,14 @@ def set_instance_state(
     """Lock the instance row and change its state if it is in one of ``only_from``.
 
     The row lock serialises branches that fail or finish at the same moment, so the guarded
-    update cannot lose against them. ``expected``: the caller knows the instance is in
-    ``only_from`` unless something changed it meanwhile (its last token just ended); on
-    PostgreSQL the change then goes into the write batch, where a mismatch fails the whole
-    transaction as a conflict, instead of costing a statement of its own.
+    update cannot lose against them. It comes before any other row lock of the transaction,
+    as the engine's lock order wants (``Tx.lock_instance``): token moves and task changes are
+    written at the flush, and any other row was changed after locking this one.
+
+    ``expected``: the caller knows the instance is in ``only_from`` unless something changed
+    it meanwhile (its last token just ended); on PostgreSQL the change then goes into the
+    write batch, where a mismatch fails the whole transaction as a conflict, instead of
+    costing a statement of its own (the batch's statement locks the instance's row first).
     """
     ended = tx.now if state in ENDED_INSTANCE else None
     if expected and tx.conn.dialect.name == "postgresql":
@@ -52,10 +56,11 @@ def set_instance_state(
         return True  # or the whole write is refused
     if tx.conn.dialect.name == "postgresql":  # one round trip: lock and change together
         left = instances.transition(tx.conn, instance_id, state, tx.now, ended, only_from)
+        tx.note_locked(instance_id)
         if left is None:
             return False
     else:
-        inst = instances.get(tx.conn, instance_id, for_update=True)
+        inst = tx.locked_instance(instance_id)
         if inst is None or inst.state not in only_from or inst.state == state:
             return False
         if not instances.set_state(tx.conn, inst, state, tx.now, ended):
@@ -75,8 +80,9 @@ def set_instance_state(
 def resume_if_clear(tx: Tx, instance_id: UUID) -> None:
     """A FAILED instance whose last open incident was just resolved runs again. The instance
     row is locked before counting, so two transactions that each resolve one of the last two
-    cannot both see the other's still open."""
-    inst = instances.get(tx.conn, instance_id, for_update=True)
+    cannot both see the other's still open (resolving one locked it already: instance first,
+    see ``Tx.lock_instance``)."""
+    inst = tx.locked_instance(instance_id)
     if (
         inst is not None
         and inst.state == InstanceState.FAILED

@@ -1,27 +1,27 @@
 """Decisions a WAITING parent token takes about its children.
 
-A decision locks the parent row first (``SELECT ... FOR UPDATE``), so decisions for one scope
-serialise; it then re-reads the children and acts only on what it finds. Two decisions for one
-set of arrivals are therefore harmless: the second finds nothing to consume.
+A decision locks the parent row first (``SELECT ... FOR UPDATE``, its instance's row before
+it: ``Tx.lock_token``), so decisions for one scope serialise; it then re-reads the children
+and acts only on what it finds. Two decisions for one set of arrivals are therefore
+harmless: the second finds nothing to consume.
 """
 
 from __future__ import annotations
 
 from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.engine.core.tx import Next, NextToken, Stale, Tx
-from bpm.engine.semantics.moves import create, move, new_token
+from bpm.engine.semantics.moves import create, link, move, new_token
 from bpm.engine.semantics.nodes import end_token, leave
 from bpm.engine.semantics.tree import body_children
 from bpm.states import EngineEvent, LinkType, TokenEvent, TokenState, WaitKind
-from bpm.store import tokens
 from bpm.store.rows import TokenRow
 
 
 def decide(tx: Tx, g: ProcessGraph, parent: TokenRow) -> Next:
-    locked = tokens.get(tx.conn, parent.id, for_update=True)
+    locked = tx.lock_token(parent)
     if locked is None or locked.version != parent.version or locked.state != TokenState.WAITING:
         raise Stale(f"token {parent.id} moved on before its decision")
-    children = tokens.live_children(tx.conn, locked.id)
+    children = tx.live_children(locked.id)
     for join_id, arrived in _arrivals(children).items():
         node = g.node(join_id)
         picked = _pick(node, arrived)
@@ -91,7 +91,7 @@ def _fire_join(
     )
     if not others:
         # Block-structured case: the scope token itself moves past the join.
-        tokens.link(tx.conn, [(c.id, parent.id, LinkType.JOIN) for c in picked])
+        link(tx, [(c.id, parent.id, LinkType.JOIN) for c in picked])
         if len(flows) == 1:
             moved = move(
                 tx,

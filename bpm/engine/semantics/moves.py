@@ -101,8 +101,10 @@ def new_token(
 
 
 def create(tx: Tx, rows: list[TokenRow], links: Sequence[tuple[UUID, UUID, str]]) -> None:
+    """Insert new tokens and their links (parent, child, kind), each token with its
+    ``CREATED`` row."""
     tokens.insert(tx.conn, rows)
-    tokens.link(tx.conn, links)
+    link(tx, links)
     for row in rows:
         tx.history.token(
             instance_id=row.instance_id,
@@ -121,6 +123,12 @@ def create(tx: Tx, rows: list[TokenRow], links: Sequence[tuple[UUID, UUID, str]]
                 **({"record_id": str(row.record_id)} if row.record_id else {}),
             },
         )
+
+
+def link(tx: Tx, links: Sequence[tuple[UUID, UUID, str]]) -> None:
+    """Links (parent, child, kind) between tokens, for the trace: a link has no history row
+    of its own, the moves it goes with (a fork's children created, branches joined) do."""
+    tokens.link(tx.conn, links)
 
 
 def take(tx: Tx, tok: TokenRow, flow: Flow, event: str = TokenEvent.MOVED) -> NextToken:

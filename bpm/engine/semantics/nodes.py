@@ -16,7 +16,6 @@ from bpm.engine.semantics.instance_state import resume_if_clear, set_instance_st
 from bpm.engine.semantics.moves import move, take
 from bpm.engine.semantics.tree import Tree, has_live_children, waits_for_children
 from bpm.states import EngineEvent, InstanceState, TokenEvent, TokenMode, TokenState, WaitKind
-from bpm.store import tokens
 from bpm.store.rows import TokenRow
 
 
@@ -124,7 +123,7 @@ def end_token(tx: Tx, tok: TokenRow, g: ProcessGraph | None = None) -> Next:
     if tok.parent_token_id is None:
         set_instance_state(tx, tok.instance_id, InstanceState.COMPLETED, expected=True)
         return None
-    parent = tokens.get(tx.conn, tok.parent_token_id)
+    parent = tx.token(tok.parent_token_id)
     if parent is None or not waits_for_children(parent):
         return None
     return NextToken(parent.id, parent.version)

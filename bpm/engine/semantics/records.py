@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.engine.core.tx import Tx
+from bpm.engine.semantics import writes
 from bpm.engine.semantics.tree import Tree
-from bpm.states import EngineEvent, RecordState, TokenMode, TokenState, WaitKind
+from bpm.states import RecordState, TokenMode, TokenState, WaitKind
 from bpm.store import compensation
 from bpm.store.rows import RecordRow, TokenRow
 
@@ -27,24 +28,7 @@ def record_success(tx: Tx, tok: TokenRow, node: Node) -> None:
     owner = tok.id
     if node.type is NodeType.SUBPROCESS:
         owner = Tree.read(tx, tok.instance_id).latest_visit(tok, node.id) or tok.id
-    rec = compensation.record(
-        tx.conn,
-        instance_id=tok.instance_id,
-        token_id=owner,
-        node_id=node.id,
-        scope_id=tok.scope_id,
-        handler=node.compensation.describe(),
-        now=tx.now,
-    )
-    tx.history.engine(
-        instance_id=tok.instance_id,
-        at=tx.now,
-        type=EngineEvent.COMPENSATION_RECORDED,
-        node_id=node.id,
-        token_id=tok.id,
-        actor=tx.actor,
-        data={"record_id": str(rec.id), "seq": rec.seq, "handler": rec.handler},
-    )
+    writes.record_compensation(tx, tok, node, owner)
 
 
 def pending_in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRow]:
@@ -104,13 +88,4 @@ def cut_short(tx: Tx, tok: TokenRow, reason: str) -> None:
         ids = [r.id for r in pending_in_scope(tx, tx.graph_for(tok.instance_id), tok)]
     else:
         return
-    for rec in compensation.cancel(tx.conn, ids):
-        tx.history.engine(
-            instance_id=tok.instance_id,
-            at=tx.now,
-            type=EngineEvent.COMPENSATION_CANCELLED,
-            node_id=rec.node_id,
-            token_id=tok.id,
-            actor=tx.actor,
-            data={"record_id": str(rec.id), "seq": rec.seq, "reason": reason},
-        )
+    writes.cancel_records(tx, tok, ids, reason)

@@ -20,8 +20,8 @@ from uuid import UUID
 
 from bpm.definitions.model import Node, ProcessGraph
 from bpm.dispatch import RUN_COMPENSATION, Job
-from bpm.engine.core.tx import Conflict, Next, NextToken, Stale, Tx
-from bpm.engine.semantics import records
+from bpm.engine.core.tx import Next, NextToken, Stale, Tx
+from bpm.engine.semantics import records, writes
 from bpm.engine.semantics.cancelling import cancel_token
 from bpm.engine.semantics.moves import create, move, new_token
 from bpm.engine.semantics.tree import Tree
@@ -29,13 +29,11 @@ from bpm.states import (
     LIVE_TOKEN,
     EngineEvent,
     LinkType,
-    RecordState,
     TokenEvent,
     TokenMode,
     TokenState,
     WaitKind,
 )
-from bpm.store import compensation, incidents, tokens
 from bpm.store.rows import TokenRow
 
 COMPENSATING = WaitKind.COMPENSATING
@@ -127,13 +125,10 @@ def throw(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Finished | None
 
 def decide(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Finished | None:
     """Nudged when a compensation ended: start the next one, or finish."""
-    locked = tokens.get(tx.conn, anchor.id, for_update=True)
+    locked = tx.lock_token(anchor)
     if locked is None or locked.version != anchor.version or locked.state != TokenState.WAITING:
         raise Stale(f"token {anchor.id} moved on before its compensation decision")
-    if any(
-        c.state in (TokenState.ACTIVE, TokenState.WAITING)
-        for c in tokens.live_children(tx.conn, locked.id)
-    ):
+    if any(c.state in (TokenState.ACTIVE, TokenState.WAITING) for c in tx.live_children(locked.id)):
         return None  # one at a time: the running compensation nudges again when it ends
     return _next(tx, g, locked)
 
@@ -174,20 +169,8 @@ def _next(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Finished | None:
 
 def compensated(tx: Tx, tok: TokenRow) -> Next:
     """The compensation handler succeeded: its record is COMPLETED; the anchor goes on."""
-    if tok.record_id is not None and not compensation.finish(
-        tx.conn, tok.record_id, RecordState.COMPLETED
-    ):
-        raise Conflict(f"compensation record {tok.record_id} was finished meanwhile")
     move(tx, tok, state=TokenState.COMPLETED, event=TokenEvent.COMPENSATED)
-    tx.history.engine(
-        instance_id=tok.instance_id,
-        at=tx.now,
-        type=EngineEvent.COMPENSATION_COMPLETED,
-        node_id=tok.node_id,
-        token_id=tok.id,
-        actor=tx.actor,
-        data={"record_id": str(tok.record_id)},
-    )
+    writes.complete_record(tx, tok)
     return _nudge_anchor(tx, tok)
 
 
@@ -195,36 +178,9 @@ def compensation_failed(
     tx: Tx, tok: TokenRow, failed: TokenRow, message: str, details: str | None, task_id: UUID | None
 ) -> None:
     """A failed compensation is not compensated: incident, record FAILED, the saga goes on."""
-    if tok.record_id is not None:
-        compensation.finish(tx.conn, tok.record_id, RecordState.FAILED)
-    incident = incidents.open_incident(
-        tx.conn,
-        instance_id=tok.instance_id,
-        token_id=tok.id,
-        task_id=task_id,
-        node_id=tok.node_id,
-        kind="compensation",
-        message=message,
-        details=details,
-        now=tx.now,
-    )
-    tx.history.engine(
-        instance_id=tok.instance_id,
-        at=tx.now,
-        type=EngineEvent.COMPENSATION_FAILED,
-        node_id=tok.node_id,
-        token_id=tok.id,
-        actor=tx.actor,
-        data={"record_id": str(tok.record_id), "error": message},
-    )
-    tx.history.engine(
-        instance_id=tok.instance_id,
-        at=tx.now,
-        type=EngineEvent.INCIDENT_OPENED,
-        node_id=tok.node_id,
-        token_id=tok.id,
-        actor=tx.actor,
-        data={"incident_id": str(incident.id), "kind": "compensation", "message": message},
+    writes.fail_record(tx, tok, message)
+    writes.open_incident(
+        tx, tok, kind="compensation", message=message, details=details, task_id=task_id
     )
     nxt = _nudge_anchor(tx, failed)
     if isinstance(nxt, NextToken):
@@ -234,7 +190,7 @@ def compensation_failed(
 def _nudge_anchor(tx: Tx, tok: TokenRow) -> Next:
     if tok.parent_token_id is None:
         return None
-    anchor = tokens.get(tx.conn, tok.parent_token_id)
+    anchor = tx.token(tok.parent_token_id)
     if anchor is None or anchor.state != TokenState.WAITING or anchor.wait_kind != COMPENSATING:
         return None  # e.g. an operator retried it after the saga had finished
     return NextToken(anchor.id, anchor.version)

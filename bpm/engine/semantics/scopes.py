@@ -25,7 +25,7 @@ from bpm.engine.core.tx import Tx
 from bpm.engine.semantics.tree import Tree
 from bpm.errors import ExpressionEvalError
 from bpm.states import EngineEvent
-from bpm.store import local_variables, tokens, variables
+from bpm.store import local_variables, variables
 from bpm.store.rows import TaskRow, TokenRow
 
 #: A scope: the token, and the node it is at.
@@ -55,7 +55,7 @@ def view_of_task(tx: Tx, g: ProcessGraph, task: TaskRow) -> dict[str, Any]:
     scopes)."""
     if not (g.has_mappings or tx.local_scopes):
         return variables.load(tx.conn, task.instance_id)
-    owner = tokens.get(tx.conn, task.token_id)
+    owner = tx.token(task.token_id)
     return view(tx, g, owner) if owner is not None else tx.load_variables(task.instance_id)
 
 
@@ -99,7 +99,7 @@ def write_for_task(tx: Tx, g: ProcessGraph, task: TaskRow, values: Mapping[str, 
     if not (g.has_mappings or tx.local_scopes):
         tx.write_variables(task.instance_id, dict(values))
         return
-    owner = tokens.get(tx.conn, task.token_id)
+    owner = tx.token(task.token_id)
     if owner is not None:
         write(tx, g, owner, values)
 
@@ -113,7 +113,7 @@ def enter(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> str | None:
         values = mappings.evaluate(node.inputs, view(tx, g, tok))
     except ExpressionEvalError as exc:  # MissingVariable included
         return f"input mapping of {node.id!r}: {exc}"
-    _set_local(tx, tok.instance_id, (tok.id, node.id), values)
+    _set_local(tx, tok.instance_id, (tok.id, node.id), values, fresh=True)
     return None
 
 
@@ -136,7 +136,8 @@ def end(tx: Tx, g: ProcessGraph | None, tok: TokenRow) -> None:
     if scope not in tx.local_scopes and not (g is not None and g.node(tok.node_id).inputs):
         return
     tx.local_scopes.discard(scope)
-    names = local_variables.end(tx.conn, tok.id, tok.node_id)
+    names = local_variables.end(tx.conn, tok.instance_id, tok.id, tok.node_id)
+    tx.note_locked(tok.instance_id)  # the statement locks the instance's row first
     if names:
         tx.history.engine(
             instance_id=tok.instance_id,
@@ -149,9 +150,16 @@ def end(tx: Tx, g: ProcessGraph | None, tok: TokenRow) -> None:
         )
 
 
-def _set_local(tx: Tx, instance_id: UUID, scope: Scope, values: dict[str, Any]) -> None:
+def _set_local(
+    tx: Tx, instance_id: UUID, scope: Scope, values: dict[str, Any], *, fresh: bool = False
+) -> None:
+    """Write local variables of ``scope``. Unless the scope is ``fresh`` (just entered: its
+    rows are new, and no other transaction can be waiting for them), rows that exist change:
+    the instance's row is locked first (``Tx.lock_instance``)."""
     if not values:
         return
+    if not fresh:
+        tx.lock_instance(instance_id)
     token_id, node_id = scope
     local_variables.write(tx.conn, instance_id, token_id, node_id, values, tx.now)
     tx.local_scopes.add(scope)

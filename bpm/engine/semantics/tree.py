@@ -16,7 +16,6 @@ from uuid import UUID
 
 from bpm.engine.core.tx import Tx
 from bpm.states import LIVE_TOKEN, TokenState, WaitKind
-from bpm.store import tokens
 from bpm.store.rows import TokenRow
 
 
@@ -33,8 +32,7 @@ class Tree:
     @classmethod
     def read(cls, tx: Tx, instance_id: UUID) -> Tree:
         """Every token of the instance, this transaction's own moves included."""
-        tx.flush_tokens()
-        return cls(tokens.of_instance(tx.conn, instance_id))
+        return cls(tx.tokens_of(instance_id))
 
     def get(self, token_id: UUID | None) -> TokenRow | None:
         return self.by_id.get(token_id) if token_id is not None else None
@@ -133,8 +131,7 @@ def live(rows: Iterable[TokenRow]) -> list[TokenRow]:
 
 def has_live_children(tx: Tx, tok: TokenRow) -> bool:
     """Whether ``tok`` has live children, counting the moves this transaction made."""
-    tx.flush_tokens()
-    return bool(tokens.live_children(tx.conn, tok.id))
+    return bool(tx.live_children(tok.id))
 
 
 def waits_for_children(tok: TokenRow | None) -> bool:

@@ -15,22 +15,18 @@ from uuid import uuid4
 from bpm.definitions.model import Node, ProcessGraph
 from bpm.definitions.timers import TimerValueError
 from bpm.engine.core.tx import Next, Tx
-from bpm.engine.semantics import scopes
+from bpm.engine.semantics import scopes, task_moves, writes
 from bpm.engine.semantics.failures import fail_token
 from bpm.engine.semantics.moves import move
 from bpm.errors import ExpressionEvalError
 from bpm.states import (
-    EngineEvent,
-    TaskEvent,
     TaskKind,
     TaskState,
-    TimerState,
     TokenEvent,
     TokenState,
     WaitKind,
 )
-from bpm.store import timers
-from bpm.store.rows import TaskRow, TimerRow, TokenRow
+from bpm.store.rows import TaskRow, TokenRow
 
 
 def wait_for_timer(tx: Tx, tok: TokenRow, node: Node) -> Next:
@@ -81,18 +77,10 @@ def create_user_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
         assignee=node.assignee,
         candidate_groups=list(node.candidate_groups) or None,
     )
-    tx.insert_task(task)
-    tx.history.task(
-        instance_id=tok.instance_id,
-        task_id=task.id,
-        token_id=tok.id,
-        at=tx.now,
-        type=TaskEvent.CREATED,
-        node_id=node.id,
-        from_state=None,
-        to_state=TaskState.READY,
-        actor=tx.actor,
-        data={
+    task_moves.create(
+        tx,
+        task,
+        {
             "user_task": True,
             "assignee": node.assignee,
             "candidate_groups": list(node.candidate_groups),
@@ -125,21 +113,5 @@ def schedule(tx: Tx, tok: TokenRow, timer_node: Node, at_node: Node) -> bool:
             tx, tok, kind="timer", message=f"timer {timer_node.id!r} at {at_node.id!r}: {exc}"
         )
         return False
-    row = TimerRow(
-        uuid4(), tok.id, tok.instance_id, timer_node.id, fire_at, TimerState.SCHEDULED, 0, tx.now
-    )
-    timers.insert(tx.conn, [row])
-    tx.history.engine(
-        instance_id=tok.instance_id,
-        at=tx.now,
-        type=EngineEvent.TIMER_SCHEDULED,
-        node_id=timer_node.id,
-        token_id=tok.id,
-        actor=tx.actor,
-        data={
-            "timer_id": str(row.id),
-            "fire_at": fire_at.isoformat(),
-            "timer": timer_node.timer.source,
-        },
-    )
+    writes.schedule_timer(tx, tok, timer_node, fire_at)
     return True

@@ -1,0 +1,109 @@
+"""Task state changes, each version-checked and recorded in history in the same transaction.
+
+As ``moves.move`` is for tokens, ``change`` is the one way a task changes state: the change
+goes into the transaction's write batch (checked against the version the task was read at),
+and its history row takes its from-state from that same row, so no caller writes one by hand.
+A new task is ``create``d (or ``create_locked`` for the runner that will run it at once); a
+READY task is ``lock``ed by one statement that counts the attempt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+from uuid import UUID
+
+from bpm.engine.core.tx import Conflict, Tx
+from bpm.states import TaskEvent, TaskKind, TaskState
+from bpm.store import tasks
+from bpm.store.rows import TaskRow
+
+
+def change(
+    tx: Tx,
+    task: TaskRow,
+    *,
+    state: str,
+    event: str,
+    miss: str,
+    message: str,
+    data: dict[str, Any] | None = None,
+    **fields: Any,
+) -> None:
+    """Move ``task`` (as read) to ``state``: written at flush under its version (a miss raises
+    ``Stale`` or ``Conflict``, as ``miss`` says, with ``message``), with its history row.
+    ``fields`` are the other columns the change sets (``tasks.finish_params``)."""
+    tx.finish_task(task, state=state, miss=miss, message=message, **fields)
+    _history(tx, task, event, task.state, state, data)
+
+
+def create(tx: Tx, task: TaskRow, data: dict[str, Any]) -> None:
+    """A new task, inserted at flush, with its ``CREATED`` row."""
+    tx.insert_task(task)
+    _history(tx, task, TaskEvent.CREATED, None, task.state, data)
+
+
+def create_locked(tx: Tx, task: TaskRow, data: dict[str, Any], lock_for: timedelta) -> TaskRow:
+    """A new task, inserted already locked by this transaction's actor, which runs it right
+    after commit (saving a transaction): the attempt counts from here, and history reads as
+    if it had been created and then locked."""
+    locked = replace(
+        task,
+        state=TaskState.LOCKED,
+        lock_owner=tx.actor,
+        attempts=task.attempts + 1,
+        retries=task.retries - 1,
+        lock_expire_at=tx.now + lock_for,
+        version=task.version + 1,
+    )
+    tx.insert_task(locked)
+    _history(tx, task, TaskEvent.CREATED, None, task.state, data)
+    _history(tx, locked, TaskEvent.LOCKED, task.state, locked.state, {"attempt": locked.attempts})
+    return locked
+
+
+def lock(
+    tx: Tx, task_id: UUID, lock_for: timedelta, kind: str = TaskKind.HANDLER
+) -> TaskRow | None:
+    """READY -> LOCKED for this transaction's actor, counting the attempt as it starts; None
+    when the task is not READY and due (the statement itself checks, so two runners cannot
+    both lock it)."""
+    task = tasks.lock(tx.conn, task_id, tx.actor, tx.now + lock_for, tx.now, kind)
+    if task is not None:
+        record_lock(tx, task)
+    return task
+
+
+def record_lock(tx: Tx, task: TaskRow) -> None:
+    """The history row of a lock a locking statement took (it locks READY tasks only)."""
+    _history(tx, task, TaskEvent.LOCKED, TaskState.READY, task.state, {"attempt": task.attempts})
+
+
+def assign(tx: Tx, task: TaskRow, user: str | None, event: str) -> None:
+    """Claim (``user``) or unclaim (None) a user task under its version; its state stays."""
+    if not tasks.set_assignee(tx.conn, task, user, tx.now):
+        raise Conflict(f"user task {task.id} changed meanwhile")
+    _history(tx, task, event, task.state, task.state, {"assignee": user, "was": task.assignee})
+
+
+def _history(
+    tx: Tx,
+    task: TaskRow,
+    event: str,
+    from_state: str | None,
+    to_state: str,
+    data: dict[str, Any] | None,
+) -> None:
+    tx.history.task(
+        instance_id=task.instance_id,
+        task_id=task.id,
+        token_id=task.token_id,
+        at=tx.now,
+        type=event,
+        node_id=task.node_id,
+        from_state=from_state,
+        to_state=to_state,
+        actor=tx.actor,
+        data=data,
+    )
