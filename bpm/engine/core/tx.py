@@ -77,6 +77,20 @@ class Tx:
     #: Scopes (token id, node id) this transaction gave local variables: they end when the
     #: token leaves, even at a node without input mappings.
     local_scopes: set[tuple[UUID, str]] = field(default_factory=set)
+    #: Per instance: whether its definition declares mappings (asked on every token move).
+    _mapped: dict[UUID, bool] = field(default_factory=dict)
+
+    def may_have_locals(self, instance_id: UUID) -> bool:
+        """Whether a token of this instance can hold local variables: this transaction made
+        some, or the instance's definition declares mappings."""
+        if self.local_scopes:
+            return True
+        mapped = self._mapped.get(instance_id)
+        if mapped is None:
+            graph = self.graph_for(instance_id) if self.graph_for is not None else None
+            mapped = self._mapped[instance_id] = graph is not None and graph.has_mappings
+        return mapped
+
     #: Instances whose row this transaction has locked (see ``lock_instance``).
     instance_locks: set[UUID] = field(default_factory=set)
 

@@ -10,7 +10,7 @@ from uuid import UUID, uuid4
 from bpm.definitions.model import Flow
 from bpm.engine.core.tx import NextToken, Tx
 from bpm.engine.semantics import scopes
-from bpm.states import ENDED_TOKEN, TokenEvent, TokenMode, TokenState
+from bpm.states import TokenEvent, TokenMode, TokenState
 from bpm.store import tokens
 from bpm.store.rows import TokenRow
 
@@ -35,11 +35,10 @@ def move(
     had when this transaction first moved it; a token passing several nodes in one transaction
     costs one UPDATE. ``Conflict`` (at once or at flush) means someone else changed it first.
     """
-    if (node_id is not None or state in ENDED_TOKEN) and (tx.local_scopes or tx.graph_for):
+    leaving = node_id is not None or state == TokenState.COMPLETED or state == TokenState.CANCELLED
+    if leaving and tx.may_have_locals(tok.instance_id):
         # The token leaves its node (or ends there): that scope's local variables end.
-        g = tx.graph_for(tok.instance_id) if tx.graph_for is not None else None
-        if tx.local_scopes or (g is not None and g.has_mappings):
-            scopes.end(tx, g, tok)
+        scopes.end(tx, tx.graph_for(tok.instance_id) if tx.graph_for else None, tok)
     node = tok.node_id if node_id is None else node_id
     via = tok.via_flow if via_flow is None and node_id is None else via_flow
     moved = replace(
