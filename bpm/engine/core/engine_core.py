@@ -166,7 +166,9 @@ class EngineCore:
 
     def graph_of(self, tx: Tx, instance_id: UUID) -> ProcessGraph:
         """The compiled graph an instance runs."""
-        return self.graph(self.info(tx, instance_id).def_id, tx.conn)
+        graph = self.graph(self.info(tx, instance_id).def_id, tx.conn)
+        tx.know_graph(instance_id, graph)
+        return graph
 
     def definition_version(self, def_id: UUID, conn: Connection) -> int:
         """A definition's version number (immutable, so cached)."""

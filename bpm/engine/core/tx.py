@@ -77,18 +77,24 @@ class Tx:
     #: Scopes (token id, node id) this transaction gave local variables: they end when the
     #: token leaves, even at a node without input mappings.
     local_scopes: set[tuple[UUID, str]] = field(default_factory=set)
-    #: Per instance: whether its definition declares mappings (asked on every token move).
-    _mapped: dict[UUID, bool] = field(default_factory=dict)
+    #: Per instance (by ``UUID.int``: hashing a UUID is a Python call, an int's is not):
+    #: whether its definition declares mappings, asked on every token move.
+    _mapped: dict[int, bool] = field(default_factory=dict)
 
     def may_have_locals(self, instance_id: UUID) -> bool:
         """Whether a token of this instance can hold local variables: this transaction made
         some, or the instance's definition declares mappings."""
         if self.local_scopes:
             return True
-        mapped = self._mapped.get(instance_id)
+        mapped = self._mapped.get(instance_id.int)
         if mapped is None:
             graph = self.graph_for(instance_id) if self.graph_for is not None else None
-            mapped = self._mapped[instance_id] = graph is not None and graph.has_mappings
+            mapped = self.know_graph(instance_id, graph) if graph is not None else False
+        return mapped
+
+    def know_graph(self, instance_id: UUID, graph: ProcessGraph) -> bool:
+        """Note what the caller already knows about an instance's definition."""
+        mapped = self._mapped[instance_id.int] = graph.has_mappings
         return mapped
 
     #: Instances whose row this transaction has locked (see ``lock_instance``).

@@ -144,6 +144,7 @@ class JobRunner:
         def once() -> Next:
             tok, known[0] = known[0], None
             with self.core.transaction(inline=inline) as tx:
+                tx.know_graph(task.instance_id, g)
                 if outcome.variables is not None:
                     result = handler_runs.complete_task(tx, g, task, outcome.variables, tok)
                     return steps.carry_through(tx, g, result)

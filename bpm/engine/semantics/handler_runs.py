@@ -132,7 +132,8 @@ def complete_task(
     if tok is None or tok.state != TokenState.WAITING or tok.node_id != task.node_id:
         raise Stale(f"token of task {task.id} is no longer waiting at {task.node_id!r}")
     scopes.write(tx, g, tok, values)
-    scopes.write(tx, g, tok, local_values or {}, local=True)
+    if local_values:
+        scopes.write(tx, g, tok, local_values, local=True)
     return leave(tx, g, tok, g.node(task.node_id))
 
 
