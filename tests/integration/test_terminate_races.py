@@ -25,12 +25,13 @@ from tests.helpers.clock import FakeClock
 from tests.helpers.runtime import EngineFactory
 
 
+def _flow(a: str, b: str) -> dict[str, str]:
+    return {"id": f"f_{a}_{b}", "source": a, "target": b}
+
+
 def reminder_and_stop() -> dict[str, Any]:
     """Two branches: ``work`` (a user task) reminds after an hour (a non-interrupting timer
     whose path runs ``notify``); ``stop`` waits for a message, then terminates everything."""
-
-    def f(a: str, b: str) -> dict[str, str]:
-        return {"id": f"f_{a}_{b}", "source": a, "target": b}
 
     return {
         "key": "reminder_and_stop",
@@ -52,13 +53,13 @@ def reminder_and_stop() -> dict[str, Any]:
             {"id": "terminate", "type": "endEvent", "terminate": True},
         ],
         "flows": [
-            f("start", "fork"),
-            f("fork", "work"),
-            f("fork", "stop"),
-            f("work", "worked"),
-            f("remind", "notify"),
-            f("notify", "notified"),
-            f("stop", "terminate"),
+            _flow("start", "fork"),
+            _flow("fork", "work"),
+            _flow("fork", "stop"),
+            _flow("work", "worked"),
+            _flow("remind", "notify"),
+            _flow("notify", "notified"),
+            _flow("stop", "terminate"),
         ],
     }
 
@@ -133,9 +134,6 @@ def booking_with_stop() -> dict[str, Any]:
     """``book`` succeeds (undone by the user task ``unbook``), then compensation is thrown for
     it; meanwhile the other branch waits for ``stop``, which terminates the instance."""
 
-    def f(a: str, b: str) -> dict[str, str]:
-        return {"id": f"f_{a}_{b}", "source": a, "target": b}
-
     return {
         "key": "booking_with_stop",
         "nodes": [
@@ -160,13 +158,13 @@ def booking_with_stop() -> dict[str, Any]:
             {"id": "terminate", "type": "endEvent", "terminate": True},
         ],
         "flows": [
-            f("start", "fork"),
-            f("fork", "book"),
-            f("book", "book2"),
-            f("book2", "undo"),
-            f("undo", "undone"),
-            f("fork", "stop"),
-            f("stop", "terminate"),
+            _flow("start", "fork"),
+            _flow("fork", "book"),
+            _flow("book", "book2"),
+            _flow("book2", "undo"),
+            _flow("undo", "undone"),
+            _flow("fork", "stop"),
+            _flow("stop", "terminate"),
         ],
     }
 
