@@ -94,5 +94,10 @@ def as_sent(value: Any, name: str) -> Any:
 
 
 def as_flag(value: Any, name: str) -> bool:
-    """Truthy means yes; left out means no."""
-    return bool(value)
+    """``true`` or ``false``; left out (or null) means no. Anything else is refused: the
+    string ``"false"`` would read as yes."""
+    if value is None:
+        return False
+    if isinstance(value, bool):
+        return value
+    raise PoisonMessage(f"{name} must be true or false, got {value!r}")
