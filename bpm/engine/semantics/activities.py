@@ -4,14 +4,13 @@ subprocess it waits for, and a compensation token standing in for the activity i
 from __future__ import annotations
 
 from dataclasses import replace
-from uuid import uuid4
 
 from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.engine.core.tx import Next, NextToken, RunTask, Tx
 from bpm.engine.semantics import scopes, task_moves, waits
 from bpm.engine.semantics.moves import create, move, new_token
-from bpm.states import LinkType, TaskKind, TaskState, TokenEvent, TokenState, WaitKind
-from bpm.store.rows import TaskRow, TokenRow
+from bpm.states import LinkType, TaskKind, TokenEvent, TokenState, WaitKind
+from bpm.store.rows import TokenRow
 
 
 def enter(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
@@ -50,26 +49,14 @@ def enter_compensation(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Ne
 def _create_external_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
     """READY for a worker's fetch-and-lock; waiting workers are woken when it commits."""
     move(tx, tok, state=TokenState.WAITING, event=TokenEvent.WAITING, wait_kind=WaitKind.TASK)
-    task = TaskRow(
-        uuid4(),
-        tok.id,
-        tok.instance_id,
+    task = task_moves.new_task(
+        tx,
+        tok,
         node.id,
-        node.topic,
-        None,
         TaskKind.EXTERNAL,
-        TaskState.READY,
-        node.retry.max_attempts,
-        0,
-        None,
-        None,
-        None,
-        None,
-        None,
-        node.priority,
-        0,
-        tx.now,
-        tx.now,
+        topic=node.topic,
+        retries=node.retry.max_attempts,
+        priority=node.priority,
     )
     task_moves.create(tx, task, {"topic": node.topic, "max_attempts": node.retry.max_attempts})
     tx.notify_topics.add(str(node.topic))
@@ -80,26 +67,14 @@ def _create_handler_task(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> 
     waiting = move(
         tx, tok, state=TokenState.WAITING, event=TokenEvent.WAITING, wait_kind=WaitKind.TASK
     )
-    task = TaskRow(
-        uuid4(),
-        tok.id,
-        tok.instance_id,
+    task = task_moves.new_task(
+        tx,
+        tok,
         node.id,
-        None,
-        node.handler,
         TaskKind.HANDLER,
-        TaskState.READY,
-        node.retry.max_attempts,
-        0,
-        None,
-        None,
-        None,
-        None,
-        None,
-        node.priority,
-        0,
-        tx.now,
-        tx.now,
+        handler=node.handler,
+        retries=node.retry.max_attempts,
+        priority=node.priority,
     )
     data = {"handler": node.handler, "max_attempts": node.retry.max_attempts}
     if not tx.runs_inline(node.handler or ""):

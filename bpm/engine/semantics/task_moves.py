@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from bpm.engine.core.tx import Conflict, Tx
 from bpm.states import TaskEvent, TaskKind, TaskState
 from bpm.store import tasks
-from bpm.store.rows import TaskRow
+from bpm.store.rows import TaskRow, TokenRow
 
 
 def change(
@@ -36,6 +36,46 @@ def change(
     ``fields`` are the other columns the change sets (``tasks.finish_params``)."""
     tx.finish_task(task, state=state, miss=miss, message=message, **fields)
     _history(tx, task, event, task.state, state, data)
+
+
+def new_task(
+    tx: Tx,
+    tok: TokenRow,
+    node_id: str,
+    kind: TaskKind,
+    *,
+    topic: str | None = None,
+    handler: str | None = None,
+    retries: int = 0,
+    priority: int = 0,
+    assignee: str | None = None,
+    candidate_groups: list[str] | None = None,
+) -> TaskRow:
+    """The row of a READY task for ``tok`` at ``node_id``, not yet attempted (``create``
+    writes it)."""
+    return TaskRow(
+        uuid4(),
+        tok.id,
+        tok.instance_id,
+        node_id,
+        topic,
+        handler,
+        kind,
+        TaskState.READY,
+        retries,
+        0,
+        None,
+        None,
+        None,
+        None,
+        None,
+        priority,
+        0,
+        tx.now,
+        tx.now,
+        assignee=assignee,
+        candidate_groups=candidate_groups,
+    )
 
 
 def create(tx: Tx, task: TaskRow, data: dict[str, Any]) -> None:

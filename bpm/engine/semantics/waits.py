@@ -10,7 +10,6 @@ transaction, so a timer never fires for a visit that is over.
 from __future__ import annotations
 
 from typing import Any
-from uuid import uuid4
 
 from bpm.definitions.model import Node, ProcessGraph
 from bpm.definitions.timers import TimerValueError
@@ -21,12 +20,11 @@ from bpm.engine.semantics.moves import move
 from bpm.errors import ExpressionEvalError
 from bpm.states import (
     TaskKind,
-    TaskState,
     TokenEvent,
     TokenState,
     WaitKind,
 )
-from bpm.store.rows import TaskRow, TokenRow
+from bpm.store.rows import TokenRow
 
 
 def wait_for_timer(tx: Tx, tok: TokenRow, node: Node) -> Next:
@@ -54,26 +52,11 @@ def wait_for_message(tx: Tx, tok: TokenRow, node: Node) -> Next:
 def create_user_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
     """A READY user task; it stays READY (claimed or not) until someone completes it."""
     move(tx, tok, state=TokenState.WAITING, event=TokenEvent.WAITING, wait_kind=WaitKind.USER)
-    task = TaskRow(
-        uuid4(),
-        tok.id,
-        tok.instance_id,
+    task = task_moves.new_task(
+        tx,
+        tok,
         node.id,
-        None,
-        None,
         TaskKind.USER,
-        TaskState.READY,
-        0,
-        0,
-        None,
-        None,
-        None,
-        None,
-        None,
-        0,
-        0,
-        tx.now,
-        tx.now,
         assignee=node.assignee,
         candidate_groups=list(node.candidate_groups) or None,
     )
