@@ -1,5 +1,8 @@
 """Every failure ends as one line on stderr, ``error: <message>``, and a non-zero exit code.
 
+A refused definition may list several problems, one per line: each gets a line of its own,
+``error: FILE: line N: ...``, so a user sees them all and a tool reads them one by one.
+
 Scripts parse stdout, and a traceback is noise to an operator who mistyped an id. The one
 exception to the rule is an unexpected error (a bug): ``BPM_DEBUG=1`` re-raises it so the
 traceback can be reported.
@@ -14,7 +17,7 @@ from typing import NoReturn
 import click
 from sqlalchemy.exc import SQLAlchemyError
 
-from bpm.errors import BpmError
+from bpm.errors import BpmError, InvalidDefinition
 
 DEBUG_ENV = "BPM_DEBUG"
 USAGE_EXIT = 2
@@ -45,6 +48,11 @@ def report(exc: BaseException) -> NoReturn:
         fail(usage_message(exc), exc.exit_code)
     if isinstance(exc, click.Abort | KeyboardInterrupt):
         fail("interrupted", INTERRUPTED_EXIT)
+    if isinstance(exc, InvalidDefinition):
+        lines = [part.strip() for part in str(exc).splitlines() if part.strip()]
+        for line in lines[:-1]:
+            click.echo(f"error: {line}", err=True)
+        fail(lines[-1] if lines else str(exc))
     if isinstance(exc, BpmError):
         fail(str(exc))
     if os.environ.get(DEBUG_ENV):

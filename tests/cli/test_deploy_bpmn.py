@@ -43,4 +43,38 @@ def test_deploy_bpmn__rejection_names_file_and_line(bpm: Bpm, tmp_path: Path) ->
 def test_deploy_bpmn__malformed_xml(bpm: Bpm, tmp_path: Path) -> None:
     path = tmp_path / "broken.bpmn"
     path.write_text("<definitions>\n<process>\n</definitions>")
-    assert "not well-formed XML at line 3" in bpm.error("deploy", str(path))
+    assert "broken.bpmn: line 3: not well-formed XML" in bpm.error("deploy", str(path))
+
+
+MODELER_STYLE = TWO_PROCESSES.replace(
+    '<manualTask id="m"/>',
+    '<inclusiveGateway id="m"/><manualTask id="m2"><foo:note xmlns:foo="urn:foo"/></manualTask>',
+).replace('<endEvent id="e"/>', '<endEvent id="e"><signalEventDefinition/></endEvent>')
+
+
+def test_deploy_check__lists_every_problem_and_deploys_nothing(bpm: Bpm, tmp_path: Path) -> None:
+    path = tmp_path / "three.bpmn"
+    path.write_text(MODELER_STYLE)
+    result = bpm("deploy", "--check", str(path))
+    assert result.exit_code != 0
+    lines = result.stderr.splitlines()
+    assert len(lines) == 3, result.stderr
+    assert all(line.startswith(f"error: {path}: line ") for line in lines)
+    assert "endEvent 'e' with signalEventDefinition" in lines[0]
+    assert "inclusiveGateway 'm' is not supported yet" in lines[1]
+    assert "line 8: foo:note in manualTask 'm2'" in lines[2]
+    assert "urn:foo" in lines[2]
+    assert "first" in bpm.error("start", "first")  # nothing was deployed
+
+
+def test_deploy_check__a_good_file_is_named_and_not_deployed(bpm: Bpm, tmp_path: Path) -> None:
+    path = tmp_path / "two.bpmn"
+    path.write_text(TWO_PROCESSES)
+    out = bpm.ok("deploy", "--check", str(path)).stdout
+    assert "ok, 2 process(es): first, second; nothing deployed" in out
+    assert bpm.json("deploy", "--check", str(path)) == {
+        "file": str(path),
+        "ok": True,
+        "processes": ["first", "second"],
+    }
+    assert "first" in bpm.error("start", "first")  # nothing was deployed

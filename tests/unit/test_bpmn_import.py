@@ -437,11 +437,11 @@ def test_bpm_saga_on_process_and_subprocess(saga: str) -> None:
     [
         (
             '<process id="p"',
-            "line 8: process 'p' has bpm:saga='partial'; expected none, local or global",
+            "line 8: process 'p' has bpm:saga='partial'; use none, local or global",
         ),
         (
             '<subProcess id="sub"',
-            "line 10: subProcess 'sub' has bpm:saga='partial'; expected none, local or global",
+            "line 10: subProcess 'sub' has bpm:saga='partial'; use none, local or global",
         ),
     ],
 )
@@ -512,8 +512,7 @@ def test_the_order_saga_example_in_bpmn_behaves_like_the_json_one() -> None:
         ),
         (
             '<userTask id="u"><multiInstanceLoopCharacteristics/></userTask>',
-            "line 10: multiInstanceLoopCharacteristics '(no id)' (multi-instance) "
-            "(in userTask 'u') is "
+            "line 10: multiInstanceLoopCharacteristics in userTask 'u' (multi-instance) is "
             "not supported yet",
         ),
         (
@@ -531,18 +530,19 @@ def test_the_order_saga_example_in_bpmn_behaves_like_the_json_one() -> None:
         ),
         (
             '<userTask id="u" camunda:formKey="f"/>',
-            "line 10: userTask 'u' attribute camunda:formKey='f' is not supported yet",
+            "line 10: userTask 'u' has the attribute camunda:formKey='f', which is not "
+            "supported yet",
         ),
         (
             '<userTask id="u"><extensionElements><camunda:taskListener event="create" '
             'class="org.example.Notify"/></extensionElements></userTask>',
-            "line 10: taskListener '(no id)' (extension element",
+            "line 10: camunda:taskListener in userTask 'u' is not supported yet",
         ),
         (
             '<userTask id="u"><extensionElements><camunda:executionListener event="start">'
             '<camunda:script scriptFormat="groovy">x</camunda:script></camunda:executionListener>'
             "</extensionElements></userTask>",
-            "line 10: executionListener '(no id)' (extension",
+            "line 10: camunda:executionListener in userTask 'u' is not supported yet",
         ),
         ('<scriptTask id="sc"/>', "line 10: scriptTask 'sc' is not supported yet"),
         (
@@ -578,7 +578,7 @@ def test_not_bpmn_and_no_process() -> None:
 
 def test_malformed_xml_names_line_and_column() -> None:
     message = rejected(HEAD + "<process id='p'>\n<startEvent id='s'>\n</process>")
-    assert re.match(r"not well-formed XML at line 10, column \d+: mismatched tag", message)
+    assert re.match(r"line 10: not well-formed XML \(column \d+\): mismatched tag", message)
 
 
 BOMB = (
@@ -797,4 +797,62 @@ def test_a_refused_event_definition_names_its_event() -> None:
             "</timeDuration></timerEventDefinition></intermediateCatchEvent>"
         )
     )
-    assert "(in intermediateCatchEvent 't') is not supported yet" in message
+    assert (
+        "timerEventDefinition in intermediateCatchEvent 't' has the attribute camunda:x='1'"
+        in message
+    )
+
+
+# --- the shape of a refusal --------------------------------------------------------------------
+
+
+def test_a_refusal_lists_every_problem_in_the_file_each_on_a_line_of_its_own() -> None:
+    message = rejected(
+        linear(
+            '<inclusiveGateway id="g"/>',
+            '<serviceTask id="a"/>',
+            '<userTask id="u"><extensionElements><camunda:field name="x"/>'
+            "</extensionElements></userTask>",
+        )
+    )
+    lines = message.splitlines()
+    assert lines == [
+        "line 10: inclusiveGateway 'g' is not supported yet",
+        "line 11: serviceTask 'a' has no implementation; give bpm:handler, bpm:topic, "
+        'camunda:type="external" with camunda:topic, zeebe:taskDefinition, camunda:class, '
+        "camunda:expression or camunda:delegateExpression",
+        "line 12: camunda:field in userTask 'u' is not supported yet",
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<definitions>\n<process>\n</definitions>",
+        BOMB,
+        "<definitions/>",
+        HEAD + "</definitions>",
+        xml('<startEvent id="s"/><endEvent id="e"/><sequenceFlow id="f" sourceRef="s"/>'),
+        xml('<startEvent id="s"/><endEvent id="e"/>'),
+        linear('<serviceTask id="a" foo:bar="1" xmlns:foo="urn:foo" bpm:handler="h"/>'),
+        linear('<task id="t" undeclared:x="1"/>'),
+    ],
+)
+def test_every_refusal_has_one_shape(text: str) -> None:
+    for line in rejected(text).splitlines():
+        assert re.match(r"line \d+: \S", line), line
+
+
+def test_an_undeclared_well_known_prefix_is_read_as_declared() -> None:
+    """Other engines tolerate ``xsi:type`` without ``xmlns:xsi``; so does the importer."""
+    text = linear(
+        '<intermediateCatchEvent id="t"><timerEventDefinition><timeDuration xsi:type='
+        '"tFormalExpression">PT1S</timeDuration></timerEventDefinition></intermediateCatchEvent>'
+    )
+    assert node(one(text), "t")["duration"] == "PT1S"
+
+
+def test_an_undeclared_unknown_prefix_names_the_declaration_to_add() -> None:
+    message = rejected(linear('<task id="t" acme:x="1"/>'))
+    assert message.startswith("line 10: the namespace prefix 'acme' (column ")
+    assert 'declare it on the root element (xmlns:acme="…")' in message

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -16,20 +17,29 @@ from bpm.errors import ConfigError, InvalidDefinition
 @click.command()
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print {id, key, version, created}.")
-def deploy(file: Path, as_json: bool) -> None:
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Only check FILE: print every problem (or the processes it holds); deploy nothing.",
+)
+def deploy(file: Path, as_json: bool, check: bool) -> None:
     """Deploy the process definition in FILE (.json), or every process of a BPMN 2.0 file
     (.bpmn or .xml; see docs/bpmn.md).
 
     Deploying a document equal to the latest version of its key changes nothing and prints
-    that version again.
+    that version again. A refused file changes nothing; every problem is printed, one per
+    line, as ``error: FILE: line N: ...``.
     """
     if not file.exists():
         raise ConfigError(f"{file}: no such file")
     if file.suffix.lower() in {".bpmn", ".xml"}:
-        _deploy_bpmn(file, as_json)
+        _deploy_bpmn(file, as_json, check)
         return
     document = load_document(file)
     compile_definition(document)  # refuse a bad document before touching the database
+    if check:
+        _checked(file, [document], as_json)
+        return
     with embedded() as rt:
         result = rt.engine.deploy(
             document, source=file.read_text(encoding="utf-8"), source_format="json"
@@ -52,7 +62,15 @@ def deploy(file: Path, as_json: bool) -> None:
         )
 
 
-def _deploy_bpmn(file: Path, as_json: bool) -> None:
+def _checked(file: Path, documents: list[dict[str, Any]], as_json: bool) -> None:
+    keys = [str(doc["key"]) for doc in documents]
+    if as_json:
+        render.emit_json({"file": str(file), "ok": True, "processes": keys})
+    else:
+        render.line(f"{file}: ok, {len(keys)} process(es): {', '.join(keys)}; nothing deployed")
+
+
+def _deploy_bpmn(file: Path, as_json: bool, check: bool) -> None:
     try:
         xml = file.read_bytes()
     except OSError as exc:
@@ -60,7 +78,11 @@ def _deploy_bpmn(file: Path, as_json: bool) -> None:
     try:
         documents = compile_bpmn(xml)  # every process checked before touching the database
     except InvalidDefinition as exc:
-        raise InvalidDefinition(f"{file}: {exc}", exc.element) from None
+        lines = "\n".join(f"{file}: {line}" for line in str(exc).splitlines())
+        raise InvalidDefinition(lines, exc.element) from None
+    if check:
+        _checked(file, documents, as_json)
+        return
     source = xml.decode("utf-8", "replace")
     with embedded() as rt:
         results = [rt.engine.deploy(doc, source=source, source_format="bpmn") for doc in documents]

@@ -1,0 +1,96 @@
+"""The declarations of a BPMN file (``message``, ``error``, ``signal``, ``escalation``,
+``itemDefinition``): what events refer to by id.
+
+A declaration is read like any element: an attribute or extension it does not understand is
+refused, never dropped, because some carry behaviour (a payload, a variable to fill).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bpm.definitions.bpmn_names import BPMN, CAMUNDA, PRESENTATIONAL
+from bpm.definitions.bpmn_reader import Reader, not_yet, problems_of
+from bpm.definitions.bpmn_xml import XmlElement
+from bpm.errors import InvalidDefinition
+
+#: Top-level elements that are neither a process nor a declaration, read for no behaviour.
+_PLAIN = {
+    "collaboration",
+    "documentation",
+    "extensionElements",
+    "category",
+    "interface",
+    "resource",
+    "import",
+}
+#: What each declaration may carry besides ``id`` and ``name``.
+_ATTRIBUTES = {
+    "message": ("itemRef",),
+    "error": ("errorCode", "structureRef"),
+    "signal": ("structureRef",),
+    "escalation": ("escalationCode", "structureRef"),
+    "itemDefinition": ("structureRef", "itemKind", "isCollection", "import"),
+    "dataStore": ("itemSubjectRef", "capacity", "isUnlimited"),
+}
+
+
+@dataclass(frozen=True)
+class ErrorDeclaration:
+    code: str | None
+    #: ``camunda:errorMessage``: the message an error end event throws with.
+    message: str | None = None
+
+
+class Declarations:
+    """Messages and errors by id; the other declarations are checked, and need no lookup."""
+
+    def __init__(self, root: XmlElement, problems: list[str]) -> None:
+        self.messages: dict[str, str] = {}
+        self.errors: dict[str, ErrorDeclaration] = {}
+        self.signals: dict[str, str] = {}
+        self.escalations: dict[str, str | None] = {}
+        self.data_stores: dict[str, str] = {}
+        for child in root.children:
+            if child.ns in PRESENTATIONAL or (child.ns == BPMN and child.tag in _PLAIN):
+                continue
+            if child.ns == BPMN and child.tag == "process":
+                continue
+            try:
+                self._declare(child)
+            except InvalidDefinition as exc:
+                problems.extend(problems_of(exc))
+
+    def _declare(self, el: XmlElement) -> None:
+        if el.ns != BPMN or el.tag not in _ATTRIBUTES:
+            raise not_yet(el)
+        reader = Reader(el)
+        values = {attr: reader.attr(attr) for attr in _ATTRIBUTES[el.tag]}
+        key = el.attrib.get("id", "")
+        label = el.attrib.get("name") or key
+        if el.tag == "message":
+            self.messages[key] = label
+        elif el.tag == "error":
+            message = reader.attr("errorMessage", CAMUNDA)
+            self.errors[key] = ErrorDeclaration(values["errorCode"], message)
+        elif el.tag == "signal":
+            self.signals[key] = label
+        elif el.tag == "escalation":
+            self.escalations[key] = values["escalationCode"]
+        elif el.tag == "dataStore":
+            self.data_stores[key] = label
+        reader.finish()
+
+    @staticmethod
+    def resolve(ref: str, declared: Mapping[str, Any]) -> str:
+        """A reference written as a QName (``tns:myError``) names the declaration with that
+        local id when the file declares one."""
+        local = local_id(ref)
+        return local if ref not in declared and local in declared else ref
+
+
+def local_id(ref: str) -> str:
+    """``tns:task`` -> ``task``: element references may carry a namespace prefix."""
+    return ref.rsplit(":", 1)[-1]

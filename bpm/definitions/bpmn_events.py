@@ -1,0 +1,236 @@
+"""Events of a BPMN file: start, end, intermediate catch and throw, and boundary events."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from bpm.definitions.bpmn_declarations import Declarations
+from bpm.definitions.bpmn_feel import FeelUnsupported, feel_timer
+from bpm.definitions.bpmn_names import BPMN
+from bpm.definitions.bpmn_reader import Reader, reject
+from bpm.definitions.bpmn_xml import XmlElement
+from bpm.definitions.parse import NAME_PATTERN
+
+Mapped = dict[str, Any]
+#: Event definitions bpm reads; the others are refused as not supported yet.
+READ = frozenset(
+    {
+        "terminateEventDefinition",
+        "errorEventDefinition",
+        "compensateEventDefinition",
+        "timerEventDefinition",
+        "messageEventDefinition",
+    }
+)
+
+
+def event_definition(reader: Reader) -> XmlElement | None:
+    """The single ``*EventDefinition`` child of an event, or None for a none event."""
+    found = [c for c in reader.el.children if c.ns == BPMN and c.tag.endswith("EventDefinition")]
+    if reader.attr("eventDefinitionRef") is not None:
+        raise reject(reader.el, "uses eventDefinitionRef, which is not supported yet")
+    if len(found) > 1:
+        raise reject(
+            reader.el,
+            "has several event definitions (a multiple event), which is not supported yet",
+            "draw one event per trigger",
+        )
+    if not found:
+        return None
+    reader.used_children.add(id(found[0]))
+    if found[0].tag not in READ:
+        raise reject(reader.el, f"with {found[0].tag} is not supported yet")
+    return found[0]
+
+
+def start(decl: Declarations, r: Reader) -> Mapped:
+    if event_definition(r) is not None:
+        raise reject(
+            r.el,
+            "has an event definition; only none start events are supported yet",
+            "start the instance with bpm start (or correlate a message to a receive task)",
+        )
+    return {"type": "startEvent"}
+
+
+def end(decl: Declarations, r: Reader) -> Mapped:
+    definition = event_definition(r)
+    node: Mapped = {"type": "endEvent"}
+    if definition is None:
+        return node
+    if definition.tag == "terminateEventDefinition":
+        Reader(definition).finish()
+        node["terminate"] = True
+    elif definition.tag == "errorEventDefinition":
+        node["error"] = error_code(decl, r.el, definition, catch=False)
+    elif definition.tag == "compensateEventDefinition":
+        node.update(compensate(definition))
+    else:
+        raise reject(r.el, f"with {definition.tag} is not supported yet")
+    return node
+
+
+def compensate(definition: XmlElement) -> Mapped:
+    reader = Reader(definition)
+    node: Mapped = {"compensate": True}
+    activity = reader.attr("activityRef")
+    reader.finish()
+    if activity:
+        node["activity"] = activity
+    return node
+
+
+def error_code(
+    decl: Declarations, event: XmlElement, definition: XmlElement, *, catch: bool
+) -> str:
+    reader = Reader(definition)
+    ref = reader.attr("errorRef")
+    reader.finish()
+    if not ref:
+        if catch:
+            return "*"
+        raise reject(event, "throws an error without errorRef", "declare an <error errorCode>")
+    ref = decl.resolve(ref, decl.errors)
+    if ref not in decl.errors:
+        return ref  # as Camunda: an errorRef naming no <error> is the code itself
+    code = decl.errors[ref].code
+    if code is None or not code.strip():
+        if catch:
+            return "*"
+        raise reject(event, f"throws error {ref!r}, which has no errorCode", "give it one")
+    return code
+
+
+def message(decl: Declarations, el: XmlElement, ref: str | None) -> str:
+    if not ref:
+        return el.attrib.get("id", "")  # no message: correlate by the element's own id
+    ref = decl.resolve(ref, decl.messages)
+    if ref not in decl.messages:
+        raise reject(
+            el,
+            f"refers to message {ref!r}, which the file does not declare",
+            f'add <message id="{ref}" name="..."/>',
+        )
+    name = decl.messages[ref]
+    if "${" in name or "#{" in name or name.startswith("="):
+        raise reject(
+            el,
+            f"refers to message {ref!r} named {name!r}: expressions in message "
+            f"names are not supported yet",
+            "use a fixed name and correlate by business key or variables",
+        )
+    if not NAME_PATTERN.match(name):
+        raise reject(
+            el,
+            f"refers to message {ref!r} named {name!r}, which is not a name the "
+            f"engine correlates by (letters, digits, _ . : -, no spaces)",
+            "rename the message",
+        )
+    return name
+
+
+def timer(definition: XmlElement, owner: XmlElement) -> Mapped:
+    reader = Reader(definition)
+    duration = reader.child("timeDuration")
+    date = reader.child("timeDate")
+    cycle = reader.child("timeCycle")
+    for part in (duration, date, cycle):
+        if part is not None:
+            Reader(part).finish()
+    reader.finish()
+    if cycle is not None:
+        raise reject(
+            owner,
+            "has a timeCycle timer, which is not supported yet",
+            "use timeDuration or timeDate",
+        )
+    if (duration is None) == (date is None):
+        raise reject(owner, "needs exactly one of timeDuration or timeDate")
+    key, element = ("duration", duration) if duration is not None else ("date", date)
+    assert element is not None
+    value = element.text.strip()
+    if value.startswith("="):
+        try:
+            return {key: feel_timer(value)}
+        except FeelUnsupported as exc:
+            raise reject(owner, f"has the FEEL timer {value!r}: {exc}") from exc
+    if value.startswith("#{") and value.endswith("}"):
+        value = "${" + value[2:]
+    return {key: _spiff_timer_body(value)}
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+_QUOTED = re.compile(r"""(["'])([^"'\\]*)\1""")
+
+
+def _spiff_timer_body(value: str) -> str:
+    """SpiffWorkflow reads every timer body as a Python expression: a quoted literal
+    (``"PT1H"``) is the literal, a bare variable name (``due_time``) is that variable's value
+    (``${due_time}``). Anything else stays as written for the timer parser to accept or refuse.
+    An ISO duration such as ``PT5M`` also looks like a name; it stays a literal."""
+    if quoted := _QUOTED.fullmatch(value):
+        return quoted[2]
+    if _NAME.fullmatch(value) and not _is_iso(value):
+        return "${" + value + "}"
+    return value
+
+
+def _is_iso(value: str) -> bool:
+    """Shaped like an ISO 8601 duration (``P1D``, ``PT5M``, ``P1M``): left for the timer parser,
+    which accepts it or says why not."""
+    return re.fullmatch(r"PT?\d.*", value) is not None
+
+
+def catch(decl: Declarations, r: Reader) -> Mapped:
+    definition = event_definition(r)
+    if definition is not None and definition.tag == "timerEventDefinition":
+        return {"type": "timerEvent", **timer(definition, r.el)}
+    if definition is not None and definition.tag == "messageEventDefinition":
+        mr = Reader(definition)
+        ref = mr.attr("messageRef")
+        mr.finish()
+        return {"type": "messageEvent", "message": message(decl, r.el, ref)}
+    what = definition.tag if definition is not None else "no event definition"
+    raise reject(r.el, f"with {what} is not supported yet", "catch a timer or a message")
+
+
+def throw(decl: Declarations, r: Reader) -> Mapped:
+    definition = event_definition(r)
+    if definition is None:
+        return {"type": "task"}  # a none throw event only marks a point of the path
+    if definition.tag == "compensateEventDefinition":
+        node: Mapped = {"type": "compensationThrow", **compensate(definition)}
+        node.pop("compensate")
+        return node
+    raise reject(r.el, f"with {definition.tag} is not supported yet")
+
+
+def boundary(decl: Declarations, r: Reader) -> Mapped:
+    attached = r.attr("attachedToRef")
+    cancel = r.attr("cancelActivity")
+    definition = event_definition(r)
+    if not attached:
+        raise reject(r.el, "needs attachedToRef")
+    node: Mapped = {"type": "boundaryEvent", "attachedTo": attached}
+    if definition is not None and definition.tag == "timerEventDefinition":
+        node["timer"] = timer(definition, r.el)
+        if cancel == "false":
+            node["interrupting"] = False
+    elif definition is not None and definition.tag == "errorEventDefinition":
+        if cancel == "false":
+            raise reject(
+                r.el,
+                'is an error boundary with cancelActivity="false"; error '
+                "boundaries always interrupt",
+                'remove cancelActivity="false"',
+            )
+        node["error"] = error_code(decl, r.el, definition, catch=True)
+    else:
+        what = definition.tag if definition is not None else "no event definition"
+        raise reject(
+            r.el, f"with {what} is not supported yet", "use a timer, error or compensation boundary"
+        )
+    if cancel not in (None, "true", "false"):
+        raise reject(r.el, f"has cancelActivity={cancel!r}", "use true or false")
+    return node

@@ -1,0 +1,197 @@
+"""Reading one BPMN element: the attributes and children a mapper consumes, the rest refused.
+
+Every refusal has one shape, ``line N: <element> <why>[; <what to use instead>]``, where the
+element is named by its qualified name and id, or, for an element without an id (an extension
+element, an event definition), by its qualified name and the element it sits in:
+``line 30: camunda:field in serviceTask 'charge' is not supported yet``. A refusal may list
+several problems, one per line, so a user fixing a model sees them all at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from bpm.definitions.bpmn_names import (
+    BPMN,
+    CAMUNDA,
+    CAMUNDA_IGNORED,
+    HARMLESS,
+    PREFIXES,
+    PRESENTATIONAL,
+    XSI,
+)
+from bpm.definitions.bpmn_xml import XmlElement
+from bpm.errors import InvalidDefinition
+
+
+def qualified(ns: str, local: str, root: XmlElement | None = None) -> str:
+    """``camunda:field``, ``serviceTask`` (BPMN is the default namespace), ``{uri}tag``."""
+    if ns in ("", BPMN):
+        return local
+    prefix = PREFIXES.get(ns) or (root.prefixes.get(ns) if root is not None else None)
+    return f"{prefix}:{local}" if prefix else f"{{{ns}}}{local}"
+
+
+def _root(el: XmlElement) -> XmlElement:
+    while el.parent is not None:
+        el = el.parent
+    return el
+
+
+def name(el: XmlElement) -> str:
+    """How a refusal names ``el``: its type and id, else its type in the nearest element
+    that has an id (``camunda:field in serviceTask 'charge'``)."""
+    kind = qualified(el.ns, el.tag, _root(el))
+    if el.attrib.get("id"):
+        return f"{kind} {el.attrib['id']!r}"
+    owner = el.parent
+    while owner is not None and not owner.attrib.get("id"):
+        owner = owner.parent
+    if owner is None or owner.tag == "definitions":
+        return kind
+    return f"{kind} in {name(owner)}"
+
+
+def problem(el: XmlElement, why: str, instead: str | None = None) -> str:
+    """One refusal line."""
+    hint = f"; {instead}" if instead else ""
+    return f"line {el.line}: {name(el)} {why}{hint}"
+
+
+def reject(el: XmlElement, why: str, instead: str | None = None) -> InvalidDefinition:
+    return InvalidDefinition(problem(el, why, instead), _owner_id(el))
+
+
+def refusal(problems: Iterable[str], element: str | None = None) -> InvalidDefinition:
+    """One error listing every problem, in the order found, each once."""
+    lines = list(dict.fromkeys(problems))
+    return InvalidDefinition("\n".join(lines), element)
+
+
+def problems_of(exc: InvalidDefinition) -> list[str]:
+    return str(exc).splitlines()
+
+
+def _owner_id(el: XmlElement | None) -> str | None:
+    while el is not None:
+        if el.attrib.get("id"):
+            return el.attrib["id"]
+        el = el.parent
+    return None
+
+
+def not_yet(el: XmlElement, instead: str | None = None) -> InvalidDefinition:
+    """An element bpm does not read (yet): named with what it is."""
+    what = {
+        "multiInstanceLoopCharacteristics": " (multi-instance)",
+        "standardLoopCharacteristics": " (loop)",
+    }.get(el.tag, "")
+    if el.ns != BPMN and el.ns not in PREFIXES:
+        return reject(
+            el,
+            f"is an element of the namespace {el.ns!r}, which bpm does not read",
+            instead or "remove it, or map what it does to a bpm: or camunda: attribute",
+        )
+    return reject(el, f"{what} is not supported yet".strip(), instead)
+
+
+class Reader:
+    """Reads one element and refuses whatever attribute or child it did not consume."""
+
+    def __init__(self, el: XmlElement) -> None:
+        self.el = el
+        self.used: set[str] = {"id", "name"}
+        self.used_children: set[int] = set()
+
+    def attr(self, attr: str, ns: str = "") -> str | None:
+        key = f"{{{ns}}}{attr}" if ns else attr
+        self.used.add(key)
+        return self.el.attrib.get(key)
+
+    def children(self, tag: str, ns: str = BPMN) -> list[XmlElement]:
+        found = [c for c in self.el.children if c.ns == ns and c.tag == tag]
+        self.used_children.update(id(c) for c in found)
+        return found
+
+    def child(self, tag: str, ns: str = BPMN) -> XmlElement | None:
+        found = self.children(tag, ns)
+        if len(found) > 1:
+            raise reject(found[1], f"appears more than once in {name(self.el)}")
+        return found[0] if found else None
+
+    def extensions(self, tag: str, ns: str) -> list[XmlElement]:
+        """Every ``tag`` in the element's ``extensionElements``, marked as read."""
+        found = [
+            child
+            for ext in self.el.children
+            if ext.ns == BPMN and ext.tag == "extensionElements"
+            for child in ext.children
+            if child.ns == ns and child.tag == tag
+        ]
+        self.used_children.update(id(c) for c in found)
+        return found
+
+    def extension(self, tag: str, ns: str) -> XmlElement | None:
+        found = self.extensions(tag, ns)
+        if len(found) > 1:
+            raise reject(found[1], f"appears more than once in {name(self.el)}")
+        return found[0] if found else None
+
+    def leftovers(self, *, extensions_only: bool = False) -> list[str]:
+        """A refusal line for every attribute and child nobody read (after a refusal, only
+        for the extension elements: the rest may be unread because the mapper stopped)."""
+        el = self.el
+        out = [
+            problem(el, f"has the attribute {shown}={value!r}, which is not supported yet")
+            for shown, value in self._unread_attributes()
+            if not extensions_only
+        ]
+        for child in el.children:
+            if id(child) in self.used_children or child.ns in PRESENTATIONAL:
+                continue
+            if child.ns == BPMN and child.tag in {"documentation", "incoming", "outgoing"}:
+                continue
+            if child.ns == BPMN and child.tag == "extensionElements":
+                out += [
+                    str(not_yet(ext))
+                    for ext in child.children
+                    if id(ext) not in self.used_children
+                    and ext.ns not in PRESENTATIONAL
+                    and not _empty_listener(ext)
+                ]
+                continue
+            if not extensions_only:
+                out.append(str(not_yet(child)))
+        return out
+
+    def finish(self) -> None:
+        found = self.leftovers()
+        if found:
+            raise refusal(found, _owner_id(self.el))
+
+    def _unread_attributes(self) -> list[tuple[str, str]]:
+        out = []
+        for key, value in self.el.attrib.items():
+            if key in self.used:
+                continue
+            ns, _, local = key[1:].partition("}") if key.startswith("{") else ("", "", key)
+            if ns in PRESENTATIONAL or ns == XSI or (ns == CAMUNDA and local in CAMUNDA_IGNORED):
+                continue
+            allowed = HARMLESS.get(local, frozenset()) if not ns else frozenset()
+            if not ns and local in HARMLESS and (allowed is None or value in allowed):
+                continue
+            out.append((qualified(ns, local, _root(self.el)), value))
+        return out
+
+
+def _empty_listener(el: XmlElement) -> bool:
+    """A Camunda listener the modeler left without an implementation (``class=""``) does
+    nothing, so it is dropped like the diagram; one that names code is read as a listener."""
+    if el.ns != CAMUNDA or el.tag not in ("taskListener", "executionListener"):
+        return False
+    code = ("class", "expression", "delegateExpression")
+    return (
+        not el.children
+        and all(not el.attrib.get(a, "").strip() for a in code)
+        and set(el.attrib) <= {*code, "event", "id"}
+    )

@@ -1,0 +1,158 @@
+"""Tasks of a BPMN file: service-like tasks and their implementations, user and receive tasks."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from bpm.definitions.bpmn_declarations import Declarations
+from bpm.definitions.bpmn_events import message
+from bpm.definitions.bpmn_names import BPM, CAMUNDA, ZEEBE
+from bpm.definitions.bpmn_reader import Reader, reject
+
+Mapped = dict[str, Any]
+SERVICE_LIKE = frozenset({"serviceTask", "sendTask", "businessRuleTask"})
+_HANDLER_CHARS = re.compile(r"[^A-Za-z0-9_.:-]+")
+_EXPRESSION = re.compile(r"\$\{|#\{|^\s*=")
+_IMPLEMENTATIONS = (
+    'give bpm:handler, bpm:topic, camunda:type="external" with camunda:topic, '
+    "zeebe:taskDefinition, camunda:class, camunda:expression or camunda:delegateExpression"
+)
+
+
+def handler_name(text: str) -> str:
+    """A valid handler name from a Camunda expression: ``${bean.run(execution)}`` ->
+    ``bean.run_execution``."""
+    inner = text.strip()
+    if len(inner) >= 3 and inner[0] in "$#" and inner[1] == "{" and inner.endswith("}"):
+        inner = inner[2:-1]
+    name = _HANDLER_CHARS.sub("_", inner.strip()).strip("_.:-")
+    if not name or not (name[0].isalpha() or name[0] == "_") or not name.isascii():
+        name = "_" + name
+    return name
+
+
+def service(decl: Declarations, r: Reader) -> Mapped:
+    found: list[tuple[str, str, str]] = []  # (key, value, where from)
+    camunda_type = r.attr("type", CAMUNDA)
+    topic = r.attr("topic", CAMUNDA)
+    if camunda_type is not None:
+        if camunda_type != "external":
+            raise reject(
+                r.el,
+                f"has camunda:type={camunda_type!r}; only 'external' is supported",
+                'use camunda:type="external" with camunda:topic, or bpm:handler',
+            )
+        if not topic:
+            raise reject(r.el, 'has camunda:type="external" without camunda:topic', "add one")
+        found.append(("topic", topic, "camunda:topic"))
+    elif topic is not None:
+        raise reject(r.el, 'has camunda:topic without camunda:type="external"', "add it")
+    task_definition = r.extension("taskDefinition", ZEEBE)
+    retries = None
+    if task_definition is not None:
+        zeebe = Reader(task_definition)
+        kind = zeebe.attr("type")
+        retries = zeebe.attr("retries")
+        zeebe.finish()
+        if not kind or kind.startswith("="):
+            raise reject(r.el, "needs a literal zeebe:taskDefinition type (FEEL not supported)")
+        found.append(("topic", kind, "zeebe:taskDefinition"))
+    for attr, key in (("handler", "handler"), ("topic", "topic")):
+        value = r.attr(attr, BPM)
+        if value is not None:
+            found.append((key, value, f"bpm:{attr}"))
+    java = r.attr("class", CAMUNDA)
+    if java is not None:
+        found.append(("handler", java.strip().rsplit(".", 1)[-1], "camunda:class"))
+    for attr in ("expression", "delegateExpression"):
+        value = r.attr(attr, CAMUNDA)
+        if value is not None:
+            found.append(("handler", handler_name(value), f"camunda:{attr}"))
+    if r.el.attrib.get(f"{{{CAMUNDA}}}resultVariable") is not None:
+        raise reject(
+            r.el,
+            "has camunda:resultVariable, which is not supported yet",
+            "return the result from the handler",
+        )
+    if not found and (alien := _foreign_implementation(r)):
+        raise reject(
+            r.el,
+            f"has {alien}, in a namespace bpm does not know: Camunda 7's is "
+            f"{CAMUNDA}, this project's {BPM}",
+        )
+    if not found:
+        raise reject(r.el, "has no implementation", _IMPLEMENTATIONS)
+    if len(found) > 1:
+        raise reject(
+            r.el, f"has several implementations ({', '.join(f[2] for f in found)})", "give one"
+        )
+    node: Mapped = {"type": "serviceTask", found[0][0]: found[0][1]}
+    if retries is not None:
+        if not retries.isdigit() or int(retries) < 1:
+            raise reject(
+                r.el, f"has zeebe:taskDefinition retries={retries!r}; expected a positive integer"
+            )
+        node["retry"] = {"max_attempts": int(retries)}
+    return node
+
+
+def _foreign_implementation(r: Reader) -> str | None:
+    """An implementation attribute in a namespace the importer does not read: named, so the
+    refusal says what to change. Named attributes count as read (the refusal covers them)."""
+    for key, value in r.el.attrib.items():
+        ns, _, local = key[1:].partition("}") if key.startswith("{") else ("", "", key)
+        if ns not in ("", CAMUNDA, ZEEBE, BPM) and local in (
+            "class",
+            "expression",
+            "delegateExpression",
+            "type",
+            "topic",
+            "handler",
+        ):
+            r.used.add(key)
+            return f"{local}={value!r} ({{{ns}}})"
+    return None
+
+
+def user(decl: Declarations, r: Reader) -> Mapped:
+    node: Mapped = {"type": "userTask"}
+    assignee = r.attr("assignee", CAMUNDA)
+    groups = r.attr("candidateGroups", CAMUNDA)
+    zeebe = r.extension("assignmentDefinition", ZEEBE)
+    if zeebe is not None:
+        zr = Reader(zeebe)
+        assignee = assignee or zr.attr("assignee")
+        groups = groups or zr.attr("candidateGroups")
+        zr.finish()
+    for name, value in (("assignee", assignee), ("candidateGroups", groups)):
+        if value is not None and _EXPRESSION.search(value):
+            raise reject(
+                r.el,
+                f"has the expression {value!r} as its {name}; only literal names are supported yet",
+            )
+    if assignee is not None and assignee.strip():
+        node["assignee"] = assignee.strip()
+    if groups is not None:
+        node["candidate_groups"] = [g.strip() for g in groups.split(",") if g.strip()]
+    return node
+
+
+def receive(decl: Declarations, r: Reader) -> Mapped:
+    ref = r.attr("messageRef")
+    return {"type": "receiveTask", "message": message(decl, r.el, ref)}
+
+
+def plain(kind: str) -> Any:
+    def mapper(decl: Declarations, r: Reader) -> Mapped:
+        return {"type": kind}
+
+    return mapper
+
+
+def exclusive(decl: Declarations, r: Reader) -> Mapped:
+    node: Mapped = {"type": "exclusiveGateway"}
+    default = r.attr("default")
+    if default:
+        node["default"] = default
+    return node
