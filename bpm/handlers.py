@@ -8,7 +8,7 @@ one task (a crash after its side effect, before the commit), so it gets a stable
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
@@ -27,9 +27,14 @@ class HandlerContext:
     process_key: str
     node_id: str
     task_id: UUID
+    #: The task's configuration from the model (Camunda's ``camunda:field``): text as
+    #: written, expressions evaluated over the variables just before this run.
+    fields: dict[str, Any] = field(default_factory=dict)
 
 
-HandlerResult = Mapping[str, Any] | None
+#: Variables to set (a dict, or None for none); with the task's ``resultVariable``, any JSON
+#: value, stored whole under that name.
+HandlerResult = Mapping[str, Any] | list[Any] | str | int | float | bool | None
 HandlerFn = Callable[[HandlerContext], HandlerResult]
 
 

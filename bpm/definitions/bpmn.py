@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bpm.definitions import bpmn_camunda as camunda
 from bpm.definitions import bpmn_events as events
 from bpm.definitions import bpmn_tasks as tasks
 from bpm.definitions.bpmn_declarations import Declarations, local_id
@@ -90,9 +91,13 @@ class _File:
         if ttl is not None and ttl.strip():
             doc["historyTimeToLive"] = ttl.strip()
         self.attempt(lambda: doc.update(_saga(reader)))
+        self.attempt(lambda: doc.update(camunda.process_metadata(reader)))
+        self.data_objects: list[Mapped] = []
         lines: dict[str, int] = {key: el.line}
         doc["nodes"], doc["flows"] = self.scope(reader, lines)
         reader.children("laneSet")  # lanes only group nodes for the reader of the diagram
+        if self.data_objects:
+            doc["dataObjects"] = self.data_objects
         self.attempt(reader.finish)
         if len(self.problems) > before:
             return doc  # the validator would only repeat what is refused already
@@ -127,7 +132,11 @@ class _File:
             if child.tag in _SCOPE_PARTS or child.tag.endswith("EventDefinition"):
                 continue  # the scope's reader handles these
             reader.used_children.add(id(child))
-            if child.tag == "sequenceFlow":
+            if child.tag in camunda.DATA_OBJECTS:
+                found = self.attempt(lambda child=child: camunda.data_object(child))
+                if found is not None:
+                    self.data_objects.append(found)
+            elif child.tag == "sequenceFlow":
                 flow = self.attempt(lambda child=child: self.flow(child, lines, flows))
                 if flow is not None:
                     flows.append(flow)
@@ -198,6 +207,7 @@ class _File:
             raise not_yet(el)
         try:
             node.update(mapper(self, reader, lines))
+            node.update(camunda.common(reader, node))
         except InvalidDefinition as exc:
             found = problems_of(exc)
             extra = reader.leftovers(extensions_only=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 from bpm.definitions.bpmn_declarations import Declarations
 from bpm.definitions.bpmn_feel import FeelUnsupported, feel_timer
-from bpm.definitions.bpmn_names import BPMN
+from bpm.definitions.bpmn_names import BPMN, CAMUNDA
 from bpm.definitions.bpmn_reader import Reader, reject
 from bpm.definitions.bpmn_xml import XmlElement
 from bpm.definitions.parse import NAME_PATTERN
@@ -45,13 +45,17 @@ def event_definition(reader: Reader) -> XmlElement | None:
 
 
 def start(decl: Declarations, r: Reader) -> Mapped:
+    node: Mapped = {"type": "startEvent"}
+    initiator = r.attr("initiator", CAMUNDA)
+    if initiator is not None and initiator.strip():
+        node["initiator"] = initiator.strip()
     if event_definition(r) is not None:
         raise reject(
             r.el,
             "has an event definition; only none start events are supported yet",
             "start the instance with bpm start (or correlate a message to a receive task)",
         )
-    return {"type": "startEvent"}
+    return node
 
 
 def end(decl: Declarations, r: Reader) -> Mapped:

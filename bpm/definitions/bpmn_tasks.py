@@ -69,12 +69,7 @@ def service(decl: Declarations, r: Reader) -> Mapped:
         value = r.attr(attr, CAMUNDA)
         if value is not None:
             found.append(("handler", handler_name(value), f"camunda:{attr}"))
-    if r.el.attrib.get(f"{{{CAMUNDA}}}resultVariable") is not None:
-        raise reject(
-            r.el,
-            "has camunda:resultVariable, which is not supported yet",
-            "return the result from the handler",
-        )
+    result_variable = r.attr("resultVariable", CAMUNDA)
     if not found and (alien := _foreign_implementation(r)):
         raise reject(
             r.el,
@@ -88,6 +83,14 @@ def service(decl: Declarations, r: Reader) -> Mapped:
             r.el, f"has several implementations ({', '.join(f[2] for f in found)})", "give one"
         )
     node: Mapped = {"type": "serviceTask", found[0][0]: found[0][1]}
+    if result_variable is not None and result_variable.strip():
+        if "topic" in node:
+            raise reject(
+                r.el,
+                "has camunda:resultVariable on an external task",
+                "the worker completes the task with the variables it sets",
+            )
+        node["resultVariable"] = result_variable.strip()
     if retries is not None:
         if not retries.isdigit() or int(retries) < 1:
             raise reject(

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bpm.errors import InvalidDefinition
+from bpm.errors import InvalidDefinition, InvalidExpression
 from bpm.expressions import Expression, compile_expression
 
 #: A variable name a mapping may create (the names the expression language can read).
@@ -59,7 +59,10 @@ def parse_mappings(raw: Any, key: str, where: str, node_id: str) -> tuple[Variab
                 node_id,
             )
         context = f"{where} {key[:-1]} {name!r}"
-        out.append(VariableMapping(name, _compile(value, context, key[:-1] + " mapping")))
+        try:
+            out.append(VariableMapping(name, _compile(value, context, key[:-1] + " mapping")))
+        except InvalidExpression as exc:
+            raise InvalidDefinition(str(exc), node_id) from None
     return tuple(out)
 
 

@@ -6,6 +6,7 @@ life of a process.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
@@ -50,9 +51,14 @@ class RetryPolicy:
     backoff: timedelta = timedelta(seconds=1)
     factor: float = 2.0
     max_backoff: timedelta = timedelta(minutes=1)
+    #: Fixed waits, one per failed run (the last one again when runs remain), as Camunda's
+    #: retry cycles give them; when set, backoff and factor do not apply.
+    delays: tuple[timedelta, ...] = ()
 
     def delay(self, attempt: int) -> timedelta:
         """Wait before the run after ``attempt`` (1-based) failed."""
+        if self.delays:
+            return self.delays[min(max(attempt - 1, 0), len(self.delays) - 1)]
         seconds = self.backoff.total_seconds() * (self.factor ** max(attempt - 1, 0))
         return min(timedelta(seconds=seconds), self.max_backoff)
 
@@ -123,6 +129,14 @@ class Node:
     #: end (``bpm.definitions.mappings``).
     inputs: tuple[VariableMapping, ...] = ()
     outputs: tuple[VariableMapping, ...] = ()
+    #: ``properties``: name -> text, without behaviour (shown to people, given to workers).
+    properties: Mapping[str, str] = field(default_factory=dict)
+    #: startEvent: the variable that receives the id of the user who started the instance.
+    initiator: str | None = None
+    #: serviceTask: configuration the handler reads as ``ctx.fields`` (text or expressions).
+    fields: tuple[VariableMapping, ...] = ()
+    #: serviceTask with a handler: the variable that receives the handler's whole result.
+    result_variable: str | None = None
 
     @property
     def is_join(self) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 
 from bpm.definitions.boundaries import boundary_fields, check_attachments
 from bpm.definitions.durations import parse_duration
-from bpm.definitions.mappings import parse_mappings
+from bpm.definitions.mappings import VARIABLE_NAME, parse_mappings
 from bpm.definitions.model import (
     GATEWAYS,
     Compensation,
@@ -36,13 +36,32 @@ ID_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
 MAX_NODES = 2000
 
-PROCESS_KEYS = {"key", "name", "saga", "nodes", "flows", "historyTimeToLive"}
-FLOW_KEYS = {"id", "source", "target", "condition", "name"}
-COMMON_NODE_KEYS = {"id", "type", "name"}
+#: Process keys without behaviour: kept for people and tools (``bpm definition``, the API).
+PROCESS_METADATA = {
+    "properties",
+    "documentation",
+    "versionTag",
+    "startableInTasklist",
+    "candidate_starter_groups",
+    "candidate_starter_users",
+    "dataObjects",
+}
+PROCESS_KEYS = {"key", "name", "saga", "nodes", "flows", "historyTimeToLive", *PROCESS_METADATA}
+FLOW_KEYS = {"id", "source", "target", "condition", "name", "documentation"}
+COMMON_NODE_KEYS = {"id", "type", "name", "properties", "documentation"}
 NODE_KEYS: dict[NodeType, set[str]] = {
-    NodeType.START: set(),
+    NodeType.START: {"initiator"},
     NodeType.END: {"terminate", "error", "compensate", "activity"},
-    NodeType.SERVICE_TASK: {"handler", "topic", "compensation", "retry", "timeout", "priority"},
+    NodeType.SERVICE_TASK: {
+        "handler",
+        "topic",
+        "compensation",
+        "retry",
+        "timeout",
+        "priority",
+        "fields",
+        "resultVariable",
+    },
     NodeType.TASK: set(),
     NodeType.MANUAL_TASK: set(),
     NodeType.EXCLUSIVE: {"default"},
@@ -68,7 +87,8 @@ for _mapped in MAPPED:
     NODE_KEYS[_mapped] = NODE_KEYS[_mapped] | {"inputs", "outputs"}
 NOT_YET: dict[NodeType, str] = {}
 COMPENSATION_KEYS = {"handler", "topic", "node", "retry"}
-RETRY_KEYS = {"max_attempts", "backoff", "factor", "max_backoff"}
+RETRY_KEYS = {"max_attempts", "backoff", "factor", "max_backoff", "delays"}
+MAX_DELAYS = 1000
 SAGA_SCOPES = {"none", "local", "global"}
 #: The longest ``historyTimeToLive`` the definitions table holds (seconds in a 32-bit integer).
 MAX_HISTORY_TTL = timedelta(seconds=2**31 - 1)
@@ -108,6 +128,7 @@ def compile_definition(doc: Mapping[str, Any]) -> ProcessGraph:
         raise InvalidDefinition(f"process {key!r}: 'name' must be a string")
     saga = _saga(doc, f"process {key!r}", None)
     history_ttl = _history_ttl(doc, f"process {key!r}")
+    check_metadata(doc, f"process {key!r}", None)
     builder = _GraphBuilder()
     builder.add_scope(doc, None)
     builder.check()
@@ -224,6 +245,7 @@ class _GraphBuilder:
                 node_id,
             )
         _check_keys(item, COMMON_NODE_KEYS | NODE_KEYS[node_type], _where(node_id, kind), node_id)
+        check_metadata(item, _where(node_id, kind), node_id)
         self.raw_nodes[node_id] = (item, scope)
         if node_type is NodeType.SUBPROCESS:
             _saga(item, _where(node_id, kind), node_id)
@@ -401,10 +423,47 @@ def _compile_node(
         }
     elif node_type is NodeType.COMPENSATION_THROW:
         fields = {"activity": _activity(raw, where, node_id)}
+    fields["properties"] = dict(raw.get("properties", {}))
+    if node_type is NodeType.START:
+        fields["initiator"] = _initiator(raw, where, node_id)
     if node_type in MAPPED:
         fields["inputs"] = parse_mappings(raw.get("inputs"), "inputs", where, node_id)
         fields["outputs"] = parse_mappings(raw.get("outputs"), "outputs", where, node_id)
     return Node(node_id, node_type, scope, incoming, outgoing, name=name, **fields)
+
+
+def _initiator(raw: Mapping[str, Any], where: str, node_id: str) -> str | None:
+    initiator = raw.get("initiator")
+    if initiator is not None and (
+        not isinstance(initiator, str) or not VARIABLE_NAME.match(initiator)
+    ):
+        raise InvalidDefinition(f"{where}: 'initiator' must be a variable name", node_id)
+    return initiator
+
+
+def check_metadata(raw: Mapping[str, Any], where: str, element: str | None) -> None:
+    """Keys without behaviour still have a shape, so tools can read them."""
+    props = raw.get("properties", {})
+    if not isinstance(props, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in props.items()
+    ):
+        raise InvalidDefinition(f"{where}: 'properties' must be an object of name -> text", element)
+    for key in ("documentation", "versionTag"):
+        if key in raw and not isinstance(raw[key], str):
+            raise InvalidDefinition(f"{where}: {key!r} must be a string", element)
+    if "startableInTasklist" in raw and not isinstance(raw["startableInTasklist"], bool):
+        raise InvalidDefinition(f"{where}: 'startableInTasklist' must be true or false", element)
+    for key in ("candidate_starter_groups", "candidate_starter_users"):
+        names = raw.get(key, [])
+        if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+            raise InvalidDefinition(f"{where}: {key!r} must be a list of names", element)
+    objects = raw.get("dataObjects", [])
+    if not isinstance(objects, list) or not all(
+        isinstance(o, Mapping) and all(isinstance(v, str) for v in o.values()) for o in objects
+    ):
+        raise InvalidDefinition(
+            f"{where}: 'dataObjects' must be a list of objects of text values", element
+        )
 
 
 def _check_shape(
@@ -501,6 +560,18 @@ def _service_task_fields(raw: Mapping[str, Any], where: str, node_id: str) -> di
         if timeout <= timedelta(0):
             raise InvalidDefinition(f"{where}: 'timeout' must be positive", node_id)
         fields["timeout"] = timeout
+    fields["fields"] = parse_mappings(raw.get("fields"), "fields", where, node_id)
+    result = raw.get("resultVariable")
+    if result is not None:
+        if not isinstance(result, str) or not VARIABLE_NAME.match(result):
+            raise InvalidDefinition(f"{where}: 'resultVariable' must be a variable name", node_id)
+        if "handler" not in raw:
+            raise InvalidDefinition(
+                f"{where}: 'resultVariable' needs a 'handler' (an external worker completes "
+                f"with the variables it sets)",
+                node_id,
+            )
+        fields["result_variable"] = result
     if "priority" in raw:
         priority = raw["priority"]
         if not isinstance(priority, int) or isinstance(priority, bool):
@@ -545,6 +616,13 @@ def _retry(raw: Any, where: str, node_id: str) -> RetryPolicy:
         raise InvalidDefinition(
             f"{where}: retry 'max_attempts' must be an integer 1..1000", node_id
         )
+    delays = _delays(raw.get("delays"), where, node_id)
+    if delays and ("backoff" in raw or "factor" in raw or "max_backoff" in raw):
+        raise InvalidDefinition(
+            f"{where}: retry 'delays' replaces 'backoff', 'factor' and 'max_backoff'; give one "
+            f"or the others",
+            node_id,
+        )
     factor = raw.get("factor", 2.0)
     if not isinstance(factor, int | float) or isinstance(factor, bool) or not 1 <= factor <= 100:
         raise InvalidDefinition(f"{where}: retry 'factor' must be a number 1..100", node_id)
@@ -559,7 +637,18 @@ def _retry(raw: Any, where: str, node_id: str) -> RetryPolicy:
         if "max_backoff" in raw
         else max(default.max_backoff, backoff)
     )
-    return RetryPolicy(attempts, backoff, float(factor), max_backoff)
+    return RetryPolicy(attempts, backoff, float(factor), max_backoff, delays)
+
+
+def _delays(raw: Any, where: str, node_id: str) -> tuple[timedelta, ...]:
+    """The waits before the second, third, ... run; the last is used again when runs remain."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not raw or len(raw) > MAX_DELAYS:
+        raise InvalidDefinition(
+            f"{where}: retry 'delays' must be a list of 1 to {MAX_DELAYS} durations", node_id
+        )
+    return tuple(parse_duration(d, where=f"{where} retry 'delays'", element=node_id) for d in raw)
 
 
 def _end_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, Any]:

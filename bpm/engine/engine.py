@@ -13,6 +13,7 @@ from bpm.dispatch import Dispatcher, Job
 from bpm.engine.core.causes import because
 from bpm.engine.core.engine_core import CoreOptions, EngineCore
 from bpm.engine.core.ids import as_id, maybe_id
+from bpm.engine.engine_reads import EngineReads
 from bpm.engine.jobs import table
 from bpm.engine.jobs.runner import JobRunner
 from bpm.engine.operations import (
@@ -20,22 +21,19 @@ from bpm.engine.operations import (
     external_reports,
     lifecycle,
     messages,
-    queries,
     retention,
     scans,
     timers,
     user_tasks,
-    views,
 )
 from bpm.engine.operations.lifecycle import StartOptions
 from bpm.store import Database
 from bpm.store.notify import Listener, listen
-from bpm.store.queries import InstanceFields, InstanceFilter
 
 __all__ = ["Engine", "as_id", "because"]
 
 
-class Engine:
+class Engine(EngineReads):
     """Runs process instances stored in ``db``; hands follow-up work to ``dispatcher``."""
 
     def __init__(
@@ -104,46 +102,6 @@ class Engine:
         """Mark an open incident resolved (the operator fixed the cause by hand)."""
         with because(f"operator resolve {incident_or_token}"):
             return lifecycle.resolve(self.core, as_id(incident_or_token, "incident or token"), note)
-
-    def show(self, instance_id: UUID | str) -> dict[str, Any]:
-        return views.show(self.core, as_id(instance_id, "instance"))
-
-    def trace(self, instance_id: UUID | str) -> list[dict[str, Any]]:
-        return views.trace(self.core, as_id(instance_id, "instance"))
-
-    def diagram(self, instance_id: UUID | str, fmt: str = "mermaid") -> str:
-        """The definition drawn with the path the instance took: ``"mermaid"`` text or an
-        ``"svg"`` document (``bpm.diagram``)."""
-        return views.diagram(self.core, as_id(instance_id, "instance"), fmt)
-
-    def instances(
-        self, *, limit: int = 100, **match: Unpack[views.ListFields]
-    ) -> list[dict[str, Any]]:
-        """Newest first, by ``state``, ``key`` and ``business_key``."""
-        return views.list_instances(self.core, limit=limit, **match)
-
-    def find_instances(
-        self, *, limit: int = 100, **filters: Unpack[InstanceFields]
-    ) -> list[dict[str, Any]]:
-        """Instances by definition (``key``, ``version``), ``business_key``, ``state``, the
-        time range they were alive in (``since``, ``until``) and ``with_open_incidents``;
-        newest first."""
-        return queries.find_instances(self.core, InstanceFilter(**filters), limit)
-
-    def history(
-        self,
-        *,
-        instance_id: UUID | str | None = None,
-        types: Sequence[str] = (),
-        limit: int = 1000,
-        **filters: Unpack[InstanceFields],
-    ) -> list[dict[str, Any]]:
-        """History rows of the instances ``find_instances`` would find, in write order."""
-        found = InstanceFilter(instance_id=maybe_id(instance_id, "instance"), **filters)
-        return queries.history(self.core, found, types=types, limit=limit)
-
-    def incidents(self, limit: int = 100) -> list[dict[str, Any]]:
-        return views.open_incidents(self.core, limit)
 
     def fetch_and_lock(
         self,
@@ -228,20 +186,6 @@ class Engine:
 
     def next_timer_due(self) -> datetime | None:
         return timers.next_due(self.core)
-
-    def user_tasks(
-        self,
-        *,
-        assignee: str | None = None,
-        group: str | None = None,
-        instance_id: UUID | str | None = None,
-        limit: int = 100,
-    ) -> list[dict[str, Any]]:
-        """Open user tasks, oldest first, optionally by assignee, candidate group, instance."""
-        iid = maybe_id(instance_id, "instance")
-        return user_tasks.listing(
-            self.core, assignee=assignee, group=group, instance_id=iid, limit=limit
-        )
 
     def claim(self, task_id: UUID | str, user: str) -> None:
         with because(f"api claim task={task_id}"):

@@ -412,7 +412,8 @@ def _flush_sql(parts: frozenset[str]) -> str:
     if "vu" in parts:
         ctes.append(
             f"vu AS (INSERT INTO variables (instance_id, name, value, version, updated_at) "
-            f"SELECT u.instance_id, u.name, u.value, 1, u.updated_at "
+            # a JSON null value reads back from the recordset as SQL NULL: it is JSON's null
+            f"SELECT u.instance_id, u.name, COALESCE(u.value, 'null'::jsonb), 1, u.updated_at "
             f"FROM {_rows_of('vu', 'variables')} "
             f"ON CONFLICT (instance_id, name) DO UPDATE SET value = excluded.value, "
             f"version = variables.version + 1, updated_at = excluded.updated_at)"

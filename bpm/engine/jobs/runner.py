@@ -112,6 +112,11 @@ class JobRunner:
         if info is None:
             with self.core.transaction() as tx:
                 info = self.core.info(tx, task.instance_id)
+        g = self.core.graph(info.def_id)
+        node = g.node(task.node_id)
+        configured = handler_runs.configuration(node, values)
+        if isinstance(configured, handler_runs.Outcome):
+            return self._record(g, task, configured, token, inline)
         ctx = HandlerContext(
             values,
             str(task.id),
@@ -121,11 +126,12 @@ class JobRunner:
             info.key,
             task.node_id,
             task.id,
+            configured,
         )
         started = time.perf_counter()
-        outcome = handler_runs.invoke(self.core.handlers, task, ctx)
+        outcome = handler_runs.invoke(self.core.handlers, task, ctx, node.result_variable)
         log.debug("handler %s ran in %.1f ms", task.handler, (time.perf_counter() - started) * 1000)
-        return self._record(self.core.graph(info.def_id), task, outcome, token, inline)
+        return self._record(g, task, outcome, token, inline)
 
     def _record(
         self,

@@ -161,6 +161,8 @@ class StartOptions(TypedDict, total=False):
     idempotency_key: str | None
     version: int | None
     message_id: str | None
+    #: Who starts it: the start event's ``initiator`` variable receives this id.
+    user: str | None
 
 
 def start(
@@ -204,6 +206,9 @@ def start(
             assert existing is not None
             return Started(existing.id, key, existing.business_key, existing.state, False), None
         graph = core.graph(row.id, tx.conn)
+        initiator = graph.start_of(None).initiator
+        if initiator is not None and (options.get("user") is not None or initiator not in checked):
+            checked = {**checked, initiator: options.get("user")}
         root = new_token(
             tx,
             instance_id=inst.id,

@@ -15,13 +15,14 @@ from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
-from bpm.definitions.model import ProcessGraph
+from bpm.definitions import mappings
+from bpm.definitions.model import Node, ProcessGraph
 from bpm.engine.core.tx import Next, Stale, Tx
 from bpm.engine.semantics import scopes, task_moves
 from bpm.engine.semantics.bpmn_errors import caught_anywhere, throw_from_task
 from bpm.engine.semantics.failures import fail_token
 from bpm.engine.semantics.nodes import leave
-from bpm.errors import BadVariables, BpmnError
+from bpm.errors import BadVariables, BpmError, BpmnError
 from bpm.handlers import HandlerContext, HandlerRegistry
 from bpm.states import TaskEvent, TaskKind, TaskState, TokenMode, TokenState
 from bpm.store import tasks
@@ -60,8 +61,22 @@ def fit_lock(tx: Tx, task: TaskRow, lock_for: timedelta) -> TaskRow:
     return replace(task, lock_expire_at=expire)
 
 
-def invoke(registry: HandlerRegistry, task: TaskRow, ctx: HandlerContext) -> Outcome:
-    """Call the handler; never raises (every failure becomes an ``Outcome``)."""
+def configuration(node: Node, values: Mapping[str, Any]) -> dict[str, Any] | Outcome:
+    """The node's fields for ``ctx.fields``, evaluated over the variables the task sees; a
+    field that cannot be evaluated fails the run (an incident naming the field)."""
+    if not node.fields:
+        return {}
+    try:
+        return mappings.evaluate(node.fields, values)
+    except BpmError as exc:
+        return Outcome(error=f"field of task {node.id!r}: {exc}", retryable=False)
+
+
+def invoke(
+    registry: HandlerRegistry, task: TaskRow, ctx: HandlerContext, result_variable: str | None
+) -> Outcome:
+    """Call the handler; never raises (every failure becomes an ``Outcome``). With a
+    ``result_variable`` the whole result, whatever its JSON type, goes to that variable."""
     fn = registry.get(task.handler or "")
     if fn is None:
         known = ", ".join(registry.names()) or "none"
@@ -78,6 +93,8 @@ def invoke(registry: HandlerRegistry, task: TaskRow, ctx: HandlerContext) -> Out
     except Exception as exc:
         details = traceback.format_exc()[-MAX_DETAILS:]
         return Outcome(error=f"{type(exc).__name__}: {exc}", details=details)
+    if result_variable is not None:
+        return _check_result(task, {result_variable: result})
     return _check_result(task, result)
 
 

@@ -1,0 +1,345 @@
+"""Camunda 7 extensions any activity may carry: properties, documentation, retry cycles,
+priorities, input/output mappings and field injection.
+
+Each reader consumes its extension from the element's ``Reader`` and returns the definition
+document keys it maps to; what it cannot map is refused, naming the extension and its owner.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from bpm.definitions.bpmn_names import BPM, BPMN, CAMUNDA, FOX
+from bpm.definitions.bpmn_reader import Reader, name, reject
+from bpm.definitions.bpmn_xml import XmlElement
+
+Mapped = dict[str, Any]
+#: ``R3/PT5M``: three runs in all, five minutes apart.
+_REPEAT = re.compile(r"R(\d+)/(P.+)")
+_DIGITS = re.compile(r"-?\d+")
+#: JUEL's deferred form reads like the immediate one here: both are evaluated once.
+_DEFERRED = re.compile(r"#\{")
+
+
+def documentation(el: XmlElement) -> str | None:
+    """The text of the element's ``documentation`` children, joined."""
+    texts = [c.text.strip() for c in el.children if c.ns == BPMN and c.tag == "documentation"]
+    joined = "\n\n".join(t for t in texts if t)
+    return joined or None
+
+
+def properties(r: Reader) -> Mapped:
+    """``camunda:properties``: name/value pairs with no behaviour of their own, kept for the
+    API (external tasks can fetch them) and ``bpm definition``."""
+    found = r.extensions("properties", CAMUNDA)
+    if not found:
+        return {}
+    values: dict[str, str] = {}
+    for group in found:
+        reader = Reader(group)
+        for prop in reader.children("property", CAMUNDA):
+            pr = Reader(prop)
+            key, value = pr.attr("name"), pr.attr("value")
+            pr.attr("id")
+            pr.finish()
+            if not key:
+                raise reject(prop, "has no name", 'give each camunda:property a name="..."')
+            if key in values:
+                raise reject(prop, f"repeats the property {key!r}", "give each a distinct name")
+            values[key] = value or ""
+        reader.finish()
+    return {"properties": values}
+
+
+def retry(r: Reader, *, has_runs: bool) -> Mapped:
+    """The retry policy of a task that runs code: Camunda's ``failedJobRetryTimeCycle`` (or
+    fox's), or this project's ``bpm:retry``, ``bpm:backoff`` and ``bpm:timeout``. On a node
+    that runs no code a cycle is checked and has nothing to govern (Camunda applies it to the
+    node's asynchronous continuation, which is not a separate job here)."""
+    cycles = [*r.extensions("failedJobRetryTimeCycle", CAMUNDA)]
+    cycles += r.extensions("failedJobRetryTimeCycle", FOX)
+    if len(cycles) > 1:
+        raise reject(cycles[1], f"appears more than once in {name(r.el)}", "keep one")
+    policy: Mapped = {}
+    if cycles:
+        Reader(cycles[0]).finish()
+        policy.update(retry_cycle(cycles[0]))
+    if not has_runs:
+        return {}
+    attempts, backoff = r.attr("retry", BPM), r.attr("backoff", BPM)
+    timeout = r.attr("timeout", BPM)
+    if (attempts is not None or backoff is not None) and cycles:
+        raise reject(
+            r.el, "has both bpm:retry or bpm:backoff and failedJobRetryTimeCycle", "keep one"
+        )
+    if attempts is not None:
+        if not attempts.strip().isdigit() or not 1 <= int(attempts) <= 1000:
+            raise reject(r.el, f"has bpm:retry={attempts!r}", "give the number of runs, 1 to 1000")
+        policy["max_attempts"] = int(attempts)
+    if backoff is not None:
+        policy["backoff"] = backoff.strip()
+    out: Mapped = {"retry": policy} if policy else {}
+    if timeout is not None:
+        out["timeout"] = timeout.strip()
+    return out
+
+
+def retry_cycle(el: XmlElement) -> Mapped:
+    """Camunda's cycle: ``R3/PT5M`` is three runs five minutes apart; a list
+    ``PT1M,PT5M,PT1H`` is one run more than it has intervals, waiting each in turn (the last
+    one again if need be); an expression is refused (it would run code)."""
+    text = el.text.strip()
+    if not text:
+        raise reject(el, "is empty", "write R3/PT5M or PT1M,PT5M")
+    if "${" in text or "#{" in text:
+        raise reject(el, f"is the expression {text!r}", "write the cycle itself, such as R3/PT5M")
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) == 1 and (repeat := _REPEAT.fullmatch(parts[0])):
+        runs = int(repeat[1])
+        if not 1 <= runs <= 1000:
+            raise reject(el, f"repeats {runs} times", "give 1 to 1000 runs")
+        return {"max_attempts": runs, "delays": [repeat[2]]}
+    if any(not p or p.startswith("R") for p in parts) or len(parts) > 999:
+        raise reject(el, f"is not a retry cycle: {text!r}", "write R3/PT5M or PT1M,PT5M")
+    return {"max_attempts": len(parts) + 1, "delays": parts}
+
+
+def priority(r: Reader) -> Mapped:
+    """``camunda:taskPriority`` (external tasks) or ``camunda:jobPriority``: the task's
+    priority, a whole number; an expression is refused."""
+    found = [
+        (attr, value)
+        for attr in ("taskPriority", "jobPriority")
+        if (value := r.attr(attr, CAMUNDA)) is not None
+    ]
+    if (bpm_priority := r.attr("priority", BPM)) is not None:
+        found.append(("bpm:priority", bpm_priority))
+    if not found:
+        return {}
+    attr, value = found[0]
+    if not _DIGITS.fullmatch(value.strip()):
+        raise reject(
+            r.el,
+            f"has the priority {value!r} ({attr})",
+            "write a whole number; priority expressions are not supported yet",
+        )
+    return {"priority": int(value.strip())}
+
+
+def input_output(r: Reader) -> Mapped:
+    """``camunda:inputOutput``: input parameters become the node's ``inputs`` (local
+    variables), output parameters its ``outputs``."""
+    found = r.extension("inputOutput", CAMUNDA)
+    if found is None:
+        return {}
+    reader = Reader(found)
+    out: Mapped = {}
+    for kind, key in (("inputParameter", "inputs"), ("outputParameter", "outputs")):
+        params: Mapped = {}
+        for param in reader.children(kind, CAMUNDA):
+            pr = Reader(param)
+            param_name = pr.attr("name")
+            if not param_name:
+                raise reject(param, "has no name", 'give it name="..."')
+            params[param_name] = value_of(param, pr)
+            pr.finish()
+        if params:
+            out[key] = params
+    reader.finish()
+    return out
+
+
+def value_of(el: XmlElement, reader: Reader) -> Any:
+    """A parameter's value: text (``${...}`` an expression), ``camunda:list``,
+    ``camunda:map``, or nothing (null). A ``camunda:script`` value is refused: scripts never
+    run here."""
+    kids = [c for c in el.children if c.ns == CAMUNDA]
+    if not kids:
+        return text_value(el, el.text)
+    if len(kids) > 1:
+        raise reject(kids[1], f"is a second value of {name(el)}", "give one value")
+    kid = kids[0]
+    reader.used_children.add(id(kid))
+    if kid.tag == "script":
+        raise reject(
+            el,
+            "has a camunda:script value, which bpm never runs",
+            "write the value as ${...} or compute it in a handler",
+        )
+    if kid.tag == "list":
+        lr = Reader(kid)
+        items = [value_of(v, Reader(v)) for v in lr.children("value", CAMUNDA)]
+        nested = [c for c in kid.children if c.ns == CAMUNDA and c.tag in ("list", "map")]
+        lr.used_children.update(id(c) for c in nested)
+        items += [value_of(kid_wrap, Reader(kid_wrap)) for kid_wrap in _wrapped(nested)]
+        lr.finish()
+        return items
+    if kid.tag == "map":
+        mr = Reader(kid)
+        entries: Mapped = {}
+        for entry in mr.children("entry", CAMUNDA):
+            er = Reader(entry)
+            key = er.attr("key")
+            if key is None:
+                raise reject(entry, "has no key", 'give it key="..."')
+            entries[key] = value_of(entry, er)
+            er.finish()
+        mr.finish()
+        return entries
+    raise reject(kid, "is not a parameter value", "use text, camunda:list or camunda:map")
+
+
+def _wrapped(nested: list[XmlElement]) -> list[XmlElement]:
+    """A list written directly inside a list: read it as a value holding that list."""
+    return [XmlElement(n.ns, "value", {}, n.line, [n], "", n.parent) for n in nested]
+
+
+def text_value(el: XmlElement, text: str) -> Any:
+    """Text as a mapping value: ``${...}`` alone is an expression; text mixed with
+    expressions (``Dear ${name}``) is refused, since reading it as text would drop them."""
+    value = _DEFERRED.sub("${", text.strip())
+    if not value:
+        return None
+    if "${" not in value:
+        return value
+    if value.startswith("${") and value.endswith("}") and value.count("${") == 1:
+        return value
+    raise reject(
+        el,
+        f"has the composite expression {value!r} (text around ${{...}})",
+        "write one ${...} expression, or build the text in a handler",
+    )
+
+
+def fields(r: Reader) -> Mapped:
+    """``camunda:field``: configuration the handler reads as ``ctx.fields``; a string value
+    is text, an expression is evaluated over the variables when the handler runs."""
+    found = r.extensions("field", CAMUNDA)
+    if not found:
+        return {}
+    values: Mapped = {}
+    for field in found:
+        fr = Reader(field)
+        field_name = fr.attr("name")
+        if not field_name:
+            raise reject(field, "has no name", 'give it name="..."')
+        if field_name in values:
+            raise reject(field, f"repeats the field {field_name!r}", "give each a distinct name")
+        values[field_name] = _field_value(field, fr)
+        fr.finish()
+    return {"fields": values}
+
+
+def _field_value(field: XmlElement, fr: Reader) -> Any:
+    """A field's value as a mapping value: text, or one ``${...}`` expression."""
+    given = [
+        (kind, value)
+        for kind in ("stringValue", "expression")
+        if (value := fr.attr(kind)) is not None
+    ]
+    for kind in ("string", "expression"):
+        child = fr.child(kind, CAMUNDA)
+        if child is not None:
+            Reader(child).finish()
+            given.append((kind, child.text))
+    if len(given) != 1:
+        raise reject(
+            field,
+            "needs exactly one value (stringValue, expression, camunda:string or "
+            "camunda:expression)",
+        )
+    kind, value = given[0]
+    if kind in ("stringValue", "string") and ("${" in value or "#{" in value):
+        raise reject(
+            field,
+            f"has the string {value!r}, which reads like an expression",
+            "write it as camunda:expression, or leave ${ out of the text",
+        )
+    return text_value(field, value)
+
+
+#: Node types (of the definition document) that may carry input and output mappings.
+MAPPED_TYPES = frozenset(
+    {"serviceTask", "userTask", "receiveTask", "subProcess", "task", "manualTask"}
+)
+#: BPMN data flow inside an activity: Camunda 7 gives it no behaviour, and neither does bpm.
+DATA_FLOW = ("dataInputAssociation", "dataOutputAssociation", "ioSpecification", "property")
+
+
+def common(r: Reader, node: Mapped) -> Mapped:
+    """The extensions every flow node may carry, read after the element's own mapper."""
+    out: Mapped = {}
+    if (text := documentation(r.el)) is not None:
+        out["documentation"] = text
+    out.update(properties(r))
+    for tag in DATA_FLOW:
+        r.children(tag)
+    kind = node.get("type")
+    runs = kind == "serviceTask"
+    out.update(retry(r, has_runs=runs))
+    if runs:
+        out.update(priority(r))
+        found = fields(r)
+        if found and "topic" in node:
+            raise reject(
+                r.el,
+                "has camunda:field on an external task, which its worker cannot read",
+                "give the worker its configuration as camunda:properties or inputOutput",
+            )
+        out.update(found)
+    if kind in MAPPED_TYPES:
+        out.update(input_output(r))
+    return out
+
+
+def process_metadata(r: Reader) -> Mapped:
+    """What a process carries for people and tools: documentation, properties, version tag,
+    the tasklist flag, and who may start it."""
+    out: Mapped = {}
+    if (text := documentation(r.el)) is not None:
+        out["documentation"] = text
+    out.update(properties(r))
+    if (tag := r.attr("versionTag", CAMUNDA)) is not None and tag.strip():
+        out["versionTag"] = tag.strip()
+    startable = r.attr("isStartableInTasklist", CAMUNDA)
+    if startable is not None:
+        if startable not in ("true", "false"):
+            raise reject(r.el, f"has camunda:isStartableInTasklist={startable!r}", "true or false")
+        out["startableInTasklist"] = startable == "true"
+    for attr, key in (
+        ("candidateStarterGroups", "candidate_starter_groups"),
+        ("candidateStarterUsers", "candidate_starter_users"),
+    ):
+        value = r.attr(attr, CAMUNDA)
+        if value is None:
+            continue
+        if "${" in value or "#{" in value:
+            raise reject(r.el, f"has the expression {value!r} as camunda:{attr}", "list names")
+        names = [n.strip() for n in value.split(",") if n.strip()]
+        if names:
+            out[key] = names
+    return out
+
+
+DATA_OBJECTS = frozenset({"dataObject", "dataObjectReference", "dataStoreReference"})
+
+
+def data_object(el: XmlElement) -> Mapped:
+    """A data object, reference or data store reference: kept in the process's
+    ``dataObjects`` for people (no behaviour, in Camunda 7 either)."""
+    reader = Reader(el)
+    out: Mapped = {"kind": el.tag, "id": el.attrib.get("id", "")}
+    if el.attrib.get("name"):
+        out["name"] = el.attrib["name"]
+    for attr in ("dataObjectRef", "dataStoreRef", "itemSubjectRef"):
+        if (value := reader.attr(attr)) is not None:
+            out[attr] = value
+    reader.attr("isCollection")
+    state = reader.child("dataState")
+    if state is not None:
+        Reader(state).finish()
+        if state.attrib.get("name"):
+            out["state"] = state.attrib["name"]
+    reader.finish()
+    return out

@@ -1,0 +1,79 @@
+"""The facade's read-only half: instances, their history and diagrams, incidents, open user
+tasks and deployed definitions, as the views of ``bpm.engine.operations``. Nothing here
+changes state, so nothing here names a cause."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Unpack
+from uuid import UUID
+
+from bpm.engine.core.engine_core import EngineCore
+from bpm.engine.core.ids import as_id, maybe_id
+from bpm.engine.operations import definitions, queries, user_tasks, views
+from bpm.store.queries import InstanceFields, InstanceFilter
+
+
+class EngineReads:
+    """Read-only views over the engine's core (``Engine`` inherits them)."""
+
+    core: EngineCore
+
+    def show(self, instance_id: UUID | str) -> dict[str, Any]:
+        return views.show(self.core, as_id(instance_id, "instance"))
+
+    def trace(self, instance_id: UUID | str) -> list[dict[str, Any]]:
+        return views.trace(self.core, as_id(instance_id, "instance"))
+
+    def diagram(self, instance_id: UUID | str, fmt: str = "mermaid") -> str:
+        """The definition drawn with the path the instance took: ``"mermaid"`` text or an
+        ``"svg"`` document (``bpm.diagram``)."""
+        return views.diagram(self.core, as_id(instance_id, "instance"), fmt)
+
+    def instances(
+        self, *, limit: int = 100, **match: Unpack[views.ListFields]
+    ) -> list[dict[str, Any]]:
+        """Newest first, by ``state``, ``key`` and ``business_key``."""
+        return views.list_instances(self.core, limit=limit, **match)
+
+    def find_instances(
+        self, *, limit: int = 100, **filters: Unpack[InstanceFields]
+    ) -> list[dict[str, Any]]:
+        """Instances by definition (``key``, ``version``), ``business_key``, ``state``, the
+        time range they were alive in (``since``, ``until``) and ``with_open_incidents``;
+        newest first."""
+        return queries.find_instances(self.core, InstanceFilter(**filters), limit)
+
+    def history(
+        self,
+        *,
+        instance_id: UUID | str | None = None,
+        types: Sequence[str] = (),
+        limit: int = 1000,
+        **filters: Unpack[InstanceFields],
+    ) -> list[dict[str, Any]]:
+        """History rows of the instances ``find_instances`` would find, in write order."""
+        found = InstanceFilter(instance_id=maybe_id(instance_id, "instance"), **filters)
+        return queries.history(self.core, found, types=types, limit=limit)
+
+    def incidents(self, limit: int = 100) -> list[dict[str, Any]]:
+        return views.open_incidents(self.core, limit)
+
+    def user_tasks(
+        self,
+        *,
+        assignee: str | None = None,
+        group: str | None = None,
+        instance_id: UUID | str | None = None,
+        limit: int = 100,
+    ) -> list[dict[str, Any]]:
+        """Open user tasks, oldest first, optionally by assignee, candidate group, instance."""
+        iid = maybe_id(instance_id, "instance")
+        return user_tasks.listing(
+            self.core, assignee=assignee, group=group, instance_id=iid, limit=limit
+        )
+
+    def definition(self, key: str, version: int | None = None) -> dict[str, Any]:
+        """A deployed definition as people and tools read it: its properties, forms,
+        documentation and who may start it, node by node (latest version unless given)."""
+        return definitions.definition(self.core, key, version)

@@ -1,0 +1,197 @@
+"""Camunda 7 extensions at run time, on PostgreSQL: field injection, result variables, retry
+cycles, priorities, input/output mappings, the initiator, and the definition view."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import timedelta
+from typing import Any
+
+from bpm.engine.operations.external import TopicRequest
+from bpm.handlers import HandlerContext, HandlerRegistry
+from tests.helpers.modeler import chain, modeler_file
+from tests.helpers.runtime import Harness
+
+
+def around(task: str) -> str:
+    return (
+        '    <bpmn:startEvent id="S" camunda:initiator="starter" />\n'
+        + task
+        + '\n    <bpmn:endEvent id="E" />\n'
+        + chain("S", "T", "E")
+    )
+
+
+def deploy(rt: Harness, body: str, key: str = "p") -> None:
+    rt.engine.deploy_bpmn(modeler_file(key, body))
+
+
+def run(rt: Harness, key: str = "p", variables: dict[str, Any] | None = None) -> dict[str, Any]:
+    iid = rt.engine.start(key, variables, user="ann").id
+    rt.drain()
+    return rt.engine.show(iid)
+
+
+def test_fields_reach_the_handler_evaluated_when_it_runs(
+    rt: Harness, handlers: HandlerRegistry
+) -> None:
+    seen: list[dict[str, Any]] = []
+
+    def mail(ctx: HandlerContext) -> None:
+        seen.append(dict(ctx.fields))
+
+    handlers.register("Mail", mail)
+    deploy(
+        rt,
+        around(
+            '<bpmn:serviceTask id="T" camunda:class="org.acme.Mail"><bpmn:extensionElements>'
+            '<camunda:field name="to" stringValue="ops@example.com" />'
+            '<camunda:field name="subject"><camunda:expression>${subject}</camunda:expression>'
+            "</camunda:field></bpmn:extensionElements></bpmn:serviceTask>"
+        ),
+    )
+    shown = run(rt, variables={"subject": "Order 7 shipped"})
+    assert shown["state"] == "COMPLETED"
+    assert seen == [{"to": "ops@example.com", "subject": "Order 7 shipped"}]
+
+
+def test_a_field_that_cannot_be_evaluated_is_an_incident_naming_it(
+    rt: Harness, handlers: HandlerRegistry
+) -> None:
+    handlers.register("Mail", lambda ctx: None)
+    deploy(
+        rt,
+        around(
+            '<bpmn:serviceTask id="T" camunda:class="org.acme.Mail"><bpmn:extensionElements>'
+            '<camunda:field name="subject"><camunda:expression>${subject}</camunda:expression>'
+            "</camunda:field></bpmn:extensionElements></bpmn:serviceTask>"
+        ),
+    )
+    shown = run(rt)
+    assert shown["state"] == "FAILED"
+    [incident] = shown["incidents"]
+    assert "field of task 'T'" in incident["message"] and "subject" in incident["message"]
+
+
+def test_result_variable_stores_the_whole_result(rt: Harness, handlers: HandlerRegistry) -> None:
+    handlers.register("pricing.quote_order", lambda ctx: [ctx.variables["order"], 12.5])
+    deploy(
+        rt,
+        around(
+            '<bpmn:serviceTask id="T" camunda:expression="${pricing.quote(order)}" '
+            'camunda:resultVariable="quote" />'
+        ),
+    )
+    shown = run(rt, variables={"order": "A-1"})
+    assert shown["state"] == "COMPLETED"
+    assert shown["variables"]["quote"] == ["A-1", 12.5]
+
+
+def test_the_initiator_variable_receives_the_starting_user(
+    rt: Harness, handlers: HandlerRegistry
+) -> None:
+    deploy(rt, around('<bpmn:manualTask id="T" />'))
+    assert run(rt)["variables"]["starter"] == "ann"
+    iid = rt.engine.start("p").id  # nobody known: the variable exists, empty
+    rt.drain()
+    assert rt.engine.show(iid)["variables"] == {"starter": None}
+
+
+def test_a_retry_cycle_runs_the_handler_that_often_that_far_apart(
+    rt: Harness, handlers: HandlerRegistry
+) -> None:
+    runs: list[Any] = []
+
+    def flaky(ctx: HandlerContext) -> None:
+        runs.append(rt.clock.now())
+        raise RuntimeError("gateway down")
+
+    handlers.register("Charge", flaky)
+    deploy(
+        rt,
+        around(
+            '<bpmn:serviceTask id="T" camunda:class="org.acme.Charge"><bpmn:extensionElements>'
+            "<camunda:failedJobRetryTimeCycle>PT1M,PT10M</camunda:failedJobRetryTimeCycle>"
+            "</bpmn:extensionElements></bpmn:serviceTask>"
+        ),
+    )
+    shown = run(rt)
+    assert shown["state"] == "FAILED"
+    waits = [round((b - a).total_seconds()) for a, b in itertools.pairwise(runs)]
+    assert waits == [60, 600]
+
+
+def test_task_priority_orders_the_external_fetch(rt: Harness) -> None:
+    body = (
+        '    <bpmn:startEvent id="S" />\n'
+        '<bpmn:parallelGateway id="G" />'
+        '<bpmn:serviceTask id="Low" camunda:type="external" camunda:topic="work" '
+        'camunda:taskPriority="1" />'
+        '<bpmn:serviceTask id="High" camunda:type="external" camunda:topic="work" '
+        'camunda:taskPriority="50" />'
+        '<bpmn:parallelGateway id="J" /><bpmn:endEvent id="E" />'
+        + chain("S", "G")
+        + chain("G", "Low", "J")
+        + chain("G", "High", "J").replace("Flow_G_High", "Flow_G_High2")
+        + chain("J", "E")
+    )
+    deploy(rt, body)
+    run(rt)
+    [first] = rt.engine.fetch_and_lock(
+        "w", [TopicRequest("work", timedelta(minutes=1))], max_tasks=1
+    )
+    assert first.node_id == "High"
+
+
+def test_input_output_mappings_run_end_to_end(rt: Harness, handlers: HandlerRegistry) -> None:
+    seen: list[dict[str, Any]] = []
+
+    def charge(ctx: HandlerContext) -> dict[str, Any]:
+        seen.append(dict(ctx.variables))
+        return {"receiptId": f"r-{ctx.variables['amount']}"}
+
+    handlers.register("charge", charge)
+    deploy(
+        rt,
+        around(
+            '<bpmn:serviceTask id="T" camunda:delegateExpression="${charge}">'
+            "<bpmn:extensionElements><camunda:inputOutput>"
+            '<camunda:inputParameter name="amount">${order.total}</camunda:inputParameter>'
+            '<camunda:inputParameter name="lines"><camunda:list><camunda:value>${order.id}'
+            "</camunda:value><camunda:value>fee</camunda:value></camunda:list>"
+            "</camunda:inputParameter>"
+            '<camunda:outputParameter name="receipt">${receiptId}</camunda:outputParameter>'
+            "</camunda:inputOutput></bpmn:extensionElements></bpmn:serviceTask>"
+        ),
+    )
+    shown = run(rt, variables={"order": {"id": "A-1", "total": 30}})
+    assert shown["state"] == "COMPLETED"
+    assert seen[0]["amount"] == 30 and seen[0]["lines"] == ["A-1", "fee"]
+    assert shown["variables"]["receipt"] == "r-30"
+    assert "amount" not in shown["variables"]
+
+
+def test_the_definition_view_shows_what_the_model_declares(rt: Harness) -> None:
+    rt.engine.deploy_bpmn(
+        modeler_file(
+            "p",
+            around(
+                '<bpmn:serviceTask id="T" camunda:type="external" camunda:topic="charge">'
+                '<bpmn:extensionElements><camunda:properties><camunda:property name="sla" '
+                'value="PT1H" /></camunda:properties></bpmn:extensionElements>'
+                "</bpmn:serviceTask>"
+            ),
+            attrs=' camunda:versionTag="2.0" camunda:candidateStarterGroups="sales"',
+        )
+    )
+    view = rt.engine.definition("p")
+    assert view["version"] == 1 and view["versionTag"] == "2.0"
+    assert view["candidate_starter_groups"] == ["sales"]
+    [task] = [n for n in view["nodes"] if n["id"] == "T"]
+    assert task["properties"] == {"sla": "PT1H"} and task["topic"] == "charge"
+
+
+def test_a_null_result_value_is_stored_as_null(rt: Harness, handlers: HandlerRegistry) -> None:
+    handlers.register("Clear", lambda ctx: {"reason": None})
+    deploy(rt, around('<bpmn:serviceTask id="T" camunda:class="org.acme.Clear" />'))
+    assert run(rt, variables={"reason": "x"})["variables"]["reason"] is None
