@@ -263,6 +263,8 @@ def _field_value(field: XmlElement, fr: Reader) -> Any:
 MAPPED_TYPES = frozenset(
     {"serviceTask", "userTask", "receiveTask", "subProcess", "task", "manualTask"}
 )
+#: Node types whose ``default`` attribute names the flow taken when no condition holds.
+DEFAULTED_TYPES = MAPPED_TYPES | {"boundaryEvent"}
 #: BPMN data flow inside an activity: Camunda 7 gives it no behaviour, and neither does bpm.
 DATA_FLOW = ("dataInputAssociation", "dataOutputAssociation", "ioSpecification", "property")
 
@@ -276,6 +278,8 @@ def common(r: Reader, node: Mapped) -> Mapped:
     for tag in DATA_FLOW:
         r.children(tag)
     kind = node.get("type")
+    if kind in DEFAULTED_TYPES and (default := r.attr("default")):
+        out["default"] = default
     runs = kind == "serviceTask"
     out.update(retry(r, has_runs=runs))
     if runs:

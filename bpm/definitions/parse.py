@@ -64,7 +64,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
     },
     NodeType.TASK: set(),
     NodeType.MANUAL_TASK: set(),
-    NodeType.EXCLUSIVE: {"default"},
+    NodeType.EXCLUSIVE: set(),
     NodeType.PARALLEL: set(),
     NodeType.SUBPROCESS: {"nodes", "flows", "saga", "compensation"},
     NodeType.BOUNDARY: {"attachedTo", "timer", "error", "interrupting"},
@@ -85,6 +85,10 @@ MAPPED = (
 )
 for _mapped in MAPPED:
     NODE_KEYS[_mapped] = NODE_KEYS[_mapped] | {"inputs", "outputs"}
+#: Nodes whose outgoing flows may carry conditions, with a default flow taken when none holds.
+DEFAULTED = (*MAPPED, NodeType.EXCLUSIVE, NodeType.BOUNDARY)
+for _defaulted in DEFAULTED:
+    NODE_KEYS[_defaulted] = NODE_KEYS[_defaulted] | {"default"}
 NOT_YET: dict[NodeType, str] = {}
 COMPENSATION_KEYS = {"handler", "topic", "node", "retry"}
 RETRY_KEYS = {"max_attempts", "backoff", "factor", "max_backoff", "delays"}
@@ -406,8 +410,6 @@ def _compile_node(
         fields = _service_task_fields(raw, where, node_id)
     elif node_type is NodeType.END:
         fields = _end_fields(raw, where, node_id)
-    elif node_type is NodeType.EXCLUSIVE:
-        fields = _exclusive_fields(raw, where, node_id, outgoing, flows)
     elif node_type is NodeType.BOUNDARY:
         fields = boundary_fields(raw, where, node_id, incoming)
     elif node_type is NodeType.TIMER:
@@ -423,6 +425,8 @@ def _compile_node(
         }
     elif node_type is NodeType.COMPENSATION_THROW:
         fields = {"activity": _activity(raw, where, node_id)}
+    if node_type in DEFAULTED:
+        fields.update(_default_flow(raw, where, node_id, outgoing, flows))
     fields["properties"] = dict(raw.get("properties", {}))
     if node_type is NodeType.START:
         fields["initiator"] = _initiator(raw, where, node_id)
@@ -473,20 +477,16 @@ def _check_shape(
     incoming: tuple[str, ...],
     outgoing: tuple[str, ...],
 ) -> None:
+    """Flow counts BPMN gives a meaning. An activity or event with several outgoing flows
+    forks (each flow whose condition holds is taken), as a parallel gateway would."""
     if node_type is NodeType.START and incoming:
         raise InvalidDefinition(f"{where}: a start event cannot have incoming flows", node_id)
-    if node_type is NodeType.START and len(outgoing) != 1:
-        raise InvalidDefinition(f"{where}: a start event needs exactly one outgoing flow", node_id)
+    if node_type is NodeType.START and not outgoing:
+        raise InvalidDefinition(f"{where}: a start event needs an outgoing flow", node_id)
     if node_type is NodeType.END and outgoing:
         raise InvalidDefinition(f"{where}: an end event cannot have outgoing flows", node_id)
     if node_type in GATEWAYS and not outgoing:
         raise InvalidDefinition(f"{where}: a gateway needs at least one outgoing flow", node_id)
-    if node_type not in GATEWAYS and len(outgoing) > 1:
-        raise InvalidDefinition(
-            f"{where}: only gateways may have several outgoing flows "
-            f"(has {', '.join(outgoing)}); add a parallel or exclusive gateway",
-            node_id,
-        )
 
 
 def _check_conditions(
@@ -496,13 +496,15 @@ def _check_conditions(
     outgoing: tuple[str, ...],
     flows: Mapping[str, Flow],
 ) -> None:
-    if node_type is NodeType.EXCLUSIVE:
+    """A parallel gateway takes every flow, so a condition there would mean nothing."""
+    if node_type is not NodeType.PARALLEL:
         return
     for flow_id in outgoing:
         if flows[flow_id].condition is not None:
             raise InvalidDefinition(
-                f"flow {flow_id!r}: conditions are only allowed on flows leaving an "
-                f"exclusiveGateway, and this one leaves {where}",
+                f"flow {flow_id!r}: a flow leaving a parallelGateway cannot have a condition "
+                f"(every flow is taken); use an exclusive gateway, or conditions on flows "
+                f"leaving an activity",
                 flow_id,
             )
 
@@ -675,7 +677,7 @@ def _end_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, A
     return {"terminate": terminate, "error_code": error}
 
 
-def _exclusive_fields(
+def _default_flow(
     raw: Mapping[str, Any],
     where: str,
     node_id: str,

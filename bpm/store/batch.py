@@ -366,8 +366,9 @@ PARTS = frozenset({"ie", "tu", "ti", "vu", "ku", "notify", "read", *TABLES})
 @cache
 def _flush_sql(parts: frozenset[str]) -> str:
     """The write statement for a batch with these parts (``PARTS``)."""
-    sets = ", ".join(
-        f"{c} = u.{c}"
+    # Kept terse: the whole statement must stay within psycopg's cached-query length.
+    sets = ",".join(
+        f"{c}=u.{c}"
         for c in (
             "state",
             "retry_at",
@@ -413,7 +414,7 @@ def _flush_sql(parts: frozenset[str]) -> str:
         ctes.append(
             f"vu AS (INSERT INTO variables (instance_id, name, value, version, updated_at) "
             # a JSON null value reads back from the recordset as SQL NULL: it is JSON's null
-            f"SELECT u.instance_id, u.name, COALESCE(u.value, 'null'::jsonb), 1, u.updated_at "
+            f"SELECT u.instance_id, u.name, COALESCE(u.value,'null'), 1, u.updated_at "
             f"FROM {_rows_of('vu', 'variables')} "
             f"ON CONFLICT (instance_id, name) DO UPDATE SET value = excluded.value, "
             f"version = variables.version + 1, updated_at = excluded.updated_at)"

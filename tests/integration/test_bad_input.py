@@ -46,6 +46,11 @@ def base() -> Doc:
 Mutation = Callable[[Doc], None]
 
 
+def _make_parallel(gateway: dict[str, Any]) -> None:
+    gateway["type"] = "parallelGateway"
+    gateway.pop("default")
+
+
 def node(doc: Doc, node_id: str) -> dict[str, Any]:
     return next(n for n in doc["nodes"] if n["id"] == node_id)
 
@@ -247,22 +252,22 @@ INVALID: list[tuple[str, Mutation, str, str]] = [
         "'soon' is not an ISO 8601 duration",
     ),
     (
-        "condition off an exclusive gateway",
-        set_on(flow, "f2", condition="amount > 1"),
-        "f2",
-        "only allowed on flows leaving an exclusiveGateway",
+        "condition on a flow a parallel gateway takes anyway",
+        lambda d: _make_parallel(node(d, "gw")),
+        "f_work",
+        "a flow leaving a parallelGateway cannot have a condition",
+    ),
+    (
+        "default flow not leaving the task",
+        set_on(node, "work", default="f_skip"),
+        "work",
+        "default flow 'f_skip' is not one of its outgoing flows",
     ),
     (
         "default flow not leaving the gateway",
         set_on(node, "gw", default="f2"),
         "gw",
         "default flow 'f2'",
-    ),
-    (
-        "two outgoing flows off a task",
-        add_flow(id="f_extra", source="work", target="gw"),
-        "work",
-        "only gateways may have several outgoing flows",
     ),
     (
         "service task without handler",

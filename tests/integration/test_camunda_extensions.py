@@ -195,3 +195,85 @@ def test_a_null_result_value_is_stored_as_null(rt: Harness, handlers: HandlerReg
     handlers.register("Clear", lambda ctx: {"reason": None})
     deploy(rt, around('<bpmn:serviceTask id="T" camunda:class="org.acme.Clear" />'))
     assert run(rt, variables={"reason": "x"})["variables"]["reason"] is None
+
+
+def _branching(default: bool) -> str:
+    """Task T forks to A (amount > 10), B (vip) and, as the default, C; A and B join at J."""
+    attr = ' default="Flow_T_C"' if default else ""
+    return (
+        '    <bpmn:startEvent id="S" />\n'
+        f'<bpmn:serviceTask id="T" camunda:class="org.acme.Check"{attr} />'
+        '<bpmn:serviceTask id="A" camunda:class="org.acme.A" />'
+        '<bpmn:serviceTask id="B" camunda:class="org.acme.B" />'
+        + ('<bpmn:serviceTask id="C" camunda:class="org.acme.C" />' if default else "")
+        + '<bpmn:exclusiveGateway id="M" /><bpmn:endEvent id="E" />'
+        + chain("S", "T")
+        + '<bpmn:sequenceFlow id="Flow_T_A" sourceRef="T" targetRef="A"><bpmn:conditionExpression '
+        'xsi:type="bpmn:tFormalExpression">${amount gt 10}</bpmn:conditionExpression>'
+        "</bpmn:sequenceFlow>"
+        '<bpmn:sequenceFlow id="Flow_T_B" sourceRef="T" targetRef="B"><bpmn:conditionExpression '
+        'xsi:type="bpmn:tFormalExpression">${vip}</bpmn:conditionExpression></bpmn:sequenceFlow>'
+        + (chain("T", "C") if default else "")
+        + chain("A", "M")
+        + chain("B", "M")
+        + (chain("C", "M") if default else "")
+        + chain("M", "E")
+    )
+
+
+def _recording(handlers: HandlerRegistry) -> list[str]:
+    ran: list[str] = []
+    for name in ("Check", "A", "B", "C"):
+        handlers.register(name, lambda ctx, name=name: ran.append(name))  # type: ignore[misc]
+    return ran
+
+
+def test_conditional_flows_out_of_an_activity_take_each_true_one(
+    rt: Harness, handlers: HandlerRegistry
+) -> None:
+    ran = _recording(handlers)
+    deploy(rt, _branching(default=True))
+    cases = [
+        ({"amount": 50, "vip": False}, ["Check", "A"]),
+        ({"amount": 50, "vip": True}, ["Check", "A", "B"]),
+        ({"amount": 5, "vip": False}, ["Check", "C"]),
+    ]
+    for variables, expected in cases:
+        ran.clear()
+        shown = run(rt, variables=variables)
+        assert shown["state"] == "COMPLETED", shown
+        assert sorted(ran) == sorted(expected)
+
+
+def test_no_true_condition_and_no_default_is_an_incident_naming_the_activity(
+    rt: Harness, handlers: HandlerRegistry
+) -> None:
+    _recording(handlers)
+    deploy(rt, _branching(default=False))
+    shown = run(rt, variables={"amount": 1, "vip": False})
+    assert shown["state"] == "FAILED"
+    [incident] = shown["incidents"]
+    assert incident["message"] == (
+        "serviceTask 'T': no outgoing flow's condition is true and there is no default flow"
+    )
+
+
+def test_an_activity_with_two_plain_flows_forks_and_a_join_waits_for_both(
+    rt: Harness, handlers: HandlerRegistry
+) -> None:
+    ran = _recording(handlers)
+    body = (
+        '    <bpmn:startEvent id="S" />\n'
+        '<bpmn:serviceTask id="T" camunda:class="org.acme.Check" />'
+        '<bpmn:serviceTask id="A" camunda:class="org.acme.A" />'
+        '<bpmn:serviceTask id="B" camunda:class="org.acme.B" />'
+        '<bpmn:parallelGateway id="J" /><bpmn:endEvent id="E" />'
+        + chain("S", "T")
+        + chain("T", "A", "J")
+        + chain("T", "B", "J")
+        + chain("J", "E")
+    )
+    deploy(rt, body)
+    shown = run(rt)
+    assert shown["state"] == "COMPLETED"
+    assert sorted(ran) == ["A", "B", "Check"]

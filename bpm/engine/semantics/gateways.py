@@ -3,7 +3,10 @@ decides, in ``joins``)."""
 
 from __future__ import annotations
 
-from bpm.definitions.model import Node, ProcessGraph
+from collections.abc import Mapping
+from typing import Any
+
+from bpm.definitions.model import GATEWAYS, Flow, Node, ProcessGraph
 from bpm.engine.core.tx import Next, NextToken, Tx
 from bpm.engine.semantics import scopes
 from bpm.engine.semantics.failures import fail_token
@@ -19,6 +22,41 @@ def fork_or_leave(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     flows = g.outgoing(node.id)
     if len(flows) == 1:
         return take(tx, tok, flows[0])
+    return fork(tx, tok, flows)
+
+
+def leave_by_conditions(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+    """Leave an activity or event with several outgoing flows, or a conditional one: every
+    flow without a condition or whose condition holds is taken (several fork, as a parallel
+    gateway would); the default flow when none is; an incident when there is no default."""
+    values = scopes.view(tx, g, tok)
+    chosen: list[Flow] = []
+    for flow in g.outgoing(node.id):
+        if flow.id == node.default_flow:
+            continue
+        holds = _holds(tx, tok, node, flow, values)
+        if holds is None:
+            return None
+        if holds:
+            chosen.append(flow)
+    if not chosen and node.default_flow is not None:
+        chosen = [g.flows[node.default_flow]]
+    if not chosen:
+        fail_token(
+            tx,
+            tok,
+            kind="no-path",
+            message=f"{node.type.value} {node.id!r}: no outgoing flow's condition is true and "
+            f"there is no default flow",
+        )
+        return None
+    if len(chosen) == 1:
+        return take(tx, tok, chosen[0])
+    return fork(tx, tok, chosen)
+
+
+def fork(tx: Tx, tok: TokenRow, flows: list[Flow]) -> Next:
+    """One concurrent token per flow, under the scope token."""
     if tok.concurrent:
         # A branch that forks again ends and hands over to new siblings under the same scope
         # token, so every join counts the tokens of one scope (Camunda 7's execution tree).
@@ -64,22 +102,11 @@ def exclusive(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     for flow in flows:
         if flow.id == node.default_flow:
             continue
-        if flow.condition is None:
+        holds = _holds(tx, tok, node, flow, values)
+        if holds is None:
+            return None
+        if holds:
             return take(tx, tok, flow)
-        try:
-            if evaluate_condition(flow.condition, values):
-                return take(tx, tok, flow)
-        except MissingVariable as exc:
-            message = (
-                f"gateway {node.id!r}: condition of flow {flow.id!r} reads variable "
-                f"{exc.name!r}, which the instance does not have"
-            )
-            fail_token(tx, tok, kind="condition", message=message, details=str(exc))
-            return None
-        except ExpressionEvalError as exc:
-            message = f"gateway {node.id!r}: condition of flow {flow.id!r} failed: {exc}"
-            fail_token(tx, tok, kind="condition", message=message)
-            return None
     if node.default_flow is not None:
         return take(tx, tok, g.flows[node.default_flow])
     fail_token(
@@ -88,6 +115,26 @@ def exclusive(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
         kind="no-path",
         message=f"gateway {node.id!r}: no condition is true and there is no default flow",
     )
+    return None
+
+
+def _holds(tx: Tx, tok: TokenRow, node: Node, flow: Flow, values: Mapping[str, Any]) -> bool | None:
+    """Whether ``flow`` may be taken (no condition, or a true one); None when its condition
+    cannot be evaluated, after failing the token with an incident that says why."""
+    if flow.condition is None:
+        return True
+    where = "gateway" if node.type in GATEWAYS else node.type.value
+    try:
+        return evaluate_condition(flow.condition, values)
+    except MissingVariable as exc:
+        message = (
+            f"{where} {node.id!r}: condition of flow {flow.id!r} reads variable "
+            f"{exc.name!r}, which the instance does not have"
+        )
+        fail_token(tx, tok, kind="condition", message=message, details=str(exc))
+    except ExpressionEvalError as exc:
+        message = f"{where} {node.id!r}: condition of flow {flow.id!r} failed: {exc}"
+        fail_token(tx, tok, kind="condition", message=message)
     return None
 
 

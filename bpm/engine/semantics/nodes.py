@@ -56,7 +56,8 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
 
 
 def leave(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
-    """Move along the node's single outgoing flow; with none, the path ends here (as Camunda).
+    """Move along the node's outgoing flow; with none, the path ends here (as Camunda); with
+    several, or a conditional one, along each whose condition holds (``gateways``).
 
     Leaving an activity disarms its boundary timers in the same transaction, and an activity
     that declares a compensation gets its record. A COMPENSATION token leaving is
@@ -73,7 +74,9 @@ def leave(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     flows = g.outgoing(node.id)
     if not flows:
         return end_token(tx, tok, g)
-    return take(tx, tok, flows[0])
+    if len(flows) == 1 and flows[0].condition is None:
+        return take(tx, tok, flows[0])
+    return gateways.leave_by_conditions(tx, g, tok, node)
 
 
 def _mapped(tx: Tx, tok: TokenRow, problem: str | None) -> bool:
