@@ -3,8 +3,6 @@ much time or memory. Each is far above what a decision table drawn by a person n
 
 from __future__ import annotations
 
-#: The largest DMN file accepted, in bytes (UTF-8).
-MAX_FILE_BYTES = 5 * 1024 * 1024
 #: Decisions in one file.
 MAX_DECISIONS = 1_000
 #: Rules in one decision table.
