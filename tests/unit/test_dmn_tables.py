@@ -4,6 +4,7 @@ errors an evaluation raises, required decisions and literal expressions."""
 from __future__ import annotations
 
 import pickle
+import random
 from datetime import date, datetime
 from typing import Any
 
@@ -535,3 +536,55 @@ def test_a_multiple_result_required_decision_gives_lists() -> None:
     result = file.decision("counter").evaluate({"amount": 5, "tagsAB": ["a", "b"]})
     assert result.inputs[0].value == ["a", "b"]
     assert result.entries == [{"hasB": True}]
+
+
+# --- fuzz -----------------------------------------------------------------------------------
+
+ODD_VALUES: list[Any] = [
+    None,
+    True,
+    0,
+    -3,
+    2.5,
+    10**30,
+    float("inf"),
+    "",
+    "Fall",
+    "2020-01-01T10:00:00",
+    date(2020, 1, 1),
+    datetime(2020, 1, 1),
+    [1, 2],
+    {"amount": 5},
+    object(),
+]
+
+
+def test_fuzz__any_values_give_a_result_or_decision_failed() -> None:
+    rng = random.Random(5)
+    decisions = [DISH.decision("dish"), DISH.decision("beverages"), BONUS]
+    names = [
+        "season",
+        "guestCount",
+        "guestsWithChildren",
+        "order",
+        "memberSince",
+        "tier",
+        "loyaltyBonus",
+    ]
+    outcomes = {"result": 0, "failed": 0}
+    for _ in range(300):
+        variables = {n: rng.choice(ODD_VALUES) for n in names if rng.random() < 0.9}
+        for decision in decisions:
+            try:
+                result = decision.evaluate(variables)
+            except DecisionFailed as exc:
+                assert str(exc).startswith("decision '")
+                outcomes["failed"] += 1
+                continue
+            outcomes["result"] += 1
+            for mode in ResultMode:
+                try:
+                    map_result(result, mode)
+                except DecisionResultError:
+                    pass
+    assert outcomes["result"] > 10 and outcomes["failed"] > 10
