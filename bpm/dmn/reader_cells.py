@@ -2,8 +2,9 @@
 compiling of one expression or input entry in its declared expression language.
 
 Only FEEL is evaluated. JUEL is accepted where it means nothing but a variable name or a
-literal (``${amount}``, ``"gold"``), which reads the same in FEEL; any other JUEL, and every
-script language, is refused naming the cell, since running it would mean running code."""
+literal (``${amount}``, ``"gold"``), which reads the same in FEEL, and as an input entry that
+is a boolean variable (``${approved}``); any other JUEL, and every script language, is refused
+naming the cell, since running it would mean running code."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from bpm.definitions.bpmn_xml import XmlElement
-from bpm.dmn.feel_ast import Expr, Literal, Name, Path, UnaryTest
+from bpm.dmn.feel_ast import Expr, Holds, Literal, Name, Path, UnaryTest
 from bpm.dmn.feel_lex import FeelSyntaxError
 from bpm.dmn.feel_parse import parse_expression, parse_unary_tests
 from bpm.dmn.limits import MAX_PROBLEMS
@@ -100,9 +101,17 @@ def compile_tests(source: str, lang: str | None, input_variable: str) -> UnaryTe
     if lang is None:
         return parse_unary_tests(source, input_variable)
     if lang.lower() == JUEL:
+        try:
+            condition = _trivial_juel(source)
+        except FeelSyntaxError:
+            condition = None
+        if isinstance(condition, Name | Path) or (
+            isinstance(condition, Literal) and isinstance(condition.value, bool)
+        ):
+            return Holds(condition)
         raise FeelSyntaxError(
-            "input entries in JUEL are not supported; write the test in FEEL "
-            '(for example < 10, [1..5], "gold", not("red"))'
+            "JUEL input entries other than a boolean variable (${approved}) are not "
+            'supported; write the test in FEEL (for example < 10, [1..5], "gold", not("red"))'
         )
     raise _foreign(lang)
 

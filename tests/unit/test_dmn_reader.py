@@ -12,7 +12,7 @@ import pytest
 from bpm.definitions.bpmn_xml import MAX_BYTES
 from bpm.dmn import parse_dmn
 from bpm.dmn.limits import MAX_DECISIONS, MAX_NESTING, MAX_PROBLEMS, MAX_RULES
-from bpm.errors import InvalidDefinition
+from bpm.errors import DecisionFailed, InvalidDefinition
 from tests.helpers.dmn import NAMESPACES, decision_table, definitions, model, table_decision
 
 SIMPLE = ([("Season", "season", "string")], [("dish", "string")], [(['"Fall"'], ['"Stew"'])])
@@ -250,7 +250,11 @@ def test_a_file_wide_feel_language_is_feel() -> None:
 @pytest.mark.parametrize(
     ("element", "text", "message"),
     [
-        ("inputEntry", '${season == "Fall"}', "input entries in JUEL are not supported"),
+        (
+            "inputEntry",
+            '${season == "Fall"}',
+            "JUEL input entries other than a boolean variable (${approved}) are not supported",
+        ),
         (
             "outputEntry",
             "${dish.toUpperCase()}",
@@ -280,6 +284,19 @@ def test_trivial_juel_outputs_are_names_and_literals() -> None:
         )
     result = parse_dmn(xml).decision("decision").evaluate({"season": "x", "dish": "Stew"})
     assert result.entries == [{"a": "Stew", "b": "single", "c": 42}]
+
+
+def test_a_juel_input_entry_may_be_a_boolean_variable() -> None:
+    xml = decision_table(SIMPLE[0], SIMPLE[1], [(["${isFall}"], ['"Stew"'])])
+    xml = xml.replace(
+        '<inputEntry id="UnaryTests_1_1">',
+        '<inputEntry id="UnaryTests_1_1" expressionLanguage="juel">',
+    )
+    decision = parse_dmn(xml).decision("decision")
+    assert decision.evaluate({"season": "x", "isFall": True}).entries == [{"dish": "Stew"}]
+    assert decision.evaluate({"season": "x", "isFall": False}).entries == []
+    with pytest.raises(DecisionFailed, match="must be true or false"):
+        decision.evaluate({"season": "x", "isFall": "yes"})
 
 
 def test_java_el_in_a_feel_cell_is_refused() -> None:
