@@ -121,7 +121,7 @@ def _outputs(
     for column, output in enumerate(table.outputs):
         expression = rule.conclusions[column]
         if expression is None:
-            continue  # an empty output entry gives no value, as Camunda's default does
+            continue  # an empty output entry gives no value: the output is left out
         try:
             values[output.name] = convert(output.type_ref, expression.evaluate(scope))
         except FeelError as exc:

@@ -43,6 +43,7 @@ _OTHER_LOGIC = frozenset(
         "some",
     }
 )
+_LOGIC_TAGS = frozenset({"decisionTable", "literalExpression"}) | _OTHER_LOGIC
 
 
 @dataclass
@@ -117,7 +118,7 @@ def _decision(
     requires = _requirements(element, ns, key, problems)
     logic_elements = [c for c in element.children if c.ns == ns and c.tag in _LOGIC_TAGS]
     if not logic_elements:
-        return None  # Camunda ignores a decision without logic; so does this reader
+        return None  # a decision without logic has nothing to evaluate: it is left out
     logic_element = logic_elements[0]
     logic: DecisionTable | LiteralExpression | None
     if logic_element.tag == "decisionTable":
@@ -135,9 +136,6 @@ def _decision(
     if logic is None or not key:
         return None
     return _Draft(element, key, element.attrib.get("name", ""), logic, requires)
-
-
-_LOGIC_TAGS = frozenset({"decisionTable", "literalExpression"}) | _OTHER_LOGIC
 
 
 def _requirements(

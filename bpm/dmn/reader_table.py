@@ -126,7 +126,7 @@ class TableReader:
         source = text_of(expression_element, self.ns)
         where_expr = describe(expression_element, decision, index)
         type_ref = normalise(expression_element.attrib.get("typeRef"))
-        # An empty input expression gives null, as in Camunda (a table of constant rules).
+        # An empty input expression is null: every entry of the column tests null.
         expr = (
             self._compile(expression_element, where_expr, source)
             if source.strip()
@@ -166,7 +166,7 @@ class TableReader:
         aggregation: Aggregation | None,
     ) -> None:
         if len(outputs) == 1 and outputs[0] is not None and not outputs[0].name:
-            # One unnamed output: its id keys the value (Camunda keys it with null).
+            # A single unnamed output is keyed by its id.
             outputs[0] = Output(
                 outputs[0].id,
                 outputs[0].label,
