@@ -56,6 +56,24 @@ class MissingVariable(ExpressionEvalError):
         self.name = name
 
 
+class DecisionFailed(BpmError):
+    """A DMN decision could not give a result for these inputs (a hit policy was broken, a
+    variable was missing, a value had the wrong type); ``decision`` is the decision key and
+    ``inputs`` the input values evaluated before it failed, by input id."""
+
+    def __init__(
+        self, message: str, decision: str | None = None, inputs: Mapping[str, Any] | None = None
+    ) -> None:
+        super().__init__(message, decision, inputs)
+        self.decision = decision
+        self.inputs = dict(inputs) if inputs is not None else {}
+
+
+class DecisionResultError(DecisionFailed):
+    """A decision's result does not fit the shape a result mapping asks for (``singleEntry``
+    with two outputs, ``singleResult`` with two matched rules, ...)."""
+
+
 class BadVariables(BpmError):
     """Variables that are not a JSON object of JSON values, or too large."""
 
