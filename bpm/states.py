@@ -173,6 +173,8 @@ class EngineEvent(StrEnum):
     COMPENSATION_COMPLETED = "CompensationCompleted"
     COMPENSATION_FAILED = "CompensationFailed"
     COMPENSATION_CANCELLED = "CompensationCancelled"
+    DECISION_DEPLOYED = "DecisionDeployed"
+    DECISION_EVALUATED = "DecisionEvaluated"
 
 
 def values(enum: type[StrEnum]) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ import click
 from bpm import __version__
 from bpm.cli.commands import (
     db,
+    decide,
     definition,
     deploy,
     external,
@@ -71,6 +72,7 @@ def cli() -> None:
 cli.add_command(db.db)
 cli.add_command(deploy.deploy)
 cli.add_command(definition.definition)
+cli.add_command(decide.decide)
 cli.add_command(start.start)
 for command in (inspect.instances, inspect.show, inspect.trace, inspect.incidents):
     cli.add_command(command)

@@ -370,4 +370,5 @@ _MAPPERS: dict[str, Any] = {
     "boundaryEvent": _declared(events.boundary),
     "subProcess": _subprocess,
     **dict.fromkeys(tasks.SERVICE_LIKE, _declared(tasks.service)),
+    "businessRuleTask": _declared(tasks.business_rule),
 }

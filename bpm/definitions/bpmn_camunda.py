@@ -280,7 +280,7 @@ def common(r: Reader, node: Mapped) -> Mapped:
     kind = node.get("type")
     if kind in DEFAULTED_TYPES and (default := r.attr("default")):
         out["default"] = default
-    runs = kind == "serviceTask"
+    runs = kind == "serviceTask" and "decision" not in node
     out.update(retry(r, has_runs=runs))
     if runs:
         out.update(priority(r))

@@ -100,6 +100,52 @@ def service(decl: Declarations, r: Reader) -> Mapped:
     return node
 
 
+_BINDINGS = {"latest": "latest", "version": "version", "versionTag": "versionTag"}
+
+
+def business_rule(decl: Declarations, r: Reader) -> Mapped:
+    """A business rule task with ``camunda:decisionRef`` evaluates that DMN decision; one
+    without is implemented like a service task (a class, an expression, an external topic)."""
+    ref = r.attr("decisionRef", CAMUNDA)
+    if ref is None:
+        return service(decl, r)
+    ref = ref.strip()
+    if not ref or _EXPRESSION.search(ref):
+        raise reject(
+            r.el,
+            f"has camunda:decisionRef={ref!r}",
+            "name the decision's id; expressions are not supported yet",
+        )
+    binding = r.attr("decisionRefBinding", CAMUNDA) or "latest"
+    if binding == "deployment":
+        raise reject(
+            r.el,
+            'has camunda:decisionRefBinding="deployment", which is not supported yet',
+            "use latest, version or versionTag",
+        )
+    if binding not in _BINDINGS:
+        raise reject(r.el, f"has camunda:decisionRefBinding={binding!r}", "use latest or version")
+    decision: Mapped = {"key": ref, "binding": _BINDINGS[binding]}
+    version = r.attr("decisionRefVersion", CAMUNDA)
+    tag = r.attr("decisionRefVersionTag", CAMUNDA)
+    if binding == "version":
+        if version is None or not version.strip().isdigit():
+            raise reject(r.el, "binds to a version without a whole decisionRefVersion")
+        decision["version"] = int(version)
+    if binding == "versionTag":
+        if not tag:
+            raise reject(r.el, "binds to a version tag without camunda:decisionRefVersionTag")
+        decision["versionTag"] = tag
+    mode = r.attr("mapDecisionResult", CAMUNDA)
+    if mode is not None:
+        decision["mapResult"] = mode
+    node: Mapped = {"type": "serviceTask", "decision": decision}
+    result = r.attr("resultVariable", CAMUNDA)
+    if result is not None and result.strip():
+        node["resultVariable"] = result.strip()
+    return node
+
+
 def _foreign_implementation(r: Reader) -> str | None:
     """An implementation attribute in a namespace the importer does not read: named, so the
     refusal says what to change. Named attributes count as read (the refusal covers them)."""

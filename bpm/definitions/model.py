@@ -81,6 +81,26 @@ class Compensation:
         return f"node:{self.node}"
 
 
+class DecisionBinding(StrEnum):
+    """Which deployed version of a decision a business rule task evaluates."""
+
+    LATEST = "latest"
+    VERSION = "version"
+    VERSION_TAG = "versionTag"
+
+
+@dataclass(frozen=True)
+class DecisionRef:
+    """A business rule task's decision: its key, the version binding, and how the result
+    is shaped before it is stored (Camunda's ``mapDecisionResult``)."""
+
+    key: str
+    binding: DecisionBinding = DecisionBinding.LATEST
+    version: int | None = None
+    version_tag: str | None = None
+    map_result: str = "resultList"
+
+
 @dataclass(frozen=True)
 class Flow:
     id: str
@@ -135,8 +155,10 @@ class Node:
     initiator: str | None = None
     #: serviceTask: configuration the handler reads as ``ctx.fields`` (text or expressions).
     fields: tuple[VariableMapping, ...] = ()
-    #: serviceTask with a handler: the variable that receives the handler's whole result.
+    #: serviceTask with a handler or a decision: the variable that receives its whole result.
     result_variable: str | None = None
+    #: serviceTask evaluating a DMN decision (a business rule task) instead of running code.
+    decision: DecisionRef | None = None
 
     @property
     def is_join(self) -> bool:

@@ -21,6 +21,8 @@ from bpm.definitions.mappings import VARIABLE_NAME, parse_mappings
 from bpm.definitions.model import (
     GATEWAYS,
     Compensation,
+    DecisionBinding,
+    DecisionRef,
     Flow,
     Node,
     NodeType,
@@ -61,6 +63,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
         "priority",
         "fields",
         "resultVariable",
+        "decision",
     },
     NodeType.TASK: set(),
     NodeType.MANUAL_TASK: set(),
@@ -436,6 +439,56 @@ def _compile_node(
     return Node(node_id, node_type, scope, incoming, outgoing, name=name, **fields)
 
 
+DECISION_KEYS = {"key", "binding", "version", "versionTag", "mapResult"}
+MAP_RESULTS = ("resultList", "singleEntry", "singleResult", "collectEntries")
+
+
+def parse_decision_ref(raw: Any, where: str, node_id: str) -> DecisionRef:
+    """``decision``: ``{"key": ..., "binding": "latest"|"version"|"versionTag", ...}``."""
+    if isinstance(raw, str):
+        raw = {"key": raw}
+    if not isinstance(raw, Mapping):
+        raise InvalidDefinition(f"{where}: 'decision' must be a decision key or an object", node_id)
+    _check_keys(raw, DECISION_KEYS, f"{where} 'decision'", node_id)
+    key = raw.get("key")
+    if not isinstance(key, str) or not KEY_PATTERN.match(key):
+        raise InvalidDefinition(
+            f"{where}: decision 'key' must match {KEY_PATTERN.pattern}, got {key!r}", node_id
+        )
+    try:
+        binding = DecisionBinding(raw.get("binding", "latest"))
+    except ValueError:
+        raise InvalidDefinition(
+            f"{where}: decision 'binding' must be latest, version or versionTag, got "
+            f"{raw.get('binding')!r}",
+            node_id,
+        ) from None
+    version, tag = raw.get("version"), raw.get("versionTag")
+    if binding is DecisionBinding.VERSION and (
+        not isinstance(version, int) or isinstance(version, bool) or version < 1
+    ):
+        raise InvalidDefinition(
+            f"{where}: decision binding 'version' needs a 'version' >= 1", node_id
+        )
+    if binding is DecisionBinding.VERSION_TAG and (not isinstance(tag, str) or not tag):
+        raise InvalidDefinition(
+            f"{where}: decision binding 'versionTag' needs a 'versionTag'", node_id
+        )
+    mode = raw.get("mapResult", "resultList")
+    if mode not in MAP_RESULTS:
+        raise InvalidDefinition(
+            f"{where}: decision 'mapResult' must be one of {', '.join(MAP_RESULTS)}, got {mode!r}",
+            node_id,
+        )
+    return DecisionRef(
+        key,
+        binding,
+        version if binding is DecisionBinding.VERSION else None,
+        tag if binding is DecisionBinding.VERSION_TAG else None,
+        mode,
+    )
+
+
 def _initiator(raw: Mapping[str, Any], where: str, node_id: str) -> str | None:
     initiator = raw.get("initiator")
     if initiator is not None and (
@@ -543,12 +596,14 @@ def _service_task_fields(raw: Mapping[str, Any], where: str, node_id: str) -> di
         "retry": _retry(raw.get("retry"), where, node_id),
         "compensation": _compensation(raw, where, node_id),
     }
-    if ("handler" in raw) == ("topic" in raw):
+    if sum(k in raw for k in ("handler", "topic", "decision")) != 1:
         raise InvalidDefinition(
-            f"{where}: needs exactly one of 'handler' (an in-process handler name) or 'topic' "
-            f"(an external worker topic)",
+            f"{where}: needs exactly one of 'handler' (an in-process handler name), 'topic' "
+            f"(an external worker topic) or 'decision' (a DMN decision to evaluate)",
             node_id,
         )
+    if "decision" in raw:
+        fields["decision"] = parse_decision_ref(raw["decision"], where, node_id)
     for key in ("handler", "topic"):
         if key in raw:
             value = raw[key]
@@ -567,10 +622,10 @@ def _service_task_fields(raw: Mapping[str, Any], where: str, node_id: str) -> di
     if result is not None:
         if not isinstance(result, str) or not VARIABLE_NAME.match(result):
             raise InvalidDefinition(f"{where}: 'resultVariable' must be a variable name", node_id)
-        if "handler" not in raw:
+        if "topic" in raw:
             raise InvalidDefinition(
-                f"{where}: 'resultVariable' needs a 'handler' (an external worker completes "
-                f"with the variables it sets)",
+                f"{where}: 'resultVariable' needs a 'handler' or a 'decision' (an external "
+                f"worker completes with the variables it sets)",
                 node_id,
             )
         fields["result_variable"] = result

@@ -17,10 +17,12 @@ from bpm.engine.engine_reads import EngineReads
 from bpm.engine.jobs import table
 from bpm.engine.jobs.runner import JobRunner
 from bpm.engine.operations import (
+    decisions,
     external,
     external_reports,
     lifecycle,
     messages,
+    repairs,
     retention,
     scans,
     timers,
@@ -72,6 +74,17 @@ class Engine(EngineReads):
         with because("api deploy"):
             return lifecycle.deploy_bpmn(self.core, xml)
 
+    def deploy_dmn(self, xml: str | bytes) -> list[decisions.DeployedDecision]:
+        """Deploy every decision of a DMN file (see docs/dmn.md) for business rule tasks."""
+        with because("api deploy"):
+            return decisions.deploy_dmn(self.core, xml)
+
+    def decide(
+        self, key: str, variables: Mapping[str, Any] | None = None, *, version: int | None = None
+    ) -> dict[str, Any]:
+        """Evaluate decision ``key`` over ``variables``; stores nothing (``bpm decide``)."""
+        return decisions.decide(self.core, key, variables, version)
+
     def start(
         self,
         key: str,
@@ -96,12 +109,12 @@ class Engine(EngineReads):
 
     def retry(self, token_or_task: UUID | str, retries: int | None = None) -> UUID:
         with because(f"operator retry {token_or_task}"):
-            return lifecycle.retry(self.core, as_id(token_or_task, "token or task"), retries)
+            return repairs.retry(self.core, as_id(token_or_task, "token or task"), retries)
 
     def resolve(self, incident_or_token: UUID | str, note: str | None = None) -> UUID:
         """Mark an open incident resolved (the operator fixed the cause by hand)."""
         with because(f"operator resolve {incident_or_token}"):
-            return lifecycle.resolve(self.core, as_id(incident_or_token, "incident or token"), note)
+            return repairs.resolve(self.core, as_id(incident_or_token, "incident or token"), note)
 
     def fetch_and_lock(
         self,

@@ -92,6 +92,23 @@ process_definitions = Table(
     CheckConstraint("version >= 1", name="version_positive"),
 )
 
+decision_definitions = Table(
+    "decision_definitions",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("key", Text, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("version", Integer, nullable=False),
+    # camunda:versionTag of the decision: a business rule task may bind to it.
+    Column("version_tag", Text),
+    # The DMN file the decision came from (parsed again when first evaluated by a process).
+    Column("source", Text, nullable=False),
+    Column("checksum", Text, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    UniqueConstraint("key", "version"),
+    CheckConstraint("version >= 1", name="version_positive"),
+)
+
 process_instances = Table(
     "process_instances",
     metadata,

@@ -277,3 +277,19 @@ def test_an_activity_with_two_plain_flows_forks_and_a_join_waits_for_both(
     shown = run(rt)
     assert shown["state"] == "COMPLETED"
     assert sorted(ran) == ["A", "B", "Check"]
+
+
+def test_a_token_that_found_no_way_out_can_be_retried_and_fails_again_on_its_own(
+    rt: Harness, handlers: HandlerRegistry
+) -> None:
+    ran = _recording(handlers)
+    deploy(rt, _branching(default=False))
+    shown = run(rt, variables={"amount": 1, "vip": False})
+    [incident] = shown["incidents"]
+    rt.engine.retry(incident["token_id"])
+    rt.drain()
+    again = rt.engine.show(shown["id"])
+    assert again["state"] == "FAILED" and ran == ["Check"]  # the task did not run again
+    first, second = again["incidents"]
+    assert first["id"] == incident["id"] and first["state"] == "RESOLVED"
+    assert second["state"] == "OPEN" and second["kind"] == "no-path"

@@ -22,7 +22,7 @@ from sqlalchemy import Connection, text
 
 from bpm.definitions import ProcessBuilder
 from bpm.engine.core.tx import Tx
-from bpm.engine.operations import lifecycle, replay
+from bpm.engine.operations import repairs, replay
 from bpm.engine.semantics.instance_state import resume_if_clear
 from bpm.engine.semantics.tree import Tree
 from bpm.errors import InvalidOperation
@@ -210,7 +210,7 @@ def test_a_cancel_racing_an_operator_retry_does_not_deadlock(
         pause.hold()
         resume_if_clear(tx, instance_id)
 
-    monkeypatch.setattr(lifecycle, "resume_if_clear", paused_resume)
+    monkeypatch.setattr(repairs, "resume_if_clear", paused_resume)
     other = engine_factory()
     raced, cancelled = _race(
         rt, pause, lambda: rt.engine.retry(failed.id), lambda: other.engine.cancel(iid), pg_db

@@ -66,7 +66,7 @@ def rows_of(db: Database, iids: Iterable[UUID]) -> RowSet:
             elif "instance_id" in table.c:
                 where = table.c.instance_id.in_(ids)
             else:
-                continue  # process_definitions: never deleted
+                continue  # process and decision definitions: never deleted
             found = conn.execute(select(table).where(where))
             out[table.name] = Counter(repr(tuple(r)) for r in found)
     return out
@@ -84,6 +84,7 @@ def minus(whole: RowSet, part: RowSet) -> RowSet:
 #: them all the same, in case one is left).
 INSTANCE_TABLES = {t.name for t in metadata.sorted_tables} - {
     "process_definitions",
+    "decision_definitions",
     "local_variables",
 }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ from bpm.cli import render
 from bpm.cli.runtime import embedded
 from bpm.definitions import compile_definition, load_document
 from bpm.definitions.bpmn import compile_bpmn
+from bpm.dmn import parse_dmn
 from bpm.errors import ConfigError, InvalidDefinition
 
 
@@ -23,8 +25,8 @@ from bpm.errors import ConfigError, InvalidDefinition
     help="Only check FILE: print every problem (or the processes it holds); deploy nothing.",
 )
 def deploy(file: Path, as_json: bool, check: bool) -> None:
-    """Deploy the process definition in FILE (.json), or every process of a BPMN 2.0 file
-    (.bpmn or .xml; see docs/bpmn.md).
+    """Deploy the process definition in FILE (.json), every process of a BPMN 2.0 file
+    (.bpmn or .xml; see docs/bpmn.md), or every decision of a DMN file (.dmn; docs/dmn.md).
 
     Deploying a document equal to the latest version of its key changes nothing and prints
     that version again. A refused file changes nothing; every problem is printed, one per
@@ -34,6 +36,9 @@ def deploy(file: Path, as_json: bool, check: bool) -> None:
         raise ConfigError(f"{file}: no such file")
     if file.suffix.lower() in {".bpmn", ".xml"}:
         _deploy_bpmn(file, as_json, check)
+        return
+    if file.suffix.lower() == ".dmn":
+        _deploy_dmn(file, as_json, check)
         return
     document = load_document(file)
     compile_definition(document)  # refuse a bad document before touching the database
@@ -70,22 +75,30 @@ def _checked(file: Path, documents: list[dict[str, Any]], as_json: bool) -> None
         render.line(f"{file}: ok, {len(keys)} process(es): {', '.join(keys)}; nothing deployed")
 
 
-def _deploy_bpmn(file: Path, as_json: bool, check: bool) -> None:
+def _read_checked(file: Path, compile_file: Callable[[bytes], Any]) -> tuple[bytes, Any]:
+    """The file's bytes and what they compile to; every problem named with the file."""
     try:
-        xml = file.read_bytes()
+        data = file.read_bytes()
     except OSError as exc:
         raise InvalidDefinition(f"{file}: cannot read the file ({exc.strerror})") from exc
     try:
-        documents = compile_bpmn(xml)  # every process checked before touching the database
+        return data, compile_file(data)  # all checked before touching the database
     except InvalidDefinition as exc:
         lines = "\n".join(f"{file}: {line}" for line in str(exc).splitlines())
         raise InvalidDefinition(lines, exc.element) from None
+
+
+def _deploy_dmn(file: Path, as_json: bool, check: bool) -> None:
+    data, parsed = _read_checked(file, parse_dmn)
     if check:
-        _checked(file, documents, as_json)
+        _checked(file, [{"key": key} for key in parsed.decisions], as_json)
         return
-    source = xml.decode("utf-8", "replace")
     with embedded() as rt:
-        results = [rt.engine.deploy(doc, source=source, source_format="bpmn") for doc in documents]
+        results = rt.engine.deploy_dmn(data)
+    _print_results("decision", results, as_json)
+
+
+def _print_results(kind: str, results: Sequence[Any], as_json: bool) -> None:
     if as_json:
         render.emit_json(
             [
@@ -94,11 +107,23 @@ def _deploy_bpmn(file: Path, as_json: bool, check: bool) -> None:
             ]
         )
         return
+    label = f"{kind} " if kind else ""
     for result in results:
         if result.created:
-            render.line(f"deployed {result.key} version {result.version} (id {result.id})")
+            render.line(f"deployed {label}{result.key} version {result.version} (id {result.id})")
         else:
             render.line(
-                f"{result.key} version {result.version} is already deployed with this "
+                f"{label}{result.key} version {result.version} is already deployed with this "
                 f"content (id {result.id}); nothing changed"
             )
+
+
+def _deploy_bpmn(file: Path, as_json: bool, check: bool) -> None:
+    xml, documents = _read_checked(file, compile_bpmn)
+    if check:
+        _checked(file, documents, as_json)
+        return
+    source = xml.decode("utf-8", "replace")
+    with embedded() as rt:
+        results = [rt.engine.deploy(doc, source=source, source_format="bpmn") for doc in documents]
+    _print_results("", results, as_json)

@@ -15,25 +15,18 @@ from bpm.definitions.bpmn import compile_bpmn
 from bpm.definitions.parse import compile_definition
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Conflict, Tx
-from bpm.engine.semantics import task_moves
-from bpm.engine.semantics.cancelling import cancel_token, resolve_incidents
-from bpm.engine.semantics.instance_state import resume_if_clear, set_instance_state
-from bpm.engine.semantics.moves import create, move, new_token
+from bpm.engine.semantics.cancelling import cancel_token
+from bpm.engine.semantics.instance_state import set_instance_state
+from bpm.engine.semantics.moves import create, new_token
 from bpm.errors import InvalidOperation, NotFound, UnknownProcess
 from bpm.states import (
     EngineEvent,
     InstanceState,
-    TaskEvent,
-    TaskKind,
-    TaskState,
-    TokenEvent,
-    TokenMode,
     TokenState,
-    WaitKind,
 )
-from bpm.store import definitions, incidents, instances, tasks
+from bpm.store import definitions, instances
 from bpm.store.definitions import VersionTaken
-from bpm.store.rows import DefinitionRow, InstanceRow, TokenRow
+from bpm.store.rows import DefinitionRow, InstanceRow
 from bpm.variables import check_variables
 
 OPERATOR = "operator"
@@ -284,107 +277,3 @@ def cancel(core: EngineCore, instance_id: UUID, reason: str = "cancelled by an o
                 raise Conflict(f"instance {instance_id} ended while it was being cancelled")
 
     core.retrying(run)
-
-
-def retry(core: EngineCore, token_or_task: UUID, retries: int | None = None) -> UUID:
-    """Re-run a FAILED token: its task gets fresh attempts, its incident is resolved."""
-    if retries is not None and retries < 1:
-        raise InvalidOperation(f"retries must be at least 1, got {retries}")
-
-    def run() -> UUID:
-        with core.transaction(OPERATOR) as tx:
-            tok = tx.token(token_or_task)
-            if tok is None:
-                task = tasks.get(tx.conn, token_or_task)
-                tok = tx.token(task.token_id) if task else None
-            if tok is None:
-                raise NotFound(f"no token or task has id {token_or_task}")
-            if tok.state != TokenState.FAILED:
-                raise InvalidOperation(
-                    f"token {tok.id} at {tok.node_id!r} is {tok.state}; "
-                    f"only FAILED tokens can be retried"
-                )
-            _retry_txn(core, tx, tok, retries)
-            return tok.id
-
-    return core.retrying(run)
-
-
-def _retry_txn(core: EngineCore, tx: Tx, tok: TokenRow, retries: int | None) -> None:
-    """The retry resolves the token's incident and may resume the instance: the instance's
-    row is locked before anything changes (instance first)."""
-    tx.lock_instance(tok.instance_id)
-    def_id, _, _ = core.info_for(tx, tok.instance_id)
-    node = core.graph(def_id, tx.conn).node(tok.node_id)
-    task = tasks.open_of_token(tx.conn, tok.id)
-    if task is not None and task.state == TaskState.FAILED:
-        policy = (
-            node.compensation.retry
-            if tok.mode == TokenMode.COMPENSATION and node.compensation
-            else node.retry
-        )
-        attempts = retries or policy.max_attempts
-        task_moves.change(
-            tx,
-            task,
-            state=TaskState.READY,
-            event=TaskEvent.RETRIED,
-            data={"retries": attempts},
-            retries=attempts,
-            miss="conflict",
-            message=f"task {task.id} changed during retry",
-        )
-        move(tx, tok, state=TokenState.WAITING, event=TokenEvent.RETRIED, wait_kind=WaitKind.TASK)
-        if task.kind == TaskKind.HANDLER:
-            tx.run_handler_later(task.id)
-        else:
-            tx.notify_topics.add(str(task.topic))
-    elif node.type.value == "exclusiveGateway":
-        moved = move(tx, tok, state=TokenState.ACTIVE, event=TokenEvent.RETRIED)
-        tx.advance_later(moved.id, moved.version)
-    else:
-        raise InvalidOperation(
-            f"token {tok.id} failed at {node.type.value} {node.id!r}, which "
-            f"cannot run again; cancel the instance instead"
-        )
-    resolve_incidents(tx, tok.id, "retried by an operator")
-    tx.history.engine(
-        instance_id=tok.instance_id,
-        at=tx.now,
-        type=EngineEvent.OPERATOR_RETRY,
-        node_id=tok.node_id,
-        token_id=tok.id,
-        actor=tx.actor,
-    )
-    resume_if_clear(tx, tok.instance_id)
-
-
-def resolve(core: EngineCore, incident_or_token: UUID, note: str | None = None) -> UUID:
-    """Mark an open incident resolved without re-running anything: the operator fixed it by
-    hand (a compensation that failed, say). Returns the token the incident belonged to."""
-
-    def run() -> UUID:
-        with core.transaction(OPERATOR) as tx:
-            incident = incidents.get(tx.conn, incident_or_token)
-            token_id = incident.token_id if incident is not None else incident_or_token
-            if token_id is None or not incidents.open_of_token(tx.conn, token_id):
-                raise NotFound(
-                    f"no open incident has id {incident_or_token}, and no token with "
-                    f"that id has one"
-                )
-            tok = tx.token(token_id)
-            assert tok is not None
-            tx.lock_instance(tok.instance_id)  # instance first
-            resolve_incidents(tx, tok.id, note or "resolved by an operator")
-            tx.history.engine(
-                instance_id=tok.instance_id,
-                at=tx.now,
-                type=EngineEvent.OPERATOR_RESOLVED,
-                node_id=tok.node_id,
-                token_id=tok.id,
-                actor=tx.actor,
-                data={"note": note},
-            )
-            return tok.id
-
-    return core.retrying(run)

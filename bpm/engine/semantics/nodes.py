@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from bpm.definitions.model import ACTIVITIES, Node, NodeType, ProcessGraph
 from bpm.engine.core.tx import Next, NextToken, Tx
-from bpm.engine.semantics import activities, gateways, records, sagas, scopes, waits
+from bpm.engine.semantics import (
+    activities,
+    decisions,
+    gateways,
+    records,
+    sagas,
+    scopes,
+    waits,
+)
 from bpm.engine.semantics.bpmn_errors import throw_from_end
 from bpm.engine.semantics.cancelling import cancel_inside, cancel_timers, end_work
 from bpm.engine.semantics.failures import fail_token
@@ -25,6 +33,8 @@ def arrive(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
         return activities.enter_compensation(tx, g, tok, node)
     if node.inputs and not _mapped(tx, tok, scopes.enter(tx, g, tok, node)):
         return None
+    if node.decision is not None:
+        return leave(tx, g, tok, node) if decisions.evaluate(tx, g, tok, node) else None
     if node.type in ACTIVITIES:
         result = activities.enter(tx, g, tok, node)
         if g.timer_boundaries(node.id):
