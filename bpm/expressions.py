@@ -102,7 +102,9 @@ def compile_expression(source: str, *, where: str, kind: str = "condition") -> E
             f"{context} is {len(source)} characters long; the limit is {MAX_SOURCE_LENGTH}"
         )
     wrapped = _WRAPPED.fullmatch(source)
-    python, shown = _translate(wrapped[1], context) if wrapped else (source.strip(), "")
+    python, shown = (
+        _translate(_execution_reads(wrapped[1]), context) if wrapped else (source.strip(), "")
+    )
     if not python:
         raise InvalidExpression(f"{context} is empty")
     tree = _parse(python, shown, context)
@@ -131,6 +133,37 @@ _WORDS: Mapping[str, str] = {
     "and": "and", "or": "or", "not": "~", "div": "/", "mod": "%",
 }  # fmt: skip
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+_EXECUTION_READ = re.compile(
+    r"""\bexecution\s*\.\s*getVariable(?:Local)?\s*\(\s*(['"])([A-Za-z_][A-Za-z0-9_]*)\1\s*\)"""
+)
+
+
+def _execution_reads(text: str) -> str:
+    """JUEL's ``execution.getVariable('x')`` (or ``getVariableLocal``) reads the variable
+    ``x``, as the bare name does; any other use of ``execution`` stays a method call, which
+    the validator refuses. Inside a string literal the text is left as it is."""
+    out, last = [], 0
+    for match in _EXECUTION_READ.finditer(text):
+        if _inside_quotes(text, match.start()):
+            continue
+        out += [text[last : match.start()], match[2]]
+        last = match.end()
+    return "".join(out) + text[last:]
+
+
+def _inside_quotes(text: str, at: int) -> bool:
+    quote, i = "", 0
+    while i < at:
+        ch = text[i]
+        if quote and ch == "\\":
+            i += 2
+            continue
+        if ch in "'\"" and (not quote or ch == quote):
+            quote = "" if quote else ch
+        i += 1
+    return bool(quote)
 
 
 def _translate(text: str, context: str) -> tuple[str, str]:

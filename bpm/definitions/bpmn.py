@@ -8,6 +8,7 @@ file. The import goes on past a refused element, so one refusal lists every prob
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from bpm.definitions import bpmn_camunda as camunda
@@ -26,10 +27,14 @@ Mapped = dict[str, Any]
 _SCOPE_PARTS = {"documentation", "extensionElements", "laneSet", "incoming", "outgoing"}
 
 
-def compile_bpmn(xml: str | bytes) -> list[dict[str, Any]]:
+def compile_bpmn(
+    xml: str | bytes, *, handlers: Collection[str] | None = None
+) -> list[dict[str, Any]]:
     """Compile every process of a BPMN 2.0 file to a validated definition document.
 
-    Raises ``InvalidDefinition`` listing every problem found, one ``line N: ...`` per line.
+    ``handlers``: the names registered where the file is deployed; a script task runs the one
+    named like it (scripts never run). Raises ``InvalidDefinition`` listing every problem
+    found, one ``line N: ...`` per line.
     """
     root = _read_aliases_as_camunda(parse_xml(xml))
     if root.ns != BPMN or root.tag != "definitions":
@@ -37,7 +42,7 @@ def compile_bpmn(xml: str | bytes) -> list[dict[str, Any]]:
             f"line {root.line}: the root element is {root.tag!r} in "
             f"namespace {root.ns!r}, not BPMN 2.0 'definitions' ({BPMN})"
         )
-    file = _File(root)
+    file = _File(root, handlers)
     processes = [child for child in root.children if child.ns == BPMN and child.tag == "process"]
     documents = [file.process(child) for child in processes if not _black_box(child)]
     if file.problems:
@@ -67,7 +72,8 @@ class _File:
     """The ``definitions`` element: its declarations, then one process at a time, collecting
     the problems of every element."""
 
-    def __init__(self, root: XmlElement) -> None:
+    def __init__(self, root: XmlElement, handlers: Collection[str] | None) -> None:
+        self.handlers = handlers
         self.problems: list[str] = []
         self.first_element: str | None = None
         self.decl = Declarations(root, self.problems)
@@ -371,4 +377,5 @@ _MAPPERS: dict[str, Any] = {
     "subProcess": _subprocess,
     **dict.fromkeys(tasks.SERVICE_LIKE, _declared(tasks.service)),
     "businessRuleTask": _declared(tasks.business_rule),
+    "scriptTask": lambda file, r, lines: tasks.script(file.decl, r, file.handlers),
 }

@@ -127,10 +127,11 @@ def priority(r: Reader) -> Mapped:
     return {"priority": int(value.strip())}
 
 
-def input_output(r: Reader) -> Mapped:
+def input_output(r: Reader, *, direct: bool = False) -> Mapped:
     """``camunda:inputOutput``: input parameters become the node's ``inputs`` (local
-    variables), output parameters its ``outputs``."""
-    found = r.extension("inputOutput", CAMUNDA)
+    variables), output parameters its ``outputs``. ``direct``: a child of the element itself
+    (as in a connector), not of its ``extensionElements``."""
+    found = r.child("inputOutput", CAMUNDA) if direct else r.extension("inputOutput", CAMUNDA)
     if found is None:
         return {}
     reader = Reader(found)

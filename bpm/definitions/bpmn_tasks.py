@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Any
 
+from bpm.definitions import bpmn_camunda as camunda
 from bpm.definitions.bpmn_declarations import Declarations
 from bpm.definitions.bpmn_events import message
 from bpm.definitions.bpmn_names import BPM, CAMUNDA, ZEEBE
@@ -62,6 +64,9 @@ def service(decl: Declarations, r: Reader) -> Mapped:
         value = r.attr(attr, BPM)
         if value is not None:
             found.append((key, value, f"bpm:{attr}"))
+    wired = connector(r)
+    if wired is not None:
+        found.append(("connector", wired["connector"], "camunda:connector"))
     java = r.attr("class", CAMUNDA)
     if java is not None:
         found.append(("handler", java.strip().rsplit(".", 1)[-1], "camunda:class"))
@@ -144,6 +149,71 @@ def business_rule(decl: Declarations, r: Reader) -> Mapped:
     if result is not None and result.strip():
         node["resultVariable"] = result.strip()
     return node
+
+
+def script(decl: Declarations, r: Reader, handlers: Collection[str] | None) -> Mapped:
+    """A script task never runs its script: it runs a handler in its place. The handler is
+    ``bpm:handler``; else, with a ``camunda:resultVariable`` (the script's result, which the
+    handler returns), the one named after the script resource or the task; else a registered
+    handler named like the task's id or name. Anything else is refused."""
+    r.attr("scriptFormat")
+    body = r.child("script")
+    if body is not None:
+        Reader(body).finish()
+    resource = r.attr("resource", CAMUNDA)
+    result = r.attr("resultVariable", CAMUNDA)
+    named = [
+        n
+        for n in (_stem(resource), r.el.attrib.get("id"), r.el.attrib.get("name"))
+        if n is not None
+    ]
+    handler = r.attr("handler", BPM)
+    if handler is None and result is not None and result.strip():
+        handler = handler_name(named[0])
+    if handler is None and handlers is not None:
+        handler = next((handler_name(n) for n in named if handler_name(n) in handlers), None)
+    if handler is None:
+        fmt = r.el.attrib.get("scriptFormat") or "script"
+        raise reject(
+            r.el,
+            f"holds a {fmt} script, which bpm never runs",
+            f"register a handler named {handler_name(named[0])!r} that does its work and deploy "
+            f"with it imported (BPM_IMPORTS), or name one with bpm:handler",
+        )
+    node: Mapped = {"type": "serviceTask", "handler": handler}
+    if result is not None and result.strip():
+        node["resultVariable"] = result.strip()
+    return node
+
+
+def _stem(resource: str | None) -> str | None:
+    """``deployment://scripts/calc-total.groovy`` -> ``calc-total``."""
+    if not resource or not resource.strip():
+        return None
+    last = resource.strip().rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    return last.rsplit(".", 1)[0] or None
+
+
+def connector(r: Reader) -> Mapped | None:
+    """``camunda:connector``: the handler registered under its ``connectorId``; its input
+    parameters are the handler's ``ctx.fields``, its output parameters are evaluated over
+    what the handler returns (and the variables), and only they are set, as in Camunda."""
+    found = r.extension("connector", CAMUNDA)
+    if found is None:
+        return None
+    cr = Reader(found)
+    ident = cr.child("connectorId", CAMUNDA)
+    if ident is None or not ident.text.strip():
+        raise reject(found, "has no camunda:connectorId", "name the connector")
+    Reader(ident).finish()
+    mapped = camunda.input_output(cr, direct=True)
+    cr.finish()
+    spec: Mapped = {"id": ident.text.strip()}
+    if "inputs" in mapped:
+        spec["inputs"] = mapped["inputs"]
+    if "outputs" in mapped:
+        spec["outputs"] = mapped["outputs"]
+    return {"type": "serviceTask", "connector": spec}
 
 
 def _foreign_implementation(r: Reader) -> str | None:

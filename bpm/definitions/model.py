@@ -157,6 +157,9 @@ class Node:
     fields: tuple[VariableMapping, ...] = ()
     #: serviceTask with a handler or a decision: the variable that receives its whole result.
     result_variable: str | None = None
+    #: A connector's output parameters: evaluated over the handler's result (and the
+    #: variables), they are the only variables the task sets. None: not a connector.
+    connector_outputs: tuple[VariableMapping, ...] | None = None
     #: serviceTask evaluating a DMN decision (a business rule task) instead of running code.
     decision: DecisionRef | None = None
 

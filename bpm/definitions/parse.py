@@ -64,6 +64,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
         "fields",
         "resultVariable",
         "decision",
+        "connector",
     },
     NodeType.TASK: set(),
     NodeType.MANUAL_TASK: set(),
@@ -439,6 +440,36 @@ def _compile_node(
     return Node(node_id, node_type, scope, incoming, outgoing, name=name, **fields)
 
 
+CONNECTOR_KEYS = {"id", "inputs", "outputs"}
+
+
+def _connector(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, Any]:
+    """``connector``: ``{"id": handler, "inputs": {...}, "outputs": {...}}``; the inputs are
+    the handler's fields, the outputs are evaluated over its result."""
+    spec = raw["connector"]
+    if not isinstance(spec, Mapping):
+        raise InvalidDefinition(f"{where}: 'connector' must be an object", node_id)
+    _check_keys(spec, CONNECTOR_KEYS, f"{where} 'connector'", node_id)
+    ident = spec.get("id")
+    if not isinstance(ident, str) or not NAME_PATTERN.match(ident):
+        raise InvalidDefinition(
+            f"{where}: connector 'id' must be a name matching {NAME_PATTERN.pattern}", node_id
+        )
+    if "fields" in raw:
+        raise InvalidDefinition(
+            f"{where}: a connector's handler gets the connector's inputs as its fields; "
+            f"give 'inputs' in the connector instead of 'fields'",
+            node_id,
+        )
+    return {
+        "handler": ident,
+        "fields": parse_mappings(spec.get("inputs"), "inputs", f"{where} connector", node_id),
+        "connector_outputs": parse_mappings(
+            spec.get("outputs"), "outputs", f"{where} connector", node_id
+        ),
+    }
+
+
 DECISION_KEYS = {"key", "binding", "version", "versionTag", "mapResult"}
 MAP_RESULTS = ("resultList", "singleEntry", "singleResult", "collectEntries")
 
@@ -596,12 +627,15 @@ def _service_task_fields(raw: Mapping[str, Any], where: str, node_id: str) -> di
         "retry": _retry(raw.get("retry"), where, node_id),
         "compensation": _compensation(raw, where, node_id),
     }
-    if sum(k in raw for k in ("handler", "topic", "decision")) != 1:
+    if sum(k in raw for k in ("handler", "topic", "decision", "connector")) != 1:
         raise InvalidDefinition(
             f"{where}: needs exactly one of 'handler' (an in-process handler name), 'topic' "
-            f"(an external worker topic) or 'decision' (a DMN decision to evaluate)",
+            f"(an external worker topic), 'decision' (a DMN decision to evaluate) or "
+            f"'connector' (a handler given its inputs, whose outputs map its result)",
             node_id,
         )
+    if "connector" in raw:
+        fields.update(_connector(raw, where, node_id))
     if "decision" in raw:
         fields["decision"] = parse_decision_ref(raw["decision"], where, node_id)
     for key in ("handler", "topic"):
@@ -617,7 +651,8 @@ def _service_task_fields(raw: Mapping[str, Any], where: str, node_id: str) -> di
         if timeout <= timedelta(0):
             raise InvalidDefinition(f"{where}: 'timeout' must be positive", node_id)
         fields["timeout"] = timeout
-    fields["fields"] = parse_mappings(raw.get("fields"), "fields", where, node_id)
+    if "connector" not in raw:
+        fields["fields"] = parse_mappings(raw.get("fields"), "fields", where, node_id)
     result = raw.get("resultVariable")
     if result is not None:
         if not isinstance(result, str) or not VARIABLE_NAME.match(result):

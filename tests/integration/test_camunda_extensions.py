@@ -7,7 +7,10 @@ import itertools
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from bpm.engine.operations.external import TopicRequest
+from bpm.errors import InvalidDefinition
 from bpm.handlers import HandlerContext, HandlerRegistry
 from tests.helpers.modeler import chain, modeler_file
 from tests.helpers.runtime import Harness
@@ -293,3 +296,53 @@ def test_a_token_that_found_no_way_out_can_be_retried_and_fails_again_on_its_own
     first, second = again["incidents"]
     assert first["id"] == incident["id"] and first["state"] == "RESOLVED"
     assert second["state"] == "OPEN" and second["kind"] == "no-path"
+
+
+def test_a_script_task_runs_its_handler_and_stores_the_result(
+    rt: Harness, handlers: HandlerRegistry
+) -> None:
+    handlers.register("sum-up", lambda ctx: sum(ctx.variables["items"]))
+    deploy(
+        rt,
+        around(
+            '<bpmn:scriptTask id="T" scriptFormat="groovy" camunda:resultVariable="total" '
+            'camunda:resource="deployment://scripts/sum-up.groovy" />'
+        ),
+    )
+    assert run(rt, variables={"items": [1, 2, 3]})["variables"]["total"] == 6
+
+
+def test_a_script_task_without_a_handler_is_refused_at_deploy_naming_what_to_register(
+    rt: Harness,
+) -> None:
+    with pytest.raises(InvalidDefinition) as info:
+        deploy(rt, around('<bpmn:scriptTask id="T" scriptFormat="javascript" />'))
+    assert "register a handler named 'T'" in str(info.value)
+
+
+def test_a_connector_gets_its_inputs_and_sets_only_its_outputs(
+    rt: Harness, handlers: HandlerRegistry
+) -> None:
+    seen: list[dict[str, Any]] = []
+
+    def http(ctx: HandlerContext) -> dict[str, Any]:
+        seen.append(dict(ctx.fields))
+        return {"statusCode": 200, "response": "{}"}
+
+    handlers.register("http-connector", http)
+    deploy(
+        rt,
+        around(
+            '<bpmn:serviceTask id="T"><bpmn:extensionElements><camunda:connector>'
+            "<camunda:inputOutput>"
+            '<camunda:inputParameter name="url">${endpoint}</camunda:inputParameter>'
+            '<camunda:inputParameter name="method">GET</camunda:inputParameter>'
+            '<camunda:outputParameter name="status">${statusCode}</camunda:outputParameter>'
+            "</camunda:inputOutput><camunda:connectorId>http-connector</camunda:connectorId>"
+            "</camunda:connector></bpmn:extensionElements></bpmn:serviceTask>"
+        ),
+    )
+    shown = run(rt, variables={"endpoint": "https://api.example.com/orders/1"})
+    assert seen == [{"url": "https://api.example.com/orders/1", "method": "GET"}]
+    assert shown["variables"]["status"] == 200
+    assert "response" not in shown["variables"] and "statusCode" not in shown["variables"]

@@ -273,3 +273,63 @@ def test_modeler_template_and_web_service_implementation_are_accepted() -> None:
         )
     )
     assert node(doc, "T")["handler"] == "Y"
+
+
+def test_a_script_task_runs_the_handler_named_like_it_and_never_its_script() -> None:
+    script = (
+        '<bpmn:scriptTask id="T" name="Sum up" scriptFormat="groovy"{attrs}>'
+        "<bpmn:script>execution.setVariable('total', 1)</bpmn:script></bpmn:scriptTask>"
+    )
+    [doc] = compile_bpmn(modeler_file("p", around(script.format(attrs=""))), handlers={"T"})
+    assert node(doc, "T") == {"id": "T", "name": "Sum up", "type": "serviceTask", "handler": "T"}
+    [doc] = compile_bpmn(
+        modeler_file(
+            "p",
+            around(
+                script.format(
+                    attrs=' camunda:resultVariable="total" '
+                    'camunda:resource="deployment://scripts/sum-up.groovy"'
+                )
+            ),
+        )
+    )
+    assert node(doc, "T")["handler"] == "sum-up"
+    assert node(doc, "T")["resultVariable"] == "total"
+    message = refused(around(script.format(attrs="")))
+    assert "scriptTask 'T' holds a groovy script, which bpm never runs" in message
+    assert "register a handler named 'T'" in message
+
+
+def test_conditions_reading_execution_variables_compile_and_method_calls_are_refused() -> None:
+    body = (
+        '    <bpmn:startEvent id="S" />\n<bpmn:exclusiveGateway id="T" default="Flow_T_E" />'
+        '<bpmn:endEvent id="E" /><bpmn:endEvent id="E2" />'
+        + chain("S", "T", "E")
+        + '<bpmn:sequenceFlow id="F2" sourceRef="T" targetRef="E2"><bpmn:conditionExpression '
+        'xsi:type="bpmn:tFormalExpression">{cond}</bpmn:conditionExpression></bpmn:sequenceFlow>'
+    )
+    doc = one(body.format(cond="${execution.getVariable('x') == 1}"))
+    assert [f for f in doc["flows"] if f["id"] == "F2"][0]["condition"] == (
+        "${execution.getVariable('x') == 1}"
+    )
+    message = refused(body.format(cond="${approvalService.isApproved(execution)}"))
+    assert "uses a function call 'approvalService.isApproved'" in message
+
+
+def test_a_connector_maps_to_the_handler_of_its_id() -> None:
+    doc = one(
+        around(
+            '<bpmn:serviceTask id="T"><bpmn:extensionElements><camunda:connector>'
+            "<camunda:inputOutput>"
+            '<camunda:inputParameter name="url">https://api.example.com/${id}</camunda:inputParameter>'
+            '<camunda:inputParameter name="method">GET</camunda:inputParameter>'
+            '<camunda:outputParameter name="status">${statusCode}</camunda:outputParameter>'
+            "</camunda:inputOutput><camunda:connectorId>http-connector</camunda:connectorId>"
+            "</camunda:connector></bpmn:extensionElements></bpmn:serviceTask>"
+        ).replace("https://api.example.com/${id}", "${url}")
+    )
+    assert node(doc, "T")["connector"] == {
+        "id": "http-connector",
+        "inputs": {"url": "${url}", "method": "GET"},
+        "outputs": {"status": "${statusCode}"},
+    }

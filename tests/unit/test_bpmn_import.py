@@ -544,7 +544,11 @@ def test_the_order_saga_example_in_bpmn_behaves_like_the_json_one() -> None:
             "</extensionElements></userTask>",
             "line 10: camunda:executionListener in userTask 'u' is not supported yet",
         ),
-        ('<scriptTask id="sc"/>', "line 10: scriptTask 'sc' is not supported yet"),
+        (
+            '<scriptTask id="sc" scriptFormat="groovy"><script>x = 1</script></scriptTask>',
+            "line 10: scriptTask 'sc' holds a groovy script, which bpm never runs; register a "
+            "handler named 'sc'",
+        ),
         (
             '<intermediateCatchEvent id="t"><timerEventDefinition><timeCycle>R3/PT1H</timeCycle>'
             "</timerEventDefinition></intermediateCatchEvent>",

@@ -9,11 +9,12 @@ from typing import Any
 import click
 
 from bpm.cli import render
-from bpm.cli.runtime import embedded
+from bpm.cli.runtime import embedded, import_handlers
 from bpm.definitions import compile_definition, load_document
 from bpm.definitions.bpmn import compile_bpmn
 from bpm.dmn import parse_dmn
 from bpm.errors import ConfigError, InvalidDefinition
+from bpm.handlers import registry
 
 
 @click.command()
@@ -119,7 +120,9 @@ def _print_results(kind: str, results: Sequence[Any], as_json: bool) -> None:
 
 
 def _deploy_bpmn(file: Path, as_json: bool, check: bool) -> None:
-    xml, documents = _read_checked(file, compile_bpmn)
+    import_handlers()  # a script task runs the handler registered under its name
+    known = registry.names()
+    xml, documents = _read_checked(file, lambda data: compile_bpmn(data, handlers=known))
     if check:
         _checked(file, documents, as_json)
         return

@@ -130,6 +130,7 @@ class JobRunner:
         )
         started = time.perf_counter()
         outcome = handler_runs.invoke(self.core.handlers, task, ctx, node.result_variable)
+        outcome = handler_runs.connector_result(node, outcome, values)
         log.debug("handler %s ran in %.1f ms", task.handler, (time.perf_counter() - started) * 1000)
         return self._record(g, task, outcome, token, inline)
 

@@ -84,7 +84,7 @@ def deploy(
 
 def deploy_bpmn(core: EngineCore, xml: str | bytes) -> list[Deployed]:
     """Every process of a BPMN 2.0 file; all are checked before any is stored."""
-    documents = compile_bpmn(xml)
+    documents = compile_bpmn(xml, handlers=core.handlers.names())
     source = xml if isinstance(xml, str) else xml.decode("utf-8", "replace")
     return [deploy(core, doc, source=source, source_format="bpmn") for doc in documents]
 

@@ -72,6 +72,18 @@ def configuration(node: Node, values: Mapping[str, Any]) -> dict[str, Any] | Out
         return Outcome(error=f"field of task {node.id!r}: {exc}", retryable=False)
 
 
+def connector_result(node: Node, outcome: Outcome, values: Mapping[str, Any]) -> Outcome:
+    """A connector sets only what its output parameters say, evaluated over its result and
+    the variables; with none it sets nothing (its result stays the connector's)."""
+    if node.connector_outputs is None or outcome.variables is None:
+        return outcome
+    try:
+        mapped = mappings.evaluate(node.connector_outputs, {**values, **outcome.variables})
+    except BpmError as exc:
+        return Outcome(error=f"connector output of task {node.id!r}: {exc}", retryable=False)
+    return replace(outcome, variables=mapped)
+
+
 def invoke(
     registry: HandlerRegistry, task: TaskRow, ctx: HandlerContext, result_variable: str | None
 ) -> Outcome:
