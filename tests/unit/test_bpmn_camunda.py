@@ -309,7 +309,7 @@ def test_conditions_reading_execution_variables_compile_and_method_calls_are_ref
         'xsi:type="bpmn:tFormalExpression">{cond}</bpmn:conditionExpression></bpmn:sequenceFlow>'
     )
     doc = one(body.format(cond="${execution.getVariable('x') == 1}"))
-    assert [f for f in doc["flows"] if f["id"] == "F2"][0]["condition"] == (
+    assert next(f for f in doc["flows"] if f["id"] == "F2")["condition"] == (
         "${execution.getVariable('x') == 1}"
     )
     message = refused(body.format(cond="${approvalService.isApproved(execution)}"))
