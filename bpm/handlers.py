@@ -30,6 +30,9 @@ class HandlerContext:
     #: The task's configuration from the model (Camunda's ``camunda:field``): text as
     #: written, expressions evaluated over the variables just before this run.
     fields: dict[str, Any] = field(default_factory=dict)
+    #: For a listener: the event it runs at (``start``, ``end``, ``create``, ...); None for
+    #: a task's own handler.
+    event: str | None = None
 
 
 #: Variables to set (a dict, or None for none); with the task's ``resultVariable``, any JSON

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from bpm.definitions.mappings import VARIABLE_NAME
 from bpm.definitions.model import ACTIVITIES, Node, NodeType
 from bpm.definitions.timers import parse_timer
 from bpm.errors import InvalidDefinition
@@ -34,6 +35,11 @@ def boundary_fields(
                 f"{where}: 'timer' must be an object with 'duration' or 'date'", node_id
             )
         fields["timer"] = parse_timer(timer, where, node_id)
+        if "errorCodeVariable" in raw or "errorMessageVariable" in raw:
+            raise InvalidDefinition(
+                f"{where}: errorCodeVariable and errorMessageVariable belong to an error boundary",
+                node_id,
+            )
     else:
         code = raw.get("error")
         if not isinstance(code, str) or not code:
@@ -45,6 +51,14 @@ def boundary_fields(
                 f"{where}: error boundary events are always interrupting", node_id
             )
         fields["catches"] = code
+        for key, field in (
+            ("errorCodeVariable", "error_code_variable"),
+            ("errorMessageVariable", "error_message_variable"),
+        ):
+            name = raw.get(key)
+            if name is not None and (not isinstance(name, str) or not VARIABLE_NAME.match(name)):
+                raise InvalidDefinition(f"{where}: {key!r} must be a variable name", node_id)
+            fields[field] = name
     attached = raw.get("attachedTo")
     if not isinstance(attached, str):
         raise InvalidDefinition(

@@ -16,13 +16,14 @@ from bpm.definitions import bpmn_events as events
 from bpm.definitions import bpmn_tasks as tasks
 from bpm.definitions.bpmn_declarations import Declarations, local_id
 from bpm.definitions.bpmn_feel import FeelUnsupported, translate_condition
+from bpm.definitions.bpmn_handlers import handler_name
 from bpm.definitions.bpmn_names import BPM, BPMN, CAMUNDA, CAMUNDA_ALIASES
 from bpm.definitions.bpmn_reader import Reader, not_yet, problems_of, refusal, reject
 from bpm.definitions.bpmn_xml import XmlElement, parse_xml
 from bpm.definitions.parse import SAGA_SCOPES, compile_definition
 from bpm.errors import InvalidDefinition
 
-handler_name = tasks.handler_name
+__all__ = ["compile_bpmn", "handler_name"]
 Mapped = dict[str, Any]
 _SCOPE_PARTS = {"documentation", "extensionElements", "laneSet", "incoming", "outgoing"}
 
@@ -196,6 +197,15 @@ class _File:
         condition = reader.child("conditionExpression")
         if condition is not None:
             flow["condition"] = _condition(el, condition)
+        flow.update(camunda.properties(reader))
+        if (text := camunda.documentation(el)) is not None:
+            flow["documentation"] = text
+        for listener in reader.extensions("executionListener", CAMUNDA):
+            raise reject(
+                listener,
+                "listens to 'take', which is not supported yet",
+                "put the work in a start listener of the flow's target",
+            )
         reader.finish()
         lines[flow_id] = el.line
         return flow

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from bpm.definitions.bpmn_handlers import handler_name, script_stem
 from bpm.definitions.bpmn_names import BPM, BPMN, CAMUNDA, FOX
 from bpm.definitions.bpmn_reader import Reader, name, reject
 from bpm.definitions.bpmn_xml import XmlElement
@@ -223,6 +224,8 @@ def fields(r: Reader) -> Mapped:
     for field in found:
         fr = Reader(field)
         field_name = fr.attr("name")
+        if not field_name and _blank(field):
+            continue  # the modeler's empty row: no name, no value, nothing to give
         if not field_name:
             raise reject(field, "has no name", 'give it name="..."')
         if field_name in values:
@@ -230,6 +233,12 @@ def fields(r: Reader) -> Mapped:
         values[field_name] = _field_value(field, fr)
         fr.finish()
     return {"fields": values}
+
+
+def _blank(field: XmlElement) -> bool:
+    return not any(v.strip() for v in field.attrib.values()) and all(
+        not c.text.strip() and not c.children for c in field.children
+    )
 
 
 def _field_value(field: XmlElement, fr: Reader) -> Any:
@@ -279,6 +288,7 @@ def common(r: Reader, node: Mapped) -> Mapped:
     for tag in DATA_FLOW:
         r.children(tag)
     kind = node.get("type")
+    out.update(listeners(r, task_listeners=kind == "userTask"))
     if kind in DEFAULTED_TYPES and (default := r.attr("default")):
         out["default"] = default
     runs = kind == "serviceTask" and "decision" not in node
@@ -305,6 +315,7 @@ def process_metadata(r: Reader) -> Mapped:
     if (text := documentation(r.el)) is not None:
         out["documentation"] = text
     out.update(properties(r))
+    out.update(listeners(r, task_listeners=False))
     if (tag := r.attr("versionTag", CAMUNDA)) is not None and tag.strip():
         out["versionTag"] = tag.strip()
     startable = r.attr("isStartableInTasklist", CAMUNDA)
@@ -348,3 +359,91 @@ def data_object(el: XmlElement) -> Mapped:
             out["state"] = state.attrib["name"]
     reader.finish()
     return out
+
+
+#: Listener events bpm runs, by the listener element; the others are refused, saying why.
+_EXECUTION_EVENTS = frozenset({"start", "end"})
+_TASK_EVENTS = frozenset({"create", "assignment", "complete"})
+_LATER = {
+    "take": "put the work in a start listener of the flow's target",
+    "delete": "put the work where the task is interrupted (a boundary event's path)",
+    "timeout": "use a non-interrupting timer boundary event on the task",
+    "update": "use an assignment or complete listener",
+}
+
+
+def listeners(r: Reader, *, task_listeners: bool) -> Mapped:
+    """``camunda:executionListener`` (and, on a user task, ``camunda:taskListener``): each
+    a handler run as a step of its own at its event; a modeler-left empty one runs nothing."""
+    found = [*r.extensions("executionListener", CAMUNDA)]
+    if task_listeners:
+        found += r.extensions("taskListener", CAMUNDA)
+    out = [_listener(el) for el in found if not _empty_listener(el)]
+    return {"listeners": out} if out else {}
+
+
+def _empty_listener(el: XmlElement) -> bool:
+    code = ("class", "expression", "delegateExpression")
+    return (
+        not el.children
+        and all(not el.attrib.get(a, "").strip() for a in code)
+        and set(el.attrib) <= {*code, "event", "id"}
+    )
+
+
+def _listener(el: XmlElement) -> Mapped:
+    reader = Reader(el)
+    event = (reader.attr("event") or "").strip()
+    reader.attr("id")
+    allowed = _TASK_EVENTS if el.tag == "taskListener" else _EXECUTION_EVENTS
+    if event in _LATER:
+        raise reject(el, f"listens to {event!r}, which is not supported yet", _LATER[event])
+    if event not in allowed:
+        raise reject(el, f"has event={event!r}", f"use one of {', '.join(sorted(allowed))}")
+    given = [
+        (attr, value)
+        for attr in ("class", "expression", "delegateExpression")
+        if (value := reader.attr(attr)) is not None and value.strip()
+    ]
+    script = reader.child("script", CAMUNDA)
+    if script is not None:
+        sr = Reader(script)
+        fmt, resource = sr.attr("scriptFormat") or "script", sr.attr("resource")
+        sr.finish()
+        if not resource:
+            raise reject(
+                el,
+                f"runs an inline {fmt} script, which bpm never runs",
+                "give the script a camunda:resource and register a handler under its name",
+            )
+        given.append(("script", resource))
+    if len(given) != 1:
+        raise reject(el, "needs exactly one of class, expression, delegateExpression or script")
+    kind, value = given[0]
+    if kind == "class":
+        handler = value.strip().rsplit(".", 1)[-1]
+    elif kind == "script":
+        handler = handler_name(script_stem(value) or value)
+    else:
+        handler = handler_name(value)
+    listener: Mapped = {"event": event, "handler": handler}
+    field_values = fields(reader).get("fields")
+    if field_values is None:
+        field_values = _direct_fields(reader)
+    if field_values:
+        listener["fields"] = field_values
+    reader.finish()
+    return listener
+
+
+def _direct_fields(reader: Reader) -> Mapped:
+    """A listener's ``camunda:field`` children (they sit in the listener itself)."""
+    values: Mapped = {}
+    for field in reader.children("field", CAMUNDA):
+        fr = Reader(field)
+        field_name = fr.attr("name")
+        if not field_name:
+            raise reject(field, "has no name", 'give it name="..."')
+        values[field_name] = _field_value(field, fr)
+        fr.finish()
+    return values

@@ -86,10 +86,21 @@ def compensate(definition: XmlElement) -> Mapped:
 
 
 def error_code(
-    decl: Declarations, event: XmlElement, definition: XmlElement, *, catch: bool
+    decl: Declarations,
+    event: XmlElement,
+    definition: XmlElement,
+    *,
+    catch: bool,
+    into: Mapped | None = None,
 ) -> str:
+    """The code an error event throws or catches; a catching one's
+    ``camunda:errorCodeVariable`` and ``errorMessageVariable`` go into ``into``."""
     reader = Reader(definition)
     ref = reader.attr("errorRef")
+    if catch and into is not None:
+        for attr in ("errorCodeVariable", "errorMessageVariable"):
+            if (name := reader.attr(attr, CAMUNDA)) is not None and name.strip():
+                into[attr] = name.strip()
     reader.finish()
     if not ref:
         if catch:
@@ -229,7 +240,7 @@ def boundary(decl: Declarations, r: Reader) -> Mapped:
                 "boundaries always interrupt",
                 'remove cancelActivity="false"',
             )
-        node["error"] = error_code(decl, r.el, definition, catch=True)
+        node["error"] = error_code(decl, r.el, definition, catch=True, into=node)
     else:
         what = definition.tag if definition is not None else "no event definition"
         raise reject(

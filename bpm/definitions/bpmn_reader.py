@@ -155,9 +155,7 @@ class Reader:
                 out += [
                     str(not_yet(ext))
                     for ext in child.children
-                    if id(ext) not in self.used_children
-                    and ext.ns not in PRESENTATIONAL
-                    and not _empty_listener(ext)
+                    if id(ext) not in self.used_children and ext.ns not in PRESENTATIONAL
                 ]
                 continue
             if not extensions_only:
@@ -182,16 +180,3 @@ class Reader:
                 continue
             out.append((qualified(ns, local, _root(self.el)), value))
         return out
-
-
-def _empty_listener(el: XmlElement) -> bool:
-    """A Camunda listener the modeler left without an implementation (``class=""``) does
-    nothing, so it is dropped like the diagram; one that names code is read as a listener."""
-    if el.ns != CAMUNDA or el.tag not in ("taskListener", "executionListener"):
-        return False
-    code = ("class", "expression", "delegateExpression")
-    return (
-        not el.children
-        and all(not el.attrib.get(a, "").strip() for a in code)
-        and set(el.attrib) <= {*code, "event", "id"}
-    )

@@ -9,29 +9,17 @@ from typing import Any
 from bpm.definitions import bpmn_camunda as camunda
 from bpm.definitions.bpmn_declarations import Declarations
 from bpm.definitions.bpmn_events import message
+from bpm.definitions.bpmn_handlers import handler_name, script_stem
 from bpm.definitions.bpmn_names import BPM, CAMUNDA, ZEEBE
 from bpm.definitions.bpmn_reader import Reader, reject
 
 Mapped = dict[str, Any]
 SERVICE_LIKE = frozenset({"serviceTask", "sendTask", "businessRuleTask"})
-_HANDLER_CHARS = re.compile(r"[^A-Za-z0-9_.:-]+")
 _EXPRESSION = re.compile(r"\$\{|#\{|^\s*=")
 _IMPLEMENTATIONS = (
     'give bpm:handler, bpm:topic, camunda:type="external" with camunda:topic, '
     "zeebe:taskDefinition, camunda:class, camunda:expression or camunda:delegateExpression"
 )
-
-
-def handler_name(text: str) -> str:
-    """A valid handler name from a Camunda expression: ``${bean.run(execution)}`` ->
-    ``bean.run_execution``."""
-    inner = text.strip()
-    if len(inner) >= 3 and inner[0] in "$#" and inner[1] == "{" and inner.endswith("}"):
-        inner = inner[2:-1]
-    name = _HANDLER_CHARS.sub("_", inner.strip()).strip("_.:-")
-    if not name or not (name[0].isalpha() or name[0] == "_") or not name.isascii():
-        name = "_" + name
-    return name
 
 
 def service(decl: Declarations, r: Reader) -> Mapped:
@@ -164,7 +152,7 @@ def script(decl: Declarations, r: Reader, handlers: Collection[str] | None) -> M
     result = r.attr("resultVariable", CAMUNDA)
     named = [
         n
-        for n in (_stem(resource), r.el.attrib.get("id"), r.el.attrib.get("name"))
+        for n in (script_stem(resource), r.el.attrib.get("id"), r.el.attrib.get("name"))
         if n is not None
     ]
     handler = r.attr("handler", BPM)
@@ -184,14 +172,6 @@ def script(decl: Declarations, r: Reader, handlers: Collection[str] | None) -> M
     if result is not None and result.strip():
         node["resultVariable"] = result.strip()
     return node
-
-
-def _stem(resource: str | None) -> str | None:
-    """``deployment://scripts/calc-total.groovy`` -> ``calc-total``."""
-    if not resource or not resource.strip():
-        return None
-    last = resource.strip().rsplit("/", 1)[-1].rsplit(":", 1)[-1]
-    return last.rsplit(".", 1)[0] or None
 
 
 def connector(r: Reader) -> Mapped | None:

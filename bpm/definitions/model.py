@@ -43,6 +43,29 @@ ACTIVITIES = frozenset(
 )
 
 
+class ListenerEvent(StrEnum):
+    """When a listener runs: a node's ``start`` (before its own work) and ``end`` (after it,
+    before the token leaves); a user task's ``assignment`` and ``create`` (when it is made:
+    assignment first, then create, as in Camunda), ``assignment`` again on each claim, and
+    ``complete`` (after it is completed, before it ends)."""
+
+    START = "start"
+    END = "end"
+    ASSIGNMENT = "assignment"
+    CREATE = "create"
+    COMPLETE = "complete"
+
+
+@dataclass(frozen=True)
+class Listener:
+    """A handler that runs at a node's event, as a step of its own (retried and failing
+    with an incident like a handler task), with its own fields."""
+
+    event: ListenerEvent
+    handler: str
+    fields: tuple[VariableMapping, ...] = ()
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """How often a handler runs and how long to wait between runs (exponential backoff)."""
@@ -162,6 +185,14 @@ class Node:
     connector_outputs: tuple[VariableMapping, ...] | None = None
     #: serviceTask evaluating a DMN decision (a business rule task) instead of running code.
     decision: DecisionRef | None = None
+    #: Error boundary events: the variables that receive the caught error's code and message.
+    error_code_variable: str | None = None
+    error_message_variable: str | None = None
+    #: Listeners, in the order they run for their event.
+    listeners: tuple[Listener, ...] = ()
+
+    def listeners_of(self, event: ListenerEvent) -> tuple[Listener, ...]:
+        return tuple(listener for listener in self.listeners if listener.event is event)
 
     @property
     def is_join(self) -> bool:

@@ -24,6 +24,8 @@ from bpm.definitions.model import (
     DecisionBinding,
     DecisionRef,
     Flow,
+    Listener,
+    ListenerEvent,
     Node,
     NodeType,
     ProcessGraph,
@@ -48,9 +50,18 @@ PROCESS_METADATA = {
     "candidate_starter_users",
     "dataObjects",
 }
-PROCESS_KEYS = {"key", "name", "saga", "nodes", "flows", "historyTimeToLive", *PROCESS_METADATA}
-FLOW_KEYS = {"id", "source", "target", "condition", "name", "documentation"}
-COMMON_NODE_KEYS = {"id", "type", "name", "properties", "documentation"}
+PROCESS_KEYS = {
+    "key",
+    "name",
+    "saga",
+    "nodes",
+    "flows",
+    "historyTimeToLive",
+    "listeners",
+    *PROCESS_METADATA,
+}
+FLOW_KEYS = {"id", "source", "target", "condition", "name", "documentation", "properties"}
+COMMON_NODE_KEYS = {"id", "type", "name", "properties", "documentation", "listeners"}
 NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.START: {"initiator"},
     NodeType.END: {"terminate", "error", "compensate", "activity"},
@@ -71,7 +82,14 @@ NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.EXCLUSIVE: set(),
     NodeType.PARALLEL: set(),
     NodeType.SUBPROCESS: {"nodes", "flows", "saga", "compensation"},
-    NodeType.BOUNDARY: {"attachedTo", "timer", "error", "interrupting"},
+    NodeType.BOUNDARY: {
+        "attachedTo",
+        "timer",
+        "error",
+        "interrupting",
+        "errorCodeVariable",
+        "errorMessageVariable",
+    },
     NodeType.USER_TASK: {"assignee", "candidate_groups", "compensation"},
     NodeType.RECEIVE_TASK: {"message"},
     NodeType.TIMER: {"duration", "date"},
@@ -140,6 +158,10 @@ def compile_definition(doc: Mapping[str, Any]) -> ProcessGraph:
     builder = _GraphBuilder()
     builder.add_scope(doc, None)
     builder.check()
+    own = parse_listeners(doc.get("listeners"), None, f"process {key!r}", None)
+    if own:  # the process starts as its start event does: its listeners run first
+        first = builder.nodes[builder.starts[None]]
+        builder.nodes[first.id] = replace(first, listeners=own + first.listeners)
     return ProcessGraph(
         key=key,
         name=name,
@@ -432,6 +454,7 @@ def _compile_node(
     if node_type in DEFAULTED:
         fields.update(_default_flow(raw, where, node_id, outgoing, flows))
     fields["properties"] = dict(raw.get("properties", {}))
+    fields["listeners"] = parse_listeners(raw.get("listeners"), node_type, where, node_id)
     if node_type is NodeType.START:
         fields["initiator"] = _initiator(raw, where, node_id)
     if node_type in MAPPED:
@@ -520,6 +543,59 @@ def parse_decision_ref(raw: Any, where: str, node_id: str) -> DecisionRef:
     )
 
 
+#: The events a listener may name, by node type (user tasks add their task events); a
+#: parallel gateway has none (it is left by forks and joins, not by one token).
+_NODE_EVENTS = (ListenerEvent.START, ListenerEvent.END)
+_USER_TASK_EVENTS = (
+    ListenerEvent.ASSIGNMENT,
+    ListenerEvent.CREATE,
+    ListenerEvent.COMPLETE,
+)
+LISTENER_KEYS = {"event", "handler", "fields"}
+
+
+def parse_listeners(
+    raw: Any, node_type: NodeType | None, where: str, node_id: str | None
+) -> tuple[Listener, ...]:
+    """``listeners``: a list of ``{"event", "handler", "fields"}``, run in list order for
+    each event. ``node_type`` None: the process's own (``start`` only)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise InvalidDefinition(f"{where}: 'listeners' must be a list", node_id)
+    if node_type is None:
+        allowed: tuple[ListenerEvent, ...] = (ListenerEvent.START,)
+    elif node_type is NodeType.PARALLEL:
+        allowed = ()
+    elif node_type in GATEWAYS:
+        allowed = (ListenerEvent.START,)
+    elif node_type is NodeType.END:
+        allowed = (ListenerEvent.START, ListenerEvent.END)
+    else:
+        allowed = _NODE_EVENTS + (_USER_TASK_EVENTS if node_type is NodeType.USER_TASK else ())
+    out = []
+    for item in raw:
+        if not isinstance(item, Mapping):
+            raise InvalidDefinition(f"{where}: every listener is an object", node_id)
+        _check_keys(item, LISTENER_KEYS, f"{where} listener", node_id)
+        event = item.get("event")
+        if event not in {e.value for e in allowed}:
+            names = ", ".join(e.value for e in allowed) or "none"
+            raise InvalidDefinition(
+                f"{where}: listener event {event!r} is not one this node has (it has: {names})",
+                node_id,
+            )
+        handler = item.get("handler")
+        if not isinstance(handler, str) or not NAME_PATTERN.match(handler):
+            raise InvalidDefinition(
+                f"{where}: listener 'handler' must be a name matching {NAME_PATTERN.pattern}",
+                node_id,
+            )
+        fields = parse_mappings(item.get("fields"), "fields", f"{where} listener", node_id or "")
+        out.append(Listener(ListenerEvent(event), handler, fields))
+    return tuple(out)
+
+
 def _initiator(raw: Mapping[str, Any], where: str, node_id: str) -> str | None:
     initiator = raw.get("initiator")
     if initiator is not None and (
@@ -565,8 +641,6 @@ def _check_shape(
     forks (each flow whose condition holds is taken), as a parallel gateway would."""
     if node_type is NodeType.START and incoming:
         raise InvalidDefinition(f"{where}: a start event cannot have incoming flows", node_id)
-    if node_type is NodeType.START and not outgoing:
-        raise InvalidDefinition(f"{where}: a start event needs an outgoing flow", node_id)
     if node_type is NodeType.END and outgoing:
         raise InvalidDefinition(f"{where}: an end event cannot have outgoing flows", node_id)
     if node_type in GATEWAYS and not outgoing:
@@ -638,14 +712,15 @@ def _service_task_fields(raw: Mapping[str, Any], where: str, node_id: str) -> di
         fields.update(_connector(raw, where, node_id))
     if "decision" in raw:
         fields["decision"] = parse_decision_ref(raw["decision"], where, node_id)
-    for key in ("handler", "topic"):
-        if key in raw:
-            value = raw[key]
-            if not isinstance(value, str) or not NAME_PATTERN.match(value):
-                raise InvalidDefinition(
-                    f"{where}: '{key}' must be a name matching {NAME_PATTERN.pattern}", node_id
-                )
-            fields[key] = value
+    if "handler" in raw:
+        value = raw["handler"]
+        if not isinstance(value, str) or not NAME_PATTERN.match(value):
+            raise InvalidDefinition(
+                f"{where}: 'handler' must be a name matching {NAME_PATTERN.pattern}", node_id
+            )
+        fields["handler"] = value
+    if "topic" in raw:
+        fields["topic"] = _topic(raw["topic"], where, node_id)
     if "timeout" in raw:
         timeout = parse_duration(raw["timeout"], where=f"{where} 'timeout'", element=node_id)
         if timeout <= timedelta(0):
@@ -670,6 +745,27 @@ def _service_task_fields(raw: Mapping[str, Any], where: str, node_id: str) -> di
             raise InvalidDefinition(f"{where}: 'priority' must be an integer", node_id)
         fields["priority"] = priority
     return fields
+
+
+#: A topic is any text a worker subscribes by (Camunda's are free text: "Use API Key"), up
+#: to 255 characters, without control characters or an expression (topics are fixed).
+TOPIC_PATTERN = re.compile(r"^[^\x00-\x1f\x7f\s](?:[^\x00-\x1f\x7f]{0,253}[^\x00-\x1f\x7f\s])?$")
+
+
+def _topic(value: Any, where: str, node_id: str) -> str:
+    if isinstance(value, str) and ("${" in value or "#{" in value):
+        raise InvalidDefinition(
+            f"{where}: the topic {value!r} is an expression, which is not supported yet; "
+            f"give a fixed topic",
+            node_id,
+        )
+    if not isinstance(value, str) or not TOPIC_PATTERN.match(value):
+        raise InvalidDefinition(
+            f"{where}: 'topic' must be text of 1 to 255 characters, without control "
+            f"characters or space at either end, got {value!r}",
+            node_id,
+        )
+    return value
 
 
 def _name(raw: Mapping[str, Any], key: str, where: str, node_id: str) -> str:

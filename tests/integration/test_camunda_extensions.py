@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bpm.engine.operations.external import TopicRequest
-from bpm.errors import InvalidDefinition
+from bpm.errors import BpmnError, InvalidDefinition
 from bpm.handlers import HandlerContext, HandlerRegistry
 from tests.helpers.modeler import chain, modeler_file
 from tests.helpers.runtime import Harness
@@ -346,3 +346,33 @@ def test_a_connector_gets_its_inputs_and_sets_only_its_outputs(
     assert seen == [{"url": "https://api.example.com/orders/1", "method": "GET"}]
     assert shown["variables"]["status"] == 200
     assert "response" not in shown["variables"] and "statusCode" not in shown["variables"]
+
+
+def test_error_code_and_message_variables_receive_the_caught_error(
+    rt: Harness, handlers: HandlerRegistry
+) -> None:
+    def charge(ctx: HandlerContext) -> None:
+        raise BpmnError("CARD_DECLINED", "card 4242 declined")
+
+    handlers.register("Charge", charge)
+    body = (
+        '    <bpmn:startEvent id="S" />\n'
+        '<bpmn:serviceTask id="T" camunda:class="org.acme.Charge" />'
+        '<bpmn:boundaryEvent id="B" attachedToRef="T"><bpmn:errorEventDefinition '
+        'errorRef="Error_1" camunda:errorCodeVariable="code" '
+        'camunda:errorMessageVariable="why" /></bpmn:boundaryEvent>'
+        '<bpmn:endEvent id="E" /><bpmn:endEvent id="Declined" />'
+        + chain("S", "T", "E")
+        + chain("B", "Declined")
+    )
+    rt.engine.deploy_bpmn(
+        modeler_file(
+            "p",
+            body,
+            declarations='<bpmn:error id="Error_1" name="Declined" errorCode="CARD_DECLINED" />',
+        )
+    )
+    shown = run(rt)
+    assert shown["state"] == "COMPLETED"
+    assert shown["variables"]["code"] == "CARD_DECLINED"
+    assert shown["variables"]["why"] == "card 4242 declined"

@@ -534,15 +534,17 @@ def test_the_order_saga_example_in_bpmn_behaves_like_the_json_one() -> None:
             "supported yet",
         ),
         (
-            '<userTask id="u"><extensionElements><camunda:taskListener event="create" '
+            '<userTask id="u"><extensionElements><camunda:taskListener event="timeout" '
             'class="org.example.Notify"/></extensionElements></userTask>',
-            "line 10: camunda:taskListener in userTask 'u' is not supported yet",
+            "line 10: camunda:taskListener in userTask 'u' listens to 'timeout', which is not "
+            "supported yet",
         ),
         (
             '<userTask id="u"><extensionElements><camunda:executionListener event="start">'
             '<camunda:script scriptFormat="groovy">x</camunda:script></camunda:executionListener>'
             "</extensionElements></userTask>",
-            "line 10: camunda:executionListener in userTask 'u' is not supported yet",
+            "line 10: camunda:executionListener in userTask 'u' runs an inline groovy script, "
+            "which bpm never runs",
         ),
         (
             '<scriptTask id="sc" scriptFormat="groovy"><script>x = 1</script></scriptTask>',

@@ -15,7 +15,7 @@ from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.causes import because
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Conflict, Next, NextToken, RunTask, Stale
-from bpm.engine.semantics import handler_runs, scopes, steps
+from bpm.engine.semantics import handler_runs, listeners, scopes, steps
 from bpm.errors import NotFound
 from bpm.handlers import HandlerContext
 from bpm.store.outages import until_available
@@ -114,7 +114,9 @@ class JobRunner:
                 info = self.core.info(tx, task.instance_id)
         g = self.core.graph(info.def_id)
         node = g.node(task.node_id)
-        configured = handler_runs.configuration(node, values)
+        step = listeners.step_of(g, task)
+        fields = node.fields if step is None else step.listener.fields
+        configured = handler_runs.configuration(node, fields, values)
         if isinstance(configured, handler_runs.Outcome):
             return self._record(g, task, configured, token, inline)
         ctx = HandlerContext(
@@ -127,10 +129,14 @@ class JobRunner:
             task.node_id,
             task.id,
             configured,
+            None if step is None else step.event.value,
         )
         started = time.perf_counter()
-        outcome = handler_runs.invoke(self.core.handlers, task, ctx, node.result_variable)
-        outcome = handler_runs.connector_result(node, outcome, values)
+        if step is not None:  # a listener sets the variables it returns
+            outcome = handler_runs.invoke(self.core.handlers, task, ctx, None)
+        else:
+            outcome = handler_runs.invoke(self.core.handlers, task, ctx, node.result_variable)
+            outcome = handler_runs.connector_result(node, outcome, values)
         log.debug("handler %s ran in %.1f ms", task.handler, (time.perf_counter() - started) * 1000)
         return self._record(g, task, outcome, token, inline)
 

@@ -98,4 +98,13 @@ def _take_boundary(
         actor=tx.actor,
         data={"code": code, "message": message, "thrown_at": thrown_at},
     )
+    caught = {
+        name: value
+        for name, value in (
+            (catcher.error_code_variable, code),
+            (catcher.error_message_variable, message),
+        )
+        if name is not None
+    }
+    tx.write_variables(tok.instance_id, caught)  # Camunda's errorCodeVariable and message
     return NextToken(moved.id, moved.version, moved)

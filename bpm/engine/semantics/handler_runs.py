@@ -18,10 +18,10 @@ from uuid import UUID
 from bpm.definitions import mappings
 from bpm.definitions.model import Node, ProcessGraph
 from bpm.engine.core.tx import Next, Stale, Tx
-from bpm.engine.semantics import scopes, task_moves
+from bpm.engine.semantics import listeners, scopes, task_moves
 from bpm.engine.semantics.bpmn_errors import caught_anywhere, throw_from_task
 from bpm.engine.semantics.failures import fail_token
-from bpm.engine.semantics.nodes import leave
+from bpm.engine.semantics.nodes import leave, listener_done
 from bpm.errors import BadVariables, BpmError, BpmnError
 from bpm.handlers import HandlerContext, HandlerRegistry
 from bpm.states import TaskEvent, TaskKind, TaskState, TokenMode, TokenState
@@ -45,6 +45,8 @@ class Outcome:
     bpmn_code: str | None = None
     #: Variables a BPMN error carries: set whether or not a boundary catches it.
     error_variables: dict[str, Any] | None = None
+    #: The BPMN error's own message, as the thrower gave it (``errorMessageVariable``).
+    bpmn_message: str = ""
 
 
 def lock_task(tx: Tx, task_id: UUID, lock_for: timedelta) -> TaskRow | None:
@@ -61,13 +63,16 @@ def fit_lock(tx: Tx, task: TaskRow, lock_for: timedelta) -> TaskRow:
     return replace(task, lock_expire_at=expire)
 
 
-def configuration(node: Node, values: Mapping[str, Any]) -> dict[str, Any] | Outcome:
-    """The node's fields for ``ctx.fields``, evaluated over the variables the task sees; a
-    field that cannot be evaluated fails the run (an incident naming the field)."""
-    if not node.fields:
+def configuration(
+    node: Node, fields: tuple[mappings.VariableMapping, ...], values: Mapping[str, Any]
+) -> dict[str, Any] | Outcome:
+    """``fields`` (the node's, or its listener's) for ``ctx.fields``, evaluated over the
+    variables the task sees; a field that cannot be evaluated fails the run (an incident
+    naming the field)."""
+    if not fields:
         return {}
     try:
-        return mappings.evaluate(node.fields, values)
+        return mappings.evaluate(fields, values)
     except BpmError as exc:
         return Outcome(error=f"field of task {node.id!r}: {exc}", retryable=False)
 
@@ -115,7 +120,13 @@ def _bpmn_outcome(task: TaskRow, exc: BpmnError) -> Outcome:
         values = check_variables(exc.variables, where=f"the BpmnError of handler {task.handler!r}")
     except BadVariables as bad:
         return Outcome(error=str(bad), retryable=False)
-    return Outcome(error=str(exc), bpmn_code=exc.code, retryable=False, error_variables=values)
+    return Outcome(
+        error=str(exc),
+        bpmn_code=exc.code,
+        retryable=False,
+        error_variables=values,
+        bpmn_message=exc.message,
+    )
 
 
 def _check_result(task: TaskRow, result: object) -> Outcome:
@@ -163,6 +174,9 @@ def complete_task(
     scopes.write(tx, g, tok, values)
     if local_values:
         scopes.write(tx, g, tok, local_values, local=True)
+    step = listeners.step_of(g, task)
+    if step is not None:
+        return listener_done(tx, g, tok, step)
     return leave(tx, g, tok, g.node(task.node_id))
 
 
@@ -174,7 +188,7 @@ def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
     """
     if outcome.bpmn_code is not None:
         scopes.write_for_task(tx, g, task, outcome.error_variables or {})
-        caught = catch_bpmn_error(tx, g, task, outcome.bpmn_code, outcome.error or "")
+        caught = catch_bpmn_error(tx, g, task, outcome.bpmn_code, outcome.bpmn_message)
         if caught is not None:
             return caught
     node = g.node(task.node_id)

@@ -6,12 +6,13 @@ what the job should do next (go on with a token, run a task, or stop).
 
 from __future__ import annotations
 
-from bpm.definitions.model import ACTIVITIES, Node, NodeType, ProcessGraph
+from bpm.definitions.model import ACTIVITIES, ListenerEvent, Node, NodeType, ProcessGraph
 from bpm.engine.core.tx import Next, NextToken, Tx
 from bpm.engine.semantics import (
     activities,
     decisions,
     gateways,
+    listeners,
     records,
     sagas,
     scopes,
@@ -33,16 +34,68 @@ def arrive(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
         return activities.enter_compensation(tx, g, tok, node)
     if node.inputs and not _mapped(tx, tok, scopes.enter(tx, g, tok, node)):
         return None
+    if node.listeners_of(ListenerEvent.START):
+        waiting = listeners.run(tx, tok, node, ListenerEvent.START)
+        _arm(tx, g, tok, node)
+        return waiting
+    return begin(tx, g, tok, node)
+
+
+def begin(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node, *, armed: bool = False) -> Next:
+    """The node's own work, once its start listeners ran (``armed``: its boundary timers
+    already are)."""
     if node.decision is not None:
         return leave(tx, g, tok, node) if decisions.evaluate(tx, g, tok, node) else None
     if node.type in ACTIVITIES:
-        result = activities.enter(tx, g, tok, node)
-        if g.timer_boundaries(node.id):
-            current = tx.current(tok)
-            if current.state == TokenState.WAITING:
-                waits.arm_boundaries(tx, g, current, node)
+        if node.type is NodeType.USER_TASK and (events := listeners.creation_events(node)):
+            result = listeners.run(tx, tok, node, events[0])
+        else:
+            result = activities.enter(tx, g, tok, node)
+        if not armed:
+            _arm(tx, g, tok, node)
         return result
     return _pass(tx, g, tok, node)
+
+
+def _arm(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> None:
+    """An activity's boundary timers start when a token enters it and waits there."""
+    if node.type in ACTIVITIES and g.timer_boundaries(node.id):
+        current = tx.current(tok)
+        if current.state == TokenState.WAITING:
+            waits.arm_boundaries(tx, g, current, node)
+
+
+def listener_done(tx: Tx, g: ProcessGraph, tok: TokenRow, step: listeners.Step) -> Next:
+    """A listener finished: the next one of its event, or what the event leads to."""
+    node = g.node(tok.node_id)
+    following = step.index + 1
+    if following < len(node.listeners_of(step.event)):
+        if not step.holds_token:
+            return listeners.run_beside(tx, tok, node, step.event, following)
+        return listeners.run(tx, tok, node, step.event, following)
+    if not step.holds_token:
+        return None
+    if step.event is ListenerEvent.START:
+        return begin(tx, g, tok, node, armed=True)
+    if step.event is ListenerEvent.END:
+        return (
+            _end_event(tx, g, tok, node)
+            if node.type is NodeType.END
+            else _leave_now(tx, g, tok, node)
+        )
+    if step.event is ListenerEvent.COMPLETE:
+        return leave(tx, g, tok, node)
+    events = listeners.creation_events(node)
+    if step.event is not events[-1]:
+        return listeners.run(tx, tok, node, events[events.index(step.event) + 1])
+    return activities.enter(tx, g, tok, node)
+
+
+def after_user_task(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+    """A completed user task's ``complete`` listeners, then the way out."""
+    if node.listeners_of(ListenerEvent.COMPLETE):
+        return listeners.run(tx, tok, node, ListenerEvent.COMPLETE)
+    return leave(tx, g, tok, node)
 
 
 def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
@@ -61,6 +114,8 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             return gateways.park_at_join(tx, g, tok)
         return gateways.fork_or_leave(tx, g, tok, node)
     if kind is NodeType.END:
+        if node.listeners_of(ListenerEvent.END):
+            return listeners.run(tx, tok, node, ListenerEvent.END)
         return _end_event(tx, g, tok, node)
     return leave(tx, g, tok, node)  # startEvent, task, manualTask, boundaryEvent: pass through
 
@@ -75,6 +130,14 @@ def leave(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     """
     if tok.mode == TokenMode.COMPENSATION:
         return sagas.compensated(tx, tok)
+    if node.listeners_of(ListenerEvent.END):
+        return listeners.run(tx, tok, node, ListenerEvent.END)
+    return _leave_now(tx, g, tok, node)
+
+
+def _leave_now(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+    """Leaving, once the node's end listeners ran: its outputs, its compensation record,
+    its boundary timers disarmed, and the way out."""
     if node.outputs and not _mapped(tx, tok, scopes.complete(tx, g, tok, node)):
         return None
     if node.compensation is not None:
