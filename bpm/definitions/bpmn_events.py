@@ -79,9 +79,14 @@ def compensate(definition: XmlElement) -> Mapped:
     reader = Reader(definition)
     node: Mapped = {"compensate": True}
     activity = reader.attr("activityRef")
+    wait = reader.attr("waitForCompletion")
     reader.finish()
     if activity:
         node["activity"] = activity
+    if wait not in (None, "true", "false"):
+        raise reject(definition, f"has waitForCompletion={wait!r}", "use true or false")
+    if wait == "false":
+        node["waitForCompletion"] = False
     return node
 
 

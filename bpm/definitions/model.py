@@ -166,6 +166,9 @@ class Node:
     activity: str | None = None
     #: endEvent: a compensation end event.
     compensate: bool = False
+    #: compensationThrow / compensating endEvent: whether the token waits for the
+    #: compensation (BPMN's default) or goes on while it runs.
+    wait_for_completion: bool = True
     #: A handler activity for another activity's compensation (never entered by the flow).
     for_compensation: bool = False
     #: Activities and subprocesses: local variables made on entry, results copied out at the
@@ -256,7 +259,10 @@ class ProcessGraph:
     def spawns_tokens(self) -> bool:
         """Whether a non-interrupting boundary can add a token beside a running activity; then
         a scope token that reaches its end waits for such tokens before it completes."""
-        return any(n.type is NodeType.BOUNDARY and not n.interrupting for n in self.nodes.values())
+        return any(
+            (n.type is NodeType.BOUNDARY and not n.interrupting) or not n.wait_for_completion
+            for n in self.nodes.values()
+        )
 
     def catcher(self, activity: str, code: str) -> Node | None:
         """The error boundary on ``activity`` that catches ``code``: by code, else catch-all."""

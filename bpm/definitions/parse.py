@@ -64,7 +64,7 @@ FLOW_KEYS = {"id", "source", "target", "condition", "name", "documentation", "pr
 COMMON_NODE_KEYS = {"id", "type", "name", "properties", "documentation", "listeners"}
 NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.START: {"initiator"},
-    NodeType.END: {"terminate", "error", "compensate", "activity"},
+    NodeType.END: {"terminate", "error", "compensate", "activity", "waitForCompletion"},
     NodeType.SERVICE_TASK: {
         "handler",
         "topic",
@@ -94,7 +94,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.RECEIVE_TASK: {"message"},
     NodeType.TIMER: {"duration", "date"},
     NodeType.MESSAGE: {"message"},
-    NodeType.COMPENSATION_THROW: {"activity"},
+    NodeType.COMPENSATION_THROW: {"activity", "waitForCompletion"},
 }
 #: Nodes that may declare ``inputs`` and ``outputs`` (local variables in, results out).
 MAPPED = (
@@ -450,7 +450,10 @@ def _compile_node(
             "compensation": _compensation(raw, where, node_id),
         }
     elif node_type is NodeType.COMPENSATION_THROW:
-        fields = {"activity": _activity(raw, where, node_id)}
+        fields = {
+            "activity": _activity(raw, where, node_id),
+            "wait_for_completion": _wait_for_completion(raw, where, node_id),
+        }
     if node_type in DEFAULTED:
         fields.update(_default_flow(raw, where, node_id, outgoing, flows))
     fields["properties"] = dict(raw.get("properties", {}))
@@ -667,6 +670,13 @@ def _check_conditions(
             )
 
 
+def _wait_for_completion(raw: Mapping[str, Any], where: str, node_id: str) -> bool:
+    wait = raw.get("waitForCompletion", True)
+    if not isinstance(wait, bool):
+        raise InvalidDefinition(f"{where}: 'waitForCompletion' must be true or false", node_id)
+    return wait
+
+
 def _activity(raw: Mapping[str, Any], where: str, node_id: str) -> str | None:
     activity = raw.get("activity")
     if activity is not None and not isinstance(activity, str):
@@ -850,8 +860,14 @@ def _end_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, A
             f"{where}: an end event compensates, terminates or throws an error, only one of them",
             node_id,
         )
+    if "waitForCompletion" in raw and not compensate:
+        raise InvalidDefinition(f"{where}: 'waitForCompletion' needs 'compensate': true", node_id)
     if compensate:
-        return {"compensate": True, "activity": _activity(raw, where, node_id)}
+        return {
+            "compensate": True,
+            "activity": _activity(raw, where, node_id),
+            "wait_for_completion": _wait_for_completion(raw, where, node_id),
+        }
     terminate = raw.get("terminate", False)
     if not isinstance(terminate, bool):
         raise InvalidDefinition(f"{where}: 'terminate' must be true or false", node_id)

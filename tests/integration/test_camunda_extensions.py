@@ -376,3 +376,34 @@ def test_error_code_and_message_variables_receive_the_caught_error(
     assert shown["state"] == "COMPLETED"
     assert shown["variables"]["code"] == "CARD_DECLINED"
     assert shown["variables"]["why"] == "card 4242 declined"
+
+
+def test_a_compensation_throw_that_does_not_wait_goes_on_while_the_undo_runs(
+    rt: Harness, handlers: HandlerRegistry
+) -> None:
+    handlers.register("Book", lambda ctx: None)
+    body = (
+        '    <bpmn:startEvent id="S" />\n'
+        '<bpmn:serviceTask id="Book" camunda:class="org.acme.Book" />'
+        '<bpmn:boundaryEvent id="BookUndo" attachedToRef="Book">'
+        "<bpmn:compensateEventDefinition /></bpmn:boundaryEvent>"
+        '<bpmn:serviceTask id="Cancel" isForCompensation="true" camunda:type="external" '
+        'camunda:topic="cancel-booking" />'
+        '<bpmn:association id="A" associationDirection="One" sourceRef="BookUndo" targetRef="Cancel" />'
+        '<bpmn:intermediateThrowEvent id="Undo"><bpmn:compensateEventDefinition '
+        'waitForCompletion="false" /></bpmn:intermediateThrowEvent>'
+        '<bpmn:userTask id="Apologise" /><bpmn:endEvent id="E" />'
+        + chain("S", "Book", "Undo", "Apologise", "E")
+    )
+    deploy(rt, body)
+    iid = rt.engine.start("p").id
+    rt.drain()
+    # the thrower went on: the apology is open while the cancellation still waits for a worker
+    [apology] = rt.engine.user_tasks(instance_id=iid)
+    [cancel] = rt.engine.fetch_and_lock("w", [TopicRequest("cancel-booking", timedelta(minutes=1))])
+    rt.engine.complete_user_task(apology["id"])
+    rt.drain()
+    assert rt.engine.show(iid)["state"] == "RUNNING"  # its end waits for the compensation
+    rt.engine.complete(cancel.id, "w")
+    rt.drain()
+    assert rt.engine.show(iid)["state"] == "COMPLETED"

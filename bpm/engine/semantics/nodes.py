@@ -101,6 +101,8 @@ def after_user_task(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
 def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     kind = node.type
     if kind is NodeType.COMPENSATION_THROW or (kind is NodeType.END and node.compensate):
+        if not node.wait_for_completion:
+            return _compensate_beside(tx, g, tok, node)
         thrown = sagas.throw(tx, g, tok, node)
         return thrown_compensation_done(tx, g, thrown.anchor) if thrown else None
     if kind is NodeType.TIMER:
@@ -256,6 +258,22 @@ def thrown_compensation_done(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
         actor=tx.actor,
     )
     node = g.node(anchor.node_id)
-    if node.type is NodeType.END:
-        return end_token(tx, anchor, g)
+    if node.type is NodeType.END or not node.wait_for_completion:
+        return end_token(tx, anchor, g)  # a compensation run beside its thrower ends here
     return leave(tx, g, anchor, node)
+
+
+def _compensate_beside(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+    """``waitForCompletion="false"``: the compensation runs under a token of its own, beside
+    the throwing token, which goes on at once (a scope's end waits for it, as for a path a
+    non-interrupting boundary started)."""
+    anchor = sagas.anchor_beside(tx, tok)
+    thrown = sagas.throw(tx, g, anchor, node)
+    if thrown is not None:  # nothing to compensate: it is over before it began
+        nxt = thrown_compensation_done(tx, g, thrown.anchor)
+        if isinstance(nxt, NextToken):
+            tx.advance_later(nxt.token_id, nxt.version)
+    current = tx.current(tok)
+    if node.type is NodeType.END:
+        return end_token(tx, current, g)
+    return leave(tx, g, current, node)
