@@ -389,7 +389,8 @@ def test_a_compensation_throw_that_does_not_wait_goes_on_while_the_undo_runs(
         "<bpmn:compensateEventDefinition /></bpmn:boundaryEvent>"
         '<bpmn:serviceTask id="Cancel" isForCompensation="true" camunda:type="external" '
         'camunda:topic="cancel-booking" />'
-        '<bpmn:association id="A" associationDirection="One" sourceRef="BookUndo" targetRef="Cancel" />'
+        '<bpmn:association id="A" associationDirection="One" sourceRef="BookUndo" '
+        'targetRef="Cancel" />'
         '<bpmn:intermediateThrowEvent id="Undo"><bpmn:compensateEventDefinition '
         'waitForCompletion="false" /></bpmn:intermediateThrowEvent>'
         '<bpmn:userTask id="Apologise" /><bpmn:endEvent id="E" />'
