@@ -36,7 +36,7 @@ def properties(r: Reader) -> Mapped:
     found = r.extensions("properties", CAMUNDA)
     if not found:
         return {}
-    values: dict[str, str] = {}
+    values: dict[str, str | list[str]] = {}
     for group in found:
         reader = Reader(group)
         for prop in reader.children("property", CAMUNDA):
@@ -46,11 +46,17 @@ def properties(r: Reader) -> Mapped:
             pr.finish()
             if not key:
                 raise reject(prop, "has no name", 'give each camunda:property a name="..."')
-            if key in values:
-                raise reject(prop, f"repeats the property {key!r}", "give each a distinct name")
-            values[key] = value or ""
+            values[key] = _added(values.get(key), value or "")
         reader.finish()
     return {"properties": values}
+
+
+def _added(before: str | list[str] | None, value: str) -> str | list[str]:
+    """A name given once holds its text; given again, the list of its texts in order (as
+    Camunda keeps them all)."""
+    if before is None:
+        return value
+    return [*before, value] if isinstance(before, list) else [before, value]
 
 
 def retry(r: Reader, *, has_runs: bool) -> Mapped:

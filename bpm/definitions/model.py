@@ -175,8 +175,9 @@ class Node:
     #: end (``bpm.definitions.mappings``).
     inputs: tuple[VariableMapping, ...] = ()
     outputs: tuple[VariableMapping, ...] = ()
-    #: ``properties``: name -> text, without behaviour (shown to people, given to workers).
-    properties: Mapping[str, str] = field(default_factory=dict)
+    #: ``properties``: name -> text (a list for a name given several times), without
+    #: behaviour (shown to people, given to workers).
+    properties: Mapping[str, str | list[str]] = field(default_factory=dict)
     #: startEvent: the variable that receives the id of the user who started the instance.
     initiator: str | None = None
     #: serviceTask: configuration the handler reads as ``ctx.fields`` (text or expressions).

@@ -293,6 +293,7 @@ class _GraphBuilder:
         if flow_id in self.flows or flow_id in self.raw_nodes:
             raise InvalidDefinition(f"flow {flow_id!r}: duplicate id", flow_id)
         _check_keys(item, FLOW_KEYS, f"flow {flow_id!r}", flow_id)
+        check_metadata(item, f"flow {flow_id!r}", flow_id)
         ends = {}
         for end in ("source", "target"):
             ref = item.get(end)
@@ -612,9 +613,15 @@ def check_metadata(raw: Mapping[str, Any], where: str, element: str | None) -> N
     """Keys without behaviour still have a shape, so tools can read them."""
     props = raw.get("properties", {})
     if not isinstance(props, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in props.items()
+        isinstance(k, str)
+        and (isinstance(v, str) or (isinstance(v, list) and all(isinstance(t, str) for t in v)))
+        for k, v in props.items()
     ):
-        raise InvalidDefinition(f"{where}: 'properties' must be an object of name -> text", element)
+        raise InvalidDefinition(
+            f"{where}: 'properties' must be an object of name -> text (or a list of texts, "
+            f"for a name given several times)",
+            element,
+        )
     for key in ("documentation", "versionTag"):
         if key in raw and not isinstance(raw[key], str):
             raise InvalidDefinition(f"{where}: {key!r} must be a string", element)

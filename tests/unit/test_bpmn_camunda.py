@@ -333,3 +333,14 @@ def test_a_connector_maps_to_the_handler_of_its_id() -> None:
         "inputs": {"url": "${url}", "method": "GET"},
         "outputs": {"status": "${statusCode}"},
     }
+
+
+def test_a_property_name_given_twice_keeps_both_values_in_order() -> None:
+    doc = one(
+        around(
+            '<bpmn:task id="T"><bpmn:extensionElements><camunda:properties>'
+            '<camunda:property name="tag" value="a" /><camunda:property name="tag" value="b" />'
+            "</camunda:properties></bpmn:extensionElements></bpmn:task>"
+        )
+    )
+    assert node(doc, "T")["properties"] == {"tag": ["a", "b"]}
