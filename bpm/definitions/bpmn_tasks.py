@@ -176,7 +176,8 @@ def user(decl: Declarations, r: Reader) -> Mapped:
     if zeebe is not None:
         zr = Reader(zeebe)
         for attr in ("assignee", "candidateGroups", "candidateUsers"):
-            values[attr] = values[attr] or zr.attr(attr)
+            given = zr.attr(attr)
+            values[attr] = values[attr] or given
         zr.finish()
     for attr, value in values.items():
         if value is None or not value.strip():
