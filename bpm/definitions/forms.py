@@ -110,8 +110,9 @@ class FormSpec:
     fields: tuple[FormField, ...] = ()
 
     @property
-    def has_defaults(self) -> bool:
-        return any(f.default is not None for f in self.fields)
+    def evaluates(self) -> bool:
+        """Whether showing the form evaluates an expression (a default written as one)."""
+        return any(isinstance(f.default, Expression) for f in self.fields)
 
 
 def parse_form(raw: Any, where: str, node_id: str) -> FormSpec | None:

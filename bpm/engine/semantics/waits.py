@@ -85,9 +85,7 @@ def _evaluates(node: Node) -> bool:
     """Whether creating the task evaluates an expression (only then are variables read)."""
     texts = [node.assignee, node.due_date, node.follow_up_date, node.priority_expression]
     texts += [*node.candidate_users, *node.candidate_groups]
-    return any(isinstance(t, Expression) for t in texts) or bool(
-        node.form and node.form.has_defaults
-    )
+    return any(isinstance(t, Expression) for t in texts) or bool(node.form and node.form.evaluates)
 
 
 def _created(who: assignments.Assigned, form: dict[str, Any] | None) -> dict[str, Any]:
