@@ -7,7 +7,7 @@ survive pickling (Celery serialises them) and ``str()`` returns the message.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -80,6 +80,16 @@ class BadVariables(BpmError):
     def __init__(self, message: str, name: str | None = None) -> None:
         super().__init__(message, name)
         self.name = name
+
+
+class FormInvalid(BadVariables):
+    """Submitted variables break the form of a user task or start event: ``problems`` has one
+    line per field and rule broken (``name`` is the first such field); nothing was changed."""
+
+    def __init__(self, message: str, name: str | None = None, problems: Sequence[str] = ()) -> None:
+        BpmError.__init__(self, message, name, tuple(problems))
+        self.name = name
+        self.problems = tuple(problems)
 
 
 class NotFound(BpmError):

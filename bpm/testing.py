@@ -249,9 +249,12 @@ class ProcessTestKit:
         *,
         assignee: str | None = None,
         group: str | None = None,
+        candidate_user: str | None = None,
         instance_id: UUID | str | None = None,
     ) -> list[dict[str, Any]]:
-        return self.engine.user_tasks(assignee=assignee, group=group, instance_id=instance_id)
+        return self.engine.user_tasks(
+            assignee=assignee, group=group, candidate_user=candidate_user, instance_id=instance_id
+        )
 
     def claim(self, task_id: UUID | str, user: str) -> None:
         self.engine.claim(task_id, user)

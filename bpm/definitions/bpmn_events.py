@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from bpm.definitions import bpmn_forms
 from bpm.definitions.bpmn_declarations import Declarations
 from bpm.definitions.bpmn_feel import FeelUnsupported, feel_timer
 from bpm.definitions.bpmn_names import BPMN, CAMUNDA
@@ -49,6 +50,7 @@ def start(decl: Declarations, r: Reader) -> Mapped:
     initiator = r.attr("initiator", CAMUNDA)
     if initiator is not None and initiator.strip():
         node["initiator"] = initiator.strip()
+    node.update(bpmn_forms.form(r))
     if event_definition(r) is not None:
         raise reject(
             r.el,

@@ -7,11 +7,14 @@ from collections.abc import Collection
 from typing import Any
 
 from bpm.definitions import bpmn_camunda as camunda
+from bpm.definitions import bpmn_forms
 from bpm.definitions.bpmn_declarations import Declarations
 from bpm.definitions.bpmn_events import message
 from bpm.definitions.bpmn_handlers import handler_name, script_stem
 from bpm.definitions.bpmn_names import BPM, CAMUNDA, ZEEBE
 from bpm.definitions.bpmn_reader import Reader, reject
+from bpm.errors import InvalidExpression
+from bpm.expressions import compile_expression
 
 Mapped = dict[str, Any]
 SERVICE_LIKE = frozenset({"serviceTask", "sendTask", "businessRuleTask"})
@@ -215,26 +218,75 @@ def _foreign_implementation(r: Reader) -> str | None:
 
 
 def user(decl: Declarations, r: Reader) -> Mapped:
+    """A user task: its people, dates and priority (names or ``${...}``/``#{...}``
+    expressions, evaluated when the task is created) and its form."""
     node: Mapped = {"type": "userTask"}
-    assignee = r.attr("assignee", CAMUNDA)
-    groups = r.attr("candidateGroups", CAMUNDA)
+    values = {attr: r.attr(attr, CAMUNDA) for attr in _USER_ATTRIBUTES}
     zeebe = r.extension("assignmentDefinition", ZEEBE)
     if zeebe is not None:
         zr = Reader(zeebe)
-        assignee = assignee or zr.attr("assignee")
-        groups = groups or zr.attr("candidateGroups")
+        for attr in ("assignee", "candidateGroups", "candidateUsers"):
+            given = zr.attr(attr)
+            values[attr] = values[attr] or given
         zr.finish()
-    for name, value in (("assignee", assignee), ("candidateGroups", groups)):
-        if value is not None and _EXPRESSION.search(value):
+    for attr, value in values.items():
+        if value is None or not value.strip():
+            continue
+        value = value.strip().replace("#{", "${")
+        if value.startswith("="):
             raise reject(
                 r.el,
-                f"has the expression {value!r} as its {name}; only literal names are supported yet",
+                f"has the FEEL expression {value!r} as its {attr}",
+                "write a name or a ${...} expression",
             )
-    if assignee is not None and assignee.strip():
-        node["assignee"] = assignee.strip()
-    if groups is not None:
-        node["candidate_groups"] = [g.strip() for g in groups.split(",") if g.strip()]
+        if attr in ("dueDate", "followUpDate"):
+            _check_date(r, attr, value)
+        key = _USER_ATTRIBUTES[attr]
+        if key.startswith("candidate"):
+            node[key] = split_names(value)
+        else:
+            node[key] = int(value) if key == "priority" and value.lstrip("-").isdigit() else value
+    node.update(bpmn_forms.form(r))
     return node
+
+
+#: camunda: attributes of a user task and the definition keys they become.
+_USER_ATTRIBUTES = {
+    "assignee": "assignee",
+    "candidateUsers": "candidate_users",
+    "candidateGroups": "candidate_groups",
+    "dueDate": "due_date",
+    "followUpDate": "follow_up_date",
+    "priority": "priority",
+}
+
+
+def split_names(text: str) -> list[str]:
+    """``a, ${b}, c`` -> ``["a", "${b}", "c"]``: commas inside an expression do not split."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            out.append(text[start:i])
+            start = i + 1
+    out.append(text[start:])
+    return [part.strip() for part in out if part.strip()]
+
+
+def _check_date(r: Reader, attr: str, value: str) -> None:
+    """An expression the safe evaluator cannot run (Java method calls such as
+    ``dateTime().plusDays(2)``) is refused here, naming the attribute."""
+    if not _EXPRESSION.search(value):
+        return
+    try:
+        compile_expression(value, where=f"camunda:{attr}", kind="date expression")
+    except InvalidExpression as exc:
+        raise reject(
+            r.el,
+            f"has camunda:{attr}={value!r}, which bpm cannot evaluate ({exc})",
+            "write an ISO 8601 duration such as P2D, an ISO 8601 date-time, or ${name} of a "
+            "variable holding one",
+        ) from None
 
 
 def receive(decl: Declarations, r: Reader) -> Mapped:

@@ -13,6 +13,8 @@ from enum import StrEnum
 from functools import cached_property
 from typing import Any
 
+from bpm.definitions.assignments import Text
+from bpm.definitions.forms import FormSpec
 from bpm.definitions.mappings import VariableMapping
 from bpm.definitions.timers import TimerSpec
 from bpm.expressions import Expression
@@ -156,8 +158,10 @@ class Node:
     interrupting: bool = True
     #: receiveTask and messageEvent: the message name they wait for.
     message: str | None = None
-    assignee: str | None = None
-    candidate_groups: tuple[str, ...] = ()
+    #: userTask: who has it and who may claim it (names, or expressions evaluated when the
+    #: task is created, as are its dates and a priority expression).
+    assignee: Text | None = None
+    candidate_groups: tuple[Text, ...] = ()
     #: Activities: how to undo them once they succeeded (a record is written then).
     compensation: Compensation | None = None
     #: subProcess: its saga scope (none, local, global).
@@ -189,6 +193,13 @@ class Node:
     connector_outputs: tuple[VariableMapping, ...] | None = None
     #: serviceTask evaluating a DMN decision (a business rule task) instead of running code.
     decision: DecisionRef | None = None
+    candidate_users: tuple[Text, ...] = ()
+    due_date: Text | None = None
+    follow_up_date: Text | None = None
+    priority_expression: Expression | None = None
+    #: userTask and startEvent: the form (key or reference, and the fields checked when the
+    #: task is completed or the instance started).
+    form: FormSpec | None = None
     #: Error boundary events: the variables that receive the caught error's code and message.
     error_code_variable: str | None = None
     error_message_variable: str | None = None

@@ -15,8 +15,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from bpm.definitions.assignments import parse_date, parse_people, parse_priority, parse_text
 from bpm.definitions.boundaries import boundary_fields, check_attachments
 from bpm.definitions.durations import parse_duration
+from bpm.definitions.forms import parse_form
 from bpm.definitions.mappings import VARIABLE_NAME, parse_mappings
 from bpm.definitions.model import (
     GATEWAYS,
@@ -63,7 +65,7 @@ PROCESS_KEYS = {
 FLOW_KEYS = {"id", "source", "target", "condition", "name", "documentation", "properties"}
 COMMON_NODE_KEYS = {"id", "type", "name", "properties", "documentation", "listeners"}
 NODE_KEYS: dict[NodeType, set[str]] = {
-    NodeType.START: {"initiator"},
+    NodeType.START: {"initiator", "form"},
     NodeType.END: {"terminate", "error", "compensate", "activity", "waitForCompletion"},
     NodeType.SERVICE_TASK: {
         "handler",
@@ -90,7 +92,16 @@ NODE_KEYS: dict[NodeType, set[str]] = {
         "errorCodeVariable",
         "errorMessageVariable",
     },
-    NodeType.USER_TASK: {"assignee", "candidate_groups", "compensation"},
+    NodeType.USER_TASK: {
+        "assignee",
+        "candidate_groups",
+        "candidate_users",
+        "due_date",
+        "follow_up_date",
+        "priority",
+        "form",
+        "compensation",
+    },
     NodeType.RECEIVE_TASK: {"message"},
     NodeType.TIMER: {"duration", "date"},
     NodeType.MESSAGE: {"message"},
@@ -461,6 +472,7 @@ def _compile_node(
     fields["listeners"] = parse_listeners(raw.get("listeners"), node_type, where, node_id)
     if node_type is NodeType.START:
         fields["initiator"] = _initiator(raw, where, node_id)
+        fields["form"] = parse_form(raw.get("form"), where, node_id)
     if node_type in MAPPED:
         fields["inputs"] = parse_mappings(raw.get("inputs"), "inputs", where, node_id)
         fields["outputs"] = parse_mappings(raw.get("outputs"), "outputs", where, node_id)
@@ -796,17 +808,18 @@ def _name(raw: Mapping[str, Any], key: str, where: str, node_id: str) -> str:
 
 def _user_task_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, Any]:
     fields: dict[str, Any] = {"compensation": _compensation(raw, where, node_id)}
-    assignee = raw.get("assignee")
-    if assignee is not None:
-        if not isinstance(assignee, str) or not assignee.strip():
-            raise InvalidDefinition(f"{where}: 'assignee' must be a non-empty string", node_id)
-        fields["assignee"] = assignee
-    groups = raw.get("candidate_groups", [])
-    if not isinstance(groups, list) or not all(isinstance(g, str) and g.strip() for g in groups):
-        raise InvalidDefinition(
-            f"{where}: 'candidate_groups' must be a list of group names", node_id
-        )
-    fields["candidate_groups"] = tuple(groups)
+    if raw.get("assignee") is not None:
+        fields["assignee"] = parse_text(raw["assignee"], "assignee", where, node_id)
+    for key in ("candidate_groups", "candidate_users"):
+        fields[key] = parse_people(raw.get(key), key, where, node_id)
+    for key in ("due_date", "follow_up_date"):
+        fields[key] = parse_date(raw.get(key), key, where, node_id)
+    priority = parse_priority(raw.get("priority"), where, node_id)
+    if isinstance(priority, int):
+        fields["priority"] = priority
+    else:
+        fields["priority_expression"] = priority
+    fields["form"] = parse_form(raw.get("form"), where, node_id)
     return fields
 
 

@@ -64,13 +64,20 @@ class EngineReads:
         *,
         assignee: str | None = None,
         group: str | None = None,
+        candidate_user: str | None = None,
         instance_id: UUID | str | None = None,
         limit: int = 100,
     ) -> list[dict[str, Any]]:
-        """Open user tasks, oldest first, optionally by assignee, candidate group, instance."""
+        """Open user tasks, oldest first, optionally by assignee, candidate group, candidate
+        user, instance (a task claimed by someone still lists under its candidates)."""
         iid = maybe_id(instance_id, "instance")
         return user_tasks.listing(
-            self.core, assignee=assignee, group=group, instance_id=iid, limit=limit
+            self.core,
+            assignee=assignee,
+            group=group,
+            candidate_user=candidate_user,
+            instance_id=iid,
+            limit=limit,
         )
 
     def definition(self, key: str, version: int | None = None) -> dict[str, Any]:

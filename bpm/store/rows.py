@@ -79,6 +79,10 @@ class TaskRow:
     updated_at: datetime
     assignee: str | None = None
     candidate_groups: list[str] | None = None
+    candidate_users: list[str] | None = None
+    due_date: datetime | None = None
+    follow_up_date: datetime | None = None
+    form: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

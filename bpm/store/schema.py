@@ -266,6 +266,12 @@ external_tasks = Table(
     # User tasks (kind USER): who has it, and which groups may claim it (JSON list).
     Column("assignee", Text),
     Column("candidate_groups", JsonValue),
+    # User tasks: who else may claim it (JSON list), when it is due and when to look at it
+    # again, and its form as the task shows it (defaults evaluated when it was created).
+    Column("candidate_users", JsonValue),
+    Column("due_date", UtcDateTime),
+    Column("follow_up_date", UtcDateTime),
+    Column("form", JsonValue),
     CheckConstraint(_in("state", TASK_STATES), name="state"),
     CheckConstraint(_in("kind", TASK_KINDS), name="kind"),
     CheckConstraint("retries >= 0 AND attempts >= 0", name="counts"),

@@ -40,6 +40,10 @@ _COLS = (
     t.c.updated_at,
     t.c.assignee,
     t.c.candidate_groups,
+    t.c.candidate_users,
+    t.c.due_date,
+    t.c.follow_up_date,
+    t.c.form,
 )
 _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
 _LOCK = (
@@ -359,10 +363,12 @@ def open_user_tasks(
     *,
     assignee: str | None = None,
     group: str | None = None,
+    candidate_user: str | None = None,
     instance_id: UUID | None = None,
     limit: int = 100,
 ) -> list[TaskRow]:
-    """READY user tasks, oldest first; ``group`` matches a candidate group."""
+    """READY user tasks, oldest first; ``group`` matches a candidate group, ``candidate_user``
+    a candidate user."""
     stmt = (
         select(*_COLS)
         .where(t.c.kind == TaskKind.USER, t.c.state == TaskState.READY)
@@ -374,18 +380,22 @@ def open_user_tasks(
     if instance_id is not None:
         stmt = stmt.where(t.c.instance_id == instance_id)
     if group is not None:
-        member = (
-            "candidate_groups @> CAST(:grp AS jsonb)"
-            if conn.dialect.name == "postgresql"
-            else "EXISTS (SELECT 1 FROM json_each(external_tasks.candidate_groups) "
-            "WHERE json_each.value = :grp)"
-        )
-        stmt = stmt.where(
-            text(member).bindparams(
-                grp=json.dumps([group]) if conn.dialect.name == "postgresql" else group
-            )
-        )
+        stmt = stmt.where(_holds(conn, "candidate_groups", group))
+    if candidate_user is not None:
+        stmt = stmt.where(_holds(conn, "candidate_users", candidate_user))
     return [from_row(TaskRow, row) for row in conn.execute(stmt)]
+
+
+def _holds(conn: Connection, column: str, name: str) -> Any:
+    """``column`` (a JSON list of names) holds ``name``."""
+    if conn.dialect.name == "postgresql":
+        member = f"external_tasks.{column} @> CAST(:{column} AS jsonb)"
+        return text(member).bindparams(**{column: json.dumps([name])})
+    member = (
+        f"EXISTS (SELECT 1 FROM json_each(external_tasks.{column}) "
+        f"WHERE json_each.value = :{column})"
+    )
+    return text(member).bindparams(**{column: name})
 
 
 def get_with_token(conn: Connection, task_id: UUID) -> tuple[TaskRow, TokenRow] | None:

@@ -263,7 +263,7 @@ def test_show__lists_timers_and_user_tasks(cli: Bpm) -> None:
     cli.ok("claim", review_task(cli, waiting), "alice")
     out = cli.ok("show", waiting).stdout
     users = out.split("\nuser tasks\n")[1].split("\n\n")[0].splitlines()
-    assert users[1].split()[1:] == ["review", "READY", "alice", "ops"]
+    assert users[1].split()[1:] == ["review", "READY", "alice", "ops", "-", "50", "-", "-"]
     assert "\ntimers\n(none)" in out
 
 

@@ -529,9 +529,9 @@ def test_the_order_saga_example_in_bpmn_behaves_like_the_json_one() -> None:
             "line 10: intermediateThrowEvent 'esc' with escalationEventDefinition is not supported",
         ),
         (
-            '<userTask id="u" camunda:formKey="f"/>',
-            "line 10: userTask 'u' has the attribute camunda:formKey='f', which is not "
-            "supported yet",
+            '<userTask id="u" camunda:formHandlerClass="org.acme.Forms"/>',
+            "line 10: userTask 'u' has the attribute camunda:formHandlerClass='org.acme.Forms', "
+            "which is not supported yet",
         ),
         (
             '<userTask id="u"><extensionElements><camunda:taskListener event="timeout" '
@@ -711,13 +711,15 @@ def test_an_empty_condition_is_refused_not_dropped() -> None:
     assert "sequenceFlow 'f1' has an empty conditionExpression" in rejected(text)
 
 
-@pytest.mark.parametrize(
-    "attribute", ['camunda:assignee="${initiator}"', 'camunda:candidateGroups="#{groups}"']
-)
-def test_expressions_in_assignments_are_refused(attribute: str) -> None:
-    assert "only literal names are supported yet" in rejected(
-        linear(f'<userTask id="u" {attribute}/>')
+def test_feel_in_assignments_is_refused_and_juel_kept() -> None:
+    assert "has the FEEL expression '=owner' as its assignee" in rejected(
+        linear(
+            '<userTask id="u"><extensionElements><zeebe:assignmentDefinition '
+            'assignee="=owner"/></extensionElements></userTask>'
+        )
     )
+    task = node(one(linear('<userTask id="u" camunda:candidateGroups="#{groups}, ops"/>')), "u")
+    assert task["candidate_groups"] == ["${groups}", "ops"]
 
 
 def test_references_written_as_qualified_names() -> None:

@@ -11,7 +11,10 @@ from bpm.cli import render
 from bpm.cli.runtime import embedded
 
 #: Shown in the nodes table's "declares" column, in this order.
-_SHOWN = ("handler", "topic", "resultVariable", "assignee", "candidate_groups", "form")
+_SHOWN = (
+    *("handler", "topic", "resultVariable", "assignee", "candidate_groups", "candidate_users"),
+    *("due_date", "follow_up_date", "form"),
+)
 
 
 @click.command()

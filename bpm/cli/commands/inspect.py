@@ -44,6 +44,32 @@ def when(iso: str | None) -> str:
     return iso.replace("T", " ")[:23] if iso else "-"
 
 
+#: The user task table of ``bpm show``.
+USER_TASK_COLUMNS = [
+    *("id", "node", "state", "assignee", "candidate groups", "candidate users"),
+    *("priority", "due", "form"),
+]
+
+
+def names(values: list[str] | None) -> str | None:
+    return ", ".join(values or []) or None
+
+
+def form_summary(form: dict[str, Any] | None) -> str | None:
+    """A form in one cell: its key or reference, and its field ids."""
+    if not form:
+        return None
+    ref = form.get("ref")
+    parts = [form["key"]] if "key" in form else [f"ref {ref['id']}"] if ref else []
+    fields = [
+        f["id"] + ("*" if "required" in f.get("validation", {}) else "")
+        for f in form.get("fields", [])
+    ]
+    if fields:
+        parts.append(f"fields {', '.join(fields)}")
+    return "; ".join(parts) or None
+
+
 @click.command()
 @click.option(
     "--state",
@@ -161,14 +187,18 @@ def _show_parts(doc: dict[str, Any]) -> None:
     _work_table(work)
     _section("user tasks")
     render.table(
-        ["id", "node", "state", "assignee", "candidate groups"],
+        USER_TASK_COLUMNS,
         [
             [
                 t["id"],
                 t["node_id"],
                 t["state"],
                 t["assignee"],
-                ", ".join(t["candidate_groups"] or []) or None,
+                names(t["candidate_groups"]),
+                names(t["candidate_users"]),
+                t["priority"],
+                when(t["due_date"]) if t["due_date"] else None,
+                form_summary(t["form"]),
             ]
             for t in people
         ],

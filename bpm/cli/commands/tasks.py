@@ -15,7 +15,7 @@ from uuid import UUID
 import click
 
 from bpm.cli import render
-from bpm.cli.commands.inspect import when
+from bpm.cli.commands.inspect import form_summary, names, when
 from bpm.cli.lookups import instance_of_token, resolve_instance, token_of_task
 from bpm.cli.parsing import IMPORT_OPTION, INSTANCE_ID, IdPrefix, IdType, collect_variables
 from bpm.cli.runtime import broker_mode, distributed, embedded, import_handlers
@@ -44,6 +44,9 @@ _vars_option = click.option(
 @click.option("--assignee", metavar="USER", help="Only tasks claimed by USER.")
 @click.option("--group", metavar="GROUP", help="Only tasks that GROUP is a candidate group of.")
 @click.option(
+    "--candidate-user", metavar="USER", help="Only tasks that USER is a candidate user of."
+)
+@click.option(
     "--instance",
     "instance_id",
     type=INSTANCE_ID,
@@ -55,26 +58,42 @@ _vars_option = click.option(
 def tasks(
     assignee: str | None,
     group: str | None,
+    candidate_user: str | None,
     instance_id: UUID | IdPrefix | None,
     limit: int,
     as_json: bool,
 ) -> None:
-    """List open user tasks, oldest first (claim with bpm claim, finish with bpm complete)."""
+    """List open user tasks, oldest first (claim with bpm claim, finish with bpm complete).
+
+    --json shows each task's form too (its key or reference, and its fields)."""
     with embedded() as rt:
         iid = resolve_instance(rt.engine, instance_id) if instance_id else None
-        found = rt.engine.user_tasks(assignee=assignee, group=group, instance_id=iid, limit=limit)
+        found = rt.engine.user_tasks(
+            assignee=assignee,
+            group=group,
+            candidate_user=candidate_user,
+            instance_id=iid,
+            limit=limit,
+        )
     if as_json:
         render.emit_json(found)
         return
     render.table(
-        ["id", "instance", "node", "assignee", "candidate groups", "created"],
+        [
+            *("id", "instance", "node", "assignee", "candidate groups", "candidate users"),
+            *("priority", "due", "form", "created"),
+        ],
         [
             [
                 t["id"],
                 t["instance_id"],
                 t["node_id"],
                 t["assignee"],
-                ", ".join(t["candidate_groups"]) or None,
+                names(t["candidate_groups"]),
+                names(t["candidate_users"]),
+                t["priority"],
+                when(t["due_date"]) if t["due_date"] else None,
+                form_summary(t["form"]),
                 when(t["created_at"]),
             ]
             for t in found

@@ -24,6 +24,8 @@ _NODE_KEYS = (
     "assignee",
     "candidate_groups",
     "candidate_users",
+    "due_date",
+    "follow_up_date",
     "form",
     "initiator",
     "listeners",

@@ -12,6 +12,7 @@ from typing import Any, TypedDict, Unpack
 from uuid import UUID, uuid4
 
 from bpm.definitions.bpmn import compile_bpmn
+from bpm.definitions.form_values import check_submission, shown_defaults
 from bpm.definitions.parse import compile_definition
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Conflict, Tx
@@ -202,6 +203,11 @@ def start(
         initiator = graph.start_of(None).initiator
         if initiator is not None and (options.get("user") is not None or initiator not in checked):
             checked = {**checked, initiator: options.get("user")}
+        start_form = graph.start_of(None).form
+        if start_form is not None:  # the start variables are what the start form submits
+            defaults = shown_defaults(start_form, checked)
+            fill = check_submission(start_form, checked, {}, defaults, f"starting {key!r}")
+            checked = {**fill, **checked}
         root = new_token(
             tx,
             instance_id=inst.id,

@@ -1,15 +1,19 @@
 """User tasks: READY until a person completes them through the API or CLI.
 
-Claiming only records who works on the task; completing checks that a claimed task is
-completed by its assignee. Every change is version-checked and written with its history.
+Claiming only records who works on the task: anyone may claim an unclaimed task, candidate
+or not (candidates say whose lists it shows in). Completing checks that a claimed task is
+completed by its assignee, and that the variables submitted keep the task's form; a refusal
+changes nothing. Every change is version-checked and written with its history.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from bpm.definitions.form_values import check_submission
 from bpm.definitions.model import ListenerEvent, ProcessGraph
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Next, Stale, Tx
@@ -30,8 +34,17 @@ def describe(task: TaskRow) -> dict[str, Any]:
         "state": task.state,
         "assignee": task.assignee,
         "candidate_groups": task.candidate_groups or [],
+        "candidate_users": task.candidate_users or [],
+        "priority": task.priority,
+        "due_date": _iso(task.due_date),
+        "follow_up_date": _iso(task.follow_up_date),
+        "form": task.form,
         "created_at": task.created_at.isoformat(),
     }
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
 
 
 def listing(
@@ -39,12 +52,18 @@ def listing(
     *,
     assignee: str | None = None,
     group: str | None = None,
+    candidate_user: str | None = None,
     instance_id: UUID | None = None,
     limit: int = 100,
 ) -> list[dict[str, Any]]:
     with core.db.transaction() as conn:
         rows = tasks.open_user_tasks(
-            conn, assignee=assignee, group=group, instance_id=instance_id, limit=limit
+            conn,
+            assignee=assignee,
+            group=group,
+            candidate_user=candidate_user,
+            instance_id=instance_id,
+            limit=limit,
         )
     return [describe(row) for row in rows]
 
@@ -119,22 +138,36 @@ def complete(
                 raise TaskClaimed(
                     f"user task {task_id} is claimed by {task.assignee!r}, not {user!r}"
                 )
+            tok = tx.token(task.token_id)
+            if tok is None or tok.state != TokenState.WAITING or tok.node_id != task.node_id:
+                raise Stale(f"the token of user task {task_id} is no longer waiting there")
+            g = core.graph_of(tx, task.instance_id)
+            form = g.node(task.node_id).form
+            values = dict(checked)
+            if form is not None:
+                submitted = {**checked, **checked_local}
+                where = f"completing user task {task_id} ({task.node_id!r})"
+                seen = scopes.view(tx, g, tok)
+                values = {**check_submission(form, submitted, seen, _defaults(task), where)}
+                values.update(checked)
             task_moves.change(
                 tx,
                 task,
                 state=TaskState.DONE,
                 event=TaskEvent.COMPLETED,
-                data={"variables": checked} if checked else None,
+                data={"variables": values} if values else None,
                 miss="conflict",
                 message=f"user task {task_id} changed meanwhile",
             )
-            tok = tx.token(task.token_id)
-            if tok is None or tok.state != TokenState.WAITING or tok.node_id != task.node_id:
-                raise Stale(f"the token of user task {task_id} is no longer waiting there")
-            g = core.graph_of(tx, task.instance_id)
-            scopes.write(tx, g, tok, checked)
+            scopes.write(tx, g, tok, values)
             scopes.write(tx, g, tok, checked_local, local=True)
             result = steps.carry_through(tx, g, after_user_task(tx, g, tok, g.node(task.node_id)))
         return result
 
     core.send_next(core.retrying(body))
+
+
+def _defaults(task: TaskRow) -> dict[str, Any]:
+    """The defaults the task's form shows, as evaluated when the task was created."""
+    fields = (task.form or {}).get("fields", [])
+    return {f["id"]: f["defaultValue"] for f in fields if "defaultValue" in f}

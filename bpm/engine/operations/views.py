@@ -80,6 +80,11 @@ def task_view(t: TaskRow) -> dict[str, Any]:
         "error_message": t.error_message,
         "assignee": t.assignee,
         "candidate_groups": t.candidate_groups,
+        "candidate_users": t.candidate_users or [],
+        "priority": t.priority,
+        "due_date": _iso(t.due_date),
+        "follow_up_date": _iso(t.follow_up_date),
+        "form": t.form,
     }
 
 

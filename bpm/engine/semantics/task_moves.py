@@ -50,9 +50,11 @@ def new_task(
     priority: int = 0,
     assignee: str | None = None,
     candidate_groups: list[str] | None = None,
+    **user_task: Any,
 ) -> TaskRow:
     """The row of a READY task for ``tok`` at ``node_id``, not yet attempted (``create``
-    writes it)."""
+    writes it). ``user_task``: the other columns of a user task (candidate users, dates,
+    form)."""
     return TaskRow(
         uuid4(),
         tok.id,
@@ -75,6 +77,7 @@ def new_task(
         tx.now,
         assignee=assignee,
         candidate_groups=candidate_groups,
+        **user_task,
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bpm.definitions import assignments, form_values
 from bpm.definitions.model import Node, ProcessGraph
 from bpm.definitions.timers import TimerValueError
 from bpm.engine.core.tx import Next, Tx
@@ -18,6 +19,7 @@ from bpm.engine.semantics import scopes, task_moves, writes
 from bpm.engine.semantics.failures import fail_token
 from bpm.engine.semantics.moves import move
 from bpm.errors import ExpressionEvalError
+from bpm.expressions import Expression
 from bpm.states import (
     TaskKind,
     TokenEvent,
@@ -50,26 +52,58 @@ def wait_for_message(tx: Tx, tok: TokenRow, node: Node) -> Next:
 
 
 def create_user_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
-    """A READY user task; it stays READY (claimed or not) until someone completes it."""
+    """A READY user task; it stays READY (claimed or not) until someone completes it. Its
+    people, dates, priority and form defaults are evaluated now, over what the token sees; a
+    value that cannot be evaluated fails the token with an incident naming the attribute."""
+    try:
+        view = _view(tx, tok) if _evaluates(node) else {}
+        who = assignments.resolve(node, view, tx.now)
+        defaults = form_values.shown_defaults(node.form, view) if node.form else {}
+    except ExpressionEvalError as exc:
+        fail_token(tx, tok, kind="user-task", message=str(exc))
+        return None
     move(tx, tok, state=TokenState.WAITING, event=TokenEvent.WAITING, wait_kind=WaitKind.USER)
+    form = form_values.shown_form(node.form, defaults) if node.form else None
     task = task_moves.new_task(
         tx,
         tok,
         node.id,
         TaskKind.USER,
-        assignee=node.assignee,
-        candidate_groups=list(node.candidate_groups) or None,
+        priority=who.priority,
+        assignee=who.assignee,
+        candidate_groups=who.candidate_groups or None,
+        candidate_users=who.candidate_users or None,
+        due_date=who.due_date,
+        follow_up_date=who.follow_up_date,
+        form=form,
     )
-    task_moves.create(
-        tx,
-        task,
-        {
-            "user_task": True,
-            "assignee": node.assignee,
-            "candidate_groups": list(node.candidate_groups),
-        },
-    )
+    task_moves.create(tx, task, _created(who, form))
     return None
+
+
+def _evaluates(node: Node) -> bool:
+    """Whether creating the task evaluates an expression (only then are variables read)."""
+    texts = [node.assignee, node.due_date, node.follow_up_date, node.priority_expression]
+    texts += [*node.candidate_users, *node.candidate_groups]
+    return any(isinstance(t, Expression) for t in texts) or bool(node.form and node.form.evaluates)
+
+
+def _created(who: assignments.Assigned, form: dict[str, Any] | None) -> dict[str, Any]:
+    """The CREATED row's data: what the task was given, as evaluated."""
+    data: dict[str, Any] = {
+        "user_task": True,
+        "assignee": who.assignee,
+        "candidate_groups": who.candidate_groups,
+        "priority": who.priority,
+    }
+    if who.candidate_users:
+        data["candidate_users"] = who.candidate_users
+    for key, value in (("due_date", who.due_date), ("follow_up_date", who.follow_up_date)):
+        if value is not None:
+            data[key] = value.isoformat()
+    if form is not None:
+        data["form"] = form
+    return data
 
 
 def arm_boundaries(tx: Tx, g: ProcessGraph, tok: TokenRow, activity: Node) -> None:
