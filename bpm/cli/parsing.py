@@ -172,3 +172,20 @@ IMPORT_OPTION = click.option(
     metavar="MODULE",
     help="Import MODULE first (it registers handlers); adds to BPM_IMPORTS.",
 )
+
+
+#: ``--var NAME=VALUE`` and ``--vars JSON``, for every command that takes variables
+#: (``collect_variables`` reads them).
+VAR_OPTION = click.option(
+    "--var",
+    "var_items",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A variable; VALUE is parsed as JSON when it is valid JSON, else a string.",
+)
+VARS_OPTION = click.option(
+    "--vars",
+    "vars_json",
+    metavar="JSON",
+    help="Variables as a JSON object (or @FILE); --var entries override it.",
+)

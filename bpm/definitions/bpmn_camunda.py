@@ -223,9 +223,12 @@ def text_value(el: XmlElement, text: str) -> Any:
 def fields(r: Reader) -> Mapped:
     """``camunda:field``: configuration the handler reads as ``ctx.fields``; a string value
     is text, an expression is evaluated over the variables when the handler runs."""
-    found = r.extensions("field", CAMUNDA)
-    if not found:
-        return {}
+    values = named_fields(r.extensions("field", CAMUNDA))
+    return {"fields": values} if values else {}
+
+
+def named_fields(found: list[XmlElement]) -> Mapped:
+    """Field elements as name -> value; a modeler's empty row (no name, no value) is none."""
     values: Mapped = {}
     for field in found:
         fr = Reader(field)
@@ -238,7 +241,7 @@ def fields(r: Reader) -> Mapped:
             raise reject(field, f"repeats the field {field_name!r}", "give each a distinct name")
         values[field_name] = _field_value(field, fr)
         fr.finish()
-    return {"fields": values}
+    return values
 
 
 def _blank(field: XmlElement) -> bool:
@@ -433,23 +436,8 @@ def _listener(el: XmlElement) -> Mapped:
     else:
         handler = handler_name(value)
     listener: Mapped = {"event": event, "handler": handler}
-    field_values = fields(reader).get("fields")
-    if field_values is None:
-        field_values = _direct_fields(reader)
+    field_values = named_fields(reader.children("field", CAMUNDA))
     if field_values:
         listener["fields"] = field_values
     reader.finish()
     return listener
-
-
-def _direct_fields(reader: Reader) -> Mapped:
-    """A listener's ``camunda:field`` children (they sit in the listener itself)."""
-    values: Mapped = {}
-    for field in reader.children("field", CAMUNDA):
-        fr = Reader(field)
-        field_name = fr.attr("name")
-        if not field_name:
-            raise reject(field, "has no name", 'give it name="..."')
-        values[field_name] = _field_value(field, fr)
-        fr.finish()
-    return values

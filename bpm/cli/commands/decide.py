@@ -7,20 +7,14 @@ import json
 import click
 
 from bpm.cli import render
-from bpm.cli.parsing import collect_variables
+from bpm.cli.parsing import VAR_OPTION, VARS_OPTION, collect_variables
 from bpm.cli.runtime import embedded
 
 
 @click.command()
 @click.argument("key")
-@click.option(
-    "--var",
-    "var_items",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="An input variable; VALUE is parsed as JSON when it is valid JSON, else a string.",
-)
-@click.option("--vars", "vars_json", metavar="JSON", help="Variables as a JSON object (or @FILE).")
+@VAR_OPTION
+@VARS_OPTION
 @click.option("--version", type=click.IntRange(min=1), help="This version instead of the latest.")
 @click.option("--json", "as_json", is_flag=True, help="Print the evaluation as one JSON object.")
 def decide(

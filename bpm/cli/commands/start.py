@@ -21,7 +21,7 @@ import click
 from bpm.cli import render
 from bpm.cli.errors import fail
 from bpm.cli.lookups import missing_handlers
-from bpm.cli.parsing import IMPORT_OPTION, collect_variables
+from bpm.cli.parsing import IMPORT_OPTION, VAR_OPTION, VARS_OPTION, collect_variables
 from bpm.cli.runtime import broker_mode, distributed, embedded, import_handlers
 from bpm.embedded import END_STATES, EmbeddedRuntime
 from bpm.engine.engine import Engine
@@ -33,19 +33,8 @@ IDLE_LIMIT = 60.0
 
 @click.command()
 @click.argument("key")
-@click.option(
-    "--var",
-    "var_items",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="A variable; VALUE is parsed as JSON when it is valid JSON, else a string.",
-)
-@click.option(
-    "--vars",
-    "vars_json",
-    metavar="JSON",
-    help="Variables as a JSON object (or @FILE); --var entries override it.",
-)
+@VAR_OPTION
+@VARS_OPTION
 @click.option("--business-key", help="Your id for the instance; starting it twice starts one.")
 @click.option(
     "--idempotency-key",

@@ -17,27 +17,21 @@ import click
 from bpm.cli import render
 from bpm.cli.commands.inspect import form_summary, names, when
 from bpm.cli.lookups import instance_of_token, resolve_instance, token_of_task
-from bpm.cli.parsing import IMPORT_OPTION, INSTANCE_ID, IdPrefix, IdType, collect_variables
+from bpm.cli.parsing import (
+    IMPORT_OPTION,
+    INSTANCE_ID,
+    VAR_OPTION,
+    VARS_OPTION,
+    IdPrefix,
+    IdType,
+    collect_variables,
+)
 from bpm.cli.runtime import broker_mode, distributed, embedded, import_handlers
 from bpm.engine.engine import Engine
 from bpm.store import instances
 
 USER_TASK_ID = IdType("a user task id")
 IDLE_LIMIT = 60.0
-
-_var_option = click.option(
-    "--var",
-    "var_items",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="A variable; VALUE is parsed as JSON when it is valid JSON, else a string.",
-)
-_vars_option = click.option(
-    "--vars",
-    "vars_json",
-    metavar="JSON",
-    help="Variables as a JSON object (or @FILE); --var entries override it.",
-)
 
 
 @click.command()
@@ -123,8 +117,8 @@ def unclaim(task_id: UUID) -> None:
 
 @click.command()
 @click.argument("task_id", type=USER_TASK_ID)
-@_var_option
-@_vars_option
+@VAR_OPTION
+@VARS_OPTION
 @click.option(
     "--user",
     metavar="USER",
@@ -171,8 +165,8 @@ def complete(
     metavar="ID",
     help="Deliver to this instance (its id, or a unique start of it).",
 )
-@_var_option
-@_vars_option
+@VAR_OPTION
+@VARS_OPTION
 @click.option(
     "--all",
     "all_waiting",

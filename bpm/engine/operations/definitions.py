@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bpm.definitions.parse import PROCESS_METADATA
 from bpm.engine.core.engine_core import EngineCore
 from bpm.errors import UnknownProcess
 from bpm.store import definitions
@@ -33,15 +34,7 @@ _NODE_KEYS = (
     "inputs",
     "outputs",
 )
-_PROCESS_KEYS = (
-    "properties",
-    "documentation",
-    "versionTag",
-    "startableInTasklist",
-    "candidate_starter_groups",
-    "candidate_starter_users",
-    "dataObjects",
-)
+_PROCESS_KEYS = tuple(sorted(PROCESS_METADATA))
 
 
 def definition(core: EngineCore, key: str, version: int | None = None) -> dict[str, Any]:
