@@ -28,6 +28,9 @@ CONSTANTS: Mapping[str, Any] = {"true": True, "false": False, "null": None}
 FUNCTIONS: Mapping[str, Any] = {
     **{f.__name__: f for f in (abs, bool, float, int, len, max, min, round, str)},
     "empty": lambda value: _is_empty(value),
+    # JUEL's execution.getVariable('x'): the variable, or null when there is none (the
+    # evaluator binds it to the variables it evaluates over).
+    "getVariable": lambda name: None,
 }
 
 # fmt: off
@@ -142,13 +145,14 @@ _EXECUTION_READ = re.compile(
 
 def _execution_reads(text: str) -> str:
     """JUEL's ``execution.getVariable('x')`` (or ``getVariableLocal``) reads the variable
-    ``x``, as the bare name does; any other use of ``execution`` stays a method call, which
-    the validator refuses. Inside a string literal the text is left as it is."""
+    ``x``, or null when the instance has none, as in Camunda; any other use of ``execution``
+    stays a method call, which the validator refuses. Inside a string literal the text is
+    left as it is."""
     out, last = [], 0
     for match in _EXECUTION_READ.finditer(text):
         if _inside_quotes(text, match.start()):
             continue
-        out += [text[last : match.start()], match[2]]
+        out += [text[last : match.start()], f"getVariable('{match[2]}')"]
         last = match.end()
     return "".join(out) + text[last:]
 
@@ -315,11 +319,17 @@ class _Evaluator(simpleeval.SimpleEval):  # type: ignore[misc]  # simpleeval is 
 
     def __init__(self, variables: Mapping[str, Any]) -> None:
         ops = {k: _guarded(_SYMBOLS[k], simpleeval.DEFAULT_OPERATORS[k]) for k in _SYMBOLS}
-        super().__init__(operators=ops, functions=dict(FUNCTIONS), names={})
+        functions = dict(FUNCTIONS, getVariable=self._variable_or_null)
+        super().__init__(operators=ops, functions=functions, names={})
         self.variables = variables
         self.nodes = {k: v for k, v in self.nodes.items() if k in _ALLOWED}
         self.nodes[ast.List] = lambda node: [self._eval(e) for e in node.elts]
         self.nodes[ast.Tuple] = lambda node: tuple(self._eval(e) for e in node.elts)
+
+    def _variable_or_null(self, name: Any) -> Any:
+        if not isinstance(name, str):
+            _fail(f"getVariable takes a variable name, got {_json_type(name)}")
+        return self.variables.get(name)
 
     def _eval_name(self, node: ast.Name) -> Any:
         if node.id in CONSTANTS:

@@ -98,11 +98,12 @@ def parse_priority(raw: Any, where: str, node_id: str) -> int | Expression:
             return compile_expression(raw.strip(), where=where, kind="priority expression")
         except InvalidExpression as exc:
             raise InvalidDefinition(str(exc), node_id) from exc
-    if isinstance(raw, str) and re.fullmatch(r"-?\d+", raw.strip()):
-        return int(raw)
-    if not isinstance(raw, int) or isinstance(raw, bool):
+    if isinstance(raw, str) and re.fullmatch(r"-?[0-9]{1,10}", raw.strip()):
+        raw = int(raw)
+    if not isinstance(raw, int) or isinstance(raw, bool) or abs(raw) > 2**31 - 1:
         raise InvalidDefinition(
-            f"{where}: 'priority' must be a whole number or a ${{...}} expression", node_id
+            f"{where}: 'priority' must be a whole number (32-bit) or a ${{...}} expression",
+            node_id,
         )
     return raw
 

@@ -112,7 +112,10 @@ class _File:
             compile_definition(doc)
         except InvalidDefinition as exc:
             line = lines.get(exc.element or "", el.line)
-            self.record(InvalidDefinition(f"line {line}: process {key!r}: {exc}", exc.element))
+            text = str(exc)
+            if not text.startswith(f"process {key!r}"):
+                text = f"process {key!r}: {text}"
+            self.record(InvalidDefinition(f"line {line}: {text}", exc.element))
         return doc
 
     def attempt(self, step: Any) -> Any:

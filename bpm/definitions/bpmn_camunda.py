@@ -14,11 +14,14 @@ from bpm.definitions.bpmn_handlers import handler_name, script_stem
 from bpm.definitions.bpmn_names import BPM, BPMN, CAMUNDA, FOX
 from bpm.definitions.bpmn_reader import Reader, name, reject
 from bpm.definitions.bpmn_xml import XmlElement
+from bpm.definitions.durations import parse_duration
+from bpm.errors import InvalidDefinition
 
 Mapped = dict[str, Any]
 #: ``R3/PT5M``: three runs in all, five minutes apart.
 _REPEAT = re.compile(r"R(\d+)/(P.+)")
-_DIGITS = re.compile(r"-?\d+")
+_DIGITS = re.compile(r"-?[0-9]{1,9}")
+_WHOLE = re.compile(r"[0-9]{1,4}")
 #: JUEL's deferred form reads like the immediate one here: both are evaluated once.
 _DEFERRED = re.compile(r"#\{")
 
@@ -81,7 +84,7 @@ def retry(r: Reader, *, has_runs: bool) -> Mapped:
             r.el, "has both bpm:retry or bpm:backoff and failedJobRetryTimeCycle", "keep one"
         )
     if attempts is not None:
-        if not attempts.strip().isdigit() or not 1 <= int(attempts) <= 1000:
+        if not _WHOLE.fullmatch(attempts.strip()) or not 1 <= int(attempts) <= 1000:
             raise reject(r.el, f"has bpm:retry={attempts!r}", "give the number of runs, 1 to 1000")
         policy["max_attempts"] = int(attempts)
     if backoff is not None:
@@ -106,10 +109,21 @@ def retry_cycle(el: XmlElement) -> Mapped:
         runs = int(repeat[1])
         if not 1 <= runs <= 1000:
             raise reject(el, f"repeats {runs} times", "give 1 to 1000 runs")
-        return {"max_attempts": runs, "delays": [repeat[2]]}
+        return {"max_attempts": runs, "delays": _durations(el, [repeat[2]])}
     if any(not p or p.startswith("R") for p in parts) or len(parts) > 999:
         raise reject(el, f"is not a retry cycle: {text!r}", "write R3/PT5M or PT1M,PT5M")
-    return {"max_attempts": len(parts) + 1, "delays": parts}
+    return {"max_attempts": len(parts) + 1, "delays": _durations(el, parts)}
+
+
+def _durations(el: XmlElement, parts: list[str]) -> list[str]:
+    """Each interval a fixed-length ISO 8601 duration (checked here, where the node that
+    runs no code would not check it later)."""
+    for part in parts:
+        try:
+            parse_duration(part, where="the interval", element=None)
+        except InvalidDefinition as exc:
+            raise reject(el, f"has {exc}", "write intervals such as PT5M") from None
+    return parts
 
 
 def priority(r: Reader) -> Mapped:
@@ -177,10 +191,15 @@ def value_of(el: XmlElement, reader: Reader) -> Any:
         )
     if kid.tag == "list":
         lr = Reader(kid)
-        items = [value_of(v, Reader(v)) for v in lr.children("value", CAMUNDA)]
-        nested = [c for c in kid.children if c.ns == CAMUNDA and c.tag in ("list", "map")]
-        lr.used_children.update(id(c) for c in nested)
-        items += [value_of(kid_wrap, Reader(kid_wrap)) for kid_wrap in _wrapped(nested)]
+        items = []
+        for item in kid.children:  # in document order: a list keeps its order
+            if item.ns == CAMUNDA and item.tag == "value":
+                lr.used_children.add(id(item))
+                items.append(value_of(item, Reader(item)))
+            elif item.ns == CAMUNDA and item.tag in ("list", "map"):
+                lr.used_children.add(id(item))
+                [wrapped] = _wrapped([item])
+                items.append(value_of(wrapped, Reader(wrapped)))
         lr.finish()
         return items
     if kid.tag == "map":

@@ -50,7 +50,7 @@ def _ref(r: Reader, ref: str, binding: str | None, version: str | None) -> Mappe
             r.el, f"has camunda:formRefBinding={binding!r}", "use latest, deployment or version"
         )
     if binding == "version":
-        if version is None or not version.strip().isdigit():
+        if version is None or not re.fullmatch(r"[0-9]{1,9}", version.strip()):
             raise reject(r.el, "binds its form to a version without a whole camunda:formRefVersion")
         out["version"] = int(version)
     elif version is not None:

@@ -88,7 +88,7 @@ def service(decl: Declarations, r: Reader) -> Mapped:
             )
         node["resultVariable"] = result_variable.strip()
     if retries is not None:
-        if not retries.isdigit() or int(retries) < 1:
+        if not re.fullmatch(r"[0-9]{1,4}", retries) or int(retries) < 1:
             raise reject(
                 r.el, f"has zeebe:taskDefinition retries={retries!r}; expected a positive integer"
             )
@@ -125,7 +125,7 @@ def business_rule(decl: Declarations, r: Reader) -> Mapped:
     version = r.attr("decisionRefVersion", CAMUNDA)
     tag = r.attr("decisionRefVersionTag", CAMUNDA)
     if binding == "version":
-        if version is None or not version.strip().isdigit():
+        if version is None or not re.fullmatch(r"[0-9]{1,9}", version.strip()):
             raise reject(r.el, "binds to a version without a whole decisionRefVersion")
         decision["version"] = int(version)
     if binding == "versionTag":
@@ -245,7 +245,8 @@ def user(decl: Declarations, r: Reader) -> Mapped:
         if key.startswith("candidate"):
             node[key] = split_names(value)
         else:
-            node[key] = int(value) if key == "priority" and value.lstrip("-").isdigit() else value
+            whole = key == "priority" and re.fullmatch(r"-?[0-9]{1,9}", value.strip())
+            node[key] = int(value) if whole else value
     node.update(bpmn_forms.form(r))
     return node
 

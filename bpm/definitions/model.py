@@ -48,8 +48,8 @@ ACTIVITIES = frozenset(
 class ListenerEvent(StrEnum):
     """When a listener runs: a node's ``start`` (before its own work) and ``end`` (after it,
     before the token leaves); a user task's ``assignment`` and ``create`` (when it is made:
-    assignment first, then create, as in Camunda), ``assignment`` again on each claim, and
-    ``complete`` (after it is completed, before it ends)."""
+    assignment first, then create, as in Camunda) and ``complete`` (after it is completed,
+    before it ends)."""
 
     START = "start"
     END = "end"

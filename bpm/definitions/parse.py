@@ -130,6 +130,8 @@ SAGA_SCOPES = {"none", "local", "global"}
 #: The longest ``historyTimeToLive`` the definitions table holds (seconds in a 32-bit integer).
 MAX_HISTORY_TTL = timedelta(seconds=2**31 - 1)
 DIGITS = re.compile(r"^[0-9]+$")
+#: The largest whole number a priority or version column holds (a 32-bit integer).
+MAX_INT = 2**31 - 1
 
 
 def load_document(path: str | Path) -> dict[str, Any]:
@@ -377,6 +379,13 @@ class _GraphBuilder:
                         f"userTask of the same scope",
                         node.id,
                     )
+                if handler.listeners:
+                    raise InvalidDefinition(
+                        f"node {handler.id!r}: a compensation handler activity cannot have "
+                        f"listeners (they are not run when it compensates); put the work in "
+                        f"the handler itself",
+                        handler.id,
+                    )
                 if handler.incoming or handler.outgoing or handler.compensation:
                     raise InvalidDefinition(
                         f"node {handler.id!r}: a compensation handler activity stands apart "
@@ -535,7 +544,7 @@ def parse_decision_ref(raw: Any, where: str, node_id: str) -> DecisionRef:
         ) from None
     version, tag = raw.get("version"), raw.get("versionTag")
     if binding is DecisionBinding.VERSION and (
-        not isinstance(version, int) or isinstance(version, bool) or version < 1
+        not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= MAX_INT
     ):
         raise InvalidDefinition(
             f"{where}: decision binding 'version' needs a 'version' >= 1", node_id
@@ -770,8 +779,11 @@ def _service_task_fields(raw: Mapping[str, Any], where: str, node_id: str) -> di
         fields["result_variable"] = result
     if "priority" in raw:
         priority = raw["priority"]
-        if not isinstance(priority, int) or isinstance(priority, bool):
-            raise InvalidDefinition(f"{where}: 'priority' must be an integer", node_id)
+        if not isinstance(priority, int) or isinstance(priority, bool) or abs(priority) > MAX_INT:
+            raise InvalidDefinition(
+                f"{where}: 'priority' must be an integer between -{MAX_INT} and {MAX_INT}",
+                node_id,
+            )
         fields["priority"] = priority
     return fields
 

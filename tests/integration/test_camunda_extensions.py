@@ -408,3 +408,42 @@ def test_a_compensation_throw_that_does_not_wait_goes_on_while_the_undo_runs(
     rt.engine.complete(cancel.id, "w")
     rt.drain()
     assert rt.engine.show(iid)["state"] == "COMPLETED"
+
+
+def test_a_subprocess_with_two_outgoing_flows_forks_once_and_completes(
+    rt: Harness, handlers: HandlerRegistry
+) -> None:
+    ran = _recording(handlers)
+    body = (
+        '    <bpmn:startEvent id="S" />\n<bpmn:subProcess id="SP"><bpmn:startEvent id="SS" />'
+        '<bpmn:serviceTask id="T" camunda:class="org.acme.Check" /><bpmn:endEvent id="SE" />'
+        + chain("SS", "T", "SE")
+        + '</bpmn:subProcess><bpmn:serviceTask id="A" camunda:class="org.acme.A" />'
+        '<bpmn:serviceTask id="B" camunda:class="org.acme.B" />'
+        '<bpmn:endEvent id="EA" /><bpmn:endEvent id="EB" />'
+        + chain("S", "SP")
+        + chain("SP", "A", "EA")
+        + chain("SP", "B", "EB")
+    )
+    deploy(rt, body)
+    shown = run(rt)
+    assert shown["state"] == "COMPLETED"
+    assert sorted(ran) == ["A", "B", "Check"]
+
+
+def test_execution_get_variable_is_null_for_a_missing_variable(rt: Harness) -> None:
+    body = (
+        '    <bpmn:startEvent id="S" />\n<bpmn:exclusiveGateway id="G" default="Flow_G_E2" />'
+        '<bpmn:endEvent id="E" /><bpmn:endEvent id="E2" />'
+        + chain("S", "G")
+        + '<bpmn:sequenceFlow id="Flow_G_E" sourceRef="G" targetRef="E"><bpmn:conditionExpression '
+        "xsi:type=\"bpmn:tFormalExpression\">${execution.getVariable('coupon') == null}"
+        "</bpmn:conditionExpression></bpmn:sequenceFlow>" + chain("G", "E2")
+    )
+    deploy(rt, body)
+    iid = rt.engine.start("p").id
+    rt.drain()
+    assert rt.engine.show(iid)["state"] == "COMPLETED"
+    assert [
+        e["node_id"] for e in rt.engine.history(instance_id=iid) if e["node_id"] in ("E", "E2")
+    ][-1] == "E"

@@ -344,3 +344,32 @@ def test_a_property_name_given_twice_keeps_both_values_in_order() -> None:
         )
     )
     assert node(doc, "T")["properties"] == {"tag": ["a", "b"]}
+
+
+@pytest.mark.parametrize(
+    "task",
+    [
+        '<bpmn:serviceTask id="T" bpm:handler="h" bpm:retry="²" />',
+        '<bpmn:serviceTask id="T" bpm:handler="h" camunda:taskPriority="١٢" />',
+        '<bpmn:serviceTask id="T" bpm:handler="h" camunda:taskPriority="99999999999999999999" />',
+        '<bpmn:businessRuleTask id="T" camunda:decisionRef="d" camunda:decisionRefBinding="version" '
+        'camunda:decisionRefVersion="²" />',
+        '<bpmn:businessRuleTask id="T" camunda:decisionRef="d" camunda:decisionRefBinding="version" '
+        'camunda:decisionRefVersion="99999999999999999999999" />',
+    ],
+)
+def test_numbers_that_are_not_plain_bounded_digits_are_refused_cleanly(task: str) -> None:
+    assert refused(around(task)).startswith("line ")
+
+
+def test_a_camunda_list_keeps_its_items_in_document_order() -> None:
+    doc = one(
+        around(
+            '<bpmn:task id="T"><bpmn:extensionElements><camunda:inputOutput>'
+            '<camunda:inputParameter name="p"><camunda:list><camunda:map>'
+            '<camunda:entry key="a">1</camunda:entry></camunda:map><camunda:value>${y}'
+            "</camunda:value></camunda:list></camunda:inputParameter></camunda:inputOutput>"
+            "</bpmn:extensionElements></bpmn:task>"
+        )
+    )
+    assert node(doc, "T")["inputs"] == {"p": [{"a": "1"}, "${y}"]}

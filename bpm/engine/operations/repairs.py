@@ -6,9 +6,9 @@ from __future__ import annotations
 from uuid import UUID
 
 from bpm.engine.core.engine_core import EngineCore
-from bpm.engine.core.tx import NextToken, Tx
+from bpm.engine.core.tx import Next, Tx
 from bpm.engine.operations.lifecycle import OPERATOR
-from bpm.engine.semantics import gateways, task_moves
+from bpm.engine.semantics import gateways, nodes, steps, task_moves
 from bpm.engine.semantics.cancelling import resolve_incidents
 from bpm.engine.semantics.instance_state import resume_if_clear
 from bpm.engine.semantics.moves import move
@@ -35,7 +35,7 @@ def retry(core: EngineCore, token_or_task: UUID, retries: int | None = None) -> 
     if retries is not None and retries < 1:
         raise InvalidOperation(f"retries must be at least 1, got {retries}")
 
-    def run() -> UUID:
+    def run() -> tuple[UUID, Next]:
         with core.transaction(OPERATOR) as tx:
             tok = tx.token(token_or_task)
             if tok is None:
@@ -48,15 +48,18 @@ def retry(core: EngineCore, token_or_task: UUID, retries: int | None = None) -> 
                     f"token {tok.id} at {tok.node_id!r} is {tok.state}; "
                     f"only FAILED tokens can be retried"
                 )
-            _retry_txn(core, tx, tok, retries)
-            return tok.id
+            return tok.id, _retry_txn(core, tx, tok, retries)
 
-    return core.retrying(run)
+    token_id, nxt = core.retrying(run)
+    core.send_next(nxt)
+    return token_id
 
 
-def _retry_txn(core: EngineCore, tx: Tx, tok: TokenRow, retries: int | None) -> None:
+def _retry_txn(core: EngineCore, tx: Tx, tok: TokenRow, retries: int | None) -> Next:
     """The retry resolves the token's incident and may resume the instance: the instance's
-    row is locked before anything changes (instance first)."""
+    row is locked before anything changes (instance first). What runs again runs from where
+    it failed: a task; a gateway's choice or a decision (not the node's input mappings and
+    start listeners, which ran); a choice of outgoing flow (not the node's work)."""
     tx.lock_instance(tok.instance_id)
     def_id, _, _ = core.info_for(tx, tok.instance_id)
     node = core.graph(def_id, tx.conn).node(tok.node_id)
@@ -84,24 +87,21 @@ def _retry_txn(core: EngineCore, tx: Tx, tok: TokenRow, retries: int | None) -> 
             tx.run_handler_later(task.id)
         else:
             tx.notify_topics.add(str(task.topic))
-    elif node.type.value == "exclusiveGateway" or "decision" in kinds:
-        moved = move(tx, tok, state=TokenState.ACTIVE, event=TokenEvent.RETRIED)
-        tx.advance_later(moved.id, moved.version)
-    elif kinds & LEAVING:
-        # It failed choosing its way out: its work is done, so only the choice runs again
-        # (after the incident is resolved, so a second failure opens an incident of its own).
+    elif node.type.value == "exclusiveGateway" or "decision" in kinds or kinds & LEAVING:
+        # Resolved first, so a second failure opens an incident of its own.
         _retried(tx, tok)
+        g = core.graph(def_id, tx.conn)
         moved = move(tx, tok, state=TokenState.ACTIVE, event=TokenEvent.RETRIED)
-        nxt = gateways.leave_by_conditions(tx, core.graph(def_id, tx.conn), moved, node)
-        if isinstance(nxt, NextToken):
-            tx.advance_later(nxt.token_id, nxt.version)
-        return
+        if kinds & LEAVING and node.type.value != "exclusiveGateway":
+            return steps.carry_through(tx, g, gateways.leave_by_conditions(tx, g, moved, node))
+        return steps.carry_through(tx, g, nodes.begin(tx, g, moved, node, armed=True))
     else:
         raise InvalidOperation(
             f"token {tok.id} failed at {node.type.value} {node.id!r}, which "
             f"cannot run again; cancel the instance instead"
         )
     _retried(tx, tok)
+    return None
 
 
 def _retried(tx: Tx, tok: TokenRow) -> None:

@@ -14,10 +14,9 @@ from typing import Any
 from uuid import UUID
 
 from bpm.definitions.form_values import check_submission
-from bpm.definitions.model import ListenerEvent, ProcessGraph
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Next, Stale, Tx
-from bpm.engine.semantics import listeners, scopes, steps, task_moves
+from bpm.engine.semantics import scopes, steps, task_moves
 from bpm.engine.semantics.nodes import after_user_task
 from bpm.errors import InvalidOperation, TaskClaimed, TaskNotFound
 from bpm.states import TaskEvent, TaskKind, TaskState, TokenState
@@ -84,29 +83,19 @@ def claim(core: EngineCore, task_id: UUID, user: str) -> None:
     if not isinstance(user, str) or not user.strip():
         raise InvalidOperation("claiming a task needs a user name")
 
-    def body() -> Next:
+    def body() -> None:
         with core.transaction(user) as tx:
             task = _open(tx, task_id)
             if task.assignee == user:
-                return None
+                return
             if task.assignee is not None:
                 raise TaskClaimed(
                     f"user task {task_id} is claimed by {task.assignee!r}; it "
                     f"must be unclaimed before {user!r} can claim it"
                 )
             task_moves.assign(tx, task, user, TaskEvent.CLAIMED)
-            return _assigned(tx, core.graph_of(tx, task.instance_id), task)
 
-    core.send_next(core.retrying(body))
-
-
-def _assigned(tx: Tx, g: ProcessGraph, task: TaskRow) -> Next:
-    """A claim fires the task's ``assignment`` listeners; the task stays open meanwhile."""
-    node = g.node(task.node_id)
-    tok = tx.token(task.token_id)
-    if tok is None or not node.listeners_of(ListenerEvent.ASSIGNMENT):
-        return None
-    return listeners.run_beside(tx, tok, node, ListenerEvent.ASSIGNMENT)
+    core.retrying(body)
 
 
 def unclaim(core: EngineCore, task_id: UUID) -> None:

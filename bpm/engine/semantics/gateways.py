@@ -69,11 +69,15 @@ def fork(tx: Tx, tok: TokenRow, flows: list[Flow]) -> Next:
         )
         parent = tok.parent_token_id
     else:
+        # It leaves its node (its local variables end); ``via_flow`` None marks a forked
+        # scope token, which a subprocess's own token, still running its body, never is.
         move(
             tx,
             tok,
             state=TokenState.WAITING,
             event=TokenEvent.FORKED,
+            node_id=tok.node_id,
+            via_flow=None,
             wait_kind=WaitKind.CHILDREN,
             data={"into": [f.id for f in flows]},
         )

@@ -28,11 +28,14 @@ def decide(tx: Tx, g: ProcessGraph, parent: TokenRow) -> Next:
         if picked is not None:
             return _fire_join(tx, g, locked, node, picked, children)
     node = g.node(locked.node_id)
-    if node.type is NodeType.SUBPROCESS:
+    # A subprocess's token runs its body until it forks out of the subprocess (``fork``
+    # clears its ``via_flow``); then its children are branches, as a gateway's are.
+    in_body = node.type is NodeType.SUBPROCESS and locked.via_flow is not None
+    if in_body:
         children = body_children(children, node.id)
     if children:
         return None  # branches still running: nothing to decide yet
-    if node.type is NodeType.SUBPROCESS:
+    if in_body:
         tx.history.engine(
             instance_id=locked.instance_id,
             at=tx.now,

@@ -4,11 +4,11 @@ A listener is user code, so it never runs inside the token's transaction: the to
 (WAITING for a TASK) while a handler task runs the listener, with the node's retry policy and
 an incident when it fails for good, exactly like a service task's handler. When it completes,
 its variables are written and the token goes on with the next listener of the event, or with
-what the event leads to (``nodes.listener_done``). Listeners of a claim's ``assignment`` do
-not hold the token: the user task stays open while they run.
+what the event leads to (``nodes.listener_done``). A token has one open task at a time, so a
+listener never runs beside the task of its node.
 
 The task's ``topic`` column, unused by handler tasks, names the listener it runs:
-``listener:<event>:<index>`` (``...:side`` for one that does not hold the token).
+``listener:<event>:<index>``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from bpm.states import TaskKind, TokenEvent, TokenState, WaitKind
 from bpm.store.rows import TaskRow, TokenRow
 
 PREFIX = "listener:"
-SIDE = ":side"
 
 
 @dataclass(frozen=True)
@@ -33,7 +32,6 @@ class Step:
     listener: Listener
     event: ListenerEvent
     index: int
-    holds_token: bool
 
 
 def run(tx: Tx, tok: TokenRow, node: Node, event: ListenerEvent, index: int = 0) -> Next:
@@ -47,19 +45,12 @@ def run(tx: Tx, tok: TokenRow, node: Node, event: ListenerEvent, index: int = 0)
             wait_kind=WaitKind.TASK,
             data={"listener": event.value},
         )
-    return _task(tx, tok, node, event, index, holds_token=True)
+    return _task(tx, tok, node, event, index)
 
 
-def run_beside(tx: Tx, tok: TokenRow, node: Node, event: ListenerEvent, index: int = 0) -> Next:
-    """Listener ``index`` of ``event`` runs while the token goes on waiting where it is."""
-    return _task(tx, tok, node, event, index, holds_token=False)
-
-
-def _task(
-    tx: Tx, tok: TokenRow, node: Node, event: ListenerEvent, index: int, *, holds_token: bool
-) -> Next:
+def _task(tx: Tx, tok: TokenRow, node: Node, event: ListenerEvent, index: int) -> Next:
     listener = node.listeners_of(event)[index]
-    marker = f"{PREFIX}{event.value}:{index}{'' if holds_token else SIDE}"
+    marker = f"{PREFIX}{event.value}:{index}"
     task = task_moves.new_task(
         tx,
         tok,
@@ -85,11 +76,10 @@ def step_of(g: ProcessGraph, task: TaskRow) -> Step | None:
     marker = task.topic
     if task.kind != TaskKind.HANDLER or not marker or not marker.startswith(PREFIX):
         return None
-    holds = not marker.endswith(SIDE)
-    event_name, _, index = marker[len(PREFIX) :].removesuffix(SIDE).partition(":")
+    event_name, _, index = marker[len(PREFIX) :].partition(":")
     event = ListenerEvent(event_name)
     found = g.node(task.node_id).listeners_of(event)
-    return Step(found[int(index)], event, int(index), holds)
+    return Step(found[int(index)], event, int(index))
 
 
 def creation_events(node: Node) -> tuple[ListenerEvent, ...]:

@@ -70,11 +70,7 @@ def listener_done(tx: Tx, g: ProcessGraph, tok: TokenRow, step: listeners.Step) 
     node = g.node(tok.node_id)
     following = step.index + 1
     if following < len(node.listeners_of(step.event)):
-        if not step.holds_token:
-            return listeners.run_beside(tx, tok, node, step.event, following)
         return listeners.run(tx, tok, node, step.event, following)
-    if not step.holds_token:
-        return None
     if step.event is ListenerEvent.START:
         return begin(tx, g, tok, node, armed=True)
     if step.event is ListenerEvent.END:
