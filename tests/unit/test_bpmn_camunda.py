@@ -355,7 +355,8 @@ def test_a_property_name_given_twice_keeps_both_values_in_order() -> None:
         '<bpmn:businessRuleTask id="T" camunda:decisionRef="d" '
         'camunda:decisionRefBinding="version" camunda:decisionRefVersion="²" />',
         '<bpmn:businessRuleTask id="T" camunda:decisionRef="d" '
-        'camunda:decisionRefBinding="version" camunda:decisionRefVersion="99999999999999999999999" />',
+        'camunda:decisionRefBinding="version" '
+        'camunda:decisionRefVersion="99999999999999999999999" />',
     ],
 )
 def test_numbers_that_are_not_plain_bounded_digits_are_refused_cleanly(task: str) -> None:
