@@ -69,7 +69,7 @@ def end(decl: Declarations, r: Reader) -> Mapped:
         Reader(definition).finish()
         node["terminate"] = True
     elif definition.tag == "errorEventDefinition":
-        node["error"] = error_code(decl, r.el, definition, catch=False)
+        node["error"] = error_code(decl, r.el, definition, catch=False, into=node)
     elif definition.tag == "compensateEventDefinition":
         node.update(compensate(definition))
     else:
@@ -109,6 +109,9 @@ def error_code(
             if (name := reader.attr(attr, CAMUNDA)) is not None and name.strip():
                 into[attr] = name.strip()
     reader.finish()
+    declared = decl.errors.get(decl.resolve(ref, decl.errors)) if ref else None
+    if not catch and into is not None and declared is not None and declared.message:
+        into["errorMessage"] = declared.message
     if not ref:
         if catch:
             return "*"

@@ -150,6 +150,8 @@ class Node:
     default_flow: str | None = None
     terminate: bool = False
     error_code: str | None = None
+    #: endEvent throwing an error: its message (the declaration's ``camunda:errorMessage``).
+    error_message: str | None = None
     name: str | None = None
     priority: int = 0
     #: timerEvent, or a timer boundaryEvent: when it fires.

@@ -66,7 +66,14 @@ FLOW_KEYS = {"id", "source", "target", "condition", "name", "documentation", "pr
 COMMON_NODE_KEYS = {"id", "type", "name", "properties", "documentation", "listeners"}
 NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.START: {"initiator", "form"},
-    NodeType.END: {"terminate", "error", "compensate", "activity", "waitForCompletion"},
+    NodeType.END: {
+        "terminate",
+        "error",
+        "errorMessage",
+        "compensate",
+        "activity",
+        "waitForCompletion",
+    },
     NodeType.SERVICE_TASK: {
         "handler",
         "topic",
@@ -908,7 +915,10 @@ def _end_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, A
         raise InvalidDefinition(f"{where}: 'error' must be a non-empty error code", node_id)
     if terminate and error is not None:
         raise InvalidDefinition(f"{where}: an end event is terminate or error, not both", node_id)
-    return {"terminate": terminate, "error_code": error}
+    message = raw.get("errorMessage")
+    if message is not None and (not isinstance(message, str) or error is None):
+        raise InvalidDefinition(f"{where}: 'errorMessage' is text, with an 'error'", node_id)
+    return {"terminate": terminate, "error_code": error, "error_message": message}
 
 
 def _default_flow(

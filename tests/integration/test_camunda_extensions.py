@@ -447,3 +447,27 @@ def test_execution_get_variable_is_null_for_a_missing_variable(rt: Harness) -> N
     assert [
         e["node_id"] for e in rt.engine.history(instance_id=iid) if e["node_id"] in ("E", "E2")
     ][-1] == "E"
+
+
+def test_an_error_end_event_throws_its_declared_message(rt: Harness) -> None:
+    body = (
+        '    <bpmn:startEvent id="S" />\n<bpmn:subProcess id="SP"><bpmn:startEvent id="SS" />'
+        '<bpmn:endEvent id="Fail"><bpmn:errorEventDefinition errorRef="Err" /></bpmn:endEvent>'
+        + chain("SS", "Fail")
+        + '</bpmn:subProcess><bpmn:boundaryEvent id="B" attachedToRef="SP">'
+        '<bpmn:errorEventDefinition errorRef="Err" camunda:errorCodeVariable="code" '
+        'camunda:errorMessageVariable="msg" /></bpmn:boundaryEvent>'
+        '<bpmn:endEvent id="E" /><bpmn:endEvent id="Caught" />'
+        + chain("S", "SP", "E")
+        + chain("B", "Caught")
+    )
+    rt.engine.deploy_bpmn(
+        modeler_file(
+            "p",
+            body,
+            declarations='<bpmn:error id="Err" errorCode="E42" camunda:errorMessage="boom" />',
+        )
+    )
+    shown = run(rt)
+    assert shown["state"] == "COMPLETED"
+    assert (shown["variables"]["code"], shown["variables"]["msg"]) == ("E42", "boom")

@@ -161,7 +161,7 @@ def _mapped(tx: Tx, tok: TokenRow, problem: str | None) -> bool:
 
 def _end_event(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     if node.error_code is not None:
-        caught = throw_from_end(tx, g, tok, node.error_code)
+        caught = throw_from_end(tx, g, tok, node.error_code, node.error_message or "")
         if caught is not None:
             return caught
         fail_token(
