@@ -209,6 +209,8 @@ class Node:
     listeners: tuple[Listener, ...] = ()
 
     def listeners_of(self, event: ListenerEvent) -> tuple[Listener, ...]:
+        if not self.listeners:  # most nodes have none: asked on every arrival and leave
+            return ()
         return tuple(listener for listener in self.listeners if listener.event is event)
 
     @property
