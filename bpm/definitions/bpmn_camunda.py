@@ -223,20 +223,10 @@ def _wrapped(nested: list[XmlElement]) -> list[XmlElement]:
 
 
 def text_value(el: XmlElement, text: str) -> Any:
-    """Text as a mapping value: ``${...}`` alone is an expression; text mixed with
-    expressions (``Dear ${name}``) is refused, since reading it as text would drop them."""
+    """Text as a mapping value: ``${...}`` alone is an expression, text around ``${...}``
+    parts a composite (``Dear ${name}``), empty text null."""
     value = _DEFERRED.sub("${", text.strip())
-    if not value:
-        return None
-    if "${" not in value:
-        return value
-    if value.startswith("${") and value.endswith("}") and value.count("${") == 1:
-        return value
-    raise reject(
-        el,
-        f"has the composite expression {value!r} (text around ${{...}})",
-        "write one ${...} expression, or build the text in a handler",
-    )
+    return value or None
 
 
 def fields(r: Reader) -> Mapped:

@@ -2,13 +2,15 @@
 and the results it copies out when it completes.
 
 A mapping's value is JSON: a string wrapped in ``${...}`` is an expression of the safe
-evaluator, any other string is text, and lists and objects hold values of the same kinds
-(each element evaluated on its own). Input values are evaluated over the variables the token
+evaluator, a string with text around ``${...}`` parts (``Dear ${name}``) is a composite, the
+text with each part's value as text, any other string is text, and lists and objects hold
+values of the same kinds (each element evaluated on its own). Input values are evaluated over the variables the token
 sees as it enters; output values over what it sees inside, just before it leaves.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,6 +22,8 @@ from bpm.expressions import Expression, compile_expression
 #: A variable name a mapping may create (the names the expression language can read).
 VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _WRAPPED = re.compile(r"\s*\$\{.*\}\s*", re.DOTALL)
+#: One ``${...}`` part of a composite (no ``}`` inside, as in JUEL's composite expressions).
+_PART = re.compile(r"\$\{([^}]*)\}")
 #: ``list`` and ``dict`` values as compiled: tuples, so a graph stays immutable.
 MappingValue = Any
 
@@ -40,6 +44,16 @@ class _List:
 @dataclass(frozen=True)
 class _Map:
     items: tuple[tuple[str, MappingValue], ...]
+
+
+@dataclass(frozen=True)
+class _Composite:
+    """Text with expressions in it: each expression's value joins the text as JUEL coerces
+    it (null is empty, true and false are words, numbers as written, lists and objects as
+    JSON)."""
+
+    parts: tuple[str | Expression, ...]
+    source: str
 
 
 def parse_mappings(raw: Any, key: str, where: str, node_id: str) -> tuple[VariableMapping, ...]:
@@ -68,8 +82,10 @@ def parse_mappings(raw: Any, key: str, where: str, node_id: str) -> tuple[Variab
 
 def _compile(value: Any, where: str, kind: str) -> MappingValue:
     if isinstance(value, str):
-        if _WRAPPED.fullmatch(value):
+        if _WRAPPED.fullmatch(value) and len(_PART.findall(value)) <= 1:
             return compile_expression(value, where=where, kind=kind)
+        if "${" in value:
+            return _composite(value, where, kind)
         return value
     if value is None or isinstance(value, bool | int | float):
         return value
@@ -83,6 +99,35 @@ def _compile(value: Any, where: str, kind: str) -> MappingValue:
     raise InvalidDefinition(f"{where}: {type(value).__name__} is not a JSON value")
 
 
+def _composite(value: str, where: str, kind: str) -> _Composite:
+    parts: list[str | Expression] = []
+    last = 0
+    for match in _PART.finditer(value):
+        if match.start() > last:
+            parts.append(value[last : match.start()])
+        parts.append(compile_expression(match[0], where=where, kind=kind))
+        last = match.end()
+    rest = value[last:]
+    if "${" in rest:
+        raise InvalidExpression(f"{where}: {kind} {value!r} has a '${{' without its '}}'")
+    if rest:
+        parts.append(rest)
+    return _Composite(tuple(parts), value)
+
+
+def as_text(value: Any) -> str:
+    """A value as JUEL puts it into text."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return repr(value)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def evaluate(mappings: tuple[VariableMapping, ...], view: Mapping[str, Any]) -> dict[str, Any]:
     """Every parameter's value over ``view``; raises the evaluator's errors (with the
     parameter named in them)."""
@@ -92,6 +137,10 @@ def evaluate(mappings: tuple[VariableMapping, ...], view: Mapping[str, Any]) -> 
 def _value(value: MappingValue, view: Mapping[str, Any]) -> Any:
     if isinstance(value, Expression):
         return value.evaluate(view)
+    if isinstance(value, _Composite):
+        return "".join(
+            p if isinstance(p, str) else as_text(p.evaluate(view)) for p in value.parts
+        )
     if isinstance(value, _List):
         return [_value(v, view) for v in value.items]
     if isinstance(value, _Map):
@@ -106,6 +155,8 @@ def describe(mappings: tuple[VariableMapping, ...]) -> dict[str, Any]:
 
 def _source(value: MappingValue) -> Any:
     if isinstance(value, Expression):
+        return value.source
+    if isinstance(value, _Composite):
         return value.source
     if isinstance(value, _List):
         return [_source(v) for v in value.items]

@@ -201,7 +201,6 @@ def test_input_output_mappings_compile_to_inputs_and_outputs() -> None:
             "camunda:inputParameter in serviceTask 'T' has a camunda:script value, which bpm "
             "never runs",
         ),
-        ("Dear ${name}", "has the composite expression 'Dear ${name}'"),
         ("${bean.compute(x)}", "uses a function call 'bean.compute'"),
     ],
 )
@@ -374,3 +373,23 @@ def test_a_camunda_list_keeps_its_items_in_document_order() -> None:
         )
     )
     assert node(doc, "T")["inputs"] == {"p": [{"a": "1"}, "${y}"]}
+
+
+def test_text_around_expressions_is_a_composite_value() -> None:
+    from bpm.definitions.mappings import evaluate, parse_mappings
+
+    doc = one(
+        around(
+            '<bpmn:serviceTask id="T" camunda:class="x.Y"><bpmn:extensionElements>'
+            '<camunda:inputOutput><camunda:inputParameter name="url">'
+            "https://api.example.com/repos/${owner}/#{repo}?open=${open}"
+            "</camunda:inputParameter></camunda:inputOutput></bpmn:extensionElements>"
+            "</bpmn:serviceTask>"
+        )
+    )
+    inputs = node(doc, "T")["inputs"]
+    assert inputs == {"url": "https://api.example.com/repos/${owner}/${repo}?open=${open}"}
+    mappings = parse_mappings(inputs, "inputs", "node 'T'", "T")
+    assert evaluate(mappings, {"owner": "acme", "repo": "bpm", "open": True}) == {
+        "url": "https://api.example.com/repos/acme/bpm?open=true"
+    }
