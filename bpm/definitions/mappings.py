@@ -4,8 +4,9 @@ and the results it copies out when it completes.
 A mapping's value is JSON: a string wrapped in ``${...}`` is an expression of the safe
 evaluator, a string with text around ``${...}`` parts (``Dear ${name}``) is a composite, the
 text with each part's value as text, any other string is text, and lists and objects hold
-values of the same kinds (each element evaluated on its own). Input values are evaluated over the variables the token
-sees as it enters; output values over what it sees inside, just before it leaves.
+values of the same kinds (each element evaluated on its own). Input values are evaluated over
+the variables the token sees as it enters; output values over what it sees inside, just before
+it leaves.
 """
 
 from __future__ import annotations
@@ -138,9 +139,7 @@ def _value(value: MappingValue, view: Mapping[str, Any]) -> Any:
     if isinstance(value, Expression):
         return value.evaluate(view)
     if isinstance(value, _Composite):
-        return "".join(
-            p if isinstance(p, str) else as_text(p.evaluate(view)) for p in value.parts
-        )
+        return "".join(p if isinstance(p, str) else as_text(p.evaluate(view)) for p in value.parts)
     if isinstance(value, _List):
         return [_value(v, view) for v in value.items]
     if isinstance(value, _Map):

@@ -188,6 +188,8 @@ class Node:
     initiator: str | None = None
     #: serviceTask: configuration the handler reads as ``ctx.fields`` (text or expressions).
     fields: tuple[VariableMapping, ...] = ()
+    #: serviceTask whose topic has ``${...}``: evaluated for each task it creates.
+    topic_expression: VariableMapping | None = None
     #: serviceTask with a handler or a decision: the variable that receives its whole result.
     result_variable: str | None = None
     #: A connector's output parameters: evaluated over the handler's result (and the

@@ -19,7 +19,7 @@ from bpm.definitions.assignments import parse_date, parse_people, parse_priority
 from bpm.definitions.boundaries import boundary_fields, check_attachments
 from bpm.definitions.durations import parse_duration
 from bpm.definitions.forms import parse_form
-from bpm.definitions.mappings import VARIABLE_NAME, parse_mappings
+from bpm.definitions.mappings import VARIABLE_NAME, VariableMapping, parse_mappings
 from bpm.definitions.model import (
     GATEWAYS,
     Compensation,
@@ -766,6 +766,7 @@ def _service_task_fields(raw: Mapping[str, Any], where: str, node_id: str) -> di
         fields["handler"] = value
     if "topic" in raw:
         fields["topic"] = _topic(raw["topic"], where, node_id)
+        fields["topic_expression"] = _topic_expression(fields["topic"], where, node_id)
     if "timeout" in raw:
         timeout = parse_duration(raw["timeout"], where=f"{where} 'timeout'", element=node_id)
         if timeout <= timedelta(0):
@@ -802,11 +803,7 @@ TOPIC_PATTERN = re.compile(r"^[^\x00-\x1f\x7f\s](?:[^\x00-\x1f\x7f]{0,253}[^\x00
 
 def _topic(value: Any, where: str, node_id: str) -> str:
     if isinstance(value, str) and ("${" in value or "#{" in value):
-        raise InvalidDefinition(
-            f"{where}: the topic {value!r} is an expression, which is not supported yet; "
-            f"give a fixed topic",
-            node_id,
-        )
+        return value  # an expression: checked by _topic_expression, evaluated per task
     if not isinstance(value, str) or not TOPIC_PATTERN.match(value):
         raise InvalidDefinition(
             f"{where}: 'topic' must be text of 1 to 255 characters, without control "
@@ -814,6 +811,16 @@ def _topic(value: Any, where: str, node_id: str) -> str:
             node_id,
         )
     return value
+
+
+def _topic_expression(topic: str, where: str, node_id: str) -> VariableMapping | None:
+    """A topic with ``${...}`` (Camunda allows expressions there): evaluated over the
+    variables when each task is created."""
+    if "${" not in topic and "#{" not in topic:
+        return None
+    text = topic.replace("#{", "${")
+    [mapping] = parse_mappings({"topic": text}, "topic", where, node_id)
+    return mapping
 
 
 def _name(raw: Mapping[str, Any], key: str, where: str, node_id: str) -> str:

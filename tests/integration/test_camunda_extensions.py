@@ -471,3 +471,21 @@ def test_an_error_end_event_throws_its_declared_message(rt: Harness) -> None:
     shown = run(rt)
     assert shown["state"] == "COMPLETED"
     assert (shown["variables"]["code"], shown["variables"]["msg"]) == ("E42", "boom")
+
+
+def test_an_expression_topic_is_evaluated_for_each_task(rt: Harness) -> None:
+    deploy(
+        rt,
+        around(
+            '<bpmn:serviceTask id="T" camunda:type="external" camunda:topic="#{kind}-payments" />'
+        ),
+    )
+    iid = run(rt, variables={"kind": "card"})["id"]
+    [task] = rt.engine.fetch_and_lock("w", [TopicRequest("card-payments", timedelta(minutes=1))])
+    rt.engine.complete(task.id, "w")
+    rt.drain()
+    assert rt.engine.show(iid)["state"] == "COMPLETED"
+    missing = run(rt)
+    assert missing["state"] == "FAILED"
+    [incident] = missing["incidents"]
+    assert incident["kind"] == "topic" and "kind" in incident["message"]

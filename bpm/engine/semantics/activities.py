@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from bpm.definitions import mappings
 from bpm.definitions.model import Node, NodeType, ProcessGraph
+from bpm.definitions.parse import TOPIC_PATTERN
 from bpm.engine.core.tx import Next, NextToken, RunTask, Tx
 from bpm.engine.semantics import scopes, task_moves, waits
+from bpm.engine.semantics.failures import fail_token
 from bpm.engine.semantics.moves import create, move, new_token
+from bpm.errors import BpmError
 from bpm.states import LinkType, TaskKind, TokenEvent, TokenState, WaitKind
 from bpm.store.rows import TokenRow
 
@@ -17,7 +21,7 @@ def enter(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     kind = node.type
     if kind is NodeType.SERVICE_TASK:
         if node.topic is not None:
-            return _create_external_task(tx, tok, node)
+            return _create_external_task(tx, g, tok, node)
         return _create_handler_task(tx, g, tok, node)
     if kind is NodeType.USER_TASK:
         return waits.create_user_task(tx, tok, node)
@@ -46,21 +50,45 @@ def enter_compensation(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Ne
     return enter(tx, g, tok, stand_in)
 
 
-def _create_external_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
+def _create_external_task(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     """READY for a worker's fetch-and-lock; waiting workers are woken when it commits."""
+    topic = _topic(tx, g, tok, node)
+    if topic is None:
+        return None
     move(tx, tok, state=TokenState.WAITING, event=TokenEvent.WAITING, wait_kind=WaitKind.TASK)
     task = task_moves.new_task(
         tx,
         tok,
         node.id,
         TaskKind.EXTERNAL,
-        topic=node.topic,
+        topic=topic,
         retries=node.retry.max_attempts,
         priority=node.priority,
     )
-    task_moves.create(tx, task, {"topic": node.topic, "max_attempts": node.retry.max_attempts})
-    tx.notify_topics.add(str(node.topic))
+    task_moves.create(tx, task, {"topic": topic, "max_attempts": node.retry.max_attempts})
+    tx.notify_topics.add(topic)
     return None
+
+
+def _topic(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> str | None:
+    """The node's topic, its expression evaluated over the token's variables; None (the
+    token failed with an incident of kind ``topic``) when that gives no usable topic."""
+    if node.topic_expression is None:
+        return str(node.topic)
+    try:
+        value = mappings.evaluate((node.topic_expression,), scopes.view(tx, g, tok))["topic"]
+    except BpmError as exc:
+        fail_token(tx, tok, kind="topic", message=f"task {node.id!r}: topic: {exc}")
+        return None
+    if not isinstance(value, str) or not TOPIC_PATTERN.match(value):
+        fail_token(
+            tx,
+            tok,
+            kind="topic",
+            message=f"task {node.id!r}: topic {node.topic!r} gave {value!r}, not a topic",
+        )
+        return None
+    return value
 
 
 def _create_handler_task(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
