@@ -203,12 +203,7 @@ class _File:
         flow.update(camunda.properties(reader))
         if (text := camunda.documentation(el)) is not None:
             flow["documentation"] = text
-        for listener in reader.extensions("executionListener", CAMUNDA):
-            raise reject(
-                listener,
-                "listens to 'take', which is not supported yet",
-                "put the work in a start listener of the flow's target",
-            )
+        flow.update(camunda.listeners(reader, task_listeners=False, on_flow=True))
         reader.finish()
         lines[flow_id] = el.line
         return flow

@@ -383,20 +383,20 @@ def data_object(el: XmlElement) -> Mapped:
 _EXECUTION_EVENTS = frozenset({"start", "end"})
 _TASK_EVENTS = frozenset({"create", "assignment", "complete"})
 _LATER = {
-    "take": "put the work in a start listener of the flow's target",
     "delete": "put the work where the task is interrupted (a boundary event's path)",
     "timeout": "use a non-interrupting timer boundary event on the task",
     "update": "use an assignment or complete listener",
 }
 
 
-def listeners(r: Reader, *, task_listeners: bool) -> Mapped:
+def listeners(r: Reader, *, task_listeners: bool, on_flow: bool = False) -> Mapped:
     """``camunda:executionListener`` (and, on a user task, ``camunda:taskListener``): each
-    a handler run as a step of its own at its event; a modeler-left empty one runs nothing."""
+    a handler run as a step of its own at its event; a modeler-left empty one runs nothing.
+    On a sequence flow the event is ``take``."""
     found = [*r.extensions("executionListener", CAMUNDA)]
     if task_listeners:
         found += r.extensions("taskListener", CAMUNDA)
-    out = [_listener(el) for el in found if not _empty_listener(el)]
+    out = [_listener(el, on_flow) for el in found if not _empty_listener(el)]
     return {"listeners": out} if out else {}
 
 
@@ -409,11 +409,17 @@ def _empty_listener(el: XmlElement) -> bool:
     )
 
 
-def _listener(el: XmlElement) -> Mapped:
+def _listener(el: XmlElement, on_flow: bool = False) -> Mapped:
     reader = Reader(el)
-    event = (reader.attr("event") or "").strip()
+    event = (reader.attr("event") or ("take" if on_flow else "")).strip()
     reader.attr("id")
-    allowed = _TASK_EVENTS if el.tag == "taskListener" else _EXECUTION_EVENTS
+    allowed = (
+        frozenset({"take"})
+        if on_flow
+        else _TASK_EVENTS
+        if el.tag == "taskListener"
+        else _EXECUTION_EVENTS
+    )
     if event in _LATER:
         raise reject(el, f"listens to {event!r}, which is not supported yet", _LATER[event])
     if event not in allowed:

@@ -47,12 +47,14 @@ ACTIVITIES = frozenset(
 
 class ListenerEvent(StrEnum):
     """When a listener runs: a node's ``start`` (before its own work) and ``end`` (after it,
-    before the token leaves); a user task's ``assignment`` and ``create`` (when it is made:
-    assignment first, then create, as in Camunda) and ``complete`` (after it is completed,
-    before it ends)."""
+    before the token leaves); a flow's ``take`` (before the token arrives); a user task's
+    ``assignment`` and ``create`` (when it is made: assignment first, then create, as in
+    Camunda) and ``complete`` (after it is completed, before it ends)."""
 
     START = "start"
     END = "end"
+    #: A sequence flow's: when a token takes it, before the token arrives at its target.
+    TAKE = "take"
     ASSIGNMENT = "assignment"
     CREATE = "create"
     COMPLETE = "complete"
@@ -132,6 +134,8 @@ class Flow:
     source: str
     target: str
     condition: Expression | None = None
+    #: ``take`` listeners, run in order when a token takes the flow.
+    listeners: tuple[Listener, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,16 @@ PROCESS_KEYS = {
     "listeners",
     *PROCESS_METADATA,
 }
-FLOW_KEYS = {"id", "source", "target", "condition", "name", "documentation", "properties"}
+FLOW_KEYS = {
+    "id",
+    "source",
+    "target",
+    "condition",
+    "name",
+    "documentation",
+    "properties",
+    "listeners",
+}
 COMMON_NODE_KEYS = {"id", "type", "name", "properties", "documentation", "listeners"}
 NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.START: {"initiator", "form"},
@@ -335,7 +344,10 @@ class _GraphBuilder:
                 expr = compile_expression(condition, where=f"flow {flow_id!r}")
             except InvalidExpression as exc:
                 raise InvalidDefinition(str(exc), flow_id) from exc
-        self.flows[flow_id] = Flow(flow_id, ends["source"], ends["target"], expr)
+        taken = parse_listeners(
+            item.get("listeners"), None, f"flow {flow_id!r}", flow_id, on_flow=True
+        )
+        self.flows[flow_id] = Flow(flow_id, ends["source"], ends["target"], expr, taken)
         self.flow_scope[flow_id] = scope
 
     def check(self) -> None:
@@ -587,16 +599,24 @@ LISTENER_KEYS = {"event", "handler", "fields"}
 
 
 def parse_listeners(
-    raw: Any, node_type: NodeType | None, where: str, node_id: str | None
+    raw: Any,
+    node_type: NodeType | None,
+    where: str,
+    node_id: str | None,
+    *,
+    on_flow: bool = False,
 ) -> tuple[Listener, ...]:
     """``listeners``: a list of ``{"event", "handler", "fields"}``, run in list order for
-    each event. ``node_type`` None: the process's own (``start`` only)."""
+    each event. ``node_type`` None: the process's own (``start`` only), or with ``on_flow``
+    a flow's (``take`` only)."""
     if raw is None:
         return ()
     if not isinstance(raw, list):
         raise InvalidDefinition(f"{where}: 'listeners' must be a list", node_id)
-    if node_type is None:
-        allowed: tuple[ListenerEvent, ...] = (ListenerEvent.START,)
+    if on_flow:
+        allowed: tuple[ListenerEvent, ...] = (ListenerEvent.TAKE,)
+    elif node_type is None:
+        allowed = (ListenerEvent.START,)
     elif node_type is NodeType.PARALLEL:
         allowed = ()
     elif node_type in GATEWAYS:

@@ -170,3 +170,26 @@ def test_a_retried_decision_does_not_run_the_start_listeners_again(
     rt.drain()
     assert rt.engine.show(iid)["state"] == "COMPLETED"
     assert log == ["enter@start"]
+
+
+def test_take_listeners_run_when_the_flow_is_taken_before_the_target_starts(
+    rt: Harness, handlers: HandlerRegistry
+) -> None:
+    log = recording(handlers, "taken", "again", "enter", "charge")
+    body = (
+        '<bpmn:startEvent id="S" />'
+        '<bpmn:serviceTask id="T" camunda:delegateExpression="${charge}"><bpmn:extensionElements>'
+        + listener("executionListener", "start", "enter")
+        + "</bpmn:extensionElements></bpmn:serviceTask>"
+        '<bpmn:endEvent id="E" />'
+        '<bpmn:sequenceFlow id="F1" sourceRef="S" targetRef="T"><bpmn:extensionElements>'
+        + listener("executionListener", "take", "taken")
+        + listener("executionListener", "take", "again")
+        + "</bpmn:extensionElements></bpmn:sequenceFlow>"
+        + chain("T", "E")
+    )
+    rt.engine.deploy_bpmn(modeler_file("p", body))
+    iid = rt.engine.start("p").id
+    rt.drain()
+    assert rt.engine.show(iid)["state"] == "COMPLETED"
+    assert log == ["taken@take", "again@take", "enter@start", "charge@task"]

@@ -8,14 +8,14 @@ what the event leads to (``nodes.listener_done``). A token has one open task at 
 listener never runs beside the task of its node.
 
 The task's ``topic`` column, unused by handler tasks, names the listener it runs:
-``listener:<event>:<index>``.
+``listener:<event>:<index>`` (``...:<flow id>`` for a flow's ``take`` listener).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bpm.definitions.model import Listener, ListenerEvent, Node, ProcessGraph
+from bpm.definitions.model import Flow, Listener, ListenerEvent, Node, ProcessGraph
 from bpm.engine.core.tx import Next, RunTask, Tx
 from bpm.engine.semantics import task_moves
 from bpm.engine.semantics.moves import move
@@ -32,10 +32,20 @@ class Step:
     listener: Listener
     event: ListenerEvent
     index: int
+    #: A ``take`` listener's flow.
+    flow: str | None = None
 
 
-def run(tx: Tx, tok: TokenRow, node: Node, event: ListenerEvent, index: int = 0) -> Next:
-    """The token waits while listener ``index`` of ``event`` runs."""
+def run(
+    tx: Tx,
+    tok: TokenRow,
+    node: Node,
+    event: ListenerEvent,
+    index: int = 0,
+    flow: Flow | None = None,
+) -> Next:
+    """The token waits while listener ``index`` of ``event`` runs (of ``flow``, for a
+    ``take``: the token waits at the flow's target, not yet arrived)."""
     if tok.state != TokenState.WAITING or tok.wait_kind != WaitKind.TASK:
         tok = move(
             tx,
@@ -45,12 +55,14 @@ def run(tx: Tx, tok: TokenRow, node: Node, event: ListenerEvent, index: int = 0)
             wait_kind=WaitKind.TASK,
             data={"listener": event.value},
         )
-    return _task(tx, tok, node, event, index)
+    return _task(tx, tok, node, event, index, flow)
 
 
-def _task(tx: Tx, tok: TokenRow, node: Node, event: ListenerEvent, index: int) -> Next:
-    listener = node.listeners_of(event)[index]
-    marker = f"{PREFIX}{event.value}:{index}"
+def _task(
+    tx: Tx, tok: TokenRow, node: Node, event: ListenerEvent, index: int, flow: Flow | None
+) -> Next:
+    listener = (flow.listeners if flow is not None else node.listeners_of(event))[index]
+    marker = f"{PREFIX}{event.value}:{index}" + (f":{flow.id}" if flow is not None else "")
     task = task_moves.new_task(
         tx,
         tok,
@@ -76,8 +88,11 @@ def step_of(g: ProcessGraph, task: TaskRow) -> Step | None:
     marker = task.topic
     if task.kind != TaskKind.HANDLER or not marker or not marker.startswith(PREFIX):
         return None
-    event_name, _, index = marker[len(PREFIX) :].partition(":")
+    event_name, _, rest = marker[len(PREFIX) :].partition(":")
+    index, _, flow_id = rest.partition(":")
     event = ListenerEvent(event_name)
+    if flow_id:
+        return Step(g.flows[flow_id].listeners[int(index)], event, int(index), flow_id)
     found = g.node(task.node_id).listeners_of(event)
     return Step(found[int(index)], event, int(index))
 

@@ -29,6 +29,15 @@ from bpm.store.rows import TokenRow
 
 
 def arrive(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
+    """A token ACTIVE at a node: the ``take`` listeners of the flow it came by first."""
+    if tok.via_flow is not None and tok.mode != TokenMode.COMPENSATION:
+        flow = g.flows.get(tok.via_flow)
+        if flow is not None and flow.listeners:
+            return listeners.run(tx, tok, g.node(tok.node_id), ListenerEvent.TAKE, 0, flow)
+    return _arrive_now(tx, g, tok)
+
+
+def _arrive_now(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     node = g.node(tok.node_id)
     if tok.mode == TokenMode.COMPENSATION:
         return activities.enter_compensation(tx, g, tok, node)
@@ -69,6 +78,11 @@ def listener_done(tx: Tx, g: ProcessGraph, tok: TokenRow, step: listeners.Step) 
     """A listener finished: the next one of its event, or what the event leads to."""
     node = g.node(tok.node_id)
     following = step.index + 1
+    if step.flow is not None:  # a flow's take listeners: then the token arrives
+        flow = g.flows[step.flow]
+        if following < len(flow.listeners):
+            return listeners.run(tx, tok, node, step.event, following, flow)
+        return _arrive_now(tx, g, tok)
     if following < len(node.listeners_of(step.event)):
         return listeners.run(tx, tok, node, step.event, following)
     if step.event is ListenerEvent.START:
