@@ -45,14 +45,12 @@ class ErrorDeclaration:
 
 
 class Declarations:
-    """Messages and errors by id; the other declarations are checked, and need no lookup."""
+    """Messages and errors by id; the other declarations (signals, escalations, item
+    definitions, data stores) are checked, and nothing looks them up yet."""
 
     def __init__(self, root: XmlElement, problems: list[str]) -> None:
         self.messages: dict[str, str] = {}
         self.errors: dict[str, ErrorDeclaration] = {}
-        self.signals: dict[str, str] = {}
-        self.escalations: dict[str, str | None] = {}
-        self.data_stores: dict[str, str] = {}
         for child in root.children:
             if child.ns in PRESENTATIONAL or (child.ns == BPMN and child.tag in _PLAIN):
                 continue
@@ -75,12 +73,6 @@ class Declarations:
         elif el.tag == "error":
             message = reader.attr("errorMessage", CAMUNDA)
             self.errors[key] = ErrorDeclaration(values["errorCode"], message)
-        elif el.tag == "signal":
-            self.signals[key] = label
-        elif el.tag == "escalation":
-            self.escalations[key] = values["escalationCode"]
-        elif el.tag == "dataStore":
-            self.data_stores[key] = label
         reader.finish()
 
     @staticmethod

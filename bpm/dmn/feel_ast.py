@@ -4,6 +4,7 @@ up an attribute or imports anything, so no text can make evaluation run code."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -51,11 +52,12 @@ class Scope:
 # --- expressions ---------------------------------------------------------------------------
 
 
-class Expr:
+class Expr(ABC):
     """A FEEL simple expression."""
 
+    @abstractmethod
     def evaluate(self, scope: Scope) -> Any:
-        raise NotImplementedError
+        """The expression's value over ``scope``."""
 
     def refs(self) -> Iterator[str]:
         """The variable names the expression reads (``?`` for the input value)."""
@@ -213,11 +215,12 @@ class Call(Expr):
 # --- unary tests ---------------------------------------------------------------------------
 
 
-class UnaryTest:
+class UnaryTest(ABC):
     """One input entry: does the input value pass? ``None`` is FEEL's null (no match)."""
 
+    @abstractmethod
     def test(self, value: Any, scope: Scope) -> bool | None:
-        raise NotImplementedError
+        """Whether ``value`` passes."""
 
     def refs(self) -> Iterator[str]:
         return iter(())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from bpm.definitions.model import Node, ProcessGraph
 from bpm.engine.core.tx import NextToken, Tx
+from bpm.engine.semantics import scopes
 from bpm.engine.semantics.cancelling import cancel_inside, cancel_timers
 from bpm.engine.semantics.moves import move
 from bpm.engine.semantics.tree import Tree
@@ -25,7 +26,7 @@ def catch_at_activity(
     catcher = g.catcher(tok.node_id, code)
     if catcher is None:
         return None
-    return _take_boundary(tx, tok, catcher, code, message, tok.node_id)
+    return _take_boundary(tx, g, tok, catcher, code, message, tok.node_id)
 
 
 def caught_anywhere(g: ProcessGraph, node_id: str, code: str) -> bool:
@@ -64,7 +65,7 @@ def throw_from_end(
         catcher = g.catcher(scope, code)
         if catcher is not None:
             _end_scope(tx, tree, host, tok)
-            return _take_boundary(tx, host, catcher, code, message, tok.node_id)
+            return _take_boundary(tx, g, host, catcher, code, message, tok.node_id)
         current, scope = host, g.node(scope).scope
     return None
 
@@ -77,7 +78,13 @@ def _end_scope(tx: Tx, tree: Tree, host: TokenRow, thrower: TokenRow) -> None:
 
 
 def _take_boundary(
-    tx: Tx, tok: TokenRow, catcher: Node, code: str, message: str, thrown_at: str
+    tx: Tx,
+    g: ProcessGraph,
+    tok: TokenRow,
+    catcher: Node,
+    code: str,
+    message: str,
+    thrown_at: str,
 ) -> NextToken:
     cancel_timers(tx, tok, reason=f"error {code!r} caught by {catcher.id!r}")
     moved = move(
@@ -106,5 +113,5 @@ def _take_boundary(
         )
         if name is not None
     }
-    tx.write_variables(tok.instance_id, caught)  # Camunda's errorCodeVariable and message
+    scopes.write(tx, g, moved, caught)  # errorCodeVariable and errorMessageVariable
     return NextToken(moved.id, moved.version, moved)
