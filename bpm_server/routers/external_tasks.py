@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from typing import Annotated, Any
+from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
@@ -13,6 +14,7 @@ from bpm.engine.operations.external import LockedTask, TopicRequest
 from bpm.engine.operations.external_views import ExternalTaskView
 from bpm.errors import InvalidOperation, InvalidRequest, TaskLockError
 from bpm.states import TaskState
+from bpm.store.task_filters import InstanceMatch
 from bpm_server.auth import Permission, Principal, require
 from bpm_server.dates import format_date
 from bpm_server.external_task_models import (
@@ -57,7 +59,8 @@ async def fetch_and_lock(body: FetchDto, request: Request, caller: Fetcher) -> l
                 f"sorting {sort.sort_by} {sort.sort_order}: bpm fetches by priority, then"
                 " oldest first; only createTime asc is accepted"
             )
-    requests = [_topic_request(t) for t in topics]
+    # bpm has no tenants: a topic asking for some tenants can match no task.
+    requests = [_topic_request(t) for t in topics if not t.tenant_id_in]
     if not requests or body.max_tasks == 0:
         return []
     engine = _runtime(request).engine
@@ -80,15 +83,32 @@ async def fetch_and_lock(body: FetchDto, request: Request, caller: Fetcher) -> l
 
 
 def _topic_request(t: FetchTopicDto) -> TopicRequest:
-    return TopicRequest(
-        t.topic_name,
-        timedelta(milliseconds=t.lock_duration),
-        None if t.variables is None else tuple(t.variables),
+    keys = [*([t.process_definition_key] if t.process_definition_key else [])]
+    keys += t.process_definition_key_in or []
+    ids = [*([t.process_definition_id] if t.process_definition_id else [])]
+    ids += t.process_definition_id_in or []
+    has_keys = t.process_definition_key is not None or t.process_definition_key_in is not None
+    has_ids = t.process_definition_id is not None or t.process_definition_id_in is not None
+    match = InstanceMatch(
+        t.business_key,
+        tuple(keys) if has_keys else None,
+        tuple(u for u in map(_maybe_uuid, ids) if u is not None) if has_ids else None,
+        dict(t.process_variables) if t.process_variables else None,
     )
+    wanted = None if t.variables is None else tuple(t.variables)
+    return TopicRequest(t.topic_name, timedelta(milliseconds=t.lock_duration), wanted, match)
 
 
 def _has_filters(t: FetchTopicDto) -> bool:
-    return bool(t.business_key or t.process_definition_key or t.process_definition_key_in)
+    return not _topic_request(t).match.empty
+
+
+def _maybe_uuid(text: str) -> UUID | None:
+    """A definition id that is not a bpm id names no definition."""
+    try:
+        return UUID(text)
+    except ValueError:
+        return None
 
 
 @router.post("/{task_id}/complete", status_code=204, response_class=Response)
@@ -227,9 +247,7 @@ def _worker(worker_id: str | None) -> str:
     return worker_id
 
 
-def _uuid(text: str) -> Any:
-    from uuid import UUID
-
+def _uuid(text: str) -> UUID:
     return UUID(text)
 
 

@@ -35,8 +35,10 @@ def deploy(rt: EmbeddedRuntime, key: str, topic: str) -> None:
     rt.engine.deploy_bpmn(error_boundary_bpmn(key, topic))
 
 
-def start(rt: EmbeddedRuntime, key: str, **variables: object) -> str:
-    started = rt.engine.start(key, dict(variables))
+def start(
+    rt: EmbeddedRuntime, key: str, business_key: str | None = None, **variables: object
+) -> str:
+    started = rt.engine.start(key, dict(variables), business_key=business_key)
     rt.run_until_idle(timeout=5)
     return str(started.id)
 

@@ -27,6 +27,7 @@ from bpm.store import tasks, variables
 from bpm.store.notify import Listener, listen
 from bpm.store.rows import TaskRow
 from bpm.store.schema import HISTORY_BLOCK
+from bpm.store.task_filters import ANY_INSTANCE, InstanceMatch
 
 log = logging.getLogger("bpm.engine")
 
@@ -42,6 +43,8 @@ class TopicRequest:
     topic: str
     lock_duration: timedelta
     variables: Sequence[str] | None = None
+    #: Only tasks whose instance is this (business key, process key, variables...).
+    match: InstanceMatch = ANY_INSTANCE
 
 
 @dataclass(frozen=True)
@@ -147,8 +150,9 @@ def _fetch_once(
     found: list[tasks.Fetched] = []
     try:
         with core.transaction(worker_id) as tx:
+            match = {t.topic: t.match for t in topics if not t.match.empty}
             found, recorded = tasks.fetch_and_lock(
-                tx.conn, worker_id, locks, max_tasks, tx.now, names, tx.cause
+                tx.conn, worker_id, locks, max_tasks, tx.now, names, tx.cause, match
             )
             out = _lockedtasks(core, tx, found, recorded, requests, names)
     except Exception:
