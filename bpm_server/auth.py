@@ -106,6 +106,7 @@ class Authenticator:
         self.db, self.open_on_loopback, self.ttl, self.clock = db, open_on_loopback, ttl, clock
         self._verified: dict[bytes, _Verified] = {}
         self._lock = threading.Lock()
+        self._gates: dict[bytes, threading.Lock] = {}
         self._open_until = -1.0  # when "no credential is configured" was last seen, plus ttl
 
     def principal(self, authorization: str | None) -> Principal:
@@ -129,6 +130,19 @@ class Authenticator:
 
     def _verify(self, name: str, secret: str) -> Principal:
         key = hashlib.sha256(f"{name}\0{secret}".encode()).digest()
+        with self._lock:
+            known = self._verified.get(key)
+            if known is not None and self.clock() - known.checked_at < self.ttl:
+                return known.principal
+            # Concurrent requests with the same credential (a worker's pool of polls) wait
+            # for one verification instead of each deriving the key.
+            if len(self._gates) >= _MAX_CACHED:
+                self._gates.clear()
+            gate = self._gates.setdefault(key, threading.Lock())
+        with gate:
+            return self._verify_once(key, name, secret)
+
+    def _verify_once(self, key: bytes, name: str, secret: str) -> Principal:
         now = self.clock()
         with self._lock:
             known = self._verified.get(key)
