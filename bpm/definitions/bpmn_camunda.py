@@ -381,11 +381,9 @@ def data_object(el: XmlElement) -> Mapped:
 
 #: Listener events bpm runs, by the listener element; the others are refused, saying why.
 _EXECUTION_EVENTS = frozenset({"start", "end"})
-_TASK_EVENTS = frozenset({"create", "assignment", "complete"})
+_TASK_EVENTS = frozenset({"create", "assignment", "complete", "delete", "update"})
 _LATER = {
-    "delete": "put the work where the task is interrupted (a boundary event's path)",
     "timeout": "use a non-interrupting timer boundary event on the task",
-    "update": "use an assignment or complete listener",
 }
 
 

@@ -594,6 +594,8 @@ _USER_TASK_EVENTS = (
     ListenerEvent.ASSIGNMENT,
     ListenerEvent.CREATE,
     ListenerEvent.COMPLETE,
+    ListenerEvent.DELETE,
+    ListenerEvent.UPDATE,
 )
 LISTENER_KEYS = {"event", "handler", "fields"}
 
