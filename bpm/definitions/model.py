@@ -62,6 +62,8 @@ class ListenerEvent(StrEnum):
     DELETE = "delete"
     #: An open user task's assignee changed (a claim or unclaim); before ``assignment``.
     UPDATE = "update"
+    #: A user task's timer fired while the task is still open (the task stays open).
+    TIMEOUT = "timeout"
 
 
 #: A user task's listener events that can run under a token beside the task's (a claim's).
@@ -76,6 +78,8 @@ class Listener:
     event: ListenerEvent
     handler: str
     fields: tuple[VariableMapping, ...] = ()
+    #: A ``timeout`` listener's timer, counted from when its user task is created.
+    timer: TimerSpec | None = None
 
 
 @dataclass(frozen=True)

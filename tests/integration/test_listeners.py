@@ -352,3 +352,53 @@ def test_a_task_completed_normally_runs_no_delete_listener(
     rt.drain()
     assert log == ["completed@complete", "left@end", "audited@end"]
     assert rt.engine.show(iid)["state"] == "COMPLETED"
+
+
+def _reminded(duration: str = "PT1H") -> str:
+    return (
+        '<bpmn:startEvent id="S" />'
+        '<bpmn:userTask id="T" camunda:assignee="ann"><bpmn:extensionElements>'
+        '<camunda:taskListener delegateExpression="${remind}" event="timeout" id="Remind">'
+        '<camunda:field name="channel"><camunda:string>mail</camunda:string></camunda:field>'
+        '<bpmn:timerEventDefinition id="TimerEventDefinition_1">'
+        f'<bpmn:timeDuration xsi:type="bpmn:tFormalExpression">{duration}</bpmn:timeDuration>'
+        "</bpmn:timerEventDefinition></camunda:taskListener>"
+        "</bpmn:extensionElements></bpmn:userTask>"
+        '<bpmn:endEvent id="E" />' + chain("S", "T", "E")
+    )
+
+
+def test_a_timeout_listener_runs_when_its_timer_fires_and_the_task_stays_open(
+    rt: Harness, handlers: HandlerRegistry, clock: FakeClock
+) -> None:
+    log = recording(handlers, "remind")
+    rt.engine.deploy_bpmn(modeler_file("p", _reminded()))
+    iid = rt.engine.start("p").id
+    rt.drain()
+    clock.advance(timedelta(minutes=30))
+    assert rt.engine.fire_due_timers() == 0
+    clock.advance(timedelta(hours=1))
+    assert rt.engine.fire_due_timers() == 1
+    rt.drain()
+    assert log == ["remind@timeout"]
+    shown = rt.engine.show(iid)
+    assert shown["variables"]["seen_remind"] == {"channel": "mail"}
+    [task] = rt.engine.user_tasks(instance_id=iid)
+    rt.engine.complete_user_task(task["id"], {}, user="ann")
+    rt.drain()
+    assert rt.engine.show(iid)["state"] == "COMPLETED"
+
+
+def test_a_timeout_listener_of_a_task_completed_in_time_never_runs(
+    rt: Harness, handlers: HandlerRegistry, clock: FakeClock
+) -> None:
+    log = recording(handlers, "remind")
+    rt.engine.deploy_bpmn(modeler_file("p", _reminded()))
+    iid = rt.engine.start("p").id
+    rt.drain()
+    [task] = rt.engine.user_tasks(instance_id=iid)
+    rt.engine.complete_user_task(task["id"], {}, user="ann")
+    rt.drain()
+    clock.advance(timedelta(hours=2))
+    assert rt.engine.fire_due_timers() == 0
+    assert log == [] and rt.engine.show(iid)["state"] == "COMPLETED"

@@ -44,6 +44,8 @@ def _arrive_now(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
         return activities.enter_compensation(tx, g, tok, node)
     if node.inputs and not _mapped(tx, tok, scopes.enter(tx, g, tok, node)):
         return None
+    if node.listeners_of(ListenerEvent.TIMEOUT):  # a user task's timeout (its own boundary)
+        return listeners.run(tx, tok, node, ListenerEvent.TIMEOUT)
     if node.listeners_of(ListenerEvent.START):
         waiting = listeners.run(tx, tok, node, ListenerEvent.START)
         _arm(tx, g, tok, node)
@@ -103,7 +105,7 @@ def listener_done(tx: Tx, g: ProcessGraph, tok: TokenRow, step: listeners.Step) 
             if node.type is NodeType.END
             else _leave_now(tx, g, tok, node)
         )
-    if step.event is ListenerEvent.COMPLETE:
+    if step.event in (ListenerEvent.COMPLETE, ListenerEvent.TIMEOUT):
         return leave(tx, g, tok, node)
     events = listeners.creation_events(node)
     if step.event is not events[-1]:
