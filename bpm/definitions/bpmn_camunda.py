@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from bpm.definitions.bpmn_events import timer
 from bpm.definitions.bpmn_handlers import handler_name, script_stem
 from bpm.definitions.bpmn_names import BPM, BPMN, CAMUNDA, FOX
 from bpm.definitions.bpmn_reader import Reader, name, reject
@@ -381,12 +382,8 @@ def data_object(el: XmlElement) -> Mapped:
 
 #: Listener events bpm runs, by the listener element; the others are refused, saying why.
 _EXECUTION_EVENTS = frozenset({"start", "end"})
-_TASK_EVENTS = frozenset({"create", "assignment", "complete"})
-_LATER = {
-    "delete": "put the work where the task is interrupted (a boundary event's path)",
-    "timeout": "use a non-interrupting timer boundary event on the task",
-    "update": "use an assignment or complete listener",
-}
+_TASK_EVENTS = frozenset({"create", "assignment", "complete", "delete", "update", "timeout"})
+_LATER: dict[str, str] = {}
 
 
 def listeners(r: Reader, *, task_listeners: bool, on_flow: bool = False) -> Mapped:
@@ -454,5 +451,16 @@ def _listener(el: XmlElement, on_flow: bool = False) -> Mapped:
     field_values = named_fields(reader.children("field", CAMUNDA))
     if field_values:
         listener["fields"] = field_values
+    definition = reader.child("timerEventDefinition")
+    if definition is None and event == "timeout":
+        raise reject(
+            el,
+            "listens to 'timeout' but holds no timerEventDefinition",
+            "add one with a timeDuration or timeDate",
+        )
+    if definition is not None and event != "timeout":
+        raise reject(definition, f"is in a {event!r} listener", "only a timeout listener has one")
+    if definition is not None:
+        listener["timer"] = timer(definition, el)
     reader.finish()
     return listener

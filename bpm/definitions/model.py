@@ -49,7 +49,8 @@ class ListenerEvent(StrEnum):
     """When a listener runs: a node's ``start`` (before its own work) and ``end`` (after it,
     before the token leaves); a flow's ``take`` (before the token arrives); a user task's
     ``assignment`` and ``create`` (when it is made: assignment first, then create, as in
-    Camunda) and ``complete`` (after it is completed, before it ends)."""
+    Camunda), ``complete`` (after it is completed, before it ends) and ``delete`` (when an
+    interrupting boundary event takes it away, before the node's ``end`` listeners)."""
 
     START = "start"
     END = "end"
@@ -58,6 +59,15 @@ class ListenerEvent(StrEnum):
     ASSIGNMENT = "assignment"
     CREATE = "create"
     COMPLETE = "complete"
+    DELETE = "delete"
+    #: An open user task's assignee changed (a claim or unclaim); before ``assignment``.
+    UPDATE = "update"
+    #: A user task's timer fired while the task is still open (the task stays open).
+    TIMEOUT = "timeout"
+
+
+#: A user task's listener events that can run under a token beside the task's (a claim's).
+_BESIDE_EVENTS = (ListenerEvent.UPDATE, ListenerEvent.ASSIGNMENT)
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,8 @@ class Listener:
     event: ListenerEvent
     handler: str
     fields: tuple[VariableMapping, ...] = ()
+    #: A ``timeout`` listener's timer, counted from when its user task is created.
+    timer: TimerSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -282,7 +294,9 @@ class ProcessGraph:
         """Whether a non-interrupting boundary can add a token beside a running activity; then
         a scope token that reaches its end waits for such tokens before it completes."""
         return any(
-            (n.type is NodeType.BOUNDARY and not n.interrupting) or not n.wait_for_completion
+            (n.type is NodeType.BOUNDARY and not n.interrupting)
+            or not n.wait_for_completion
+            or (n.type is NodeType.USER_TASK and any(n.listeners_of(e) for e in _BESIDE_EVENTS))
             for n in self.nodes.values()
         )
 

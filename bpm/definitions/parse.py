@@ -33,7 +33,7 @@ from bpm.definitions.model import (
     ProcessGraph,
     RetryPolicy,
 )
-from bpm.definitions.timers import parse_timer
+from bpm.definitions.timers import TIMER_KINDS, TimerSpec, parse_timer
 from bpm.errors import InvalidDefinition, InvalidExpression
 from bpm.expressions import compile_expression
 
@@ -378,8 +378,38 @@ class _GraphBuilder:
                 inside = "the process" if scope is None else f"subProcess {scope!r}"
                 raise InvalidDefinition(f"{inside} has no startEvent", scope)
         self.boundaries = check_attachments(self.nodes)
+        self._add_timeout_boundaries()
         self._check_compensation()
         self._check_reachable()
+
+    def _add_timeout_boundaries(self) -> None:
+        """A user task's ``timeout`` listener is a non-interrupting timer boundary event of
+        its own: its timer starts with the task, and when it fires, a token beside the
+        task's runs the listener and ends while the task stays open. The event's id is
+        ``<task id>:timeout:<n>``, which no id in a definition can be (ids hold no ``:``)."""
+        for node in list(self.nodes.values()):
+            found = node.listeners_of(ListenerEvent.TIMEOUT)
+            if not found:
+                continue
+            kept = tuple(x for x in node.listeners if x.event is not ListenerEvent.TIMEOUT)
+            self.nodes[node.id] = replace(node, listeners=kept)
+            added = []
+            for n, listener in enumerate(found):
+                boundary = Node(
+                    id=f"{node.id}:timeout:{n}",
+                    type=NodeType.BOUNDARY,
+                    scope=node.scope,
+                    attached_to=node.id,
+                    timer=listener.timer,
+                    interrupting=False,
+                    retry=node.retry,
+                    timeout=node.timeout,
+                    priority=node.priority,
+                    listeners=(replace(listener, timer=None),),
+                )
+                self.nodes[boundary.id] = boundary
+                added.append(boundary.id)
+            self.boundaries[node.id] = (*self.boundaries.get(node.id, ()), *added)
 
     def _check_compensation(self) -> None:
         """Handler activities exist apart from the flow; named activities can be undone."""
@@ -594,8 +624,11 @@ _USER_TASK_EVENTS = (
     ListenerEvent.ASSIGNMENT,
     ListenerEvent.CREATE,
     ListenerEvent.COMPLETE,
+    ListenerEvent.DELETE,
+    ListenerEvent.UPDATE,
+    ListenerEvent.TIMEOUT,
 )
-LISTENER_KEYS = {"event", "handler", "fields"}
+LISTENER_KEYS = {"event", "handler", "fields", "timer"}
 
 
 def parse_listeners(
@@ -644,8 +677,23 @@ def parse_listeners(
                 node_id,
             )
         fields = parse_mappings(item.get("fields"), "fields", f"{where} listener", node_id or "")
-        out.append(Listener(ListenerEvent(event), handler, fields))
+        out.append(Listener(ListenerEvent(event), handler, fields, _listener_timer(item, where)))
     return tuple(out)
+
+
+def _listener_timer(item: Mapping[str, Any], where: str) -> TimerSpec | None:
+    """A ``timeout`` listener's ``timer`` (``duration`` or ``date``), which no other has."""
+    raw = item.get("timer")
+    if (raw is None) != (item.get("event") != ListenerEvent.TIMEOUT):
+        raise InvalidDefinition(
+            f"{where}: a listener has a 'timer' exactly when its event is 'timeout'"
+        )
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise InvalidDefinition(f"{where}: a timeout listener's 'timer' must be an object")
+    _check_keys(raw, set(TIMER_KINDS), f"{where} timeout listener timer", None)
+    return parse_timer(raw, f"{where} timeout listener", "")
 
 
 def _initiator(raw: Mapping[str, Any], where: str, node_id: str) -> str | None:

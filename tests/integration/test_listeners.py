@@ -3,9 +3,12 @@ in Camunda's order, with retries and incidents like a handler, on PostgreSQL."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
+from bpm.errors import BpmnError
 from bpm.handlers import HandlerContext, HandlerRegistry
+from tests.helpers.clock import FakeClock
 from tests.helpers.modeler import chain, modeler_file
 from tests.helpers.runtime import Harness
 
@@ -92,27 +95,68 @@ def test_task_listeners_assignment_then_create_before_the_task_opens_complete_af
     assert rt.engine.show(iid)["state"] == "COMPLETED"
 
 
-def test_a_claim_does_not_run_assignment_listeners_and_the_task_stays_open(
-    rt: Harness, handlers: HandlerRegistry
-) -> None:
-    """Only the assignment a user task is created with runs its listeners (docs/bpmn.md):
-    a token has one open task at a time, and a claim's listener would be a second one."""
-    log = recording(handlers, "assigned")
-    body = (
+def _claimable() -> str:
+    return (
         '<bpmn:startEvent id="S" /><bpmn:userTask id="T"><bpmn:extensionElements>'
         + listener("taskListener", "assignment", "assigned")
+        + listener("taskListener", "update", "updated")
         + '</bpmn:extensionElements></bpmn:userTask><bpmn:endEvent id="E" />'
         + chain("S", "T", "E")
     )
-    rt.engine.deploy_bpmn(modeler_file("p", body))
+
+
+def test_a_claim_runs_update_then_assignment_listeners_beside_the_open_task(
+    rt: Harness, handlers: HandlerRegistry
+) -> None:
+    """A claim's listeners run under a token of their own beside the task's (docs/bpmn.md):
+    the task stays open for its assignee meanwhile; an unclaim runs the update ones."""
+    log = recording(handlers, "assigned", "updated")
+    rt.engine.deploy_bpmn(modeler_file("p", _claimable()))
+    iid = rt.engine.start("p").id
+    rt.drain()
+    assert log == []  # created with no assignee: no assignment yet
+    [task] = rt.engine.user_tasks(instance_id=iid)
+    rt.engine.claim(task["id"], "bob")
+    rt.drain()
+    assert log == ["updated@update", "assigned@assignment"]
+    assert [t["id"] for t in rt.engine.user_tasks(instance_id=iid)] == [task["id"]]
+    rt.engine.unclaim(task["id"])
+    rt.drain()
+    assert log[2:] == ["updated@update"]
+    rt.engine.complete_user_task(task["id"], {}, user="ann")
+    rt.drain()
+    shown = rt.engine.show(iid)
+    assert shown["state"] == "COMPLETED"
+    assert [t["state"] for t in shown["tokens"]].count("COMPLETED") == len(shown["tokens"])
+
+
+def test_a_task_completed_before_its_claim_listeners_ran_ends_after_them(
+    rt: Harness, handlers: HandlerRegistry
+) -> None:
+    log = recording(handlers, "updated")
+    gate = {"open": False}
+
+    def assigned(ctx: HandlerContext) -> None:
+        if not gate["open"]:
+            raise RuntimeError("mail server down")
+        log.append("assigned@assignment")
+
+    handlers.register("assigned", assigned)
+    rt.engine.deploy_bpmn(modeler_file("p", _claimable()))
     iid = rt.engine.start("p").id
     rt.drain()
     [task] = rt.engine.user_tasks(instance_id=iid)
     rt.engine.claim(task["id"], "bob")
     rt.drain()
-    assert log == []
-    assert [t["id"] for t in rt.engine.user_tasks(instance_id=iid)] == [task["id"]]
-    assert [t["kind"] for t in rt.engine.show(iid)["tasks"]] == ["USER"]
+    [incident] = rt.engine.show(iid)["incidents"]  # the claim's listener failed for good
+    rt.engine.complete_user_task(task["id"], {}, user="bob")
+    rt.drain()
+    assert rt.engine.show(iid)["state"] != "COMPLETED"  # its scope waits for that token
+    gate["open"] = True
+    rt.engine.retry(incident["token_id"])
+    rt.drain()
+    assert log == ["updated@update", "assigned@assignment"]
+    assert rt.engine.show(iid)["state"] == "COMPLETED"
 
 
 def test_a_failing_listener_is_an_incident_and_a_retry_goes_on_from_it(
@@ -193,3 +237,168 @@ def test_take_listeners_run_when_the_flow_is_taken_before_the_target_starts(
     rt.drain()
     assert rt.engine.show(iid)["state"] == "COMPLETED"
     assert log == ["taken@take", "again@take", "enter@start", "charge@task"]
+
+
+def _interrupted_review(boundary: str) -> str:
+    return (
+        '<bpmn:startEvent id="S" />'
+        '<bpmn:userTask id="T" camunda:assignee="ann"><bpmn:extensionElements>'
+        + listener("taskListener", "delete", "deleted")
+        + listener("taskListener", "complete", "completed")
+        + listener("executionListener", "end", "left")
+        + listener("executionListener", "end", "audited")
+        + "</bpmn:extensionElements></bpmn:userTask>"
+        + boundary
+        + '<bpmn:serviceTask id="Escalate" camunda:class="org.acme.Escalate" />'
+        '<bpmn:endEvent id="E" /><bpmn:endEvent id="Late" />'
+        + chain("S", "T", "E")
+        + chain("B", "Escalate", "Late")
+    )
+
+
+_TIMER = (
+    '<bpmn:boundaryEvent id="B" attachedToRef="T"><bpmn:timerEventDefinition>'
+    '<bpmn:timeDuration xsi:type="bpmn:tFormalExpression">PT1H</bpmn:timeDuration>'
+    "</bpmn:timerEventDefinition></bpmn:boundaryEvent>"
+)
+
+
+def test_an_interrupting_timer_runs_delete_then_end_listeners_before_its_path(
+    rt: Harness, handlers: HandlerRegistry, clock: FakeClock
+) -> None:
+    log = recording(handlers, "deleted", "completed", "left", "audited", "Escalate")
+    rt.engine.deploy_bpmn(modeler_file("p", _interrupted_review(_TIMER)))
+    iid = rt.engine.start("p").id
+    rt.drain()
+    clock.advance(timedelta(hours=2))
+    assert rt.engine.fire_due_timers() == 1
+    rt.drain()
+    assert log == ["deleted@delete", "left@end", "audited@end", "Escalate@task"]
+    shown = rt.engine.show(iid)
+    assert shown["state"] == "COMPLETED"
+    assert rt.engine.user_tasks(instance_id=iid) == []
+    ended = [t["node_id"] for t in shown["tokens"] if t["state"] == "COMPLETED"]
+    assert ended == ["Late"]
+
+
+def test_an_error_boundary_runs_the_end_listeners_and_sets_the_error_variables(
+    rt: Harness, handlers: HandlerRegistry
+) -> None:
+    log = recording(handlers, "left", "Handle")
+
+    def charge(ctx: HandlerContext) -> None:
+        raise BpmnError("CARD_DECLINED", "card 4242 declined")
+
+    handlers.register("Charge", charge)
+    body = (
+        '<bpmn:startEvent id="S" />'
+        '<bpmn:serviceTask id="T" camunda:class="org.acme.Charge"><bpmn:extensionElements>'
+        + listener("executionListener", "end", "left")
+        + "</bpmn:extensionElements></bpmn:serviceTask>"
+        '<bpmn:boundaryEvent id="B" attachedToRef="T"><bpmn:errorEventDefinition '
+        'errorRef="Error_1" camunda:errorCodeVariable="code" /></bpmn:boundaryEvent>'
+        '<bpmn:serviceTask id="Handle" camunda:class="org.acme.Handle" />'
+        '<bpmn:endEvent id="E" /><bpmn:endEvent id="Declined" />'
+        + chain("S", "T", "E")
+        + chain("B", "Handle", "Declined")
+    )
+    declared = '<bpmn:error id="Error_1" name="Declined" errorCode="CARD_DECLINED" />'
+    rt.engine.deploy_bpmn(modeler_file("p", body, declarations=declared))
+    iid = rt.engine.start("p").id
+    rt.drain()
+    assert log == ["left@end", "Handle@task"]
+    shown = rt.engine.show(iid)
+    assert shown["state"] == "COMPLETED"
+    assert shown["variables"]["code"] == "CARD_DECLINED"
+
+
+def test_a_failing_delete_listener_is_an_incident_and_a_retry_goes_on_to_the_boundary(
+    rt: Harness, handlers: HandlerRegistry, clock: FakeClock
+) -> None:
+    log = recording(handlers, "completed", "left", "audited", "Escalate")
+    broken = {"down": True}
+
+    def deleted(ctx: HandlerContext) -> None:
+        if broken["down"]:
+            raise BpmnError("NOPE", "a BPMN error here is a failure: the token is leaving")
+        log.append("deleted@delete")
+
+    handlers.register("deleted", deleted)
+    rt.engine.deploy_bpmn(modeler_file("p", _interrupted_review(_TIMER)))
+    iid = rt.engine.start("p").id
+    rt.drain()
+    clock.advance(timedelta(hours=2))
+    rt.engine.fire_due_timers()
+    rt.drain()
+    shown = rt.engine.show(iid)
+    assert shown["state"] == "FAILED" and log == []
+    [incident] = shown["incidents"]
+    broken["down"] = False
+    rt.engine.retry(incident["token_id"])
+    rt.drain()
+    assert log == ["deleted@delete", "left@end", "audited@end", "Escalate@task"]
+    assert rt.engine.show(iid)["state"] == "COMPLETED"
+
+
+def test_a_task_completed_normally_runs_no_delete_listener(
+    rt: Harness, handlers: HandlerRegistry
+) -> None:
+    log = recording(handlers, "deleted", "completed", "left", "audited", "Escalate")
+    rt.engine.deploy_bpmn(modeler_file("p", _interrupted_review(_TIMER)))
+    iid = rt.engine.start("p").id
+    rt.drain()
+    [task] = rt.engine.user_tasks(instance_id=iid)
+    rt.engine.complete_user_task(task["id"], {}, user="ann")
+    rt.drain()
+    assert log == ["completed@complete", "left@end", "audited@end"]
+    assert rt.engine.show(iid)["state"] == "COMPLETED"
+
+
+def _reminded(duration: str = "PT1H") -> str:
+    return (
+        '<bpmn:startEvent id="S" />'
+        '<bpmn:userTask id="T" camunda:assignee="ann"><bpmn:extensionElements>'
+        '<camunda:taskListener delegateExpression="${remind}" event="timeout" id="Remind">'
+        '<camunda:field name="channel"><camunda:string>mail</camunda:string></camunda:field>'
+        '<bpmn:timerEventDefinition id="TimerEventDefinition_1">'
+        f'<bpmn:timeDuration xsi:type="bpmn:tFormalExpression">{duration}</bpmn:timeDuration>'
+        "</bpmn:timerEventDefinition></camunda:taskListener>"
+        "</bpmn:extensionElements></bpmn:userTask>"
+        '<bpmn:endEvent id="E" />' + chain("S", "T", "E")
+    )
+
+
+def test_a_timeout_listener_runs_when_its_timer_fires_and_the_task_stays_open(
+    rt: Harness, handlers: HandlerRegistry, clock: FakeClock
+) -> None:
+    log = recording(handlers, "remind")
+    rt.engine.deploy_bpmn(modeler_file("p", _reminded()))
+    iid = rt.engine.start("p").id
+    rt.drain()
+    clock.advance(timedelta(minutes=30))
+    assert rt.engine.fire_due_timers() == 0
+    clock.advance(timedelta(hours=1))
+    assert rt.engine.fire_due_timers() == 1
+    rt.drain()
+    assert log == ["remind@timeout"]
+    shown = rt.engine.show(iid)
+    assert shown["variables"]["seen_remind"] == {"channel": "mail"}
+    [task] = rt.engine.user_tasks(instance_id=iid)
+    rt.engine.complete_user_task(task["id"], {}, user="ann")
+    rt.drain()
+    assert rt.engine.show(iid)["state"] == "COMPLETED"
+
+
+def test_a_timeout_listener_of_a_task_completed_in_time_never_runs(
+    rt: Harness, handlers: HandlerRegistry, clock: FakeClock
+) -> None:
+    log = recording(handlers, "remind")
+    rt.engine.deploy_bpmn(modeler_file("p", _reminded()))
+    iid = rt.engine.start("p").id
+    rt.drain()
+    [task] = rt.engine.user_tasks(instance_id=iid)
+    rt.engine.complete_user_task(task["id"], {}, user="ann")
+    rt.drain()
+    clock.advance(timedelta(hours=2))
+    assert rt.engine.fire_due_timers() == 0
+    assert log == [] and rt.engine.show(iid)["state"] == "COMPLETED"

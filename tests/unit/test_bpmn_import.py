@@ -536,8 +536,8 @@ def test_the_order_saga_example_in_bpmn_behaves_like_the_json_one() -> None:
         (
             '<userTask id="u"><extensionElements><camunda:taskListener event="timeout" '
             'class="org.example.Notify"/></extensionElements></userTask>',
-            "line 10: camunda:taskListener in userTask 'u' listens to 'timeout', which is not "
-            "supported yet",
+            "line 10: camunda:taskListener in userTask 'u' listens to 'timeout' but holds no "
+            "timerEventDefinition; add one with a timeDuration or timeDate",
         ),
         (
             '<userTask id="u"><extensionElements><camunda:executionListener event="start">'

@@ -16,7 +16,7 @@ from uuid import UUID
 from bpm.definitions.form_values import check_submission
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Next, Stale, Tx
-from bpm.engine.semantics import scopes, steps, task_moves
+from bpm.engine.semantics import scopes, steps, task_events, task_moves
 from bpm.engine.semantics.nodes import after_user_task
 from bpm.errors import InvalidOperation, TaskClaimed, TaskNotFound
 from bpm.states import TaskEvent, TaskKind, TaskState, TokenState
@@ -83,29 +83,43 @@ def claim(core: EngineCore, task_id: UUID, user: str) -> None:
     if not isinstance(user, str) or not user.strip():
         raise InvalidOperation("claiming a task needs a user name")
 
-    def body() -> None:
+    def body() -> Next:
         with core.transaction(user) as tx:
             task = _open(tx, task_id)
             if task.assignee == user:
-                return
+                return None
             if task.assignee is not None:
                 raise TaskClaimed(
                     f"user task {task_id} is claimed by {task.assignee!r}; it "
                     f"must be unclaimed before {user!r} can claim it"
                 )
             task_moves.assign(tx, task, user, TaskEvent.CLAIMED)
+            return _assigned(core, tx, task, user)
 
-    core.retrying(body)
+    core.send_next(core.retrying(body))
 
 
 def unclaim(core: EngineCore, task_id: UUID) -> None:
-    def body() -> None:
+    def body() -> Next:
         with core.transaction("operator") as tx:
             task = _open(tx, task_id)
-            if task.assignee is not None:
-                task_moves.assign(tx, task, None, TaskEvent.UNCLAIMED)
+            if task.assignee is None:
+                return None
+            task_moves.assign(tx, task, None, TaskEvent.UNCLAIMED)
+            return _assigned(core, tx, task, None)
 
-    core.retrying(body)
+    core.send_next(core.retrying(body))
+
+
+def _assigned(core: EngineCore, tx: Tx, task: TaskRow, assignee: str | None) -> Next:
+    """The task's ``update`` and ``assignment`` listeners, under a token beside its own."""
+    g = core.graph_of(tx, task.instance_id)
+    node = g.node(task.node_id)
+    events = task_events.after_assignment(node, assignee)
+    tok = tx.token(task.token_id) if events else None
+    if tok is None:
+        return None
+    return task_events.run_beside(tx, tok, node, events)
 
 
 def complete(

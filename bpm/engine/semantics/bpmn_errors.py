@@ -9,19 +9,25 @@ the boundary's path.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from bpm.definitions.model import Node, ProcessGraph
-from bpm.engine.core.tx import NextToken, Tx
-from bpm.engine.semantics import scopes
+from bpm.engine.core.tx import NextToken, RunTask, Tx
+from bpm.engine.semantics import interruptions, scopes
 from bpm.engine.semantics.cancelling import cancel_inside, cancel_timers
 from bpm.engine.semantics.moves import move
 from bpm.engine.semantics.tree import Tree
 from bpm.states import EngineEvent, TokenEvent, TokenState
 from bpm.store.rows import TokenRow
 
+#: What catching leads to: the token goes on at the boundary, or waits while the activity's
+#: interruption listeners run first.
+Caught = NextToken | RunTask
+
 
 def catch_at_activity(
     tx: Tx, g: ProcessGraph, tok: TokenRow, code: str, message: str = ""
-) -> NextToken | None:
+) -> Caught | None:
     """``tok`` waits at a task that threw ``code``: take the catching boundary, if any."""
     catcher = g.catcher(tok.node_id, code)
     if catcher is None:
@@ -41,7 +47,7 @@ def caught_anywhere(g: ProcessGraph, node_id: str, code: str) -> bool:
 
 def throw_from_task(
     tx: Tx, g: ProcessGraph, tok: TokenRow, code: str, message: str = ""
-) -> NextToken | None:
+) -> Caught | None:
     """``tok`` waits at a task that threw ``code``: the task's own boundary catches it, else
     the innermost enclosing subprocess whose boundary does (the task is left with it)."""
     caught = catch_at_activity(tx, g, tok, code, message)
@@ -53,7 +59,7 @@ def throw_from_task(
 
 def throw_from_end(
     tx: Tx, g: ProcessGraph, tok: TokenRow, code: str, message: str = ""
-) -> NextToken | None:
+) -> Caught | None:
     """An error end event: the innermost enclosing subprocess with a catching boundary ends
     (its remaining tokens are cancelled) and its token takes the boundary's path."""
     tree = Tree.read(tx, tok.instance_id)
@@ -85,17 +91,8 @@ def _take_boundary(
     code: str,
     message: str,
     thrown_at: str,
-) -> NextToken:
+) -> Caught:
     cancel_timers(tx, tok, reason=f"error {code!r} caught by {catcher.id!r}")
-    moved = move(
-        tx,
-        tok,
-        state=TokenState.ACTIVE,
-        event=TokenEvent.ERROR_CAUGHT,
-        node_id=catcher.id,
-        via_flow=None,
-        data={"code": code, "thrown_at": thrown_at},
-    )
     tx.history.engine(
         instance_id=tok.instance_id,
         at=tx.now,
@@ -113,5 +110,8 @@ def _take_boundary(
         )
         if name is not None
     }
-    scopes.write(tx, g, moved, caught)  # errorCodeVariable and errorMessageVariable
-    return NextToken(moved.id, moved.version, moved)
+    # errorCodeVariable and errorMessageVariable, written from where the boundary's path
+    # begins (not inside the activity's own scope, which ends as the token leaves it)
+    scopes.write(tx, g, replace(tok, node_id=catcher.id), caught)
+    data = {"code": code, "thrown_at": thrown_at}
+    return interruptions.leave_for(tx, g, tx.current(tok), catcher, TokenEvent.ERROR_CAUGHT, data)

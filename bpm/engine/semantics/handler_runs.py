@@ -18,7 +18,7 @@ from uuid import UUID
 from bpm.definitions import mappings
 from bpm.definitions.model import Node, ProcessGraph
 from bpm.engine.core.tx import Next, Stale, Tx
-from bpm.engine.semantics import listeners, scopes, task_moves
+from bpm.engine.semantics import interruptions, listeners, scopes, task_moves
 from bpm.engine.semantics.bpmn_errors import caught_anywhere, throw_from_task
 from bpm.engine.semantics.failures import fail_token
 from bpm.engine.semantics.nodes import leave, listener_done
@@ -241,6 +241,8 @@ def catch_bpmn_error(tx: Tx, g: ProcessGraph, task: TaskRow, code: str, message:
     """Task ends (DONE, with the error kept) and its token takes the catching boundary, its
     own or an enclosing subprocess's; None when no boundary catches ``code``."""
     if not caught_anywhere(g, task.node_id, code):
+        return None
+    if interruptions.is_interruption(listeners.step_of(g, task)):
         return None
     tok = tx.token(task.token_id)
     if tok is None or tok.state != TokenState.WAITING:

@@ -8,7 +8,10 @@ what the event leads to (``nodes.listener_done``). A token has one open task at 
 listener never runs beside the task of its node.
 
 The task's ``topic`` column, unused by handler tasks, names the listener it runs:
-``listener:<event>:<index>`` (``...:<flow id>`` for a flow's ``take`` listener).
+``listener:<event>:<index>`` (``...:<flow id>`` for a flow's ``take`` listener, and
+``...:!<boundary id>`` for a listener that runs because that interrupting boundary event
+takes the token away: ``!`` never appears in an XML id; ``...:+<event>,...`` for a listener
+that runs under a token beside an open user task, with the events that follow it).
 """
 
 from __future__ import annotations
@@ -16,13 +19,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bpm.definitions.model import Flow, Listener, ListenerEvent, Node, ProcessGraph
-from bpm.engine.core.tx import Next, RunTask, Tx
+from bpm.engine.core.tx import RunTask, Tx
 from bpm.engine.semantics import task_moves
 from bpm.engine.semantics.moves import move
 from bpm.states import TaskKind, TokenEvent, TokenState, WaitKind
 from bpm.store.rows import TaskRow, TokenRow
 
 PREFIX = "listener:"
+#: Marks the boundary event an interruption listener's token goes to when it is done.
+_TO_BOUNDARY = "!"
+#: Marks a listener that runs under a token of its own beside an open user task.
+_BESIDE = "+"
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,11 @@ class Step:
     index: int
     #: A ``take`` listener's flow.
     flow: str | None = None
+    #: The interrupting boundary event the token goes to once the node's ``delete`` and
+    #: ``end`` listeners ran.
+    boundary: str | None = None
+    #: Runs under a token beside an open user task; these events' listeners follow it.
+    then: tuple[ListenerEvent, ...] | None = None
 
 
 def run(
@@ -43,9 +55,13 @@ def run(
     event: ListenerEvent,
     index: int = 0,
     flow: Flow | None = None,
-) -> Next:
+    *,
+    boundary: str | None = None,
+    then: tuple[ListenerEvent, ...] | None = None,
+) -> RunTask:
     """The token waits while listener ``index`` of ``event`` runs (of ``flow``, for a
-    ``take``: the token waits at the flow's target, not yet arrived)."""
+    ``take``: the token waits at the flow's target, not yet arrived; for a ``boundary``
+    that interrupts the node, the token waits at the node it is leaving)."""
     if tok.state != TokenState.WAITING or tok.wait_kind != WaitKind.TASK:
         tok = move(
             tx,
@@ -55,14 +71,29 @@ def run(
             wait_kind=WaitKind.TASK,
             data={"listener": event.value},
         )
-    return _task(tx, tok, node, event, index, flow)
+    listener = _listener(node, event, index, flow)
+    flow_id = flow.id if flow is not None else None
+    return _task(tx, tok, node, Step(listener, event, index, flow_id, boundary, then))
 
 
-def _task(
-    tx: Tx, tok: TokenRow, node: Node, event: ListenerEvent, index: int, flow: Flow | None
-) -> Next:
-    listener = (flow.listeners if flow is not None else node.listeners_of(event))[index]
-    marker = f"{PREFIX}{event.value}:{index}" + (f":{flow.id}" if flow is not None else "")
+def _listener(node: Node, event: ListenerEvent, index: int, flow: Flow | None) -> Listener:
+    return (flow.listeners if flow is not None else node.listeners_of(event))[index]
+
+
+def _marker(step: Step) -> str:
+    marker = f"{PREFIX}{step.event.value}:{step.index}"
+    if step.flow is not None:
+        return f"{marker}:{step.flow}"
+    if step.boundary is not None:
+        return f"{marker}:{_TO_BOUNDARY}{step.boundary}"
+    if step.then is not None:
+        return f"{marker}:{_BESIDE}" + ",".join(e.value for e in step.then)
+    return marker
+
+
+def _task(tx: Tx, tok: TokenRow, node: Node, step: Step) -> RunTask:
+    listener, event, index = step.listener, step.event, step.index
+    marker = _marker(step)
     task = task_moves.new_task(
         tx,
         tok,
@@ -89,11 +120,17 @@ def step_of(g: ProcessGraph, task: TaskRow) -> Step | None:
     if task.kind != TaskKind.HANDLER or not marker or not marker.startswith(PREFIX):
         return None
     event_name, _, rest = marker[len(PREFIX) :].partition(":")
-    index, _, flow_id = rest.partition(":")
+    index, _, after = rest.partition(":")
     event = ListenerEvent(event_name)
-    if flow_id:
-        return Step(g.flows[flow_id].listeners[int(index)], event, int(index), flow_id)
     found = g.node(task.node_id).listeners_of(event)
+    if after.startswith(_BESIDE):
+        then = tuple(ListenerEvent(e) for e in after[len(_BESIDE) :].split(",") if e)
+        return Step(found[int(index)], event, int(index), then=then)
+    if after.startswith(_TO_BOUNDARY):
+        boundary = after[len(_TO_BOUNDARY) :]
+        return Step(found[int(index)], event, int(index), boundary=boundary)
+    if after:
+        return Step(g.flows[after].listeners[int(index)], event, int(index), after)
     return Step(found[int(index)], event, int(index))
 
 
@@ -103,4 +140,12 @@ def creation_events(node: Node) -> tuple[ListenerEvent, ...]:
     events = [ListenerEvent.CREATE]
     if node.assignee is not None:
         events.insert(0, ListenerEvent.ASSIGNMENT)
+    return tuple(e for e in events if node.listeners_of(e))
+
+
+def interruption_events(node: Node) -> tuple[ListenerEvent, ...]:
+    """The listener events an interrupting boundary event fires at the node it takes a token
+    from, in order: a user task's ``delete``, then the node's ``end``, as Camunda fires them
+    (its output mappings are not applied: the node did not complete)."""
+    events = (ListenerEvent.DELETE, ListenerEvent.END)
     return tuple(e for e in events if node.listeners_of(e))

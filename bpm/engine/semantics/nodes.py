@@ -12,6 +12,7 @@ from bpm.engine.semantics import (
     activities,
     decisions,
     gateways,
+    interruptions,
     listeners,
     records,
     sagas,
@@ -43,6 +44,8 @@ def _arrive_now(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
         return activities.enter_compensation(tx, g, tok, node)
     if node.inputs and not _mapped(tx, tok, scopes.enter(tx, g, tok, node)):
         return None
+    if node.listeners_of(ListenerEvent.TIMEOUT):  # a user task's timeout (its own boundary)
+        return listeners.run(tx, tok, node, ListenerEvent.TIMEOUT)
     if node.listeners_of(ListenerEvent.START):
         waiting = listeners.run(tx, tok, node, ListenerEvent.START)
         _arm(tx, g, tok, node)
@@ -56,6 +59,7 @@ def begin(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node, *, armed: bool = F
     if node.decision is not None:
         return leave(tx, g, tok, node) if decisions.evaluate(tx, g, tok, node) else None
     if node.type in ACTIVITIES:
+        result: Next
         if node.type is NodeType.USER_TASK and (events := listeners.creation_events(node)):
             result = listeners.run(tx, tok, node, events[0])
         else:
@@ -76,8 +80,16 @@ def _arm(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> None:
 
 def listener_done(tx: Tx, g: ProcessGraph, tok: TokenRow, step: listeners.Step) -> Next:
     """A listener finished: the next one of its event, or what the event leads to."""
+    if step.boundary is not None:
+        return interruptions.listener_done(tx, g, tok, step)
     node = g.node(tok.node_id)
     following = step.index + 1
+    if step.then is not None:  # a token beside an open user task: its listeners, then it ends
+        if following < len(node.listeners_of(step.event)):
+            return listeners.run(tx, tok, node, step.event, following, then=step.then)
+        if step.then:
+            return listeners.run(tx, tok, node, step.then[0], then=step.then[1:])
+        return end_token(tx, tok, g)
     if step.flow is not None:  # a flow's take listeners: then the token arrives
         flow = g.flows[step.flow]
         if following < len(flow.listeners):
@@ -93,7 +105,7 @@ def listener_done(tx: Tx, g: ProcessGraph, tok: TokenRow, step: listeners.Step) 
             if node.type is NodeType.END
             else _leave_now(tx, g, tok, node)
         )
-    if step.event is ListenerEvent.COMPLETE:
+    if step.event in (ListenerEvent.COMPLETE, ListenerEvent.TIMEOUT):
         return leave(tx, g, tok, node)
     events = listeners.creation_events(node)
     if step.event is not events[-1]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.engine.core.tx import Next, NextToken, Tx
+from bpm.engine.semantics import interruptions
 from bpm.engine.semantics.cancelling import cancel_descendants, cancel_task, cancel_timers
 from bpm.engine.semantics.moves import create, move, new_token
 from bpm.engine.semantics.nodes import leave
@@ -28,7 +29,8 @@ def wake(tx: Tx, g: ProcessGraph, node: Node, tok: TokenRow) -> Next:
 
 def _interrupt(tx: Tx, g: ProcessGraph, tok: TokenRow, boundary: Node) -> Next:
     """Leave the activity: its task (even one a worker holds) or its subprocess tokens are
-    cancelled, its other timers disarmed, and the token takes the boundary's path."""
+    cancelled, its other timers disarmed, and the token takes the boundary's path (after
+    the activity's interruption listeners)."""
     reason = f"interrupted by timer {boundary.id!r}"
     task = tasks.open_of_token(tx.conn, tok.id)
     if task is not None:
@@ -36,16 +38,8 @@ def _interrupt(tx: Tx, g: ProcessGraph, tok: TokenRow, boundary: Node) -> Next:
     if g.node(tok.node_id).type is NodeType.SUBPROCESS:
         cancel_descendants(tx, tok, reason)
     cancel_timers(tx, tok, reason)
-    moved = move(
-        tx,
-        tok,
-        state=TokenState.ACTIVE,
-        event=TokenEvent.TIMER_FIRED,
-        node_id=boundary.id,
-        via_flow=None,
-        data={"boundary": boundary.id, "left": tok.node_id},
-    )
-    return NextToken(moved.id, moved.version, moved)
+    data = {"boundary": boundary.id, "left": tok.node_id}
+    return interruptions.leave_for(tx, g, tok, boundary, TokenEvent.TIMER_FIRED, data)
 
 
 def _spawn(tx: Tx, tok: TokenRow, boundary: Node) -> Next:

@@ -1,0 +1,55 @@
+"""Listeners of an open user task's later events: a claim or unclaim (``update``, then
+``assignment`` when there is a new assignee) and a timeout.
+
+The task's token waits for the user, and a token has one open task at a time, so these
+listeners run under a token of their own: it is spawned beside the task's token, as a
+non-interrupting boundary event's path is, runs the listeners in order, and ends. The task
+stays open throughout, and the scope around it waits for that token before it completes.
+"""
+
+from __future__ import annotations
+
+from bpm.definitions.model import ListenerEvent, Node
+from bpm.engine.core.tx import RunTask, Tx
+from bpm.engine.semantics import listeners
+from bpm.engine.semantics.moves import create, move, new_token
+from bpm.states import LinkType, TokenEvent
+from bpm.store.rows import TokenRow
+
+
+def after_assignment(node: Node, assignee: str | None) -> tuple[ListenerEvent, ...]:
+    """The events a changed assignee fires, in order: ``update``, then ``assignment`` when
+    the task now has an assignee; only those with listeners."""
+    events = [ListenerEvent.UPDATE]
+    if assignee is not None:
+        events.append(ListenerEvent.ASSIGNMENT)
+    return tuple(e for e in events if node.listeners_of(e))
+
+
+def run_beside(
+    tx: Tx, tok: TokenRow, node: Node, events: tuple[ListenerEvent, ...]
+) -> RunTask | None:
+    """Spawn a token beside ``tok`` (waiting at the user task ``node``) that runs the
+    listeners of ``events``; None when there are none."""
+    if not events:
+        return None
+    move(
+        tx,
+        tok,
+        state=tok.state,
+        event=TokenEvent.SPAWNED,
+        wait_kind=tok.wait_kind,
+        data={"listeners": [e.value for e in events]},
+    )
+    parent = tok.parent_token_id if tok.concurrent else tok.id
+    beside = new_token(
+        tx,
+        instance_id=tok.instance_id,
+        node_id=node.id,
+        parent=parent,
+        scope_id=tok.scope_id,
+        concurrent=True,
+        via_flow=None,
+    )
+    create(tx, [beside], [(tok.id, beside.id, LinkType.FORK)])
+    return listeners.run(tx, tx.current(beside), node, events[0], then=events[1:])
