@@ -69,6 +69,13 @@ class LockedTaskDto(Dto):
     suspended: bool = False
     variables: dict[str, dict[str, Any]]
     extension_properties: dict[str, str]
+    #: bpm's extensions for its own worker (Camunda's clients ignore them): the attempt this
+    #: lock is, the retries a failure leaves and the wait before the next attempt (ms), by the
+    #: node's retry policy, and the definition's version.
+    bpm_attempt: int
+    bpm_retries: int
+    bpm_backoff: int
+    bpm_version: int
 
 
 class ExternalTaskDto(Dto):
@@ -96,12 +103,18 @@ class ExternalTaskDto(Dto):
 
 class CompleteDto(Dto):
     worker_id: str | None = None
+    #: bpm's worker names the attempt it reports on (``bpmAttempt`` of the locked task), so
+    #: a report sent again after a lost reply never closes a later run.
+    bpm_attempt: int | None = Field(default=None, ge=1)
     variables: VariableMap | None = None
     local_variables: VariableMap | None = None
 
 
 class FailureDto(Dto):
     worker_id: str | None = None
+    #: bpm's worker names the attempt it reports on (``bpmAttempt`` of the locked task), so
+    #: a report sent again after a lost reply never closes a later run.
+    bpm_attempt: int | None = Field(default=None, ge=1)
     error_message: str | None = None
     error_details: str | None = None
     #: Omitted means 0, as in Camunda: the task fails with an incident at once.
@@ -113,6 +126,9 @@ class FailureDto(Dto):
 
 class BpmnErrorDto(Dto):
     worker_id: str | None = None
+    #: bpm's worker names the attempt it reports on (``bpmAttempt`` of the locked task), so
+    #: a report sent again after a lost reply never closes a later run.
+    bpm_attempt: int | None = Field(default=None, ge=1)
     error_code: str = Field(min_length=1)
     error_message: str | None = None
     variables: VariableMap | None = None

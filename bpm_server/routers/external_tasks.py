@@ -119,7 +119,9 @@ def complete(task_id: str, body: CompleteDto, request: Request, caller: Reporter
     local = decode_variables(wire(body.local_variables))
     worker = _worker(body.worker_id)
     runtime.run(
-        lambda: runtime.engine.complete(task_id, worker, values, local_variables=local or None)
+        lambda: runtime.engine.complete(
+            task_id, worker, values, local_variables=local or None, attempt=body.bpm_attempt
+        )
     )
     return NO_CONTENT
 
@@ -136,7 +138,9 @@ def failure(task_id: str, body: FailureDto, request: Request, caller: Reporter) 
     wait = timedelta(milliseconds=body.retry_timeout or 0)
     message = body.error_message or "failed (no errorMessage given)"
     runtime.run(
-        lambda: runtime.engine.fail(task_id, worker, message, body.error_details, retries, wait)
+        lambda: runtime.engine.fail(
+            task_id, worker, message, body.error_details, retries, wait, attempt=body.bpm_attempt
+        )
     )
     return NO_CONTENT
 
@@ -148,7 +152,9 @@ def bpmn_error(task_id: str, body: BpmnErrorDto, request: Request, caller: Repor
     values = decode_variables(wire(body.variables))
     worker, message = _worker(body.worker_id), body.error_message or ""
     runtime.run(
-        lambda: runtime.engine.bpmn_error(task_id, worker, body.error_code, message, values)
+        lambda: runtime.engine.bpmn_error(
+            task_id, worker, body.error_code, message, values, attempt=body.bpm_attempt
+        )
     )
     return NO_CONTENT
 
@@ -293,4 +299,8 @@ def _locked(t: LockedTask, properties: bool) -> LockedTaskDto:
         business_key=t.business_key,
         variables=encode_variables(t.variables),
         extension_properties=dict(t.properties or {}) if properties else {},
+        bpm_attempt=t.attempt,
+        bpm_retries=t.retries,
+        bpm_backoff=int(t.backoff.total_seconds() * 1000),
+        bpm_version=t.process_version,
     )
