@@ -99,7 +99,13 @@ def test_a_locked_task_has_camundas_shape(server: Server, instances: dict[str, s
         "suspended",
         "variables",
         "extensionProperties",
+        # bpm's own worker reads these (docs/http-api.md); Camunda's clients ignore them
+        "bpmAttempt",
+        "bpmRetries",
+        "bpmBackoff",
+        "bpmVersion",
     }
+    assert task["bpmAttempt"] == 1 and task["bpmVersion"] == 1
     assert task["topicName"] == "filters" and task["workerId"] == "f"
     assert DATE.match(task["lockExpirationTime"]) and DATE.match(task["createTime"])
     assert task["retries"] is None and task["errorMessage"] is None and task["tenantId"] is None
