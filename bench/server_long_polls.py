@@ -63,12 +63,26 @@ def fresh_database(url: str) -> None:
         db.dispose()
 
 
-def serve(url: str, port: int, log: Path) -> subprocess.Popen[bytes]:
+def serve(
+    url: str, port: int, log: Path, workers: int = 1, broker: str | None = None
+) -> subprocess.Popen[bytes]:
+    """``bpm serve`` on ``url``: embedded (it runs the steps itself), or with ``broker``."""
     env = {**os.environ, "BPM_DATABASE_URL": url, "PYTHONPATH": str(ROOT)}
     env.pop("BPM_BROKER_URL", None)
+    if broker is not None:
+        env["BPM_BROKER_URL"] = broker
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "bpm.cli", "serve", "--port", str(port)],
+            [
+                sys.executable,
+                "-m",
+                "bpm.cli",
+                "serve",
+                "--port",
+                str(port),
+                "--workers",
+                str(workers),
+            ],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
