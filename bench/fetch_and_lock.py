@@ -17,6 +17,7 @@ import argparse
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from uuid import uuid4
 
@@ -25,7 +26,7 @@ from sqlalchemy import text
 from bench.engine_throughput import fresh_database
 from bench.threads import run_concurrently
 from bpm.definitions import ProcessBuilder
-from bpm.dispatch import InProcessDispatcher
+from bpm.dispatch import Dispatcher, InProcessDispatcher
 from bpm.engine.engine import Engine
 from bpm.engine.operations.external import TopicRequest
 from bpm.sdk import Worker
@@ -61,13 +62,21 @@ def create(db: Database, def_id: object, n: int, topic: str, state: str) -> None
         conn.exec_driver_sql("ANALYZE")
 
 
-def throughput(db: Database, def_id: object, tasks: int, threads: int) -> float:
+def throughput(
+    db: Database,
+    def_id: object,
+    tasks: int,
+    threads: int,
+    dispatcher: Callable[[], Dispatcher] = InProcessDispatcher,
+) -> float:
+    """Tasks/s; ``dispatcher`` takes the steps each completion makes due (by default they
+    run in the completing thread)."""
     create(db, def_id, tasks, "bench", "READY")
     done = [0]
     lock = threading.Lock()
 
     def work(n: int) -> None:
-        engine = Engine(db, InProcessDispatcher(), worker_id=f"bench-{n}")
+        engine = Engine(db, dispatcher(), worker_id=f"bench-{n}")
         while batch := engine.fetch_and_lock(f"w{n}", [TopicRequest("bench", LOCK)], 10):
             for task in batch:
                 engine.complete(task.id, f"w{n}")

@@ -153,3 +153,22 @@ class BpmnError(BpmError):
 
 class ConfigError(BpmError):
     """The environment or command line names something that cannot be used."""
+
+
+# --- callers of the HTTP API ---------------------------------------------------------------
+
+
+class InvalidRequest(BpmError):
+    """A request the API cannot take as sent (a malformed field, a refused value type)."""
+
+
+class AccessDenied(BpmError):
+    """A caller the API refuses; nothing was changed."""
+
+
+class NotAuthenticated(AccessDenied):
+    """No credential, or one that does not verify."""
+
+
+class Forbidden(AccessDenied):
+    """A verified caller whose role or limits do not allow this call."""

@@ -100,6 +100,19 @@ class IncidentState(StrEnum):
     RESOLVED = "RESOLVED"
 
 
+class Role(StrEnum):
+    """What an API credential may do (``bpm credentials add --role``)."""
+
+    #: Fetch and report the external tasks of its topics (all topics when none are named).
+    WORKER = "WORKER"
+    #: Start and correlate the processes it names (all when none are named).
+    STARTER = "STARTER"
+    #: Read everything, change nothing.
+    VIEWER = "VIEWER"
+    #: Everything.
+    OPERATOR = "OPERATOR"
+
+
 # --- history event types: the ``type`` of each history table's rows ----------------------
 
 

@@ -10,6 +10,7 @@ import click
 
 from bpm import __version__
 from bpm.cli.commands import (
+    credentials,
     db,
     decide,
     definition,
@@ -19,6 +20,7 @@ from bpm.cli.commands import (
     inspect,
     operate,
     replay,
+    serve,
     start,
     tasks,
 )
@@ -33,6 +35,7 @@ Environment:
   BPM_IMPORTS       comma-separated modules that register handlers
   BPM_BROKER_URL    Celery broker: jobs go to the workers (unset: they run in bpm itself)
   BPM_DEBUG=1       show the traceback of an unexpected error
+  BPM_SERVER_HOST, BPM_SERVER_PORT, BPM_SERVER_WORKERS   defaults of bpm serve
 """
 
 
@@ -87,6 +90,8 @@ for command in (tasks.tasks, tasks.claim, tasks.unclaim, tasks.complete, tasks.c
 cli.add_command(external.external_worker)
 cli.add_command(demo)
 cli.add_command(cleanup)
+cli.add_command(serve.serve)
+cli.add_command(credentials.credentials)
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ from bpm.engine.operations import (
     decisions,
     external,
     external_reports,
+    external_views,
     lifecycle,
     messages,
     repairs,
@@ -191,6 +192,11 @@ class Engine(EngineReads):
         (a worker giving back its own tasks must not give back another's)."""
         with because(f"api unlock task={task_id}"):
             external_reports.unlock(self.core, as_id(task_id, "task"), worker_id)
+
+    def lock(self, task_id: UUID | str, worker_id: str, duration: timedelta) -> None:
+        """Lock one waiting task by id (or renew the lock ``worker_id`` holds on it)."""
+        with because(f"api lock task={task_id}"):
+            external_views.lock(self.core, as_id(task_id, "task"), worker_id, duration)
 
     def fire_due_timers(self, now: datetime | None = None, batch: int = 500) -> int:
         """Fire the timers due at ``now`` (default: the engine's clock); returns how many."""

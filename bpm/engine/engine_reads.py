@@ -5,12 +5,14 @@ changes state, so nothing here names a cause."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Unpack
 from uuid import UUID
 
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.ids import as_id, maybe_id
-from bpm.engine.operations import definitions, queries, user_tasks, views
+from bpm.engine.operations import definitions, external_views, queries, user_tasks, views
+from bpm.engine.operations.external_views import ExternalTaskView, TaskFilter
 from bpm.store.queries import InstanceFields, InstanceFilter
 
 
@@ -84,3 +86,16 @@ class EngineReads:
         """A deployed definition as people and tools read it: its properties, forms,
         documentation and who may start it, node by node (latest version unless given)."""
         return definitions.definition(self.core, key, version)
+
+    def external_tasks(
+        self, *, limit: int = 100, offset: int = 0, **match: Unpack[TaskFilter]
+    ) -> list[ExternalTaskView]:
+        """Open external tasks (waiting, locked, failed), oldest first."""
+        return external_views.find(self.core, limit, offset, **match)
+
+    def external_task(self, task_id: UUID | str) -> ExternalTaskView:
+        return external_views.get(self.core, as_id(task_id, "task"))
+
+    def next_retry_due(self, topics: Sequence[str]) -> datetime | None:
+        """When a failed task of ``topics`` waiting out its retry timeout comes due."""
+        return external_views.next_retry_due(self.core, topics)

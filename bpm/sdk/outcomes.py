@@ -14,9 +14,9 @@ from datetime import timedelta
 from enum import Enum
 from typing import Any
 
-from bpm.engine.engine import Engine
 from bpm.engine.operations.external import LockedTask
 from bpm.errors import BpmnError
+from bpm.sdk.transport import TaskTransport
 
 TaskFn = Callable[[LockedTask], Mapping[str, Any] | None]
 MAX_DETAILS = 8000
@@ -75,7 +75,7 @@ def refusal(problem: str) -> Report:
     return Report(ReportKind.FAIL, message=problem, refused=True)
 
 
-def send(engine: Engine, worker_id: str, task: LockedTask, report: Report) -> None:
+def send(engine: TaskTransport, worker_id: str, task: LockedTask, report: Report) -> None:
     """Report to the engine; raises what the engine raises (a lost lock, bad variables).
 
     Each report names the attempt it is about, so one sent again after its first send landed

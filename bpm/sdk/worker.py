@@ -23,7 +23,9 @@ from uuid import UUID
 from bpm.engine.engine import Engine
 from bpm.engine.operations.external import LockedTask, TopicRequest
 from bpm.errors import BadVariables, BpmError, TaskLockError
+from bpm.sdk.http import Auth, HttpTransport
 from bpm.sdk.outcomes import Report, TaskFn, refusal, run_task, send
+from bpm.sdk.transport import TaskTransport
 from bpm.store import DatabaseUnavailable
 from bpm.store.notify import Listener
 from bpm.store.outages import until_available
@@ -53,13 +55,21 @@ class _Running:
 
 
 class Worker:
-    """One worker id, any number of topic subscriptions, ``threads`` handlers at a time."""
+    """One worker id, any number of topic subscriptions, ``threads`` handlers at a time.
+
+    It reaches the engine through ``engine`` (a database connection), or through the HTTP API
+    at ``url`` (``http://host:8080/engine-rest``) with ``auth`` (``(name, secret)`` or a
+    bearer token), or through the engine ``bpm external-worker`` binds. Over HTTP it behaves
+    the same: long polls, lock extension, retries by the node's policy, graceful stop.
+    """
 
     def __init__(
         self,
         worker_id: str,
         *,
         engine: Engine | None = None,
+        url: str | None = None,
+        auth: Auth = None,
         threads: int = 4,
         long_poll: float = 20.0,
         shutdown_grace: float = 30.0,
@@ -70,8 +80,12 @@ class Worker:
             raise BpmError(
                 f"worker {worker_id!r}: threads must be at least 1 and prefetch not negative"
             )
+        if engine is not None and url is not None:
+            raise BpmError(f"worker {worker_id!r}: give engine= or url=, not both")
         self.worker_id = worker_id
-        self._engine = engine
+        self._engine: TaskTransport | None = engine
+        if url is not None:
+            self._engine = HttpTransport(url, auth)
         self.threads = threads
         #: Tasks locked ahead, waiting for a free thread: fewer fetches for quick handlers,
         #: at the price of holding tasks other workers could have run.
@@ -123,7 +137,12 @@ class Worker:
         return list(self._subscriptions)
 
     @property
-    def engine(self) -> Engine:
+    def remote(self) -> bool:
+        """Whether it reaches the engine over HTTP (``url=``): then nothing rebinds it."""
+        return isinstance(self._engine, HttpTransport)
+
+    @property
+    def engine(self) -> TaskTransport:
         if self._engine is None:
             raise BpmError(
                 f"worker {self.worker_id!r} has no engine: pass engine=, or run it "
@@ -131,7 +150,9 @@ class Worker:
             )
         return self._engine
 
-    def bind(self, engine: Engine, after_report: Callable[[], None] | None = None) -> None:
+    def bind(self, engine: TaskTransport, after_report: Callable[[], None] | None = None) -> None:
+        if self.remote:
+            return  # it keeps its HTTP transport: its steps run where the server sends them
         self._engine = engine
         self._after_report = after_report
 
@@ -158,6 +179,8 @@ class Worker:
             self.abandoned = self._shut_down()
         finally:
             shut_down.set()
+            if isinstance(self._engine, HttpTransport):
+                self._engine.close()
         # Handlers still running after the grace period lost their tasks (unlocked above);
         # their threads are not waited for (a later report would be refused anyway).
         pool.shutdown(wait=self.abandoned == 0, cancel_futures=True)

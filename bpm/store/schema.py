@@ -29,6 +29,7 @@ from bpm.states import (
     InstanceState,
     LinkType,
     RecordState,
+    Role,
     TaskKind,
     TaskState,
     TimerState,
@@ -60,6 +61,7 @@ TASK_KINDS = values(TaskKind)
 TIMER_STATES = values(TimerState)
 RECORD_STATES = values(RecordState)
 INCIDENT_STATES = values(IncidentState)
+ROLES = values(Role)
 
 #: One sequence numbers all three history tables on PostgreSQL, so a trace merges them in the
 #: exact order they were written. Each ``nextval`` reserves a block of ids for one transaction's
@@ -396,3 +398,17 @@ def _history(name: str, *extra: Column[object]) -> Table:
 token_events = _history("token_events", Column("token_id", Uuid))
 task_events = _history("task_events", Column("task_id", Uuid), Column("token_id", Uuid))
 engine_events = _history("engine_events", Column("token_id", Uuid))
+
+#: Who may call the HTTP API: a name, its role and the topics or process keys it is limited to
+#: (NULL: not limited), and the scrypt hash of its secret (the secret itself is never stored).
+api_credentials = Table(
+    "api_credentials",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("role", Text, nullable=False),
+    Column("topics", JsonValue),
+    Column("processes", JsonValue),
+    Column("secret_hash", Text, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    CheckConstraint(_in("role", ROLES), name="role"),
+)

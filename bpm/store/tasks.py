@@ -16,6 +16,7 @@ from bpm.store.db import first_statement_commits, pg_sql, raw_all, raw_one
 from bpm.store.rows import TaskRow, TokenRow, from_row
 from bpm.store.schema import external_tasks as t
 from bpm.store.schema import tokens as token_table
+from bpm.store.task_filters import PG_COLUMNS, PG_CONDITIONS, InstanceMatch, matches
 from bpm.store.tokens import COLUMNS as TOKEN_COLUMNS
 
 _COLS = (
@@ -223,12 +224,13 @@ _COLUMN_LIST = ", ".join(f"t.{c.name}" for c in _COLS)
 #: instance's facts, its variables), and write each lock's history row, with ids from one
 #: block of the history sequence in fetch order (as ``WriteBatch`` numbers its rows).
 _FETCH_PG = f"""
-WITH r AS (SELECT * FROM jsonb_to_recordset(%(req)s::jsonb) AS r(topic text, lock_ms bigint)),
+WITH r AS (SELECT * FROM jsonb_to_recordset(%(req)s::jsonb)
+           AS r(topic text, lock_ms bigint, {PG_COLUMNS})),
 picked AS (
   SELECT c.id, r.lock_ms, c.priority, c.created_at FROM r,
   LATERAL (SELECT id, priority, created_at FROM external_tasks
            WHERE state = 'READY' AND kind = 'EXTERNAL' AND topic = r.topic
-             AND (retry_at IS NULL OR retry_at <= %(now)s)
+             AND (retry_at IS NULL OR retry_at <= %(now)s){PG_CONDITIONS}
            ORDER BY priority DESC, created_at LIMIT %(max)s FOR UPDATE SKIP LOCKED) c
   ORDER BY c.priority DESC, c.created_at LIMIT %(max)s),
 locked AS (
@@ -276,13 +278,21 @@ def fetch_and_lock(
     now: datetime,
     names: list[str] | None = None,
     cause: str | None = None,
+    match: dict[str, InstanceMatch] | None = None,
 ) -> tuple[list[Fetched], bool]:
     """Lock up to ``max_tasks`` READY external tasks of the topics in ``locks`` (topic -> lock
     milliseconds), highest priority first, then oldest; rows other workers hold are skipped.
     ``names``: the variables wanted (None: all). Also returns whether the locks' history rows
-    (``LOCKED``, with ``cause``) were written too: on PostgreSQL, by the same statement."""
+    (``LOCKED``, with ``cause``) were written too: on PostgreSQL, by the same statement.
+    ``match``: per topic, what its tasks' instances must be (none: any)."""
+    match = match or {}
     if conn.dialect.name == "postgresql":
-        req = json.dumps([{"topic": t, "lock_ms": ms} for t, ms in locks.items()])
+        req = json.dumps(
+            [
+                {"topic": t, "lock_ms": ms, **match.get(t, InstanceMatch()).request()}
+                for t, ms in locks.items()
+            ]
+        )
         # Its own transaction when it comes first (no BEGIN, no COMMIT round trip); else
         # part of the caller's, history rows included.
         with first_statement_commits(conn):
@@ -309,16 +319,21 @@ def fetch_and_lock(
             for r in rows
         ]
         return sorted(found, key=lambda f: (-f.task.priority, f.task.created_at, f.task.id)), True
-    tasks = _fetch_one_by_one(conn, owner, locks, max_tasks, now)
+    tasks = _fetch_one_by_one(conn, owner, locks, max_tasks, now, match)
     return [Fetched(task) for task in tasks], False
 
 
 def _fetch_one_by_one(
-    conn: Connection, owner: str, locks: dict[str, int], max_tasks: int, now: datetime
+    conn: Connection,
+    owner: str,
+    locks: dict[str, int],
+    max_tasks: int,
+    now: datetime,
+    match: dict[str, InstanceMatch],
 ) -> list[TaskRow]:
     """SQLite: the transaction holds the database's write lock, so a plain select will do."""
     stmt = (
-        select(t.c.id, t.c.topic)
+        select(t.c.id, t.c.topic, t.c.instance_id)
         .where(
             t.c.state == TaskState.READY,
             t.c.kind == TaskKind.EXTERNAL,
@@ -326,10 +341,13 @@ def _fetch_one_by_one(
             or_(t.c.retry_at.is_(None), t.c.retry_at <= now),
         )
         .order_by(t.c.priority.desc(), t.c.created_at)
-        .limit(max_tasks)
     )
-    out = []
-    for task_id, topic in conn.execute(stmt).all():
+    out: list[TaskRow] = []
+    for task_id, topic, instance_id in conn.execute(stmt).all():
+        if len(out) >= max_tasks:
+            break
+        if topic in match and not matches(conn, instance_id, match[topic]):
+            continue
         locked = lock(
             conn,
             task_id,

@@ -81,11 +81,12 @@ def minus(whole: RowSet, part: RowSet) -> RowSet:
 
 
 #: Local variables end with their scope, so an ended instance holds none (retention deletes
-#: them all the same, in case one is left).
+#: them all the same, in case one is left). API credentials belong to no instance.
 INSTANCE_TABLES = {t.name for t in metadata.sorted_tables} - {
     "process_definitions",
     "decision_definitions",
     "local_variables",
+    "api_credentials",
 }
 
 

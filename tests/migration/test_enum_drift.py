@@ -20,6 +20,7 @@ from bpm.states import (
     InstanceState,
     LinkType,
     RecordState,
+    Role,
     TaskKind,
     TaskState,
     TimerState,
@@ -41,6 +42,7 @@ CHECKED: dict[tuple[str, str], type[StrEnum]] = {
     ("timers", "ck_timers_state"): TimerState,
     ("compensation_records", "ck_compensation_records_status"): RecordState,
     ("incidents", "ck_incidents_state"): IncidentState,
+    ("api_credentials", "ck_api_credentials_role"): Role,
 }
 
 

@@ -27,6 +27,7 @@ from bpm.store import tasks, variables
 from bpm.store.notify import Listener, listen
 from bpm.store.rows import TaskRow
 from bpm.store.schema import HISTORY_BLOCK
+from bpm.store.task_filters import ANY_INSTANCE, InstanceMatch
 
 log = logging.getLogger("bpm.engine")
 
@@ -42,6 +43,8 @@ class TopicRequest:
     topic: str
     lock_duration: timedelta
     variables: Sequence[str] | None = None
+    #: Only tasks whose instance is this (business key, process key, variables...).
+    match: InstanceMatch = ANY_INSTANCE
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,14 @@ class LockedTask:
     variables: dict[str, Any]
     #: How long to wait before the next attempt if this one fails: the node's retry policy.
     backoff: timedelta = timedelta(0)
+    created_at: datetime | None = None
+    token_id: UUID | None = None
+    definition_id: UUID | None = None
+    #: The last failure reported on the task (None: none yet).
+    error_message: str | None = None
+    error_details: str | None = None
+    #: The node's extension properties (``camunda:property``), name -> text.
+    properties: Mapping[str, str] | None = None
 
 
 def fetch_and_lock(
@@ -139,8 +150,9 @@ def _fetch_once(
     found: list[tasks.Fetched] = []
     try:
         with core.transaction(worker_id) as tx:
+            match = {t.topic: t.match for t in topics if not t.match.empty}
             found, recorded = tasks.fetch_and_lock(
-                tx.conn, worker_id, locks, max_tasks, tx.now, names, tx.cause
+                tx.conn, worker_id, locks, max_tasks, tx.now, names, tx.cause, match
             )
             out = _lockedtasks(core, tx, found, recorded, requests, names)
     except Exception:
@@ -210,7 +222,9 @@ def _instances_and_variables(
 def _describe(core: EngineCore, tx: Tx, task: TaskRow, values: dict[str, Any]) -> LockedTask:
     def_id, key, business_key = core.info_for(tx, task.instance_id)
     assert task.lock_expire_at is not None and task.topic is not None
-    backoff = core.graph(def_id, tx.conn).node(task.node_id).retry.delay(task.attempts)
+    node = core.graph(def_id, tx.conn).node(task.node_id)
+    backoff = node.retry.delay(task.attempts)
+    props = {k: v if isinstance(v, str) else v[-1] for k, v in node.properties.items() if v}
     return LockedTask(
         task.id,
         task.topic,
@@ -226,4 +240,10 @@ def _describe(core: EngineCore, tx: Tx, task: TaskRow, values: dict[str, Any]) -
         task.priority,
         values,
         backoff,
+        task.created_at,
+        task.token_id,
+        def_id,
+        task.error_message,
+        task.error_details,
+        props,
     )

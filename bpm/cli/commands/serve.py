@@ -1,0 +1,83 @@
+"""``bpm serve``: the HTTP API (Camunda 7's REST API, docs/http-api.md) in uvicorn.
+
+The server package and its HTTP framework are an extra (``pip install 'bpm[server]'``) and are
+imported only here, so the rest of ``bpm`` runs without them. Stateless: start as many servers
+as you like against one database; they share credentials and tasks through it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import click
+
+from bpm import credentials
+from bpm.errors import ConfigError
+from bpm.store import Database
+
+log = logging.getLogger("bpm.server")
+
+
+@click.command("serve")
+@click.option(
+    "--host",
+    default=lambda: os.environ.get("BPM_SERVER_HOST", "127.0.0.1"),
+    show_default="127.0.0.1, or BPM_SERVER_HOST",
+    help="Address to bind.",
+)
+@click.option(
+    "--port",
+    type=int,
+    default=lambda: int(os.environ.get("BPM_SERVER_PORT", "8080")),
+    show_default="8080, or BPM_SERVER_PORT",
+    help="Port to bind.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 256),
+    default=lambda: int(os.environ.get("BPM_SERVER_WORKERS", "1")),
+    show_default="1, or BPM_SERVER_WORKERS",
+    help="Server processes.",
+)
+def serve(host: str, port: int, workers: int) -> None:
+    """Serve the REST API under /engine-rest on BPM_DATABASE_URL until SIGTERM or Ctrl-C.
+
+    With no credential configured (bpm credentials add), it serves loopback only, openly.
+    """
+    try:
+        import uvicorn
+
+        from bpm_server.settings import BIND_HOST_ENV, is_loopback
+    except ImportError as exc:
+        raise ConfigError(
+            f"bpm serve needs the 'server' extra: pip install 'bpm[server]' ({exc})"
+        ) from exc
+    db = Database()
+    try:
+        db.check_reachable()
+        configured = credentials.configured(db)
+    finally:
+        db.dispose()
+    if configured == 0 and not is_loopback(host):
+        raise ConfigError(
+            f"no API credential is configured, so bpm serve binds to loopback only, not {host}:"
+            " add one with `bpm credentials add NAME --role ROLE`, or use --host 127.0.0.1"
+        )
+    logging.getLogger("bpm.server").setLevel(logging.INFO)
+    logging.basicConfig(
+        level=logging.INFO, force=True, format="bpm-server: %(levelname)s %(name)s: %(message)s"
+    )
+    if configured == 0:
+        log.warning("no API credential is configured: serving %s without authentication", host)
+    os.environ[BIND_HOST_ENV] = host  # the worker processes read it: open only on loopback
+    uvicorn.run(
+        "bpm_server.app:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        proxy_headers=False,
+        log_config=None,
+        timeout_graceful_shutdown=5,
+    )

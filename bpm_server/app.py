@@ -1,0 +1,62 @@
+"""The app factory: the engine, the authenticator and the long-poll signals of one server
+process, and the routers, all under ``/engine-rest``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from bpm import __version__, credentials
+from bpm_server import problems
+from bpm_server.auth import Authenticator
+from bpm_server.routers import external_tasks
+from bpm_server.runtime import ServerRuntime
+from bpm_server.settings import ServerSettings
+from bpm_server.signals import TaskSignals
+
+BASE = "/engine-rest"
+log = logging.getLogger("bpm.server")
+
+
+def create_app(settings: ServerSettings | None = None) -> FastAPI:
+    """A new app; ``settings`` default to the environment (``ServerSettings.from_env``)."""
+    cfg = settings or ServerSettings.from_env()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        runtime = ServerRuntime(cfg.database_url)
+        signals = TaskSignals(cfg.database_url)
+        try:
+            app.state.runtime = runtime
+            app.state.authenticator = Authenticator(
+                runtime.db, open_on_loopback=cfg.loopback, ttl=cfg.credential_ttl
+            )
+            if credentials.configured(runtime.db) == 0:
+                log.warning(
+                    "no API credential is configured: %s",
+                    "serving loopback without authentication"
+                    if cfg.loopback
+                    else "every call is refused (bpm credentials add NAME --role ROLE)",
+                )
+            await signals.start()
+            app.state.signals = signals
+            yield
+        finally:
+            await signals.stop()
+            runtime.close()
+
+    app = FastAPI(
+        title="bpm REST API",
+        version=__version__,
+        description="Camunda 7's REST API, as far as bpm serves it (docs/http-api.md).",
+        openapi_url=f"{BASE}/openapi.json",
+        docs_url=f"{BASE}/docs",
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    problems.install(app)
+    app.include_router(external_tasks.router, prefix=BASE)
+    return app

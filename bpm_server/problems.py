@@ -1,0 +1,128 @@
+"""Errors as Camunda's REST API writes them: ``{"type", "message", "code"}`` in JSON.
+
+Each bpm error maps to a status and a Camunda exception name by the first row of ``STATUS``
+it is an instance of. A 500 is a fault of the server: its body says only that, with an id the
+log line carries too, and never a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from bpm.errors import (
+    AccessDenied,
+    BadVariables,
+    BpmError,
+    Forbidden,
+    InvalidDefinition,
+    InvalidExpression,
+    InvalidOperation,
+    InvalidRequest,
+    NotAuthenticated,
+    NotFound,
+    TaskLockError,
+    UnknownProcess,
+)
+from bpm.store import DatabaseUnavailable
+
+log = logging.getLogger("bpm.server")
+REALM = 'Basic realm="bpm"'
+
+#: (error class, HTTP status, Camunda exception name), most specific first.
+STATUS: tuple[tuple[type[BpmError], int, str], ...] = (
+    (NotAuthenticated, 401, "AuthenticationException"),
+    (Forbidden, 403, "AuthorizationException"),
+    (NotFound, 404, "RestException"),
+    (UnknownProcess, 404, "RestException"),
+    (TaskLockError, 400, "RestException"),
+    (InvalidRequest, 400, "InvalidRequestException"),
+    (BadVariables, 400, "InvalidRequestException"),
+    (InvalidDefinition, 400, "ParseException"),
+    (InvalidExpression, 400, "ParseException"),
+    (InvalidOperation, 400, "BadUserRequestException"),
+    (DatabaseUnavailable, 503, "ProcessEngineException"),
+)
+
+
+def body(kind: str, message: str, code: int = 0) -> dict[str, Any]:
+    return {"type": kind, "message": message, "code": code}
+
+
+def status_of(exc: BpmError) -> tuple[int, str]:
+    """The status and exception name of ``exc``; (500, ...) when no row names it."""
+    for cls, status, kind in STATUS:
+        if isinstance(exc, cls):
+            return status, kind
+    return 500, "ProcessEngineException"
+
+
+def install(app: FastAPI) -> None:
+    """Every error the app can raise answers in the one shape."""
+    app.add_exception_handler(BpmError, _bpm_error)
+    app.add_exception_handler(RequestValidationError, _invalid)
+    app.add_exception_handler(HTTPException, _http)
+    app.add_exception_handler(Exception, _fault)
+
+
+async def _bpm_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, BpmError)
+    status, kind = status_of(exc)
+    if status == 500:
+        return await _fault(request, exc)
+    headers = {"WWW-Authenticate": REALM} if status == 401 else None
+    if isinstance(exc, AccessDenied):
+        # The message names the caller and what it asked for, never a secret.
+        log.warning(
+            "refused %s %s from %s: %s",
+            request.method,
+            request.url.path,
+            request.client.host if request.client else "?",
+            exc,
+            extra={"action": "refused", "status": status},
+        )
+    return JSONResponse(body(kind, str(exc)), status, headers=headers)
+
+
+async def _invalid(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    return JSONResponse(body("InvalidRequestException", validation_message(exc)), 400)
+
+
+def validation_message(exc: RequestValidationError) -> str:
+    """The first problem, with the field it is in: ``topics[0].lockDuration: Field required``."""
+    errors = list(exc.errors())
+    if not errors:
+        return "invalid request"
+    first = errors[0]
+    where = ""
+    for part in first.get("loc", ())[1:]:
+        where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else str(part))
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where or 'body'}: {first.get('msg', 'invalid')}{more}"
+
+
+async def _http(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, HTTPException)
+    kind = "RestException" if exc.status_code < 500 else "ProcessEngineException"
+    return JSONResponse(body(kind, str(exc.detail)), exc.status_code, headers=exc.headers)
+
+
+async def _fault(request: Request, exc: Exception) -> JSONResponse:
+    ref = uuid.uuid4().hex[:12]
+    log.error(
+        "fault %s in %s %s",
+        ref,
+        request.method,
+        request.url.path,
+        exc_info=exc,
+        extra={"action": "fault", "ref": ref},
+    )
+    message = f"internal error {ref}; the server log has its details"
+    return JSONResponse(body("ProcessEngineException", message), 500)

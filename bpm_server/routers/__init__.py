@@ -1,0 +1,2 @@
+"""One module per group of Camunda endpoints, each an ``APIRouter`` the app mounts under
+``/engine-rest``."""

@@ -1,0 +1,306 @@
+"""``/external-task``: fetch and lock, the reports, locks, lists, retries; as the official
+Camunda external-task clients call them (docs/http-api.md lists the differences)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated, Any
+from uuid import UUID
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
+
+from bpm.engine.operations.external import LockedTask, TopicRequest
+from bpm.engine.operations.external_views import ExternalTaskView
+from bpm.errors import InvalidOperation, InvalidRequest, TaskLockError
+from bpm.states import TaskState
+from bpm.store.task_filters import InstanceMatch
+from bpm_server.auth import Permission, Principal, require
+from bpm_server.dates import format_date
+from bpm_server.external_task_models import (
+    BpmnErrorDto,
+    CompleteDto,
+    ExtendLockDto,
+    ExternalTaskDto,
+    FailureDto,
+    FetchDto,
+    FetchTopicDto,
+    LockDto,
+    LockedTaskDto,
+    RetriesDto,
+)
+from bpm_server.long_poll import fetch_waiting
+from bpm_server.models import wire
+from bpm_server.runtime import ServerRuntime
+from bpm_server.variables import decode_variables, encode_variables
+
+router = APIRouter(prefix="/external-task", tags=["External Task"])
+Fetcher = Annotated[Principal, Depends(require(Permission.FETCH_TASKS))]
+Reporter = Annotated[Principal, Depends(require(Permission.REPORT_TASKS))]
+Reader = Annotated[Principal, Depends(require(Permission.READ))]
+Operator = Annotated[Principal, Depends(require(Permission.OPERATE))]
+NO_CONTENT = Response(status_code=204)
+
+
+def _runtime(request: Request) -> ServerRuntime:
+    runtime: ServerRuntime = request.app.state.runtime
+    return runtime
+
+
+@router.post("/fetchAndLock", response_model=list[LockedTaskDto])
+async def fetch_and_lock(body: FetchDto, request: Request, caller: Fetcher) -> list[LockedTaskDto]:
+    """Lock up to ``maxTasks`` tasks; with ``asyncResponseTimeout``, wait for one."""
+    topics = body.topics or []
+    for topic in topics:
+        caller.check_topic(topic.topic_name)
+    for sort in body.sorting or []:
+        if sort.sort_by != "createTime" or (sort.sort_order or "asc") != "asc":
+            raise InvalidRequest(
+                f"sorting {sort.sort_by} {sort.sort_order}: bpm fetches by priority, then"
+                " oldest first; only createTime asc is accepted"
+            )
+    # bpm has no tenants: a topic asking for some tenants can match no task.
+    requests = [_topic_request(t) for t in topics if not t.tenant_id_in]
+    if not requests or body.max_tasks == 0:
+        return []
+    engine = _runtime(request).engine
+
+    def fetch() -> list[LockedTask]:
+        return engine.fetch_and_lock(body.worker_id, requests, body.max_tasks)
+
+    timeout = (body.async_response_timeout or 0) / 1000
+    if timeout <= 0:
+        found = await run_in_threadpool(fetch)
+    else:
+        names = [t.topic for t in requests]
+        filtered = any(_has_filters(t) for t in topics)
+        signals = request.app.state.signals
+        found = await fetch_waiting(
+            request, engine, signals, fetch, names, body.max_tasks, timeout, filtered
+        )
+    wanted = {t.topic_name: bool(t.include_extension_properties) for t in topics}
+    return [_locked(task, wanted.get(task.topic, False)) for task in found]
+
+
+def _topic_request(t: FetchTopicDto) -> TopicRequest:
+    keys = [*([t.process_definition_key] if t.process_definition_key else [])]
+    keys += t.process_definition_key_in or []
+    ids = [*([t.process_definition_id] if t.process_definition_id else [])]
+    ids += t.process_definition_id_in or []
+    has_keys = t.process_definition_key is not None or t.process_definition_key_in is not None
+    has_ids = t.process_definition_id is not None or t.process_definition_id_in is not None
+    match = InstanceMatch(
+        t.business_key,
+        tuple(keys) if has_keys else None,
+        tuple(u for u in map(_maybe_uuid, ids) if u is not None) if has_ids else None,
+        dict(t.process_variables) if t.process_variables else None,
+    )
+    wanted = None if t.variables is None else tuple(t.variables)
+    return TopicRequest(t.topic_name, timedelta(milliseconds=t.lock_duration), wanted, match)
+
+
+def _has_filters(t: FetchTopicDto) -> bool:
+    return not _topic_request(t).match.empty
+
+
+def _maybe_uuid(text: str) -> UUID | None:
+    """A definition id that is not a bpm id names no definition."""
+    try:
+        return UUID(text)
+    except ValueError:
+        return None
+
+
+@router.post("/{task_id}/complete", status_code=204, response_class=Response)
+def complete(task_id: str, body: CompleteDto, request: Request, caller: Reporter) -> Response:
+    runtime = _runtime(request)
+    _check_topic(runtime, caller, task_id)
+    values = decode_variables(wire(body.variables))
+    local = decode_variables(wire(body.local_variables))
+    worker = _worker(body.worker_id)
+    runtime.run(
+        lambda: runtime.engine.complete(
+            task_id, worker, values, local_variables=local or None, attempt=body.bpm_attempt
+        )
+    )
+    return NO_CONTENT
+
+
+@router.post("/{task_id}/failure", status_code=204, response_class=Response)
+def failure(task_id: str, body: FailureDto, request: Request, caller: Reporter) -> Response:
+    """``retries`` omitted is 0: an incident at once, as in Camunda."""
+    runtime = _runtime(request)
+    _check_topic(runtime, caller, task_id)
+    if body.variables or body.local_variables:
+        raise InvalidRequest("bpm does not set variables with a failure; drop 'variables'")
+    worker = _worker(body.worker_id)
+    retries = body.retries or 0
+    wait = timedelta(milliseconds=body.retry_timeout or 0)
+    message = body.error_message or "failed (no errorMessage given)"
+    runtime.run(
+        lambda: runtime.engine.fail(
+            task_id, worker, message, body.error_details, retries, wait, attempt=body.bpm_attempt
+        )
+    )
+    return NO_CONTENT
+
+
+@router.post("/{task_id}/bpmnError", status_code=204, response_class=Response)
+def bpmn_error(task_id: str, body: BpmnErrorDto, request: Request, caller: Reporter) -> Response:
+    runtime = _runtime(request)
+    _check_topic(runtime, caller, task_id)
+    values = decode_variables(wire(body.variables))
+    worker, message = _worker(body.worker_id), body.error_message or ""
+    runtime.run(
+        lambda: runtime.engine.bpmn_error(
+            task_id, worker, body.error_code, message, values, attempt=body.bpm_attempt
+        )
+    )
+    return NO_CONTENT
+
+
+@router.post("/{task_id}/extendLock", status_code=204, response_class=Response)
+def extend_lock(task_id: str, body: ExtendLockDto, request: Request, caller: Reporter) -> Response:
+    runtime = _runtime(request)
+    _check_topic(runtime, caller, task_id)
+    duration = timedelta(milliseconds=body.new_duration)
+    runtime.engine.extend_lock(task_id, _worker(body.worker_id), duration)
+    return NO_CONTENT
+
+
+@router.post("/{task_id}/unlock", status_code=204, response_class=Response)
+def unlock(task_id: str, request: Request, caller: Reporter) -> Response:
+    """No body, as the JS client sends it; any holder's lock is given back."""
+    runtime = _runtime(request)
+    _check_topic(runtime, caller, task_id)
+    runtime.engine.unlock(task_id)
+    return NO_CONTENT
+
+
+@router.post("/{task_id}/lock", status_code=204, response_class=Response)
+def lock(task_id: str, body: LockDto, request: Request, caller: Reporter) -> Response:
+    runtime = _runtime(request)
+    _check_topic(runtime, caller, task_id)
+    duration = timedelta(milliseconds=body.lock_duration)
+    runtime.engine.lock(task_id, body.worker_id, duration)
+    return NO_CONTENT
+
+
+@router.get("", response_model=list[ExternalTaskDto])
+def list_tasks(
+    request: Request,
+    caller: Reader,
+    topic_name: Annotated[str | None, Query(alias="topicName")] = None,
+    worker_id: Annotated[str | None, Query(alias="workerId")] = None,
+    locked: bool = False,
+    not_locked: Annotated[bool, Query(alias="notLocked")] = False,
+    with_retries_left: Annotated[bool, Query(alias="withRetriesLeft")] = False,
+    no_retries_left: Annotated[bool, Query(alias="noRetriesLeft")] = False,
+    process_instance_id: Annotated[str | None, Query(alias="processInstanceId")] = None,
+    external_task_id: Annotated[str | None, Query(alias="externalTaskId")] = None,
+    first_result: Annotated[int, Query(alias="firstResult", ge=0)] = 0,
+    max_results: Annotated[int, Query(alias="maxResults", ge=0, le=1000)] = 1000,
+) -> list[ExternalTaskDto]:
+    match: dict[str, Any] = {}
+    if topic_name is not None:
+        match["topic"] = topic_name
+    if worker_id is not None:
+        match["worker_id"] = worker_id
+    if locked or not_locked:
+        match["locked"] = locked
+    if with_retries_left or no_retries_left:
+        match["with_retries_left"] = with_retries_left
+    try:
+        if process_instance_id is not None:
+            match["instance_id"] = _uuid(process_instance_id)
+        if external_task_id is not None:
+            match["task_ids"] = [_uuid(external_task_id)]
+    except ValueError:
+        return []  # no task has an id that is not one
+    engine = _runtime(request).engine
+    views = engine.external_tasks(limit=max_results, offset=first_result, **match)
+    return [ExternalTaskDto(**_common(v)) for v in views]
+
+
+@router.get("/{task_id}", response_model=ExternalTaskDto)
+def get_task(task_id: str, request: Request, caller: Reader) -> ExternalTaskDto:
+    return ExternalTaskDto(**_common(_runtime(request).engine.external_task(task_id)))
+
+
+@router.put("/{task_id}/retries", status_code=204, response_class=Response)
+def set_retries(task_id: str, body: RetriesDto, request: Request, caller: Operator) -> Response:
+    """On a task failed with an incident, retries > 0 resolve the incident and offer it
+    again; bpm changes no other task's retries."""
+    runtime = _runtime(request)
+    view = runtime.engine.external_task(task_id)
+    if view.state != TaskState.FAILED or body.retries == 0:
+        raise InvalidOperation(
+            f"task {task_id} is {view.state}: bpm sets retries (> 0) on a failed task only"
+        )
+    runtime.run(lambda: runtime.engine.retry(view.id, body.retries))
+    return NO_CONTENT
+
+
+def _check_topic(runtime: ServerRuntime, caller: Principal, task_id: str) -> None:
+    """A worker limited to topics reports only on tasks of those (read before acting)."""
+    if caller.topics is not None:
+        caller.check_topic(runtime.engine.external_task(task_id).topic)
+
+
+def _worker(worker_id: str | None) -> str:
+    if not worker_id:
+        raise TaskLockError("workerId is required")
+    return worker_id
+
+
+def _uuid(text: str) -> UUID:
+    return UUID(text)
+
+
+def _common(v: ExternalTaskView) -> dict[str, Any]:
+    return {
+        "id": str(v.id),
+        "topic_name": v.topic,
+        "worker_id": v.worker_id,
+        "lock_expiration_time": format_date(v.lock_expire_at),
+        "create_time": format_date(v.created_at),
+        "retries": v.retries,
+        "error_message": v.error_message,
+        "process_instance_id": str(v.instance_id),
+        "execution_id": str(v.token_id),
+        "activity_id": v.node_id,
+        "activity_instance_id": f"{v.node_id}:{v.token_id}",
+        "process_definition_id": str(v.definition_id),
+        "process_definition_key": v.process_key,
+        "priority": v.priority,
+        "business_key": v.business_key,
+        "suspended": False,
+    }
+
+
+def _locked(t: LockedTask, properties: bool) -> LockedTaskDto:
+    return LockedTaskDto(
+        id=str(t.id),
+        topic_name=t.topic,
+        worker_id=t.worker_id,
+        lock_expiration_time=format_date(t.lock_expire_at),
+        create_time=format_date(t.created_at),
+        # Camunda shows no retries until a failure set them; a lock spent one in advance.
+        retries=None if t.error_message is None else t.retries + 1,
+        error_message=t.error_message,
+        error_details=t.error_details,
+        process_instance_id=str(t.instance_id),
+        execution_id=None if t.token_id is None else str(t.token_id),
+        activity_id=t.node_id,
+        activity_instance_id=None if t.token_id is None else f"{t.node_id}:{t.token_id}",
+        process_definition_id=None if t.definition_id is None else str(t.definition_id),
+        process_definition_key=t.process_key,
+        priority=t.priority,
+        business_key=t.business_key,
+        variables=encode_variables(t.variables),
+        extension_properties=dict(t.properties or {}) if properties else {},
+        bpm_attempt=t.attempt,
+        bpm_retries=t.retries,
+        bpm_backoff=int(t.backoff.total_seconds() * 1000),
+        bpm_version=t.process_version,
+    )

@@ -1,0 +1,59 @@
+"""The engine a server process calls, and what runs the steps a report makes due.
+
+With ``BPM_BROKER_URL`` those steps go to the Celery workers, as from any other process.
+Without it the server runs them itself, in the request that caused them, one request at a
+time (the in-process queue is not shared between threads); that is for trying bpm out, a
+production server has a broker.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+from bpm.cli.runtime import broker_mode, import_handlers
+from bpm.dispatch import broker_dispatcher
+from bpm.embedded import EmbeddedRuntime
+from bpm.engine.engine import Engine
+from bpm.errors import ConfigError
+from bpm.store import Database
+from bpm.store.migrate import require_current
+
+T = TypeVar("T")
+
+
+class ServerRuntime:
+    """``engine`` for reads; ``run`` for a call that may make steps due."""
+
+    def __init__(self, url: str) -> None:
+        import_handlers()
+        self._embedded: EmbeddedRuntime | None = None
+        self._lock = threading.Lock()
+        if broker_mode():
+            self.db = Database(url)
+            require_current(self.db)
+            self.engine = Engine(self.db, broker_dispatcher(), worker_id="bpm-server")
+        else:
+            self._embedded = EmbeddedRuntime(url, migrate=False)
+            self.db, self.engine = self._embedded.db, self._embedded.engine
+        if not self.db.is_postgres:
+            self.close()
+            raise ConfigError(
+                "bpm serve needs PostgreSQL (BPM_DATABASE_URL=postgresql+psycopg://...)"
+            )
+
+    def run(self, call: Callable[[], T]) -> T:
+        if self._embedded is None:
+            return call()
+        with self._lock:
+            try:
+                return call()
+            finally:
+                self._embedded.run_until_idle(timeout=0)
+
+    def close(self) -> None:
+        if self._embedded is not None:
+            self._embedded.close()
+        else:
+            self.db.dispose()

@@ -1,0 +1,52 @@
+"""The server's configuration, from the environment like every bpm process.
+
+``bpm serve`` sets ``BPM_SERVER_BIND_HOST`` for its worker processes: only a server that knows
+it is bound to loopback may serve without credentials. Run under another ASGI server, the app
+does not know, and so always wants credentials.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from dataclasses import dataclass
+
+from bpm.errors import ConfigError
+from bpm.store.db import database_url
+from bpm_server.auth import DEFAULT_TTL
+
+BIND_HOST_ENV = "BPM_SERVER_BIND_HOST"
+TTL_ENV = "BPM_SERVER_CREDENTIAL_TTL"
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    database_url: str
+    #: Where it is bound; None when not started by ``bpm serve``.
+    bind_host: str | None = None
+    #: How long a verified credential is trusted before its row is read again (seconds).
+    credential_ttl: float = DEFAULT_TTL
+
+    @property
+    def loopback(self) -> bool:
+        return self.bind_host is not None and is_loopback(self.bind_host)
+
+    @classmethod
+    def from_env(cls) -> ServerSettings:
+        raw = os.environ.get(TTL_ENV, "").strip()
+        try:
+            ttl = float(raw) if raw else DEFAULT_TTL
+        except ValueError:
+            raise ConfigError(f"{TTL_ENV}={raw!r} is not a number of seconds") from None
+        if not 0 <= ttl <= 300:
+            raise ConfigError(f"{TTL_ENV} must be between 0 and 300 seconds")
+        return cls(database_url(), os.environ.get(BIND_HOST_ENV) or None, ttl)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,72 @@
+"""The official Camunda external-task clients, installed from their registries once into a
+cache outside the repository (``~/.cache/bpm-tests``, or ``BPM_TEST_CACHE``)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+JS_CLIENT = "camunda-external-task-client-js@3.1.0"
+PY_CLIENT = "camunda-external-task-client-python3==4.5.0"
+
+
+def cache_dir() -> Path:
+    root = Path(os.environ.get("BPM_TEST_CACHE", Path.home() / ".cache" / "bpm-tests"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def _run(cmd: list[str], cwd: Path, what: str) -> None:
+    try:
+        done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"cannot install {what}: {exc}")
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        text = " | ".join(tail)
+        if any(
+            w in text
+            for w in (
+                "ENOTFOUND",
+                "ETIMEDOUT",
+                "EAI_AGAIN",
+                "ECONNREFUSED",
+                "connection",
+                "Connection",
+                "No matching distribution",
+            )
+        ):
+            pytest.skip(f"the registry is unreachable, {what} cannot be installed: {text}")
+        raise RuntimeError(f"installing {what} failed: {text}")
+
+
+def js_client() -> Path:
+    """A folder whose node_modules holds the JS client (Node >= 20 needed)."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node and npm are not installed")
+    folder = cache_dir() / "js-client-3.1.0"
+    if not (folder / "node_modules" / "camunda-external-task-client-js").is_dir():
+        folder.mkdir(exist_ok=True)
+        if not (folder / "package.json").exists():
+            (folder / "package.json").write_text('{"name": "bpm-js-worker", "private": true}\n')
+        _run(["npm", "install", "--no-audit", "--no-fund", JS_CLIENT], folder, JS_CLIENT)
+    return folder
+
+
+def py_client() -> Path:
+    """The python of a small virtualenv with the Python client (and pydantic, which it
+    imports without declaring it)."""
+    folder = cache_dir() / "py-client-4.5.0"
+    python = folder / "bin" / "python"
+    ready = folder / ".installed"
+    if not ready.exists():
+        if not python.exists():
+            _run([sys.executable, "-m", "venv", str(folder)], cache_dir(), "a virtualenv")
+        _run([str(python), "-m", "pip", "install", "-q", PY_CLIENT, "pydantic"], folder, PY_CLIENT)
+        ready.touch()
+    return python

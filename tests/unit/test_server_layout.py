@@ -1,0 +1,62 @@
+"""The server's shape: ``bpm`` never imports the HTTP framework or the server (``bpm serve``
+only inside its function), the server reaches the engine only through its facade and the
+types it returns, and no server module is over 400 lines."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HTTP = ("fastapi", "starlette", "uvicorn", "pydantic", "httpx", "bpm_server")
+#: What the server may import from bpm: the facade, the values it takes and returns, the
+#: credential and runtime helpers every process uses.
+ALLOWED = {
+    "bpm",
+    "bpm.credentials",
+    "bpm.errors",
+    "bpm.states",
+    "bpm.store",
+    "bpm.store.db",
+    "bpm.store.migrate",
+    "bpm.store.tasks",  # NOTIFY_CHANNEL, the channel the long polls listen on
+    "bpm.store.task_filters",  # InstanceMatch, part of a TopicRequest
+    "bpm.dispatch",
+    "bpm.embedded",
+    "bpm.cli.runtime",
+    "bpm.engine.engine",
+    "bpm.engine.operations.external",  # TopicRequest, LockedTask
+    "bpm.engine.operations.external_views",  # ExternalTaskView
+}
+
+
+def _imports(path: Path, top_level_only: bool) -> set[str]:
+    tree = ast.parse(path.read_text())
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    found: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return found
+
+
+def test_bpm_never_imports_the_http_framework() -> None:
+    for path in (ROOT / "bpm").rglob("*.py"):
+        lazy = path.name == "serve.py" and path.parent.name == "commands"
+        names = _imports(path, top_level_only=lazy)
+        bad = {n for n in names if n.split(".")[0] in HTTP}
+        assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+def test_the_server_uses_the_engine_facade_only() -> None:
+    for path in (ROOT / "bpm_server").rglob("*.py"):
+        names = {n for n in _imports(path, top_level_only=False) if n.split(".")[0] == "bpm"}
+        assert names <= ALLOWED, f"{path.relative_to(ROOT)} imports {sorted(names - ALLOWED)}"
+
+
+def test_no_server_module_is_over_400_lines() -> None:
+    for path in (ROOT / "bpm_server").rglob("*.py"):
+        lines = len(path.read_text().splitlines())
+        assert lines <= 400, f"{path.relative_to(ROOT)} has {lines} lines"
