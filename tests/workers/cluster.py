@@ -23,8 +23,8 @@ from celery import Celery
 
 from bpm.engine.engine import Engine
 from bpm.store import Database, instances, tasks
-from workers.config import settings_from_env
-from workers.dispatcher import CeleryDispatcher
+from bpm_workers.config import settings_from_env
+from bpm_workers.dispatcher import CeleryDispatcher
 
 REDIS_URL = os.environ.get("BPM_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
 
@@ -50,7 +50,7 @@ class Cluster:
         env = {**self.env, **(extra_env or {})}
         with (self.logs / f"{name}.log").open("ab") as log:
             self.procs[name] = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "workers", *args],
+                [sys.executable, "-m", "celery", "-A", "bpm_workers", *args],
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -199,10 +199,10 @@ def test_cli_start_wait_completes_through_workers_and_beat(cluster: Cluster) -> 
     import json
     import subprocess
 
-    from examples import ORDER_FULFILMENT
+    from bpm.demo import ORDER_FULFILMENT
     from tests.cli.conftest import bpm_executable
 
-    cluster.env["BPM_IMPORTS"] = "examples.order_handlers"
+    cluster.env["BPM_IMPORTS"] = "bpm.demo.order_handlers"
     cluster.worker("w1")
     cluster.worker("w2")
     cluster.beat("beat1")
