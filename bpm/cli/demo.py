@@ -180,7 +180,7 @@ def new_database() -> Path:
 def run_demo(database: Path, definition_file: Path, *saga_files: Path) -> DemoResult:
     """Deploy the example and run each demo order to its end, one after the other; then deploy
     each saga file (JSON or BPMN) and run the saga order through it."""
-    # Importing them registers the examples' handlers.
+    # Importing them registers the demo's handlers.
     import bpm.demo.order_handlers
     import bpm.demo.saga_handlers  # noqa: F401
 

@@ -92,11 +92,13 @@ class Cluster:
         schedule = self.logs / f"{name}-schedule"
         self._spawn(name, ["beat", "-s", str(schedule), "-l", "info"], None)
 
-    def flower(self, port: int) -> None:
+    def flower(self, port: int, login: str) -> None:
+        """Flower as deploy/ starts it: on loopback, the login ``user:password`` read from
+        ``FLOWER_BASIC_AUTH``."""
         self._spawn(
             "flower",
             ["flower", f"--port={port}", "--address=127.0.0.1"],
-            {"FLOWER_UNAUTHENTICATED_API": "1"},
+            {"FLOWER_BASIC_AUTH": login},
         )
 
     def wait_ready(self, timeout: float = 30) -> None:
