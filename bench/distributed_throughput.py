@@ -110,7 +110,7 @@ def run_bpm(
 ) -> dict[str, float]:
     prefix = f"b{uuid4().hex[:6]}."
     env = {**env, "BPM_QUEUE_PREFIX": prefix}
-    workers = Workers("workers", ",".join(prefix + q for q in QUEUES), k, env, logs)
+    workers = Workers("bpm_workers", ",".join(prefix + q for q in QUEUES), k, env, logs)
     client = Celery(broker=REDIS_URL, set_as_current=False)
     runs = [f"{prefix}{i}" for i in range(n)]
     try:
@@ -137,7 +137,7 @@ def run_bpm_one_at_a_time(
 ) -> dict[str, float]:
     prefix = f"s{uuid4().hex[:6]}."
     env = {**env, "BPM_QUEUE_PREFIX": prefix}
-    workers = Workers("workers", ",".join(prefix + q for q in QUEUES), 1, env, logs)
+    workers = Workers("bpm_workers", ",".join(prefix + q for q in QUEUES), 1, env, logs)
     client = Celery(broker=REDIS_URL, set_as_current=False)
     runs = [f"{prefix}{i}" for i in range(n)]
     try:

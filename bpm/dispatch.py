@@ -1,7 +1,7 @@
 """The small interface through which the engine hands work to whoever executes it.
 
 The engine only ever calls ``dispatch`` after the transaction that made the jobs necessary has
-committed. Celery implements it in ``workers/``; embedded mode implements it
+committed. Celery implements it in ``bpm_workers/``; embedded mode implements it
 in-process (``bpm.embedded``). A lost job is never fatal: the scans re-derive it from the rows.
 """
 
@@ -93,13 +93,13 @@ class InProcessDispatcher:
 
 
 def broker_dispatcher() -> Dispatcher:
-    """The Celery dispatcher of ``workers/``, loaded by name so ``bpm`` never imports Celery."""
+    """The Celery dispatcher of ``bpm_workers/``, loaded by name so ``bpm`` never imports Celery."""
     import importlib
 
     from bpm.errors import ConfigError
 
     try:
-        client = importlib.import_module("workers.client")
+        client = importlib.import_module("bpm_workers.client")
     except ImportError as exc:
         raise ConfigError(
             f"BPM_BROKER_URL is set but the Celery runtime cannot be loaded "

@@ -13,10 +13,10 @@ import os
 import tempfile
 from pathlib import Path
 
-import examples.order_handlers  # noqa: F401  (registers the handlers)
+import bpm.demo.order_handlers  # noqa: F401  (registers the handlers)
 from bpm.definitions import load_document
+from bpm.demo import ORDER_FULFILMENT
 from bpm.embedded import EmbeddedRuntime
-from examples import ORDER_FULFILMENT
 
 
 def main() -> None:

@@ -180,9 +180,9 @@ def new_database() -> Path:
 def run_demo(database: Path, definition_file: Path, *saga_files: Path) -> DemoResult:
     """Deploy the example and run each demo order to its end, one after the other; then deploy
     each saga file (JSON or BPMN) and run the saga order through it."""
-    # Importing them registers the examples' handlers.
-    import examples.order_handlers
-    import examples.saga_handlers  # noqa: F401
+    # Importing them registers the demo's handlers.
+    import bpm.demo.order_handlers
+    import bpm.demo.saga_handlers  # noqa: F401
 
     began = time.perf_counter()
     rt = EmbeddedRuntime(f"sqlite:///{database}", handlers=registry)
@@ -214,7 +214,7 @@ def _run_order(rt: EmbeddedRuntime, key: str, order: DemoOrder) -> DemoRun:
 
 def _run_saga(rt: EmbeddedRuntime, definition_file: Path, order: DemoOrder) -> SagaRun:
     """Start the saga order; complete its external tasks as a worker would, between runs."""
-    from examples.saga_handlers import charge_card, refund_card
+    from bpm.demo.saga_handlers import charge_card, refund_card
 
     work: Mapping[str, Callable[[LockedTask], Mapping[str, Any] | None]] = {
         "payments": charge_card,

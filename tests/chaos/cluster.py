@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workers.config import QUEUES
+from bpm_workers.config import QUEUES
 
 
 @dataclass
@@ -98,7 +98,7 @@ class ChaosCluster:
             [
                 "celery",
                 "-A",
-                "workers",
+                "bpm_workers",
                 "worker",
                 "-Q",
                 queues,
@@ -115,7 +115,7 @@ class ChaosCluster:
         )
 
     def beat(self) -> str:
-        return self._spawn("beat", ["celery", "-A", "workers", "beat", "-l", "info"])
+        return self._spawn("beat", ["celery", "-A", "bpm_workers", "beat", "-l", "info"])
 
     def ext(self) -> str:
         return self._spawn(

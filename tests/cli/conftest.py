@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-import examples.order_handlers  # noqa: F401  (registers the example's handlers)
 from bpm.cli.main import cli
-from examples import ORDER_FULFILMENT
+from bpm.demo import (
+    ORDER_FULFILMENT,
+    order_handlers,  # noqa: F401  (registers the demo's handlers)
+)
 
 ENV_VARS = ("BPM_DATABASE_URL", "BPM_BROKER_URL", "BPM_IMPORTS", "BPM_DEBUG", "BPM_QUEUE_PREFIX")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from examples import ORDER_FULFILMENT
+from bpm.demo import ORDER_FULFILMENT
 from tests.cli.conftest import Bpm
 
 MINIMAL = {

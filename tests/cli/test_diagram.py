@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bpm.definitions.parse import compile_definition, load_document
-from examples import ORDER_FULFILMENT
+from bpm.demo import ORDER_FULFILMENT
 from tests.cli.conftest import Bpm, start_order
 
 UNKNOWN_ID = "3f2c9a4e-7b1d-4c55-9a0e-2d8f6b1c0a77"

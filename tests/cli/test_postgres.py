@@ -14,7 +14,7 @@ import pytest
 from psycopg import sql
 from sqlalchemy.engine import make_url
 
-from examples import ORDER_FULFILMENT
+from bpm.demo import ORDER_FULFILMENT
 from tests.cli.conftest import ENV_VARS, command, one_error_line
 
 SERVER = make_url(
@@ -43,7 +43,7 @@ def test_cli_on_postgres__upgrade_deploy_start_trace(fresh_pg: str, tmp_path: Pa
     env = {
         **{k: v for k, v in os.environ.items() if k not in ENV_VARS},
         "BPM_DATABASE_URL": fresh_pg,
-        "BPM_IMPORTS": "examples.order_handlers",
+        "BPM_IMPORTS": "bpm.demo.order_handlers",
     }
 
     def bpm(*args: str) -> subprocess.CompletedProcess[str]:

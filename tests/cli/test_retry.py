@@ -111,9 +111,9 @@ def test_retry__names_the_modules_that_were_imported_without_the_handler(
     bpm: Bpm, failed: dict[str, Any], handler_name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     [token] = [t for t in failed["tokens"] if t["state"] == "FAILED"]
-    monkeypatch.setenv("BPM_IMPORTS", "examples.order_handlers")
+    monkeypatch.setenv("BPM_IMPORTS", "bpm.demo.order_handlers")
     line = bpm.error("retry", token["id"])
-    assert "the modules imported (examples.order_handlers) do not register it" in line
+    assert "the modules imported (bpm.demo.order_handlers) do not register it" in line
     assert handler_name in line
 
 

@@ -9,8 +9,8 @@ from uuid import uuid4
 import pytest
 
 from bpm import HandlerContext, handler
+from bpm.demo import ORDER_FULFILMENT
 from bpm.handlers import registry
-from examples import ORDER_FULFILMENT
 from tests.cli.conftest import Bpm, start_order
 
 ALWAYS_FAILS = "cli_test_always_fails"
@@ -143,7 +143,7 @@ def test_start__import_of_a_missing_module(bpm: Bpm) -> None:
 
 
 def test_start__imports_from_bpm_imports(bpm: Bpm, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("BPM_IMPORTS", "examples.order_handlers, no_such_module_either")
+    monkeypatch.setenv("BPM_IMPORTS", "bpm.demo.order_handlers, no_such_module_either")
     assert "no_such_module_either" in bpm.error("start", "x")
 
 

@@ -8,7 +8,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from examples import ORDER_FULFILMENT
+from bpm.demo import ORDER_FULFILMENT
 from tests.cli.conftest import ENV_VARS, command, one_error_line
 
 
@@ -30,7 +30,7 @@ def run(
 def test_console_script__deploy_start_trace(tmp_path: Path) -> None:
     env = {
         "BPM_DATABASE_URL": f"sqlite:///{tmp_path / 'p.db'}",
-        "BPM_IMPORTS": "examples.order_handlers",
+        "BPM_IMPORTS": "bpm.demo.order_handlers",
     }
     deployed = run(tmp_path, "deploy", str(ORDER_FULFILMENT), "--json", env=env)
     assert deployed.returncode == 0, deployed.stderr

@@ -544,9 +544,9 @@ def test_the_celery_task_and_its_schedule(
 ) -> None:
     """``bpm.cleanup_history`` on the scans queue, daily by default; run in-process here (no
     broker): a run that reaches its budget sends itself again until nothing is due."""
-    from beat.schedule import beat_schedule
-    from workers import app, tasks
-    from workers.config import ROUTES, SCANS, Settings, settings_from_env
+    from bpm_beat.schedule import beat_schedule
+    from bpm_workers import app, tasks
+    from bpm_workers.config import ROUTES, SCANS, Settings, settings_from_env
 
     assert ROUTES["bpm.cleanup_history"] == SCANS
     monkeypatch.delenv("BPM_CLEANUP_INTERVAL", raising=False)

@@ -13,8 +13,8 @@ from bpm.definitions import compile_definition, load_document
 from bpm.definitions.bpmn import compile_bpmn, handler_name
 from bpm.definitions.bpmn_feel import FeelUnsupported, feel_to_condition
 from bpm.definitions.bpmn_xml import MAX_BYTES
+from bpm.demo import ORDER_SAGA, ORDER_SAGA_BPMN
 from bpm.errors import InvalidDefinition
-from examples import ORDER_SAGA, ORDER_SAGA_BPMN
 from tests.helpers.shared import CONFORMANCE as SHARED_CONFORMANCE
 
 CONFORMANCE = SHARED_CONFORMANCE / "public"

@@ -22,8 +22,8 @@ from bpm.engine.core.tx import Tx
 from bpm.engine.jobs.args import PoisonMessage, as_sent
 from bpm.engine.jobs.spec import JobQueue
 from bpm.engine.jobs.table import JOBS, RECOVERY_SCANS
-from workers.config import MESSAGE_ONLY, SCAN_JOBS, Settings, celery_config
-from workers.tasks import register
+from bpm_workers.config import MESSAGE_ONLY, SCAN_JOBS, Settings, celery_config
+from bpm_workers.tasks import register
 
 BPM = Path(__file__).resolve().parents[2] / "bpm"
 SETTINGS = Settings("redis://127.0.0.1:6379/15", "t.", 60, 1.0, 1.0)
@@ -72,7 +72,7 @@ def test_every_job_name_has_an_entry_and_every_entry_a_name() -> None:
 
 
 def test_the_celery_app_registers_exactly_the_table_with_its_routes() -> None:
-    worker_app = importlib.import_module("workers.app")  # ``workers.app`` is also the app
+    worker_app = importlib.import_module("bpm_workers.app")  # ``bpm_workers.app`` is also the app
     for app, settings in ((app_with_tasks(), SETTINGS), (worker_app.app, worker_app.settings)):
         assert bpm_tasks(app) == set(JOBS)
         for name, spec in JOBS.items():
@@ -103,7 +103,7 @@ def test_routes_requests_and_scans_are_derived_from_the_queues() -> None:
 
 
 def test_beat_sends_every_job_with_a_period_to_its_queue() -> None:
-    from beat.schedule import beat_schedule
+    from bpm_beat.schedule import beat_schedule
 
     schedule = beat_schedule(SETTINGS)
     assert set(schedule) == {n for n, s in JOBS.items() if s.every is not None}

@@ -9,13 +9,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_every_package_under_bpm_workers_and_beat_is_listed() -> None:
+def test_every_package_under_bpm_bpm_workers_and_bpm_beat_is_listed() -> None:
     listed = set(
         tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
     )
     found = {
         ".".join(init.parent.relative_to(ROOT).parts)
-        for top in ("bpm", "workers", "beat")
+        for top in ("bpm", "bpm_workers", "bpm_beat")
         for init in (ROOT / top).rglob("__init__.py")
         if "__pycache__" not in init.parts
     }

@@ -23,8 +23,8 @@ from celery import Celery
 
 from bpm.engine.engine import Engine
 from bpm.store import Database, instances, tasks
-from workers.config import settings_from_env
-from workers.dispatcher import CeleryDispatcher
+from bpm_workers.config import settings_from_env
+from bpm_workers.dispatcher import CeleryDispatcher
 
 REDIS_URL = os.environ.get("BPM_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
 
@@ -50,7 +50,7 @@ class Cluster:
         env = {**self.env, **(extra_env or {})}
         with (self.logs / f"{name}.log").open("ab") as log:
             self.procs[name] = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "workers", *args],
+                [sys.executable, "-m", "celery", "-A", "bpm_workers", *args],
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -92,11 +92,13 @@ class Cluster:
         schedule = self.logs / f"{name}-schedule"
         self._spawn(name, ["beat", "-s", str(schedule), "-l", "info"], None)
 
-    def flower(self, port: int) -> None:
+    def flower(self, port: int, login: str) -> None:
+        """Flower as deploy/ starts it: on loopback, the login ``user:password`` read from
+        ``FLOWER_BASIC_AUTH``."""
         self._spawn(
             "flower",
             ["flower", f"--port={port}", "--address=127.0.0.1"],
-            {"FLOWER_UNAUTHENTICATED_API": "1"},
+            {"FLOWER_BASIC_AUTH": login},
         )
 
     def wait_ready(self, timeout: float = 30) -> None:

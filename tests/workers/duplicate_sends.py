@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bpm.dispatch import Job
-from workers.dispatcher import CeleryDispatcher
+from bpm_workers.dispatcher import CeleryDispatcher
 
 _send_once = CeleryDispatcher.dispatch
 

@@ -97,7 +97,7 @@ def slow_undo(ctx: HandlerContext) -> None:
 
 def _send_twice(names: frozenset[str]) -> None:
     """Every job named in ``names`` goes out twice from this process (a duplicate delivery)."""
-    from workers.dispatcher import CeleryDispatcher
+    from bpm_workers.dispatcher import CeleryDispatcher
 
     send_once = CeleryDispatcher.dispatch
 

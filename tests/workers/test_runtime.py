@@ -199,10 +199,10 @@ def test_cli_start_wait_completes_through_workers_and_beat(cluster: Cluster) -> 
     import json
     import subprocess
 
-    from examples import ORDER_FULFILMENT
+    from bpm.demo import ORDER_FULFILMENT
     from tests.cli.conftest import bpm_executable
 
-    cluster.env["BPM_IMPORTS"] = "examples.order_handlers"
+    cluster.env["BPM_IMPORTS"] = "bpm.demo.order_handlers"
     cluster.worker("w1")
     cluster.worker("w2")
     cluster.beat("beat1")
@@ -242,26 +242,51 @@ def test_cli_start_wait_completes_through_workers_and_beat(cluster: Cluster) -> 
     assert json.loads(started.stdout)["state"] == "COMPLETED"
 
 
-def test_flower_shows_the_workers_on_the_same_broker(cluster: Cluster) -> None:
+def test_flower_asks_for_its_login_and_then_shows_the_workers(cluster: Cluster) -> None:
+    import base64
     import json
+    import secrets
     import socket
+    import urllib.error
     import urllib.request
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    login = f"ops:{secrets.token_urlsafe(16)}"
     cluster.worker("w1")
     cluster.wait_ready()
-    cluster.flower(port)
+    cluster.flower(port, login)
+
+    def get(path: str, credentials: str | None, method: str = "GET") -> tuple[int, bytes]:
+        request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method)
+        if credentials is not None:
+            token = base64.b64encode(credentials.encode()).decode()
+            request.add_header("Authorization", f"Basic {token}")
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                return response.status, response.read()
+        except urllib.error.HTTPError as refused:
+            return refused.code, b""
+
+    def listening() -> bool:
+        try:
+            get("/", None)
+        except OSError:
+            return False
+        return True
+
+    cluster.wait_until(listening, 40, "Flower to listen")
+    wrong = login.partition(":")[0] + ":not-the-password"
+    shutdown = f"/api/worker/shutdown/w1@{cluster.prefix}"
+    for path, method in (("/", "GET"), ("/api/workers", "GET"), (shutdown, "POST")):
+        assert get(path, None, method)[0] == 401, path
+        assert get(path, wrong, method)[0] == 401, path
+    assert get("/", login)[0] == 200
 
     def workers() -> dict[str, Any]:
-        try:
-            with urllib.request.urlopen(
-                f"http://127.0.0.1:{port}/api/workers?refresh=1", timeout=5
-            ) as response:
-                return dict(json.load(response))
-        except OSError:
-            return {}
+        status, body = get("/api/workers?refresh=1", login)
+        return dict(json.loads(body)) if status == 200 else {}
 
     cluster.wait_until(
         lambda: any(name.startswith("w1@") for name in workers()), 40, "Flower to list the worker"

@@ -63,8 +63,8 @@ def test_a_job_due_later_than_half_the_visibility_timeout_is_left_to_the_scans()
     import redis
 
     from bpm.dispatch import RUN_HANDLER, Job
-    from workers.config import HANDLERS, Settings, celery_config
-    from workers.dispatcher import CeleryDispatcher
+    from bpm_workers.config import HANDLERS, Settings, celery_config
+    from bpm_workers.dispatcher import CeleryDispatcher
 
     settings = Settings(
         broker_url=REDIS_URL,

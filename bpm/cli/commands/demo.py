@@ -7,7 +7,7 @@ import click
 from bpm.cli import paths, render
 from bpm.cli.demo import WORKER_ID, DemoResult, DemoRun, SagaRun, new_database, run_demo
 from bpm.cli.invocation import bpm_invocation
-from examples import ORDER_FULFILMENT, ORDER_SAGA, ORDER_SAGA_BPMN
+from bpm.demo import ORDER_FULFILMENT, ORDER_SAGA, ORDER_SAGA_BPMN
 
 OUTLINE = (
     "validate; then in parallel: reserve stock | charge payment (up to 3 attempts) |",

@@ -121,7 +121,7 @@ def recover(imports: tuple[str, ...], as_json: bool) -> None:
     if broker_mode():
         from importlib import import_module
 
-        sent = import_module("workers.client").send_scans()
+        sent = import_module("bpm_workers.client").send_scans()
         render.line(f"asked the workers to run {', '.join(sent)}")
         return
     import_handlers(imports)

@@ -1,7 +1,7 @@
 """The one table of jobs: for each job name, its queue, its arguments and how they are
 decoded, and the engine function it runs.
 
-The Celery tasks (``workers/tasks.py``), the routes and beat's schedule, ``Engine.run_job``
+The Celery tasks (``bpm_workers/tasks.py``), the routes and beat's schedule, ``Engine.run_job``
 (the embedded loop) and ``Engine.run_scans`` are all generated from ``JOBS``: a new job is
 one entry here (and its name in ``JobName``).
 """

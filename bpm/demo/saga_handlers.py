@@ -9,10 +9,10 @@ TERMINATED. ``bpm demo`` runs exactly that, acting as the external worker itself
 
 By hand, in embedded mode (``worker`` below serves both topics)::
 
-    bpm deploy examples/order_saga.json    # or examples/order_saga.bpmn
-    BPM_IMPORTS=examples.saga_handlers bpm start order_saga \\
+    bpm deploy bpm/demo/order_saga.json    # or bpm/demo/order_saga.bpmn
+    BPM_IMPORTS=bpm.demo.saga_handlers bpm start order_saga \\
         --var 'items=["lamp"]' --var total=40 --var ship_fails=true
-    bpm external-worker --import examples.saga_handlers   # Ctrl-C once the order is TERMINATED
+    bpm external-worker --import bpm.demo.saga_handlers   # Ctrl-C once the order is TERMINATED
 
 A compensation handler sees the instance's variables as they are when it runs, so
 ``release_stock`` finds the ``reservation`` that ``reserve_stock`` returned.
@@ -24,8 +24,8 @@ from datetime import timedelta
 from typing import Any
 
 from bpm import HandlerContext, handler
+from bpm.demo.order_handlers import reserve_stock
 from bpm.sdk import ExternalTask, Worker
-from examples.order_handlers import reserve_stock
 
 __all__ = [
     "ShippingFailed",
@@ -56,7 +56,7 @@ def ship_order(ctx: HandlerContext) -> dict[str, Any]:
     return {"tracking": f"TRK-{ctx.idempotency_key[:8]}"}
 
 
-#: The external worker for the card: ``bpm external-worker --import examples.saga_handlers``.
+#: The external worker for the card: ``bpm external-worker --import bpm.demo.saga_handlers``.
 worker = Worker("order-saga-worker")
 
 

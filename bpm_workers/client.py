@@ -9,8 +9,8 @@ from __future__ import annotations
 from celery import Celery
 
 from bpm.engine.jobs.table import RECOVERY_SCANS
-from workers.config import celery_config, settings_from_env
-from workers.dispatcher import CeleryDispatcher
+from bpm_workers.config import celery_config, settings_from_env
+from bpm_workers.dispatcher import CeleryDispatcher
 
 
 def dispatcher_from_env() -> CeleryDispatcher:

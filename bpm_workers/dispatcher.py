@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from celery import Celery
 
 from bpm.dispatch import Job
-from workers.config import Settings
+from bpm_workers.config import Settings
 
 log = logging.getLogger("bpm.dispatch")
 

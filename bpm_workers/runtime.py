@@ -21,8 +21,8 @@ from bpm.engine.jobs.spec import JobSettings
 from bpm.engine.operations.scans import ScanConfig
 from bpm.errors import ConfigError
 from bpm.store import Database
-from workers.config import Settings
-from workers.dispatcher import CeleryDispatcher
+from bpm_workers.config import Settings
+from bpm_workers.dispatcher import CeleryDispatcher
 
 log = logging.getLogger("bpm.worker")
 _lock = threading.Lock()

@@ -1,4 +1,4 @@
-"""The Celery app: ``celery -A workers worker`` / ``celery -A workers beat`` / ``flower``."""
+"""The Celery app: ``celery -A bpm_workers worker`` / ``beat`` / ``flower``."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from typing import Any
 from celery import Celery
 from celery.signals import after_setup_logger, worker_ready
 
-from beat.schedule import beat_schedule
 from bpm.engine.jobs.table import RECOVERY_SCANS
 from bpm.handlers import registry as handlers
-from workers.config import celery_config, queue_problem, settings_from_env
-from workers.runtime import import_handler_modules
-from workers.tasks import register
+from bpm_beat.schedule import beat_schedule
+from bpm_workers.config import celery_config, queue_problem, settings_from_env
+from bpm_workers.runtime import import_handler_modules
+from bpm_workers.tasks import register
 
 log = logging.getLogger("bpm.worker")
 

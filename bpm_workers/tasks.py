@@ -28,8 +28,8 @@ from bpm.engine.jobs.table import JOBS
 from bpm.errors import BpmError
 from bpm.store import DatabaseUnavailable, RetryableDatabaseError
 from bpm.store.outages import until_available
-from workers.config import MESSAGE_ONLY, SCAN_JOBS, Settings
-from workers.runtime import engine_for, job_settings
+from bpm_workers.config import MESSAGE_ONLY, SCAN_JOBS, Settings
+from bpm_workers.runtime import engine_for, job_settings
 
 __all__ = ["CorrelationRefused", "StartRefused", "register"]
 

@@ -1,6 +1,6 @@
 """Handlers for ``order_fulfilment.json``: importing this module registers them.
 
-Run the example with ``BPM_IMPORTS=examples.order_handlers bpm start order_fulfilment ...``.
+Run the example with ``BPM_IMPORTS=bpm.demo.order_handlers bpm start order_fulfilment ...``.
 The side effects are simulated, but each handler shows a habit worth copying: it reads only the
 variables it needs, returns the variables it produces, and is safe to run twice for one task
 (``ctx.idempotency_key`` is what a real payment or shipping API would deduplicate on).

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from bpm.engine.jobs.spec import Period
 from bpm.engine.jobs.table import JOBS
 
-if TYPE_CHECKING:  # at run time workers.app imports this module: no import back
-    from workers.config import Settings
+if TYPE_CHECKING:  # at run time bpm_workers.app imports this module: no import back
+    from bpm_workers.config import Settings
 
 
 def period(every: Period, settings: Settings) -> tuple[float, float]:

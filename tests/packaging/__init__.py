@@ -1,0 +1,1 @@
+"""Tests of what bpm installs: a built wheel in a virtualenv of its own."""
