@@ -1,10 +1,10 @@
 """A built wheel, installed into a new virtualenv next to the Camunda external task client.
 
 That client installs a top-level ``examples`` package. bpm's wheel must install only names of
-its own (``bpm``, ``bpm_server``, ``bpm_workers``, ``bpm_beat``), or whichever distribution is installed last
-replaces the other's modules and every ``bpm`` command fails to import. Slow (a build, a
-virtualenv, an install from the package index; pip's cache makes a second run cheap), and
-skipped when the package index cannot be reached.
+its own (``bpm``, ``bpm_server``, ``bpm_workers``, ``bpm_beat``), or whichever distribution is
+installed last replaces the other's modules and every ``bpm`` command fails to import. Slow
+(a build, a virtualenv, an install from the package index; pip's cache makes a second run
+cheap), and skipped when the package index cannot be reached.
 """
 
 from __future__ import annotations
@@ -27,7 +27,15 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What pyproject.toml builds the wheel from (packages, package-dir targets, the readme).
-SOURCES = ("pyproject.toml", "README.md", "bpm", "bpm_server", "bpm_workers", "bpm_beat", "migrations")
+SOURCES = (
+    "pyproject.toml",
+    "README.md",
+    "bpm",
+    "bpm_server",
+    "bpm_workers",
+    "bpm_beat",
+    "migrations",
+)
 #: A 4.x release of the client that installs a top-level ``examples``.
 CAMUNDA = "camunda-external-task-client-python3==4.5.0"
 OWN_NAMES = {"bpm", "bpm_server", "bpm_workers", "bpm_beat"}
