@@ -86,7 +86,9 @@ def test_console_script__demo(tmp_path: Path) -> None:
 def test_start_from_python_example(tmp_path: Path) -> None:
     import sys
 
-    base = {k: v for k, v in os.environ.items() if k not in ENV_VARS}
+    # examples/ is read from the checkout (it is not installed)
+    root = str(Path(__file__).resolve().parents[2])
+    base = {k: v for k, v in os.environ.items() if k not in ENV_VARS} | {"PYTHONPATH": root}
     result = subprocess.run(
         [sys.executable, "-m", "examples.start_from_python"],
         cwd=tmp_path,
