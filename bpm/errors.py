@@ -172,3 +172,17 @@ class NotAuthenticated(AccessDenied):
 
 class Forbidden(AccessDenied):
     """A verified caller whose role or limits do not allow this call."""
+
+
+class DeploymentInvalid(InvalidDefinition):
+    """Files of one deployment that do not parse; ``problems`` has each refused file's
+    problems, one ``line N: ...`` per entry. Nothing of the deployment was stored."""
+
+    def __init__(self, message: str, problems: Mapping[str, Sequence[str]]) -> None:
+        BpmError.__init__(self, message, {k: list(v) for k, v in problems.items()})
+        self.element = None
+        self.problems = {name: list(lines) for name, lines in problems.items()}
+
+
+class NotSupported(BpmError):
+    """Something Camunda has and bpm does not (yet), such as signals; nothing was changed."""

@@ -18,6 +18,7 @@ from bpm.engine.jobs import table
 from bpm.engine.jobs.runner import JobRunner
 from bpm.engine.operations import (
     decisions,
+    deployments,
     external,
     external_reports,
     external_views,
@@ -69,16 +70,23 @@ class Engine(EngineReads):
         with because("api deploy"):
             return lifecycle.deploy(self.core, document, source=source, source_format=source_format)
 
-    def deploy_bpmn(self, xml: str | bytes) -> list[lifecycle.Deployed]:
-        """Deploy every process of a BPMN 2.0 file (see docs/bpmn.md); the XML is stored as
-        each definition's source. All processes are checked before any is stored."""
+    def deploy_bpmn(self, xml: str | bytes, **named: str) -> list[lifecycle.Deployed]:
+        """Deploy every process of a BPMN 2.0 file (see docs/bpmn.md) in one deployment
+        (``name``, ``resource``: the file's name); all are checked before any is stored."""
         with because("api deploy"):
-            return lifecycle.deploy_bpmn(self.core, xml)
+            return lifecycle.deploy_bpmn(self.core, xml, **named)
 
-    def deploy_dmn(self, xml: str | bytes) -> list[decisions.DeployedDecision]:
+    def deploy_dmn(self, xml: str | bytes, **named: str) -> list[decisions.DeployedDecision]:
         """Deploy every decision of a DMN file (see docs/dmn.md) for business rule tasks."""
         with because("api deploy"):
-            return decisions.deploy_dmn(self.core, xml)
+            return decisions.deploy_dmn(self.core, xml, **named)
+
+    def deploy_files(
+        self, files: Sequence[deployments.Resource], **options: Unpack[deployments.Options]
+    ) -> deployments.DeploymentResult:
+        """Deploy several files as one deployment, all or nothing (``deployments.deploy``)."""
+        with because("api deploy"):
+            return deployments.deploy(self.core, files, **options)
 
     def decide(
         self, key: str, variables: Mapping[str, Any] | None = None, *, version: int | None = None

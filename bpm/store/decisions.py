@@ -22,9 +22,21 @@ class DecisionRow:
     version_tag: str | None
     checksum: str
     created_at: datetime
+    deployment_id: UUID | None = None
+    resource: str | None = None
 
 
-_COLS = (t.c.id, t.c.key, t.c.name, t.c.version, t.c.version_tag, t.c.checksum, t.c.created_at)
+_COLS = (
+    t.c.id,
+    t.c.key,
+    t.c.name,
+    t.c.version,
+    t.c.version_tag,
+    t.c.checksum,
+    t.c.created_at,
+    t.c.deployment_id,
+    t.c.resource,
+)
 _LATEST = select(*_COLS).where(t.c.key == bindparam("key")).order_by(t.c.version.desc()).limit(1)
 _BY_KEY_VERSION = select(*_COLS).where(
     t.c.key == bindparam("key"), t.c.version == bindparam("version")
@@ -72,6 +84,8 @@ def insert(
     source_text: str,
     checksum: str,
     now: datetime,
+    deployment_id: UUID | None = None,
+    resource: str | None = None,
 ) -> DecisionRow:
     decision_id = uuid4()
     try:
@@ -87,8 +101,12 @@ def insert(
                     "source": source_text,
                     "checksum": checksum,
                     "created_at": now,
+                    "deployment_id": deployment_id,
+                    "resource": resource,
                 },
             )
     except IntegrityError as exc:
         raise DecisionVersionTaken(key, version) from exc
-    return DecisionRow(decision_id, key, name, version, version_tag, checksum, now)
+    return DecisionRow(
+        decision_id, key, name, version, version_tag, checksum, now, deployment_id, resource
+    )

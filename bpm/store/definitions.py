@@ -21,6 +21,9 @@ _COLS = (
     t.c.checksum,
     t.c.created_at,
     t.c.history_ttl_seconds,
+    t.c.deployment_id,
+    t.c.resource,
+    t.c.version_tag,
 )
 _LATEST = select(*_COLS).where(t.c.key == bindparam("key")).order_by(t.c.version.desc()).limit(1)
 _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
@@ -60,8 +63,12 @@ def insert(
     checksum: str,
     now: datetime,
     history_ttl_seconds: int | None = None,
+    deployment_id: UUID | None = None,
+    resource: str | None = None,
 ) -> DefinitionRow:
     def_id = uuid4()
+    tag = graph.get("versionTag")
+    version_tag = tag if isinstance(tag, str) else None
     try:
         with conn.begin_nested():
             conn.execute(
@@ -77,8 +84,23 @@ def insert(
                     "checksum": checksum,
                     "created_at": now,
                     "history_ttl_seconds": history_ttl_seconds,
+                    "deployment_id": deployment_id,
+                    "resource": resource,
+                    "version_tag": version_tag,
                 },
             )
     except IntegrityError as exc:
         raise VersionTaken(key, version) from exc
-    return DefinitionRow(def_id, key, name, version, graph, checksum, now, history_ttl_seconds)
+    return DefinitionRow(
+        def_id,
+        key,
+        name,
+        version,
+        graph,
+        checksum,
+        now,
+        history_ttl_seconds,
+        deployment_id,
+        resource,
+        version_tag,
+    )

@@ -18,6 +18,9 @@ class DefinitionRow:
     checksum: str
     created_at: datetime
     history_ttl_seconds: int | None = None
+    deployment_id: UUID | None = None
+    resource: str | None = None
+    version_tag: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

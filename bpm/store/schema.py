@@ -14,6 +14,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
     Sequence,
@@ -76,6 +77,31 @@ def _in(column: str, values: tuple[str, ...]) -> str:
     return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
 
+#: One deploy of one or several files at once (``POST /deployment/create``, ``bpm deploy``).
+deployments = Table(
+    "deployments",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("name", Text),
+    # Who deployed it: "Camunda Modeler", "bpm deploy", "python", ...
+    Column("source", Text),
+    Column("deployment_time", UtcDateTime, nullable=False),
+    Index("ix_deployments_deployment_time", "deployment_time"),
+)
+
+#: The files of a deployment byte for byte, with a SHA-256 of each (changed-only deploys).
+deployment_resources = Table(
+    "deployment_resources",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("deployment_id", Uuid, ForeignKey("deployments.id"), nullable=False),
+    Column("name", Text, nullable=False),
+    Column("content", LargeBinary, nullable=False),
+    Column("checksum", Text, nullable=False),
+    UniqueConstraint("deployment_id", "name"),
+    Index("ix_deployment_resources_name_checksum", "name", "checksum"),
+)
+
 process_definitions = Table(
     "process_definitions",
     metadata,
@@ -90,7 +116,12 @@ process_definitions = Table(
     Column("created_at", UtcDateTime, nullable=False),
     # historyTimeToLive: seconds an ended instance is kept; NULL: the installation's default.
     Column("history_ttl_seconds", Integer),
+    # The deployment and the file it came from; camunda:versionTag, to filter on it.
+    Column("deployment_id", Uuid),
+    Column("resource", Text),
+    Column("version_tag", Text),
     UniqueConstraint("key", "version"),
+    Index("ix_process_definitions_deployment_id", "deployment_id"),
     CheckConstraint("version >= 1", name="version_positive"),
 )
 
@@ -107,7 +138,10 @@ decision_definitions = Table(
     Column("source", Text, nullable=False),
     Column("checksum", Text, nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
+    Column("deployment_id", Uuid),
+    Column("resource", Text),
     UniqueConstraint("key", "version"),
+    Index("ix_decision_definitions_deployment_id", "deployment_id"),
     CheckConstraint("version >= 1", name="version_positive"),
 )
 

@@ -95,7 +95,7 @@ def _deploy_dmn(file: Path, as_json: bool, check: bool) -> None:
         _checked(file, [{"key": key} for key in parsed.decisions], as_json)
         return
     with embedded() as rt:
-        results = rt.engine.deploy_dmn(data)
+        results = rt.engine.deploy_dmn(data, name=file.name, resource=file.name)
     _print_results("decision", results, as_json)
 
 
@@ -126,7 +126,6 @@ def _deploy_bpmn(file: Path, as_json: bool, check: bool) -> None:
     if check:
         _checked(file, documents, as_json)
         return
-    source = xml.decode("utf-8", "replace")
-    with embedded() as rt:
-        results = [rt.engine.deploy(doc, source=source, source_format="bpmn") for doc in documents]
+    with embedded() as rt:  # one deployment of the file, named for it
+        results = rt.engine.deploy_bpmn(xml, name=file.name, resource=file.name)
     _print_results("", results, as_json)

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, TypedDict, Unpack
 from uuid import UUID, uuid4
 
 from bpm.definitions.bpmn import compile_bpmn
 from bpm.definitions.form_values import check_submission, shown_defaults
-from bpm.definitions.parse import compile_definition
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Conflict, Tx
+from bpm.engine.operations import deployments
+from bpm.engine.operations.deployments import Deployed as Deployed
 from bpm.engine.semantics.cancelling import cancel_token
 from bpm.engine.semantics.instance_state import set_instance_state
 from bpm.engine.semantics.moves import create, new_token
@@ -26,19 +24,10 @@ from bpm.states import (
     TokenState,
 )
 from bpm.store import definitions, instances
-from bpm.store.definitions import VersionTaken
 from bpm.store.rows import DefinitionRow, InstanceRow
 from bpm.variables import check_variables
 
 OPERATOR = "operator"
-
-
-@dataclass(frozen=True)
-class Deployed:
-    id: UUID
-    key: str
-    version: int
-    created: bool
 
 
 @dataclass(frozen=True)
@@ -50,11 +39,6 @@ class Started:
     created: bool
 
 
-def checksum(document: Mapping[str, Any]) -> str:
-    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
-
-
 def deploy(
     core: EngineCore,
     document: Mapping[str, Any],
@@ -62,72 +46,30 @@ def deploy(
     source: str | None = None,
     source_format: str = "json",
 ) -> Deployed:
-    """Validate, then store as a new version unless the latest version is the same graph."""
-    graph = compile_definition(document)
-    digest = checksum(graph.document)
-    for _ in range(5):
-        try:
-            with core.transaction(OPERATOR) as tx:
-                return _deploy_txn(
-                    tx,
-                    graph.key,
-                    graph.name,
-                    graph.document,
-                    digest,
-                    source or json.dumps(graph.document, indent=2),
-                    source_format,
-                    _ttl_seconds(graph.history_ttl),
-                )
-        except VersionTaken:
-            continue  # a concurrent deploy of the same key took the number: look again
-    raise Conflict(f"could not deploy {graph.key!r}: concurrent deploys kept winning")
-
-
-def deploy_bpmn(core: EngineCore, xml: str | bytes) -> list[Deployed]:
-    """Every process of a BPMN 2.0 file; all are checked before any is stored."""
-    documents = compile_bpmn(xml, handlers=core.handlers.names())
-    source = xml if isinstance(xml, str) else xml.decode("utf-8", "replace")
-    return [deploy(core, doc, source=source, source_format="bpmn") for doc in documents]
-
-
-def _ttl_seconds(ttl: timedelta | None) -> int | None:
-    """Whole seconds, rounded up: an instance is never deleted before its TTL has passed."""
-    return None if ttl is None else math.ceil(ttl.total_seconds())
-
-
-def _deploy_txn(
-    tx: Tx,
-    key: str,
-    name: str,
-    document: dict[str, Any],
-    digest: str,
-    source: str,
-    source_format: str,
-    ttl_seconds: int | None = None,
-) -> Deployed:
-    latest = definitions.latest(tx.conn, key)
-    if latest is not None and latest.checksum == digest:
-        return Deployed(latest.id, key, latest.version, created=False)
-    row = definitions.insert(
-        tx.conn,
-        key=key,
-        name=name,
-        version=(latest.version + 1) if latest else 1,
-        graph=document,
-        source=source,
-        source_format=source_format,
-        checksum=digest,
-        now=tx.now,
-        history_ttl_seconds=ttl_seconds,
+    """Validate, then store as a new version unless the latest version is the same graph;
+    a new version comes with a deployment of its own (its one file named for its key)."""
+    key = str(document.get("key", "process"))
+    kind = (
+        deployments.ResourceKind.BPMN if source_format == "bpmn" else deployments.ResourceKind.JSON
     )
-    tx.history.engine(
-        instance_id=None,
-        at=tx.now,
-        type=EngineEvent.DEFINITION_DEPLOYED,
-        actor=tx.actor,
-        data={"id": str(row.id), "key": key, "version": row.version},
-    )
-    return Deployed(row.id, key, row.version, created=True)
+    text = source if source is not None else json.dumps(dict(document), indent=2)
+    suffix = ".bpmn" if kind == deployments.ResourceKind.BPMN else ".json"
+    resource = deployments.Resource(f"{key}{suffix}", text.encode(), kind, document)
+    (deployed,) = deployments.deploy(core, [resource], name=key).processes
+    return deployed
+
+
+def deploy_bpmn(
+    core: EngineCore, xml: str | bytes, *, name: str | None = None, resource: str | None = None
+) -> list[Deployed]:
+    """Every process of a BPMN 2.0 file, in one deployment; all are checked before any is
+    stored."""
+    content = xml.encode() if isinstance(xml, str) else xml
+    if resource is None:
+        first = compile_bpmn(content, handlers=core.handlers.names())[0]["key"]
+        resource = f"{first}.bpmn"
+    files = [deployments.Resource(resource, content, deployments.ResourceKind.BPMN)]
+    return deployments.deploy(core, files, name=name or resource).processes
 
 
 def start_key(

@@ -1,0 +1,169 @@
+"""Deployment rows and the files they hold (byte for byte, with a SHA-256 of each)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID, uuid4
+
+from sqlalchemy import Connection, func, select
+
+from bpm.store.schema import decision_definitions as decisions_t
+from bpm.store.schema import deployment_resources as r
+from bpm.store.schema import deployments as t
+from bpm.store.schema import process_definitions as processes_t
+
+
+@dataclass(frozen=True, slots=True)
+class DeploymentRow:
+    id: UUID
+    name: str | None
+    source: str | None
+    deployment_time: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceRow:
+    id: UUID
+    deployment_id: UUID
+    name: str
+    checksum: str
+
+
+@dataclass(frozen=True)
+class DeploymentFilter:
+    """Which deployments: every field that is set must match (``*_like``: SQL LIKE)."""
+
+    id: UUID | None = None
+    name: str | None = None
+    name_like: str | None = None
+    source: str | None = None
+    after: datetime | None = None
+    before: datetime | None = None
+
+
+_COLS = (t.c.id, t.c.name, t.c.source, t.c.deployment_time)
+_RESOURCE_COLS = (r.c.id, r.c.deployment_id, r.c.name, r.c.checksum)
+#: sortBy values and their columns (Camunda's names).
+SORTS = {"id": t.c.id, "name": t.c.name, "deploymentTime": t.c.deployment_time}
+
+
+def insert(
+    conn: Connection, *, name: str | None, source: str | None, now: datetime
+) -> DeploymentRow:
+    row = DeploymentRow(uuid4(), name, source, now)
+    conn.execute(t.insert(), {"id": row.id, "name": name, "source": source, "deployment_time": now})
+    return row
+
+
+def add_resource(
+    conn: Connection, deployment_id: UUID, name: str, content: bytes, checksum: str
+) -> ResourceRow:
+    row = ResourceRow(uuid4(), deployment_id, name, checksum)
+    conn.execute(
+        r.insert(),
+        {
+            "id": row.id,
+            "deployment_id": deployment_id,
+            "name": name,
+            "content": content,
+            "checksum": checksum,
+        },
+    )
+    return row
+
+
+def get(conn: Connection, deployment_id: UUID) -> DeploymentRow | None:
+    row = conn.execute(select(*_COLS).where(t.c.id == deployment_id)).first()
+    return DeploymentRow(*row) if row else None
+
+
+def get_many(conn: Connection, ids: Sequence[UUID]) -> list[DeploymentRow]:
+    if not ids:
+        return []
+    return [DeploymentRow(*row) for row in conn.execute(select(*_COLS).where(t.c.id.in_(ids)))]
+
+
+def _where(stmt: Any, f: DeploymentFilter) -> Any:
+    if f.id is not None:
+        stmt = stmt.where(t.c.id == f.id)
+    if f.name is not None:
+        stmt = stmt.where(t.c.name == f.name)
+    if f.name_like is not None:
+        stmt = stmt.where(t.c.name.like(f.name_like))
+    if f.source is not None:
+        stmt = stmt.where(t.c.source == f.source)
+    if f.after is not None:
+        stmt = stmt.where(t.c.deployment_time > f.after)
+    if f.before is not None:
+        stmt = stmt.where(t.c.deployment_time < f.before)
+    return stmt
+
+
+def find(
+    conn: Connection,
+    f: DeploymentFilter,
+    *,
+    sort: str = "deploymentTime",
+    descending: bool = False,
+    limit: int = 100,
+    offset: int = 0,
+) -> list[DeploymentRow]:
+    column = SORTS[sort]
+    order = column.desc() if descending else column.asc()
+    stmt = _where(select(*_COLS), f).order_by(order, t.c.id).limit(limit).offset(offset)
+    return [DeploymentRow(*row) for row in conn.execute(stmt)]
+
+
+def count(conn: Connection, f: DeploymentFilter) -> int:
+    return int(conn.execute(_where(select(func.count()).select_from(t), f)).scalar_one())
+
+
+def resources_of(conn: Connection, deployment_id: UUID) -> list[ResourceRow]:
+    stmt = select(*_RESOURCE_COLS).where(r.c.deployment_id == deployment_id).order_by(r.c.name)
+    return [ResourceRow(*row) for row in conn.execute(stmt)]
+
+
+def content(conn: Connection, deployment_id: UUID, resource_id: UUID) -> bytes | None:
+    stmt = select(r.c.content).where(r.c.deployment_id == deployment_id, r.c.id == resource_id)
+    found = conn.execute(stmt).scalar_one_or_none()
+    return None if found is None else bytes(found)
+
+
+def newest_with(conn: Connection, name: str, checksum: str) -> UUID | None:
+    """The newest deployment that holds a file of this name with this content."""
+    stmt = (
+        select(t.c.id)
+        .join_from(r, t, t.c.id == r.c.deployment_id)
+        .where(r.c.name == name, r.c.checksum == checksum)
+        .order_by(t.c.deployment_time.desc())
+        .limit(1)
+    )
+    found = conn.execute(stmt).scalar_one_or_none()
+    return None if found is None else UUID(str(found))
+
+
+def latest_checksum(conn: Connection, name: str) -> str | None:
+    """The content hash of the newest deployed file of this name."""
+    stmt = (
+        select(r.c.checksum)
+        .join_from(r, t, t.c.id == r.c.deployment_id)
+        .where(r.c.name == name)
+        .order_by(t.c.deployment_time.desc())
+        .limit(1)
+    )
+    found = conn.execute(stmt).scalar_one_or_none()
+    return None if found is None else str(found)
+
+
+def definition_ids(conn: Connection, deployment_id: UUID) -> tuple[list[UUID], list[UUID]]:
+    """The process and the decision definitions deployed with it."""
+    processes = conn.execute(
+        select(processes_t.c.id).where(processes_t.c.deployment_id == deployment_id)
+    ).scalars()
+    decisions = conn.execute(
+        select(decisions_t.c.id).where(decisions_t.c.deployment_id == deployment_id)
+    ).scalars()
+    return [UUID(str(i)) for i in processes], [UUID(str(i)) for i in decisions]
