@@ -81,10 +81,13 @@ def minus(whole: RowSet, part: RowSet) -> RowSet:
 
 
 #: Local variables end with their scope, so an ended instance holds none (retention deletes
-#: them all the same, in case one is left). API credentials belong to no instance.
+#: them all the same, in case one is left). API credentials and deployments belong to no
+#: instance.
 INSTANCE_TABLES = {t.name for t in metadata.sorted_tables} - {
     "process_definitions",
     "decision_definitions",
+    "deployments",
+    "deployment_resources",
     "local_variables",
     "api_credentials",
 }
