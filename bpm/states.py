@@ -162,6 +162,8 @@ class EngineEvent(StrEnum):
     INSTANCE_TERMINATED = "InstanceTerminated"
     INSTANCE_CANCELLED = "InstanceCancelled"
     VARIABLES_CHANGED = "VariablesChanged"
+    #: Variables removed by a caller (``data.names``); history alone still rebuilds them.
+    VARIABLES_DELETED = "VariablesDeleted"
     LOCAL_VARIABLES_SET = "LocalVariablesSet"
     LOCAL_VARIABLES_ENDED = "LocalVariablesEnded"
     TIMER_SCHEDULED = "TimerScheduled"

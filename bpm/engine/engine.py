@@ -22,6 +22,7 @@ from bpm.engine.operations import (
     external,
     external_reports,
     external_views,
+    instance_variables,
     lifecycle,
     messages,
     repairs,
@@ -250,6 +251,25 @@ class Engine(EngineReads):
             return messages.correlate(
                 self.core, message, business_key, iid, variables, all_waiting=all_waiting
             )
+
+    def correlate_tokens(
+        self, message: str, **options: Unpack[messages.CorrelateOptions]
+    ) -> list[messages.Correlated]:
+        """As ``correlate``, with ``correlation_keys`` (instance variables that must match);
+        returns the tokens moved on with their instances."""
+        with because(f"api correlate {message}"):
+            return messages.correlate_tokens(self.core, message, **options)
+
+    def set_variables(
+        self,
+        instance_id: UUID | str,
+        modifications: Mapping[str, Any] | None = None,
+        deletions: Sequence[str] = (),
+    ) -> None:
+        """Set, then remove, variables of a live instance in one transaction."""
+        with because(f"api set_variables instance={instance_id}"):
+            iid = as_id(instance_id, "instance")
+            instance_variables.modify(self.core, iid, modifications, deletions)
 
     def run_scans(
         self, now: datetime | None = None, cfg: scans.ScanConfig | None = None

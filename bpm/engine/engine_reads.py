@@ -11,9 +11,23 @@ from uuid import UUID
 
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.ids import as_id, maybe_id
-from bpm.engine.operations import definitions, external_views, queries, user_tasks, views
+from bpm.engine.operations import (
+    definitions,
+    deployment_views,
+    external_views,
+    instance_views,
+    queries,
+    user_tasks,
+    views,
+)
+from bpm.engine.operations.deployment_views import DeploymentView
 from bpm.engine.operations.external_views import ExternalTaskView, TaskFilter
+from bpm.engine.operations.instance_views import ActivityTree
+from bpm.store.definition_queries import DefinitionFilter
+from bpm.store.deployments import DeploymentFilter, DeploymentRow
+from bpm.store.instance_queries import LiveInstanceFilter
 from bpm.store.queries import InstanceFields, InstanceFilter
+from bpm.store.rows import DefinitionRow, InstanceRow
 
 
 class EngineReads:
@@ -99,3 +113,80 @@ class EngineReads:
     def next_retry_due(self, topics: Sequence[str]) -> datetime | None:
         """When a failed task of ``topics`` waiting out its retry timeout comes due."""
         return external_views.next_retry_due(self.core, topics)
+
+    # --- what the Camunda-compatible HTTP API reads (sort names: the store's SORTS) ----
+
+    def deployments(
+        self,
+        f: DeploymentFilter,
+        *,
+        sort: str = "deploymentTime",
+        descending: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[DeploymentRow]:
+        return deployment_views.find_deployments(self.core, f, sort, descending, limit, offset)
+
+    def deployment_count(self, f: DeploymentFilter) -> int:
+        return deployment_views.count_deployments(self.core, f)
+
+    def deployment(self, deployment_id: UUID | str) -> DeploymentView:
+        """A deployment with its files and the definitions it made."""
+        return deployment_views.deployment(self.core, as_id(deployment_id, "deployment"))
+
+    def deployment_resource(self, deployment_id: UUID | str, resource_id: UUID | str) -> bytes:
+        """A file of a deployment, byte for byte as it was deployed."""
+        did, rid = as_id(deployment_id, "deployment"), as_id(resource_id, "resource")
+        return deployment_views.resource_data(self.core, did, rid)
+
+    def process_definitions(
+        self,
+        f: DefinitionFilter,
+        *,
+        sort: str | None = None,
+        descending: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[DefinitionRow]:
+        return deployment_views.find_definitions(self.core, f, sort, descending, limit, offset)
+
+    def process_definition_count(self, f: DefinitionFilter) -> int:
+        return deployment_views.count_definitions(self.core, f)
+
+    def process_definition(
+        self, definition_id: UUID | str | None = None, *, key: str | None = None
+    ) -> DefinitionRow:
+        """By id, or the latest version of ``key``."""
+        did = maybe_id(definition_id, "process definition")
+        return deployment_views.definition_row(self.core, did, key)
+
+    def definition_source(self, definition_id: UUID | str) -> tuple[str, str]:
+        """The text it was deployed from and its format (``bpmn`` or ``json``)."""
+        did = as_id(definition_id, "process definition")
+        return deployment_views.definition_source(self.core, did)
+
+    def live_instances(
+        self,
+        f: LiveInstanceFilter,
+        *,
+        sort: str | None = None,
+        descending: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[InstanceRow]:
+        """Running and failed instances (variable conditions need PostgreSQL)."""
+        return instance_views.find(self.core, f, sort, descending, limit, offset)
+
+    def live_instance_count(self, f: LiveInstanceFilter) -> int:
+        return instance_views.count(self.core, f)
+
+    def live_instance(self, instance_id: UUID | str) -> InstanceRow:
+        """A running or failed instance; ``NotFound`` once it has ended."""
+        return instance_views.live(self.core, as_id(instance_id, "instance"))
+
+    def live_variables(self, instance_id: UUID | str) -> dict[str, Any]:
+        return instance_views.live_variables(self.core, as_id(instance_id, "instance"))
+
+    def activity_tree(self, instance_id: UUID | str) -> ActivityTree:
+        """Where a live instance's tokens are, subprocesses holding their inner tokens."""
+        return instance_views.activity_tree(self.core, as_id(instance_id, "instance"))

@@ -110,3 +110,8 @@ def insert(
     return DecisionRow(
         decision_id, key, name, version, version_tag, checksum, now, deployment_id, resource
     )
+
+
+def of_deployment(conn: Connection, deployment_id: UUID) -> list[DecisionRow]:
+    stmt = select(*_COLS).where(t.c.deployment_id == deployment_id).order_by(t.c.key)
+    return [from_row(DecisionRow, row) for row in conn.execute(stmt)]

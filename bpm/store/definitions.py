@@ -104,3 +104,9 @@ def insert(
         resource,
         version_tag,
     )
+
+
+def source(conn: Connection, def_id: UUID) -> tuple[str, str] | None:
+    """The text a definition was deployed from, and its format (``bpmn`` or ``json``)."""
+    row = conn.execute(select(t.c.source, t.c.source_format).where(t.c.id == def_id)).first()
+    return (str(row[0]), str(row[1])) if row else None

@@ -74,3 +74,11 @@ def write(conn: Connection, instance_id: UUID, values: Mapping[str, Any], now: d
             for name, value in values.items()
         ],
     )
+
+
+def delete(conn: Connection, instance_id: UUID, names: list[str]) -> list[str]:
+    """Remove these variables; returns the names that existed."""
+    if not names:
+        return []
+    stmt = t.delete().where(t.c.instance_id == instance_id, t.c.name.in_(names)).returning(t.c.name)
+    return sorted(str(n) for n in conn.execute(stmt).scalars())

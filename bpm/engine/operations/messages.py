@@ -8,7 +8,8 @@ error unless the caller asks for all of them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypedDict, Unpack
 from uuid import UUID
 
 from bpm.engine.core.engine_core import EngineCore
@@ -17,12 +18,31 @@ from bpm.engine.semantics import scopes
 from bpm.engine.semantics.nodes import leave
 from bpm.errors import AmbiguousCorrelation, InvalidOperation, NoMatchingWait
 from bpm.states import EngineEvent, InstanceState, TokenState, WaitKind
-from bpm.store import instances
+from bpm.store import instances, variables
 from bpm.store.rows import TokenRow
 from bpm.variables import check_variables
 
 #: How many instances one business key may select before the correlation is refused.
 MAX_INSTANCES = 1000
+
+
+class CorrelateOptions(TypedDict, total=False):
+    """Which tokens a message is for, and what it sets (``correlate_tokens``)."""
+
+    business_key: str | None
+    instance_id: UUID | None
+    variables: Mapping[str, Any] | None
+    all_waiting: bool
+    correlation_keys: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Correlated:
+    """A token a message moved on, and its instance."""
+
+    token_id: UUID
+    instance_id: UUID
+    node_id: str
 
 
 def correlate(
@@ -33,8 +53,29 @@ def correlate(
     values: Mapping[str, Any] | None = None,
     *,
     all_waiting: bool = False,
+    correlation_keys: Mapping[str, Any] | None = None,
 ) -> list[UUID]:
     """Move every matching WAITING token on; returns their ids."""
+    found = correlate_tokens(
+        core,
+        message,
+        business_key=business_key,
+        instance_id=instance_id,
+        variables=values,
+        all_waiting=all_waiting,
+        correlation_keys=correlation_keys,
+    )
+    return [c.token_id for c in found]
+
+
+def correlate_tokens(
+    core: EngineCore, message: str, **options: Unpack[CorrelateOptions]
+) -> list[Correlated]:
+    """Move every matching WAITING token on. ``correlation_keys``: instance variables that
+    must each equal the given value (a JSON value, compared exactly) for a token to match."""
+    business_key, instance_id = options.get("business_key"), options.get("instance_id")
+    values, all_waiting = options.get("variables"), options.get("all_waiting", False)
+    correlation_keys = options.get("correlation_keys")
     if not isinstance(message, str) or not message:
         raise InvalidOperation("a correlation needs a message name")
     if business_key is None and instance_id is None:
@@ -44,9 +85,11 @@ def correlate(
         f"instance {instance_id}" if instance_id is not None else f"business key {business_key!r}"
     )
 
-    def body() -> tuple[list[UUID], list[Next]]:
+    keys = dict(correlation_keys or {})
+
+    def body() -> tuple[list[Correlated], list[Next]]:
         with core.transaction("message") as tx:
-            waiting = _waiting(core, tx, message, business_key, instance_id)
+            waiting = _waiting(core, tx, message, business_key, instance_id, keys)
             if not waiting:
                 raise NoMatchingWait(f"no token of {target} waits for message {message!r}")
             if len(waiting) > 1 and not all_waiting:
@@ -68,7 +111,7 @@ def correlate(
                     data={"message": message, "variables": checked or None},
                 )
                 results.append(leave(tx, g, tok, g.node(tok.node_id)))
-        return [t.id for t in waiting], results
+        return [Correlated(t.id, t.instance_id, t.node_id) for t in waiting], results
 
     woken, nexts = core.retrying(body)
     for nxt in nexts:
@@ -77,7 +120,12 @@ def correlate(
 
 
 def _waiting(
-    core: EngineCore, tx: Tx, message: str, business_key: str | None, instance_id: UUID | None
+    core: EngineCore,
+    tx: Tx,
+    message: str,
+    business_key: str | None,
+    instance_id: UUID | None,
+    keys: dict[str, Any],
 ) -> list[TokenRow]:
     if instance_id is not None:
         row = instances.get(tx.conn, instance_id)
@@ -91,6 +139,8 @@ def _waiting(
             InstanceState.FAILED,
         ):  # FAILED: another branch has an incident
             continue
+        if keys and not _matches(variables.load(tx.conn, inst.id, list(keys)), keys):
+            continue
         g = core.graph(inst.process_def_id, tx.conn)
         for tok in tx.tokens_of(inst.id):
             if (
@@ -100,3 +150,19 @@ def _waiting(
             ):
                 out.append(tok)
     return out
+
+
+def _matches(found: dict[str, Any], keys: dict[str, Any]) -> bool:
+    """Each key is a variable of the instance with that JSON value: true is not 1, the
+    string "5" is not the number 5, but 5 and 5.0 are the same number."""
+    return all(name in found and _same(found[name], want) for name, want in keys.items())
+
+
+def _same(a: Any, b: Any) -> bool:
+    if _number(a) and _number(b):
+        return bool(a == b)
+    return type(a) is type(b) and bool(a == b)
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)

@@ -141,6 +141,9 @@ def _engine(state: State, e: EventRow) -> None:
         state.instance = {"state": INSTANCE_STATES[e.type], "version": version}
     elif e.type == EngineEvent.VARIABLES_CHANGED:
         state.variables.update(data.get("values") or {})
+    elif e.type == EngineEvent.VARIABLES_DELETED:
+        for name in data.get("names") or []:
+            state.variables.pop(name, None)
     elif e.type == EngineEvent.LOCAL_VARIABLES_SET:
         scope = f"{e.token_id}@{e.node_id}"
         state.local_variables.setdefault(scope, {}).update(data.get("values") or {})

@@ -1,0 +1,135 @@
+"""Searches over live process instances (the API's ``GET /process-instance``), by their own
+facts, their definition, open incidents and variable values.
+
+Variable conditions are PostgreSQL only (JSONB): equality compares JSON values exactly (the
+string ``"5"`` is not the number 5); ``gt``/``gteq``/``lt``/``lteq`` compare numbers with
+numbers and strings with strings; ``like`` matches strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import Connection, Numeric, cast, exists, func, literal_column, select
+
+from bpm.states import LIVE_INSTANCE, IncidentState
+from bpm.store.instances import _COLS
+from bpm.store.rows import InstanceRow, from_row
+from bpm.store.schema import incidents as incident_t
+from bpm.store.schema import process_instances as t
+from bpm.store.schema import variables as v
+
+
+class VariableOp(StrEnum):
+    """Camunda's variable query operators."""
+
+    EQ = "eq"
+    NEQ = "neq"
+    GT = "gt"
+    GTEQ = "gteq"
+    LT = "lt"
+    LTEQ = "lteq"
+    LIKE = "like"
+
+
+@dataclass(frozen=True)
+class VariableCondition:
+    name: str
+    op: VariableOp
+    value: Any
+
+
+@dataclass(frozen=True)
+class LiveInstanceFilter:
+    """Which live (running or failed) instances: every field that is set must match."""
+
+    ids: Sequence[UUID] | None = None
+    business_key: str | None = None
+    business_key_like: str | None = None
+    keys: Sequence[str] | None = None
+    definition_ids: Sequence[UUID] | None = None
+    with_incident: bool = False
+    incident_ids: Sequence[UUID] | None = None
+    variables: Sequence[VariableCondition] = ()
+
+
+SORTS = {
+    "instanceId": t.c.id,
+    "definitionKey": t.c.process_key,
+    "definitionId": t.c.process_def_id,
+    "businessKey": t.c.business_key,
+    "startTime": t.c.started_at,
+}
+
+
+def _condition(c: VariableCondition) -> Any:
+    text = v.c.value.op("#>>")(literal_column("'{}'"))
+    kind = func.jsonb_typeof(v.c.value)
+    match c.op:
+        case VariableOp.EQ:
+            test: Any = v.c.value == c.value
+        case VariableOp.NEQ:
+            test = v.c.value != c.value
+        case VariableOp.LIKE:
+            test = (kind == "string") & text.like(str(c.value))
+        case _:
+            number = isinstance(c.value, int | float) and not isinstance(c.value, bool)
+            left = cast(text, Numeric) if number else text
+            compared = {
+                VariableOp.GT: left > c.value,
+                VariableOp.GTEQ: left >= c.value,
+                VariableOp.LT: left < c.value,
+                VariableOp.LTEQ: left <= c.value,
+            }[c.op]
+            test = (kind == ("number" if number else "string")) & compared
+    return exists().where(v.c.instance_id == t.c.id, v.c.name == c.name, test)
+
+
+def _where(stmt: Any, f: LiveInstanceFilter) -> Any:
+    stmt = stmt.where(t.c.state.in_(sorted(LIVE_INSTANCE)))
+    if f.ids is not None:
+        stmt = stmt.where(t.c.id.in_(list(f.ids)))
+    if f.business_key is not None:
+        stmt = stmt.where(t.c.business_key == f.business_key)
+    if f.business_key_like is not None:
+        stmt = stmt.where(t.c.business_key.like(f.business_key_like))
+    if f.keys is not None:
+        stmt = stmt.where(t.c.process_key.in_(list(f.keys)))
+    if f.definition_ids is not None:
+        stmt = stmt.where(t.c.process_def_id.in_(list(f.definition_ids)))
+    if f.with_incident or f.incident_ids is not None:
+        open_incident = exists().where(
+            incident_t.c.instance_id == t.c.id, incident_t.c.state == IncidentState.OPEN
+        )
+        if f.incident_ids is not None:
+            open_incident = open_incident.where(incident_t.c.id.in_(list(f.incident_ids)))
+        stmt = stmt.where(open_incident)
+    for c in f.variables:
+        stmt = stmt.where(_condition(c))
+    return stmt
+
+
+def find(
+    conn: Connection,
+    f: LiveInstanceFilter,
+    *,
+    sort: str | None = None,
+    descending: bool = False,
+    limit: int = 100,
+    offset: int = 0,
+) -> list[InstanceRow]:
+    """Sorted by ``sort`` (a ``SORTS`` name), then oldest first."""
+    order: list[Any] = []
+    if sort is not None:
+        order.append(SORTS[sort].desc() if descending else SORTS[sort].asc())
+    order += [t.c.started_at, t.c.id]
+    stmt = _where(select(*_COLS), f).order_by(*order).limit(limit).offset(offset)
+    return [from_row(InstanceRow, row) for row in conn.execute(stmt)]
+
+
+def count(conn: Connection, f: LiveInstanceFilter) -> int:
+    return int(conn.execute(_where(select(func.count()).select_from(t), f)).scalar_one())
