@@ -12,7 +12,13 @@ from fastapi import FastAPI
 from bpm import __version__, credentials
 from bpm_server import problems
 from bpm_server.auth import Authenticator
-from bpm_server.routers import external_tasks
+from bpm_server.routers import (
+    deployments,
+    external_tasks,
+    messages,
+    process_definitions,
+    process_instances,
+)
 from bpm_server.runtime import ServerRuntime
 from bpm_server.settings import ServerSettings
 from bpm_server.signals import TaskSignals
@@ -59,4 +65,8 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     )
     problems.install(app)
     app.include_router(external_tasks.router, prefix=BASE)
+    app.include_router(deployments.router, prefix=BASE)
+    app.include_router(process_definitions.router, prefix=BASE)
+    app.include_router(process_instances.router, prefix=BASE)
+    app.include_router(messages.router, prefix=BASE)
     return app

@@ -8,6 +8,7 @@ log line carries too, and never a traceback.
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from typing import Any
 
@@ -20,6 +21,7 @@ from bpm.errors import (
     AccessDenied,
     BadVariables,
     BpmError,
+    DeploymentInvalid,
     Forbidden,
     InvalidDefinition,
     InvalidExpression,
@@ -27,6 +29,7 @@ from bpm.errors import (
     InvalidRequest,
     NotAuthenticated,
     NotFound,
+    NotSupported,
     TaskLockError,
     UnknownProcess,
 )
@@ -47,8 +50,11 @@ STATUS: tuple[tuple[type[BpmError], int, str], ...] = (
     (InvalidDefinition, 400, "ParseException"),
     (InvalidExpression, 400, "ParseException"),
     (InvalidOperation, 400, "BadUserRequestException"),
+    (NotSupported, 501, "RestException"),
     (DatabaseUnavailable, 503, "ProcessEngineException"),
 )
+_LINE = re.compile(r"^line (\d+): (.*)$", re.DOTALL)
+_COLUMN = re.compile(r"\(column (\d+)\)")
 
 
 def body(kind: str, message: str, code: int = 0) -> dict[str, Any]:
@@ -87,7 +93,32 @@ async def _bpm_error(request: Request, exc: Exception) -> JSONResponse:
             exc,
             extra={"action": "refused", "status": status},
         )
-    return JSONResponse(body(kind, str(exc)), status, headers=headers)
+    content = body(kind, str(exc))
+    if isinstance(exc, DeploymentInvalid):
+        content["details"] = parse_details(exc.problems)
+    return JSONResponse(content, status, headers=headers)
+
+
+def parse_details(problems: dict[str, list[str]]) -> dict[str, Any]:
+    """Camunda's ParseException details: per file, its errors with line and column (bpm's
+    refusals start ``line N:``, and XML errors name the column)."""
+    out: dict[str, Any] = {}
+    for resource, lines in problems.items():
+        errors: list[dict[str, Any]] = []
+        for text in lines:
+            found = _LINE.match(text)
+            column = _COLUMN.search(text)
+            errors.append(
+                {
+                    "message": text,
+                    "line": int(found.group(1)) if found else None,
+                    "column": int(column.group(1)) if column else None,
+                    "mainBpmnElementId": None,
+                    "bpmnElementIds": [],
+                }
+            )
+        out[resource] = {"errors": errors, "warnings": []}
+    return out
 
 
 async def _invalid(request: Request, exc: Exception) -> JSONResponse:

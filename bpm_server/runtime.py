@@ -12,6 +12,8 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+from starlette.requests import Request
+
 from bpm.cli.runtime import broker_mode, import_handlers
 from bpm.dispatch import broker_dispatcher
 from bpm.embedded import EmbeddedRuntime
@@ -57,3 +59,14 @@ class ServerRuntime:
             self._embedded.close()
         else:
             self.db.dispose()
+
+
+def runtime_of(request: Request) -> ServerRuntime:
+    """The runtime of the app serving ``request``."""
+    runtime: ServerRuntime = request.app.state.runtime
+    return runtime
+
+
+def base_of(request: Request) -> str:
+    """The REST base (``http://host:port/engine-rest``) for the links in answers."""
+    return str(request.base_url).rstrip("/") + "/engine-rest"

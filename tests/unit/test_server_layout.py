@@ -27,6 +27,14 @@ ALLOWED = {
     "bpm.engine.engine",
     "bpm.engine.operations.external",  # TopicRequest, LockedTask
     "bpm.engine.operations.external_views",  # ExternalTaskView
+    "bpm.engine.operations.deployments",  # Resource, kind_of, DeploymentResult
+    "bpm.engine.operations.instance_views",  # ActivityNode
+    "bpm.engine.operations.messages",  # Correlated
+    "bpm.store.rows",  # DefinitionRow, InstanceRow
+    "bpm.store.deployments",  # DeploymentFilter, DeploymentRow, ResourceRow
+    "bpm.store.decisions",  # DecisionRow
+    "bpm.store.definition_queries",  # DefinitionFilter
+    "bpm.store.instance_queries",  # LiveInstanceFilter, VariableCondition, VariableOp
 }
 
 

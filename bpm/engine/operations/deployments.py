@@ -197,12 +197,16 @@ def check(core: EngineCore, resources: Sequence[Resource]) -> _Checked:
 
 
 class Options(TypedDict, total=False):
-    """A deployment's name and source (who deployed it), and whether unchanged files are
-    left out (``changed_only``, the default: then nothing changed stores nothing)."""
+    """A deployment's name and source (who deployed it); ``changed_only`` (the default):
+    leave out the files that did not change, and store nothing when none did;
+    ``filter_duplicates``: store nothing when no file changed, else every file (Camunda's
+    ``enable-duplicate-filtering``). With neither, every deploy is a deployment of all its
+    files (its definitions still make no version equal to the one before)."""
 
     name: str | None
     source: str | None
     changed_only: bool
+    filter_duplicates: bool
 
 
 def deploy(
@@ -213,11 +217,12 @@ def deploy(
     name = options.get("name")
     source = options.get("source", DEFAULT_SOURCE)
     changed_only = options.get("changed_only", True)
+    filtered = changed_only or options.get("filter_duplicates", False)
     checked = check(core, resources)
     for _ in range(5):
         try:
             with core.transaction(OPERATOR) as tx:
-                return _store(tx, resources, checked, name, source, changed_only)
+                return _store(tx, resources, checked, name, source, (changed_only, filtered))
         except (VersionTaken, DecisionVersionTaken):
             continue
     raise Conflict(f"could not deploy {name!r}: concurrent deploys kept winning")
@@ -229,8 +234,9 @@ def _store(
     checked: _Checked,
     name: str | None,
     source: str | None,
-    changed_only: bool,
+    modes: tuple[bool, bool],
 ) -> DeploymentResult:
+    changed_only, filtered = modes
     conn = tx.conn
     latest_p = {p.key: definitions.latest(conn, p.key) for p in checked.processes}
     latest_d = {d.decision.key: decisions.latest(conn, d.decision.key) for d in checked.decisions}
@@ -258,7 +264,7 @@ def _store(
         for key, row in latest_d.items()
         if row is not None and row.checksum == _decision_digest(checked, key)
     ]
-    if changed_only and not changed:
+    if filtered and not changed:
         previous = _previous(tx, resources, digests, latest_p, latest_d)
         return DeploymentResult(previous, False, unchanged_p, unchanged_d)
     deployment = deployments.insert(conn, name=name, source=source, now=tx.now)

@@ -1,0 +1,143 @@
+"""Camunda's process-instance query, as GET parameters or a POST body, as a bpm filter.
+
+A filter bpm cannot honour is refused with 400 naming it (an ignored one would answer wrong).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from fastapi import Request
+
+from bpm.errors import InvalidRequest
+from bpm.store.instance_queries import LiveInstanceFilter, VariableCondition, VariableOp
+from bpm_server.definition_models import definition_uuid
+from bpm_server.instance_models import InstanceQueryDto, VariableQueryDto
+from bpm_server.paging import only_params, split, uuids
+
+FILTERS = {
+    "processInstanceIds",
+    "businessKey",
+    "businessKeyLike",
+    "processDefinitionKey",
+    "processDefinitionKeyIn",
+    "processDefinitionId",
+    "active",
+    "suspended",
+    "withIncident",
+    "incidentId",
+    "variables",
+    "variableNamesIgnoreCase",
+    "variableValuesIgnoreCase",
+}
+_CONDITION = re.compile(r"^(.+?)_(eq|neq|gteq|gt|lteq|lt|like)_(.*)$", re.DOTALL)
+_NUMBER = re.compile(r"^-?\d+(\.\d+)?([eE][-+]?\d+)?$")
+
+
+def live_filter(q: Mapping[str, Any]) -> LiveInstanceFilter | None:
+    """A filter from Camunda's query fields (the GET parameters as strings, or the POST
+    body's values); None when it can match nothing."""
+    if _true(q.get("suspended")):
+        raise InvalidRequest("suspended=true: bpm has no suspended process instances")
+    for name in ("variableNamesIgnoreCase", "variableValuesIgnoreCase"):
+        if _true(q.get(name)):
+            raise InvalidRequest(f"{name}=true: bpm compares variable names and values exactly")
+    ids = _list(q.get("processInstanceIds"))
+    definition = q.get("processDefinitionId")
+    definition_ids = None
+    if definition is not None:
+        found = definition_uuid(str(definition))[0]
+        if found is None:
+            return None
+        definition_ids = [found]
+    keys = _list(q.get("processDefinitionKeyIn"))
+    single = q.get("processDefinitionKey")
+    if single is not None:  # with both, a key must be that one and in the list
+        keys = [str(single)] if keys is None else [k for k in keys if k == single]
+    incident = q.get("incidentId")
+    incident_ids = None if incident is None else uuids([str(incident)])
+    if (ids is not None and not uuids(ids)) or incident_ids == []:
+        return None
+    return LiveInstanceFilter(
+        ids=None if ids is None else uuids(ids),
+        business_key=q.get("businessKey"),
+        business_key_like=q.get("businessKeyLike"),
+        keys=keys,
+        definition_ids=definition_ids,
+        with_incident=_true(q.get("withIncident")),
+        incident_ids=incident_ids,
+        variables=tuple(q.get("variables") or ()),
+    )
+
+
+def _true(value: Any) -> bool:
+    if value is None or value is False:
+        return False
+    if value is True:
+        return True
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise InvalidRequest(f"{value!r} is not true or false")
+    return text == "true"
+
+
+def _list(value: Any) -> list[str] | None:
+    if value is None or isinstance(value, list):
+        return value
+    return split(str(value))
+
+
+def _get_conditions(text: str | None) -> list[VariableCondition]:
+    """``name_op_value`` conditions, comma separated; a value reads as a number or a
+    boolean when it is written as one (``amount_gt_100``), else as a string."""
+    out = []
+    for part in split(text) or []:
+        found = _CONDITION.match(part)
+        if found is None:
+            raise InvalidRequest(
+                f"variables: {part!r} is not name_operator_value"
+                " (operators: eq, neq, gt, gteq, lt, lteq, like)"
+            )
+        name, op, raw = found.groups()
+        value: Any = raw
+        if op != "like" and raw in ("true", "false"):
+            value = raw == "true"
+        elif op != "like" and _NUMBER.match(raw):
+            value = float(raw) if any(c in raw for c in ".eE") else int(raw)
+        out.append(VariableCondition(name, VariableOp(op), value))
+    return out
+
+
+def _body_conditions(items: list[VariableQueryDto] | None) -> list[VariableCondition]:
+    out = []
+    for item in items or []:
+        try:
+            op = VariableOp(item.operator)
+        except ValueError:
+            raise InvalidRequest(
+                f"variables: operator {item.operator!r} of {item.name!r} is not supported"
+                " (eq, neq, gt, gteq, lt, lteq, like)"
+            ) from None
+        if op != VariableOp.EQ and op != VariableOp.NEQ and isinstance(item.value, dict | list):
+            raise InvalidRequest(f"variables: {op} compares numbers or strings, not {item.value!r}")
+        out.append(VariableCondition(item.name, op, item.value))
+    return out
+
+
+def query_params(request: Request, extra: Collection[str]) -> dict[str, Any]:
+    only_params(request, FILTERS | set(extra))
+    q: dict[str, Any] = dict(request.query_params)
+    q["variables"] = _get_conditions(request.query_params.get("variables"))
+    return q
+
+
+def query_body(body: InstanceQueryDto) -> dict[str, Any]:
+    extra = sorted(body.model_extra or {})
+    extra = [name for name in extra if name not in ("firstResult", "maxResults")]
+    if extra:
+        raise InvalidRequest(f"query property {', '.join(extra)} is not supported by bpm")
+    q = body.model_dump(by_alias=True, exclude_none=True, exclude={"variables", "sorting"})
+    q["variables"] = _body_conditions(body.variables)
+    return q

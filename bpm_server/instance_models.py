@@ -1,0 +1,131 @@
+"""The bodies of the process-instance endpoints and of a start (Camunda 7's
+ProcessInstanceDto, ProcessInstanceWithVariablesDto, StartProcessInstanceDto,
+ProcessInstanceQueryDto, PatchVariablesDto, ActivityInstanceDto, ...)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ConfigDict, Field
+
+from bpm.store.rows import InstanceRow
+from bpm_server.definition_models import LinkDto
+from bpm_server.models import Dto, VariableMap
+
+
+class StartDto(Dto):
+    variables: VariableMap | None = None
+    business_key: str | None = None
+    case_instance_id: str | None = None
+    start_instructions: list[dict[str, Any]] | None = None
+    skip_custom_listeners: bool | None = None
+    skip_io_mappings: bool | None = None
+    with_variables_in_return: bool | None = None
+
+
+class ProcessInstanceDto(Dto):
+    links: list[LinkDto]
+    id: str
+    definition_id: str
+    definition_key: str
+    business_key: str | None
+    case_instance_id: str | None = None
+    ended: bool
+    suspended: bool = False
+    tenant_id: str | None = None
+
+
+class ProcessInstanceWithVariablesDto(ProcessInstanceDto):
+    variables: dict[str, dict[str, Any]] | None = None
+
+
+class VariableQueryDto(Dto):
+    name: str
+    operator: str
+    value: Any = None
+
+
+class SortDto(Dto):
+    sort_by: str
+    sort_order: str | None = None
+
+
+class InstanceQueryDto(Dto):
+    """The query body of ``POST /process-instance``; a property Camunda has and bpm does not
+    is kept (``extra="allow"``) so the endpoint can refuse it by name."""
+
+    model_config = ConfigDict(extra="allow")
+
+    process_instance_ids: list[str] | None = None
+    business_key: str | None = None
+    business_key_like: str | None = None
+    process_definition_key: str | None = None
+    process_definition_key_in: list[str] | None = None
+    process_definition_id: str | None = None
+    active: bool | None = None
+    suspended: bool | None = None
+    with_incident: bool | None = None
+    incident_id: str | None = None
+    variables: list[VariableQueryDto] | None = None
+    sorting: list[SortDto] | None = None
+
+
+class PatchVariablesDto(Dto):
+    modifications: VariableMap | None = None
+    deletions: list[str] | None = None
+
+
+class TransitionInstanceDto(Dto):
+    id: str
+    parent_activity_instance_id: str
+    process_instance_id: str
+    process_definition_id: str
+    activity_id: str
+    activity_name: str | None
+    activity_type: str
+    execution_id: str
+    target_activity_id: str
+    incident_ids: list[str] = Field(default_factory=list)
+
+
+class ActivityInstanceDto(Dto):
+    id: str
+    parent_activity_instance_id: str | None
+    activity_id: str
+    activity_type: str
+    activity_name: str | None
+    name: str | None
+    process_instance_id: str
+    process_definition_id: str
+    child_activity_instances: list[ActivityInstanceDto]
+    child_transition_instances: list[TransitionInstanceDto]
+    execution_ids: list[str]
+    incident_ids: list[str] = Field(default_factory=list)
+
+
+def instance_dto(
+    base: str,
+    instance_id: str,
+    definition_id: str,
+    key: str,
+    business_key: str | None,
+    ended: bool = False,
+) -> dict[str, Any]:
+    href = f"{base}/process-instance/{instance_id}"
+    return {
+        "links": [LinkDto(method="GET", href=href, rel="self")],
+        "id": instance_id,
+        "definition_id": definition_id,
+        "definition_key": key,
+        "business_key": business_key,
+        "ended": ended,
+    }
+
+
+def row_dto(base: str, row: InstanceRow) -> ProcessInstanceDto:
+    """A live instance's row (ended: false, it is live)."""
+    return ProcessInstanceDto(
+        **instance_dto(
+            base, str(row.id), str(row.process_def_id), row.process_key, row.business_key
+        )
+    )

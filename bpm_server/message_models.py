@@ -1,0 +1,32 @@
+"""The bodies of ``POST /message`` (Camunda 7's CorrelationMessageDto and
+MessageCorrelationResultWithVariableDto)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from bpm_server.models import Dto, VariableMap
+
+
+class CorrelationMessageDto(Dto):
+    message_name: str = Field(min_length=1)
+    business_key: str | None = None
+    tenant_id: str | None = None
+    without_tenant_id: bool | None = None
+    process_instance_id: str | None = None
+    correlation_keys: VariableMap | None = None
+    local_correlation_keys: VariableMap | None = None
+    process_variables: VariableMap | None = None
+    process_variables_local: VariableMap | None = None
+    all: bool | None = None
+    result_enabled: bool | None = None
+    variables_in_result_enabled: bool | None = None
+
+
+class MessageResultDto(Dto):
+    result_type: str
+    execution: dict[str, Any] | None = None
+    process_instance: dict[str, Any] | None = None
+    variables: dict[str, dict[str, Any]] | None = None

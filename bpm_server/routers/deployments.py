@@ -1,0 +1,242 @@
+"""``/deployment``: deploying files as Camunda Modeler's Deploy button sends them, and
+reading deployments and their files back (docs/http-api.md lists the differences)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+
+from bpm.engine.operations.deployments import DeploymentResult, Resource, kind_of
+from bpm.errors import InvalidRequest
+from bpm.store.deployments import DeploymentFilter
+from bpm_server.auth import Permission, Principal, require
+from bpm_server.dates import parse_date
+from bpm_server.definition_models import (
+    CountDto,
+    DeploymentDto,
+    DeploymentWithDefinitionsDto,
+    ResourceDto,
+    decision_dto,
+    definition_dto,
+    deployment_dto,
+    resource_dto,
+)
+from bpm_server.paging import PAGING, SORTING, maybe_uuid, only_params, sorting, window
+from bpm_server.runtime import base_of, runtime_of
+
+router = APIRouter(prefix="/deployment", tags=["Deployment"])
+Reader = Annotated[Principal, Depends(require(Permission.READ))]
+Operator = Annotated[Principal, Depends(require(Permission.OPERATE))]
+
+#: The form's text parts; every other part is a file and must carry a filename.
+TEXT_PARTS = {
+    "deployment-name",
+    "enable-duplicate-filtering",
+    "deploy-changed-only",
+    "deployment-source",
+    "tenant-id",
+    "deployment-activation-time",
+}
+FILTERS = {"id", "name", "nameLike", "source", "after", "before"}
+SORTS: dict[str, str | None] = {
+    "id": "id",
+    "name": "name",
+    "deploymentTime": "deploymentTime",
+    "tenantId": None,
+}
+#: Content types of a file's data by its suffix, as Camunda serves them.
+MEDIA = {
+    ".bpmn": "application/xml",
+    ".dmn": "application/xml",
+    ".xml": "application/xml",
+    ".cmmn": "application/xml",
+    ".png": "image/png",
+    ".svg": "image/svg+xml",
+    ".json": "application/json",
+    ".form": "application/json",
+    ".html": "text/html",
+    ".txt": "text/plain",
+}
+
+
+@router.post("/create", response_model=DeploymentWithDefinitionsDto)
+async def create(request: Request, caller: Operator) -> DeploymentWithDefinitionsDto:
+    """A multipart form of text parts and files; the files are one deployment, all or
+    nothing. ``deploy-changed-only`` / ``enable-duplicate-filtering`` with nothing changed
+    answer the deployment the files came from, with null definition maps."""
+    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
+        raise InvalidRequest("POST /deployment/create takes a multipart/form-data body")
+    texts: dict[str, str] = {}
+    files: list[Resource] = []
+    form = await request.form()
+    try:
+        for field, value in form.multi_items():
+            if isinstance(value, UploadFile) and value.filename:
+                data = await value.read()
+                files.append(Resource(value.filename, data, kind_of(value.filename)))
+            elif field in TEXT_PARTS and isinstance(value, str):
+                texts[field] = value
+            else:
+                raise InvalidRequest(
+                    f"form part {field!r} is neither one of {', '.join(sorted(TEXT_PARTS))}"
+                    " nor a file with a filename"
+                )
+    finally:
+        await form.close()
+    if texts.get("tenant-id"):
+        raise InvalidRequest("tenant-id: bpm has no tenants; deploy without one")
+    if texts.get("deployment-activation-time"):
+        raise InvalidRequest(
+            "deployment-activation-time: bpm cannot suspend definitions until a time"
+        )
+    if not files:
+        raise InvalidRequest("No deployment resources contained in the form upload.")
+    changed_only = _flag(texts, "deploy-changed-only")
+    filtered = _flag(texts, "enable-duplicate-filtering")
+    name, source = texts.get("deployment-name"), texts.get("deployment-source")
+    engine = runtime_of(request).engine
+
+    def deploy() -> DeploymentResult:
+        return engine.deploy_files(
+            files,
+            name=name,
+            source=source,
+            changed_only=changed_only,
+            filter_duplicates=filtered,
+        )
+
+    result = await run_in_threadpool(deploy)
+    if result.deployment is None:
+        raise InvalidRequest("nothing changed, and no earlier deployment holds these files")
+    processes = decisions = None
+    if result.created:
+        view = await run_in_threadpool(engine.deployment, result.deployment.id)
+        processes = {str(d.id): definition_dto(d) for d in view.processes} or None
+        decisions = {str(d.id): decision_dto(d) for d in view.decisions} or None
+    return DeploymentWithDefinitionsDto(
+        **deployment_dto(base_of(request), result.deployment),
+        deployed_process_definitions=processes,
+        deployed_decision_definitions=decisions,
+    )
+
+
+def _flag(texts: dict[str, str], name: str) -> bool:
+    value = texts.get(name, "false").strip().lower()
+    if value not in ("true", "false"):
+        raise InvalidRequest(f"{name}: {texts[name]!r} is not true or false")
+    return value == "true"
+
+
+def _filter(
+    id: str | None,
+    name: str | None,
+    name_like: str | None,
+    source: str | None,
+    after: str | None,
+    before: str | None,
+) -> DeploymentFilter | None:
+    """None: the filter names no deployment (an id that is not a bpm id)."""
+    found = None if id is None else maybe_uuid(id)
+    if id is not None and found is None:
+        return None
+    return DeploymentFilter(
+        id=found,
+        name=name,
+        name_like=name_like,
+        source=source,
+        after=_date(after),
+        before=_date(before),
+    )
+
+
+def _date(text: str | None) -> datetime | None:
+    return None if text is None else parse_date(text)
+
+
+@router.get("", response_model=list[DeploymentDto])
+def list_deployments(
+    request: Request,
+    caller: Reader,
+    id: str | None = None,
+    name: str | None = None,
+    name_like: Annotated[str | None, Query(alias="nameLike")] = None,
+    source: str | None = None,
+    after: str | None = None,
+    before: str | None = None,
+    sort_by: Annotated[str | None, Query(alias="sortBy")] = None,
+    sort_order: Annotated[str | None, Query(alias="sortOrder")] = None,
+    first_result: Annotated[int | None, Query(alias="firstResult")] = None,
+    max_results: Annotated[int | None, Query(alias="maxResults")] = None,
+) -> list[DeploymentDto]:
+    only_params(request, FILTERS | PAGING | SORTING)
+    sort, descending = sorting(sort_by, sort_order, SORTS)
+    limit, offset = window(first_result, max_results)
+    f = _filter(id, name, name_like, source, after, before)
+    if f is None:
+        return []
+    rows = runtime_of(request).engine.deployments(
+        f, sort=sort or "deploymentTime", descending=descending, limit=limit, offset=offset
+    )
+    base = base_of(request)
+    return [DeploymentDto(**deployment_dto(base, row)) for row in rows]
+
+
+@router.get("/count", response_model=CountDto)
+def count_deployments(
+    request: Request,
+    caller: Reader,
+    id: str | None = None,
+    name: str | None = None,
+    name_like: Annotated[str | None, Query(alias="nameLike")] = None,
+    source: str | None = None,
+    after: str | None = None,
+    before: str | None = None,
+) -> CountDto:
+    only_params(request, FILTERS)
+    f = _filter(id, name, name_like, source, after, before)
+    return CountDto(count=0 if f is None else runtime_of(request).engine.deployment_count(f))
+
+
+@router.get("/{deployment_id}", response_model=DeploymentDto)
+def get_deployment(deployment_id: str, request: Request, caller: Reader) -> DeploymentDto:
+    view = runtime_of(request).engine.deployment(deployment_id)
+    return DeploymentDto(**deployment_dto(base_of(request), view.deployment))
+
+
+@router.get("/{deployment_id}/resources", response_model=list[ResourceDto])
+def list_resources(deployment_id: str, request: Request, caller: Reader) -> list[ResourceDto]:
+    view = runtime_of(request).engine.deployment(deployment_id)
+    return [resource_dto(r) for r in view.resources]
+
+
+@router.get("/{deployment_id}/resources/{resource_id}", response_model=ResourceDto)
+def get_resource(
+    deployment_id: str, resource_id: str, request: Request, caller: Reader
+) -> ResourceDto:
+    view = runtime_of(request).engine.deployment(deployment_id)
+    for r in view.resources:
+        if str(r.id) == resource_id:
+            return resource_dto(r)
+    runtime_of(request).engine.deployment_resource(deployment_id, resource_id)  # raises 404
+    raise AssertionError("unreachable")
+
+
+@router.get("/{deployment_id}/resources/{resource_id}/data", response_class=Response)
+def resource_data(
+    deployment_id: str, resource_id: str, request: Request, caller: Reader
+) -> Response:
+    """The file byte for byte, with a content type by its suffix."""
+    engine = runtime_of(request).engine
+    data = engine.deployment_resource(deployment_id, resource_id)
+    name = next(
+        (r.name for r in engine.deployment(deployment_id).resources if str(r.id) == resource_id),
+        "resource",
+    )
+    suffix = "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    media = MEDIA.get(suffix, "application/octet-stream")
+    disposition = 'attachment; filename="{}"'.format(name.replace('"', ""))
+    return Response(data, media_type=media, headers={"Content-Disposition": disposition})

@@ -1,0 +1,114 @@
+"""``/message`` and ``/signal``: correlating a message to the tokens waiting for it; bpm has
+no signal events yet, so ``/signal`` says so (docs/http-api.md)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request, Response
+
+from bpm.engine.operations.messages import Correlated
+from bpm.errors import AmbiguousCorrelation, InvalidRequest, NoMatchingWait, NotSupported
+from bpm.states import LIVE_INSTANCE
+from bpm.store.instance_queries import LiveInstanceFilter
+from bpm_server.auth import Permission, Principal, require
+from bpm_server.message_models import CorrelationMessageDto, MessageResultDto
+from bpm_server.models import wire
+from bpm_server.paging import maybe_uuid
+from bpm_server.runtime import ServerRuntime, runtime_of
+from bpm_server.variables import decode_variables, encode_variables
+
+router = APIRouter(tags=["Message"])
+Correlator = Annotated[Principal, Depends(require(Permission.CORRELATE))]
+
+
+@router.post("/message", response_model=list[MessageResultDto] | None)
+def correlate(
+    body: CorrelationMessageDto, request: Request, caller: Correlator
+) -> list[MessageResultDto] | Response:
+    """Deliver ``messageName`` to the token waiting for it in the instance named by
+    ``processInstanceId`` or ``businessKey`` (and whose variables equal ``correlationKeys``);
+    with ``all``, to every such token. 204, or 200 with the results when asked for."""
+    name = body.message_name
+    if body.tenant_id is not None:
+        raise InvalidRequest("tenantId: bpm has no tenants")
+    for field, given in (
+        ("localCorrelationKeys", body.local_correlation_keys),
+        ("processVariablesLocal", body.process_variables_local),
+    ):
+        if given:
+            raise InvalidRequest(
+                f"{field}: bpm sets and matches a message's variables on the instance only"
+            )
+    if body.business_key is None and body.process_instance_id is None:
+        raise InvalidRequest(
+            f"Cannot correlate message '{name}': bpm correlates to an instance named by"
+            " businessKey or processInstanceId (a message start event does not exist in bpm yet)"
+        )
+    instance_id = None
+    if body.process_instance_id is not None:
+        instance_id = maybe_uuid(body.process_instance_id)
+        if instance_id is None:
+            raise InvalidRequest(
+                f"Cannot correlate message '{name}': no process instance {body.process_instance_id}"
+            )
+    keys = decode_variables(wire(body.correlation_keys))
+    values = decode_variables(wire(body.process_variables))
+    runtime = runtime_of(request)
+    _check_processes(runtime, caller, body.business_key, instance_id)
+
+    def run() -> list[Correlated]:
+        return runtime.engine.correlate_tokens(
+            name,
+            business_key=body.business_key,
+            instance_id=instance_id,
+            variables=values,
+            all_waiting=bool(body.all),
+            correlation_keys=keys,
+        )
+
+    try:
+        found = runtime.run(run)
+    except (NoMatchingWait, AmbiguousCorrelation) as exc:
+        raise InvalidRequest(f"Cannot correlate message '{name}': {exc}") from None
+    if not body.result_enabled:
+        return Response(status_code=204)
+    return [_result(runtime, c, bool(body.variables_in_result_enabled)) for c in found]
+
+
+def _check_processes(
+    runtime: ServerRuntime, caller: Principal, business_key: str | None, instance_id: Any
+) -> None:
+    """A starter limited to some processes correlates only to instances of those."""
+    if caller.processes is None:
+        return
+    f = (
+        LiveInstanceFilter(ids=[instance_id])
+        if instance_id is not None
+        else LiveInstanceFilter(business_key=business_key)
+    )
+    for row in runtime.engine.live_instances(f, limit=1000):
+        caller.check_process(row.process_key)
+
+
+def _result(runtime: ServerRuntime, c: Correlated, with_variables: bool) -> MessageResultDto:
+    shown = runtime.engine.show(c.instance_id)
+    ended = shown["state"] not in LIVE_INSTANCE
+    execution = {
+        "id": str(c.token_id),
+        "processInstanceId": str(c.instance_id),
+        "ended": ended,
+        "tenantId": None,
+    }
+    variables = encode_variables(shown["variables"]) if with_variables else None
+    return MessageResultDto(
+        result_type="Execution", execution=execution, process_instance=None, variables=variables
+    )
+
+
+@router.post("/signal", status_code=501)
+def signal(request: Request, caller: Correlator) -> None:
+    """Not yet: bpm has no signal events."""
+    raise NotSupported(
+        "bpm has no signal events yet: a signal cannot be thrown; use a message (POST /message)"
+    )

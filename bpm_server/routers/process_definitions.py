@@ -1,0 +1,257 @@
+"""``/process-definition``: deployed definitions, their BPMN XML, and starting instances
+(docs/http-api.md lists the differences from Camunda 7)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header, Query, Request
+
+from bpm.errors import InvalidOperation, InvalidRequest, UnknownProcess
+from bpm.states import LIVE_INSTANCE
+from bpm.store.definition_queries import DefinitionFilter
+from bpm.store.rows import DefinitionRow
+from bpm_server.auth import Permission, Principal, require
+from bpm_server.definition_models import (
+    CountDto,
+    ProcessDefinitionDto,
+    ProcessDefinitionXmlDto,
+    definition_dto,
+    definition_uuid,
+)
+from bpm_server.instance_models import ProcessInstanceWithVariablesDto, StartDto, instance_dto
+from bpm_server.models import wire
+from bpm_server.paging import PAGING, SORTING, only_params, sorting, split, uuids, window
+from bpm_server.runtime import base_of, runtime_of
+from bpm_server.variables import decode_variables, encode_variables
+
+router = APIRouter(prefix="/process-definition", tags=["Process Definition"])
+Reader = Annotated[Principal, Depends(require(Permission.READ))]
+Starter = Annotated[Principal, Depends(require(Permission.START))]
+IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key")]
+
+FILTERS = {
+    "processDefinitionId",
+    "processDefinitionIdIn",
+    "key",
+    "keysIn",
+    "keyLike",
+    "name",
+    "nameLike",
+    "version",
+    "latestVersion",
+    "deploymentId",
+    "resourceName",
+    "versionTag",
+    "versionTagLike",
+    "active",
+    "suspended",
+}
+SORTS: dict[str, str | None] = {
+    "id": "id",
+    "key": "key",
+    "name": "name",
+    "version": "version",
+    "deploymentId": "deploymentId",
+    "deployTime": "deployTime",
+    "versionTag": "versionTag",
+    "category": None,
+    "tenantId": None,
+}
+
+
+def _filter(request: Request) -> DefinitionFilter | None:
+    """The query's filter; None when it can match nothing (ids that are not bpm ids,
+    ``active=false``: bpm never suspends a definition)."""
+    q = request.query_params
+    if q.get("suspended", "false").lower() == "true":
+        raise InvalidRequest("suspended=true: bpm has no suspended process definitions")
+    if q.get("active", "true").lower() == "false":
+        return None
+    ids: list[str] | None = None
+    if "processDefinitionId" in q or "processDefinitionIdIn" in q:
+        ids = [
+            *(split(q.get("processDefinitionId")) or []),
+            *(split(q.get("processDefinitionIdIn")) or []),
+        ]
+    deployment = q.get("deploymentId")
+    deployment_ids = None if deployment is None else uuids([deployment])
+    if deployment_ids == []:
+        return None
+    version = q.get("version")
+    if version is not None and not version.isdigit():
+        raise InvalidRequest(f"version: {version!r} is not a number")
+    return DefinitionFilter(
+        ids=None if ids is None else [u for u, _, _ in map(definition_uuid, ids) if u],
+        key=q.get("key"),
+        keys=split(q.get("keysIn")),
+        key_like=q.get("keyLike"),
+        name=q.get("name"),
+        name_like=q.get("nameLike"),
+        version=None if version is None else int(version),
+        latest_only=q.get("latestVersion", "false").lower() == "true",
+        deployment_id=None if deployment_ids is None else deployment_ids[0],
+        version_tag=q.get("versionTag"),
+        version_tag_like=q.get("versionTagLike"),
+        resource=q.get("resourceName"),
+    )
+
+
+@router.get("", response_model=list[ProcessDefinitionDto])
+def list_definitions(
+    request: Request,
+    caller: Reader,
+    sort_by: Annotated[str | None, Query(alias="sortBy")] = None,
+    sort_order: Annotated[str | None, Query(alias="sortOrder")] = None,
+    first_result: Annotated[int | None, Query(alias="firstResult")] = None,
+    max_results: Annotated[int | None, Query(alias="maxResults")] = None,
+) -> list[ProcessDefinitionDto]:
+    """Every filter is a query parameter as Camunda names it (``FILTERS``)."""
+    only_params(request, FILTERS | PAGING | SORTING)
+    sort, descending = sorting(sort_by, sort_order, SORTS)
+    limit, offset = window(first_result, max_results)
+    f = _filter(request)
+    if f is None:
+        return []
+    engine = runtime_of(request).engine
+    rows = engine.process_definitions(
+        f, sort=sort, descending=descending, limit=limit, offset=offset
+    )
+    return [definition_dto(row) for row in rows]
+
+
+@router.get("/count", response_model=CountDto)
+def count_definitions(request: Request, caller: Reader) -> CountDto:
+    only_params(request, FILTERS)
+    f = _filter(request)
+    engine = runtime_of(request).engine
+    return CountDto(count=0 if f is None else engine.process_definition_count(f))
+
+
+def _by_id(request: Request, definition_id: str) -> DefinitionRow:
+    """By bpm's id or Camunda's ``key:version:uuid`` (whose key and version must agree)."""
+    found, key, version = definition_uuid(definition_id)
+    row = None
+    if found is not None:
+        try:
+            row = runtime_of(request).engine.process_definition(found)
+        except UnknownProcess:
+            row = None
+    if row is None or (key is not None and (row.key, row.version) != (key, version)):
+        raise UnknownProcess(f"No matching definition with id {definition_id}")
+    return row
+
+
+def _by_key(request: Request, key: str) -> DefinitionRow:
+    try:
+        return runtime_of(request).engine.process_definition(key=key)
+    except UnknownProcess:
+        raise UnknownProcess(
+            f"No matching process definition with key: {key} and no tenant-id"
+        ) from None
+
+
+@router.get("/key/{key}", response_model=ProcessDefinitionDto)
+def get_by_key(key: str, request: Request, caller: Reader) -> ProcessDefinitionDto:
+    """The latest version of ``key``."""
+    return definition_dto(_by_key(request, key))
+
+
+@router.get("/key/{key}/xml", response_model=ProcessDefinitionXmlDto)
+def xml_by_key(key: str, request: Request, caller: Reader) -> ProcessDefinitionXmlDto:
+    return _xml(request, _by_key(request, key))
+
+
+@router.post("/key/{key}/start", response_model=ProcessInstanceWithVariablesDto)
+def start_by_key(
+    key: str,
+    body: StartDto,
+    request: Request,
+    caller: Starter,
+    idempotency_key: IdempotencyKey = None,
+) -> ProcessInstanceWithVariablesDto:
+    """Start the latest version of ``key``."""
+    caller.check_process(key)
+    row = _by_key(request, key)
+    return _start(request, row, body, idempotency_key, None)
+
+
+@router.get("/{definition_id}", response_model=ProcessDefinitionDto)
+def get_definition(definition_id: str, request: Request, caller: Reader) -> ProcessDefinitionDto:
+    return definition_dto(_by_id(request, definition_id))
+
+
+@router.get("/{definition_id}/xml", response_model=ProcessDefinitionXmlDto)
+def xml_by_id(definition_id: str, request: Request, caller: Reader) -> ProcessDefinitionXmlDto:
+    return _xml(request, _by_id(request, definition_id))
+
+
+@router.post("/{definition_id}/start", response_model=ProcessInstanceWithVariablesDto)
+def start_by_id(
+    definition_id: str,
+    body: StartDto,
+    request: Request,
+    caller: Starter,
+    idempotency_key: IdempotencyKey = None,
+) -> ProcessInstanceWithVariablesDto:
+    """Start this very version."""
+    row = _by_id(request, definition_id)
+    caller.check_process(row.key)
+    return _start(request, row, body, idempotency_key, row.version)
+
+
+def _xml(request: Request, row: DefinitionRow) -> ProcessDefinitionXmlDto:
+    text, fmt = runtime_of(request).engine.definition_source(row.id)
+    if fmt != "bpmn":
+        raise InvalidOperation(
+            f"process definition {row.id} was deployed as a bpm {fmt} document; it has no"
+            " BPMN 2.0 XML"
+        )
+    return ProcessDefinitionXmlDto(id=str(row.id), bpmn20_xml=text)
+
+
+def _start(
+    request: Request,
+    row: DefinitionRow,
+    body: StartDto,
+    idempotency_key: str | None,
+    version: int | None,
+) -> ProcessInstanceWithVariablesDto:
+    """Idempotent as every bpm start: the ``Idempotency-Key`` header, else the business
+    key, names the start; sent again, it answers the instance the first one made."""
+    if body.case_instance_id is not None:
+        raise InvalidRequest("caseInstanceId: bpm has no case instances")
+    if body.start_instructions:
+        raise InvalidRequest("startInstructions: bpm starts at the start event only")
+    for name, given in (
+        ("skipCustomListeners", body.skip_custom_listeners),
+        ("skipIoMappings", body.skip_io_mappings),
+    ):
+        if given:
+            raise InvalidRequest(f"{name}=true: bpm cannot skip them on a start")
+    values = decode_variables(wire(body.variables))
+    runtime = runtime_of(request)
+    started = runtime.run(
+        lambda: runtime.engine.start(
+            row.key,
+            values,
+            business_key=body.business_key,
+            idempotency_key=idempotency_key,
+            version=version,
+        )
+    )
+    shown = runtime.engine.show(started.id)
+    ended = shown["state"] not in LIVE_INSTANCE
+    out = ProcessInstanceWithVariablesDto(
+        **instance_dto(
+            base_of(request),
+            shown["id"],
+            shown["definition_id"],
+            row.key,
+            shown["business_key"],
+            ended,
+        )
+    )
+    if body.with_variables_in_return:
+        out.variables = encode_variables(shown["variables"])
+    return out

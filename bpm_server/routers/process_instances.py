@@ -1,0 +1,274 @@
+"""``/process-instance``: live instances, their variables and activity instances, and
+cancelling them (docs/http-api.md lists the differences from Camunda 7)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+
+from bpm.engine.operations.instance_views import ActivityNode
+from bpm.errors import InvalidRequest, NotFound
+from bpm_server.auth import Permission, Principal, require
+from bpm_server.definition_models import CountDto
+from bpm_server.instance_filters import live_filter, query_body, query_params
+from bpm_server.instance_models import (
+    ActivityInstanceDto,
+    InstanceQueryDto,
+    PatchVariablesDto,
+    ProcessInstanceDto,
+    TransitionInstanceDto,
+    row_dto,
+)
+from bpm_server.models import VariableValueDto, wire
+from bpm_server.paging import (
+    PAGING,
+    SORTING,
+    only_params,
+    sorting,
+    window,
+)
+from bpm_server.runtime import base_of, runtime_of
+from bpm_server.variables import decode_value, decode_variables, encode_value, encode_variables
+
+router = APIRouter(prefix="/process-instance", tags=["Process Instance"])
+Reader = Annotated[Principal, Depends(require(Permission.READ))]
+Operator = Annotated[Principal, Depends(require(Permission.OPERATE))]
+NO_CONTENT = Response(status_code=204)
+
+SORTS: dict[str, str | None] = {
+    "instanceId": "instanceId",
+    "definitionKey": "definitionKey",
+    "definitionId": "definitionId",
+    "businessKey": "businessKey",
+    "tenantId": None,
+}
+#: Camunda's activity types where bpm's node types are named otherwise.
+ACTIVITY_TYPES = {
+    "timerEvent": "intermediateTimer",
+    "messageEvent": "intermediateMessageCatch",
+    "compensationThrow": "intermediateCompensationThrowEvent",
+    "endEvent": "noneEndEvent",
+}
+
+
+def _list_instances(
+    request: Request, q: dict[str, Any], sort: tuple[str | None, bool], page: tuple[int, int]
+) -> list[ProcessInstanceDto]:
+    f = live_filter(q)
+    if f is None:
+        return []
+    engine = runtime_of(request).engine
+    rows = engine.live_instances(f, sort=sort[0], descending=sort[1], limit=page[0], offset=page[1])
+    base = base_of(request)
+    return [row_dto(base, row) for row in rows]
+
+
+def _count(request: Request, q: dict[str, Any]) -> CountDto:
+    f = live_filter(q)
+    return CountDto(count=0 if f is None else runtime_of(request).engine.live_instance_count(f))
+
+
+Paging = Annotated[int | None, Query(alias="firstResult")]
+MaxResults = Annotated[int | None, Query(alias="maxResults")]
+
+
+@router.get("", response_model=list[ProcessInstanceDto])
+def list_instances(
+    request: Request,
+    caller: Reader,
+    sort_by: Annotated[str | None, Query(alias="sortBy")] = None,
+    sort_order: Annotated[str | None, Query(alias="sortOrder")] = None,
+    first_result: Paging = None,
+    max_results: MaxResults = None,
+) -> list[ProcessInstanceDto]:
+    """Running and failed instances (an ended one is history), oldest first."""
+    q = query_params(request, PAGING | SORTING)
+    sort = sorting(sort_by, sort_order, SORTS)
+    return _list_instances(request, q, sort, window(first_result, max_results))
+
+
+@router.post("", response_model=list[ProcessInstanceDto])
+def query_instances(
+    body: InstanceQueryDto,
+    request: Request,
+    caller: Reader,
+    first_result: Paging = None,
+    max_results: MaxResults = None,
+) -> list[ProcessInstanceDto]:
+    only_params(request, PAGING)
+    sorts = body.sorting or []
+    if len(sorts) > 1:
+        raise InvalidRequest("sorting: bpm sorts by one property")
+    sort = (
+        sorting(sorts[0].sort_by, sorts[0].sort_order or "asc", SORTS) if sorts else (None, False)
+    )
+    return _list_instances(request, query_body(body), sort, window(first_result, max_results))
+
+
+@router.get("/count", response_model=CountDto)
+def count_instances(request: Request, caller: Reader) -> CountDto:
+    return _count(request, query_params(request, set()))
+
+
+@router.post("/count", response_model=CountDto)
+def count_query(body: InstanceQueryDto, request: Request, caller: Reader) -> CountDto:
+    only_params(request, set())
+    return _count(request, query_body(body))
+
+
+@router.get("/{instance_id}", response_model=ProcessInstanceDto)
+def get_instance(instance_id: str, request: Request, caller: Reader) -> ProcessInstanceDto:
+    """404 once the instance has ended, as in Camunda (its history stays)."""
+    return row_dto(base_of(request), runtime_of(request).engine.live_instance(instance_id))
+
+
+@router.delete("/{instance_id}", status_code=204, response_class=Response)
+def delete_instance(
+    instance_id: str,
+    request: Request,
+    caller: Operator,
+    fail_if_not_exists: Annotated[bool, Query(alias="failIfNotExists")] = True,
+    skip_custom_listeners: Annotated[bool, Query(alias="skipCustomListeners")] = False,
+    skip_io_mappings: Annotated[bool, Query(alias="skipIoMappings")] = False,
+    skip_subprocesses: Annotated[bool, Query(alias="skipSubprocesses")] = False,
+) -> Response:
+    """Cancel it. bpm runs no listeners and no output mappings on a cancel, so the skip
+    flags are what it does anyway; it has no called subprocesses."""
+    only_params(
+        request,
+        {
+            "failIfNotExists",
+            "skipCustomListeners",
+            "skipIoMappings",
+            "skipSubprocesses",
+        },
+    )
+    runtime = runtime_of(request)
+    try:
+        runtime.engine.live_instance(instance_id)
+    except NotFound:
+        if fail_if_not_exists:
+            raise
+        return NO_CONTENT
+    runtime.run(lambda: runtime.engine.cancel(instance_id, "deleted through the REST API"))
+    return NO_CONTENT
+
+
+@router.get("/{instance_id}/variables", response_model=dict[str, dict[str, Any]])
+def get_variables(
+    instance_id: str,
+    request: Request,
+    caller: Reader,
+    deserialize_values: Annotated[bool, Query(alias="deserializeValues")] = True,
+) -> dict[str, dict[str, Any]]:
+    """The instance's own variables (a scope's locals are not among them)."""
+    return encode_variables(runtime_of(request).engine.live_variables(instance_id))
+
+
+@router.post("/{instance_id}/variables", status_code=204, response_class=Response)
+def patch_variables(
+    instance_id: str, body: PatchVariablesDto, request: Request, caller: Operator
+) -> Response:
+    """Set ``modifications``, remove ``deletions``: one transaction, with history rows."""
+    values = decode_variables(wire(body.modifications))
+    engine = runtime_of(request).engine
+    engine.set_variables(instance_id, values, body.deletions or [])
+    return NO_CONTENT
+
+
+@router.get("/{instance_id}/variables/{name}", response_model=dict[str, Any])
+def get_variable(
+    instance_id: str,
+    name: str,
+    request: Request,
+    caller: Reader,
+    deserialize_value: Annotated[bool, Query(alias="deserializeValue")] = True,
+) -> dict[str, Any]:
+    values = runtime_of(request).engine.live_variables(instance_id)
+    if name not in values:
+        raise NotFound(f"process instance variable with name {name} does not exist")
+    return encode_value(values[name])
+
+
+@router.put("/{instance_id}/variables/{name}", status_code=204, response_class=Response)
+def put_variable(
+    instance_id: str, name: str, body: VariableValueDto, request: Request, caller: Operator
+) -> Response:
+    value = decode_value(name, body.value, body.type, body.value_info or {})
+    runtime_of(request).engine.set_variables(instance_id, {name: value})
+    return NO_CONTENT
+
+
+@router.delete("/{instance_id}/variables/{name}", status_code=204, response_class=Response)
+def delete_variable(instance_id: str, name: str, request: Request, caller: Operator) -> Response:
+    runtime_of(request).engine.set_variables(instance_id, None, [name])
+    return NO_CONTENT
+
+
+@router.get("/{instance_id}/activity-instances", response_model=ActivityInstanceDto)
+def activity_instances(instance_id: str, request: Request, caller: Reader) -> ActivityInstanceDto:
+    """The root is the instance (activityId: the definition's id); each live token at an
+    activity is an activity instance (``activityId:tokenId``), a token on its way between
+    wait states a transition instance, a subprocess holds the tokens inside it."""
+    engine = runtime_of(request).engine
+    tree = engine.activity_tree(instance_id)
+    inst = tree.instance
+    iid, did = str(inst.id), str(inst.process_def_id)
+    name = engine.process_definition(inst.process_def_id).name
+    acts, moves = _children(tree.children, iid, iid, did)
+    return ActivityInstanceDto(
+        id=iid,
+        parent_activity_instance_id=None,
+        activity_id=did,
+        activity_type="processDefinition",
+        activity_name=name,
+        name=name,
+        process_instance_id=iid,
+        process_definition_id=did,
+        child_activity_instances=acts,
+        child_transition_instances=moves,
+        execution_ids=[iid],
+    )
+
+
+def _children(
+    nodes: list[ActivityNode], parent: str, iid: str, did: str
+) -> tuple[list[ActivityInstanceDto], list[TransitionInstanceDto]]:
+    acts: list[ActivityInstanceDto] = []
+    moves: list[TransitionInstanceDto] = []
+    for node in nodes:
+        aid = f"{node.node_id}:{node.token_id}"
+        kind = ACTIVITY_TYPES.get(node.node_type, node.node_type)
+        if node.transition:
+            moves.append(
+                TransitionInstanceDto(
+                    id=aid,
+                    parent_activity_instance_id=parent,
+                    process_instance_id=iid,
+                    process_definition_id=did,
+                    activity_id=node.node_id,
+                    activity_name=node.node_name,
+                    activity_type=kind,
+                    execution_id=str(node.token_id),
+                    target_activity_id=node.node_id,
+                )
+            )
+            continue
+        inner_acts, inner_moves = _children(node.children, aid, iid, did)
+        acts.append(
+            ActivityInstanceDto(
+                id=aid,
+                parent_activity_instance_id=parent,
+                activity_id=node.node_id,
+                activity_type=kind,
+                activity_name=node.node_name,
+                name=node.node_name,
+                process_instance_id=iid,
+                process_definition_id=did,
+                child_activity_instances=inner_acts,
+                child_transition_instances=inner_moves,
+                execution_ids=[str(node.token_id)],
+            )
+        )
+    return acts, moves
