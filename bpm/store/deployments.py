@@ -53,8 +53,12 @@ SORTS = {"id": t.c.id, "name": t.c.name, "deploymentTime": t.c.deployment_time}
 def insert(
     conn: Connection, *, name: str | None, source: str | None, now: datetime
 ) -> DeploymentRow:
-    row = DeploymentRow(uuid4(), name, source, now)
-    conn.execute(t.insert(), {"id": row.id, "name": name, "source": source, "deployment_time": now})
+    # Milliseconds, as the API writes it: a time read from an answer names this one exactly.
+    when = now.replace(microsecond=now.microsecond // 1000 * 1000)
+    row = DeploymentRow(uuid4(), name, source, when)
+    conn.execute(
+        t.insert(), {"id": row.id, "name": name, "source": source, "deployment_time": when}
+    )
     return row
 
 

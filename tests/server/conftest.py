@@ -44,8 +44,14 @@ class Server:
         auth = self.auth(name) if name else None
         return httpx.Client(base_url=self.base, auth=auth, timeout=40, **kw)  # type: ignore[arg-type]
 
-    def add(self, name: str, role: Role, topics: tuple[str, ...] = ()) -> str:
-        secret = credentials.add(self.db, name, role, SYSTEM_CLOCK.now(), topics)
+    def add(
+        self,
+        name: str,
+        role: Role,
+        topics: tuple[str, ...] = (),
+        processes: tuple[str, ...] = (),
+    ) -> str:
+        secret = credentials.add(self.db, name, role, SYSTEM_CLOCK.now(), topics, processes)
         self.secrets[name] = secret
         return secret
 

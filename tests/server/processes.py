@@ -1,8 +1,10 @@
-"""The BPMN the server tests run: an external task with an error boundary event."""
+"""The BPMN the server tests run: an external task with an error boundary event, a
+receive task, a subprocess beside a user task."""
 
 from __future__ import annotations
 
 from bpm.embedded import EmbeddedRuntime
+from tests.helpers.modeler import modeler_file
 
 
 def error_boundary_bpmn(key: str, topic: str) -> str:
@@ -48,3 +50,40 @@ def ended_at(rt: EmbeddedRuntime, instance_id: str) -> tuple[str, set[str]]:
     shown = rt.engine.show(instance_id)
     ends = {t["node_id"] for t in shown["tokens"] if t["node_id"] in ("done", "caught")}
     return str(shown["state"]), ends
+
+
+def message_bpmn(key: str, message: str = "paid") -> str:
+    """start -> wait (receive task for ``message``) -> done, as Camunda Modeler saves it."""
+    body = f"""    <bpmn:startEvent id="start"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="wait"/>
+    <bpmn:receiveTask id="wait" name="Wait for payment" messageRef="Message_{key}"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="wait" targetRef="done"/>
+    <bpmn:endEvent id="done"/>"""
+    declarations = f'  <bpmn:message id="Message_{key}" name="{message}"/>\n'
+    return modeler_file(
+        key, body, declarations=declarations, attrs=' camunda:historyTimeToLive="P1D"'
+    )
+
+
+def nested_bpmn(key: str) -> str:
+    """start -> fork -> (review: user task | sub: subprocess holding inner: user task) ->
+    join -> done."""
+    body = """    <bpmn:startEvent id="start"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="fork"/>
+    <bpmn:parallelGateway id="fork"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="fork" targetRef="review"/>
+    <bpmn:sequenceFlow id="f3" sourceRef="fork" targetRef="sub"/>
+    <bpmn:userTask id="review" name="Review"/>
+    <bpmn:subProcess id="sub" name="Sub">
+      <bpmn:startEvent id="sub_start"/>
+      <bpmn:sequenceFlow id="s1" sourceRef="sub_start" targetRef="inner"/>
+      <bpmn:userTask id="inner" name="Inner"/>
+      <bpmn:sequenceFlow id="s2" sourceRef="inner" targetRef="sub_end"/>
+      <bpmn:endEvent id="sub_end"/>
+    </bpmn:subProcess>
+    <bpmn:sequenceFlow id="f4" sourceRef="review" targetRef="join"/>
+    <bpmn:sequenceFlow id="f5" sourceRef="sub" targetRef="join"/>
+    <bpmn:parallelGateway id="join"/>
+    <bpmn:sequenceFlow id="f6" sourceRef="join" targetRef="done"/>
+    <bpmn:endEvent id="done"/>"""
+    return modeler_file(key, body, attrs=' camunda:historyTimeToLive="P1D"')
