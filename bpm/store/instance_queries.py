@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, Numeric, cast, exists, func, literal_column, select
+from sqlalchemy import Connection, Numeric, Text, cast, exists, func, literal_column, select
 
 from bpm.states import LIVE_INSTANCE, IncidentState
 from bpm.store.instances import _COLS
@@ -67,7 +67,7 @@ SORTS = {
 
 
 def _condition(c: VariableCondition) -> Any:
-    text = v.c.value.op("#>>")(literal_column("'{}'"))
+    text = v.c.value.op("#>>", return_type=Text())(literal_column("'{}'"))
     kind = func.jsonb_typeof(v.c.value)
     match c.op:
         case VariableOp.EQ:

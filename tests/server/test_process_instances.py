@@ -1,0 +1,214 @@
+"""``/process-instance``: lists (GET parameters and the POST query body), counts, variable
+conditions, one live instance (404 once ended), cancelling, variables one by one and in one
+patch, and the activity-instance tree of a fork with a subprocess."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from bpm.states import Role
+from tests.server.conftest import Server
+from tests.server.processes import message_bpmn, nested_bpmn
+
+
+@pytest.fixture(scope="module")
+def world(server: Server) -> Iterator[dict[str, object]]:
+    rt = server.runtime
+    rt.engine.deploy_bpmn(message_bpmn("pi_wait"))
+    rt.engine.deploy_bpmn(nested_bpmn("pi_nested"))
+    ids = {}
+    for n, (bk, amount, tier) in enumerate(
+        [("pi-1", 10, "gold"), ("pi-2", 200, "silver"), ("other-3", 50, "gold")], 1
+    ):
+        ids[f"w{n}"] = str(
+            rt.engine.start("pi_wait", {"amount": amount, "tier": tier}, business_key=bk).id
+        )
+    ids["nested"] = str(rt.engine.start("pi_nested", {}, business_key="nested-1").id)
+    rt.run_until_idle(timeout=5)
+    server.add("pi-viewer", Role.VIEWER)
+    server.add("pi-starter", Role.STARTER)
+    clients = {n: server.client(n) for n in ("operator", "pi-viewer", "pi-starter")}
+    yield {**ids, **clients}
+    for c in clients.values():
+        c.close()
+
+
+def _c(world: dict[str, object], name: str = "operator") -> httpx.Client:
+    client = world[name]
+    assert isinstance(client, httpx.Client)
+    return client
+
+
+def _ids(got: httpx.Response) -> set[str]:
+    assert got.status_code == 200, got.text
+    return {i["id"] for i in got.json()}
+
+
+def test_get_lists_with_filters(world: dict[str, object]) -> None:
+    c = _c(world)
+    w1, w2, w3 = world["w1"], world["w2"], world["w3"]
+    waiting = {"processDefinitionKey": "pi_wait"}
+    assert _ids(c.get("/process-instance", params=waiting)) == {w1, w2, w3}
+    assert _ids(c.get("/process-instance", params={"businessKey": "pi-1"})) == {w1}
+    assert _ids(c.get("/process-instance", params={"businessKeyLike": "pi-%"})) == {w1, w2}
+    both = f"{w1},{w3}"
+    assert _ids(c.get("/process-instance", params={"processInstanceIds": both})) == {w1, w3}
+    keys = {"processDefinitionKeyIn": "pi_wait,pi_nested", "active": "true"}
+    assert _ids(c.get("/process-instance", params=keys)) == {w1, w2, w3, world["nested"]}
+    gt = c.get("/process-instance", params={"variables": "amount_gt_20,tier_eq_gold"})
+    assert _ids(gt) == {w3}
+    like = c.get("/process-instance", params={**waiting, "variables": "tier_like_sil%"})
+    assert _ids(like) == {w2}
+    neq = c.get("/process-instance", params={**waiting, "variables": "tier_neq_gold"})
+    assert _ids(neq) == {w2}
+    sorted_desc = c.get(
+        "/process-instance",
+        params={**waiting, "sortBy": "businessKey", "sortOrder": "desc", "maxResults": "2"},
+    )
+    assert [i["businessKey"] for i in sorted_desc.json()] == ["pi-2", "pi-1"]
+    one = c.get("/process-instance", params={"businessKey": "pi-1"}).json()[0]
+    assert one["definitionKey"] == "pi_wait" and one["ended"] is False
+    assert one["suspended"] is False and one["tenantId"] is None
+    by_def = c.get("/process-instance", params={"processDefinitionId": one["definitionId"]})
+    assert _ids(by_def) == {w1, w2, w3}
+    assert c.get("/process-instance/count", params=waiting).json() == {"count": 3}
+    assert c.get("/process-instance", params={"processInstanceIds": "nope"}).json() == []
+
+
+def test_post_query_and_count(world: dict[str, object]) -> None:
+    c = _c(world)
+    body = {
+        "processDefinitionKey": "pi_wait",
+        "variables": [{"name": "amount", "operator": "lteq", "value": 50}],
+        "sorting": [{"sortBy": "businessKey", "sortOrder": "asc"}],
+    }
+    got = c.post("/process-instance", json=body)
+    assert [i["businessKey"] for i in got.json()] == ["other-3", "pi-1"]
+    paged = c.post("/process-instance", json=body, params={"firstResult": 1, "maxResults": 5})
+    assert [i["businessKey"] for i in paged.json()] == ["pi-1"]
+    assert c.post("/process-instance/count", json=body).json() == {"count": 2}
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "body", "needle"),
+    [
+        ("GET", {"suspended": "true"}, None, "suspended"),
+        ("GET", {"superProcessInstance": "x"}, None, "superProcessInstance"),
+        ("GET", {"variables": "amount_between_1"}, None, "name_operator_value"),
+        ("GET", {"variableValuesIgnoreCase": "true"}, None, "variableValuesIgnoreCase"),
+        ("GET", {"sortBy": "tenantId", "sortOrder": "asc"}, None, "tenantId"),
+        ("POST", {}, {"activityIdIn": ["a"]}, "activityIdIn"),
+        (
+            "POST",
+            {},
+            {"variables": [{"name": "a", "operator": "notLike", "value": "x"}]},
+            "notLike",
+        ),
+        ("POST", {}, {"sorting": [{"sortBy": "a"}, {"sortBy": "b"}]}, "one property"),
+    ],
+)
+def test_filters_bpm_cannot_honour_are_refused(
+    world: dict[str, object],
+    method: str,
+    params: dict[str, str],
+    body: dict[str, object] | None,
+    needle: str,
+) -> None:
+    got = _c(world).request(method, "/process-instance", params=params, json=body)
+    assert got.status_code == 400, got.text
+    assert needle in got.json()["message"]
+
+
+def test_one_instance_and_404_once_it_ended(world: dict[str, object], server: Server) -> None:
+    c = _c(world)
+    started = server.runtime.engine.start("pi_wait", {}, business_key="pi-ends")
+    server.runtime.run_until_idle(timeout=5)
+    iid = str(started.id)
+    got = c.get(f"/process-instance/{iid}")
+    assert got.status_code == 200 and got.json()["businessKey"] == "pi-ends"
+    server.runtime.engine.correlate("paid", business_key="pi-ends")
+    server.runtime.run_until_idle(timeout=5)
+    gone = c.get(f"/process-instance/{iid}")
+    assert gone.status_code == 404 and gone.json()["type"] == "RestException"
+    assert c.get("/process-instance/not-an-id").status_code == 404
+
+
+def test_delete_cancels(world: dict[str, object], server: Server) -> None:
+    c = _c(world)
+    iid = str(server.runtime.engine.start("pi_wait", {}, business_key="pi-cancel").id)
+    params = {"skipCustomListeners": "true", "skipIoMappings": "true"}
+    got = c.delete(f"/process-instance/{iid}", params=params)
+    assert got.status_code == 204, got.text
+    assert server.runtime.engine.show(iid)["state"] == "CANCELLED"
+    assert c.delete(f"/process-instance/{iid}").status_code == 404
+    quiet = c.delete(f"/process-instance/{iid}", params={"failIfNotExists": "false"})
+    assert quiet.status_code == 204
+    assert c.delete(f"/process-instance/{iid}", params={"cascade": "x"}).status_code == 400
+
+
+def test_variables_one_by_one_and_in_a_patch(world: dict[str, object], server: Server) -> None:
+    c = _c(world)
+    iid = str(server.runtime.engine.start("pi_wait", {"a": 1, "b": "x"}, business_key="pi-vars").id)
+    base = f"/process-instance/{iid}/variables"
+    assert c.get(base).json() == {
+        "a": {"type": "Integer", "value": 1, "valueInfo": {}},
+        "b": {"type": "String", "value": "x", "valueInfo": {}},
+    }
+    assert c.get(f"{base}/a").json() == {"type": "Integer", "value": 1, "valueInfo": {}}
+    missing = c.get(f"{base}/nope")
+    assert missing.status_code == 404 and "nope" in missing.json()["message"]
+    put = c.put(f"{base}/c", json={"value": '{"k": [1]}', "type": "Json"})
+    assert put.status_code == 204
+    assert c.delete(f"{base}/a").status_code == 204
+    patch = {"modifications": {"d": {"value": True, "type": "Boolean"}}, "deletions": ["b"]}
+    assert c.post(base, json=patch).status_code == 204
+    assert server.runtime.engine.show(iid)["variables"] == {"c": {"k": [1]}, "d": True}
+    kinds = [e["type"] for e in server.runtime.engine.trace(iid)]
+    assert kinds.count("VariablesDeleted") == 2
+    bad = c.post(base, json={"modifications": {"e": {"value": 1}}, "deletions": ["e"]})
+    assert bad.status_code == 400 and "e" in bad.json()["message"]
+    refused = c.put(f"{base}/f", json={"value": "AA==", "type": "Bytes"})
+    assert refused.status_code == 400
+    assert set(server.runtime.engine.show(iid)["variables"]) == {"c", "d"}
+    unknown = "00000000-0000-0000-0000-000000000001"
+    assert c.get(f"/process-instance/{unknown}/variables").status_code == 404
+    assert c.put(f"/process-instance/{unknown}/variables/x", json={"value": 1}).status_code == 404
+
+
+def test_activity_instances_of_a_fork_with_a_subprocess(world: dict[str, object]) -> None:
+    c = _c(world)
+    iid = world["nested"]
+    got = c.get(f"/process-instance/{iid}/activity-instances")
+    assert got.status_code == 200, got.text
+    root = got.json()
+    assert root["id"] == iid and root["activityType"] == "processDefinition"
+    assert root["parentActivityInstanceId"] is None and root["executionIds"] == [iid]
+    children = {a["activityId"]: a for a in root["childActivityInstances"]}
+    assert set(children) == {"review", "sub"}
+    assert children["review"]["activityType"] == "userTask"
+    assert children["review"]["activityName"] == "Review"
+    sub = children["sub"]
+    assert sub["activityType"] == "subProcess" and sub["parentActivityInstanceId"] == iid
+    (inner,) = sub["childActivityInstances"]
+    assert inner["activityId"] == "inner" and inner["parentActivityInstanceId"] == sub["id"]
+    assert inner["processInstanceId"] == iid and inner["childTransitionInstances"] == []
+    assert root["childTransitionInstances"] == []
+    unknown = "00000000-0000-0000-0000-000000000001"
+    assert c.get(f"/process-instance/{unknown}/activity-instances").status_code == 404
+
+
+def test_who_may_read_and_change(world: dict[str, object]) -> None:
+    iid = world["w1"]
+    viewer, starter = _c(world, "pi-viewer"), _c(world, "pi-starter")
+    assert viewer.get("/process-instance").status_code == 200
+    assert viewer.get(f"/process-instance/{iid}/variables").status_code == 200
+    assert starter.get("/process-instance").status_code == 403
+    for client in (viewer, starter):
+        assert client.delete(f"/process-instance/{iid}").status_code == 403
+        put = client.put(f"/process-instance/{iid}/variables/x", json={"value": 1})
+        assert put.status_code == 403
+        assert client.post(f"/process-instance/{iid}/variables", json={}).status_code == 403
+    assert "x" not in _c(world).get(f"/process-instance/{iid}/variables").json()
