@@ -20,13 +20,12 @@ Create Date: 2026-12-11
 from __future__ import annotations
 
 import hashlib
-import json
 import uuid
 
 import sqlalchemy as sa
 from alembic import op
 
-from bpm.store.types import UtcDateTime
+from bpm.store.types import JsonValue, UtcDateTime
 
 revision = "0014"
 down_revision = "0013"
@@ -81,15 +80,41 @@ def upgrade() -> None:
 def _backfill() -> None:
     """A deployment per existing definition, holding the file it was deployed from."""
     conn = op.get_bind()
-    meta = sa.MetaData()
-    deployments = sa.Table("deployments", meta, autoload_with=conn)
-    resources = sa.Table("deployment_resources", meta, autoload_with=conn)
+    deployments = sa.table(
+        "deployments",
+        sa.column("id", sa.Uuid()),
+        sa.column("name", sa.Text()),
+        sa.column("source", sa.Text()),
+        sa.column("deployment_time", UtcDateTime()),
+    )
+    resources = sa.table(
+        "deployment_resources",
+        sa.column("id", sa.Uuid()),
+        sa.column("deployment_id", sa.Uuid()),
+        sa.column("name", sa.Text()),
+        sa.column("content", sa.LargeBinary()),
+        sa.column("checksum", sa.Text()),
+    )
     for table_name, has_graph in (("process_definitions", True), ("decision_definitions", False)):
-        table = sa.Table(table_name, meta, autoload_with=conn)
-        cols = [table.c.id, table.c.key, table.c.source, table.c.created_at]
+        columns = [
+            sa.column("id", sa.Uuid()),
+            sa.column("key", sa.Text()),
+            sa.column("source", sa.Text()),
+            sa.column("created_at", UtcDateTime()),
+            sa.column("deployment_id", sa.Uuid()),
+            sa.column("resource", sa.Text()),
+        ]
         if has_graph:
-            cols += [table.c.source_format, table.c.graph]
-        for row in conn.execute(sa.select(*cols)).fetchall():
+            columns += [
+                sa.column("source_format", sa.Text()),
+                sa.column("graph", JsonValue),
+                sa.column("version_tag", sa.Text()),
+            ]
+        table = sa.table(table_name, *columns)
+        wanted = [table.c.id, table.c.key, table.c.source, table.c.created_at]
+        if has_graph:
+            wanted += [table.c.source_format, table.c.graph]
+        for row in conn.execute(sa.select(*wanted)).fetchall():
             deployment_id = uuid.uuid4()
             if has_graph:
                 resource = f"{row.key}{_SUFFIX.get(row.source_format, '.txt')}"
@@ -115,8 +140,9 @@ def _backfill() -> None:
             )
             change: dict[str, object] = {"deployment_id": deployment_id, "resource": resource}
             if has_graph:
-                graph = row.graph if isinstance(row.graph, dict) else json.loads(row.graph)
-                change["version_tag"] = graph.get("versionTag")
+                graph = row.graph if isinstance(row.graph, dict) else {}
+                tag = graph.get("versionTag")
+                change["version_tag"] = tag if isinstance(tag, str) else None
             conn.execute(table.update().where(table.c.id == row.id).values(**change))
 
 

@@ -177,6 +177,10 @@ def with_old_values(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     A variable set for the first time has no old value."""
     current: dict[str, Any] = {}
     for event in events:
+        if event["type"] == "VariablesDeleted" and event.get("data"):
+            for name in event["data"].get("names") or []:
+                current.pop(name, None)
+            continue
         if event["type"] != "VariablesChanged" or not event.get("data"):
             continue
         values = event["data"].get("values") or {}
