@@ -96,7 +96,12 @@ def service(decl: Declarations, r: Reader) -> Mapped:
     return node
 
 
-_BINDINGS = {"latest": "latest", "version": "version", "versionTag": "versionTag"}
+_BINDINGS = {
+    "latest": "latest",
+    "version": "version",
+    "versionTag": "versionTag",
+    "deployment": "deployment",
+}
 
 
 def business_rule(decl: Declarations, r: Reader) -> Mapped:
@@ -113,14 +118,12 @@ def business_rule(decl: Declarations, r: Reader) -> Mapped:
             "name the decision's id; expressions are not supported yet",
         )
     binding = r.attr("decisionRefBinding", CAMUNDA) or "latest"
-    if binding == "deployment":
+    if binding not in _BINDINGS:
         raise reject(
             r.el,
-            'has camunda:decisionRefBinding="deployment", which is not supported yet',
-            "use latest, version or versionTag",
+            f"has camunda:decisionRefBinding={binding!r}",
+            "use latest, version, versionTag or deployment",
         )
-    if binding not in _BINDINGS:
-        raise reject(r.el, f"has camunda:decisionRefBinding={binding!r}", "use latest or version")
     decision: Mapped = {"key": ref, "binding": _BINDINGS[binding]}
     version = r.attr("decisionRefVersion", CAMUNDA)
     tag = r.attr("decisionRefVersionTag", CAMUNDA)

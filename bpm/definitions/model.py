@@ -126,6 +126,8 @@ class DecisionBinding(StrEnum):
     LATEST = "latest"
     VERSION = "version"
     VERSION_TAG = "versionTag"
+    #: The one deployed with the process (``bpm.engine.semantics.decisions.find``).
+    DEPLOYMENT = "deployment"
 
 
 @dataclass(frozen=True)

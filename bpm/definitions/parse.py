@@ -587,7 +587,7 @@ def parse_decision_ref(raw: Any, where: str, node_id: str) -> DecisionRef:
         binding = DecisionBinding(raw.get("binding", "latest"))
     except ValueError:
         raise InvalidDefinition(
-            f"{where}: decision 'binding' must be latest, version or versionTag, got "
+            f"{where}: decision 'binding' must be latest, version, versionTag or deployment, got "
             f"{raw.get('binding')!r}",
             node_id,
         ) from None

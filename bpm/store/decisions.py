@@ -115,3 +115,20 @@ def insert(
 def of_deployment(conn: Connection, deployment_id: UUID) -> list[DecisionRow]:
     stmt = select(*_COLS).where(t.c.deployment_id == deployment_id).order_by(t.c.key)
     return [from_row(DecisionRow, row) for row in conn.execute(stmt)]
+
+
+def of_deployment_or_before(
+    conn: Connection, key: str, deployment_id: UUID, deployed_at: datetime
+) -> DecisionRow | None:
+    """Decision ``key`` of that deployment, else the newest version deployed by then."""
+    same = select(*_COLS).where(t.c.key == key, t.c.deployment_id == deployment_id)
+    row = conn.execute(same).first()
+    if row is None:
+        before = (
+            select(*_COLS)
+            .where(t.c.key == key, t.c.created_at <= deployed_at)
+            .order_by(t.c.version.desc())
+            .limit(1)
+        )
+        row = conn.execute(before).first()
+    return from_row(DecisionRow, row) if row else None

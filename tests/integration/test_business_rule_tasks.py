@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from bpm.errors import DecisionFailed, InvalidDefinition
+from bpm.engine.operations.deployments import Resource, kind_of
+from bpm.errors import DecisionFailed
 from bpm.states import EngineEvent
+from tests.helpers.clock import FakeClock
 from tests.helpers.dmn import definitions, model, table_decision
 from tests.helpers.modeler import chain, modeler_file
 from tests.helpers.runtime import Harness
@@ -119,9 +122,45 @@ def test_decide_evaluates_without_storing_and_fails_with_a_decision_error(rt: Ha
     assert "guestCount" in str(info.value)
 
 
-def test_deployment_binding_is_refused_with_what_to_use() -> None:
-    from bpm.definitions.bpmn import compile_bpmn
+def _files(*pairs: tuple[str, str]) -> list[Resource]:
+    return [Resource(name, text.encode(), kind_of(name)) for name, text in pairs]
 
-    with pytest.raises(InvalidDefinition) as info:
-        compile_bpmn(dinner('camunda:decisionRefBinding="deployment"'))
-    assert "use latest, version or versionTag" in str(info.value)
+
+def test_deployment_binding_evaluates_the_decision_deployed_with_the_process(
+    rt: Harness, clock: FakeClock
+) -> None:
+    """A process bound to its deployment keeps the decision it was deployed with; a version
+    deployed with the process alone (the DMN file unchanged, so left out) uses the decision
+    that was the latest then."""
+    process = dinner(
+        'camunda:decisionRefBinding="deployment" camunda:mapDecisionResult="singleEntry"'
+        ' camunda:resultVariable="dish"'
+    )
+    spring = {"season": "Spring", "guestCount": 6}
+    first = rt.engine.deploy_files(
+        _files(("dinner.bpmn", process), ("dish.dmn", model("dish.dmn")))
+    )
+    assert first.created and [p.version for p in first.processes] == [1]
+    clock.advance(timedelta(seconds=1))
+    stew = model("dish.dmn").replace('<text>"Steak"</text>', '<text>"Stew"</text>', 1)
+    (dish2,) = [d for d in rt.engine.deploy_dmn(stew, resource="dish.dmn") if d.key == "dish"]
+    assert dish2.version == 2
+    assert run(rt, spring)["variables"]["dish"] == "Steak"  # v1, deployed with the process
+
+    clock.advance(timedelta(seconds=1))
+    renamed = process.replace('id="Decide"', 'id="Decide" name="Decide"')
+    second = rt.engine.deploy_files(
+        _files(("dinner.bpmn", renamed), ("dish.dmn", stew)), name="again"
+    )
+    assert [p.version for p in second.processes] == [2]
+    assert not any(d.created for d in second.decisions)  # the DMN file had not changed
+    clock.advance(timedelta(seconds=1))
+    rt.engine.deploy_dmn(stew.replace('<text>"Stew"</text>', '<text>"Soup"</text>', 1))
+    assert run(rt, spring)["variables"]["dish"] == "Stew"  # the latest when v2 was deployed
+
+
+def test_deployment_binding_without_a_decision_is_an_incident(rt: Harness) -> None:
+    rt.engine.deploy_bpmn(dinner('camunda:decisionRefBinding="deployment"'))
+    shown = run(rt, {"season": "Spring", "guestCount": 6})
+    [incident] = shown["incidents"]
+    assert "no decision 'dish' (deployed with the process)" in incident["message"]

@@ -24,9 +24,9 @@ from bpm.engine.semantics import scopes
 from bpm.engine.semantics.failures import fail_token
 from bpm.errors import BpmError
 from bpm.states import EngineEvent
-from bpm.store import decisions
+from bpm.store import decisions, definitions, instances
 from bpm.store.decisions import DecisionRow
-from bpm.store.rows import TokenRow
+from bpm.store.rows import DefinitionRow, TokenRow
 
 #: Parsed decisions by row id (rows never change); the least recently used go first.
 _PARSED: OrderedDict[UUID, Decision] = OrderedDict()
@@ -44,7 +44,7 @@ def evaluate(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> bool:
     assert ref is not None
     variables = scopes.view(tx, g, tok)
     try:
-        row = find(tx.conn, ref)
+        row = find(tx.conn, ref, _process_of(tx, tok))
         result = parsed(tx.conn, row).evaluate(variables)
         value = jsonable(map_result(result, ref.map_result))
     except BpmError as exc:
@@ -64,8 +64,24 @@ def evaluate(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> bool:
     return True
 
 
-def find(conn: Connection, ref: DecisionRef) -> DecisionRow:
-    if ref.binding is DecisionBinding.VERSION:
+def _process_of(tx: Tx, tok: TokenRow) -> DefinitionRow | None:
+    inst = instances.get(tx.conn, tok.instance_id)
+    return None if inst is None else definitions.by_id(tx.conn, inst.process_def_id)
+
+
+def find(conn: Connection, ref: DecisionRef, process: DefinitionRow | None = None) -> DecisionRow:
+    """``process``: the definition of the evaluating instance, for the ``deployment``
+    binding: the decision deployed with it, or, when that deployment left the DMN file out
+    because it had not changed (bpm stores no version equal to the one before), the version
+    that was the latest when the process was deployed."""
+    if ref.binding is DecisionBinding.DEPLOYMENT:
+        row = None
+        if process is not None and process.deployment_id is not None:
+            row = decisions.of_deployment_or_before(
+                conn, ref.key, process.deployment_id, process.created_at
+            )
+        which = "deployed with the process"
+    elif ref.binding is DecisionBinding.VERSION:
         assert ref.version is not None
         row = decisions.by_key_version(conn, ref.key, ref.version)
         which = f"version {ref.version}"
