@@ -190,6 +190,7 @@ class EngineEvent(StrEnum):
     COMPENSATION_CANCELLED = "CompensationCancelled"
     DECISION_DEPLOYED = "DecisionDeployed"
     DECISION_EVALUATED = "DecisionEvaluated"
+    DEPLOYMENT_DELETED = "DeploymentDeleted"
 
 
 def values(enum: type[StrEnum]) -> tuple[str, ...]:

@@ -18,6 +18,7 @@ from bpm.engine.jobs import table
 from bpm.engine.jobs.runner import JobRunner
 from bpm.engine.operations import (
     decisions,
+    deployment_removal,
     deployments,
     external,
     external_reports,
@@ -88,6 +89,11 @@ class Engine(EngineReads):
         """Deploy several files as one deployment, all or nothing (``deployments.deploy``)."""
         with because("api deploy"):
             return deployments.deploy(self.core, files, **options)
+
+    def delete_deployment(self, deployment_id: UUID | str) -> None:
+        """Delete a deployment whose definitions no instance was started from."""
+        with because(f"api delete deployment {deployment_id}"):
+            deployment_removal.delete(self.core, as_id(deployment_id, "deployment"))
 
     def decide(
         self, key: str, variables: Mapping[str, Any] | None = None, *, version: int | None = None

@@ -14,6 +14,7 @@ from bpm.store.schema import decision_definitions as decisions_t
 from bpm.store.schema import deployment_resources as r
 from bpm.store.schema import deployments as t
 from bpm.store.schema import process_definitions as processes_t
+from bpm.store.schema import process_instances as instances_t
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,3 +172,28 @@ def definition_ids(conn: Connection, deployment_id: UUID) -> tuple[list[UUID], l
         select(decisions_t.c.id).where(decisions_t.c.deployment_id == deployment_id)
     ).scalars()
     return [UUID(str(i)) for i in processes], [UUID(str(i)) for i in decisions]
+
+
+def lock_definitions(conn: Connection, deployment_id: UUID) -> list[UUID]:
+    """Lock the deployment's process definitions (a start that would reference one waits,
+    or is waited for) and return their ids."""
+    stmt = select(processes_t.c.id).where(processes_t.c.deployment_id == deployment_id)
+    if conn.dialect.name == "postgresql":
+        stmt = stmt.with_for_update()
+    return [UUID(str(i)) for i in conn.execute(stmt).scalars()]
+
+
+def instances_of(conn: Connection, definition_ids: Sequence[UUID]) -> int:
+    """How many instances (live or ended) the definitions have."""
+    if not definition_ids:
+        return 0
+    stmt = select(func.count()).where(instances_t.c.process_def_id.in_(list(definition_ids)))
+    return int(conn.execute(stmt).scalar_one())
+
+
+def delete(conn: Connection, deployment_id: UUID) -> None:
+    """The deployment, its files and its definitions (no instance may name them)."""
+    conn.execute(processes_t.delete().where(processes_t.c.deployment_id == deployment_id))
+    conn.execute(decisions_t.delete().where(decisions_t.c.deployment_id == deployment_id))
+    conn.execute(r.delete().where(r.c.deployment_id == deployment_id))
+    conn.execute(t.delete().where(t.c.id == deployment_id))

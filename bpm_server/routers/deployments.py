@@ -238,5 +238,24 @@ def resource_data(
     )
     suffix = "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
     media = MEDIA.get(suffix, "application/octet-stream")
-    disposition = 'attachment; filename="{}"'.format(name.replace('"', ""))
+    safe = name.replace('"', "")
+    disposition = f'attachment; filename="{safe}"'
     return Response(data, media_type=media, headers={"Content-Disposition": disposition})
+
+
+@router.delete("/{deployment_id}", status_code=204, response_class=Response)
+def delete_deployment(
+    deployment_id: str,
+    request: Request,
+    caller: Operator,
+    cascade: bool = False,
+) -> Response:
+    """Only a deployment no instance was started from (400 otherwise); ``cascade=true`` is
+    refused: bpm does not delete instances and their history with a deployment."""
+    only_params(request, {"cascade", "skipCustomListeners", "skipIoMappings"})
+    if cascade:
+        raise InvalidRequest(
+            "cascade=true: bpm does not delete process instances with their deployment"
+        )
+    runtime_of(request).engine.delete_deployment(deployment_id)
+    return Response(status_code=204)

@@ -259,3 +259,27 @@ def test_who_may_deploy_and_read(clients: dict[str, httpx.Client]) -> None:
     for name in ("dep-starter", "dep-worker"):
         assert clients[name].get("/deployment").status_code == 403, name
     assert _versions(clients["operator"], "auth_dep") == []
+
+
+def test_delete_only_a_deployment_nothing_was_started_from(
+    server: Server, clients: dict[str, httpx.Client]
+) -> None:
+    c = clients["operator"]
+
+    def deploy(key: str) -> str:
+        files = [("f", (f"{key}.bpmn", message_bpmn(key).encode()))]
+        got = c.post("/deployment/create", data={"deployment-name": key}, files=files)
+        assert got.status_code == 200
+        return str(got.json()["id"])
+
+    unused, used = deploy("del_unused"), deploy("del_used")
+    server.runtime.engine.start("del_used", {})
+    refused = c.delete(f"/deployment/{used}")
+    assert refused.status_code == 400 and "1 process instance" in refused.json()["message"]
+    assert c.delete(f"/deployment/{unused}", params={"cascade": "true"}).status_code == 400
+    assert clients["dep-viewer"].delete(f"/deployment/{unused}").status_code == 403
+    assert c.delete(f"/deployment/{unused}").status_code == 204
+    assert c.get(f"/deployment/{unused}").status_code == 404
+    assert _versions(c, "del_unused") == []
+    assert c.delete(f"/deployment/{unused}").status_code == 404
+    assert _versions(c, "del_used") == [1]

@@ -1,0 +1,37 @@
+"""Deleting a deployment: its files and definitions go, and only while no instance, running
+or ended, was started from one of them (their history names the definition)."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from bpm.engine.core.engine_core import EngineCore
+from bpm.errors import InvalidOperation, NotFound
+from bpm.states import EngineEvent
+from bpm.store import deployments
+
+OPERATOR = "operator"
+
+
+def delete(core: EngineCore, deployment_id: UUID) -> None:
+    """One transaction. The definitions are locked first, so a start racing the delete
+    either commits before it (and the delete is refused) or waits and finds no definition."""
+    with core.transaction(OPERATOR) as tx:
+        if deployments.get(tx.conn, deployment_id) is None:
+            raise NotFound(f"deployment with id '{deployment_id}' does not exist")
+        definition_ids = deployments.lock_definitions(tx.conn, deployment_id)
+        count = deployments.instances_of(tx.conn, definition_ids)
+        if count:
+            raise InvalidOperation(
+                f"deployment {deployment_id} is not deleted: {count} process instance(s) were"
+                " started from its definitions (bpm keeps a definition while any instance or"
+                " its history names it; retention removes ended instances)"
+            )
+        deployments.delete(tx.conn, deployment_id)
+        tx.history.engine(
+            instance_id=None,
+            at=tx.now,
+            type=EngineEvent.DEPLOYMENT_DELETED,
+            actor=tx.actor,
+            data={"id": str(deployment_id), "definitions": [str(i) for i in definition_ids]},
+        )
