@@ -17,6 +17,7 @@ from bpm.states import TaskState
 from bpm.store.task_filters import InstanceMatch
 from bpm_server.auth import Permission, Principal, require
 from bpm_server.dates import format_date
+from bpm_server.definition_models import definition_uuid
 from bpm_server.external_task_models import (
     BpmnErrorDto,
     CompleteDto,
@@ -104,11 +105,9 @@ def _has_filters(t: FetchTopicDto) -> bool:
 
 
 def _maybe_uuid(text: str) -> UUID | None:
-    """A definition id that is not a bpm id names no definition."""
-    try:
-        return UUID(text)
-    except ValueError:
-        return None
+    """A definition id (bpm's, or Camunda's ``key:version:id``) that holds no bpm id names
+    no definition."""
+    return definition_uuid(text)[0]
 
 
 @router.post("/{task_id}/complete", status_code=204, response_class=Response)

@@ -11,7 +11,7 @@ import pytest
 
 from bpm.states import Role
 from tests.server.conftest import Server
-from tests.server.processes import message_bpmn, nested_bpmn
+from tests.server.processes import error_boundary_bpmn, message_bpmn, nested_bpmn
 
 
 @pytest.fixture(scope="module")
@@ -212,3 +212,26 @@ def test_who_may_read_and_change(world: dict[str, object]) -> None:
         assert put.status_code == 403
         assert client.post(f"/process-instance/{iid}/variables", json={}).status_code == 403
     assert "x" not in _c(world).get(f"/process-instance/{iid}/variables").json()
+
+
+def test_with_incident_and_incident_id(world: dict[str, object], server: Server) -> None:
+    c = _c(world)
+    server.runtime.engine.deploy_bpmn(error_boundary_bpmn("pi_fail", "pi-fail"))
+    iid = str(server.runtime.engine.start("pi_fail", {}, business_key="pi-fail-1").id)
+    server.runtime.run_until_idle(timeout=5)
+    fetch = {
+        "workerId": "w",
+        "maxTasks": 1,
+        "topics": [{"topicName": "pi-fail", "lockDuration": 9000}],
+    }
+    (task,) = c.post("/external-task/fetchAndLock", json=fetch).json()
+    failed = c.post(
+        f"/external-task/{task['id']}/failure", json={"workerId": "w", "errorMessage": "boom"}
+    )
+    assert failed.status_code == 204
+    assert _ids(c.get("/process-instance", params={"withIncident": "true"})) == {iid}
+    (incident,) = server.runtime.engine.show(iid)["incidents"]
+    by_id = c.get("/process-instance", params={"incidentId": incident["id"]})
+    assert _ids(by_id) == {iid}
+    unknown = "00000000-0000-0000-0000-000000000001"
+    assert c.get("/process-instance", params={"incidentId": unknown}).json() == []
