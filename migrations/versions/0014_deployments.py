@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -96,7 +97,7 @@ def _backfill() -> None:
         sa.column("checksum", sa.Text()),
     )
     for table_name, has_graph in (("process_definitions", True), ("decision_definitions", False)):
-        columns = [
+        columns: list[sa.ColumnClause[Any]] = [
             sa.column("id", sa.Uuid()),
             sa.column("key", sa.Text()),
             sa.column("source", sa.Text()),
