@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from bpm import __version__, credentials
 from bpm_server import problems
 from bpm_server.auth import Authenticator
-from bpm_server.routers import external_tasks
+from bpm_server.routers import engine_info, external_tasks, history, incidents, jobs, tasks
 from bpm_server.runtime import ServerRuntime
 from bpm_server.settings import ServerSettings
 from bpm_server.signals import TaskSignals
@@ -59,4 +59,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     )
     problems.install(app)
     app.include_router(external_tasks.router, prefix=BASE)
+    for router in (tasks.router, incidents.router, jobs.router, history.router):
+        app.include_router(router, prefix=BASE)
+    app.include_router(engine_info.router, prefix=BASE)
     return app

@@ -34,3 +34,9 @@ def wire(variables: VariableMap | None) -> dict[str, Any] | None:
     if variables is None:
         return None
     return {name: v.model_dump(by_alias=True) for name, v in variables.items()}
+
+
+class CountDto(Dto):
+    """What every ``/count`` answers."""
+
+    count: int

@@ -27,6 +27,7 @@ from bpm.errors import (
     InvalidRequest,
     NotAuthenticated,
     NotFound,
+    TaskClaimed,
     TaskLockError,
     UnknownProcess,
 )
@@ -46,6 +47,8 @@ STATUS: tuple[tuple[type[BpmError], int, str], ...] = (
     (BadVariables, 400, "InvalidRequestException"),
     (InvalidDefinition, 400, "ParseException"),
     (InvalidExpression, 400, "ParseException"),
+    # Camunda answers 500 for it; it is the caller's conflict with another user's claim.
+    (TaskClaimed, 409, "TaskAlreadyClaimedException"),
     (InvalidOperation, 400, "BadUserRequestException"),
     (DatabaseUnavailable, 503, "ProcessEngineException"),
 )
