@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import partial
 from datetime import datetime
+from functools import partial
 from typing import Any
 from uuid import UUID
 
@@ -46,7 +46,7 @@ class Visit:
     ended_at: datetime | None = None
     canceled: bool = False
     complete_scope: bool = False
-    #: The user task's task, and its assignee when the visit ended (or now).
+    #: A user task's visit: its task, and its assignee when the visit ended (or now).
     task_id: UUID | None = None
     assignee: str | None = None
 
@@ -142,6 +142,8 @@ def _derive(row: InstanceRow, g: ProcessGraph, events: list[EventRow]) -> list[V
     for e in events:
         held = current.get(e.token_id) if e.token_id is not None else None
         if e.table == "task" and held is not None and e.node_id == held.node_id:
+            if held.type != NodeType.USER_TASK.value:
+                continue  # Camunda names the task of a user task's visit only
             assignee = (e.data or {}).get("assignee", held.assignee)
             current[held.token_id] = replace(held, task_id=e.task_id, assignee=assignee)
             continue
