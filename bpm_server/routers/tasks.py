@@ -314,6 +314,6 @@ _FIELD_TYPES = {"long": "Long", "boolean": "Boolean", "date": "Date", "string": 
 def _typed(value: Any, field_type: str | None) -> dict[str, Any]:
     typed = encode_value(value)
     wanted = _FIELD_TYPES.get(field_type or "", "String" if field_type == "enum" else None)
-    if wanted is not None and value is not None:
+    if wanted is not None:
         typed["type"] = wanted
     return typed
