@@ -82,6 +82,18 @@ def from_body(spec: QuerySpec, body: Any, params: Mapping[str, str]) -> tuple[di
     return filters, _page(spec, params, order)
 
 
+def both(f: Mapping[str, Any], one: str, many: str, *, single: bool = False) -> Any:
+    """A filter Camunda takes as one value (``one``; ``single``: not a list) and as a list
+    (``many``): given both, both must hold (their intersection); None when neither is."""
+    first = f.get(one)
+    if single and first is not None:
+        first = [first]
+    second = f.get(many)
+    if first is None or second is None:
+        return first if second is None else second
+    return [x for x in first if x in second]
+
+
 def _kind(spec: QuerySpec, name: str) -> Kind:
     kind = spec.filters.get(name)
     if kind is not None:

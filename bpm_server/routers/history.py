@@ -21,7 +21,7 @@ from bpm_server.history_models import (
     HistoricVariableInstanceDto,
 )
 from bpm_server.models import CountDto
-from bpm_server.query_params import Kind, QuerySpec, from_query
+from bpm_server.query_params import Kind, QuerySpec, both, from_query
 from bpm_server.routing import Reader, runtime_of
 from bpm_server.variables import encode_value
 
@@ -152,16 +152,6 @@ VARIABLE_SPEC = QuerySpec(
 )
 
 
-def _both(f: Mapping[str, Any], one: str, many: str, *, single: bool = False) -> Any:
-    first = f.get(one)
-    if single and first is not None:
-        first = [first]
-    second = f.get(many)
-    if first is None or second is None:
-        return first if second is None else second
-    return [x for x in first if x in second]
-
-
 def instance_query(f: Mapping[str, Any]) -> InstanceHistoryQuery:
     wanted = [name for name in _STATE_FLAGS if f.get(name)]
     states = None
@@ -170,11 +160,11 @@ def instance_query(f: Mapping[str, Any]) -> InstanceHistoryQuery:
         states = [str(s) for s in set.intersection(*sets)]
     finished, unfinished = bool(f.get("finished")), bool(f.get("unfinished"))
     return InstanceHistoryQuery(
-        instance_ids=_both(f, "processInstanceId", "processInstanceIds"),
+        instance_ids=both(f, "processInstanceId", "processInstanceIds"),
         business_key=f.get("processInstanceBusinessKey"),
         business_key_like=f.get("processInstanceBusinessKeyLike"),
         definition_ids=f.get("processDefinitionId"),
-        process_keys=_both(f, "processDefinitionKey", "processDefinitionKeyIn", single=True),
+        process_keys=both(f, "processDefinitionKey", "processDefinitionKeyIn", single=True),
         states=states,
         finished=None if finished == unfinished else finished,
         started_before=f.get("startedBefore"),
@@ -296,8 +286,8 @@ def visit_dto(v: Visit) -> HistoricActivityInstanceDto:
 
 def variable_query(f: Mapping[str, Any]) -> VariableQuery:
     return VariableQuery(
-        instance_ids=_both(f, "processInstanceId", "processInstanceIdIn"),
-        names=_both(f, "variableName", "variableNameIn", single=True),
+        instance_ids=both(f, "processInstanceId", "processInstanceIdIn"),
+        names=both(f, "variableName", "variableNameIn", single=True),
         name_like=f.get("variableNameLike"),
         definition_ids=f.get("processDefinitionId"),
         process_keys=[f["processDefinitionKey"]] if "processDefinitionKey" in f else None,

@@ -14,7 +14,7 @@ from bpm.store.incident_queries import FoundIncident, IncidentQuery
 from bpm_server.dates import format_date
 from bpm_server.incident_models import HistoricIncidentDto, IncidentDto
 from bpm_server.models import CountDto
-from bpm_server.query_params import Kind, QuerySpec, from_query
+from bpm_server.query_params import Kind, QuerySpec, both, from_query
 from bpm_server.routing import Operator, Reader, no_content, runtime_of
 
 router = APIRouter(tags=["Incident"])
@@ -80,9 +80,7 @@ def incident_query(f: Mapping[str, Any], *, history: bool = False) -> IncidentQu
     for same in ("causeIncidentId", "rootCauseIncidentId"):  # every incident is its own cause
         if same in f:
             ids = [i for i in f[same] if ids is None or i in ids]
-    keys = [f["processDefinitionKey"]] if "processDefinitionKey" in f else None
-    if "processDefinitionKeyIn" in f:
-        keys = [k for k in f["processDefinitionKeyIn"] if keys is None or k in keys]
+    keys = both(f, "processDefinitionKey", "processDefinitionKeyIn", single=True)
     nodes = {f[n] for n in ("activityId", "failedActivityId") if n in f}
     open_, resolved = f.get("open"), f.get("resolved")
     return IncidentQuery(

@@ -16,7 +16,7 @@ from bpm.store.job_queries import FoundJob, JobKind, JobQuery
 from bpm_server.dates import format_date
 from bpm_server.incident_models import JobDto, JobRetriesDto
 from bpm_server.models import CountDto
-from bpm_server.query_params import Kind, QuerySpec, from_body, from_query
+from bpm_server.query_params import Kind, QuerySpec, both, from_body, from_query
 from bpm_server.routing import Operator, QueryBody, Reader, no_content, runtime_of
 
 router = APIRouter(prefix="/job", tags=["Job"])
@@ -74,9 +74,9 @@ def job_query(f: Mapping[str, Any]) -> JobQuery:
     left, none_left = bool(f.get("withRetriesLeft")), bool(f.get("noRetriesLeft"))
     nodes = {f[n] for n in ("activityId", "failedActivityId") if n in f}
     return JobQuery(
-        job_ids=_both(f, "jobId", "jobIds"),
+        job_ids=both(f, "jobId", "jobIds"),
         kinds=kinds,
-        instance_ids=_both(f, "processInstanceId", "processInstanceIds"),
+        instance_ids=both(f, "processInstanceId", "processInstanceIds"),
         token_ids=f.get("executionId"),
         definition_ids=f.get("processDefinitionId"),
         process_keys=[f["processDefinitionKey"]] if "processDefinitionKey" in f else None,
@@ -88,13 +88,6 @@ def job_query(f: Mapping[str, Any]) -> JobQuery:
         max_priority=f.get("priorityLowerThanOrEquals"),
         none=bool(f.get("suspended")) or (left and none_left),
     )
-
-
-def _both(f: Mapping[str, Any], one: str, many: str) -> Any:
-    first, second = f.get(one), f.get(many)
-    if first is None or second is None:
-        return first if second is None else second
-    return [x for x in first if x in second]
 
 
 @router.get("", response_model=list[JobDto])

@@ -14,7 +14,7 @@ from bpm.store.user_task_queries import UserTaskQuery
 from bpm_server.auth import Principal
 from bpm_server.dates import format_date
 from bpm_server.models import CountDto, wire
-from bpm_server.query_params import Kind, QuerySpec, from_body, from_query
+from bpm_server.query_params import Kind, QuerySpec, both, from_body, from_query
 from bpm_server.routing import QueryBody, Reader, TaskWorker, no_content, runtime_of
 from bpm_server.task_models import (
     CamundaFormRefDto,
@@ -108,22 +108,22 @@ def task_query(f: Mapping[str, Any]) -> UserTaskQuery:
     """Camunda's task filters as an engine query; a flag that is false filters nothing."""
     assigned = _flag(f, "assigned", "unassigned")
     return UserTaskQuery(
-        task_ids=_both(f, "taskId", "taskIdIn"),
+        task_ids=both(f, "taskId", "taskIdIn"),
         assignee=f.get("assignee"),
         assignee_like=f.get("assigneeLike"),
         assignees=f.get("assigneeIn"),
         candidate_user=f.get("candidateUser"),
-        candidate_groups=_both(f, "candidateGroup", "candidateGroups", single=True),
+        candidate_groups=both(f, "candidateGroup", "candidateGroups", single=True),
         candidates_only_unassigned=not f.get("includeAssignedTasks", False),
         assigned=None if assigned == "both" else assigned,
         with_candidate_groups=_flag(f, "withCandidateGroups", "withoutCandidateGroups"),
         with_candidate_users=_flag(f, "withCandidateUsers", "withoutCandidateUsers"),
-        instance_ids=_both(f, "processInstanceId", "processInstanceIdIn"),
+        instance_ids=both(f, "processInstanceId", "processInstanceIdIn"),
         business_key=f.get("processInstanceBusinessKey"),
         business_key_like=f.get("processInstanceBusinessKeyLike"),
         definition_ids=f.get("processDefinitionId"),
-        process_keys=_both(f, "processDefinitionKey", "processDefinitionKeyIn", single=True),
-        node_ids=_both(f, "taskDefinitionKey", "taskDefinitionKeyIn", single=True),
+        process_keys=both(f, "processDefinitionKey", "processDefinitionKeyIn", single=True),
+        node_ids=both(f, "taskDefinitionKey", "taskDefinitionKeyIn", single=True),
         node_like=f.get("taskDefinitionKeyLike"),
         due_before=f.get("dueBefore"),
         due_after=f.get("dueAfter"),
@@ -137,17 +137,6 @@ def task_query(f: Mapping[str, Any]) -> UserTaskQuery:
         max_priority=f.get("maxPriority"),
         none=bool(f.get("suspended")) or assigned == "both",
     )
-
-
-def _both(f: Mapping[str, Any], one: str, many: str, *, single: bool = False) -> Any:
-    """A filter given as one value and as a list: both must hold (their intersection)."""
-    first = f.get(one)
-    if single and first is not None:
-        first = [first]
-    second = f.get(many)
-    if first is None or second is None:
-        return first if second is None else second
-    return [x for x in first if x in second]
 
 
 def _flag(f: Mapping[str, Any], yes: str, no: str) -> Any:
