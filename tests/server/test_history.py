@@ -52,7 +52,7 @@ def instances(server: Server) -> dict[str, str]:
     }
 
 
-def _get(server: Server, path: str, **params: object) -> object:
+def _get(server: Server, path: str, **params: str | int) -> object:
     with server.client("viewer") as c:
         got = c.get(path, params=params)
     assert got.status_code == 200, got.text
@@ -79,7 +79,7 @@ def test_historic_instances_and_their_states(server: Server, instances: dict[str
 
 
 def test_historic_instance_filters(server: Server, instances: dict[str, str]) -> None:
-    def ids(**params: object) -> set[str]:
+    def ids(**params: str | int) -> set[str]:
         found = _get(
             server, "/history/process-instance", processDefinitionKey="hi_review", **params
         )

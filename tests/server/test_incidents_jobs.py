@@ -40,7 +40,7 @@ def deployed(server: Server) -> Server:
     return server
 
 
-def _incidents(server: Server, **params: object) -> list[dict[str, object]]:
+def _incidents(server: Server, **params: str | int) -> list[dict[str, object]]:
     with server.client("viewer") as c:
         found = c.get("/incident", params=params)
     assert found.status_code == 200, found.text
@@ -82,7 +82,7 @@ def test_incident_and_job_filters(deployed: Server) -> None:
     mine = {"processInstanceId": instance}
     assert _incidents(deployed, incidentType="failedJob", **mine) == [incident]
     assert _incidents(deployed, incidentType="failedExternalTask", **mine) == []
-    assert _incidents(deployed, activityId="charge", configuration=job["id"]) == [incident]
+    assert _incidents(deployed, activityId="charge", configuration=str(job["id"])) == [incident]
     assert _incidents(deployed, incidentId=UNKNOWN) == []
     assert _incidents(deployed, processDefinitionKeyIn="ij_review,x", **mine) == [incident]
     assert _incidents(deployed, incidentMessageLike="%flaky%", **mine) == [incident]
@@ -96,7 +96,7 @@ def test_incident_and_job_filters(deployed: Server) -> None:
         assert count["count"] == len(listed) >= 1
         assert listed[0]["id"] == incident["id"]  # the newest first
 
-        def jobs(**params: object) -> list[object]:
+        def jobs(**params: str | int) -> list[object]:
             found = c.get("/job", params={"processInstanceId": instance, **params})
             assert found.status_code == 200, found.text
             return [j["id"] for j in found.json()]
@@ -153,7 +153,7 @@ def test_setting_a_failed_job_s_retries_runs_it_again_and_resolves_its_incident(
         assert done.status_code == 204, done.text
         assert c.get(f"/incident/{incident['id']}").status_code == 404
         assert c.get(f"/job/{job['id']}").status_code == 404
-        historic = c.get("/history/incident", params={"incidentId": incident["id"]}).json()
+        historic = c.get("/history/incident", params={"incidentId": str(incident["id"])}).json()
     assert deployed.runtime.engine.show(instance)["state"] == "COMPLETED"
     assert deployed.runtime.engine.show(instance)["variables"]["charged"] is True
     assert historic[0]["resolved"] is True and historic[0]["endTime"] is not None
@@ -210,3 +210,11 @@ def test_unknown_ids_and_who_may_read(deployed: Server) -> None:
         assert c.get("/incident").status_code == 403 and c.get("/job").status_code == 403
     with deployed.client() as c:
         assert c.get("/incident/count").status_code == 401
+
+
+def test_a_post_query_without_a_body_lists_everything(deployed: Server) -> None:
+    with deployed.client("viewer") as c:
+        listed = c.post("/job")
+        counted = c.post("/job/count")
+    assert listed.status_code == 200, listed.text
+    assert counted.json() == {"count": len(listed.json())}

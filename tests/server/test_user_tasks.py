@@ -67,7 +67,7 @@ def test_filters_counts_paging_and_sorting(deployed: Server) -> None:
     deployed.runtime.engine.claim(tb, "bob")
     with deployed.client("viewer") as c:
 
-        def ids(**params: object) -> list[str]:
+        def ids(**params: str | int) -> list[str]:
             found = c.get("/task", params={"processDefinitionKey": "ut_review", **params})
             assert found.status_code == 200, found.text
             return [t["id"] for t in found.json()]
