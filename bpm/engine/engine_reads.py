@@ -31,7 +31,8 @@ from bpm.store.paging import Page
 from bpm.store.queries import InstanceFields, InstanceFilter
 from bpm.store.user_task_queries import UserTaskQuery
 
-ALL = Page()
+#: The first rows of a list (``Page``'s default limit).
+FIRST = Page()
 
 
 class EngineReads:
@@ -120,7 +121,7 @@ class EngineReads:
 
     # --- the HTTP API's lists: a query, a page (offset, limit, order) and a count --------
 
-    def find_user_tasks(self, query: UserTaskQuery, page: Page = ALL) -> list[UserTaskView]:
+    def find_user_tasks(self, query: UserTaskQuery, page: Page = FIRST) -> list[UserTaskView]:
         """Open user tasks with their instance's facts and the node's name."""
         return task_views.find(self.core, query, page)
 
@@ -140,7 +141,7 @@ class EngineReads:
         """The variables an open user task's token sees."""
         return task_views.variables(self.core, as_id(task_id, "task"))
 
-    def find_incidents(self, query: IncidentQuery, page: Page = ALL) -> list[FoundIncident]:
+    def find_incidents(self, query: IncidentQuery, page: Page = FIRST) -> list[FoundIncident]:
         return incident_views.incidents(self.core, query, page)
 
     def count_incidents(self, query: IncidentQuery) -> int:
@@ -151,7 +152,7 @@ class EngineReads:
             self.core, as_id(incident_id, "incident"), open_only=open_only
         )
 
-    def find_jobs(self, query: JobQuery, page: Page = ALL) -> list[FoundJob]:
+    def find_jobs(self, query: JobQuery, page: Page = FIRST) -> list[FoundJob]:
         """Open handler tasks and scheduled timers (Camunda's jobs)."""
         return incident_views.jobs(self.core, query, page)
 
@@ -162,7 +163,7 @@ class EngineReads:
         return incident_views.job(self.core, as_id(job_id, "job"))
 
     def find_instance_history(
-        self, query: InstanceHistoryQuery, page: Page = ALL
+        self, query: InstanceHistoryQuery, page: Page = FIRST
     ) -> list[InstanceHistory]:
         """Instances running and ended (until retention deletes them)."""
         return history_views.find_instances(self.core, query, page)
@@ -173,11 +174,13 @@ class EngineReads:
     def instance_history(self, instance_id: UUID | str) -> InstanceHistory:
         return history_views.instance(self.core, as_id(instance_id, "instance"))
 
-    def find_visits(self, query: VisitQuery, page: Page = ALL) -> tuple[list[Visit], int]:
+    def find_visits(self, query: VisitQuery, page: Page = FIRST) -> tuple[list[Visit], int]:
         """An instance's node visits (from its token history) that match, and their count."""
         return history_views.find_visits(self.core, query, page)
 
-    def find_variable_history(self, query: VariableQuery, page: Page = ALL) -> list[FoundVariable]:
+    def find_variable_history(
+        self, query: VariableQuery, page: Page = FIRST
+    ) -> list[FoundVariable]:
         return history_views.find_variables(self.core, query, page)
 
     def count_variable_history(self, query: VariableQuery) -> int:

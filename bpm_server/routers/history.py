@@ -217,7 +217,7 @@ def instance_dto(h: InstanceHistory) -> HistoricProcessInstanceDto:
 
 def visit_query(f: Mapping[str, Any]) -> VisitQuery:
     ids = f.get("processInstanceId")
-    if not ids:
+    if ids is None:
         raise InvalidRequest(
             "history/activity-instance needs processInstanceId: bpm derives the visits from "
             "one instance's history"
@@ -240,9 +240,11 @@ def visit_query(f: Mapping[str, Any]) -> VisitQuery:
 
 def _visits(request: Request) -> tuple[list[Visit], int]:
     filters, page = from_query(ACTIVITY_SPEC, request.query_params)
+    if filters.get("processInstanceId") == [] or (
+        filters.get("finished") and filters.get("unfinished")
+    ):
+        return [], 0  # an id that is no instance's, or two flags that exclude each other
     query = visit_query(filters)
-    if filters.get("finished") and filters.get("unfinished"):
-        return [], 0
     found, total = runtime_of(request).engine.find_visits(query, page)
     if "activityInstanceId" in filters:
         found = [v for v in found if v.id == filters["activityInstanceId"]]

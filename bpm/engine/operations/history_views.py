@@ -109,8 +109,13 @@ VISIT_SORTS = ("id", "token_id", "node_id", "name", "type", "started", "ended", 
 
 
 def find_visits(core: EngineCore, q: VisitQuery, page: Page) -> tuple[list[Visit], int]:
-    """The visits that match, ordered and paged, and how many match in all."""
-    found = [v for v in visits(core, q.instance_id) if _matches(v, q)]
+    """The visits that match, ordered and paged, and how many match in all (none for an
+    instance that does not exist: a filter that matches nothing)."""
+    try:
+        every = visits(core, q.instance_id)
+    except NotFound:
+        return [], 0
+    found = [v for v in every if _matches(v, q)]
     for name, descending in reversed(page.order):
         if name not in VISIT_SORTS:
             raise InvalidRequest(
