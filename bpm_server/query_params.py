@@ -46,6 +46,52 @@ class QuerySpec:
     refused: Mapping[str, str] = field(default_factory=dict)
 
 
+_SCHEMAS: dict[Kind, dict[str, Any]] = {
+    Kind.TEXT: {"type": "string"},
+    Kind.TEXTS: {"type": "array", "items": {"type": "string"}},
+    Kind.BOOL: {"type": "boolean"},
+    Kind.INT: {"type": "integer"},
+    Kind.DATE: {"type": "string", "format": "date-time"},
+    Kind.IDS: {"type": "array", "items": {"type": "string", "format": "uuid"}},
+}
+
+
+def openapi(spec: QuerySpec, *, body: bool = False, paged: bool = True) -> dict[str, Any]:
+    """The OpenAPI of a list endpoint read by hand (``openapi_extra``): its filters as query
+    parameters, or as a request body's properties; ``paged``: with paging and sorting."""
+    paging = [
+        {"name": name, "in": "query", "required": False, "schema": {"type": "integer"}}
+        for name in (_PAGING if paged else ())
+    ]
+    sort = {"type": "string", "enum": sorted(spec.sorts)}
+    order = {"type": "string", "enum": ["asc", "desc"]}
+    if not body:
+        filters = [
+            {
+                "name": name,
+                "in": "query",
+                "required": False,
+                "schema": {"type": "string"} if kind in (Kind.TEXTS, Kind.IDS) else _SCHEMAS[kind],
+                "description": "comma-separated" if kind in (Kind.TEXTS, Kind.IDS) else "",
+            }
+            for name, kind in spec.filters.items()
+        ]
+        sorting = [
+            {"name": "sortBy", "in": "query", "required": False, "schema": sort},
+            {"name": "sortOrder", "in": "query", "required": False, "schema": order},
+        ]
+        return {"parameters": filters + (paging + sorting if paged else [])}
+    properties = {name: _SCHEMAS[kind] for name, kind in spec.filters.items()}
+    if paged:
+        item = {"type": "object", "properties": {"sortBy": sort, "sortOrder": order}}
+        properties["sorting"] = {"type": "array", "items": item}
+    schema = {"type": "object", "properties": properties}
+    return {
+        "parameters": paging,
+        "requestBody": {"content": {"application/json": {"schema": schema}}},
+    }
+
+
 def from_query(spec: QuerySpec, params: Mapping[str, str]) -> tuple[dict[str, Any], Page]:
     """A ``GET``'s filters (as Camunda names -> values) and its page."""
     filters: dict[str, Any] = {}

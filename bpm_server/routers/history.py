@@ -21,7 +21,7 @@ from bpm_server.history_models import (
     HistoricVariableInstanceDto,
 )
 from bpm_server.models import CountDto
-from bpm_server.query_params import Kind, QuerySpec, both, from_query
+from bpm_server.query_params import Kind, QuerySpec, both, from_query, openapi
 from bpm_server.routing import Reader, runtime_of
 from bpm_server.variables import encode_value
 
@@ -176,14 +176,22 @@ def instance_query(f: Mapping[str, Any]) -> InstanceHistoryQuery:
     )
 
 
-@router.get("/process-instance", response_model=list[HistoricProcessInstanceDto])
+@router.get(
+    "/process-instance",
+    response_model=list[HistoricProcessInstanceDto],
+    openapi_extra=openapi(INSTANCE_SPEC),
+)
 def list_instances(request: Request, caller: Reader) -> list[HistoricProcessInstanceDto]:
     filters, page = from_query(INSTANCE_SPEC, request.query_params)
     found = runtime_of(request).engine.find_instance_history(instance_query(filters), page)
     return [instance_dto(i) for i in found]
 
 
-@router.get("/process-instance/count", response_model=CountDto)
+@router.get(
+    "/process-instance/count",
+    response_model=CountDto,
+    openapi_extra=openapi(INSTANCE_SPEC, paged=False),
+)
 def count_instances(request: Request, caller: Reader) -> CountDto:
     filters, _ = from_query(INSTANCE_SPEC, request.query_params)
     engine = runtime_of(request).engine
@@ -252,12 +260,20 @@ def _visits(request: Request) -> tuple[list[Visit], int]:
     return found, total
 
 
-@router.get("/activity-instance", response_model=list[HistoricActivityInstanceDto])
+@router.get(
+    "/activity-instance",
+    response_model=list[HistoricActivityInstanceDto],
+    openapi_extra=openapi(ACTIVITY_SPEC),
+)
 def list_visits(request: Request, caller: Reader) -> list[HistoricActivityInstanceDto]:
     return [visit_dto(v) for v in _visits(request)[0]]
 
 
-@router.get("/activity-instance/count", response_model=CountDto)
+@router.get(
+    "/activity-instance/count",
+    response_model=CountDto,
+    openapi_extra=openapi(ACTIVITY_SPEC, paged=False),
+)
 def count_visits(request: Request, caller: Reader) -> CountDto:
     return CountDto(count=_visits(request)[1])
 
@@ -296,14 +312,22 @@ def variable_query(f: Mapping[str, Any]) -> VariableQuery:
     )
 
 
-@router.get("/variable-instance", response_model=list[HistoricVariableInstanceDto])
+@router.get(
+    "/variable-instance",
+    response_model=list[HistoricVariableInstanceDto],
+    openapi_extra=openapi(VARIABLE_SPEC),
+)
 def list_variables(request: Request, caller: Reader) -> list[HistoricVariableInstanceDto]:
     filters, page = from_query(VARIABLE_SPEC, request.query_params)
     found = runtime_of(request).engine.find_variable_history(variable_query(filters), page)
     return [variable_dto(v) for v in found]
 
 
-@router.get("/variable-instance/count", response_model=CountDto)
+@router.get(
+    "/variable-instance/count",
+    response_model=CountDto,
+    openapi_extra=openapi(VARIABLE_SPEC, paged=False),
+)
 def count_variables(request: Request, caller: Reader) -> CountDto:
     filters, _ = from_query(VARIABLE_SPEC, request.query_params)
     engine = runtime_of(request).engine

@@ -14,7 +14,7 @@ from bpm.store.incident_queries import FoundIncident, IncidentQuery
 from bpm_server.dates import format_date
 from bpm_server.incident_models import HistoricIncidentDto, IncidentDto
 from bpm_server.models import CountDto
-from bpm_server.query_params import Kind, QuerySpec, both, from_query
+from bpm_server.query_params import Kind, QuerySpec, both, from_query, openapi
 from bpm_server.routing import Operator, Reader, no_content, runtime_of
 
 router = APIRouter(tags=["Incident"])
@@ -105,14 +105,14 @@ def incident_query(f: Mapping[str, Any], *, history: bool = False) -> IncidentQu
     )
 
 
-@router.get("/incident", response_model=list[IncidentDto])
+@router.get("/incident", response_model=list[IncidentDto], openapi_extra=openapi(SPEC))
 def list_incidents(request: Request, caller: Reader) -> list[IncidentDto]:
     filters, page = from_query(SPEC, request.query_params)
     found = runtime_of(request).engine.find_incidents(incident_query(filters), page)
     return [IncidentDto(**_common(i)) for i in found]
 
 
-@router.get("/incident/count", response_model=CountDto)
+@router.get("/incident/count", response_model=CountDto, openapi_extra=openapi(SPEC, paged=False))
 def count_incidents(request: Request, caller: Reader) -> CountDto:
     filters, _ = from_query(SPEC, request.query_params)
     return CountDto(count=runtime_of(request).engine.count_incidents(incident_query(filters)))
@@ -133,14 +133,22 @@ def resolve_incident(incident_id: str, request: Request, caller: Operator) -> Re
     return no_content()
 
 
-@router.get("/history/incident", response_model=list[HistoricIncidentDto])
+@router.get(
+    "/history/incident",
+    response_model=list[HistoricIncidentDto],
+    openapi_extra=openapi(HISTORY_SPEC),
+)
 def list_historic(request: Request, caller: Reader) -> list[HistoricIncidentDto]:
     filters, page = from_query(HISTORY_SPEC, request.query_params)
     query = incident_query(filters, history=True)
     return [_historic(i) for i in runtime_of(request).engine.find_incidents(query, page)]
 
 
-@router.get("/history/incident/count", response_model=CountDto)
+@router.get(
+    "/history/incident/count",
+    response_model=CountDto,
+    openapi_extra=openapi(HISTORY_SPEC, paged=False),
+)
 def count_historic(request: Request, caller: Reader) -> CountDto:
     filters, _ = from_query(HISTORY_SPEC, request.query_params)
     query = incident_query(filters, history=True)

@@ -16,7 +16,7 @@ from bpm.store.job_queries import FoundJob, JobKind, JobQuery
 from bpm_server.dates import format_date
 from bpm_server.incident_models import JobDto, JobRetriesDto
 from bpm_server.models import CountDto
-from bpm_server.query_params import Kind, QuerySpec, both, from_body, from_query
+from bpm_server.query_params import Kind, QuerySpec, both, from_body, from_query, openapi
 from bpm_server.routing import Operator, QueryBody, Reader, no_content, runtime_of
 
 router = APIRouter(prefix="/job", tags=["Job"])
@@ -90,25 +90,25 @@ def job_query(f: Mapping[str, Any]) -> JobQuery:
     )
 
 
-@router.get("", response_model=list[JobDto])
+@router.get("", response_model=list[JobDto], openapi_extra=openapi(SPEC))
 def list_jobs(request: Request, caller: Reader) -> list[JobDto]:
     filters, page = from_query(SPEC, request.query_params)
     return [job_dto(j) for j in runtime_of(request).engine.find_jobs(job_query(filters), page)]
 
 
-@router.post("", response_model=list[JobDto])
+@router.post("", response_model=list[JobDto], openapi_extra=openapi(SPEC, body=True))
 def query_jobs(request: Request, caller: Reader, body: QueryBody = None) -> list[JobDto]:
     filters, page = from_body(SPEC, body, request.query_params)
     return [job_dto(j) for j in runtime_of(request).engine.find_jobs(job_query(filters), page)]
 
 
-@router.get("/count", response_model=CountDto)
+@router.get("/count", response_model=CountDto, openapi_extra=openapi(SPEC, paged=False))
 def count_jobs(request: Request, caller: Reader) -> CountDto:
     filters, _ = from_query(SPEC, request.query_params)
     return CountDto(count=runtime_of(request).engine.count_jobs(job_query(filters)))
 
 
-@router.post("/count", response_model=CountDto)
+@router.post("/count", response_model=CountDto, openapi_extra=openapi(SPEC, body=True, paged=False))
 def query_count(request: Request, caller: Reader, body: QueryBody = None) -> CountDto:
     filters, _ = from_body(SPEC, body, request.query_params)
     return CountDto(count=runtime_of(request).engine.count_jobs(job_query(filters)))

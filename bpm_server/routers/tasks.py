@@ -14,7 +14,7 @@ from bpm.store.user_task_queries import UserTaskQuery
 from bpm_server.auth import Principal
 from bpm_server.dates import format_date
 from bpm_server.models import CountDto, wire
-from bpm_server.query_params import Kind, QuerySpec, both, from_body, from_query
+from bpm_server.query_params import Kind, QuerySpec, both, from_body, from_query, openapi
 from bpm_server.routing import QueryBody, Reader, TaskWorker, no_content, runtime_of
 from bpm_server.task_models import (
     CamundaFormRefDto,
@@ -148,27 +148,27 @@ def _flag(f: Mapping[str, Any], yes: str, no: str) -> Any:
     return True if has else (False if has_not else None)
 
 
-@router.get("", response_model=list[TaskDto])
+@router.get("", response_model=list[TaskDto], openapi_extra=openapi(SPEC))
 def list_tasks(request: Request, caller: Reader) -> list[TaskDto]:
     filters, page = from_query(SPEC, request.query_params)
     engine = runtime_of(request).engine
     return [task_dto(v) for v in engine.find_user_tasks(task_query(filters), page)]
 
 
-@router.post("", response_model=list[TaskDto])
+@router.post("", response_model=list[TaskDto], openapi_extra=openapi(SPEC, body=True))
 def query_tasks(request: Request, caller: Reader, body: QueryBody = None) -> list[TaskDto]:
     filters, page = from_body(SPEC, body, request.query_params)
     engine = runtime_of(request).engine
     return [task_dto(v) for v in engine.find_user_tasks(task_query(filters), page)]
 
 
-@router.get("/count", response_model=CountDto)
+@router.get("/count", response_model=CountDto, openapi_extra=openapi(SPEC, paged=False))
 def count_tasks(request: Request, caller: Reader) -> CountDto:
     filters, _ = from_query(SPEC, request.query_params)
     return CountDto(count=runtime_of(request).engine.count_user_tasks(task_query(filters)))
 
 
-@router.post("/count", response_model=CountDto)
+@router.post("/count", response_model=CountDto, openapi_extra=openapi(SPEC, body=True, paged=False))
 def query_count(request: Request, caller: Reader, body: QueryBody = None) -> CountDto:
     filters, _ = from_body(SPEC, body, request.query_params)
     return CountDto(count=runtime_of(request).engine.count_user_tasks(task_query(filters)))
