@@ -125,63 +125,63 @@ _TIMERS = (
     .join_from(timer_table, p, p.c.id == timer_table.c.instance_id)
     .where(timer_table.c.state == TimerState.SCHEDULED)
 )
-j = _TASKS.union_all(_TIMERS).subquery("jobs")
+JOBS = _TASKS.union_all(_TIMERS).subquery("jobs")
 
 SORTS: dict[str, ColumnElement[Any]] = {
-    "id": j.c.id,
-    "token_id": j.c.token_id,
-    "instance_id": j.c.instance_id,
-    "definition_id": j.c.definition_id,
-    "process_key": j.c.process_key,
-    "priority": j.c.priority,
-    "retries": j.c.retries,
-    "due_at": j.c.due_at,
-    "created": j.c.created_at,
+    "id": JOBS.c.id,
+    "token_id": JOBS.c.token_id,
+    "instance_id": JOBS.c.instance_id,
+    "definition_id": JOBS.c.definition_id,
+    "process_key": JOBS.c.process_key,
+    "priority": JOBS.c.priority,
+    "retries": JOBS.c.retries,
+    "due_at": JOBS.c.due_at,
+    "created": JOBS.c.created_at,
 }
 
 
 def find(conn: Connection, q: JobQuery, page: Page) -> list[FoundJob]:
-    stmt = ordered(_where(select(*j.c), q), page, SORTS, (j.c.created_at, j.c.id))
+    stmt = ordered(_where(select(*JOBS.c), q), page, SORTS, (JOBS.c.created_at, JOBS.c.id))
     rows = conn.execute(stmt).all()
     return [FoundJob(r[0], JobKind(r[1]), *r[2:]) for r in rows]
 
 
 def count(conn: Connection, q: JobQuery) -> int:
-    found: int = conn.execute(_where(select(func.count()).select_from(j), q)).scalar_one()
+    found: int = conn.execute(_where(select(func.count()).select_from(JOBS), q)).scalar_one()
     return found
 
 
 def _where(stmt: Any, q: JobQuery) -> Any:
     conds: list[Any] = []
     if q.none:
-        conds.append(j.c.id.is_(None))
+        conds.append(JOBS.c.id.is_(None))
     for column, wanted in (
-        (j.c.id, q.job_ids),
-        (j.c.kind, None if q.kinds is None else [k.value for k in q.kinds]),
-        (j.c.instance_id, q.instance_ids),
-        (j.c.token_id, q.token_ids),
-        (j.c.definition_id, q.definition_ids),
-        (j.c.process_key, q.process_keys),
-        (j.c.node_id, q.node_ids),
+        (JOBS.c.id, q.job_ids),
+        (JOBS.c.kind, None if q.kinds is None else [k.value for k in q.kinds]),
+        (JOBS.c.instance_id, q.instance_ids),
+        (JOBS.c.token_id, q.token_ids),
+        (JOBS.c.definition_id, q.definition_ids),
+        (JOBS.c.process_key, q.process_keys),
+        (JOBS.c.node_id, q.node_ids),
     ):
         if wanted is not None:
             conds.append(column.in_(list(wanted)))
     if q.with_retries_left is not None:
-        conds.append(j.c.retries > 0 if q.with_retries_left else j.c.retries == 0)
+        conds.append(JOBS.c.retries > 0 if q.with_retries_left else JOBS.c.retries == 0)
     if q.with_exception:
-        conds.append(j.c.error_message.is_not(None))
+        conds.append(JOBS.c.error_message.is_not(None))
     if q.exception_message is not None:
-        conds.append(j.c.error_message == q.exception_message)
+        conds.append(JOBS.c.error_message == q.exception_message)
     for column, before, after in (
-        (j.c.due_at, q.due_before, q.due_after),
-        (j.c.created_at, q.created_before, q.created_after),
+        (JOBS.c.due_at, q.due_before, q.due_after),
+        (JOBS.c.created_at, q.created_before, q.created_after),
     ):
         if before is not None:
             conds.append(column < before)
         if after is not None:
             conds.append(column > after)
     if q.min_priority is not None:
-        conds.append(j.c.priority >= q.min_priority)
+        conds.append(JOBS.c.priority >= q.min_priority)
     if q.max_priority is not None:
-        conds.append(j.c.priority <= q.max_priority)
+        conds.append(JOBS.c.priority <= q.max_priority)
     return stmt.where(and_(*conds)) if conds else stmt

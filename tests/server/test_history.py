@@ -208,6 +208,27 @@ def test_historic_incidents_open_and_resolved(server: Server, instances: dict[st
                 deleted="true") == {"count": 0}  # fmt: skip
 
 
+def test_historic_incident_filters_are_checked(server: Server, instances: dict[str, str]) -> None:
+    with server.client("viewer") as c:
+        for params, named in (
+            (
+                {"incidentTimestampBefore": "2026-01-01T00:00:00.000+0000"},
+                "incidentTimestampBefore",
+            ),
+            ({"createTimeAfter": "soon"}, "createTimeAfter"),
+            ({"tenantIdIn": "t"}, "tenantIdIn"),
+            ({"sortBy": "endTime", "sortOrder": "sideways"}, "sortOrder"),
+        ):
+            refused = c.get("/history/incident", params=params)
+            assert refused.status_code == 400 and named in refused.json()["message"], params
+        newest = c.get(
+            "/history/incident",
+            params={"processDefinitionKeyIn": "hi_review", "sortBy": "createTime",
+                    "sortOrder": "desc"},
+        ).json()  # fmt: skip
+    assert newest[0]["processInstanceId"] == instances["incident"]
+
+
 def test_who_may_read_history(server: Server, instances: dict[str, str]) -> None:
     with server.client("worker") as c:
         assert c.get("/history/process-instance").status_code == 403
