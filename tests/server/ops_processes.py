@@ -104,3 +104,29 @@ def server_imports_the_handlers() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("BPM_IMPORTS", __name__)
         yield
+
+
+def parallel_bpmn(key: str) -> str:
+    """start -> fork -> (a | b: user task with a one-hour timer boundary) -> join -> choose
+    (exclusive, default) -> end."""
+    body = """    <bpmn:startEvent id="start" />
+    <bpmn:parallelGateway id="fork" />
+    <bpmn:task id="a" name="A" />
+    <bpmn:userTask id="b" name="B" />
+    <bpmn:parallelGateway id="join" />
+    <bpmn:exclusiveGateway id="choose" default="Flow_choose_end" />
+    <bpmn:endEvent id="end" />
+    <bpmn:boundaryEvent id="late" attachedToRef="b">
+      <bpmn:timerEventDefinition id="late_def">
+        <bpmn:timeDuration xsi:type="bpmn:tFormalExpression">PT1H</bpmn:timeDuration>
+      </bpmn:timerEventDefinition>
+    </bpmn:boundaryEvent>
+    <bpmn:endEvent id="late_end" />
+""" + "\n".join(
+        [
+            chain("start", "fork", "a", "join", "choose", "end"),
+            chain("fork", "b", "join"),
+            chain("late", "late_end"),
+        ]
+    )
+    return modeler_file(key, body, attrs=' camunda:historyTimeToLive="P1D"')

@@ -11,6 +11,7 @@ import pytest
 from bpm.states import Role
 from tests.server.conftest import Server
 from tests.server.ops_processes import (  # noqa: F401 (a fixture)
+    parallel_bpmn,
     review_bpmn,
     review_task,
     server_imports_the_handlers,
@@ -165,6 +166,45 @@ def test_activity_instances_are_the_node_visits(server: Server, instances: dict[
         for unknown in (UNKNOWN, "nope"):
             none = c.get("/history/activity-instance", params={"processInstanceId": unknown})
             assert none.status_code == 200 and none.json() == []
+
+
+def test_visits_of_a_fork_a_join_and_a_cancelled_branch(server: Server) -> None:
+    rt = server.runtime
+    rt.engine.deploy_bpmn(parallel_bpmn("hi_parallel"))
+    done, cancelled = start(rt, "hi_parallel"), start(rt, "hi_parallel")
+    with server.client("viewer") as c:
+        timers = c.get("/job", params={"processInstanceId": cancelled, "timers": "true"}).json()
+    assert [t["retries"] for t in timers] == [1]  # the boundary timer of b is a job
+    rt.engine.complete_user_task(review_task(rt, done), {})
+    rt.run_until_idle(timeout=5)
+    rt.engine.cancel(cancelled)
+
+    def visits(instance: str) -> list[tuple[str, str, bool, bool]]:
+        found = _get(server, "/history/activity-instance", processInstanceId=instance)
+        assert isinstance(found, list)
+        assert all(v["endTime"] is not None for v in found)
+        return [(v["activityId"], v["activityType"], v["canceled"], v["completeScope"])
+                for v in found]  # fmt: skip
+
+    assert sorted(visits(done)) == sorted(
+        [
+            ("start", "startEvent", False, False),
+            ("fork", "parallelGateway", False, False),
+            ("a", "task", False, False),
+            ("b", "userTask", False, False),
+            ("join", "parallelGateway", False, False),
+            ("join", "parallelGateway", False, False),
+            ("choose", "exclusiveGateway", False, False),
+            ("end", "noneEndEvent", False, True),
+        ]
+    )
+    gone = visits(cancelled)
+    assert ("b", "userTask", True, False) in gone and (
+        "fork",
+        "parallelGateway",
+        False,
+        False,
+    ) in gone
 
 
 def test_variable_instances(server: Server, instances: dict[str, str]) -> None:

@@ -14,7 +14,7 @@ from uuid import UUID
 from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.engine.core.engine_core import EngineCore
 from bpm.errors import InvalidRequest, NotFound
-from bpm.states import TokenEvent
+from bpm.states import TokenEvent, TokenState
 from bpm.store import history, history_queries, instances
 from bpm.store.history_queries import FoundVariable, InstanceHistoryQuery, VariableQuery
 from bpm.store.paging import Page
@@ -137,48 +137,64 @@ def visits(core: EngineCore, instance_id: UUID) -> list[Visit]:
 
 
 _ARRIVALS = {TokenEvent.CREATED, TokenEvent.MOVED, TokenEvent.SPAWNED}
-_ENDS = {TokenEvent.COMPLETED, TokenEvent.CANCELLED}
+_GONE = {TokenState.COMPLETED, TokenState.CANCELLED}
 
 
 def _derive(row: InstanceRow, g: ProcessGraph, events: list[EventRow]) -> list[Visit]:
-    done: list[Visit] = []
-    current: dict[UUID, Visit] = {}
+    """A token's visit starts when it arrives at a node (created there, moved there, or at
+    a node other than its last); it ends when the token arrives elsewhere, completes, is
+    cancelled (a canceled visit), joins, or forks (the parent of a fork waits for its
+    children at no node). Visits are in the order they started (history ids are)."""
+    done: list[tuple[int, Visit]] = []
+    current: dict[UUID, tuple[int, Visit]] = {}
     seen: dict[tuple[UUID, str], int] = {}
     for e in events:
         held = current.get(e.token_id) if e.token_id is not None else None
-        if e.table == "task" and held is not None and e.node_id == held.node_id:
-            if held.type != NodeType.USER_TASK.value:
+        if e.table == "task" and held is not None and e.node_id == held[1].node_id:
+            if held[1].type != NodeType.USER_TASK.value:
                 continue  # Camunda names the task of a user task's visit only
-            assignee = (e.data or {}).get("assignee", held.assignee)
-            current[held.token_id] = replace(held, task_id=e.task_id, assignee=assignee)
+            assignee = (e.data or {}).get("assignee", held[1].assignee)
+            current[held[1].token_id] = (
+                held[0],
+                replace(held[1], task_id=e.task_id, assignee=assignee),
+            )
             continue
         if e.table != "token" or e.token_id is None or e.node_id is None:
             continue
-        visit = current.get(e.token_id)
-        arrives = e.type in _ARRIVALS or visit is None or visit.node_id != e.node_id
-        if visit is not None and (arrives or e.type in _ENDS):
-            canceled = e.type == TokenEvent.CANCELLED and not arrives
-            done.append(_ended(g, visit, e.at, canceled))
+        canceled = e.to_state == TokenState.CANCELLED
+        ends = e.to_state in _GONE or e.type == TokenEvent.FORKED
+        moved = held is not None and held[1].node_id != e.node_id
+        arrives = e.type in _ARRIVALS or moved
+        if held is not None and (arrives or ends):
             del current[e.token_id]
-            if not arrives:
-                continue
-        if arrives and e.type not in _ENDS:
-            n = seen.get((e.token_id, e.node_id), 0) + 1
-            seen[(e.token_id, e.node_id)] = n
-            node = g.nodes.get(e.node_id)
-            suffix = f"#{n}" if n > 1 else ""
-            current[e.token_id] = Visit(
-                f"{e.node_id}:{e.token_id}{suffix}",
-                e.node_id,
-                node.name if node else None,
-                activity_type(node),
-                row.id,
-                row.process_def_id,
-                row.process_key,
-                e.token_id,
-                e.at,
-            )
-    return sorted([*done, *current.values()], key=lambda v: (v.started_at, v.id))
+            done.append((held[0], _ended(g, held[1], e.at, canceled and not arrives)))
+        if arrives:
+            visit = _visit(row, g, e, seen)
+            if ends:
+                done.append((e.id, _ended(g, visit, e.at, canceled)))
+            else:
+                current[e.token_id] = (e.id, visit)
+    return [v for _, v in sorted([*done, *current.values()], key=lambda sv: sv[0])]
+
+
+def _visit(
+    row: InstanceRow, g: ProcessGraph, e: EventRow, seen: dict[tuple[UUID, str], int]
+) -> Visit:
+    assert e.token_id is not None and e.node_id is not None
+    n = seen.get((e.token_id, e.node_id), 0) + 1
+    seen[(e.token_id, e.node_id)] = n
+    node = g.nodes.get(e.node_id)
+    return Visit(
+        f"{e.node_id}:{e.token_id}" + (f"#{n}" if n > 1 else ""),
+        e.node_id,
+        node.name if node else None,
+        activity_type(node),
+        row.id,
+        row.process_def_id,
+        row.process_key,
+        e.token_id,
+        e.at,
+    )
 
 
 def _ended(g: ProcessGraph, visit: Visit, at: datetime, canceled: bool) -> Visit:
