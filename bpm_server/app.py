@@ -16,6 +16,7 @@ from bpm_server.routers import external_tasks
 from bpm_server.runtime import ServerRuntime
 from bpm_server.settings import ServerSettings
 from bpm_server.signals import TaskSignals
+from bpm_server.text_guard import NulGuard
 
 BASE = "/engine-rest"
 log = logging.getLogger("bpm.server")
@@ -58,5 +59,6 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     problems.install(app)
+    app.add_middleware(NulGuard)
     app.include_router(external_tasks.router, prefix=BASE)
     return app

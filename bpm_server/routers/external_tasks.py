@@ -30,7 +30,7 @@ from bpm_server.external_task_models import (
     RetriesDto,
 )
 from bpm_server.long_poll import fetch_waiting
-from bpm_server.models import wire
+from bpm_server.models import INT_MAX, wire
 from bpm_server.runtime import ServerRuntime
 from bpm_server.variables import decode_variables, encode_variables
 
@@ -198,7 +198,7 @@ def list_tasks(
     no_retries_left: Annotated[bool, Query(alias="noRetriesLeft")] = False,
     process_instance_id: Annotated[str | None, Query(alias="processInstanceId")] = None,
     external_task_id: Annotated[str | None, Query(alias="externalTaskId")] = None,
-    first_result: Annotated[int, Query(alias="firstResult", ge=0)] = 0,
+    first_result: Annotated[int, Query(alias="firstResult", ge=0, le=INT_MAX)] = 0,
     max_results: Annotated[int, Query(alias="maxResults", ge=0, le=1000)] = 1000,
 ) -> list[ExternalTaskDto]:
     match: dict[str, Any] = {}
