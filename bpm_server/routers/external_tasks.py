@@ -53,6 +53,11 @@ async def fetch_and_lock(body: FetchDto, request: Request, caller: Fetcher) -> l
     topics = body.topics or []
     for topic in topics:
         caller.check_topic(topic.topic_name)
+        if topic.process_definition_version_tag is not None:
+            raise InvalidRequest(
+                f"topics[{topic.topic_name}].processDefinitionVersionTag: not supported yet;"
+                " filter by processDefinitionId or processDefinitionIdIn instead"
+            )
     for sort in body.sorting or []:
         if sort.sort_by != "createTime" or (sort.sort_order or "asc") != "asc":
             raise InvalidRequest(
@@ -96,7 +101,8 @@ def _topic_request(t: FetchTopicDto) -> TopicRequest:
         dict(t.process_variables) if t.process_variables else None,
     )
     wanted = None if t.variables is None else tuple(t.variables)
-    return TopicRequest(t.topic_name, timedelta(milliseconds=t.lock_duration), wanted, match)
+    lock = timedelta(milliseconds=t.lock_duration)
+    return TopicRequest(t.topic_name, lock, wanted, match, bool(t.local_variables))
 
 
 def _has_filters(t: FetchTopicDto) -> bool:
