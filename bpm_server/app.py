@@ -16,6 +16,7 @@ from bpm_server.routers import engine_info, external_tasks, history, incidents, 
 from bpm_server.runtime import ServerRuntime
 from bpm_server.settings import ServerSettings
 from bpm_server.signals import TaskSignals
+from bpm_server.text_guard import NulGuard
 
 BASE = "/engine-rest"
 log = logging.getLogger("bpm.server")
@@ -58,6 +59,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     problems.install(app)
+    app.add_middleware(NulGuard)
     app.include_router(external_tasks.router, prefix=BASE)
     for router in (tasks.router, incidents.router, jobs.router, history.router):
         app.include_router(router, prefix=BASE)
