@@ -3,9 +3,7 @@ JobDto, RetriesDto, HistoricIncidentDto)."""
 
 from __future__ import annotations
 
-from pydantic import Field
-
-from bpm_server.models import Dto
+from bpm_server.models import Count, Dto
 
 
 class IncidentDto(Dto):
@@ -57,4 +55,4 @@ class JobDto(Dto):
 
 
 class JobRetriesDto(Dto):
-    retries: int = Field(ge=0)
+    retries: Count

@@ -19,6 +19,7 @@ from uuid import UUID
 from bpm.errors import InvalidRequest
 from bpm.store.paging import Page
 from bpm_server.dates import parse_date
+from bpm_server.models import INT_MAX, nul_at
 
 MAX_RESULTS = 1000
 _PAGING = ("firstResult", "maxResults")
@@ -114,6 +115,12 @@ def from_body(spec: QuerySpec, body: Any, params: Mapping[str, str]) -> tuple[di
         body = {}
     if not isinstance(body, Mapping):
         raise InvalidRequest(f"the {spec.resource} query must be a JSON object")
+    where = nul_at(dict(body), "")
+    if where is not None:
+        raise InvalidRequest(
+            f"{where}: a text may not contain the NUL character (\\u0000), which PostgreSQL"
+            " cannot store"
+        )
     filters: dict[str, Any] = {}
     order: list[tuple[str, str | None]] = []
     for name, value in body.items():
@@ -179,8 +186,8 @@ def _int_param(params: Mapping[str, str], name: str, default: int) -> int:
         value = int(raw)
     except ValueError:
         raise InvalidRequest(f"{name} must be a whole number, got {raw!r}") from None
-    if value < 0:
-        raise InvalidRequest(f"{name} must not be negative, got {value}")
+    if not 0 <= value <= INT_MAX:
+        raise InvalidRequest(f"{name} must be from 0 to {INT_MAX}, got {value}")
     return value
 
 
@@ -198,7 +205,7 @@ def _from_text(name: str, raw: str, kind: Kind) -> Any:
             return raw.lower() == "true"
         case Kind.INT:
             try:
-                return int(raw)
+                return _java_int(name, int(raw))
             except ValueError:
                 raise InvalidRequest(f"{name} must be an integer, got {raw!r}") from None
         case Kind.DATE:
@@ -218,10 +225,17 @@ def _from_json(name: str, value: Any, kind: Kind) -> Any:
         case Kind.BOOL if isinstance(value, bool):
             return value
         case Kind.INT if isinstance(value, int) and not isinstance(value, bool):
-            return value
+            return _java_int(name, value)
         case Kind.DATE if isinstance(value, str):
             return _date(name, value)
     raise InvalidRequest(f"{name} must be {kind.value}, got {value!r}")
+
+
+def _java_int(name: str, value: int) -> int:
+    """Camunda's ints are Java's: a larger one is a 400, not a database overflow."""
+    if not -INT_MAX - 1 <= value <= INT_MAX:
+        raise InvalidRequest(f"{name} must be a 32-bit integer, got {value}")
+    return value
 
 
 def _date(name: str, raw: str) -> Any:

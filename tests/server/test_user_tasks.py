@@ -145,6 +145,12 @@ def test_a_post_query_checks_its_body_too(deployed: Server) -> None:
         wrong_type = c.post("/task", json={"processInstanceIdIn": "not-a-list", "assigned": 1})
         refused = c.post("/task", json={"orQueries": [{"name": "x"}]})
         not_json = c.post("/task", content=b"{", headers={"content-type": "application/json"})
+        nul = c.post("/task", json={"assignee": "a\x00b"})
+        huge = c.get("/task", params={"priority": str(2**40)})
+        far = c.get("/task", params={"firstResult": str(2**40)})
+    assert nul.status_code == 400 and "assignee" in nul.json()["message"]
+    assert huge.status_code == 400 and "priority" in huge.json()["message"]
+    assert far.status_code == 400 and "firstResult" in far.json()["message"]
     assert wrong_type.status_code == 400 and "assigned" in wrong_type.json()["message"]
     assert refused.status_code == 400 and "orQueries" in refused.json()["message"]
     assert not_json.status_code == 400
