@@ -14,14 +14,20 @@ from bpm_server import problems
 from bpm_server.auth import Authenticator
 from bpm_server.routers import (
     deployments,
+    engine_info,
     external_tasks,
+    history,
+    incidents,
+    jobs,
     messages,
     process_definitions,
     process_instances,
+    tasks,
 )
 from bpm_server.runtime import ServerRuntime
 from bpm_server.settings import ServerSettings
 from bpm_server.signals import TaskSignals
+from bpm_server.text_guard import NulGuard
 
 BASE = "/engine-rest"
 log = logging.getLogger("bpm.server")
@@ -64,9 +70,18 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     problems.install(app)
+    app.add_middleware(NulGuard)
     app.include_router(external_tasks.router, prefix=BASE)
-    app.include_router(deployments.router, prefix=BASE)
-    app.include_router(process_definitions.router, prefix=BASE)
-    app.include_router(process_instances.router, prefix=BASE)
-    app.include_router(messages.router, prefix=BASE)
+    for router in (
+        tasks.router,
+        incidents.router,
+        jobs.router,
+        history.router,
+        deployments.router,
+        process_definitions.router,
+        process_instances.router,
+        messages.router,
+    ):
+        app.include_router(router, prefix=BASE)
+    app.include_router(engine_info.router, prefix=BASE)
     return app

@@ -40,13 +40,16 @@ class Permission(StrEnum):
     REPORT_TASKS = "report on external tasks"
     START = "start processes"
     CORRELATE = "correlate messages"
+    #: Claim, unclaim, complete and submit the forms of user tasks: a service acting for
+    #: its users (the task lists need READ).
+    WORK_USER_TASKS = "work on user tasks"
     READ = "read"
     OPERATE = "operate"
 
 
 ROLE_PERMISSIONS: dict[Role, frozenset[Permission]] = {
     Role.WORKER: frozenset({Permission.FETCH_TASKS, Permission.REPORT_TASKS}),
-    Role.STARTER: frozenset({Permission.START, Permission.CORRELATE}),
+    Role.STARTER: frozenset({Permission.START, Permission.CORRELATE, Permission.WORK_USER_TASKS}),
     Role.VIEWER: frozenset({Permission.READ}),
     Role.OPERATOR: frozenset(Permission),
 }
@@ -68,9 +71,9 @@ class Principal:
         if self.topics is not None and topic not in self.topics:
             raise Forbidden(f"{self.name} may not work on topic {topic!r}")
 
-    def check_process(self, key: str) -> None:
+    def check_process(self, key: str, doing: str = "start or correlate") -> None:
         if self.processes is not None and key not in self.processes:
-            raise Forbidden(f"{self.name} may not start or correlate process {key!r}")
+            raise Forbidden(f"{self.name} may not {doing} process {key!r}")
 
     @classmethod
     def of(cls, row: CredentialRow) -> Principal:

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
-from bpm_server.models import Dto, VariableMap
+from bpm_server.models import INT_MAX, Count, Dto, Millis, PositiveMillis, VariableMap
 
 #: Camunda's longest long poll: 30 minutes.
 MAX_ASYNC_RESPONSE_TIMEOUT = 1_800_000
@@ -20,7 +20,7 @@ class SortingDto(Dto):
 
 class FetchTopicDto(Dto):
     topic_name: str = Field(min_length=1)
-    lock_duration: int = Field(gt=0, description="milliseconds")
+    lock_duration: PositiveMillis
     variables: list[str] | None = None
     local_variables: bool | None = None
     business_key: str | None = None
@@ -105,7 +105,7 @@ class CompleteDto(Dto):
     worker_id: str | None = None
     #: bpm's worker names the attempt it reports on (``bpmAttempt`` of the locked task), so
     #: a report sent again after a lost reply never closes a later run.
-    bpm_attempt: int | None = Field(default=None, ge=1)
+    bpm_attempt: int | None = Field(default=None, ge=1, le=INT_MAX)
     variables: VariableMap | None = None
     local_variables: VariableMap | None = None
 
@@ -114,12 +114,12 @@ class FailureDto(Dto):
     worker_id: str | None = None
     #: bpm's worker names the attempt it reports on (``bpmAttempt`` of the locked task), so
     #: a report sent again after a lost reply never closes a later run.
-    bpm_attempt: int | None = Field(default=None, ge=1)
+    bpm_attempt: int | None = Field(default=None, ge=1, le=INT_MAX)
     error_message: str | None = None
     error_details: str | None = None
     #: Omitted means 0, as in Camunda: the task fails with an incident at once.
-    retries: int | None = Field(default=None, ge=0)
-    retry_timeout: int | None = Field(default=None, ge=0, description="milliseconds")
+    retries: Count | None = None
+    retry_timeout: Millis | None = None
     variables: VariableMap | None = None
     local_variables: VariableMap | None = None
 
@@ -128,7 +128,7 @@ class BpmnErrorDto(Dto):
     worker_id: str | None = None
     #: bpm's worker names the attempt it reports on (``bpmAttempt`` of the locked task), so
     #: a report sent again after a lost reply never closes a later run.
-    bpm_attempt: int | None = Field(default=None, ge=1)
+    bpm_attempt: int | None = Field(default=None, ge=1, le=INT_MAX)
     error_code: str = Field(min_length=1)
     error_message: str | None = None
     variables: VariableMap | None = None
@@ -136,13 +136,13 @@ class BpmnErrorDto(Dto):
 
 class ExtendLockDto(Dto):
     worker_id: str | None = None
-    new_duration: int = Field(gt=0, description="milliseconds")
+    new_duration: PositiveMillis
 
 
 class LockDto(Dto):
     worker_id: str = Field(min_length=1)
-    lock_duration: int = Field(gt=0, description="milliseconds")
+    lock_duration: PositiveMillis
 
 
 class RetriesDto(Dto):
-    retries: int = Field(ge=0)
+    retries: Count

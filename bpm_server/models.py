@@ -6,16 +6,60 @@ official clients send both. The OpenAPI document is made from these same models.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
+
+#: Camunda's Java ``int`` (paging, retries, priorities): larger numbers are a 400, not a
+#: database overflow.
+INT_MAX = 2**31 - 1
+#: The longest duration (lock, retry timeout) bpm accepts, in milliseconds: ten years. Java's
+#: ``long`` goes further, but a lock that outlives the calendar is a mistake, not a request.
+MAX_DURATION_MS = 10 * 365 * 24 * 3600 * 1000
+
+JavaInt = Annotated[int, Field(ge=-INT_MAX - 1, le=INT_MAX)]
+Count = Annotated[int, Field(ge=0, le=INT_MAX)]
+Millis = Annotated[int, Field(ge=0, le=MAX_DURATION_MS, description="milliseconds")]
+PositiveMillis = Annotated[int, Field(gt=0, le=MAX_DURATION_MS, description="milliseconds")]
 
 
 class Dto(BaseModel):
     """Base of every body: camelCase on the wire, snake_case in Python."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nul(cls, data: Any) -> Any:
+        """PostgreSQL cannot store NUL in text: refused as the field's error, not a 500."""
+        where = nul_at(data, "")
+        if where is not None:
+            raise ValueError(
+                f"{where or 'body'}: a text may not contain the NUL character (\\u0000),"
+                " which PostgreSQL cannot store"
+            )
+        return data
+
+
+def nul_at(value: Any, where: str) -> str | None:
+    """The path of the first string in ``value`` (keys included) holding a NUL, if any."""
+    if isinstance(value, str):
+        return where if "\x00" in value else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            inner = f"{where}.{key}" if where else str(key)
+            if isinstance(key, str) and "\x00" in key:
+                return inner
+            found = nul_at(item, inner)
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            found = nul_at(item, f"{where}[{i}]")
+            if found is not None:
+                return found
+    return None
 
 
 class VariableValueDto(Dto):
@@ -34,3 +78,9 @@ def wire(variables: VariableMap | None) -> dict[str, Any] | None:
     if variables is None:
         return None
     return {name: v.model_dump(by_alias=True) for name, v in variables.items()}
+
+
+class CountDto(Dto):
+    """What every ``/count`` answers."""
+
+    count: int

@@ -30,6 +30,7 @@ from bpm.errors import (
     NotAuthenticated,
     NotFound,
     NotSupported,
+    TaskClaimed,
     TaskLockError,
     UnknownProcess,
 )
@@ -49,6 +50,8 @@ STATUS: tuple[tuple[type[BpmError], int, str], ...] = (
     (BadVariables, 400, "InvalidRequestException"),
     (InvalidDefinition, 400, "ParseException"),
     (InvalidExpression, 400, "ParseException"),
+    # Camunda answers 500 for it; it is the caller's conflict with another user's claim.
+    (TaskClaimed, 409, "TaskAlreadyClaimedException"),
     (InvalidOperation, 400, "BadUserRequestException"),
     (NotSupported, 501, "RestException"),
     (DatabaseUnavailable, 503, "ProcessEngineException"),

@@ -15,19 +15,32 @@ from bpm.engine.operations import (
     definitions,
     deployment_views,
     external_views,
+    history_views,
+    incident_views,
     instance_views,
     queries,
+    task_views,
     user_tasks,
     views,
 )
 from bpm.engine.operations.deployment_views import DeploymentView
 from bpm.engine.operations.external_views import ExternalTaskView, TaskFilter
+from bpm.engine.operations.history_views import InstanceHistory, Visit, VisitQuery
 from bpm.engine.operations.instance_views import ActivityTree
+from bpm.engine.operations.task_views import FormValue, UserTaskView
 from bpm.store.definition_queries import DefinitionFilter
 from bpm.store.deployments import DeploymentFilter, DeploymentRow
+from bpm.store.history_queries import FoundVariable, InstanceHistoryQuery, VariableQuery
+from bpm.store.incident_queries import FoundIncident, IncidentQuery
 from bpm.store.instance_queries import LiveInstanceFilter
+from bpm.store.job_queries import FoundJob, JobQuery
+from bpm.store.paging import Page
 from bpm.store.queries import InstanceFields, InstanceFilter
 from bpm.store.rows import DefinitionRow, InstanceRow
+from bpm.store.user_task_queries import UserTaskQuery
+
+#: The first rows of a list (``Page``'s default limit).
+FIRST = Page()
 
 
 class EngineReads:
@@ -113,6 +126,73 @@ class EngineReads:
     def next_retry_due(self, topics: Sequence[str]) -> datetime | None:
         """When a failed task of ``topics`` waiting out its retry timeout comes due."""
         return external_views.next_retry_due(self.core, topics)
+
+    # --- the HTTP API's lists: a query, a page (offset, limit, order) and a count --------
+
+    def find_user_tasks(self, query: UserTaskQuery, page: Page = FIRST) -> list[UserTaskView]:
+        """Open user tasks with their instance's facts and the node's name."""
+        return task_views.find(self.core, query, page)
+
+    def count_user_tasks(self, query: UserTaskQuery) -> int:
+        return task_views.count(self.core, query)
+
+    def user_task(self, task_id: UUID | str) -> UserTaskView:
+        return task_views.get(self.core, as_id(task_id, "task"))
+
+    def user_task_form_values(
+        self, task_id: UUID | str, names: Sequence[str] | None = None
+    ) -> list[FormValue]:
+        """The values the task's form shows (its fields; every variable without fields)."""
+        return task_views.form_values(self.core, as_id(task_id, "task"), names)
+
+    def user_task_variables(self, task_id: UUID | str) -> dict[str, Any]:
+        """The variables an open user task's token sees."""
+        return task_views.variables(self.core, as_id(task_id, "task"))
+
+    def find_incidents(self, query: IncidentQuery, page: Page = FIRST) -> list[FoundIncident]:
+        return incident_views.incidents(self.core, query, page)
+
+    def count_incidents(self, query: IncidentQuery) -> int:
+        return incident_views.count_incidents(self.core, query)
+
+    def incident(self, incident_id: UUID | str, *, open_only: bool = True) -> FoundIncident:
+        return incident_views.incident(
+            self.core, as_id(incident_id, "incident"), open_only=open_only
+        )
+
+    def find_jobs(self, query: JobQuery, page: Page = FIRST) -> list[FoundJob]:
+        """Open handler tasks and scheduled timers (Camunda's jobs)."""
+        return incident_views.jobs(self.core, query, page)
+
+    def count_jobs(self, query: JobQuery) -> int:
+        return incident_views.count_jobs(self.core, query)
+
+    def job(self, job_id: UUID | str) -> FoundJob:
+        return incident_views.job(self.core, as_id(job_id, "job"))
+
+    def find_instance_history(
+        self, query: InstanceHistoryQuery, page: Page = FIRST
+    ) -> list[InstanceHistory]:
+        """Instances running and ended (until retention deletes them)."""
+        return history_views.find_instances(self.core, query, page)
+
+    def count_instance_history(self, query: InstanceHistoryQuery) -> int:
+        return history_views.count_instances(self.core, query)
+
+    def instance_history(self, instance_id: UUID | str) -> InstanceHistory:
+        return history_views.instance(self.core, as_id(instance_id, "instance"))
+
+    def find_visits(self, query: VisitQuery, page: Page = FIRST) -> tuple[list[Visit], int]:
+        """An instance's node visits (from its token history) that match, and their count."""
+        return history_views.find_visits(self.core, query, page)
+
+    def find_variable_history(
+        self, query: VariableQuery, page: Page = FIRST
+    ) -> list[FoundVariable]:
+        return history_views.find_variables(self.core, query, page)
+
+    def count_variable_history(self, query: VariableQuery) -> int:
+        return history_views.count_variables(self.core, query)
 
     # --- what the Camunda-compatible HTTP API reads (sort names: the store's SORTS) ----
 

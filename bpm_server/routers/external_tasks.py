@@ -31,7 +31,7 @@ from bpm_server.external_task_models import (
     RetriesDto,
 )
 from bpm_server.long_poll import fetch_waiting
-from bpm_server.models import wire
+from bpm_server.models import INT_MAX, wire
 from bpm_server.runtime import ServerRuntime
 from bpm_server.variables import decode_variables, encode_variables
 
@@ -54,6 +54,11 @@ async def fetch_and_lock(body: FetchDto, request: Request, caller: Fetcher) -> l
     topics = body.topics or []
     for topic in topics:
         caller.check_topic(topic.topic_name)
+        if topic.process_definition_version_tag is not None:
+            raise InvalidRequest(
+                f"topics[{topic.topic_name}].processDefinitionVersionTag: not supported yet;"
+                " filter by processDefinitionId or processDefinitionIdIn instead"
+            )
     for sort in body.sorting or []:
         if sort.sort_by != "createTime" or (sort.sort_order or "asc") != "asc":
             raise InvalidRequest(
@@ -97,7 +102,8 @@ def _topic_request(t: FetchTopicDto) -> TopicRequest:
         dict(t.process_variables) if t.process_variables else None,
     )
     wanted = None if t.variables is None else tuple(t.variables)
-    return TopicRequest(t.topic_name, timedelta(milliseconds=t.lock_duration), wanted, match)
+    lock = timedelta(milliseconds=t.lock_duration)
+    return TopicRequest(t.topic_name, lock, wanted, match, bool(t.local_variables))
 
 
 def _has_filters(t: FetchTopicDto) -> bool:
@@ -197,7 +203,7 @@ def list_tasks(
     no_retries_left: Annotated[bool, Query(alias="noRetriesLeft")] = False,
     process_instance_id: Annotated[str | None, Query(alias="processInstanceId")] = None,
     external_task_id: Annotated[str | None, Query(alias="externalTaskId")] = None,
-    first_result: Annotated[int, Query(alias="firstResult", ge=0)] = 0,
+    first_result: Annotated[int, Query(alias="firstResult", ge=0, le=INT_MAX)] = 0,
     max_results: Annotated[int, Query(alias="maxResults", ge=0, le=1000)] = 1000,
 ) -> list[ExternalTaskDto]:
     match: dict[str, Any] = {}

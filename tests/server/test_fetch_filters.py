@@ -118,3 +118,81 @@ def test_a_locked_task_has_camundas_shape(server: Server, instances: dict[str, s
     assert task["extensionProperties"] == {"owner": "tests"}
     [plain] = _fetch(server, businessKey="k2")
     assert plain["extensionProperties"] == {} and set(plain["variables"]) == {"colour", "n"}
+
+
+def _scoped_bpmn(key: str, topic: str) -> str:
+    """start -> sub (input ``level``) { inner (external, input ``part``) } -> plain (external)
+    -> done: one task in a scope of its own, one directly in the process."""
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL"
+  xmlns:camunda="http://camunda.org/schema/1.0/bpmn" id="d_{key}"
+  targetNamespace="http://example.com/bpm">
+  <bpmn:process id="{key}" isExecutable="true" camunda:historyTimeToLive="P1D">
+    <bpmn:startEvent id="start"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="sub"/>
+    <bpmn:subProcess id="sub">
+      <bpmn:extensionElements>
+        <camunda:inputOutput>
+          <camunda:inputParameter name="level">outer</camunda:inputParameter>
+        </camunda:inputOutput>
+      </bpmn:extensionElements>
+      <bpmn:startEvent id="sub_start"/>
+      <bpmn:sequenceFlow id="s1" sourceRef="sub_start" targetRef="inner"/>
+      <bpmn:serviceTask id="inner" camunda:type="external" camunda:topic="{topic}">
+        <bpmn:extensionElements>
+          <camunda:inputOutput>
+            <camunda:inputParameter name="part">${{colour}}-part</camunda:inputParameter>
+          </camunda:inputOutput>
+        </bpmn:extensionElements>
+      </bpmn:serviceTask>
+      <bpmn:sequenceFlow id="s2" sourceRef="inner" targetRef="sub_end"/>
+      <bpmn:endEvent id="sub_end"/>
+    </bpmn:subProcess>
+    <bpmn:sequenceFlow id="f2" sourceRef="sub" targetRef="plain"/>
+    <bpmn:serviceTask id="plain" camunda:type="external" camunda:topic="{topic}"/>
+    <bpmn:sequenceFlow id="f3" sourceRef="plain" targetRef="done"/>
+    <bpmn:endEvent id="done"/>
+  </bpmn:process>
+</bpmn:definitions>"""
+
+
+def test_local_variables_are_those_of_the_scope_the_task_runs_in(server: Server) -> None:
+    """As Camunda's executions: a task with input mappings is a scope of its own; a task
+    directly in the process runs in the instance's scope, whose variables are all of them."""
+    rt = server.runtime
+    rt.engine.deploy_bpmn(_scoped_bpmn("local_vars", "locals"))
+    started = rt.engine.start("local_vars", {"colour": "green"})
+    rt.run_until_idle(timeout=5)
+
+    def body(local: bool) -> dict[str, Any]:
+        topic = {"topicName": "locals", "lockDuration": 60000, "localVariables": local}
+        return {"workerId": "lv", "maxTasks": 1, "topics": [topic]}
+
+    with server.client("operator") as c:
+        [inner] = c.post(FETCH, json=body(True)).json()
+        assert inner["activityId"] == "inner"
+        assert {n: v["value"] for n, v in inner["variables"].items()} == {"part": "green-part"}
+        assert c.post(f"/external-task/{inner['id']}/unlock").status_code == 204
+        [seen] = c.post(FETCH, json=body(False)).json()
+        assert set(seen["variables"]) == {"colour", "level", "part"}
+        done = c.post(f"/external-task/{seen['id']}/complete", json={"workerId": "lv"})
+        assert done.status_code == 204, done.text
+        rt.run_until_idle(timeout=5)
+        [plain] = c.post(FETCH, json=body(True)).json()
+        assert plain["activityId"] == "plain"
+        assert plain["processInstanceId"] == str(started.id)
+        assert set(plain["variables"]) == {"colour"}
+
+
+def test_a_version_tag_filter_is_refused_not_ignored(server: Server) -> None:
+    body = {
+        "workerId": "vt",
+        "maxTasks": 1,
+        "topics": [
+            {"topicName": "filters", "lockDuration": 1000, "processDefinitionVersionTag": "1.0"}
+        ],
+    }
+    with server.client("operator") as c:
+        answer = c.post(FETCH, json=body)
+    assert answer.status_code == 400
+    assert "processDefinitionVersionTag: not supported yet" in answer.json()["message"]

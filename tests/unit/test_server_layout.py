@@ -35,6 +35,14 @@ ALLOWED = {
     "bpm.store.decisions",  # DecisionRow
     "bpm.store.definition_queries",  # DefinitionFilter
     "bpm.store.instance_queries",  # LiveInstanceFilter, VariableCondition, VariableOp
+    "bpm.engine.operations.task_views",  # UserTaskView
+    "bpm.engine.operations.history_views",  # InstanceHistory, Visit, VisitQuery
+    # The queries and pages the facade's list reads take, and the rows they return.
+    "bpm.store.paging",
+    "bpm.store.user_task_queries",
+    "bpm.store.incident_queries",
+    "bpm.store.job_queries",
+    "bpm.store.history_queries",
 }
 
 

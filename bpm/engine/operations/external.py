@@ -45,6 +45,8 @@ class TopicRequest:
     variables: Sequence[str] | None = None
     #: Only tasks whose instance is this (business key, process key, variables...).
     match: InstanceMatch = ANY_INSTANCE
+    #: Only the variables of the scope the task runs in (``scopes.local_view``).
+    local_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -192,12 +194,15 @@ def _lockedtasks(
         task = f.task
         if not recorded:
             task_moves.record_lock(tx, task)
-        asked = requests[str(task.topic)].variables
+        request = requests[str(task.topic)]
+        asked = request.variables
         mine = values[task.instance_id]
         g = core.graph_of(tx, task.instance_id)
-        if g.has_mappings:  # what the task's token sees: its scopes' local variables too
+        if g.has_mappings or request.local_only:  # the task's token's scopes count
             tok = f.token or tx.token(task.token_id)
-            mine = scopes.overlay(tx, g, tok, dict(mine)) if tok is not None else mine
+            if tok is not None:
+                see = scopes.local_view if request.local_only else scopes.overlay
+                mine = see(tx, g, tok, dict(mine))
         if asked is not None:
             mine = {n: v for n, v in mine.items() if n in asked}
         out.append(_describe(core, tx, task, mine))

@@ -50,6 +50,19 @@ def overlay(tx: Tx, g: ProcessGraph, tok: TokenRow, values: dict[str, Any]) -> d
     return values
 
 
+def local_view(tx: Tx, g: ProcessGraph, tok: TokenRow, values: dict[str, Any]) -> dict[str, Any]:
+    """The local variables of the scope ``tok`` runs in, as Camunda's ``localVariables``
+    reads an execution's: its own scope's when its node is one (it has input mappings or
+    local variables), else the innermost subprocess's around it, else the instance's
+    (``values``), since a task directly in the process runs in the instance's scope."""
+    found = _locals(tx, tok.instance_id)
+    own = (tok.id, tok.node_id)
+    if g.nodes[tok.node_id].inputs or own in found:
+        return dict(found.get(own, {}))
+    chain = _chain(tx, tok, found)
+    return dict(found.get(chain[1], {})) if len(chain) > 1 else values
+
+
 def view_of_task(tx: Tx, g: ProcessGraph, task: TaskRow) -> dict[str, Any]:
     """What the token of ``task`` sees (the token is read only when the definition has
     scopes)."""
