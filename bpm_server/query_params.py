@@ -3,7 +3,9 @@ body): each resource names the filters it honours and their kinds, the sort keys
 the Camunda filters it refuses, with the reason.
 
 A filter bpm cannot honour must never be ignored (the answer would be wrong data), so every
-name a resource does not know is refused with 400, naming it. ``firstResult`` and
+name a resource does not know is refused with 400, naming it, unless its value filters
+nothing (null, false, an empty text or list): tools such as Camunda's Tasklist send
+``"tenantIdIn": []`` or ``"variableNamesIgnoreCase": false`` with every query. ``firstResult`` and
 ``maxResults`` are query parameters for both methods, as in Camunda; without ``maxResults``
 a list holds at most ``MAX_RESULTS`` rows (``/count`` tells how many match).
 """
@@ -99,6 +101,8 @@ def from_query(spec: QuerySpec, params: Mapping[str, str]) -> tuple[dict[str, An
     for name, raw in params.items():
         if name in _PAGING or name in ("sortBy", "sortOrder"):
             continue
+        if name not in spec.filters and raw in ("", "false"):
+            continue  # filters nothing
         kind = _kind(spec, name)
         filters[name] = _from_text(name, raw, kind)
     order: list[tuple[str, str | None]] = []
@@ -126,6 +130,12 @@ def from_body(spec: QuerySpec, body: Any, params: Mapping[str, str]) -> tuple[di
     for name, value in body.items():
         if value is None:
             continue  # an explicit null reads as absent, as Camunda reads it
+        if (
+            name not in spec.filters
+            and name != "sorting"
+            and (value is False or value in ("", [], {}))
+        ):
+            continue  # filters nothing
         if name == "sorting":
             if not isinstance(value, list) or not all(isinstance(s, Mapping) for s in value):
                 raise InvalidRequest("sorting must be a list of {sortBy, sortOrder}")

@@ -156,6 +156,25 @@ def test_a_post_query_checks_its_body_too(deployed: Server) -> None:
     assert not_json.status_code == 400
 
 
+def test_a_filter_that_filters_nothing_is_accepted_whatever_its_name(deployed: Server) -> None:
+    """Camunda's Tasklist sends these with every query; none of them narrows the list."""
+    sent = {
+        "variableNamesIgnoreCase": False,
+        "variableValuesIgnoreCase": False,
+        "tenantIdIn": [],
+        "orQueries": [],
+        "processVariables": [],
+        "sorting": [{"sortBy": "created", "sortOrder": "desc"}],
+    }
+    with deployed.client("viewer") as c:
+        queried = c.post("/task", json=sent)
+        everything = c.get("/task")
+        listed = c.get("/task", params={"withoutTenantId": "false", "name": ""})
+    assert queried.status_code == 200, queried.text
+    assert listed.status_code == 200, listed.text
+    assert {t["id"] for t in queried.json()} == {t["id"] for t in everything.json()}
+
+
 def test_unknown_and_malformed_task_ids_are_404(deployed: Server) -> None:
     with deployed.client("operator") as c:
         for path in ("/task/7e0c8b8e-3b1c-4a8e-9a49-0a4b5e8e9f10", "/task/nope"):
