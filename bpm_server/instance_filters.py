@@ -134,8 +134,14 @@ def query_params(request: Request, extra: Collection[str]) -> dict[str, Any]:
 
 
 def query_body(body: InstanceQueryDto) -> dict[str, Any]:
-    extra = sorted(body.model_extra or {})
-    extra = [name for name in extra if name not in ("firstResult", "maxResults")]
+    extra = sorted(
+        name
+        for name, value in (body.model_extra or {}).items()
+        if name not in ("firstResult", "maxResults")
+        and value is not None
+        and value is not False
+        and value not in ("", [], {})  # filters nothing: accepted whatever its name
+    )
     if extra:
         raise InvalidRequest(f"query property {', '.join(extra)} is not supported by bpm")
     q = body.model_dump(by_alias=True, exclude_none=True, exclude={"variables", "sorting"})

@@ -21,8 +21,15 @@ SORTING = frozenset({"sortBy", "sortOrder"})
 
 
 def only_params(request: Request, accepted: Collection[str]) -> None:
-    """Refuse a query parameter the endpoint does not read, naming it."""
-    unknown = sorted(set(request.query_params) - set(accepted))
+    """Refuse a query parameter the endpoint does not read, naming it; one whose value
+    filters nothing (empty, ``false``) is let through whatever its name, as tools such as
+    Camunda's Tasklist send them with every query."""
+    params = request.query_params
+    unknown = sorted(
+        name
+        for name in set(params) - set(accepted)
+        if any(value not in ("", "false") for value in params.getlist(name))
+    )
     if unknown:
         raise InvalidRequest(
             f"query parameter {', '.join(unknown)} is not supported by bpm"

@@ -235,3 +235,24 @@ def test_with_incident_and_incident_id(world: dict[str, object], server: Server)
     assert _ids(by_id) == {iid}
     unknown = "00000000-0000-0000-0000-000000000001"
     assert c.get("/process-instance", params={"incidentId": unknown}).json() == []
+
+
+def test_filters_that_filter_nothing_are_accepted_whatever_their_name(
+    world: dict[str, object],
+) -> None:
+    c = _c(world)
+    waiting = {"processDefinitionKey": "pi_wait", "businessKey": "pi-1"}
+    expected = {world["w1"]}
+    got = c.get(
+        "/process-instance", params={**waiting, "tenantIdIn": "", "withoutTenantId": "false"}
+    )
+    assert _ids(got) == expected
+    body: dict[str, object] = {
+        **waiting,
+        "tenantIdIn": [],
+        "rootProcessInstances": False,
+        "activityIdIn": None,
+    }
+    assert _ids(c.post("/process-instance", json=body)) == expected
+    assert c.get("/deployment", params={"tenantIdIn": ""}).status_code == 200
+    assert c.get("/process-definition", params={"withoutTenantId": "false"}).status_code == 200
