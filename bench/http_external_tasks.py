@@ -7,6 +7,10 @@ the engine's calls on the database (what ``bpm.sdk.Worker(engine=...)`` does), t
 as Camunda's clients do. Prints both rates, their ratio, and fetchAndLock latency p50/p99:
 one client fetching one task at a time from a backlog, and under the 8 workers' load.
 
+It also prints the CPU each side spends per task, by role (workers, server, clients,
+PostgreSQL), since on a small machine they share the cores and the slower side is the one
+that needs more CPU in all.
+
 Both sides run as in production: the steps a completion makes due are sent to the broker
 (``--broker``, a Redis database this bench empties afterwards; no Celery worker takes them),
 so each figure is the external-task calls' own cost.
@@ -29,6 +33,7 @@ from typing import Any
 import httpx
 import redis
 
+from bench import cpu_use
 from bench.fetch_and_lock import LOCK, create, throughput
 from bench.server_long_polls import fresh_database, serve
 from bpm import credentials
@@ -54,20 +59,23 @@ def _fetch_body(worker: str, max_tasks: int) -> dict[str, Any]:
 
 
 def http_throughput(
-    base: str, auth: tuple[str, str], db: Database, def_id: object, tasks: int
-) -> tuple[float, list[float]]:
+    base: str, auth: tuple[str, str], db: Database, def_id: object, tasks: int, server_pid: int
+) -> tuple[float, list[float], dict[str, float]]:
     """Tasks/s fetched and completed by ``WORKERS`` HTTP clients, each a process of its own
     (as separate worker services are: one Python process's threads would share one GIL and
-    measure the client); each fetch's ms."""
+    measure the client); each fetch's ms; CPU ms per task by role."""
     create(db, def_id, tasks, "bench", "READY")
     context = multiprocessing.get_context("spawn")
     with context.Pool(WORKERS) as pool:
         pool.map(_warm, range(WORKERS))  # processes up before the clock starts
+        before = cpu_use.snapshot(server_pid)
         started = time.perf_counter()
         results = pool.starmap(_http_worker, [(base, auth, n) for n in range(WORKERS)])
         seconds = time.perf_counter() - started
+        after = cpu_use.snapshot(server_pid)
     done = sum(n for n, _ in results)
-    return done / seconds, [ms for _, timings in results for ms in timings]
+    cpu = cpu_use.per_task(before, after, done)
+    return done / seconds, [ms for _, timings in results for ms in timings], cpu
 
 
 def _warm(_: int) -> None:
@@ -152,12 +160,20 @@ def main() -> None:
             f"{args.tasks} tasks per run, {WORKERS} concurrent workers, fetch up to 10 and "
             f"complete each; PostgreSQL {db.safe_url}; bpm serve --workers {args.server_workers}"
         )
+        before = cpu_use.snapshot()
         direct = throughput(db, def_id, args.tasks, WORKERS, broker_dispatcher)
+        db_cpu = cpu_use.per_task(before, cpu_use.snapshot(), args.tasks)
         print(f"  over the database (engine calls):   {direct:8.0f} tasks/s")
-        rate, fetches = http_throughput(base, auth, db, def_id, args.tasks)
+        rate, fetches, http_cpu = http_throughput(base, auth, db, def_id, args.tasks, proc.pid)
         print(
             f"  over HTTP (fetchAndLock, complete): {rate:8.0f} tasks/s "
             f"({rate / direct:.0%} of the database figure)"
+        )
+        print(
+            f"  CPU ms per task on {os.cpu_count()} cores: over the database: workers "
+            f"{db_cpu['this']:.2f}, PostgreSQL {db_cpu['postgres']:.2f} (with making the "
+            f"tasks); over HTTP: server {http_cpu['server']:.2f}, clients "
+            f"{http_cpu['clients']:.2f}, PostgreSQL {http_cpu['postgres']:.2f}"
         )
         print(
             f"  fetchAndLock under that load: p50 {statistics.median(fetches):6.2f} ms  "

@@ -40,7 +40,13 @@ log = logging.getLogger("bpm.server")
     show_default="1, or BPM_SERVER_WORKERS",
     help="Server processes.",
 )
-def serve(host: str, port: int, workers: int) -> None:
+@click.option(
+    "--access-log/--no-access-log",
+    default=lambda: os.environ.get("BPM_SERVER_ACCESS_LOG", "1") not in ("0", "false", "no"),
+    show_default="on, or BPM_SERVER_ACCESS_LOG=0 for off",
+    help="A log line per request (refused calls and faults are logged either way).",
+)
+def serve(host: str, port: int, workers: int, access_log: bool) -> None:
     """Serve the REST API under /engine-rest on BPM_DATABASE_URL until SIGTERM or Ctrl-C.
 
     With no credential configured (bpm credentials add), it serves loopback only, openly.
@@ -79,5 +85,6 @@ def serve(host: str, port: int, workers: int) -> None:
         workers=workers,
         proxy_headers=False,
         log_config=None,
+        access_log=access_log,
         timeout_graceful_shutdown=5,
     )
