@@ -19,11 +19,12 @@ import binascii
 import hashlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
 from fastapi import Request
+from starlette.concurrency import run_in_threadpool
 
 from bpm import credentials
 from bpm.credentials import CredentialRow
@@ -120,6 +121,21 @@ class Authenticator:
         name, secret = _parse(authorization)
         return self._verify(name, secret)
 
+    def remembered(self, authorization: str | None) -> Principal | None:
+        """The caller if it is known without any I/O (verified within the TTL), else None."""
+        if not authorization:
+            return None
+        try:
+            name, secret = _parse(authorization)
+        except NotAuthenticated:
+            return None  # ``principal`` refuses it, and logs it
+        key = hashlib.sha256(f"{name}\0{secret}".encode()).digest()
+        with self._lock:
+            known = self._verified.get(key)
+        if known is not None and self.clock() - known.checked_at < self.ttl:
+            return known.principal
+        return None
+
     def _is_open(self) -> bool:
         if not self.open_on_loopback:
             return False
@@ -190,12 +206,17 @@ def _parse(header: str) -> tuple[str, str]:
     raise NotAuthenticated(f"unsupported authorization scheme {scheme!r}; use Basic or Bearer")
 
 
-def require(permission: Permission) -> Callable[[Request], Principal]:
+def require(permission: Permission) -> Callable[[Request], Awaitable[Principal]]:
     """A FastAPI dependency: the verified caller, if its role has ``permission``."""
 
-    def dependency(request: Request) -> Principal:
+    async def dependency(request: Request) -> Principal:
         authenticator: Authenticator = request.app.state.authenticator
-        principal = authenticator.principal(request.headers.get("authorization"))
+        header = request.headers.get("authorization")
+        # A credential verified within the TTL is answered in the event loop; anything that
+        # reads the database or derives a key goes to a thread.
+        principal = authenticator.remembered(header)
+        if principal is None:
+            principal = await run_in_threadpool(authenticator.principal, header)
         if not principal.can(permission):
             raise Forbidden(f"{principal.name} ({principal.role.lower()}) may not {permission}")
         return principal
