@@ -178,10 +178,18 @@ class DeploymentInvalid(InvalidDefinition):
     """Files of one deployment that do not parse; ``problems`` has each refused file's
     problems, one ``line N: ...`` per entry. Nothing of the deployment was stored."""
 
-    def __init__(self, message: str, problems: Mapping[str, Sequence[str]]) -> None:
+    def __init__(
+        self,
+        message: str,
+        problems: Mapping[str, Sequence[str]],
+        causes: Mapping[str, InvalidDefinition] | None = None,
+    ) -> None:
         BpmError.__init__(self, message, {k: list(v) for k, v in problems.items()})
         self.element = None
         self.problems = {name: list(lines) for name, lines in problems.items()}
+        #: Each refused file's own error, for a caller that deployed one file and answers
+        #: with that file's error as it is (its element included).
+        self.causes = dict(causes or {})
 
 
 class NotSupported(BpmError):

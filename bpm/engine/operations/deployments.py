@@ -157,7 +157,7 @@ def check(core: EngineCore, resources: Sequence[Resource]) -> _Checked:
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise InvalidOperation(f"a deployment holds each file name once: {', '.join(twice)}")
-    out, problems = _Checked(), {}
+    out, problems, causes = _Checked(), {}, {}
     for res in resources:
         try:
             if res.document is not None:
@@ -183,9 +183,11 @@ def check(core: EngineCore, resources: Sequence[Resource]) -> _Checked:
                 ]
         except InvalidDefinition as exc:
             problems[res.name] = str(exc).splitlines()
+            causes[res.name] = exc
     if problems:
         lines = [f"{name}: {line}" for name, found in problems.items() for line in found]
-        raise DeploymentInvalid("the deployment is refused:\n" + "\n".join(lines), problems)
+        message = "the deployment is refused:\n" + "\n".join(lines)
+        raise DeploymentInvalid(message, problems, causes)
     for kind, keys in (
         ("process", [p.key for p in out.processes]),
         ("decision", [d.decision.key for d in out.decisions]),

@@ -17,7 +17,7 @@ from bpm.engine.operations.deployments import Deployed as Deployed
 from bpm.engine.semantics.cancelling import cancel_token
 from bpm.engine.semantics.instance_state import set_instance_state
 from bpm.engine.semantics.moves import create, new_token
-from bpm.errors import InvalidOperation, NotFound, UnknownProcess
+from bpm.errors import DeploymentInvalid, InvalidOperation, NotFound, UnknownProcess
 from bpm.states import (
     EngineEvent,
     InstanceState,
@@ -48,14 +48,19 @@ def deploy(
 ) -> Deployed:
     """Validate, then store as a new version unless the latest version is the same graph;
     a new version comes with a deployment of its own (its one file named for its key)."""
-    key = str(document.get("key", "process"))
+    key = str(document.get("key", "process")) if isinstance(document, Mapping) else "process"
     kind = (
         deployments.ResourceKind.BPMN if source_format == "bpmn" else deployments.ResourceKind.JSON
     )
-    text = source if source is not None else json.dumps(dict(document), indent=2)
+    plain = dict(document) if isinstance(document, Mapping) else document
+    text = source if source is not None else json.dumps(plain, indent=2, default=str)
     suffix = ".bpmn" if kind == deployments.ResourceKind.BPMN else ".json"
     resource = deployments.Resource(f"{key}{suffix}", text.encode(), kind, document)
-    (deployed,) = deployments.deploy(core, [resource], name=key).processes
+    try:
+        (deployed,) = deployments.deploy(core, [resource], name=key).processes
+    except DeploymentInvalid as exc:
+        # One document deployed: its own error, as ``compile_definition`` raised it.
+        raise exc.causes.get(resource.name, exc) from None
     return deployed
 
 
