@@ -37,8 +37,8 @@ def parse_date(text: str) -> datetime:
         )
     year, month, day, hour, minute, second, fraction, zone = found.groups()
     micro = int((fraction or "0").ljust(6, "0")[:6])
-    tz = UTC if zone in (None, "Z") else _offset(zone)
     try:
+        tz = UTC if zone in (None, "Z") else _offset(zone)
         return datetime(
             int(year), int(month), int(day), int(hour), int(minute), int(second), micro, tz
         )

@@ -9,6 +9,7 @@ id is read, and names the same definition when its key and version agree.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 from uuid import UUID
 
@@ -16,7 +17,9 @@ from bpm.store.decisions import DecisionRow
 from bpm.store.deployments import DeploymentRow, ResourceRow
 from bpm.store.rows import DefinitionRow
 from bpm_server.dates import format_date
-from bpm_server.models import Dto
+from bpm_server.models import INT_MAX, Dto
+
+_DIGITS = re.compile(r"[0-9]+")
 
 DAY = 86_400
 
@@ -100,7 +103,9 @@ def definition_uuid(text: str) -> tuple[UUID | None, str | None, int | None]:
         head, _, tail = text.rpartition(":")
         key_part, _, version_part = head.rpartition(":")
         key = key_part
-        version = int(version_part) if version_part.isdigit() else -1
+        # ASCII digits only ("²".isdigit() is true, int("²") fails), and a Java int.
+        fits = _DIGITS.fullmatch(version_part) and int(version_part) <= INT_MAX
+        version = int(version_part) if fits else -1
     try:
         return UUID(tail), key, version
     except ValueError:

@@ -13,6 +13,7 @@ from uuid import UUID
 from fastapi import Request
 
 from bpm.errors import InvalidRequest
+from bpm_server.models import INT_MAX
 
 #: The most rows one list answers (Camunda has no bound; bpm keeps answers small).
 MAX_RESULTS = 1000
@@ -88,6 +89,8 @@ def window(first_result: int | None, max_results: int | None) -> tuple[int, int]
     most = MAX_RESULTS if max_results is None else max_results
     if first < 0 or most < 0:
         raise InvalidRequest("firstResult and maxResults must not be negative")
+    if first > INT_MAX:
+        raise InvalidRequest(f"firstResult {first}: at most {INT_MAX}")
     if most > MAX_RESULTS:
         raise InvalidRequest(f"maxResults {most}: bpm answers at most {MAX_RESULTS} rows")
     return most, first

@@ -10,6 +10,7 @@ from uuid import UUID
 from sqlalchemy import Connection, func, select
 
 from bpm.store.definitions import _COLS
+from bpm.store.paging import like
 from bpm.store.rows import DefinitionRow, from_row
 from bpm.store.schema import process_definitions as t
 
@@ -52,11 +53,11 @@ def _where(stmt: Any, f: DefinitionFilter) -> Any:
     if f.keys is not None:
         stmt = stmt.where(t.c.key.in_(list(f.keys)))
     if f.key_like is not None:
-        stmt = stmt.where(t.c.key.like(f.key_like))
+        stmt = stmt.where(like(t.c.key, f.key_like))
     if f.name is not None:
         stmt = stmt.where(t.c.name == f.name)
     if f.name_like is not None:
-        stmt = stmt.where(t.c.name.like(f.name_like))
+        stmt = stmt.where(like(t.c.name, f.name_like))
     if f.version is not None:
         stmt = stmt.where(t.c.version == f.version)
     if f.deployment_id is not None:
@@ -64,7 +65,7 @@ def _where(stmt: Any, f: DefinitionFilter) -> Any:
     if f.version_tag is not None:
         stmt = stmt.where(t.c.version_tag == f.version_tag)
     if f.version_tag_like is not None:
-        stmt = stmt.where(t.c.version_tag.like(f.version_tag_like))
+        stmt = stmt.where(like(t.c.version_tag, f.version_tag_like))
     if f.resource is not None:
         stmt = stmt.where(t.c.resource == f.resource)
     if f.latest_only:

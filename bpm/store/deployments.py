@@ -10,6 +10,7 @@ from uuid import UUID, uuid4
 
 from sqlalchemy import Connection, func, select
 
+from bpm.store.paging import like
 from bpm.store.schema import decision_definitions as decisions_t
 from bpm.store.schema import deployment_resources as r
 from bpm.store.schema import deployments as t
@@ -97,7 +98,7 @@ def _where(stmt: Any, f: DeploymentFilter) -> Any:
     if f.name is not None:
         stmt = stmt.where(t.c.name == f.name)
     if f.name_like is not None:
-        stmt = stmt.where(t.c.name.like(f.name_like))
+        stmt = stmt.where(like(t.c.name, f.name_like))
     if f.source is not None:
         stmt = stmt.where(t.c.source == f.source)
     if f.after is not None:

@@ -12,7 +12,7 @@ from uuid import UUID
 from sqlalchemy import ColumnElement, Connection, and_, exists, func, select
 
 from bpm.states import IncidentState
-from bpm.store.paging import Page, ordered
+from bpm.store.paging import Page, like, ordered
 from bpm.store.queries import _COLS
 from bpm.store.rows import InstanceRow
 from bpm.store.schema import incidents as incident_table
@@ -114,7 +114,7 @@ def _instances(stmt: Any, q: InstanceHistoryQuery) -> Any:
     if q.business_key is not None:
         conds.append(t.c.business_key == q.business_key)
     if q.business_key_like is not None:
-        conds.append(t.c.business_key.like(q.business_key_like))
+        conds.append(like(t.c.business_key, q.business_key_like))
     if q.finished is not None:
         conds.append(t.c.ended_at.is_not(None) if q.finished else t.c.ended_at.is_(None))
     for column, before, after in (
@@ -160,5 +160,5 @@ def _variables(stmt: Any, q: VariableQuery) -> Any:
         if wanted is not None:
             conds.append(column.in_(list(wanted)))
     if q.name_like is not None:
-        conds.append(v.c.name.like(q.name_like))
+        conds.append(like(v.c.name, q.name_like))
     return stmt.where(and_(*conds)) if conds else stmt

@@ -13,7 +13,7 @@ from sqlalchemy import ColumnElement, Connection, and_, case, func, select
 
 from bpm.states import IncidentState, TaskKind
 from bpm.store.incidents import _COLS
-from bpm.store.paging import Page, ordered
+from bpm.store.paging import Page, like, ordered
 from bpm.store.rows import IncidentRow
 from bpm.store.schema import external_tasks as task_table
 from bpm.store.schema import incidents as t
@@ -120,7 +120,7 @@ def _where(stmt: Any, q: IncidentQuery) -> Any:
     if q.message is not None:
         conds.append(t.c.message == q.message)
     if q.message_like is not None:
-        conds.append(t.c.message.like(q.message_like))
+        conds.append(like(t.c.message, q.message_like))
     for column, before, after in (
         (t.c.created_at, q.created_before, q.created_after),
         (t.c.resolved_at, q.resolved_before, q.resolved_after),

@@ -18,6 +18,7 @@ from sqlalchemy import Connection, Numeric, Text, cast, exists, func, literal_co
 
 from bpm.states import LIVE_INSTANCE, IncidentState
 from bpm.store.instances import _COLS
+from bpm.store.paging import like
 from bpm.store.rows import InstanceRow, from_row
 from bpm.store.schema import incidents as incident_t
 from bpm.store.schema import process_instances as t
@@ -75,7 +76,7 @@ def _condition(c: VariableCondition) -> Any:
         case VariableOp.NEQ:
             test = v.c.value != c.value
         case VariableOp.LIKE:
-            test = (kind == "string") & text.like(str(c.value))
+            test = (kind == "string") & like(text, str(c.value))
         case _:
             number = isinstance(c.value, int | float) and not isinstance(c.value, bool)
             left = cast(text, Numeric) if number else text
@@ -96,7 +97,7 @@ def _where(stmt: Any, f: LiveInstanceFilter) -> Any:
     if f.business_key is not None:
         stmt = stmt.where(t.c.business_key == f.business_key)
     if f.business_key_like is not None:
-        stmt = stmt.where(t.c.business_key.like(f.business_key_like))
+        stmt = stmt.where(like(t.c.business_key, f.business_key_like))
     if f.keys is not None:
         stmt = stmt.where(t.c.process_key.in_(list(f.keys)))
     if f.definition_ids is not None:

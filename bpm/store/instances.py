@@ -8,7 +8,9 @@ from uuid import UUID
 
 from sqlalchemy import CTE, ColumnElement, Connection, bindparam, func, select
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
 
+from bpm.errors import UnknownProcess
 from bpm.store.db import raw_one
 from bpm.store.rows import InstanceRow, from_row
 from bpm.store.schema import process_instances as t
@@ -72,8 +74,26 @@ def _insert_new(dialect: str) -> Any:
 _INSERTS = {"postgresql": _insert_new("postgresql"), "sqlite": _insert_new("sqlite")}
 
 
+#: PostgreSQL's foreign_key_violation.
+FOREIGN_KEY_SQLSTATE = "23503"
+
+
 def insert(conn: Connection, row: InstanceRow) -> bool:
     """Insert; False when another start already took this idempotency key."""
+    try:
+        return _insert(conn, row)
+    except IntegrityError as exc:
+        if getattr(exc.orig, "sqlstate", None) != FOREIGN_KEY_SQLSTATE:
+            raise
+        # Its deployment was deleted after the start read the definition: the delete locks
+        # the definition rows, so this insert waited for it and then found none.
+        raise UnknownProcess(
+            f"process definition {row.process_key!r} was deleted (with its deployment) while"
+            " this start ran; nothing was started"
+        ) from None
+
+
+def _insert(conn: Connection, row: InstanceRow) -> bool:
     result = conn.execute(
         _INSERTS[conn.dialect.name],
         {

@@ -39,3 +39,13 @@ def ordered(
             )
         keys.append(column.desc() if descending else column.asc())
     return stmt.order_by(*keys, *tie).offset(page.offset).limit(page.limit)
+
+
+def like(column: ColumnElement[Any], pattern: str) -> ColumnElement[bool]:
+    """Camunda's ``...Like`` filters: ``%`` and ``_`` are wildcards, a backslash escapes the
+    next character. A pattern ending in a lone backslash would be an SQL error; that last
+    backslash then stands for itself."""
+    trailing = len(pattern) - len(pattern.rstrip("\\"))
+    if trailing % 2:
+        pattern += "\\"
+    return column.like(pattern, escape="\\")

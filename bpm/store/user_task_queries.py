@@ -16,7 +16,7 @@ from uuid import UUID
 from sqlalchemy import ColumnElement, Connection, and_, func, or_, select, text
 
 from bpm.states import TaskKind, TaskState
-from bpm.store.paging import Page, ordered
+from bpm.store.paging import Page, like, ordered
 from bpm.store.rows import TaskRow
 from bpm.store.schema import external_tasks as t
 from bpm.store.schema import process_instances as p
@@ -106,7 +106,7 @@ def _where(conn: Connection, stmt: Any, q: UserTaskQuery) -> Any:
     if q.assignee is not None:
         conds.append(t.c.assignee == q.assignee)
     if q.assignee_like is not None:
-        conds.append(t.c.assignee.like(q.assignee_like))
+        conds.append(like(t.c.assignee, q.assignee_like))
     if q.assignees is not None:
         conds.append(t.c.assignee.in_(list(q.assignees)))
     if q.assigned is not None:
@@ -130,7 +130,7 @@ def _where(conn: Connection, stmt: Any, q: UserTaskQuery) -> Any:
     if q.business_key is not None:
         conds.append(p.c.business_key == q.business_key)
     if q.business_key_like is not None:
-        conds.append(p.c.business_key.like(q.business_key_like))
+        conds.append(like(p.c.business_key, q.business_key_like))
     if q.definition_ids is not None:
         conds.append(p.c.process_def_id.in_(list(q.definition_ids)))
     if q.process_keys is not None:
@@ -138,7 +138,7 @@ def _where(conn: Connection, stmt: Any, q: UserTaskQuery) -> Any:
     if q.node_ids is not None:
         conds.append(t.c.node_id.in_(list(q.node_ids)))
     if q.node_like is not None:
-        conds.append(t.c.node_id.like(q.node_like))
+        conds.append(like(t.c.node_id, q.node_like))
     conds += _dates(q)
     if q.priority is not None:
         conds.append(t.c.priority == q.priority)

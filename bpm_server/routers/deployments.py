@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
@@ -238,8 +239,9 @@ def resource_data(
     )
     suffix = "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
     media = MEDIA.get(suffix, "application/octet-stream")
-    safe = name.replace('"', "")
-    disposition = f'attachment; filename="{safe}"'
+    # The header is Latin-1: an ASCII stand-in for old clients, the name itself in filename*.
+    plain = name.encode("ascii", "replace").decode().replace('"', "").replace("?", "_")
+    disposition = f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(name, safe='')}"
     return Response(data, media_type=media, headers={"Content-Disposition": disposition})
 
 

@@ -32,6 +32,7 @@ from bpm_server.external_task_models import (
 )
 from bpm_server.long_poll import fetch_waiting
 from bpm_server.models import INT_MAX, wire
+from bpm_server.routing import no_content
 from bpm_server.runtime import ServerRuntime
 from bpm_server.variables import decode_variables, encode_variables
 
@@ -40,7 +41,6 @@ Fetcher = Annotated[Principal, Depends(require(Permission.FETCH_TASKS))]
 Reporter = Annotated[Principal, Depends(require(Permission.REPORT_TASKS))]
 Reader = Annotated[Principal, Depends(require(Permission.READ))]
 Operator = Annotated[Principal, Depends(require(Permission.OPERATE))]
-NO_CONTENT = Response(status_code=204)
 
 
 def _runtime(request: Request) -> ServerRuntime:
@@ -128,7 +128,7 @@ def complete(task_id: str, body: CompleteDto, request: Request, caller: Reporter
             task_id, worker, values, local_variables=local or None, attempt=body.bpm_attempt
         )
     )
-    return NO_CONTENT
+    return no_content()
 
 
 @router.post("/{task_id}/failure", status_code=204, response_class=Response)
@@ -147,7 +147,7 @@ def failure(task_id: str, body: FailureDto, request: Request, caller: Reporter) 
             task_id, worker, message, body.error_details, retries, wait, attempt=body.bpm_attempt
         )
     )
-    return NO_CONTENT
+    return no_content()
 
 
 @router.post("/{task_id}/bpmnError", status_code=204, response_class=Response)
@@ -161,7 +161,7 @@ def bpmn_error(task_id: str, body: BpmnErrorDto, request: Request, caller: Repor
             task_id, worker, body.error_code, message, values, attempt=body.bpm_attempt
         )
     )
-    return NO_CONTENT
+    return no_content()
 
 
 @router.post("/{task_id}/extendLock", status_code=204, response_class=Response)
@@ -170,7 +170,7 @@ def extend_lock(task_id: str, body: ExtendLockDto, request: Request, caller: Rep
     _check_topic(runtime, caller, task_id)
     duration = timedelta(milliseconds=body.new_duration)
     runtime.engine.extend_lock(task_id, _worker(body.worker_id), duration)
-    return NO_CONTENT
+    return no_content()
 
 
 @router.post("/{task_id}/unlock", status_code=204, response_class=Response)
@@ -179,7 +179,7 @@ def unlock(task_id: str, request: Request, caller: Reporter) -> Response:
     runtime = _runtime(request)
     _check_topic(runtime, caller, task_id)
     runtime.engine.unlock(task_id)
-    return NO_CONTENT
+    return no_content()
 
 
 @router.post("/{task_id}/lock", status_code=204, response_class=Response)
@@ -188,7 +188,7 @@ def lock(task_id: str, body: LockDto, request: Request, caller: Reporter) -> Res
     _check_topic(runtime, caller, task_id)
     duration = timedelta(milliseconds=body.lock_duration)
     runtime.engine.lock(task_id, body.worker_id, duration)
-    return NO_CONTENT
+    return no_content()
 
 
 @router.get("", response_model=list[ExternalTaskDto])
@@ -243,7 +243,7 @@ def set_retries(task_id: str, body: RetriesDto, request: Request, caller: Operat
             f"task {task_id} is {view.state}: bpm sets retries (> 0) on a failed task only"
         )
     runtime.run(lambda: runtime.engine.retry(view.id, body.retries))
-    return NO_CONTENT
+    return no_content()
 
 
 def _check_topic(runtime: ServerRuntime, caller: Principal, task_id: str) -> None:

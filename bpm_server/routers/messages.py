@@ -3,14 +3,13 @@ no signal events yet, so ``/signal`` says so (docs/http-api.md)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
 
 from bpm.engine.operations.messages import Correlated
 from bpm.errors import AmbiguousCorrelation, InvalidRequest, NoMatchingWait, NotSupported
 from bpm.states import LIVE_INSTANCE
-from bpm.store.instance_queries import LiveInstanceFilter
 from bpm_server.auth import Permission, Principal, require
 from bpm_server.message_models import CorrelationMessageDto, MessageResultDto
 from bpm_server.models import wire
@@ -55,7 +54,6 @@ def correlate(
     keys = decode_variables(wire(body.correlation_keys))
     values = decode_variables(wire(body.process_variables))
     runtime = runtime_of(request)
-    _check_processes(runtime, caller, body.business_key, instance_id)
 
     def run() -> list[Correlated]:
         return runtime.engine.correlate_tokens(
@@ -65,6 +63,9 @@ def correlate(
             variables=values,
             all_waiting=bool(body.all),
             correlation_keys=keys,
+            # A starter limited to some processes correlates only to instances of those,
+            # as the correlating transaction reads them.
+            process_keys=caller.processes,
         )
 
     try:
@@ -74,21 +75,6 @@ def correlate(
     if not body.result_enabled:
         return Response(status_code=204)
     return [_result(runtime, c, bool(body.variables_in_result_enabled)) for c in found]
-
-
-def _check_processes(
-    runtime: ServerRuntime, caller: Principal, business_key: str | None, instance_id: Any
-) -> None:
-    """A starter limited to some processes correlates only to instances of those."""
-    if caller.processes is None:
-        return
-    f = (
-        LiveInstanceFilter(ids=[instance_id])
-        if instance_id is not None
-        else LiveInstanceFilter(business_key=business_key)
-    )
-    for row in runtime.engine.live_instances(f, limit=1000):
-        caller.check_process(row.process_key)
 
 
 def _result(runtime: ServerRuntime, c: Correlated, with_variables: bool) -> MessageResultDto:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Request
@@ -20,7 +21,7 @@ from bpm_server.definition_models import (
     definition_uuid,
 )
 from bpm_server.instance_models import ProcessInstanceWithVariablesDto, StartDto, instance_dto
-from bpm_server.models import wire
+from bpm_server.models import INT_MAX, wire
 from bpm_server.paging import PAGING, SORTING, only_params, sorting, split, uuids, window
 from bpm_server.runtime import base_of, runtime_of
 from bpm_server.variables import decode_variables, encode_variables
@@ -79,8 +80,8 @@ def _filter(request: Request) -> DefinitionFilter | None:
     if deployment_ids == []:
         return None
     version = q.get("version")
-    if version is not None and not version.isdigit():
-        raise InvalidRequest(f"version: {version!r} is not a number")
+    if version is not None and not (re.fullmatch(r"[0-9]+", version) and int(version) <= INT_MAX):
+        raise InvalidRequest(f"version: {version!r} is not a version number (1 to {INT_MAX})")
     return DefinitionFilter(
         ids=None if ids is None else [u for u, _, _ in map(definition_uuid, ids) if u],
         key=q.get("key"),

@@ -28,13 +28,13 @@ from bpm_server.paging import (
     sorting,
     window,
 )
+from bpm_server.routing import no_content
 from bpm_server.runtime import base_of, runtime_of
 from bpm_server.variables import decode_value, decode_variables, encode_value, encode_variables
 
 router = APIRouter(prefix="/process-instance", tags=["Process Instance"])
 Reader = Annotated[Principal, Depends(require(Permission.READ))]
 Operator = Annotated[Principal, Depends(require(Permission.OPERATE))]
-NO_CONTENT = Response(status_code=204)
 
 SORTS: dict[str, str | None] = {
     "instanceId": "instanceId",
@@ -150,9 +150,9 @@ def delete_instance(
     except NotFound:
         if fail_if_not_exists:
             raise
-        return NO_CONTENT
+        return no_content()
     runtime.run(lambda: runtime.engine.cancel(instance_id, "deleted through the REST API"))
-    return NO_CONTENT
+    return no_content()
 
 
 @router.get("/{instance_id}/variables", response_model=dict[str, dict[str, Any]])
@@ -174,7 +174,7 @@ def patch_variables(
     values = decode_variables(wire(body.modifications))
     engine = runtime_of(request).engine
     engine.set_variables(instance_id, values, body.deletions or [])
-    return NO_CONTENT
+    return no_content()
 
 
 @router.get("/{instance_id}/variables/{name}", response_model=dict[str, Any])
@@ -197,13 +197,13 @@ def put_variable(
 ) -> Response:
     value = decode_value(name, body.value, body.type, body.value_info or {})
     runtime_of(request).engine.set_variables(instance_id, {name: value})
-    return NO_CONTENT
+    return no_content()
 
 
 @router.delete("/{instance_id}/variables/{name}", status_code=204, response_class=Response)
 def delete_variable(instance_id: str, name: str, request: Request, caller: Operator) -> Response:
     runtime_of(request).engine.set_variables(instance_id, None, [name])
-    return NO_CONTENT
+    return no_content()
 
 
 @router.get("/{instance_id}/activity-instances", response_model=ActivityInstanceDto)

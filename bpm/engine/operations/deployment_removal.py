@@ -15,7 +15,8 @@ OPERATOR = "operator"
 
 def delete(core: EngineCore, deployment_id: UUID) -> None:
     """One transaction. The definitions are locked first, so a start racing the delete
-    either commits before it (and the delete is refused) or waits and finds no definition."""
+    either inserts its instance first (the delete then waits for it and is refused) or its
+    insert waits for the delete and is refused as ``UnknownProcess``, starting nothing."""
     with core.transaction(OPERATOR) as tx:
         if deployments.get(tx.conn, deployment_id) is None:
             raise NotFound(f"deployment with id '{deployment_id}' does not exist")

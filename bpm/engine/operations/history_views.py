@@ -64,6 +64,7 @@ class VisitQuery:
     started_after: datetime | None = None
     finished_before: datetime | None = None
     finished_after: datetime | None = None
+    visit_ids: Sequence[str] | None = None
 
 
 def find_instances(core: EngineCore, q: InstanceHistoryQuery, page: Page) -> list[InstanceHistory]:
@@ -231,6 +232,7 @@ def activity_type(node: Node | None) -> str:
 
 def _matches(v: Visit, q: VisitQuery) -> bool:
     checks: list[bool] = [
+        q.visit_ids is None or v.id in q.visit_ids,
         q.node_ids is None or v.node_id in q.node_ids,
         q.types is None or v.type in q.types,
         q.token_ids is None or v.token_id in q.token_ids,

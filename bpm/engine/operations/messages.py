@@ -7,7 +7,7 @@ error unless the caller asks for all of them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict, Unpack
 from uuid import UUID
@@ -16,7 +16,7 @@ from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Next, Tx
 from bpm.engine.semantics import scopes
 from bpm.engine.semantics.nodes import leave
-from bpm.errors import AmbiguousCorrelation, InvalidOperation, NoMatchingWait
+from bpm.errors import AmbiguousCorrelation, Forbidden, InvalidOperation, NoMatchingWait
 from bpm.states import EngineEvent, InstanceState, TokenState, WaitKind
 from bpm.store import instances, variables
 from bpm.store.rows import TokenRow
@@ -34,6 +34,9 @@ class CorrelateOptions(TypedDict, total=False):
     variables: Mapping[str, Any] | None
     all_waiting: bool
     correlation_keys: Mapping[str, Any] | None
+    #: Only instances of these process keys (a caller allowed only those); an instance id
+    #: of another process is ``Forbidden``.
+    process_keys: Collection[str] | None
 
 
 @dataclass(frozen=True)
@@ -86,10 +89,11 @@ def correlate_tokens(
     )
 
     keys = dict(correlation_keys or {})
+    allowed = options.get("process_keys")
 
     def body() -> tuple[list[Correlated], list[Next]]:
         with core.transaction("message") as tx:
-            waiting = _waiting(core, tx, message, business_key, instance_id, keys)
+            waiting = _waiting(core, tx, message, (business_key, instance_id), keys, allowed)
             if not waiting:
                 raise NoMatchingWait(f"no token of {target} waits for message {message!r}")
             if len(waiting) > 1 and not all_waiting:
@@ -123,10 +127,14 @@ def _waiting(
     core: EngineCore,
     tx: Tx,
     message: str,
-    business_key: str | None,
-    instance_id: UUID | None,
+    target: tuple[str | None, UUID | None],
     keys: dict[str, Any],
+    allowed: Collection[str] | None,
 ) -> list[TokenRow]:
+    """The tokens waiting for ``message`` in the instance, or the instances of the business
+    key, of ``target``; read in the correlating transaction, so a caller limited to
+    ``allowed`` processes is refused for any match outside them, as it stands now."""
+    business_key, instance_id = target
     if instance_id is not None:
         row = instances.get(tx.conn, instance_id)
         candidates = [row] if row is not None else []
@@ -148,6 +156,12 @@ def _waiting(
                 and tok.wait_kind == WaitKind.MESSAGE
                 and g.node(tok.node_id).message == message
             ):
+                if allowed is not None and inst.process_key not in allowed:
+                    raise Forbidden(
+                        f"a token of instance {inst.id} (process {inst.process_key!r}) waits"
+                        f" for message {message!r}, and this caller may not correlate to"
+                        " that process"
+                    )
                 out.append(tok)
     return out
 
