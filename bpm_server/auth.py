@@ -129,12 +129,12 @@ class Authenticator:
             name, secret = _parse(authorization)
         except NotAuthenticated:
             return None  # ``principal`` refuses it, and logs it
-        key = hashlib.sha256(f"{name}\0{secret}".encode()).digest()
         with self._lock:
-            known = self._verified.get(key)
-        if known is not None and self.clock() - known.checked_at < self.ttl:
-            return known.principal
-        return None
+            known = self._verified.get(_key(name, secret))
+        return known.principal if known is not None and self._fresh(known) else None
+
+    def _fresh(self, known: _Verified) -> bool:
+        return self.clock() - known.checked_at < self.ttl
 
     def _is_open(self) -> bool:
         if not self.open_on_loopback:
@@ -148,10 +148,10 @@ class Authenticator:
         return False
 
     def _verify(self, name: str, secret: str) -> Principal:
-        key = hashlib.sha256(f"{name}\0{secret}".encode()).digest()
+        key = _key(name, secret)
         with self._lock:
             known = self._verified.get(key)
-            if known is not None and self.clock() - known.checked_at < self.ttl:
+            if known is not None and self._fresh(known):
                 return known.principal
             # Concurrent requests with the same credential (a worker's pool of polls) wait
             # for one verification instead of each deriving the key.
@@ -165,7 +165,7 @@ class Authenticator:
         now = self.clock()
         with self._lock:
             known = self._verified.get(key)
-        if known is not None and now - known.checked_at < self.ttl:
+        if known is not None and self._fresh(known):
             return known.principal
         row = credentials.lookup(self.db, name)
         if row is None:
@@ -185,6 +185,11 @@ class Authenticator:
     def _forget(self, key: bytes) -> None:
         with self._lock:
             self._verified.pop(key, None)
+
+
+def _key(name: str, secret: str) -> bytes:
+    """What the cache knows a credential by: never the secret itself."""
+    return hashlib.sha256(f"{name}\0{secret}".encode()).digest()
 
 
 def _parse(header: str) -> tuple[str, str]:
