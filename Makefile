@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 BPM_TEST_DATABASE_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/bpm_test
+# Test processes; each test file runs whole in one of them (its module fixtures are set up
+# once). Most tests wait on PostgreSQL, Redis or a subprocess, so 4 suit a 2-core machine.
+TEST_WORKERS ?= 4
 export BPM_TEST_DATABASE_URL
 
 .PHONY: demo test conformance lint typecheck bench services testdb clean
@@ -21,7 +24,7 @@ $(VENV)/.demo-installed: pyproject.toml
 
 ## test: dev virtualenv, PostgreSQL and Redis up, a fresh test database, the whole suite
 test: $(VENV)/.dev-installed services testdb
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 $(VENV)/.dev-installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -8,6 +8,7 @@ saying so), so a list endpoint names the parameters it reads and refuses any oth
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from typing import Any
 from uuid import UUID
 
 from fastapi import Request
@@ -94,3 +95,36 @@ def window(first_result: int | None, max_results: int | None) -> tuple[int, int]
     if most > MAX_RESULTS:
         raise InvalidRequest(f"maxResults {most}: bpm answers at most {MAX_RESULTS} rows")
     return most, first
+
+
+#: Filters that read as booleans; every other declared filter is a text.
+_BOOLEANS = frozenset(
+    {
+        "active",
+        "suspended",
+        "withIncident",
+        "latestVersion",
+        "variableNamesIgnoreCase",
+        "variableValuesIgnoreCase",
+        "cascade",
+        "skipCustomListeners",
+        "skipIoMappings",
+    }
+)
+
+
+def declare(names: Collection[str]) -> dict[str, Any]:
+    """``openapi_extra`` for an endpoint that reads its filters from ``request.query_params``
+    by hand: each one declared, so clients generated from the document and the fuzz test
+    know them."""
+    return {
+        "parameters": [
+            {
+                "name": name,
+                "in": "query",
+                "required": False,
+                "schema": {"type": "boolean" if name in _BOOLEANS else "string"},
+            }
+            for name in sorted(names)
+        ]
+    }

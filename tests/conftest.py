@@ -75,15 +75,45 @@ def _alive(pid: int) -> bool:
     return True
 
 
+#: First key of the advisory lock each test session holds for as long as it runs (the second
+#: key is its process id): a database named for a process is an orphan only when no session
+#: holds that lock, which stays true when the other session runs in another PID namespace
+#: (a container, CI beside a developer) where ``kill(pid, 0)`` cannot see it.
+SESSION_LOCK = 0x62706D  # "bpm"
+
+
+def _owned_by_a_live_session(conn: psycopg.Connection[tuple[object, ...]], pid: int) -> bool:
+    if pid == os.getpid() or _alive(pid):
+        return True
+    row = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (SESSION_LOCK, pid)).fetchone()
+    if row is None or not row[0]:
+        return True
+    conn.execute("SELECT pg_advisory_unlock(%s, %s)", (SESSION_LOCK, pid))
+    return False
+
+
 def _drop_orphans(*prefixes: str) -> None:
-    """Databases left by test sessions that died before their teardown (``<prefix><pid>_…``)."""
+    """Databases left by test sessions that died before their teardown (``<prefix><pid>_…``);
+    a database of a session still running, here or elsewhere, is never touched."""
     with _admin() as conn:
         names = [str(r[0]) for r in conn.execute("SELECT datname FROM pg_database")]
-    for name in names:
-        for prefix in prefixes:
-            pid = name.removeprefix(prefix).split("_", 1)[0]
-            if name.startswith(prefix) and pid.isdigit() and not _alive(int(pid)):
-                drop_database(name)
+        orphans = []
+        for name in names:
+            for prefix in prefixes:
+                pid = name.removeprefix(prefix).split("_", 1)[0]
+                if name.startswith(prefix) and pid.isdigit():
+                    if not _owned_by_a_live_session(conn, int(pid)):
+                        orphans.append(name)
+    for name in orphans:
+        drop_database(name)
+
+
+@pytest.fixture(scope="session")
+def _session_lock() -> Iterator[None]:
+    """Held while this session runs: it marks the databases named for this process as in use."""
+    with _admin() as conn:
+        conn.execute("SELECT pg_advisory_lock(%s, %s)", (SESSION_LOCK, os.getpid()))
+        yield
 
 
 class _Dropper:
@@ -121,7 +151,7 @@ def _dropper() -> Iterator[_Dropper]:
 
 
 @pytest.fixture(scope="session")
-def pg_template(_dropper: _Dropper) -> Iterator[str]:
+def pg_template(_dropper: _Dropper, _session_lock: None) -> Iterator[str]:
     """A database migrated to head, used only as the template of every test's database.
 
     Named ``<test database>_tmpl_<pid>``: sessions running at the same time (a developer's
@@ -197,3 +227,26 @@ def engine_factory(pg_db: Database, handlers: HandlerRegistry, clock: FakeClock)
 def rt(engine_factory: EngineFactory) -> Harness:
     """The test's main engine."""
     return engine_factory()
+
+
+CONFORMANCE_PROPERTY = "bpmn-conformance"  # as recorded by tests/integration/test_bpmn_conformance
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The BPMN conformance outcome of each scenario run, after the progress dots and from
+    whichever process ran it (the scenarios record theirs on their test reports)."""
+    outcomes: dict[str, str] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if not isinstance(report, pytest.TestReport):
+                continue
+            for key, value in report.user_properties:
+                if key == CONFORMANCE_PROPERTY:
+                    scenario, _, verdict = str(value).partition(": ")
+                    outcomes[scenario] = verdict
+            if report.failed and "test_bpmn_conformance" in report.nodeid:
+                outcomes[report.nodeid.rsplit("[", 1)[-1].rstrip("]")] = "FAILED"
+    if outcomes:
+        terminalreporter.section("BPMN conformance summary")
+        for scenario, outcome in sorted(outcomes.items()):
+            terminalreporter.write_line(f"  {scenario}: {outcome}")

@@ -26,7 +26,7 @@ from bpm_server.definition_models import (
     deployment_dto,
     resource_dto,
 )
-from bpm_server.paging import PAGING, SORTING, maybe_uuid, only_params, sorting, window
+from bpm_server.paging import PAGING, SORTING, declare, maybe_uuid, only_params, sorting, window
 from bpm_server.runtime import base_of, runtime_of
 
 router = APIRouter(prefix="/deployment", tags=["Deployment"])
@@ -245,7 +245,12 @@ def resource_data(
     return Response(data, media_type=media, headers={"Content-Disposition": disposition})
 
 
-@router.delete("/{deployment_id}", status_code=204, response_class=Response)
+@router.delete(
+    "/{deployment_id}",
+    status_code=204,
+    response_class=Response,
+    openapi_extra=declare({"skipCustomListeners", "skipIoMappings"}),
+)
 def delete_deployment(
     deployment_id: str,
     request: Request,

@@ -22,7 +22,7 @@ from bpm_server.definition_models import (
 )
 from bpm_server.instance_models import ProcessInstanceWithVariablesDto, StartDto, instance_dto
 from bpm_server.models import INT_MAX, wire
-from bpm_server.paging import PAGING, SORTING, only_params, sorting, split, uuids, window
+from bpm_server.paging import PAGING, SORTING, declare, only_params, sorting, split, uuids, window
 from bpm_server.runtime import base_of, runtime_of
 from bpm_server.variables import decode_variables, encode_variables
 
@@ -98,7 +98,7 @@ def _filter(request: Request) -> DefinitionFilter | None:
     )
 
 
-@router.get("", response_model=list[ProcessDefinitionDto])
+@router.get("", response_model=list[ProcessDefinitionDto], openapi_extra=declare(FILTERS))
 def list_definitions(
     request: Request,
     caller: Reader,
@@ -121,7 +121,7 @@ def list_definitions(
     return [definition_dto(row) for row in rows]
 
 
-@router.get("/count", response_model=CountDto)
+@router.get("/count", response_model=CountDto, openapi_extra=declare(FILTERS))
 def count_definitions(request: Request, caller: Reader) -> CountDto:
     only_params(request, FILTERS)
     f = _filter(request)

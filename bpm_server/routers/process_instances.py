@@ -11,7 +11,7 @@ from bpm.engine.operations.instance_views import ActivityNode
 from bpm.errors import InvalidRequest, NotFound
 from bpm_server.auth import Permission, Principal, require
 from bpm_server.definition_models import CountDto
-from bpm_server.instance_filters import live_filter, query_body, query_params
+from bpm_server.instance_filters import FILTERS, live_filter, query_body, query_params
 from bpm_server.instance_models import (
     ActivityInstanceDto,
     InstanceQueryDto,
@@ -24,6 +24,7 @@ from bpm_server.models import VariableValueDto, wire
 from bpm_server.paging import (
     PAGING,
     SORTING,
+    declare,
     only_params,
     sorting,
     window,
@@ -73,7 +74,7 @@ Paging = Annotated[int | None, Query(alias="firstResult")]
 MaxResults = Annotated[int | None, Query(alias="maxResults")]
 
 
-@router.get("", response_model=list[ProcessInstanceDto])
+@router.get("", response_model=list[ProcessInstanceDto], openapi_extra=declare(FILTERS))
 def list_instances(
     request: Request,
     caller: Reader,
@@ -106,7 +107,7 @@ def query_instances(
     return _list_instances(request, query_body(body), sort, window(first_result, max_results))
 
 
-@router.get("/count", response_model=CountDto)
+@router.get("/count", response_model=CountDto, openapi_extra=declare(FILTERS))
 def count_instances(request: Request, caller: Reader) -> CountDto:
     return _count(request, query_params(request, set()))
 

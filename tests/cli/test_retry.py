@@ -22,6 +22,7 @@ from bpm.dispatch import RUN_HANDLER, Dispatcher, Job
 from bpm.embedded import EmbeddedRuntime
 from bpm.handlers import HandlerRegistry
 from tests.cli.conftest import Bpm
+from tests.helpers.redis_db import redis_url
 
 
 class Recording:
@@ -141,7 +142,7 @@ def test_retry__in_broker_mode_leaves_the_handler_to_the_workers(
         return sent
 
     monkeypatch.setattr(runtime, "broker_dispatcher", recording)
-    monkeypatch.setenv("BPM_BROKER_URL", "redis://127.0.0.1:6379/9")
+    monkeypatch.setenv("BPM_BROKER_URL", redis_url())
     retried = _dict(bpm.json("retry", token["id"]))
     assert retried["token_id"] == token["id"] and retried["state"] == "RUNNING"
     assert [job.name for job in sent.jobs] == [RUN_HANDLER]

@@ -12,6 +12,7 @@ from bpm import HandlerContext, handler
 from bpm.demo import ORDER_FULFILMENT
 from bpm.handlers import registry
 from tests.cli.conftest import Bpm, start_order
+from tests.helpers.redis_db import redis_url
 
 ALWAYS_FAILS = "cli_test_always_fails"
 
@@ -152,7 +153,7 @@ def test_start__broker_mode_writes_the_instance_and_sends_its_job(
 ) -> None:
     """No worker listens on this test's queues: the instance stays RUNNING, its job queued."""
     bpm.ok("deploy", str(ORDER_FULFILMENT))
-    monkeypatch.setenv("BPM_BROKER_URL", "redis://127.0.0.1:6379/9")
+    monkeypatch.setenv("BPM_BROKER_URL", redis_url())
     monkeypatch.setenv("BPM_QUEUE_PREFIX", f"cli-{uuid4().hex[:8]}.")
     doc = bpm.json("start", "order_fulfilment", "--var", "total=5", "--json")
     assert isinstance(doc, dict)

@@ -21,6 +21,7 @@ from bpm.dispatch import RUN_HANDLER, Dispatcher, Job
 from bpm.handlers import registry
 from tests.cli.conftest import Bpm
 from tests.conftest import create_database, drop_database
+from tests.helpers.redis_db import redis_url
 
 UNKNOWN_ID = "3f2c9a4e-7b1d-4c55-9a0e-2d8f6b1c0a77"
 RECORD = "cli_test_record_review"
@@ -296,7 +297,7 @@ def test_broker_mode__complete_sends_the_work_to_the_workers(
         return sent
 
     monkeypatch.setattr(runtime, "broker_dispatcher", recording)
-    monkeypatch.setenv("BPM_BROKER_URL", "redis://127.0.0.1:6379/9")
+    monkeypatch.setenv("BPM_BROKER_URL", redis_url())
     done = _dict(cli.json("complete", task, "--var", "verdict=ok"))
     assert done == {"task_id": task, "instance_id": instance, "state": "RUNNING"}
     assert [job.name for job in sent.jobs] == [RUN_HANDLER]

@@ -320,8 +320,10 @@ def _path(case: dict[str, Any]) -> Path:
     )
 
 
-#: scenario id -> "passed", "documented difference (…)" or "rejected at deploy: …".
-RESULTS: dict[str, str] = {}
+#: The key under which each scenario's outcome ("passed", "documented difference (…)" or
+#: "rejected at deploy: …") is recorded on its test report; tests/conftest.py prints them all
+#: after the run, from whichever worker process ran them.
+CONFORMANCE_PROPERTY = "bpmn-conformance"
 
 
 @pytest.mark.skipif(not MANIFEST.is_file(), reason=MISSING)
@@ -675,12 +677,13 @@ def _checks(run: Run, scenario: Scenario) -> dict[str, tuple[Any, Any]]:
 @pytest.mark.skipif(not MANIFEST.is_file(), reason=MISSING)
 @pytest.mark.parametrize("scenario", _scenarios(), ids=lambda s: s.id)
 def test_model_runs_as_the_peer_test_asserts(
-    rt: Harness, handlers: HandlerRegistry, scenario: Scenario
+    rt: Harness, handlers: HandlerRegistry, scenario: Scenario, request: pytest.FixtureRequest
 ) -> None:
     case = scenario.case
     if case["id"] in OUTCOMES:
-        RESULTS[scenario.id] = f"rejected at deploy: {OUTCOMES[case['id']]}"
-        pytest.skip(RESULTS[scenario.id])
+        verdict = f"rejected at deploy: {OUTCOMES[case['id']]}"
+        request.node.user_properties.append((CONFORMANCE_PROPERTY, f"{scenario.id}: {verdict}"))
+        pytest.skip(verdict)
     xml = _path(case).read_text(encoding="utf-8")
     model = Model.of(compile_bpmn(xml))
     _handlers(handlers, model, scenario.failing)
@@ -709,14 +712,5 @@ def test_model_runs_as_the_peer_test_asserts(
         elif got != difference.engine:
             problems.append(f"{name}: documented engine value {difference.engine!r}, got {got!r}")
     assert not problems, f"{scenario.id}:\n  " + "\n  ".join(problems)
-    RESULTS[scenario.id] = "documented difference (" + "; ".join(known) + ")" if known else "passed"
-
-
-def test_summary(capsys: pytest.CaptureFixture[str]) -> None:
-    """Print what happened to each scenario run in this session (``make conformance``)."""
-    with capsys.disabled():
-        print("\nBPMN conformance summary:")
-        for sid, result in RESULTS.items():
-            print(f"  {sid}: {result}")
-        if not RESULTS:
-            print("  (no scenario ran in this session)")
+    verdict = "documented difference (" + "; ".join(known) + ")" if known else "passed"
+    request.node.user_properties.append((CONFORMANCE_PROPERTY, f"{scenario.id}: {verdict}"))

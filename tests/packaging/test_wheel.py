@@ -23,6 +23,8 @@ from uuid import uuid4
 import pytest
 import redis
 
+from tests.helpers.redis_db import redis_url
+
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +42,7 @@ SOURCES = (
 CAMUNDA = "camunda-external-task-client-python3==4.5.0"
 OWN_NAMES = {"bpm", "bpm_server", "bpm_workers", "bpm_beat"}
 GENERIC_NAMES = {"examples", "workers", "beat", "tests", "bench"}
-REDIS_URL = os.environ.get("BPM_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
+REDIS_URL = redis_url()
 PIP_TIMEOUT = 600
 
 

@@ -25,8 +25,9 @@ from bpm.engine.engine import Engine
 from bpm.store import Database, instances, tasks
 from bpm_workers.config import settings_from_env
 from bpm_workers.dispatcher import CeleryDispatcher
+from tests.helpers.redis_db import redis_url
 
-REDIS_URL = os.environ.get("BPM_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
+REDIS_URL = redis_url()
 
 
 @dataclass
