@@ -28,9 +28,9 @@ uploaded, are served with ``UNTRUSTED_CONTENT`` too.
 from __future__ import annotations
 
 import logging
+from functools import lru_cache
 
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -49,8 +49,8 @@ FILE_ORIGIN = "file://"
 
 
 class BrowserGuard:
-    """Pure ASGI (no per-request task or body copy): most requests pass after two header
-    lookups; only a suspicious one asks the authenticator whether the server is open."""
+    """Pure ASGI (no per-request task or body copy): most requests pass after one look at
+    their headers; only a suspicious one asks the authenticator whether the server is open."""
 
     def __init__(self, app: ASGIApp, *, allowed_origins: frozenset[str] = frozenset()) -> None:
         self.app = app
@@ -83,8 +83,7 @@ class BrowserGuard:
         await response(scope, receive, send_nosniff)
 
     async def _refusal(self, scope: Scope) -> str | None:
-        headers = Headers(scope=scope)
-        host, origin = headers.get("host"), headers.get("origin")
+        host, origin, authorization = _headers(scope)
         host_ok = host is None or loopback_host(host)
         origin_ok = origin is None or self.trusted_origin(origin, host)
         if host_ok and origin_ok:
@@ -101,7 +100,6 @@ class BrowserGuard:
                 "configured this server answers only pages of loopback origins "
                 "(or those in BPM_SERVER_ALLOWED_ORIGINS)"
             )
-        authorization = headers.get("authorization", "")
         if not origin_ok and authorization[:6].lower() == "basic ":
             return (
                 f"header Origin: {origin!r} is a foreign web page, and a browser sends the "
@@ -120,6 +118,22 @@ class BrowserGuard:
         return loopback_host(authority) or (host is not None and authority == host.lower())
 
 
+def _headers(scope: Scope) -> tuple[str | None, str | None, str]:
+    """``Host``, ``Origin`` and ``Authorization`` (the first of each), in one pass over the raw
+    headers: most requests need nothing else of them here."""
+    host = origin = None
+    authorization = ""
+    for name, value in scope["headers"]:
+        if name == b"host" and host is None:
+            host = value.decode("latin-1")
+        elif name == b"origin" and origin is None:
+            origin = value.decode("latin-1")
+        elif name == b"authorization" and not authorization:
+            authorization = value.decode("latin-1")
+    return host, origin, authorization
+
+
+@lru_cache(maxsize=256)  # a server sees few names; parsing an address is most of the cost
 def loopback_host(host: str) -> bool:
     """Whether a ``Host`` header or an origin's ``host[:port]`` names this machine's loopback.
     ``*.localhost`` is loopback too: browsers resolve it so themselves, never by DNS."""
