@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from bpm import __version__, credentials
 from bpm_server import problems
 from bpm_server.auth import Authenticator
+from bpm_server.browsers import BrowserGuard
 from bpm_server.routers import (
     deployments,
     engine_info,
@@ -64,13 +65,14 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         title="bpm REST API",
         version=__version__,
         description="Camunda 7's REST API, as far as bpm serves it (docs/http-api.md).",
-        openapi_url=f"{BASE}/openapi.json",
-        docs_url=f"{BASE}/docs",
+        openapi_url=f"{BASE}/openapi.json" if cfg.openapi else None,
+        docs_url=f"{BASE}/docs" if cfg.openapi else None,
         redoc_url=None,
         lifespan=lifespan,
     )
     problems.install(app)
     app.add_middleware(NulGuard)
+    app.add_middleware(BrowserGuard, allowed_origins=cfg.allowed_origins)
     app.include_router(external_tasks.router, prefix=BASE)
     for router in (
         tasks.router,

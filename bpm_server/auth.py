@@ -111,11 +111,12 @@ class Authenticator:
         self._verified: dict[bytes, _Verified] = {}
         self._lock = threading.Lock()
         self._gates: dict[bytes, threading.Lock] = {}
-        self._open_until = -1.0  # when "no credential is configured" was last seen, plus ttl
+        # Whether no credential is configured, and until when that answer holds (ttl).
+        self._open, self._open_until = False, -1.0
 
     def principal(self, authorization: str | None) -> Principal:
         if not authorization:
-            if self._is_open():
+            if self.is_open():
                 return ANONYMOUS
             raise NotAuthenticated("this call needs a credential (HTTP Basic or Bearer)")
         name, secret = _parse(authorization)
@@ -136,16 +137,22 @@ class Authenticator:
     def _fresh(self, known: _Verified) -> bool:
         return self.clock() - known.checked_at < self.ttl
 
-    def _is_open(self) -> bool:
+    def is_open(self) -> bool:
+        """Whether anyone may call without a credential: none is configured and the server is
+        bound to loopback. Either answer holds for the TTL, so a server that closed when a
+        credential was added does not read the table again for every anonymous call."""
+        known = self.known_open()
+        if known is not None:
+            return known
+        self._open = credentials.configured(self.db) == 0
+        self._open_until = self.clock() + self.ttl
+        return self._open
+
+    def known_open(self) -> bool | None:
+        """``is_open`` if it is known without reading the database, else None."""
         if not self.open_on_loopback:
             return False
-        now = self.clock()
-        if now < self._open_until:
-            return True
-        if credentials.configured(self.db) == 0:
-            self._open_until = now + self.ttl
-            return True
-        return False
+        return self._open if self.clock() < self._open_until else None
 
     def _verify(self, name: str, secret: str) -> Principal:
         key = _key(name, secret)

@@ -17,6 +17,9 @@ from bpm_server.auth import DEFAULT_TTL
 
 BIND_HOST_ENV = "BPM_SERVER_BIND_HOST"
 TTL_ENV = "BPM_SERVER_CREDENTIAL_TTL"
+ORIGINS_ENV = "BPM_SERVER_ALLOWED_ORIGINS"
+OPENAPI_ENV = "BPM_SERVER_OPENAPI"
+_OFF = ("0", "false", "no", "off")
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,13 @@ class ServerSettings:
     bind_host: str | None = None
     #: How long a verified credential is trusted before its row is read again (seconds).
     credential_ttl: float = DEFAULT_TTL
+    #: Web origins (``https://tasks.example.com``) whose pages may call with the browser's
+    #: stored Basic credentials; see ``bpm_server.browsers``.
+    allowed_origins: frozenset[str] = frozenset()
+    #: Serve ``/engine-rest/openapi.json`` and ``/engine-rest/docs``. On by default: the
+    #: document describes only what the public API documentation describes too, and the
+    #: official clients' tests and the fuzz test read it.
+    openapi: bool = True
 
     @property
     def loopback(self) -> bool:
@@ -40,7 +50,28 @@ class ServerSettings:
             raise ConfigError(f"{TTL_ENV}={raw!r} is not a number of seconds") from None
         if not 0 <= ttl <= 300:
             raise ConfigError(f"{TTL_ENV} must be between 0 and 300 seconds")
-        return cls(database_url(), os.environ.get(BIND_HOST_ENV) or None, ttl)
+        return cls(
+            database_url(),
+            os.environ.get(BIND_HOST_ENV) or None,
+            ttl,
+            allowed_origins(os.environ.get(ORIGINS_ENV, "")),
+            os.environ.get(OPENAPI_ENV, "1").strip().lower() not in _OFF,
+        )
+
+
+def allowed_origins(raw: str) -> frozenset[str]:
+    """``scheme://host[:port]`` entries, comma-separated; anything else is refused by name."""
+    found = set()
+    for entry in (e.strip() for e in raw.split(",")):
+        if not entry:
+            continue
+        scheme, sep, rest = entry.partition("://")
+        if not sep or scheme not in ("http", "https") or not rest or "/" in rest:
+            raise ConfigError(
+                f"{ORIGINS_ENV}: {entry!r} is not an origin (scheme://host[:port], no path)"
+            )
+        found.add(entry.lower())
+    return frozenset(found)
 
 
 def is_loopback(host: str) -> bool:

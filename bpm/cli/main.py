@@ -36,6 +36,7 @@ Environment:
   BPM_BROKER_URL    Celery broker: jobs go to the workers (unset: they run in bpm itself)
   BPM_DEBUG=1       show the traceback of an unexpected error
   BPM_SERVER_HOST, BPM_SERVER_PORT, BPM_SERVER_WORKERS   defaults of bpm serve
+  BPM_SERVER_ALLOWED_ORIGINS, BPM_SERVER_OPENAPI=0       bpm serve (docs/http-api.md)
 """
 
 

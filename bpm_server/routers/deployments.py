@@ -15,6 +15,7 @@ from bpm.engine.operations.deployments import DeploymentResult, Resource, kind_o
 from bpm.errors import InvalidRequest
 from bpm.store.deployments import DeploymentFilter
 from bpm_server.auth import Permission, Principal, require
+from bpm_server.browsers import UNTRUSTED_CONTENT
 from bpm_server.dates import parse_date
 from bpm_server.definition_models import (
     CountDto,
@@ -242,7 +243,8 @@ def resource_data(
     # The header is Latin-1: an ASCII stand-in for old clients, the name itself in filename*.
     plain = name.encode("ascii", "replace").decode().replace('"', "").replace("?", "_")
     disposition = f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(name, safe='')}"
-    return Response(data, media_type=media, headers={"Content-Disposition": disposition})
+    headers = {"Content-Disposition": disposition, **UNTRUSTED_CONTENT}
+    return Response(data, media_type=media, headers=headers)
 
 
 @router.delete(

@@ -1,5 +1,5 @@
-"""deploy/ never runs Flower without a login, nor publishes it beyond loopback: Flower can read
-every job's arguments and shut workers down.
+"""deploy/ never runs Flower without a login or with an empty password, nor publishes it beyond
+loopback: Flower can read every job's arguments and shut workers down.
 
 Docker and systemd do not run here, so this reads their files; the guard each of them runs
 before Flower (refuse to start while ``FLOWER_BASIC_AUTH`` is empty) is run here with ``sh``.
@@ -126,6 +126,32 @@ def test_flower_does_not_start_without_a_login(where: str, read: Callable[[], st
         refused = _refuses(script, login)
         assert refused.returncode == 1, f"{where} with {LOGIN}={login!r}: {refused}"
         assert LOGIN in refused.stderr
+
+
+def _guard_only(script: str) -> str:
+    """The script up to Flower's start, then a word that says the guard let it through."""
+    start = script.find("exec celery")
+    return (script if start < 0 else script[:start]).rstrip().rstrip(";") + "; echo PASSED"
+
+
+@pytest.mark.parametrize(
+    ("where", "read"),
+    [
+        ("docker-compose.yml", _compose_script),
+        ("Procfile", _procfile_script),
+        ("systemd/bpm-flower.service", _systemd_guard),
+    ],
+)
+def test_flower_does_not_start_with_an_empty_password(where: str, read: Callable[[], str]) -> None:
+    """Flower compares the login as given: ``ops:`` lets anyone in as ops with no password."""
+    guard = _guard_only(read())
+    for login in ("ops:", ":secret", "ops", "ops:secret,admin:", "ops:secret,,admin:x"):
+        refused = _refuses(guard, login)
+        assert refused.returncode == 1, f"{where} with {LOGIN}={login!r}: {refused}"
+        assert "neither of them empty" in refused.stderr, where
+    for login in ("ops:secret", "ops:a b*c,admin:x:y"):
+        passed = _refuses(guard, login)
+        assert passed.returncode == 0 and "PASSED" in passed.stdout, (where, login, passed)
 
 
 def test_no_login_is_written_into_the_deploy_files() -> None:

@@ -46,7 +46,36 @@ log = logging.getLogger("bpm.server")
     show_default="on, or BPM_SERVER_ACCESS_LOG=0 for off",
     help="A log line per request (refused calls and faults are logged either way).",
 )
-def serve(host: str, port: int, workers: int, access_log: bool) -> None:
+@click.option(
+    "--certfile",
+    type=click.Path(exists=True, dir_okay=False),
+    default=lambda: os.environ.get("BPM_SERVER_CERTFILE") or None,
+    show_default="none, or BPM_SERVER_CERTFILE",
+    help="Serve HTTPS with this PEM certificate (chain); needs --keyfile.",
+)
+@click.option(
+    "--keyfile",
+    type=click.Path(exists=True, dir_okay=False),
+    default=lambda: os.environ.get("BPM_SERVER_KEYFILE") or None,
+    show_default="none, or BPM_SERVER_KEYFILE",
+    help="The PEM private key of --certfile.",
+)
+@click.option(
+    "--forwarded-allow-ips",
+    default=lambda: os.environ.get("BPM_SERVER_FORWARDED_ALLOW_IPS") or None,
+    show_default="none, or BPM_SERVER_FORWARDED_ALLOW_IPS",
+    help="Addresses of the proxies (comma-separated) whose X-Forwarded-For and"
+    " X-Forwarded-Proto are believed: logs then name the client, not the proxy.",
+)
+def serve(
+    host: str,
+    port: int,
+    workers: int,
+    access_log: bool,
+    certfile: str | None,
+    keyfile: str | None,
+    forwarded_allow_ips: str | None,
+) -> None:
     """Serve the REST API under /engine-rest on BPM_DATABASE_URL until SIGTERM or Ctrl-C.
 
     With no credential configured (bpm credentials add), it serves loopback only, openly.
@@ -54,11 +83,14 @@ def serve(host: str, port: int, workers: int, access_log: bool) -> None:
     try:
         import uvicorn
 
-        from bpm_server.settings import BIND_HOST_ENV, is_loopback
+        from bpm_server.settings import BIND_HOST_ENV, ServerSettings, is_loopback
     except ImportError as exc:
         raise ConfigError(
             f"bpm serve needs the 'server' extra: pip install 'bpm[server]' ({exc})"
         ) from exc
+    if (certfile is None) != (keyfile is None):
+        raise ConfigError("--certfile and --keyfile go together: HTTPS needs both")
+    ServerSettings.from_env()  # a wrong setting stops here, not in every server process
     db = Database()
     try:
         db.check_reachable()
@@ -69,6 +101,12 @@ def serve(host: str, port: int, workers: int, access_log: bool) -> None:
         raise ConfigError(
             f"no API credential is configured, so bpm serve binds to loopback only, not {host}:"
             " add one with `bpm credentials add NAME --role ROLE`, or use --host 127.0.0.1"
+        )
+    if configured == 0 and forwarded_allow_ips:
+        raise ConfigError(
+            "no API credential is configured, so bpm serve takes no --forwarded-allow-ips:"
+            " a proxy in front would open the API to every caller of the proxy; add one with"
+            " `bpm credentials add NAME --role ROLE` first"
         )
     logging.getLogger("bpm.server").setLevel(logging.INFO)
     logging.basicConfig(
@@ -83,7 +121,12 @@ def serve(host: str, port: int, workers: int, access_log: bool) -> None:
         host=host,
         port=port,
         workers=workers,
-        proxy_headers=False,
+        ssl_certfile=certfile,
+        ssl_keyfile=keyfile,
+        # Without it the client address in the logs is the proxy's, and no header a caller
+        # sends can change it.
+        proxy_headers=forwarded_allow_ips is not None,
+        forwarded_allow_ips=forwarded_allow_ips,
         log_config=None,
         access_log=access_log,
         timeout_graceful_shutdown=5,
