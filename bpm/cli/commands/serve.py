@@ -54,6 +54,7 @@ def serve(host: str, port: int, workers: int, access_log: bool) -> None:
     try:
         import uvicorn
 
+        from bpm_server.log_config import FORMAT, log_config
         from bpm_server.settings import BIND_HOST_ENV, is_loopback
     except ImportError as exc:
         raise ConfigError(
@@ -71,9 +72,7 @@ def serve(host: str, port: int, workers: int, access_log: bool) -> None:
             " add one with `bpm credentials add NAME --role ROLE`, or use --host 127.0.0.1"
         )
     logging.getLogger("bpm.server").setLevel(logging.INFO)
-    logging.basicConfig(
-        level=logging.INFO, force=True, format="bpm-server: %(levelname)s %(name)s: %(message)s"
-    )
+    logging.basicConfig(level=logging.INFO, force=True, format=FORMAT)
     if configured == 0:
         log.warning("no API credential is configured: serving %s without authentication", host)
     os.environ[BIND_HOST_ENV] = host  # the worker processes read it: open only on loopback
@@ -84,7 +83,7 @@ def serve(host: str, port: int, workers: int, access_log: bool) -> None:
         port=port,
         workers=workers,
         proxy_headers=False,
-        log_config=None,
+        log_config=log_config(),  # applied in every worker process, not only this one
         access_log=access_log,
         timeout_graceful_shutdown=5,
     )
