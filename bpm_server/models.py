@@ -11,6 +11,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from bpm_server.variables import not_typed
+
 #: Camunda's Java ``int`` (paging, retries, priorities): larger numbers are a 400, not a
 #: database overflow.
 INT_MAX = 2**31 - 1
@@ -68,6 +70,15 @@ class VariableValueDto(Dto):
     value: Any = None
     type: str | None = None
     value_info: dict[str, Any] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _typed(cls, data: Any) -> Any:
+        """A plain value where a typed one belongs (``{"amount": 5}``) is the commonest
+        mistake of a first request: the error shows the object that was meant."""
+        if not isinstance(data, dict):
+            raise ValueError(not_typed(data))
+        return data
 
 
 VariableMap = dict[str, VariableValueDto]

@@ -24,6 +24,7 @@ type name Camunda does not have. ``valueInfo.transient`` variables are not store
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from collections.abc import Mapping
@@ -47,7 +48,7 @@ def decode_variables(wire: Mapping[str, Any] | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, typed in wire.items():
         if not isinstance(typed, Mapping):
-            raise InvalidRequest(f"variable {name!r}: expected {{value, type, valueInfo}}")
+            raise InvalidRequest(f"variable {name!r}: {not_typed(typed)}")
         info = typed.get("valueInfo") or {}
         if isinstance(info, Mapping) and info.get("transient") is True:
             continue  # lives for the call only; bpm stores every variable it is given
@@ -90,11 +91,42 @@ def decode_value(name: str, value: Any, type_name: Any, info: Any) -> Any:
                 f"variable {name!r}: type {type_name} is not supported; bpm variables are JSON"
                 " values (send a String, or a Json / Object with application/json)"
             )
-    raise InvalidRequest(f"variable {name!r}: unsupported value type {type_name!r}")
+    raise InvalidRequest(f"variable {name!r}: {unknown_type(type_name)}")
 
 
-_KNOWN = {"string", "integer", "long", "short", "double", "boolean", "date", "null"}
-_KNOWN |= {"json", "object", "bytes", "file", "xml"}
+#: The value types, as Camunda spells them; the last three are refused with a reason.
+TYPES: tuple[str, ...] = ("String", "Integer", "Long", "Short", "Double", "Boolean", "Date")
+TYPES += ("Json", "Object", "Null", "Bytes", "File", "Xml")
+_KNOWN = {t.lower() for t in TYPES}
+
+
+def not_typed(value: Any) -> str:
+    """What to say of a variable sent as a plain value: every variable is a typed value,
+    and the one that was meant is shown."""
+    meant = encode_value(value) if _is_json(value) else {"type": "String", "value": "..."}
+    shown = json.dumps({"value": meant["value"], "type": meant["type"]}, ensure_ascii=False)
+    if len(shown) > 120:
+        shown = json.dumps({"value": "...", "type": meant["type"]})
+    return (
+        'a variable is an object {"value": ..., "type": ...}, not a plain value: send '
+        f"{shown} (type is one of {', '.join(TYPES[:-3])}; it may be left out)"
+    )
+
+
+def unknown_type(type_name: str) -> str:
+    """What to say of a type name no Camunda type has: the types there are, and the one
+    meant if the name is a near miss (``Strng``)."""
+    near = difflib.get_close_matches(type_name.capitalize(), TYPES, n=1, cutoff=0.6)
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    return f"unknown value type {type_name!r}: the types are {', '.join(TYPES)}{hint}"
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def encode_variables(values: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

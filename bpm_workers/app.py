@@ -7,12 +7,13 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import after_setup_logger, worker_ready
+from celery.signals import after_setup_logger, beat_init, worker_ready
 
 from bpm.engine.jobs.table import RECOVERY_SCANS
 from bpm.handlers import registry as handlers
 from bpm_beat.schedule import beat_schedule
 from bpm_workers.config import celery_config, queue_problem, settings_from_env
+from bpm_workers.quiet_scans import quiet_celery_lines, stop_sent_events, without_sent_events
 from bpm_workers.runtime import import_handler_modules
 from bpm_workers.tasks import register
 
@@ -29,8 +30,20 @@ import_handler_modules()
 @after_setup_logger.connect
 def _job_lines(**_: Any) -> None:
     """One line per job is the worker's record of what it did: shown at Celery's default
-    level (WARNING) too, unless ``BPM_JOB_LOG_LEVEL`` says otherwise."""
+    level (WARNING) too, unless ``BPM_JOB_LOG_LEVEL`` says otherwise. So is the line saying
+    the worker is ready, which the docs tell a newcomer to wait for."""
     logging.getLogger("bpm.jobs").setLevel(settings.job_log_level)
+    worker_log = logging.getLogger("bpm.worker")
+    if not worker_log.isEnabledFor(logging.INFO):
+        worker_log.setLevel(logging.INFO)
+    quiet_celery_lines()
+
+
+@beat_init.connect
+def _beat_sends_quietly(**_: Any) -> None:
+    """Beat sends nothing but scans: no "task-sent" event for any (see quiet_scans)."""
+    stop_sent_events(app)
+    quiet_celery_lines()
 
 
 @worker_ready.connect
@@ -44,8 +57,9 @@ def _recover_on_start(sender: Any = None, **_: Any) -> None:
             "register them",
             os.environ.get("BPM_IMPORTS", ""),
         )
-    for name in RECOVERY_SCANS:
-        app.send_task(name, queue=settings.route(name))
+    with without_sent_events(app):
+        for name in RECOVERY_SCANS:
+            app.send_task(name, queue=settings.route(name))
     log.info("worker ready: recovery scans requested")
 
 

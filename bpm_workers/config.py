@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 
 from kombu.entity import Exchange, Queue
 
@@ -61,6 +62,8 @@ class Settings:
     outage_wait: float = 60.0
     #: Level of the per-job log lines (logger ``bpm.jobs``): INFO shows one line per job.
     job_log_level: str = "INFO"
+    #: Where beat keeps its schedule file (``BPM_STATE_DIR``), never the working directory.
+    state_dir: Path = Path("bpm-state")
 
     def queue(self, name: str) -> str:
         return f"{self.queue_prefix}{name}"
@@ -87,7 +90,19 @@ def settings_from_env() -> Settings:
         history_ttl=ttl_from_env(),
         outage_wait=float(os.environ.get("BPM_OUTAGE_WAIT", "60")),
         job_log_level=os.environ.get("BPM_JOB_LOG_LEVEL", "INFO").upper(),
+        state_dir=state_dir_from_env(),
     )
+
+
+def state_dir_from_env() -> Path:
+    """``BPM_STATE_DIR``, else ``$XDG_STATE_HOME/bpm``, else ``~/.local/state/bpm``: files
+    the processes keep for themselves (beat's schedule) go there, so the working directory
+    (often a checkout) stays clean."""
+    explicit = os.environ.get("BPM_STATE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_STATE_HOME")
+    return (Path(base) if base else Path.home() / ".local" / "state") / "bpm"
 
 
 def queue_problem(consumed: set[str], s: Settings) -> str | None:
@@ -143,6 +158,9 @@ def celery_config(s: Settings) -> dict[str, object]:
         "task_default_queue": s.queue(TOKENS),
         "task_routes": {str(name): {"queue": s.route(name)} for name in ROUTES},
         "worker_hijack_root_logger": False,
+        # ``beat -s FILE`` still wins; the scheduler creates the directory.
+        "beat_schedule_filename": str(s.state_dir / "celerybeat-schedule"),
+        "beat_scheduler": "bpm_beat.scheduler:StateDirScheduler",
         "task_send_sent_event": True,
         "worker_send_task_events": True,
     }

@@ -29,6 +29,7 @@ from bpm.errors import BpmError
 from bpm.store import DatabaseUnavailable, RetryableDatabaseError
 from bpm.store.outages import until_available
 from bpm_workers.config import MESSAGE_ONLY, SCAN_JOBS, Settings
+from bpm_workers.quiet_scans import report_found_work
 from bpm_workers.runtime import engine_for, job_settings
 
 __all__ = ["CorrelationRefused", "StartRefused", "register"]
@@ -141,7 +142,11 @@ def _define(app: Celery, settings: Settings, spec: JobSpec) -> None:
             )
             return spec.run(call)
 
+        started = time.perf_counter()
         done = _run(name, spec.logged(args, kwargs), go, settings, refused)
+        if name in SCAN_JOBS and not _found_nothing(done.outcome):
+            seconds = time.perf_counter() - started
+            report_found_work(app, name, args, kwargs, done.outcome, seconds)
         if done.again:  # it left work behind: carry on in a fresh job
             app.tasks[name].apply_async(args, kwargs, queue=settings.route(name))
         if spec.refusal is None:
@@ -156,6 +161,8 @@ def _define(app: Celery, settings: Settings, spec: JobSpec) -> None:
     if spec.refusal is not None:
         # A refusal is the sender's answer, not a fault: Celery logs it without a traceback.
         options["throws"] = (spec.refusal,)
+    if name in SCAN_JOBS:  # monitors hear of a scan only when it found work (quiet_scans)
+        options["send_events"] = False
     if spec.keyed_by_message:
 
         @app.task(bind=True, **options)

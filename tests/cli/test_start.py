@@ -168,3 +168,37 @@ def test_start__wait_timeout_is_an_error_after_printing_the_state(bpm: Bpm, tmp_
     assert result.exit_code == 1
     assert json.loads(result.stdout)["state"] == "RUNNING"
     assert "still RUNNING" in result.stderr
+
+
+def test_start__fail_on_failure_exits_3_when_the_instance_ends_failed(
+    bpm: Bpm, tmp_path: Path
+) -> None:
+    doomed = json.loads(json.dumps(SLOW_RETRY).replace('"max_attempts": 3', '"max_attempts": 1'))
+    doomed["key"] = "doomed"
+    path = tmp_path / "doomed.json"
+    path.write_text(json.dumps(doomed))
+    bpm.ok("deploy", str(path))
+    plain = bpm("start", "doomed", "--wait", "20", "--json")
+    assert plain.exit_code == 0 and json.loads(plain.stdout)["state"] == "FAILED"
+    flagged = bpm("start", "doomed", "--wait", "20", "--fail-on-failure", "--json")
+    assert flagged.exit_code == 3
+    doc = json.loads(flagged.stdout)
+    assert doc["state"] == "FAILED"
+    assert f"instance {doc['id']} ended FAILED" in flagged.stderr
+    assert "bpm incidents" in flagged.stderr
+
+
+@pytest.mark.usefixtures("deployed")
+def test_start__fail_on_failure_exits_0_when_the_instance_completes(bpm: Bpm) -> None:
+    done = bpm(
+        "start",
+        "order_fulfilment",
+        "--var",
+        "total=1",
+        "--var",
+        'items=["a"]',
+        "--wait",
+        "20",
+        "--fail-on-failure",
+    )
+    assert done.exit_code == 0 and "COMPLETED" in done.stdout

@@ -168,6 +168,13 @@ def test_start_by_id_and_the_idempotency_key(defs: dict[str, object]) -> None:
     [
         ({"variables": {"n": {"value": "x", "type": "Integer"}}}, "'n'"),
         ({"variables": {"f": {"value": "AA==", "type": "File"}}}, "File"),
+        # A plain value: the answer names the variable and shows the typed object meant.
+        ({"variables": {"amount": 5}}, "variables.amount"),
+        ({"variables": {"amount": 5}}, '{"value": 5, "type": "Integer"}'),
+        ({"variables": {"items": ["lamp"]}}, '"type": "Json"'),
+        # A type name with a typo: the types there are, and the one meant.
+        ({"variables": {"s": {"value": "x", "type": "Strng"}}}, "did you mean 'String'?"),
+        ({"variables": {"s": {"value": "x", "type": "Strng"}}}, "String, Integer, Long"),
         ({"startInstructions": [{"type": "startBeforeActivity"}]}, "startInstructions"),
         ({"skipCustomListeners": True}, "skipCustomListeners"),
         ({"businessKey": ""}, "business key"),

@@ -90,7 +90,8 @@ def test_typed_values_read_as_json_values(typed: dict[str, Any], value: Any) -> 
         ({"type": "Json", "value": {"a": 1}}, "must be its JSON text"),
         ({"type": "Json", "value": "{nope"}, "not JSON text"),
         ({"type": "Date", "value": "02.01.2026"}, "yyyy-MM-dd"),
-        ({"type": "Weird", "value": 1}, "unsupported value type"),
+        ({"type": "Weird", "value": 1}, "unknown value type 'Weird': the types are String,"),
+        ({"type": "Strng", "value": "x"}, "did you mean 'String'"),
     ],
 )
 def test_refused_values_say_why(typed: dict[str, Any], says: str) -> None:
@@ -169,3 +170,9 @@ def test_a_validation_error_names_its_field() -> None:
         [{"loc": ("body", "topics", 0, "lockDuration"), "msg": "Field required", "type": "missing"}]
     )
     assert validation_message(exc) == "topics[0].lockDuration: Field required"
+
+
+def test_a_plain_value_is_refused_with_the_typed_object_meant() -> None:
+    with pytest.raises(InvalidRequest, match=r"variable .amount.: a variable is an object") as e:
+        decode_variables({"amount": 5})
+    assert '{"value": 5, "type": "Integer"}' in str(e.value)

@@ -83,6 +83,7 @@ def serve(
     try:
         import uvicorn
 
+        from bpm_server.log_config import FORMAT, log_config
         from bpm_server.settings import BIND_HOST_ENV, ServerSettings, is_loopback
     except ImportError as exc:
         raise ConfigError(
@@ -109,9 +110,7 @@ def serve(
             " `bpm credentials add NAME --role ROLE` first"
         )
     logging.getLogger("bpm.server").setLevel(logging.INFO)
-    logging.basicConfig(
-        level=logging.INFO, force=True, format="bpm-server: %(levelname)s %(name)s: %(message)s"
-    )
+    logging.basicConfig(level=logging.INFO, force=True, format=FORMAT)
     if configured == 0:
         log.warning("no API credential is configured: serving %s without authentication", host)
     os.environ[BIND_HOST_ENV] = host  # the worker processes read it: open only on loopback
@@ -127,7 +126,7 @@ def serve(
         # sends can change it.
         proxy_headers=forwarded_allow_ips is not None,
         forwarded_allow_ips=forwarded_allow_ips,
-        log_config=None,
+        log_config=log_config(),  # applied in every worker process, not only this one
         access_log=access_log,
         timeout_graceful_shutdown=5,
     )

@@ -27,8 +27,13 @@ from bpm.embedded import END_STATES, EmbeddedRuntime
 from bpm.engine.engine import Engine
 from bpm.engine.operations.lifecycle import Started
 from bpm.errors import ConfigError
+from bpm.states import InstanceState
 
 IDLE_LIMIT = 60.0
+#: The exit status of ``--fail-on-failure`` when the instance ended FAILED: not 1, so a
+#: script tells an instance that failed from a start that could not be made or a wait that
+#: ran out.
+FAILED_EXIT = 3
 
 
 @click.command()
@@ -47,6 +52,12 @@ IDLE_LIMIT = 60.0
     metavar="SECONDS",
     help="Wait up to SECONDS for COMPLETED, FAILED, TERMINATED or CANCELLED.",
 )
+@click.option(
+    "--fail-on-failure",
+    is_flag=True,
+    help=f"Exit with status {FAILED_EXIT} when the instance ends FAILED (with --wait, or in "
+    "embedded mode).",
+)
 @IMPORT_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print {id, key, business_key, state}.")
 def start(
@@ -56,6 +67,7 @@ def start(
     business_key: str | None,
     idempotency_key: str | None,
     wait: float | None,
+    fail_on_failure: bool,
     imports: tuple[str, ...],
     as_json: bool,
 ) -> None:
@@ -88,6 +100,12 @@ def start(
                     lambda seconds: rt.run_until_idle(timeout=seconds),
                 )
     _print(doc, as_json)
+    if fail_on_failure and doc["state"] == InstanceState.FAILED:
+        fail(
+            f"instance {doc['id']} ended FAILED: `bpm incidents` says why, `bpm show "
+            f"{doc['id']}` where",
+            code=FAILED_EXIT,
+        )
     if wait is not None and doc["state"] not in END_STATES:
         fail(f"instance {doc['id']} is still {doc['state']} after {wait:g} s")
 

@@ -1,0 +1,112 @@
+"""Beat's scans stay out of Flower's task list and the logs unless they find work.
+
+A monitor (Flower) builds its task list from the task events on the broker; the test listens
+to the same events while a worker and beat run, with one instance whose timer fires.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from celery import Celery
+
+from bpm_workers.config import SCAN_JOBS
+from tests.workers import processes
+from tests.workers.cluster import Cluster
+from tests.workers.test_runtime import deploy
+
+
+@contextmanager
+def task_events(broker_url: str) -> Iterator[list[dict[str, Any]]]:
+    """Every task event sent on the broker while the block runs, as Flower receives them."""
+    app = Celery(broker=broker_url, set_as_current=False)
+    seen: list[dict[str, Any]] = []
+    listening = threading.Event()
+    stop = threading.Event()
+
+    def listen() -> None:
+        with app.connection() as conn:
+            receiver = app.events.Receiver(conn, handlers={"*": seen.append})
+            listening.set()
+            while not stop.is_set():
+                try:
+                    receiver.capture(limit=None, timeout=0.5, wakeup=False)
+                except (TimeoutError, OSError):
+                    continue
+
+    thread = threading.Thread(target=listen, daemon=True)
+    thread.start()
+    assert listening.wait(10)
+    time.sleep(0.5)  # the receiver's queue is bound once capture runs
+    try:
+        yield seen
+    finally:
+        stop.set()
+        thread.join(5)
+
+
+def test_scans_that_found_nothing_send_no_events_and_log_no_lines(cluster: Cluster) -> None:
+    deploy(cluster, processes.timed(3))
+    cluster.env["BPM_TIMER_INTERVAL"] = "0.5"
+    with task_events(cluster.env["BPM_BROKER_URL"]) as seen:
+        cluster.worker("w1")
+        cluster.beat("beat1")
+        cluster.wait_ready()
+        cluster.start("timed", {}, "quiet-1")
+        cluster.wait_all(1, timeout=60)
+        time.sleep(3)  # a few more ticks of beat, each finding nothing
+    tasks = [e for e in seen if e["type"].startswith("task-")]
+    names = {e["uuid"]: e["name"] for e in tasks if "name" in e}
+    scans = {uuid for uuid, name in names.items() if name in SCAN_JOBS}
+    timer_scans = {uuid for uuid in scans if names[uuid] == "bpm.scan_timers"}
+    # The one timer scan that fired the timer is listed; the dozens that found nothing are not.
+    assert len(timer_scans) == 1, (timer_scans, cluster.tail())
+    assert not [e for e in tasks if e["type"] == "task-sent" and names.get(e["uuid"]) in scans]
+    fired = [e for e in tasks if e["uuid"] in timer_scans]
+    assert {e["type"] for e in fired} == {"task-received", "task-succeeded"}
+    # bpm's own jobs are still listed as before.
+    assert any(name == "bpm.start_instance" for name in names.values())
+
+    worker_log = (cluster.logs / "w1.log").read_text()
+    beat_log = (cluster.logs / "beat1.log").read_text()
+    assert "Sending due task" not in beat_log  # beat did send: the worker ran its scans
+    assert "Task bpm.scan" not in worker_log  # Celery's received/succeeded lines
+    scan_lines = [line for line in worker_log.splitlines() if "job=bpm.scan" in line]
+    assert len(scan_lines) == 1 and "job=bpm.scan_timers" in scan_lines[0], scan_lines
+    assert cluster.redis.llen(f"{cluster.prefix}bpm.scans") < 5  # beat's ticks were consumed
+
+
+def test_a_worker_logs_that_it_is_ready_at_celerys_default_level(cluster: Cluster) -> None:
+    """The docs tell a newcomer to wait for this line; ``celery worker`` logs at WARNING
+    unless given ``-l``."""
+    cluster._spawn("plain", ["worker", "-n", f"plain@{cluster.prefix}", "-c", "1"], None)
+    log = cluster.logs / "plain.log"
+    cluster.wait_until(
+        lambda: "worker ready: recovery scans requested" in log.read_text(), 40, "ready line"
+    )
+
+
+def test_beat_keeps_its_schedule_file_in_the_state_dir(cluster: Cluster, tmp_path: Path) -> None:
+    """``celery -A bpm_workers beat`` as documented, without ``-s``: the working directory (a
+    checkout, often) stays clean."""
+    workdir, state = tmp_path / "cwd", tmp_path / "state" / "bpm"
+    workdir.mkdir()
+    env = {**cluster.env, "BPM_STATE_DIR": str(state)}
+    with (cluster.logs / "beat-plain.log").open("ab") as log:
+        cluster.procs["beat-plain"] = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "bpm_workers", "beat"],
+            env=env,
+            cwd=workdir,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    cluster.wait_until(lambda: any(state.glob("celerybeat-schedule*")), 40, "beat's schedule file")
+    assert list(workdir.iterdir()) == []
