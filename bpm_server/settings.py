@@ -17,6 +17,39 @@ from bpm_server.auth import DEFAULT_TTL
 
 BIND_HOST_ENV = "BPM_SERVER_BIND_HOST"
 TTL_ENV = "BPM_SERVER_CREDENTIAL_TTL"
+MAX_BODY_ENV = "BPM_SERVER_MAX_BODY_BYTES"
+MAX_DEPLOYMENT_ENV = "BPM_SERVER_MAX_DEPLOYMENT_BYTES"
+MAX_HEADER_ENV = "BPM_SERVER_MAX_HEADER_BYTES"
+
+
+@dataclass(frozen=True)
+class InputLimits:
+    """How large a request may be before any of it is read (``bpm_server.input_limits``)."""
+
+    #: A request's body: the largest JSON body bpm takes (variables included).
+    body_bytes: int = 1024 * 1024
+    #: The body of ``POST /deployment/create``: its BPMN, DMN and other files together.
+    deployment_bytes: int = 16 * 1024 * 1024
+    #: The request's headers together, and apart from them its path and query.
+    header_bytes: int = 16 * 1024
+
+    @classmethod
+    def from_env(cls) -> InputLimits:
+        default = cls()
+        return cls(
+            _bytes(MAX_BODY_ENV, default.body_bytes),
+            _bytes(MAX_DEPLOYMENT_ENV, default.deployment_bytes),
+            _bytes(MAX_HEADER_ENV, default.header_bytes),
+        )
+
+
+def _bytes(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isascii() or not raw.isdigit() or not 1024 <= int(raw) <= 2**40:
+        raise ConfigError(f"{name}={raw[:40]!r} is not a number of bytes from 1024 to 2**40")
+    return int(raw)
 
 
 @dataclass(frozen=True)
@@ -26,6 +59,7 @@ class ServerSettings:
     bind_host: str | None = None
     #: How long a verified credential is trusted before its row is read again (seconds).
     credential_ttl: float = DEFAULT_TTL
+    limits: InputLimits = InputLimits()
 
     @property
     def loopback(self) -> bool:
@@ -40,7 +74,8 @@ class ServerSettings:
             raise ConfigError(f"{TTL_ENV}={raw!r} is not a number of seconds") from None
         if not 0 <= ttl <= 300:
             raise ConfigError(f"{TTL_ENV} must be between 0 and 300 seconds")
-        return cls(database_url(), os.environ.get(BIND_HOST_ENV) or None, ttl)
+        bind_host = os.environ.get(BIND_HOST_ENV) or None
+        return cls(database_url(), bind_host, ttl, InputLimits.from_env())
 
 
 def is_loopback(host: str) -> bool:
