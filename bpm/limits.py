@@ -30,10 +30,11 @@ def quoted(value: object, limit: int = QUOTED_MAX) -> str:
     if isinstance(value, int) and value.bit_length() > 4 * limit:
         # Converting it to digits could take long, or be refused by Python itself.
         return f"an integer of {value.bit_length()} bits"
-    text = value if isinstance(value, str) else str(value)
-    if len(text) <= limit:
-        return repr(text)
-    return f"{text[:limit]!r}… ({len(text)} characters)"
+    if not isinstance(value, str):
+        return shortened(repr(value), limit)
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}… ({len(value)} characters)"
 
 
 def shortened(text: str, limit: int) -> str:
