@@ -120,6 +120,16 @@ class InvalidOperation(BpmError):
     """An operator action that does not apply to the current state (nothing was changed)."""
 
 
+class InputRefused(InvalidOperation):
+    """A text or number that cannot be stored as given (too long, out of range, holding a
+    NUL); ``field`` names it where known. Nothing was changed, and sending it again will not
+    change that."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message, field)
+        self.field = field
+
+
 class TaskClaimed(InvalidOperation):
     """A user task is claimed by someone else."""
 

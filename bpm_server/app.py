@@ -13,6 +13,7 @@ from bpm import __version__, credentials
 from bpm_server import problems
 from bpm_server.auth import Authenticator
 from bpm_server.browsers import BrowserGuard
+from bpm_server.input_limits import InputLimitGuard
 from bpm_server.routers import (
     deployments,
     engine_info,
@@ -73,6 +74,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     problems.install(app)
     app.add_middleware(NulGuard)
     app.add_middleware(BrowserGuard, allowed_origins=cfg.allowed_origins)
+    app.add_middleware(InputLimitGuard, limits=cfg.limits)  # outermost: before anything is read
     app.include_router(external_tasks.router, prefix=BASE)
     for router in (
         tasks.router,

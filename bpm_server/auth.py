@@ -209,6 +209,10 @@ def _parse(header: str) -> tuple[str, str]:
             raise NotAuthenticated("the Basic credentials are not base64 of name:secret") from None
         if not colon:
             raise NotAuthenticated("the Basic credentials are not base64 of name:secret")
+        # A credential's name is printable text; a control character (a NUL, which the
+        # database cannot even compare) names none.
+        if not name.isprintable():
+            raise NotAuthenticated("the Basic user name may not contain control characters")
         return name, secret
     if scheme.lower() == "bearer":
         parts = credentials.split_token(value)

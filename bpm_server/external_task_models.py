@@ -7,7 +7,18 @@ from typing import Any
 
 from pydantic import Field
 
-from bpm_server.models import INT_MAX, Count, Dto, Millis, PositiveMillis, VariableMap
+from bpm_server.models import (
+    INT_MAX,
+    Count,
+    Dto,
+    ErrorDetails,
+    ErrorMessage,
+    Millis,
+    Name,
+    NonEmptyName,
+    PositiveMillis,
+    VariableMap,
+)
 
 #: Camunda's longest long poll: 30 minutes.
 MAX_ASYNC_RESPONSE_TIMEOUT = 1_800_000
@@ -19,11 +30,11 @@ class SortingDto(Dto):
 
 
 class FetchTopicDto(Dto):
-    topic_name: str = Field(min_length=1)
+    topic_name: NonEmptyName
     lock_duration: PositiveMillis
     variables: list[str] | None = None
     local_variables: bool | None = None
-    business_key: str | None = None
+    business_key: Name | None = None
     process_definition_id: str | None = None
     process_definition_id_in: list[str] | None = None
     process_definition_key: str | None = None
@@ -37,7 +48,7 @@ class FetchTopicDto(Dto):
 
 
 class FetchDto(Dto):
-    worker_id: str = Field(min_length=1)
+    worker_id: NonEmptyName
     max_tasks: int = Field(ge=0, le=1000)
     use_priority: bool | None = None
     async_response_timeout: int | None = Field(
@@ -102,7 +113,7 @@ class ExternalTaskDto(Dto):
 
 
 class CompleteDto(Dto):
-    worker_id: str | None = None
+    worker_id: Name | None = None
     #: bpm's worker names the attempt it reports on (``bpmAttempt`` of the locked task), so
     #: a report sent again after a lost reply never closes a later run.
     bpm_attempt: int | None = Field(default=None, ge=1, le=INT_MAX)
@@ -111,12 +122,12 @@ class CompleteDto(Dto):
 
 
 class FailureDto(Dto):
-    worker_id: str | None = None
+    worker_id: Name | None = None
     #: bpm's worker names the attempt it reports on (``bpmAttempt`` of the locked task), so
     #: a report sent again after a lost reply never closes a later run.
     bpm_attempt: int | None = Field(default=None, ge=1, le=INT_MAX)
-    error_message: str | None = None
-    error_details: str | None = None
+    error_message: ErrorMessage | None = None
+    error_details: ErrorDetails | None = None
     #: Omitted means 0, as in Camunda: the task fails with an incident at once.
     retries: Count | None = None
     retry_timeout: Millis | None = None
@@ -125,22 +136,22 @@ class FailureDto(Dto):
 
 
 class BpmnErrorDto(Dto):
-    worker_id: str | None = None
+    worker_id: Name | None = None
     #: bpm's worker names the attempt it reports on (``bpmAttempt`` of the locked task), so
     #: a report sent again after a lost reply never closes a later run.
     bpm_attempt: int | None = Field(default=None, ge=1, le=INT_MAX)
-    error_code: str = Field(min_length=1)
-    error_message: str | None = None
+    error_code: NonEmptyName
+    error_message: ErrorMessage | None = None
     variables: VariableMap | None = None
 
 
 class ExtendLockDto(Dto):
-    worker_id: str | None = None
+    worker_id: Name | None = None
     new_duration: PositiveMillis
 
 
 class LockDto(Dto):
-    worker_id: str = Field(min_length=1)
+    worker_id: NonEmptyName
     lock_duration: PositiveMillis
 
 

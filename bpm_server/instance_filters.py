@@ -5,6 +5,7 @@ A filter bpm cannot honour is refused with 400 naming it (an ignored one would a
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Collection, Mapping
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 from fastapi import Request
 
 from bpm.errors import InvalidRequest
+from bpm.limits import quoted
 from bpm.store.instance_queries import LiveInstanceFilter, VariableCondition, VariableOp
 from bpm_server.definition_models import definition_uuid
 from bpm_server.instance_models import InstanceQueryDto, VariableQueryDto
@@ -33,7 +35,10 @@ FILTERS = {
     "variableValuesIgnoreCase",
 }
 _CONDITION = re.compile(r"^(.+?)_(eq|neq|gteq|gt|lteq|lt|like)_(.*)$", re.DOTALL)
-_NUMBER = re.compile(r"^-?\d+(\.\d+)?([eE][-+]?\d+)?$")
+_NUMBER = re.compile(r"^-?\d+(\.\d+)?([eE][-+]?\d+)?$", re.ASCII)
+#: The digits of the longest 64-bit integer.
+_INT_DIGITS = 19
+_RANGE = "is not a 64-bit integer or a finite floating-point number"
 
 
 def live_filter(q: Mapping[str, Any]) -> LiveInstanceFilter | None:
@@ -105,7 +110,7 @@ def _get_conditions(text: str | None) -> list[VariableCondition]:
         if op != "like" and raw in ("true", "false"):
             value = raw == "true"
         elif op != "like" and _NUMBER.match(raw):
-            value = float(raw) if any(c in raw for c in ".eE") else int(raw)
+            value = _number(raw, name)
         out.append(VariableCondition(name, VariableOp(op), value))
     return out
 
@@ -122,8 +127,33 @@ def _body_conditions(items: list[VariableQueryDto] | None) -> list[VariableCondi
             ) from None
         if op != VariableOp.EQ and op != VariableOp.NEQ and isinstance(item.value, dict | list):
             raise InvalidRequest(f"variables: {op} compares numbers or strings, not {item.value!r}")
+        if isinstance(item.value, int | float) and not isinstance(item.value, bool):
+            _check_number(item.value, item.name)
         out.append(VariableCondition(item.name, op, item.value))
     return out
+
+
+def _number(raw: str, name: str) -> int | float:
+    """A filter's number as written; its digits are counted before they are converted, so
+    a number of thousands of digits is refused rather than parsed."""
+    if any(c in raw for c in ".eE"):
+        value: int | float = float(raw)
+    elif len(raw.lstrip("-")) > _INT_DIGITS:
+        raise InvalidRequest(f"variables: the value of {quoted(name)}, {quoted(raw)}, {_RANGE}")
+    else:
+        value = int(raw)
+    _check_number(value, name)
+    return value
+
+
+def _check_number(value: int | float, name: str) -> None:
+    """A number the database compares: a 64-bit integer or a finite double."""
+    if isinstance(value, float):
+        ok = math.isfinite(value)
+    else:
+        ok = -(2**63) <= value < 2**63
+    if not ok:
+        raise InvalidRequest(f"variables: the value of {quoted(name)}, {quoted(value)}, {_RANGE}")
 
 
 def query_params(request: Request, extra: Collection[str]) -> dict[str, Any]:

@@ -10,12 +10,12 @@ from pydantic import ConfigDict, Field
 
 from bpm.store.rows import InstanceRow
 from bpm_server.definition_models import LinkDto
-from bpm_server.models import Dto, VariableMap
+from bpm_server.models import Dto, Name, VariableMap
 
 
 class StartDto(Dto):
     variables: VariableMap | None = None
-    business_key: str | None = None
+    business_key: Name | None = None
     case_instance_id: str | None = None
     start_instructions: list[dict[str, Any]] | None = None
     skip_custom_listeners: bool | None = None

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
-
-from bpm_server.models import Dto, VariableMap
+from bpm_server.models import Dto, Name, NonEmptyName, VariableMap
 
 
 class CorrelationMessageDto(Dto):
-    message_name: str = Field(min_length=1)
-    business_key: str | None = None
+    message_name: NonEmptyName
+    business_key: Name | None = None
     tenant_id: str | None = None
     without_tenant_id: bool | None = None
     process_instance_id: str | None = None

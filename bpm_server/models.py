@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from bpm.limits import ERROR_DETAILS_MAX, ERROR_MESSAGE_MAX, NAME_MAX
 from bpm_server.variables import not_typed
 
 #: Camunda's Java ``int`` (paging, retries, priorities): larger numbers are a 400, not a
@@ -24,6 +25,12 @@ JavaInt = Annotated[int, Field(ge=-INT_MAX - 1, le=INT_MAX)]
 Count = Annotated[int, Field(ge=0, le=INT_MAX)]
 Millis = Annotated[int, Field(ge=0, le=MAX_DURATION_MS, description="milliseconds")]
 PositiveMillis = Annotated[int, Field(gt=0, le=MAX_DURATION_MS, description="milliseconds")]
+#: A name or key a client stores or matches on (``bpm.limits``): a worker id, a business or
+#: idempotency key, a message name, a topic.
+Name = Annotated[str, Field(max_length=NAME_MAX)]
+NonEmptyName = Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
+ErrorMessage = Annotated[str, Field(max_length=ERROR_MESSAGE_MAX)]
+ErrorDetails = Annotated[str, Field(max_length=ERROR_DETAILS_MAX)]
 
 
 class Dto(BaseModel):

@@ -7,8 +7,10 @@ log line carries too, and never a traceback.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
+import sys
 import uuid
 from typing import Any
 
@@ -23,6 +25,7 @@ from bpm.errors import (
     BpmError,
     DeploymentInvalid,
     Forbidden,
+    InputRefused,
     InvalidDefinition,
     InvalidExpression,
     InvalidOperation,
@@ -34,6 +37,7 @@ from bpm.errors import (
     TaskLockError,
     UnknownProcess,
 )
+from bpm.limits import shortened
 from bpm.store import DatabaseUnavailable
 
 log = logging.getLogger("bpm.server")
@@ -50,18 +54,23 @@ STATUS: tuple[tuple[type[BpmError], int, str], ...] = (
     (BadVariables, 400, "InvalidRequestException"),
     (InvalidDefinition, 400, "ParseException"),
     (InvalidExpression, 400, "ParseException"),
+    (InputRefused, 400, "InvalidRequestException"),
     # Camunda answers 500 for it; it is the caller's conflict with another user's claim.
     (TaskClaimed, 409, "TaskAlreadyClaimedException"),
     (InvalidOperation, 400, "BadUserRequestException"),
     (NotSupported, 501, "RestException"),
     (DatabaseUnavailable, 503, "ProcessEngineException"),
 )
+#: The longest error message answered, in characters.
+MESSAGE_MAX = 8000
 _LINE = re.compile(r"^line (\d+): (.*)$", re.DOTALL)
 _COLUMN = re.compile(r"\(column (\d+)\)")
 
 
 def body(kind: str, message: str, code: int = 0) -> dict[str, Any]:
-    return {"type": kind, "message": message, "code": code}
+    """An error body; a message longer than ``MESSAGE_MAX`` (one quoting a huge value) is cut,
+    so an error is never larger than the request that caused it."""
+    return {"type": kind, "message": shortened(message, MESSAGE_MAX), "code": code}
 
 
 def status_of(exc: BpmError) -> tuple[int, str]:
@@ -144,6 +153,12 @@ def validation_message(exc: RequestValidationError) -> str:
 
 async def _http(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
+    if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
+        where = await _huge_number_at(request)
+        if where is not None:
+            limit = sys.get_int_max_str_digits()
+            message = f"{where}: a number of more than {limit} digits; {NUMBERS}"
+            return JSONResponse(body("InvalidRequestException", message), 400)
     kind = "RestException" if exc.status_code < 500 else "ProcessEngineException"
     return JSONResponse(body(kind, str(exc.detail)), exc.status_code, headers=exc.headers)
 
@@ -160,3 +175,41 @@ async def _fault(request: Request, exc: Exception) -> JSONResponse:
     )
     message = f"internal error {ref}; the server log has its details"
     return JSONResponse(body("ProcessEngineException", message), 500)
+
+
+NUMBERS = "bpm takes 64-bit integers and finite floating-point numbers"
+
+
+class _Huge:
+    """Where the JSON parser met an integer too long for Python to convert."""
+
+
+async def _huge_number_at(request: Request) -> str | None:
+    """The path of the first integer in the body too long to convert (Python refuses more
+    than ``sys.get_int_max_str_digits()`` digits, and the framework then answers only that
+    the body did not parse), or None when that is not why."""
+    try:
+        raw = await request.body()  # kept by the request that read it
+        found = json.loads(raw, parse_int=_int_or_huge)
+    except (RuntimeError, ValueError):
+        return None
+    return _path_of_huge(found, "")
+
+
+def _int_or_huge(digits: str) -> int | _Huge:
+    return _Huge() if len(digits.lstrip("-")) > sys.get_int_max_str_digits() else int(digits)
+
+
+def _path_of_huge(value: Any, where: str) -> str | None:
+    if isinstance(value, _Huge):
+        return where or "body"
+    items: Any = ()
+    if isinstance(value, dict):
+        items = ((f"{where}.{k}" if where else str(k), v) for k, v in value.items())
+    elif isinstance(value, list):
+        items = ((f"{where}[{i}]", v) for i, v in enumerate(value))
+    for inner, item in items:
+        found = _path_of_huge(item, inner)
+        if found is not None:
+            return found
+    return None

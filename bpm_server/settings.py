@@ -20,6 +20,39 @@ TTL_ENV = "BPM_SERVER_CREDENTIAL_TTL"
 ORIGINS_ENV = "BPM_SERVER_ALLOWED_ORIGINS"
 OPENAPI_ENV = "BPM_SERVER_OPENAPI"
 _OFF = ("0", "false", "no", "off")
+MAX_BODY_ENV = "BPM_SERVER_MAX_BODY_BYTES"
+MAX_DEPLOYMENT_ENV = "BPM_SERVER_MAX_DEPLOYMENT_BYTES"
+MAX_HEADER_ENV = "BPM_SERVER_MAX_HEADER_BYTES"
+
+
+@dataclass(frozen=True)
+class InputLimits:
+    """How large a request may be before any of it is read (``bpm_server.input_limits``)."""
+
+    #: A request's body: the largest JSON body bpm takes (variables included).
+    body_bytes: int = 1024 * 1024
+    #: The body of ``POST /deployment/create``: its BPMN, DMN and other files together.
+    deployment_bytes: int = 16 * 1024 * 1024
+    #: The request's headers together, and apart from them its path and query.
+    header_bytes: int = 16 * 1024
+
+    @classmethod
+    def from_env(cls) -> InputLimits:
+        default = cls()
+        return cls(
+            _bytes(MAX_BODY_ENV, default.body_bytes),
+            _bytes(MAX_DEPLOYMENT_ENV, default.deployment_bytes),
+            _bytes(MAX_HEADER_ENV, default.header_bytes),
+        )
+
+
+def _bytes(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isascii() or not raw.isdigit() or not 1024 <= int(raw) <= 2**40:
+        raise ConfigError(f"{name}={raw[:40]!r} is not a number of bytes from 1024 to 2**40")
+    return int(raw)
 
 
 @dataclass(frozen=True)
@@ -36,6 +69,7 @@ class ServerSettings:
     #: document describes only what the public API documentation describes too, and the
     #: official clients' tests and the fuzz test read it.
     openapi: bool = True
+    limits: InputLimits = InputLimits()
 
     @property
     def loopback(self) -> bool:
@@ -56,6 +90,7 @@ class ServerSettings:
             ttl,
             allowed_origins(os.environ.get(ORIGINS_ENV, "")),
             os.environ.get(OPENAPI_ENV, "1").strip().lower() not in _OFF,
+            InputLimits.from_env(),
         )
 
 

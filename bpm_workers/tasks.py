@@ -26,6 +26,7 @@ from bpm.engine.jobs.args import PoisonMessage
 from bpm.engine.jobs.spec import Call, CorrelationRefused, Done, JobSpec, StartRefused
 from bpm.engine.jobs.table import JOBS
 from bpm.errors import BpmError
+from bpm.limits import shortened
 from bpm.store import DatabaseUnavailable, RetryableDatabaseError
 from bpm.store.outages import until_available
 from bpm_workers.config import MESSAGE_ONLY, SCAN_JOBS, Settings
@@ -37,6 +38,8 @@ __all__ = ["CorrelationRefused", "StartRefused", "register"]
 log = logging.getLogger("bpm.jobs")
 #: Seconds before a request that failed unexpectedly goes back to its queue.
 REQUEUE_PAUSE = 5.0
+#: The characters of an argument a log line shows.
+LOGGED_MAX = 80
 
 
 def _run(
@@ -69,7 +72,7 @@ def _run(
         done = Done("dropped")
         if refusals is not None:
             refusals.append(exc)
-        log.warning("job=%s outcome=dropped reason=%s args=%s", name, exc, ids)
+        log.warning("job=%s outcome=dropped reason=%s args=%s", name, exc, _fmt(ids))
     except BpmError as exc:
         done = Done("refused")
         if refusals is not None:
@@ -113,7 +116,8 @@ def _found_nothing(outcome: str) -> bool:
 
 
 def _fmt(ids: dict[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in ids.items())
+    # A sender's key may be long (and refused for it): the line shows its start.
+    return " ".join(f"{k}={shortened(str(v), LOGGED_MAX)}" for k, v in ids.items())
 
 
 def register(app: Celery, settings: Settings) -> None:

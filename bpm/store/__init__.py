@@ -7,6 +7,7 @@ engine opens one transaction per use case with ``Database.transaction()``.
 from bpm.store.db import (
     Connection,
     Database,
+    DatabaseRefused,
     DatabaseUnavailable,
     RetryableDatabaseError,
     database_url,
@@ -15,6 +16,7 @@ from bpm.store.db import (
 __all__ = [
     "Connection",
     "Database",
+    "DatabaseRefused",
     "DatabaseUnavailable",
     "RetryableDatabaseError",
     "database_url",

@@ -10,15 +10,23 @@ from typing import Any
 
 from sqlalchemy import Connection, create_engine, event
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError, OperationalError
+from sqlalchemy.exc import (
+    ArgumentError,
+    DataError,
+    DBAPIError,
+    DisconnectionError,
+    OperationalError,
+)
 from sqlalchemy.pool import StaticPool
 from sqlalchemy.sql.expression import ClauseElement
 
-from bpm.errors import BpmError, ConfigError
+from bpm.errors import BpmError, ConfigError, InputRefused
+from bpm.limits import quoted
 
 __all__ = [
     "Connection",
     "Database",
+    "DatabaseRefused",
     "DatabaseUnavailable",
     "RetryableDatabaseError",
     "database_url",
@@ -30,6 +38,10 @@ RETRYABLE_SQLSTATES = frozenset({"40P01", "40001", "55P03"})
 #: admin_shutdown, crash_shutdown, cannot_connect_now (a server stopping, or in recovery);
 #: every state of class 08 (connection exception) counts too.
 UNAVAILABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})
+#: data_exception (a value too long, out of range, not valid text) and
+#: program_limit_exceeded (an index row too large): the statement's values are refused, and
+#: sending them again can never succeed.
+REFUSED_SQLSTATE_CLASSES = ("22", "54")
 #: Seconds a pooled connection may rest before it is checked on its next use: shorter than
 #: any server restart, so no connection that missed one goes unchecked.
 IDLE_BEFORE_PING = 1.0
@@ -62,6 +74,11 @@ class DatabaseUnavailable(BpmError):
     """PostgreSQL could not be reached, or dropped the connection: a server restart, a crash,
     a cut network. Whether the transaction committed is unknown when it broke at COMMIT, so
     what retries it must be idempotent (every engine job is)."""
+
+
+class DatabaseRefused(InputRefused):
+    """PostgreSQL refused the values a statement carries (too long, out of range, a NUL, an
+    index row too large): the input is wrong, not the database, so it is final."""
 
 
 def database_url(url: str | None = None) -> str:
@@ -127,7 +144,8 @@ class Database:
         """One database transaction: commits on success, rolls back on any exception.
 
         A deadlock or serialization failure comes out as ``RetryableDatabaseError``; a
-        server that cannot be reached, or a connection that broke, as ``DatabaseUnavailable``.
+        server that cannot be reached, or a connection that broke, as ``DatabaseUnavailable``;
+        values the database refuses (``refused``) as ``DatabaseRefused``.
         """
         try:
             with self.engine.begin() as conn:
@@ -135,6 +153,10 @@ class Database:
         except DBAPIError as exc:
             if getattr(exc.orig, "sqlstate", None) in RETRYABLE_SQLSTATES:
                 raise RetryableDatabaseError(str(exc.orig)) from exc
+            if refused(exc):
+                raise DatabaseRefused(
+                    f"the database refused a value: {quoted(_first_line(exc.orig), 200)}"
+                ) from exc
             if self.is_postgres and unavailable(exc):
                 raise DatabaseUnavailable(
                     f"the database {self.safe_url} is unavailable: {_first_line(exc.orig)}"
@@ -167,6 +189,16 @@ def unavailable(exc: DBAPIError) -> bool:
             sign in text for sign in CONFIGURATION_ERRORS
         )
     return str(state).startswith("08") or state in UNAVAILABLE_SQLSTATES
+
+
+def refused(exc: DBAPIError) -> bool:
+    """Whether the database refused the statement's values rather than failed: a data
+    exception or a limit of the database exceeded (the driver's own ``DataError``, such as a
+    NUL it cannot send, counts too)."""
+    state = getattr(exc.orig, "sqlstate", None)
+    if state is not None:
+        return str(state)[:2] in REFUSED_SQLSTATE_CLASSES
+    return isinstance(exc, DataError)
 
 
 def _first_line(exc: object) -> str:

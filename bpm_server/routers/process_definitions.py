@@ -9,6 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, Query, Request
 
 from bpm.errors import InvalidOperation, InvalidRequest, UnknownProcess
+from bpm.limits import NAME_MAX
 from bpm.states import LIVE_INSTANCE
 from bpm.store.definition_queries import DefinitionFilter
 from bpm.store.rows import DefinitionRow
@@ -29,7 +30,7 @@ from bpm_server.variables import decode_variables, encode_variables
 router = APIRouter(prefix="/process-definition", tags=["Process Definition"])
 Reader = Annotated[Principal, Depends(require(Permission.READ))]
 Starter = Annotated[Principal, Depends(require(Permission.START))]
-IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key")]
+IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key", max_length=NAME_MAX)]
 
 FILTERS = {
     "processDefinitionId",

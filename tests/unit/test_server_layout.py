@@ -15,6 +15,7 @@ ALLOWED = {
     "bpm",
     "bpm.credentials",
     "bpm.errors",
+    "bpm.limits",  # the text limits, defined once for the engine and the server
     "bpm.states",
     "bpm.store",
     "bpm.store.db",

@@ -25,7 +25,8 @@ from bpm.definitions.parse import compile_definition
 from bpm.dmn import Decision, parse_dmn
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Conflict, Tx
-from bpm.errors import DeploymentInvalid, InvalidDefinition, InvalidOperation
+from bpm.errors import DeploymentInvalid, InputRefused, InvalidDefinition, InvalidOperation
+from bpm.limits import NAME_MAX, RESOURCE_MAX_BYTES, check_text, quoted
 from bpm.states import EngineEvent
 from bpm.store import decisions, definitions, deployments
 from bpm.store.decisions import DecisionVersionTaken
@@ -157,6 +158,14 @@ def check(core: EngineCore, resources: Sequence[Resource]) -> _Checked:
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise InvalidOperation(f"a deployment holds each file name once: {', '.join(twice)}")
+    for res in resources:
+        check_text(res.name, "the file name", NAME_MAX)
+        if res.kind == ResourceKind.OTHER and len(res.content) > RESOURCE_MAX_BYTES:
+            raise InputRefused(
+                f"file {quoted(res.name)} has {len(res.content)} bytes; a file bpm stores"
+                f" without reading it may have at most {RESOURCE_MAX_BYTES}",
+                res.name,
+            )
     out, problems, causes = _Checked(), {}, {}
     for res in resources:
         try:
@@ -220,6 +229,8 @@ def deploy(
     source = options.get("source", DEFAULT_SOURCE)
     changed_only = options.get("changed_only", True)
     filtered = changed_only or options.get("filter_duplicates", False)
+    check_text(name, "the deployment name", NAME_MAX)
+    check_text(source, "the deployment source", NAME_MAX)
     checked = check(core, resources)
     for _ in range(5):
         try:

@@ -23,6 +23,7 @@ from bpm.engine.semantics import scopes, task_moves
 from bpm.errors import (
     TaskLockError,
 )
+from bpm.limits import NAME_MAX, check_text
 from bpm.store import tasks, variables
 from bpm.store.notify import Listener, listen
 from bpm.store.rows import TaskRow
@@ -129,9 +130,11 @@ def _check_fetch(
 ) -> None:
     if not isinstance(worker_id, str) or not worker_id:
         raise TaskLockError("worker_id must be a non-empty string")
+    check_text(worker_id, "the worker id", NAME_MAX)
     if not topics:
         raise TaskLockError("fetch_and_lock needs at least one topic")
     for t in topics:
+        check_text(t.topic, "the topic", NAME_MAX)
         if t.lock_duration <= timedelta(0):
             raise TaskLockError(f"topic {t.topic!r}: lock_duration must be positive")
     if not 1 <= max_tasks <= MAX_TASKS:

@@ -24,6 +24,7 @@ from bpm.errors import (
     TaskNotLocked,
     WrongWorker,
 )
+from bpm.limits import ERROR_DETAILS_MAX, ERROR_MESSAGE_MAX, NAME_MAX, check_text
 from bpm.states import TaskEvent, TaskKind, TaskState, TokenState
 from bpm.store import tasks
 from bpm.store.db import first_statement_commits
@@ -160,6 +161,8 @@ def fail(
     core.held.forget(task_id)  # this report changes the task: the fetched rows are stale
     if retries < 0 or retry_timeout < timedelta(0):
         raise TaskLockError("retries and retry_timeout must not be negative")
+    check_text(error_message, "the error message", ERROR_MESSAGE_MAX)
+    check_text(error_details, "the error details", ERROR_DETAILS_MAX)
 
     def body(tx: Tx) -> Any:
         task = _held(tx, task_id, worker_id, attempt)
@@ -214,6 +217,8 @@ def bpmn_error(
     core.held.forget(task_id)  # this report changes the task: the fetched rows are stale
     if not isinstance(code, str) or not code:
         raise BadVariables("a BPMN error needs a non-empty code")
+    check_text(code, "the BPMN error code", NAME_MAX)
+    check_text(message, "the error message", ERROR_MESSAGE_MAX)
     checked = check_variables(values, where=f"bpmn_error of task {task_id}")
 
     def body(tx: Tx) -> Any:

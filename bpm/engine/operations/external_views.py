@@ -16,6 +16,7 @@ from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Tx
 from bpm.engine.semantics import task_moves
 from bpm.errors import TaskLockError, TaskNotFound, TaskNotLocked, WrongWorker
+from bpm.limits import NAME_MAX, check_text
 from bpm.states import TaskEvent, TaskKind, TaskState
 from bpm.store import task_queries, tasks
 from bpm.store.rows import TaskRow
@@ -78,6 +79,7 @@ def lock(core: EngineCore, task_id: UUID, worker_id: str, duration: timedelta) -
     """Lock a waiting task for ``worker_id``, or renew the lock it already holds."""
     if duration <= timedelta(0):
         raise TaskLockError("lockDuration must be positive")
+    check_text(worker_id, "the worker id", NAME_MAX)
 
     def once() -> None:
         with core.transaction(worker_id) as tx:

@@ -18,6 +18,7 @@ from bpm.engine.semantics.cancelling import cancel_token
 from bpm.engine.semantics.instance_state import set_instance_state
 from bpm.engine.semantics.moves import create, new_token
 from bpm.errors import DeploymentInvalid, InvalidOperation, NotFound, UnknownProcess
+from bpm.limits import NAME_MAX, check_text, quoted
 from bpm.states import (
     EngineEvent,
     InstanceState,
@@ -131,7 +132,8 @@ def start(
         ("message id", message_id),
     ):
         if given is not None and (not isinstance(given, str) or not given):
-            raise InvalidOperation(f"the {name} must be a non-empty string, got {given!r}")
+            raise InvalidOperation(f"the {name} must be a non-empty string, got {quoted(given)}")
+        check_text(given, f"the {name}", NAME_MAX)
     ikey = start_key(idempotency_key, business_key, message_id)
     with core.transaction() as tx:
         row = _definition(tx, key, version)

@@ -17,6 +17,7 @@ from bpm.engine.core.tx import Next, Tx
 from bpm.engine.semantics import scopes
 from bpm.engine.semantics.nodes import leave
 from bpm.errors import AmbiguousCorrelation, Forbidden, InvalidOperation, NoMatchingWait
+from bpm.limits import NAME_MAX, check_text
 from bpm.states import EngineEvent, InstanceState, TokenState, WaitKind
 from bpm.store import instances, variables
 from bpm.store.rows import TokenRow
@@ -81,6 +82,8 @@ def correlate_tokens(
     correlation_keys = options.get("correlation_keys")
     if not isinstance(message, str) or not message:
         raise InvalidOperation("a correlation needs a message name")
+    check_text(message, "the message name", NAME_MAX)
+    check_text(business_key, "the business key", NAME_MAX)
     if business_key is None and instance_id is None:
         raise InvalidOperation(f"correlating {message!r} needs a business key or an instance id")
     checked = check_variables(values, where=f"correlation of {message!r}")
