@@ -12,10 +12,10 @@ from starlette.concurrency import run_in_threadpool
 
 from bpm.engine.operations.external import LockedTask, TopicRequest
 from bpm.engine.operations.external_views import ExternalTaskView
-from bpm.errors import InvalidOperation, InvalidRequest, TaskLockError
+from bpm.errors import Forbidden, InvalidOperation, InvalidRequest, TaskLockError
 from bpm.states import TaskState
 from bpm.store.task_filters import InstanceMatch
-from bpm_server.auth import Permission, Principal, require
+from bpm_server.auth import Authenticator, Permission, Principal, require
 from bpm_server.dates import format_date
 from bpm_server.definition_models import definition_uuid
 from bpm_server.external_task_models import (
@@ -52,8 +52,8 @@ def _runtime(request: Request) -> ServerRuntime:
 async def fetch_and_lock(body: FetchDto, request: Request, caller: Fetcher) -> list[LockedTaskDto]:
     """Lock up to ``maxTasks`` tasks; with ``asyncResponseTimeout``, wait for one."""
     topics = body.topics or []
+    _may_fetch(caller, [t.topic_name for t in topics])
     for topic in topics:
-        caller.check_topic(topic.topic_name)
         if topic.process_definition_version_tag is not None:
             raise InvalidRequest(
                 f"topics[{topic.topic_name}].processDefinitionVersionTag: not supported yet;"
@@ -81,11 +81,34 @@ async def fetch_and_lock(body: FetchDto, request: Request, caller: Fetcher) -> l
         names = [t.topic for t in requests]
         filtered = any(_has_filters(t) for t in topics)
         signals = request.app.state.signals
+        authenticator: Authenticator = request.app.state.authenticator
+        header = request.headers.get("authorization")
+
+        async def authorize() -> None:
+            _may_fetch(await authenticator.authenticate(header), names)
+
         found = await fetch_waiting(
-            request, engine, signals, fetch, names, body.max_tasks, timeout, filtered
+            request,
+            engine,
+            signals,
+            fetch,
+            names,
+            body.max_tasks,
+            timeout,
+            filtered,
+            authorize,
+            authenticator.ttl,
         )
     wanted = {t.topic_name: bool(t.include_extension_properties) for t in topics}
     return [_locked(task, wanted.get(task.topic, False)) for task in found]
+
+
+def _may_fetch(caller: Principal, topics: list[str]) -> None:
+    """The caller's role fetches, and its topic limit holds every topic asked for."""
+    if not caller.can(Permission.FETCH_TASKS):
+        raise Forbidden(f"{caller.name} ({caller.role.lower()}) may not {Permission.FETCH_TASKS}")
+    for topic in topics:
+        caller.check_topic(topic)
 
 
 def _topic_request(t: FetchTopicDto) -> TopicRequest:
