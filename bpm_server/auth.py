@@ -82,6 +82,15 @@ class Principal:
         if self.processes is not None and key not in self.processes:
             raise Forbidden(f"{self.name} may not {doing} process {key!r}")
 
+    def check_variables_read(self, field: str) -> None:
+        """Variables in an answer are a read of the instance: a caller asking for them with
+        ``field`` must have a role that reads (viewer, operator), whatever it may change."""
+        if not self.can(Permission.READ):
+            raise Forbidden(
+                f"{field}: {self.name} ({self.role.lower()}) may not read an instance's"
+                " variables; only a viewer or an operator may ask for them"
+            )
+
     @classmethod
     def of(cls, row: CredentialRow) -> Principal:
         return cls(

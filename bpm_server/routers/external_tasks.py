@@ -272,7 +272,10 @@ def set_retries(task_id: str, body: RetriesDto, request: Request, caller: Operat
 def _check_topic(runtime: ServerRuntime, caller: Principal, task_id: str) -> None:
     """A worker limited to topics reports only on tasks of those (read before acting)."""
     if caller.topics is not None:
-        caller.check_topic(runtime.engine.external_task(task_id).topic)
+        topic = runtime.engine.external_task(task_id).topic
+        if topic not in caller.topics:
+            # The task's topic is not the caller's to see: the refusal names the task only.
+            raise Forbidden(f"{caller.name} may not report on task {task_id}")
 
 
 def _worker(worker_id: str | None) -> str:

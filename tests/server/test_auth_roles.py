@@ -15,6 +15,11 @@ import pytest
 from bpm import credentials
 from bpm.states import Role
 from tests.server.conftest import Server
+from tests.server.ops_processes import (  # noqa: F401 (a fixture)
+    review_bpmn,
+    review_task,
+    server_imports_the_handlers,
+)
 from tests.server.processes import deploy, message_bpmn, start
 
 FETCH = "/external-task/fetchAndLock"
@@ -37,9 +42,11 @@ def roles(server: Server) -> Server:
         deploy(server.runtime, key, key.replace("_", "-"))
     server.runtime.engine.deploy_bpmn(message_bpmn("ar_msg_mine", "ar-paid"))
     server.runtime.engine.deploy_bpmn(message_bpmn("ar_msg_other", "ar-paid"))
+    server.runtime.engine.deploy_bpmn(review_bpmn("ar_review"))
     server.add("ar-worker", Role.WORKER)
     server.add("ar-worker-2", Role.WORKER)
     server.add("ar-starter", Role.STARTER, processes=("ar_start", "ar_msg_mine"))
+    server.add("ar-task-starter", Role.STARTER)
     server.add("ar-viewer", Role.VIEWER)
     return server
 
@@ -121,3 +128,115 @@ def test_wrong_secrets_and_odd_credentials_are_401_and_the_right_one_still_works
         assert unknown.status_code == 401
         assert unknown.json()["message"] == got.json()["message"].replace("ar-worker", "ar-nobody")
         assert c.post(FETCH, json=body, auth=roles.auth("ar-worker")).status_code == 200
+
+
+# --- variables in answers are a read ----------------------------------------------------------
+
+
+def _start_body(business_key: str, **extra: Any) -> dict[str, Any]:
+    return {"businessKey": business_key, "withVariablesInReturn": True, **extra}
+
+
+def test_a_replayed_start_answers_variables_only_to_a_reader(roles: Server) -> None:
+    """Someone else's instance, running or cancelled: a starter re-sending its start key gets
+    the instance, not its variables."""
+    running = start(roles.runtime, "ar_start", "ar-bk-running", secret="hidden")
+    cancelled = start(roles.runtime, "ar_start", "ar-bk-cancelled", secret="hidden")
+    roles.runtime.engine.cancel(cancelled)
+    url = "/process-definition/key/ar_start/start"
+    with roles.client("ar-starter") as c:
+        for key, instance in (("ar-bk-running", running), ("ar-bk-cancelled", cancelled)):
+            again = c.post(url, json=_start_body(key))
+            assert again.status_code == 200, again.text
+            assert again.json()["id"] == instance
+            assert again.json()["variables"] is None and "hidden" not in again.text
+        by_header = c.post(
+            url,
+            json={"withVariablesInReturn": True, "variables": {"mine": {"value": 1}}},
+            headers={"Idempotency-Key": "ar-idem"},
+        )
+        replayed = c.post(
+            url, json={"withVariablesInReturn": True}, headers={"Idempotency-Key": "ar-idem"}
+        )
+    # A new instance's variables go to its starter; the same start sent again does not.
+    assert by_header.json()["variables"]["mine"]["value"] == 1
+    assert replayed.json()["id"] == by_header.json()["id"]
+    assert replayed.json()["variables"] is None
+    with roles.client("operator") as c:
+        shown = c.post(url, json=_start_body("ar-bk-running")).json()
+    assert shown["variables"]["secret"]["value"] == "hidden"
+
+
+def test_variables_in_a_correlation_result_need_a_reader(roles: Server) -> None:
+    instance = str(
+        roles.runtime.engine.start("ar_msg_mine", {"secret": "hidden"}, business_key="ar-m1").id
+    )
+    roles.runtime.run_until_idle(timeout=5)
+    body = {
+        "messageName": "ar-paid",
+        "businessKey": "ar-m1",
+        "resultEnabled": True,
+        "variablesInResultEnabled": True,
+    }
+    with roles.client("ar-starter") as c:
+        refused = c.post("/message", json=body)
+        assert refused.status_code == 403, refused.text
+        assert "variablesInResultEnabled" in refused.json()["message"]
+        assert roles.runtime.engine.show(instance)["state"] == "RUNNING"  # nothing moved
+        done = c.post("/message", json={**body, "variablesInResultEnabled": False})
+    assert done.status_code == 200, done.text
+    assert done.json()[0]["variables"] is None and "hidden" not in done.text
+
+
+def test_variables_returned_by_a_task_completion_need_a_reader(roles: Server) -> None:
+    instance = start(roles.runtime, "ar_review", orderId="A1", secret="hidden")
+    task = review_task(roles.runtime, instance)
+    values = {"approved": {"value": True}, "amount": {"value": 3}}
+    body = {"variables": values, "withVariablesInReturn": True}
+    with roles.client("ar-task-starter") as c:
+        refused = c.post(f"/task/{task}/complete", json=body)
+        assert refused.status_code == 403, refused.text
+        assert "withVariablesInReturn" in refused.json()["message"]
+        assert review_task(roles.runtime, instance) == task  # still open
+        done = c.post(f"/task/{task}/complete", json={**body, "withVariablesInReturn": False})
+    assert done.status_code == 204, done.text
+
+
+# --- refusals name nothing the caller may not see ---------------------------------------------
+
+
+def test_another_process_s_instance_neither_blocks_nor_shows_in_a_correlation(
+    roles: Server,
+) -> None:
+    engine = roles.runtime.engine
+    other = str(engine.start("ar_msg_other", {}, business_key="ar-shared").id)
+    mine = str(engine.start("ar_msg_mine", {}, business_key="ar-shared").id)
+    alone = str(engine.start("ar_msg_other", {}, business_key="ar-not-mine").id)
+    roles.runtime.run_until_idle(timeout=5)
+    with roles.client("ar-starter") as c:
+        done = c.post("/message", json={"messageName": "ar-paid", "businessKey": "ar-shared"})
+        assert done.status_code == 204, done.text
+        nothing = c.post("/message", json={"messageName": "ar-paid", "businessKey": "ar-not-mine"})
+        by_id = c.post("/message", json={"messageName": "ar-paid", "processInstanceId": alone})
+    roles.runtime.run_until_idle(timeout=5)
+    assert engine.show(mine)["state"] == "COMPLETED"
+    assert engine.show(other)["state"] == "RUNNING"
+    assert engine.show(alone)["state"] == "RUNNING"
+    # As if they did not exist: the same 400 as for a business key nobody uses.
+    assert nothing.status_code == 400 and by_id.status_code == 400
+    for answer in (nothing, by_id):
+        assert "ar_msg_other" not in answer.text
+    assert other not in nothing.text
+
+
+def test_a_refused_report_does_not_name_the_task_s_topic(roles: Server) -> None:
+    roles.add("ar-only-x", Role.WORKER, ("ar-x",))
+    instance = start(roles.runtime, "ar_secret")
+    with roles.client("operator") as c:
+        (task,) = c.post(FETCH, json=_fetch("ar-secret", "op")).json()
+    with roles.client("ar-only-x") as c:
+        refused = c.post(f"/external-task/{task['id']}/complete", json={"workerId": "op"})
+    assert refused.status_code == 403
+    assert "ar-secret" not in refused.json()["message"]
+    assert task["id"] in refused.json()["message"]
+    assert _task(roles, instance)["workerId"] == "op"
