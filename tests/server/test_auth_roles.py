@@ -240,3 +240,55 @@ def test_a_refused_report_does_not_name_the_task_s_topic(roles: Server) -> None:
     assert "ar-secret" not in refused.json()["message"]
     assert task["id"] in refused.json()["message"]
     assert _task(roles, instance)["workerId"] == "op"
+
+
+# --- a lock belongs to the credential that took it --------------------------------------------
+
+
+def test_only_the_credential_that_took_a_lock_may_act_on_it(roles: Server) -> None:
+    """Even with the right workerId; an operator may act on any lock."""
+    instance = start(roles.runtime, "ar_lock")
+    with roles.client("ar-worker") as c:
+        (task,) = c.post(FETCH, json=_fetch("ar-lock", "shared-id")).json()
+    url = f"/external-task/{task['id']}"
+    with roles.client("ar-worker-2") as c:
+        for path, body in (
+            ("extendLock", {"workerId": "shared-id", "newDuration": 60_000}),
+            ("complete", {"workerId": "shared-id"}),
+            ("failure", {"workerId": "shared-id", "retries": 0, "errorMessage": "x"}),
+            ("bpmnError", {"workerId": "shared-id", "errorCode": "E1"}),
+            ("lock", {"workerId": "shared-id", "lockDuration": 60_000}),
+            ("unlock", None),
+        ):
+            refused = c.post(f"{url}/{path}", json=body)
+            assert refused.status_code == 403, (path, refused.text)
+            assert refused.json()["type"] == "AuthorizationException"
+            # Neither the holder's credential nor its worker is named.
+            assert "ar-worker" not in refused.json()["message"].replace("ar-worker-2", "")
+    after = _task(roles, instance)
+    assert after["workerId"] == "shared-id" and after["errorMessage"] is None
+    assert after["lockExpirationTime"] == task["lockExpirationTime"]
+    with roles.client("operator") as c:
+        extended = c.post(
+            f"{url}/extendLock", json={"workerId": "shared-id", "newDuration": 60_000}
+        )
+        assert extended.status_code == 204, extended.text
+    with roles.client("ar-worker") as c:
+        done = c.post(f"{url}/complete", json={"workerId": "shared-id"})
+        assert done.status_code == 204, done.text
+    roles.runtime.run_until_idle(timeout=5)
+    assert roles.runtime.engine.show(instance)["state"] == "COMPLETED"
+
+
+def test_a_lock_taken_by_id_belongs_to_its_credential_too(roles: Server) -> None:
+    instance = start(roles.runtime, "ar_lock")
+    task_id = _task(roles, instance)["id"]
+    url = f"/external-task/{task_id}"
+    with roles.client("ar-worker") as c:
+        taken = c.post(f"{url}/lock", json={"workerId": "by-id", "lockDuration": 60_000})
+        assert taken.status_code == 204, taken.text
+    with roles.client("ar-worker-2") as c:
+        assert c.post(f"{url}/complete", json={"workerId": "by-id"}).status_code == 403
+    with roles.client("ar-worker") as c:
+        assert c.post(f"{url}/unlock").status_code == 204
+    assert _task(roles, instance)["workerId"] is None
