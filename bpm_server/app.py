@@ -43,11 +43,12 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         runtime = ServerRuntime(cfg.database_url)
         signals = TaskSignals(cfg.database_url)
+        authenticator = Authenticator(
+            runtime.db, open_on_loopback=cfg.loopback, ttl=cfg.credential_ttl
+        )
         try:
             app.state.runtime = runtime
-            app.state.authenticator = Authenticator(
-                runtime.db, open_on_loopback=cfg.loopback, ttl=cfg.credential_ttl
-            )
+            app.state.authenticator = authenticator
             if credentials.configured(runtime.db) == 0:
                 log.warning(
                     "no API credential is configured: %s",
@@ -60,6 +61,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
             yield
         finally:
             await signals.stop()
+            authenticator.close()
             runtime.close()
 
     app = FastAPI(

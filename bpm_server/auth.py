@@ -7,21 +7,26 @@ the verified ``Principal``; limits on topics or process keys are checked by the 
 Verifying a secret costs an scrypt derivation (tens of milliseconds, on purpose). A worker
 polling in a loop would pay it on every call, so a verified secret is remembered (keyed by a
 SHA-256 of name and secret, never the secret) for ``ttl`` seconds; after that its row is read
-again, and a removed credential or a changed secret stops working then. With no credential
-configured at all the server is open, and only when it is bound to loopback (``bpm serve``
-refuses other addresses then).
+again, and a removed credential or a changed secret stops working then (a waiting long poll
+checks again too: ``long_poll``). What a wrong secret may cost the others is bounded (see
+``Authenticator``). With no credential configured at all the server is open, and only when it
+is bound to loopback (``bpm serve`` refuses other addresses then).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import hashlib
-import threading
+import re
+import secrets
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TypeVar
 
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
@@ -34,6 +39,7 @@ from bpm.store import Database
 
 DEFAULT_TTL = 10.0
 _MAX_CACHED = 10_000
+_T = TypeVar("_T")
 
 
 class Permission(StrEnum):
@@ -76,6 +82,15 @@ class Principal:
         if self.processes is not None and key not in self.processes:
             raise Forbidden(f"{self.name} may not {doing} process {key!r}")
 
+    def check_variables_read(self, field: str) -> None:
+        """Variables in an answer are a read of the instance: a caller asking for them with
+        ``field`` must have a role that reads (viewer, operator), whatever it may change."""
+        if not self.can(Permission.READ):
+            raise Forbidden(
+                f"{field}: {self.name} ({self.role.lower()}) may not read an instance's"
+                " variables; only a viewer or an operator may ask for them"
+            )
+
     @classmethod
     def of(cls, row: CredentialRow) -> Principal:
         return cls(
@@ -96,8 +111,22 @@ class _Verified:
     checked_at: float
 
 
+#: Threads that derive keys. A flood of wrong secrets queues here, so it can take no more
+#: CPU than this many derivations at once; callers already verified never wait on it.
+HASH_THREADS = 2
+_WRONG = "no credential {!r}, or a wrong secret"
+
+
 class Authenticator:
-    """Turns an ``Authorization`` header into a ``Principal`` or refuses it."""
+    """Turns an ``Authorization`` header into a ``Principal`` or refuses it.
+
+    Used from the event loop only. A secret verified within the TTL is answered there; the
+    credential's row is read in a thread, and a key derived on the small ``HASH_THREADS``
+    pool, so a flood of wrong secrets queues behind itself, not behind other callers. A
+    name and secret that failed are refused for the TTL without deriving again. A name with
+    no credential is derived against a stand-in hash, so it costs what a known name costs
+    and the timing does not tell which names exist.
+    """
 
     def __init__(
         self,
@@ -109,33 +138,48 @@ class Authenticator:
     ) -> None:
         self.db, self.open_on_loopback, self.ttl, self.clock = db, open_on_loopback, ttl, clock
         self._verified: dict[bytes, _Verified] = {}
-        self._lock = threading.Lock()
-        self._gates: dict[bytes, threading.Lock] = {}
+        self._failed: dict[bytes, float] = {}
+        self._pending: dict[bytes, asyncio.Future[Principal]] = {}
+        self._hashing = ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="bpm-auth-hash")
+        self._stand_in = credentials.hash_secret(secrets.token_urlsafe(32))
         # Whether no credential is configured, and until when that answer holds (ttl).
         self._open, self._open_until = False, -1.0
 
-    def principal(self, authorization: str | None) -> Principal:
+    def close(self) -> None:
+        self._hashing.shutdown(wait=False, cancel_futures=True)
+
+    async def authenticate(self, authorization: str | None) -> Principal:
+        """The caller, or ``NotAuthenticated``. Concurrent requests with the same credential
+        (a worker's pool of polls) wait for one check instead of each making it."""
         if not authorization:
-            if self.is_open():
+            if await self._is_open():
                 return ANONYMOUS
             raise NotAuthenticated("this call needs a credential (HTTP Basic or Bearer)")
         name, secret = _parse(authorization)
-        return self._verify(name, secret)
+        key = _key(name, secret)
+        now = self.clock()
+        known = self._verified.get(key)
+        if known is not None and now - known.checked_at < self.ttl:
+            return known.principal
+        failed_at = self._failed.get(key)
+        if failed_at is not None and now - failed_at < self.ttl:
+            raise NotAuthenticated(_WRONG.format(name))
+        pending = self._pending.get(key)
+        if pending is None:
+            pending = asyncio.ensure_future(self._check(key, name, secret, known))
+            self._pending[key] = pending
+            pending.add_done_callback(lambda done: self._settled(key, done))
+        # Shielded: a caller that goes away does not cancel the check the others wait for.
+        return await asyncio.shield(pending)
 
-    def remembered(self, authorization: str | None) -> Principal | None:
-        """The caller if it is known without any I/O (verified within the TTL), else None."""
-        if not authorization:
-            return None
-        try:
-            name, secret = _parse(authorization)
-        except NotAuthenticated:
-            return None  # ``principal`` refuses it, and logs it
-        with self._lock:
-            known = self._verified.get(_key(name, secret))
-        return known.principal if known is not None and self._fresh(known) else None
+    def _settled(self, key: bytes, done: asyncio.Future[Principal]) -> None:
+        self._pending.pop(key, None)
+        if not done.cancelled():
+            done.exception()  # retrieved: every waiter may have gone away
 
-    def _fresh(self, known: _Verified) -> bool:
-        return self.clock() - known.checked_at < self.ttl
+    async def _is_open(self) -> bool:
+        known = self.known_open()
+        return known if known is not None else await run_in_threadpool(self.is_open)
 
     def is_open(self) -> bool:
         """Whether anyone may call without a credential: none is configured and the server is
@@ -154,48 +198,39 @@ class Authenticator:
             return False
         return self._open if self.clock() < self._open_until else None
 
-    def _verify(self, name: str, secret: str) -> Principal:
-        key = _key(name, secret)
-        with self._lock:
-            known = self._verified.get(key)
-            if known is not None and self._fresh(known):
-                return known.principal
-            # Concurrent requests with the same credential (a worker's pool of polls) wait
-            # for one verification instead of each deriving the key.
-            if len(self._gates) >= _MAX_CACHED:
-                self._gates.clear()
-            gate = self._gates.setdefault(key, threading.Lock())
-        with gate:
-            return self._verify_once(key, name, secret)
-
-    def _verify_once(self, key: bytes, name: str, secret: str) -> Principal:
+    async def _check(
+        self, key: bytes, name: str, secret: str, known: _Verified | None
+    ) -> Principal:
         now = self.clock()
-        with self._lock:
-            known = self._verified.get(key)
-        if known is not None and self._fresh(known):
-            return known.principal
-        row = credentials.lookup(self.db, name)
-        if row is None:
-            self._forget(key)
-            raise NotAuthenticated(f"no credential {name!r}, or a wrong secret")
-        if known is None or known.secret_hash != row.secret_hash:
-            if not credentials.verify_secret(secret, row.secret_hash):
-                self._forget(key)
-                raise NotAuthenticated(f"no credential {name!r}, or a wrong secret")
+        row = await run_in_threadpool(credentials.lookup, self.db, name)
+        if row is not None and known is not None and known.secret_hash == row.secret_hash:
+            # Verified before against this very hash: only the row had to be read again.
+            return self._remember(key, row, now)
+        stored = row.secret_hash if row is not None else self._stand_in
+        loop = asyncio.get_running_loop()
+        ok = await loop.run_in_executor(self._hashing, credentials.verify_secret, secret, stored)
+        if row is None or not ok:
+            self._verified.pop(key, None)
+            _bounded(self._failed)[key] = self.clock()
+            raise NotAuthenticated(_WRONG.format(name))
+        self._failed.pop(key, None)
+        return self._remember(key, row, now)
+
+    def _remember(self, key: bytes, row: CredentialRow, now: float) -> Principal:
         verified = _Verified(row.secret_hash, Principal.of(row), now)
-        with self._lock:
-            if len(self._verified) >= _MAX_CACHED:
-                self._verified.clear()
-            self._verified[key] = verified
+        _bounded(self._verified)[key] = verified
         return verified.principal
 
-    def _forget(self, key: bytes) -> None:
-        with self._lock:
-            self._verified.pop(key, None)
+
+def _bounded(cache: dict[bytes, _T]) -> dict[bytes, _T]:
+    """``cache``, emptied when full: memory stays bounded whatever callers send."""
+    if len(cache) >= _MAX_CACHED:
+        cache.clear()
+    return cache
 
 
 def _key(name: str, secret: str) -> bytes:
-    """What the cache knows a credential by: never the secret itself."""
+    """What the caches know a credential by: never the secret itself."""
     return hashlib.sha256(f"{name}\0{secret}".encode()).digest()
 
 
@@ -209,17 +244,20 @@ def _parse(header: str) -> tuple[str, str]:
             raise NotAuthenticated("the Basic credentials are not base64 of name:secret") from None
         if not colon:
             raise NotAuthenticated("the Basic credentials are not base64 of name:secret")
-        # A credential's name is printable text; a control character (a NUL, which the
-        # database cannot even compare) names none.
-        if not name.isprintable():
-            raise NotAuthenticated("the Basic user name may not contain control characters")
-        return name, secret
-    if scheme.lower() == "bearer":
+    elif scheme.lower() == "bearer":
         parts = credentials.split_token(value)
         if parts is None:
             raise NotAuthenticated("the bearer token is not of the form <name>.<secret>")
-        return parts
-    raise NotAuthenticated(f"unsupported authorization scheme {scheme!r}; use Basic or Bearer")
+        name, secret = parts
+    else:
+        raise NotAuthenticated(f"unsupported authorization scheme {scheme!r}; use Basic or Bearer")
+    # No credential name or secret holds one; the database would refuse a NUL in the query.
+    if _CONTROL.search(name) or _CONTROL.search(secret):
+        raise NotAuthenticated("the credentials hold a control character; no credential does")
+    return name, secret
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def require(permission: Permission) -> Callable[[Request], Awaitable[Principal]]:
@@ -227,12 +265,7 @@ def require(permission: Permission) -> Callable[[Request], Awaitable[Principal]]
 
     async def dependency(request: Request) -> Principal:
         authenticator: Authenticator = request.app.state.authenticator
-        header = request.headers.get("authorization")
-        # A credential verified within the TTL is answered in the event loop; anything that
-        # reads the database or derives a key goes to a thread.
-        principal = authenticator.remembered(header)
-        if principal is None:
-            principal = await run_in_threadpool(authenticator.principal, header)
+        principal = await authenticator.authenticate(request.headers.get("authorization"))
         if not principal.can(permission):
             raise Forbidden(f"{principal.name} ({principal.role.lower()}) may not {permission}")
         return principal

@@ -4,13 +4,18 @@ thread, while nothing can be fetched, so one process holds thousands of waiting 
 A woken poll fetches in a worker thread (the engine is synchronous). A client that went away
 gives up its place; if it went away while its fetch was locking, what was locked is given
 back, so no task stays locked for a worker that will never hear of it.
+
+A poll may wait far longer than a credential is trusted without a look at its row (30 minutes
+against ``BPM_SERVER_CREDENTIAL_TTL``), so it checks its caller again right before each fetch
+and wakes at least once per TTL to do so: a credential removed, expired or narrowed while the
+poll waits ends it with that refusal, and it locks nothing from then on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
 from datetime import datetime
 
@@ -24,6 +29,9 @@ from bpm_server.signals import TaskSignals
 log = logging.getLogger("bpm.server")
 #: How soon after a failed task's retry timeout a poll looks again.
 _DUE_SLACK = 0.005
+#: The shortest pause between checks of a waiting poll's caller (a TTL of 0 checks every
+#: request, but must not make a waiting poll spin).
+_MIN_RECHECK = 0.5
 
 
 async def fetch_waiting(
@@ -35,10 +43,13 @@ async def fetch_waiting(
     max_tasks: int,
     timeout: float,
     filtered: bool,
+    authorize: Callable[[], Awaitable[None]],
+    recheck: float,
 ) -> list[LockedTask]:
     """Fetch until something is locked or ``timeout`` seconds pass (then ``[]``).
     ``filtered``: the poll's topics carry filters, so a task it cannot take may suit the
-    next poll, which is then woken."""
+    next poll, which is then woken. ``authorize`` raises if the caller may no longer fetch
+    these topics; it is awaited before every fetch and at least every ``recheck`` seconds."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     gone = asyncio.Event()
@@ -49,6 +60,7 @@ async def fetch_waiting(
                 place.woken.clear()
                 if gone.is_set():
                     return []
+                await authorize()
                 found = await run_in_threadpool(fetch)
                 if gone.is_set():
                     await _give_back(engine, found)
@@ -59,7 +71,8 @@ async def fetch_waiting(
                 if found or left <= 0:
                     return found
                 due = await run_in_threadpool(engine.next_retry_due, list(topics))
-                await _wait(place.woken, gone, _until(left, due, engine.clock.now()))
+                wait = min(_until(left, due, engine.clock.now()), max(recheck, _MIN_RECHECK))
+                await _wait(place.woken, gone, wait)
     finally:
         watcher.cancel()
         with suppress(asyncio.CancelledError):

@@ -3,8 +3,7 @@ case to ``bpm.engine.operations``; tokens' node semantics are in ``bpm.engine.se
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Unpack
 from uuid import UUID
@@ -13,6 +12,7 @@ from bpm.dispatch import Dispatcher, Job
 from bpm.engine.core.causes import because
 from bpm.engine.core.engine_core import CoreOptions, EngineCore
 from bpm.engine.core.ids import as_id, maybe_id
+from bpm.engine.engine_external import ExternalTaskCalls
 from bpm.engine.engine_reads import EngineReads
 from bpm.engine.jobs import table
 from bpm.engine.jobs.runner import JobRunner
@@ -20,9 +20,6 @@ from bpm.engine.operations import (
     decisions,
     deployment_removal,
     deployments,
-    external,
-    external_reports,
-    external_views,
     instance_variables,
     lifecycle,
     messages,
@@ -34,12 +31,11 @@ from bpm.engine.operations import (
 )
 from bpm.engine.operations.lifecycle import StartOptions
 from bpm.store import Database
-from bpm.store.notify import Listener, listen
 
 __all__ = ["Engine", "as_id", "because"]
 
 
-class Engine(EngineReads):
+class Engine(ExternalTaskCalls, EngineReads):
     """Runs process instances stored in ``db``; hands follow-up work to ``dispatcher``."""
 
     def __init__(
@@ -131,87 +127,6 @@ class Engine(EngineReads):
         """Mark an open incident resolved (the operator fixed the cause by hand)."""
         with because(f"operator resolve {incident_or_token}"):
             return repairs.resolve(self.core, as_id(incident_or_token, "incident or token"), note)
-
-    def fetch_and_lock(
-        self,
-        worker_id: str,
-        topics: Sequence[external.TopicRequest],
-        max_tasks: int = 10,
-        long_poll: float = 0.0,
-        listener: Listener | None = None,
-    ) -> list[external.LockedTask]:
-        """With ``long_poll`` seconds, wait for a task to appear; a long-running worker passes
-        its own ``listener`` (``task_listener``) instead of a connection per poll."""
-        with because(f"api fetch_and_lock worker={worker_id}"):
-            fetch = (worker_id, topics, max_tasks, long_poll, listener)
-            return external.fetch_and_lock(self.core, *fetch)
-
-    def task_listener(self, topics: Iterable[str]) -> AbstractContextManager[Listener]:
-        """A connection that hears when a task of one of ``topics`` is offered."""
-        return listen(self.core.db, set(topics))
-
-    def complete(
-        self,
-        task_id: UUID | str,
-        worker_id: str,
-        variables: Mapping[str, Any] | None = None,
-        *,
-        attempt: int | None = None,
-        local_variables: Mapping[str, Any] | None = None,
-    ) -> None:
-        """With ``attempt``, only the lock of that attempt (a report sent again after a lost
-        reply then never closes a later run); ``local_variables`` stay in the task's scope."""
-        with because(f"api complete task={task_id}"):
-            tid, local = as_id(task_id, "task"), local_variables
-            external_reports.complete(self.core, tid, worker_id, variables, attempt, local)
-
-    def fail(
-        self,
-        task_id: UUID | str,
-        worker_id: str,
-        error_message: str,
-        error_details: str | None = None,
-        retries: int = 0,
-        retry_timeout: timedelta = timedelta(0),
-        *,
-        attempt: int | None = None,
-    ) -> None:
-        with because(f"api fail task={task_id}"):
-            tid = as_id(task_id, "task")
-            failure = (error_message, error_details, retries, retry_timeout)
-            external_reports.fail(self.core, tid, worker_id, *failure, attempt)
-
-    def bpmn_error(
-        self,
-        task_id: UUID | str,
-        worker_id: str,
-        code: str,
-        message: str = "",
-        variables: Mapping[str, Any] | None = None,
-        *,
-        attempt: int | None = None,
-    ) -> None:
-        with because(f"api bpmn_error task={task_id}"):
-            tid = as_id(task_id, "task")
-            external_reports.bpmn_error(
-                self.core, tid, worker_id, code, message, variables, attempt
-            )
-
-    def extend_lock(self, task_id: UUID | str, worker_id: str, new_duration: timedelta) -> None:
-        with because(f"api extend_lock task={task_id}"):
-            tid = as_id(task_id, "task")
-            external_reports.extend_lock(self.core, tid, worker_id, new_duration)
-
-    def unlock(self, task_id: UUID | str, *, worker_id: str | None = None) -> None:
-        """Give a locked task back. With ``worker_id``, only if that worker holds the lock
-        (a worker giving back its own tasks must not give back another's)."""
-        with because(f"api unlock task={task_id}"):
-            external_reports.unlock(self.core, as_id(task_id, "task"), worker_id)
-
-    def lock(self, task_id: UUID | str, worker_id: str, duration: timedelta) -> None:
-        """Lock one waiting task by id (or renew the lock ``worker_id`` holds on it)."""
-        with because(f"api lock task={task_id}"):
-            external_views.lock(self.core, as_id(task_id, "task"), worker_id, duration)
 
     def fire_due_timers(self, now: datetime | None = None, batch: int = 500) -> int:
         """Fire the timers due at ``now`` (default: the engine's clock); returns how many."""

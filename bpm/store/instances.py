@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -177,9 +178,13 @@ def search(
     state: str | None = None,
     key: str | None = None,
     business_key: str | None = None,
+    keys: Collection[str] | None = None,
     limit: int = 100,
 ) -> list[InstanceRow]:
+    """Newest first. ``keys``: only instances of these process keys (none: any)."""
     stmt = select(*_COLS).order_by(t.c.started_at.desc()).limit(limit)
+    if keys is not None:
+        stmt = stmt.where(t.c.process_key.in_(list(keys)))
     if state:
         stmt = stmt.where(t.c.state == state)
     if key:

@@ -86,6 +86,7 @@ class TaskRow:
     due_date: datetime | None = None
     follow_up_date: datetime | None = None
     form: dict[str, Any] | None = None
+    lock_credential: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

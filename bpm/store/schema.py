@@ -308,6 +308,9 @@ external_tasks = Table(
     Column("due_date", UtcDateTime),
     Column("follow_up_date", UtcDateTime),
     Column("form", JsonValue),
+    # The API credential whose fetch or lock holds the task (NULL: none); only it may report
+    # on the lock. Meaningful while LOCKED; each lock sets it.
+    Column("lock_credential", Text),
     CheckConstraint(_in("state", TASK_STATES), name="state"),
     CheckConstraint(_in("kind", TASK_KINDS), name="kind"),
     CheckConstraint("retries >= 0 AND attempts >= 0", name="counts"),

@@ -45,6 +45,7 @@ _COLS = (
     t.c.due_date,
     t.c.follow_up_date,
     t.c.form,
+    t.c.lock_credential,
 )
 _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
 _LOCK = (
@@ -58,6 +59,7 @@ _LOCK = (
     .values(
         state=TaskState.LOCKED,
         lock_owner=bindparam("owner"),
+        lock_credential=bindparam("credential"),
         lock_expire_at=bindparam("expire"),
         attempts=t.c.attempts + 1,
         retries=t.c.retries - 1,
@@ -126,12 +128,13 @@ def lock(
     expire: datetime,
     now: datetime,
     kind: str = TaskKind.HANDLER,
+    credential: str | None = None,
 ) -> TaskRow | None:
     """READY -> LOCKED, counting the attempt as it starts; None if not READY or not yet due
-    (or not of ``kind``: a handler job never takes an external worker's task)."""
-    row = conn.execute(
-        _LOCK, {"b_id": task_id, "owner": owner, "expire": expire, "now": now, "b_kind": kind}
-    ).first()
+    (or not of ``kind``: a handler job never takes an external worker's task). ``credential``:
+    the API credential the lock is taken with (none: NULL)."""
+    params = {"b_id": task_id, "owner": owner, "expire": expire, "now": now, "b_kind": kind}
+    row = conn.execute(_LOCK, {**params, "credential": credential}).first()
     return from_row(TaskRow, row) if row else None
 
 
@@ -235,6 +238,7 @@ picked AS (
   ORDER BY c.priority DESC, c.created_at LIMIT %(max)s),
 locked AS (
   UPDATE external_tasks t SET state = 'LOCKED', lock_owner = %(owner)s,
+    lock_credential = %(credential)s::text,
     lock_expire_at = %(now)s + picked.lock_ms * interval '1 millisecond',
     attempts = t.attempts + 1, retries = t.retries - 1, version = t.version + 1,
     updated_at = %(now)s
@@ -279,12 +283,14 @@ def fetch_and_lock(
     names: list[str] | None = None,
     cause: str | None = None,
     match: dict[str, InstanceMatch] | None = None,
+    credential: str | None = None,
 ) -> tuple[list[Fetched], bool]:
     """Lock up to ``max_tasks`` READY external tasks of the topics in ``locks`` (topic -> lock
     milliseconds), highest priority first, then oldest; rows other workers hold are skipped.
     ``names``: the variables wanted (None: all). Also returns whether the locks' history rows
     (``LOCKED``, with ``cause``) were written too: on PostgreSQL, by the same statement.
-    ``match``: per topic, what its tasks' instances must be (none: any)."""
+    ``match``: per topic, what its tasks' instances must be (none: any). ``credential``: the
+    API credential the locks are taken with (none: NULL)."""
     match = match or {}
     if conn.dialect.name == "postgresql":
         req = json.dumps(
@@ -306,6 +312,7 @@ def fetch_and_lock(
                     "owner": owner,
                     "names": names,
                     "cause": cause,
+                    "credential": credential,
                 },
             )
         tokens_end = len(_COLS) + len(TOKEN_COLUMNS)
@@ -319,7 +326,7 @@ def fetch_and_lock(
             for r in rows
         ]
         return sorted(found, key=lambda f: (-f.task.priority, f.task.created_at, f.task.id)), True
-    tasks = _fetch_one_by_one(conn, owner, locks, max_tasks, now, match)
+    tasks = _fetch_one_by_one(conn, owner, locks, max_tasks, now, match, credential)
     return [Fetched(task) for task in tasks], False
 
 
@@ -330,6 +337,7 @@ def _fetch_one_by_one(
     max_tasks: int,
     now: datetime,
     match: dict[str, InstanceMatch],
+    credential: str | None,
 ) -> list[TaskRow]:
     """SQLite: the transaction holds the database's write lock, so a plain select will do."""
     stmt = (
@@ -355,6 +363,7 @@ def _fetch_one_by_one(
             now + timedelta(milliseconds=locks[topic]),
             now,
             kind=TaskKind.EXTERNAL,
+            credential=credential,
         )
         if locked is not None:
             out.append(locked)

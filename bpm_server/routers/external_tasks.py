@@ -12,10 +12,10 @@ from starlette.concurrency import run_in_threadpool
 
 from bpm.engine.operations.external import LockedTask, TopicRequest
 from bpm.engine.operations.external_views import ExternalTaskView
-from bpm.errors import InvalidOperation, InvalidRequest, TaskLockError
-from bpm.states import TaskState
+from bpm.errors import Forbidden, InvalidOperation, InvalidRequest, TaskLockError
+from bpm.states import Role, TaskState
 from bpm.store.task_filters import InstanceMatch
-from bpm_server.auth import Permission, Principal, require
+from bpm_server.auth import ANONYMOUS, Authenticator, Permission, Principal, require
 from bpm_server.dates import format_date
 from bpm_server.definition_models import definition_uuid
 from bpm_server.external_task_models import (
@@ -52,8 +52,8 @@ def _runtime(request: Request) -> ServerRuntime:
 async def fetch_and_lock(body: FetchDto, request: Request, caller: Fetcher) -> list[LockedTaskDto]:
     """Lock up to ``maxTasks`` tasks; with ``asyncResponseTimeout``, wait for one."""
     topics = body.topics or []
+    _may_fetch(caller, [t.topic_name for t in topics])
     for topic in topics:
-        caller.check_topic(topic.topic_name)
         if topic.process_definition_version_tag is not None:
             raise InvalidRequest(
                 f"topics[{topic.topic_name}].processDefinitionVersionTag: not supported yet;"
@@ -71,8 +71,10 @@ async def fetch_and_lock(body: FetchDto, request: Request, caller: Fetcher) -> l
         return []
     engine = _runtime(request).engine
 
+    holder = _holder(caller)
+
     def fetch() -> list[LockedTask]:
-        return engine.fetch_and_lock(body.worker_id, requests, body.max_tasks)
+        return engine.fetch_and_lock(body.worker_id, requests, body.max_tasks, credential=holder)
 
     timeout = (body.async_response_timeout or 0) / 1000
     if timeout <= 0:
@@ -81,11 +83,34 @@ async def fetch_and_lock(body: FetchDto, request: Request, caller: Fetcher) -> l
         names = [t.topic for t in requests]
         filtered = any(_has_filters(t) for t in topics)
         signals = request.app.state.signals
+        authenticator: Authenticator = request.app.state.authenticator
+        header = request.headers.get("authorization")
+
+        async def authorize() -> None:
+            _may_fetch(await authenticator.authenticate(header), names)
+
         found = await fetch_waiting(
-            request, engine, signals, fetch, names, body.max_tasks, timeout, filtered
+            request,
+            engine,
+            signals,
+            fetch,
+            names,
+            body.max_tasks,
+            timeout,
+            filtered,
+            authorize,
+            authenticator.ttl,
         )
     wanted = {t.topic_name: bool(t.include_extension_properties) for t in topics}
     return [_locked(task, wanted.get(task.topic, False)) for task in found]
+
+
+def _may_fetch(caller: Principal, topics: list[str]) -> None:
+    """The caller's role fetches, and its topic limit holds every topic asked for."""
+    if not caller.can(Permission.FETCH_TASKS):
+        raise Forbidden(f"{caller.name} ({caller.role.lower()}) may not {Permission.FETCH_TASKS}")
+    for topic in topics:
+        caller.check_topic(topic)
 
 
 def _topic_request(t: FetchTopicDto) -> TopicRequest:
@@ -125,7 +150,12 @@ def complete(task_id: str, body: CompleteDto, request: Request, caller: Reporter
     worker = _worker(body.worker_id)
     runtime.run(
         lambda: runtime.engine.complete(
-            task_id, worker, values, local_variables=local or None, attempt=body.bpm_attempt
+            task_id,
+            worker,
+            values,
+            local_variables=local or None,
+            attempt=body.bpm_attempt,
+            credential=_held_to(caller),
         )
     )
     return no_content()
@@ -144,7 +174,14 @@ def failure(task_id: str, body: FailureDto, request: Request, caller: Reporter) 
     message = body.error_message or "failed (no errorMessage given)"
     runtime.run(
         lambda: runtime.engine.fail(
-            task_id, worker, message, body.error_details, retries, wait, attempt=body.bpm_attempt
+            task_id,
+            worker,
+            message,
+            body.error_details,
+            retries,
+            wait,
+            attempt=body.bpm_attempt,
+            credential=_held_to(caller),
         )
     )
     return no_content()
@@ -158,7 +195,13 @@ def bpmn_error(task_id: str, body: BpmnErrorDto, request: Request, caller: Repor
     worker, message = _worker(body.worker_id), body.error_message or ""
     runtime.run(
         lambda: runtime.engine.bpmn_error(
-            task_id, worker, body.error_code, message, values, attempt=body.bpm_attempt
+            task_id,
+            worker,
+            body.error_code,
+            message,
+            values,
+            attempt=body.bpm_attempt,
+            credential=_held_to(caller),
         )
     )
     return no_content()
@@ -169,16 +212,18 @@ def extend_lock(task_id: str, body: ExtendLockDto, request: Request, caller: Rep
     runtime = _runtime(request)
     _check_topic(runtime, caller, task_id)
     duration = timedelta(milliseconds=body.new_duration)
-    runtime.engine.extend_lock(task_id, _worker(body.worker_id), duration)
+    worker = _worker(body.worker_id)
+    runtime.engine.extend_lock(task_id, worker, duration, credential=_held_to(caller))
     return no_content()
 
 
 @router.post("/{task_id}/unlock", status_code=204, response_class=Response)
 def unlock(task_id: str, request: Request, caller: Reporter) -> Response:
-    """No body, as the JS client sends it; any holder's lock is given back."""
+    """No body, as the JS client sends it: any worker's lock is given back, if it was taken
+    with the caller's credential (an operator's: any lock)."""
     runtime = _runtime(request)
     _check_topic(runtime, caller, task_id)
-    runtime.engine.unlock(task_id)
+    runtime.engine.unlock(task_id, credential=_held_to(caller))
     return no_content()
 
 
@@ -187,7 +232,13 @@ def lock(task_id: str, body: LockDto, request: Request, caller: Reporter) -> Res
     runtime = _runtime(request)
     _check_topic(runtime, caller, task_id)
     duration = timedelta(milliseconds=body.lock_duration)
-    runtime.engine.lock(task_id, body.worker_id, duration)
+    runtime.engine.lock(
+        task_id,
+        body.worker_id,
+        duration,
+        credential=_holder(caller),
+        any_credential=caller.role is Role.OPERATOR,
+    )
     return no_content()
 
 
@@ -249,7 +300,21 @@ def set_retries(task_id: str, body: RetriesDto, request: Request, caller: Operat
 def _check_topic(runtime: ServerRuntime, caller: Principal, task_id: str) -> None:
     """A worker limited to topics reports only on tasks of those (read before acting)."""
     if caller.topics is not None:
-        caller.check_topic(runtime.engine.external_task(task_id).topic)
+        topic = runtime.engine.external_task(task_id).topic
+        if topic not in caller.topics:
+            # The task's topic is not the caller's to see: the refusal names the task only.
+            raise Forbidden(f"{caller.name} may not report on task {task_id}")
+
+
+def _holder(caller: Principal) -> str | None:
+    """The credential the caller's locks are held for (none on an open server)."""
+    return None if caller is ANONYMOUS else caller.name
+
+
+def _held_to(caller: Principal) -> str | None:
+    """The credential a caller's report must match the lock's with: its own, but an operator
+    may act on any lock (None: not held to one)."""
+    return None if caller.role is Role.OPERATOR else caller.name
 
 
 def _worker(worker_id: str | None) -> str:

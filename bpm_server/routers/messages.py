@@ -39,6 +39,8 @@ def correlate(
             raise InvalidRequest(
                 f"{field}: bpm sets and matches a message's variables on the instance only"
             )
+    if body.variables_in_result_enabled:
+        caller.check_variables_read("variablesInResultEnabled")
     if body.business_key is None and body.process_instance_id is None:
         raise InvalidRequest(
             f"Cannot correlate message '{name}': bpm correlates to an instance named by"

@@ -175,7 +175,7 @@ def start_by_key(
     """Start the latest version of ``key``."""
     caller.check_process(key)
     row = _by_key(request, key)
-    return _start(request, row, body, idempotency_key, None)
+    return _start(request, caller, row, body, idempotency_key, None)
 
 
 @router.get("/{definition_id}", response_model=ProcessDefinitionDto)
@@ -199,7 +199,7 @@ def start_by_id(
     """Start this very version."""
     row = _by_id(request, definition_id)
     caller.check_process(row.key)
-    return _start(request, row, body, idempotency_key, row.version)
+    return _start(request, caller, row, body, idempotency_key, row.version)
 
 
 def _xml(request: Request, row: DefinitionRow) -> ProcessDefinitionXmlDto:
@@ -214,13 +214,16 @@ def _xml(request: Request, row: DefinitionRow) -> ProcessDefinitionXmlDto:
 
 def _start(
     request: Request,
+    caller: Principal,
     row: DefinitionRow,
     body: StartDto,
     idempotency_key: str | None,
     version: int | None,
 ) -> ProcessInstanceWithVariablesDto:
     """Idempotent as every bpm start: the ``Idempotency-Key`` header, else the business
-    key, names the start; sent again, it answers the instance the first one made."""
+    key, names the start; sent again, it answers the instance the first one made. Its
+    variables (``withVariablesInReturn``) are then a read of an instance someone else may have
+    started, and are answered only to a role that reads; a new instance's go to its starter."""
     if body.case_instance_id is not None:
         raise InvalidRequest("caseInstanceId: bpm has no case instances")
     if body.start_instructions:
@@ -254,6 +257,6 @@ def _start(
             ended,
         )
     )
-    if body.with_variables_in_return:
+    if body.with_variables_in_return and (started.created or caller.can(Permission.READ)):
         out.variables = encode_variables(shown["variables"])
     return out

@@ -248,6 +248,8 @@ def _complete(
     runtime = runtime_of(request)
     view = runtime.engine.user_task(task_id)
     _check_process(view, caller)
+    if body.with_variables_in_return:
+        caller.check_variables_read("withVariablesInReturn")
     values = decode_variables(wire(body.variables))
     runtime.run(lambda: runtime.engine.complete_user_task(view.id, values))
     if not body.with_variables_in_return:
@@ -257,7 +259,8 @@ def _complete(
 
 def _check_process(view: UserTaskView, caller: Principal) -> None:
     if caller.processes is not None and view.process_key not in caller.processes:
-        raise Forbidden(f"{caller.name} may not work on tasks of process {view.process_key!r}")
+        # The task's process is not the caller's to see: the refusal names the task only.
+        raise Forbidden(f"{caller.name} may not work on task {view.id}")
 
 
 def task_dto(v: UserTaskView) -> TaskDto:

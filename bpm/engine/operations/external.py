@@ -86,19 +86,23 @@ def fetch_and_lock(
     max_tasks: int = 10,
     long_poll: float = 0.0,
     listener: Listener | None = None,
+    credential: str | None = None,
 ) -> list[LockedTask]:
     """Lock up to ``max_tasks`` tasks; with ``long_poll`` seconds, wait for one to appear
-    (on ``listener`` if given: it must already listen, for these topics at least)."""
+    (on ``listener`` if given: it must already listen, for these topics at least).
+    ``credential``: an opaque name the locks are held for besides ``worker_id`` (the HTTP
+    server's caller); only the same name may then report on them (``external_reports``)."""
     _check_fetch(worker_id, topics, max_tasks, long_poll)
     deadline = time.monotonic() + long_poll
-    found = _fetch_once(core, worker_id, topics, max_tasks)
+    found = _fetch_once(core, worker_id, topics, max_tasks, credential)
     if found or long_poll <= 0:
         return found
+    poll = (worker_id, topics, max_tasks, deadline)
     if listener is not None:  # it listened before that look: nothing can have been missed
-        return _long_poll(core, worker_id, topics, max_tasks, deadline, listener, False)
+        return _long_poll(core, *poll, listener, False, credential)
     # Nothing yet: listen first, then look again, so a task created in between is not missed.
     with listen(core.db, {t.topic for t in topics}) as own:
-        return _long_poll(core, worker_id, topics, max_tasks, deadline, own, True)
+        return _long_poll(core, *poll, own, True, credential)
 
 
 def _long_poll(
@@ -109,11 +113,12 @@ def _long_poll(
     deadline: float,
     listener: Listener,
     look: bool,
+    credential: str | None,
 ) -> list[LockedTask]:
     """(Look, then) sleep until a task is offered (NOTIFY) or a failed one's retry_at comes
     due (no one is told of that), and look again, until ``deadline``."""
     while True:
-        found = _fetch_once(core, worker_id, topics, max_tasks) if look else []
+        found = _fetch_once(core, worker_id, topics, max_tasks, credential) if look else []
         look = True
         left = deadline - time.monotonic()
         if found or left <= 0:
@@ -144,7 +149,11 @@ def _check_fetch(
 
 
 def _fetch_once(
-    core: EngineCore, worker_id: str, topics: Sequence[TopicRequest], max_tasks: int
+    core: EngineCore,
+    worker_id: str,
+    topics: Sequence[TopicRequest],
+    max_tasks: int,
+    credential: str | None,
 ) -> list[LockedTask]:
     requests = {t.topic: t for t in topics}
     locks = {t.topic: int(t.lock_duration.total_seconds() * 1000) for t in topics}
@@ -157,7 +166,7 @@ def _fetch_once(
         with core.transaction(worker_id) as tx:
             match = {t.topic: t.match for t in topics if not t.match.empty}
             found, recorded = tasks.fetch_and_lock(
-                tx.conn, worker_id, locks, max_tasks, tx.now, names, tx.cause, match
+                tx.conn, worker_id, locks, max_tasks, tx.now, names, tx.cause, match, credential
             )
             out = _lockedtasks(core, tx, found, recorded, requests, names)
     except Exception:

@@ -18,6 +18,7 @@ from bpm.engine.semantics import handler_runs, scopes, steps, task_moves
 from bpm.engine.semantics.failures import fail_token
 from bpm.errors import (
     BadVariables,
+    Forbidden,
     LockExpired,
     TaskLockError,
     TaskNotFound,
@@ -33,7 +34,7 @@ from bpm.variables import check_variables
 
 
 def _held_with_token(
-    tx: Tx, task_id: UUID, worker_id: str, attempt: int | None = None
+    tx: Tx, task_id: UUID, worker_id: str, attempt: int | None, credential: str | None
 ) -> tuple[TaskRow, TokenRow]:
     """``_held``, and the task's token read in the same query.
 
@@ -44,25 +45,34 @@ def _held_with_token(
     """
     with first_statement_commits(tx.conn):
         both = tasks.get_with_token(tx.conn, task_id)
-    task = _check_held(tx, both[0] if both else None, task_id, worker_id, attempt)
+    task = _check_held(tx, both[0] if both else None, task_id, worker_id, attempt, credential)
     assert both is not None
     return task, both[1]
 
 
-def _held(tx: Tx, task_id: UUID, worker_id: str, attempt: int | None = None) -> TaskRow:
+def _held(
+    tx: Tx, task_id: UUID, worker_id: str, attempt: int | None, credential: str | None
+) -> TaskRow:
     """The task, if ``worker_id`` holds an unexpired lock on it; else the matching error."""
-    return _check_held(tx, tasks.get(tx.conn, task_id), task_id, worker_id, attempt)
+    return _check_held(tx, tasks.get(tx.conn, task_id), task_id, worker_id, attempt, credential)
 
 
 def _check_held(
-    tx: Tx, task: TaskRow | None, task_id: UUID, worker_id: str, attempt: int | None = None
+    tx: Tx,
+    task: TaskRow | None,
+    task_id: UUID,
+    worker_id: str,
+    attempt: int | None = None,
+    credential: str | None = None,
 ) -> TaskRow:
     """``attempt``, when given, must be the attempt the lock is for: a report sent again after
-    its first send landed unseen (a connection lost at COMMIT) must not close the next run."""
+    its first send landed unseen (a connection lost at COMMIT) must not close the next run.
+    ``credential``, when given, must be the one the lock was taken with (``check_credential``)."""
     if task is None or task.kind != TaskKind.EXTERNAL:
         raise TaskNotFound(f"no external task has id {task_id}")
     if task.state != TaskState.LOCKED:
         raise TaskNotLocked(f"task {task_id} ({task.node_id}) is {task.state}, not locked")
+    check_credential(task, credential)
     if task.lock_owner != worker_id:
         raise WrongWorker(f"task {task_id} is locked by {task.lock_owner!r}, not {worker_id!r}")
     if attempt is not None and task.attempts != attempt:
@@ -76,6 +86,18 @@ def _check_held(
             f"{task.lock_expire_at.isoformat()}"
         )
     return task
+
+
+def check_credential(task: TaskRow, credential: str | None) -> None:
+    """A lock belongs to the credential it was taken with as well as to its worker id, which
+    any caller can choose: with ``credential`` given, only that one may act on the lock (None:
+    the caller is not held to one). Checked before the worker id, and the refusal names
+    neither the holder nor its worker, which are not the caller's to see."""
+    if credential is not None and task.lock_credential != credential:
+        raise Forbidden(
+            f"task {task.id} is locked under another credential; only that credential may"
+            " report on, extend or give back its lock"
+        )
 
 
 def _run(core: EngineCore, worker_id: str, body: Any) -> None:
@@ -104,6 +126,7 @@ def complete(
     values: Mapping[str, Any] | None = None,
     attempt: int | None = None,
     local_values: Mapping[str, Any] | None = None,
+    credential: str | None = None,
 ) -> None:
     """Task DONE, variables written (``local_values`` to the task's own scope), token moved
     on; the next step is dispatched at once."""
@@ -112,7 +135,7 @@ def complete(
     fetched = core.held.take(task_id, worker_id)
 
     def body(tx: Tx) -> Any:
-        task, tok = _held_with_token(tx, task_id, worker_id, attempt)
+        task, tok = _held_with_token(tx, task_id, worker_id, attempt, credential)
         return go_on(tx, task, tok)
 
     def go_on(tx: Tx, task: TaskRow, tok: TokenRow) -> Any:
@@ -120,7 +143,9 @@ def complete(
         done = handler_runs.complete_task(tx, g, task, checked, tok, local)
         return steps.carry_through(tx, g, done)
 
-    if fetched is not None and _complete_as_fetched(core, worker_id, fetched, go_on, attempt):
+    if fetched is not None and _complete_as_fetched(
+        core, worker_id, go_on, fetched, attempt, credential
+    ):
         return
     _run(core, worker_id, body)
 
@@ -128,9 +153,10 @@ def complete(
 def _complete_as_fetched(
     core: EngineCore,
     worker_id: str,
-    fetched: tuple[TaskRow, TokenRow],
     go_on: Callable[[Tx, TaskRow, TokenRow], Any],
+    fetched: tuple[TaskRow, TokenRow],
     attempt: int | None,
+    credential: str | None,
 ) -> bool:
     """Complete with the task and token as this engine's fetch returned them: no read, so a
     complete that moves on to the next wait is one statement. False when they are out of
@@ -139,7 +165,8 @@ def _complete_as_fetched(
     task, tok = fetched
     try:
         with core.transaction(worker_id) as tx:
-            nxt = go_on(tx, _check_held(tx, task, task.id, worker_id, attempt), tok)
+            held = _check_held(tx, task, task.id, worker_id, attempt, credential)
+            nxt = go_on(tx, held, tok)
     except (Stale, Conflict, TaskLockError):
         return False
     core.send_next(nxt)
@@ -155,6 +182,7 @@ def fail(
     retries: int = 0,
     retry_timeout: timedelta = timedelta(0),
     attempt: int | None = None,
+    credential: str | None = None,
 ) -> None:
     """Report a failure; ``retries`` left (the worker decides, as in Camunda) offers it again
     after ``retry_timeout``, none fails the token with an incident."""
@@ -165,7 +193,7 @@ def fail(
     check_text(error_details, "the error details", ERROR_DETAILS_MAX)
 
     def body(tx: Tx) -> Any:
-        task = _held(tx, task_id, worker_id, attempt)
+        task = _held(tx, task_id, worker_id, attempt, credential)
         state = TaskState.READY if retries > 0 else TaskState.FAILED
         retry_at = tx.now + retry_timeout if retries > 0 else None
         task_moves.change(
@@ -210,6 +238,7 @@ def bpmn_error(
     message: str = "",
     values: Mapping[str, Any] | None = None,
     attempt: int | None = None,
+    credential: str | None = None,
 ) -> None:
     """A business error: the error boundary for ``code`` (or catch-all) on the activity, else
     on the innermost subprocess around it, takes it; without one the token fails with an
@@ -222,7 +251,7 @@ def bpmn_error(
     checked = check_variables(values, where=f"bpmn_error of task {task_id}")
 
     def body(tx: Tx) -> Any:
-        task = _held(tx, task_id, worker_id, attempt)
+        task = _held(tx, task_id, worker_id, attempt, credential)
         g = core.graph_of(tx, task.instance_id)
         scopes.write_for_task(tx, g, task, checked)
         text = f"BPMN error {code}" + (f": {message}" if message else "")
@@ -251,14 +280,20 @@ def bpmn_error(
     _run(core, worker_id, body)
 
 
-def extend_lock(core: EngineCore, task_id: UUID, worker_id: str, new_duration: timedelta) -> None:
+def extend_lock(
+    core: EngineCore,
+    task_id: UUID,
+    worker_id: str,
+    new_duration: timedelta,
+    credential: str | None = None,
+) -> None:
     """The lock now runs until ``now + new_duration``."""
     core.held.forget(task_id)  # this report changes the task: the fetched rows are stale
     if new_duration <= timedelta(0):
         raise TaskLockError("new_duration must be positive")
 
     def body(tx: Tx) -> Any:
-        task = _held(tx, task_id, worker_id)
+        task = _held(tx, task_id, worker_id, None, credential)
         expire = tx.now + new_duration
         task_moves.change(
             tx,
@@ -276,9 +311,15 @@ def extend_lock(core: EngineCore, task_id: UUID, worker_id: str, new_duration: t
     _run(core, worker_id, body)
 
 
-def unlock(core: EngineCore, task_id: UUID, worker_id: str | None = None) -> None:
+def unlock(
+    core: EngineCore,
+    task_id: UUID,
+    worker_id: str | None = None,
+    credential: str | None = None,
+) -> None:
     """Give the task back unrun: READY again, and the attempt it took is returned. With
-    ``worker_id``, only that worker's lock is given back."""
+    ``worker_id``, only that worker's lock is given back; with ``credential``, only a lock
+    taken with it."""
     core.held.forget(task_id)  # this report changes the task: the fetched rows are stale
 
     def body(tx: Tx) -> Any:
@@ -287,6 +328,7 @@ def unlock(core: EngineCore, task_id: UUID, worker_id: str | None = None) -> Non
             raise TaskNotFound(f"no external task has id {task_id}")
         if task.state != TaskState.LOCKED:
             raise TaskNotLocked(f"task {task_id} is {task.state}, not locked")
+        check_credential(task, credential)
         if worker_id is not None and task.lock_owner != worker_id:
             raise WrongWorker(f"task {task_id} is locked by {task.lock_owner!r}, not {worker_id!r}")
         task_moves.change(

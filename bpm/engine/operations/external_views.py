@@ -14,6 +14,7 @@ from uuid import UUID
 
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Tx
+from bpm.engine.operations.external_reports import check_credential
 from bpm.engine.semantics import task_moves
 from bpm.errors import TaskLockError, TaskNotFound, TaskNotLocked, WrongWorker
 from bpm.limits import NAME_MAX, check_text
@@ -75,25 +76,42 @@ def next_retry_due(core: EngineCore, topics: Sequence[str]) -> datetime | None:
         return tasks.next_retry_at(conn, list(topics), core.clock.now())
 
 
-def lock(core: EngineCore, task_id: UUID, worker_id: str, duration: timedelta) -> None:
-    """Lock a waiting task for ``worker_id``, or renew the lock it already holds."""
+def lock(
+    core: EngineCore,
+    task_id: UUID,
+    worker_id: str,
+    duration: timedelta,
+    credential: str | None = None,
+    any_credential: bool = False,
+) -> None:
+    """Lock a waiting task for ``worker_id``, or renew the lock it already holds. A new lock
+    is held for ``credential`` too (as ``fetch_and_lock``); a renewal must come from the
+    lock's own credential unless ``any_credential`` (an operator's)."""
     if duration <= timedelta(0):
         raise TaskLockError("lockDuration must be positive")
     check_text(worker_id, "the worker id", NAME_MAX)
 
     def once() -> None:
         with core.transaction(worker_id) as tx:
-            _lock_txn(tx, task_id, worker_id, duration)
+            _lock_txn(tx, task_id, worker_id, duration, credential, any_credential)
 
     core.retrying(once)
     core.held.forget(task_id)
 
 
-def _lock_txn(tx: Tx, task_id: UUID, worker_id: str, duration: timedelta) -> None:
+def _lock_txn(
+    tx: Tx,
+    task_id: UUID,
+    worker_id: str,
+    duration: timedelta,
+    credential: str | None,
+    any_credential: bool,
+) -> None:
     task = tasks.get(tx.conn, task_id)
     if task is None or task.kind != TaskKind.EXTERNAL:
         raise TaskNotFound(f"External task with id {task_id} does not exist")
     if task.state == TaskState.LOCKED:
+        check_credential(task, None if any_credential else credential)
         if task.lock_owner != worker_id:
             raise WrongWorker(f"task {task_id} is locked by {task.lock_owner!r}, not {worker_id!r}")
         expire = tx.now + duration
@@ -109,7 +127,7 @@ def _lock_txn(tx: Tx, task_id: UUID, worker_id: str, duration: timedelta) -> Non
             message=f"task {task_id} changed",
         )
         return
-    if task_moves.lock(tx, task_id, duration, kind=TaskKind.EXTERNAL) is None:
+    if task_moves.lock(tx, task_id, duration, TaskKind.EXTERNAL, credential) is None:
         raise TaskNotLocked(f"task {task_id} is {task.state} and cannot be locked now")
 
 

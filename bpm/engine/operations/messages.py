@@ -16,7 +16,7 @@ from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Next, Tx
 from bpm.engine.semantics import scopes
 from bpm.engine.semantics.nodes import leave
-from bpm.errors import AmbiguousCorrelation, Forbidden, InvalidOperation, NoMatchingWait
+from bpm.errors import AmbiguousCorrelation, InvalidOperation, NoMatchingWait
 from bpm.limits import NAME_MAX, check_text
 from bpm.states import EngineEvent, InstanceState, TokenState, WaitKind
 from bpm.store import instances, variables
@@ -35,8 +35,9 @@ class CorrelateOptions(TypedDict, total=False):
     variables: Mapping[str, Any] | None
     all_waiting: bool
     correlation_keys: Mapping[str, Any] | None
-    #: Only instances of these process keys (a caller allowed only those); an instance id
-    #: of another process is ``Forbidden``.
+    #: Only instances of these process keys (a caller allowed only those): an instance of
+    #: another process is passed over as if it did not exist, so it neither blocks the
+    #: caller's own correlation nor tells the caller it is there.
     process_keys: Collection[str] | None
 
 
@@ -136,19 +137,23 @@ def _waiting(
 ) -> list[TokenRow]:
     """The tokens waiting for ``message`` in the instance, or the instances of the business
     key, of ``target``; read in the correlating transaction, so a caller limited to
-    ``allowed`` processes is refused for any match outside them, as it stands now."""
+    ``allowed`` processes sees only instances of those, as they stand now."""
     business_key, instance_id = target
     if instance_id is not None:
         row = instances.get(tx.conn, instance_id)
         candidates = [row] if row is not None else []
     else:
-        candidates = instances.search(tx.conn, business_key=business_key, limit=MAX_INSTANCES)
+        candidates = instances.search(
+            tx.conn, business_key=business_key, keys=allowed, limit=MAX_INSTANCES
+        )
     out: list[TokenRow] = []
     for inst in candidates:
         if inst.state not in (
             InstanceState.RUNNING,
             InstanceState.FAILED,
         ):  # FAILED: another branch has an incident
+            continue
+        if allowed is not None and inst.process_key not in allowed:
             continue
         if keys and not _matches(variables.load(tx.conn, inst.id, list(keys)), keys):
             continue
@@ -159,12 +164,6 @@ def _waiting(
                 and tok.wait_kind == WaitKind.MESSAGE
                 and g.node(tok.node_id).message == message
             ):
-                if allowed is not None and inst.process_key not in allowed:
-                    raise Forbidden(
-                        f"a token of instance {inst.id} (process {inst.process_key!r}) waits"
-                        f" for message {message!r}, and this caller may not correlate to"
-                        " that process"
-                    )
                 out.append(tok)
     return out
 

@@ -107,12 +107,16 @@ def create_locked(tx: Tx, task: TaskRow, data: dict[str, Any], lock_for: timedel
 
 
 def lock(
-    tx: Tx, task_id: UUID, lock_for: timedelta, kind: str = TaskKind.HANDLER
+    tx: Tx,
+    task_id: UUID,
+    lock_for: timedelta,
+    kind: str = TaskKind.HANDLER,
+    credential: str | None = None,
 ) -> TaskRow | None:
     """READY -> LOCKED for this transaction's actor, counting the attempt as it starts; None
     when the task is not READY and due (the statement itself checks, so two runners cannot
-    both lock it)."""
-    task = tasks.lock(tx.conn, task_id, tx.actor, tx.now + lock_for, tx.now, kind)
+    both lock it). ``credential``: who else the lock is held for (``tasks.lock``)."""
+    task = tasks.lock(tx.conn, task_id, tx.actor, tx.now + lock_for, tx.now, kind, credential)
     if task is not None:
         record_lock(tx, task)
     return task
