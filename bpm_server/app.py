@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from bpm import __version__, credentials
 from bpm_server import problems
 from bpm_server.auth import Authenticator
+from bpm_server.paths import CamundaPaths
 from bpm_server.routers import (
     deployments,
     engine_info,
@@ -71,6 +72,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     )
     problems.install(app)
     app.add_middleware(NulGuard)
+    app.add_middleware(CamundaPaths)
     app.include_router(external_tasks.router, prefix=BASE)
     for router in (
         tasks.router,

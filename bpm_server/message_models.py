@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
-from bpm_server.models import Dto, VariableMap
+from bpm_server.models import Dto, VariableMap, WithoutNullVariables
 
 
 class CorrelationMessageDto(Dto):
@@ -25,8 +25,9 @@ class CorrelationMessageDto(Dto):
     variables_in_result_enabled: bool | None = None
 
 
-class MessageResultDto(Dto):
+class MessageResultDto(WithoutNullVariables):
+    """One correlation's result; ``variables`` only with ``variablesInResultEnabled``."""
+
     result_type: str
     execution: dict[str, Any] | None = None
     process_instance: dict[str, Any] | None = None
-    variables: dict[str, dict[str, Any]] | None = None
