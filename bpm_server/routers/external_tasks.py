@@ -193,31 +193,18 @@ def lock(task_id: str, body: LockDto, request: Request, caller: Reporter) -> Res
     return no_content()
 
 
-TopicName = Annotated[str | None, Query(alias="topicName")]
-WorkerId = Annotated[str | None, Query(alias="workerId")]
-NotLocked = Annotated[bool, Query(alias="notLocked")]
-WithRetriesLeft = Annotated[bool, Query(alias="withRetriesLeft")]
-NoRetriesLeft = Annotated[bool, Query(alias="noRetriesLeft")]
-InstanceId = Annotated[str | None, Query(alias="processInstanceId")]
-TaskId = Annotated[str | None, Query(alias="externalTaskId")]
-
-
-@router.get("", response_model=list[ExternalTaskDto])
-def list_tasks(
-    request: Request,
-    caller: Reader,
-    topic_name: TopicName = None,
-    worker_id: WorkerId = None,
+def _query(
+    topic_name: Annotated[str | None, Query(alias="topicName")] = None,
+    worker_id: Annotated[str | None, Query(alias="workerId")] = None,
     locked: bool = False,
-    not_locked: NotLocked = False,
-    with_retries_left: WithRetriesLeft = False,
-    no_retries_left: NoRetriesLeft = False,
-    process_instance_id: InstanceId = None,
-    external_task_id: TaskId = None,
-    first_result: Annotated[int, Query(alias="firstResult", ge=0, le=INT_MAX)] = 0,
-    max_results: Annotated[int, Query(alias="maxResults", ge=0, le=1000)] = 1000,
-) -> list[ExternalTaskDto]:
-    query = ExternalTaskQueryDto(
+    not_locked: Annotated[bool, Query(alias="notLocked")] = False,
+    with_retries_left: Annotated[bool, Query(alias="withRetriesLeft")] = False,
+    no_retries_left: Annotated[bool, Query(alias="noRetriesLeft")] = False,
+    process_instance_id: Annotated[str | None, Query(alias="processInstanceId")] = None,
+    external_task_id: Annotated[str | None, Query(alias="externalTaskId")] = None,
+) -> ExternalTaskQueryDto:
+    """The filters of ``GET /external-task`` and ``GET /external-task/count``."""
+    return ExternalTaskQueryDto(
         topic_name=topic_name,
         worker_id=worker_id,
         locked=locked,
@@ -227,6 +214,19 @@ def list_tasks(
         process_instance_id=process_instance_id,
         external_task_id=external_task_id,
     )
+
+
+QueryParams = Annotated[ExternalTaskQueryDto, Depends(_query)]
+
+
+@router.get("", response_model=list[ExternalTaskDto])
+def list_tasks(
+    request: Request,
+    caller: Reader,
+    query: QueryParams,
+    first_result: Annotated[int, Query(alias="firstResult", ge=0, le=INT_MAX)] = 0,
+    max_results: Annotated[int, Query(alias="maxResults", ge=0, le=1000)] = 1000,
+) -> list[ExternalTaskDto]:
     match = _match(query)
     if match is None:
         return []
@@ -236,29 +236,8 @@ def list_tasks(
 
 
 @router.get("/count", response_model=CountDto)
-def count_tasks(
-    request: Request,
-    caller: Reader,
-    topic_name: TopicName = None,
-    worker_id: WorkerId = None,
-    locked: bool = False,
-    not_locked: NotLocked = False,
-    with_retries_left: WithRetriesLeft = False,
-    no_retries_left: NoRetriesLeft = False,
-    process_instance_id: InstanceId = None,
-    external_task_id: TaskId = None,
-) -> CountDto:
+def count_tasks(request: Request, caller: Reader, query: QueryParams) -> CountDto:
     """How many tasks ``GET /external-task`` lists with the same filters, unpaged."""
-    query = ExternalTaskQueryDto(
-        topic_name=topic_name,
-        worker_id=worker_id,
-        locked=locked,
-        not_locked=not_locked,
-        with_retries_left=with_retries_left,
-        no_retries_left=no_retries_left,
-        process_instance_id=process_instance_id,
-        external_task_id=external_task_id,
-    )
     return _count(request, query)
 
 

@@ -112,7 +112,7 @@ def test_every_count_ignores_paging_and_sorting(server: Server, op: httpx.Client
     for path, method in counts:
         sub = path.removeprefix("/engine-rest")
         query = {**params, **one} if sub == "/history/activity-instance/count" else params
-        body = {} if method == "post" else None
+        body: dict[str, Any] | None = {} if method == "post" else None
         got = op.request(method.upper(), sub, params=query, json=body)
         assert got.status_code == 200, (method, path, got.text)
         assert isinstance(got.json()["count"], int)
@@ -164,7 +164,7 @@ def test_a_failed_tasks_incident_message_is_its_error_message(
     server: Server, op: httpx.Client
 ) -> None:
     instance, task = _locked(server, op)
-    body = {"workerId": "w1", "errorMessage": "card declined", "errorDetails": "trace", "retries": 0}
+    body = {"workerId": "w1", "errorMessage": "card declined", "errorDetails": "trace"}
     assert op.post(f"/external-task/{task['id']}/failure", json=body).status_code == 204
     (incident,) = op.get("/incident", params={"processInstanceId": instance}).json()
     assert incident["incidentMessage"] == "card declined"
@@ -198,7 +198,7 @@ def test_a_handlers_error_message_variable_gets_the_message_as_given(server: Ser
 
 
 def test_external_tasks_are_counted_by_get_and_post(server: Server, op: httpx.Client) -> None:
-    instance, task = _locked(server, op)
+    instance, _ = _locked(server, op)
     params = {"processInstanceId": instance}
     assert op.get("/external-task/count", params=params).json() == {"count": 1}
     assert op.get("/external-task/count", params={**params, "notLocked": "true"}).json() == {
