@@ -26,11 +26,28 @@ class DefinitionError(BpmError):
 
 
 class InvalidDefinition(DefinitionError):
-    """The definition document breaks a rule; ``element`` names the offending element."""
+    """The definition document breaks a rule; ``element`` names the offending element.
 
-    def __init__(self, message: str, element: str | None = None) -> None:
-        super().__init__(message, element)
+    A message listing several problems, one per line, names each line's element in
+    ``elements`` (line -> element id), so an editor can point at every one of them.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        element: str | None = None,
+        elements: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message, element, dict(elements or {}))
         self.element = element
+        self.elements = dict(elements or {})
+
+    def element_of(self, line: str) -> str | None:
+        """The element the problem ``line`` of the message is about, if known."""
+        found = self.elements.get(line)
+        if found is None and self.element is not None and "\n" not in str(self):
+            return self.element
+        return found
 
 
 class InvalidExpression(DefinitionError):

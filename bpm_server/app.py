@@ -14,6 +14,7 @@ from bpm_server import problems
 from bpm_server.auth import Authenticator
 from bpm_server.browsers import BrowserGuard
 from bpm_server.input_limits import InputLimitGuard
+from bpm_server.paths import CamundaPaths
 from bpm_server.routers import (
     deployments,
     engine_info,
@@ -75,6 +76,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     )
     problems.install(app)
     app.add_middleware(NulGuard)
+    app.add_middleware(CamundaPaths)
     app.add_middleware(BrowserGuard, allowed_origins=cfg.allowed_origins)
     app.add_middleware(InputLimitGuard, limits=cfg.limits)  # outermost: before anything is read
     app.include_router(external_tasks.router, prefix=BASE)

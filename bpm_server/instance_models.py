@@ -10,7 +10,7 @@ from pydantic import ConfigDict, Field
 
 from bpm.store.rows import InstanceRow
 from bpm_server.definition_models import LinkDto
-from bpm_server.models import Dto, Name, VariableMap
+from bpm_server.models import Dto, Name, VariableMap, WithoutNullVariables
 
 
 class StartDto(Dto):
@@ -35,8 +35,8 @@ class ProcessInstanceDto(Dto):
     tenant_id: str | None = None
 
 
-class ProcessInstanceWithVariablesDto(ProcessInstanceDto):
-    variables: dict[str, dict[str, Any]] | None = None
+class ProcessInstanceWithVariablesDto(ProcessInstanceDto, WithoutNullVariables):
+    """A start's answer; ``variables`` only with ``withVariablesInReturn``."""
 
 
 class VariableQueryDto(Dto):
@@ -75,6 +75,13 @@ class PatchVariablesDto(Dto):
     deletions: list[str] | None = None
 
 
+class ActivityInstanceIncidentDto(Dto):
+    """An open incident of an activity instance, and the activity instance it belongs to."""
+
+    id: str
+    parent_activity_instance_id: str
+
+
 class TransitionInstanceDto(Dto):
     id: str
     parent_activity_instance_id: str
@@ -86,6 +93,7 @@ class TransitionInstanceDto(Dto):
     execution_id: str
     target_activity_id: str
     incident_ids: list[str] = Field(default_factory=list)
+    incidents: list[ActivityInstanceIncidentDto] = Field(default_factory=list)
 
 
 class ActivityInstanceDto(Dto):
@@ -101,6 +109,7 @@ class ActivityInstanceDto(Dto):
     child_transition_instances: list[TransitionInstanceDto]
     execution_ids: list[str]
     incident_ids: list[str] = Field(default_factory=list)
+    incidents: list[ActivityInstanceIncidentDto] = Field(default_factory=list)
 
 
 def instance_dto(

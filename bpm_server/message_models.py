@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bpm_server.models import Dto, Name, NonEmptyName, VariableMap
+from bpm_server.models import Dto, Name, NonEmptyName, VariableMap, WithoutNullVariables
 
 
 class CorrelationMessageDto(Dto):
@@ -23,8 +23,9 @@ class CorrelationMessageDto(Dto):
     variables_in_result_enabled: bool | None = None
 
 
-class MessageResultDto(Dto):
+class MessageResultDto(WithoutNullVariables):
+    """One correlation's result; ``variables`` only with ``variablesInResultEnabled``."""
+
     result_type: str
     execution: dict[str, Any] | None = None
     process_instance: dict[str, Any] | None = None
-    variables: dict[str, dict[str, Any]] | None = None

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from bpm.limits import ERROR_DETAILS_MAX, ERROR_MESSAGE_MAX, NAME_MAX
@@ -102,3 +109,17 @@ class CountDto(Dto):
     """What every ``/count`` answers."""
 
     count: int
+
+
+class WithoutNullVariables(Dto):
+    """A body whose ``variables`` are there only when asked for: Camunda leaves the key out
+    otherwise, and clients that read it as a map fail on a ``null`` (pycamunda)."""
+
+    variables: dict[str, dict[str, Any]] | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_null_variables(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        if out.get("variables", ...) is None:
+            del out["variables"]
+        return out

@@ -107,30 +107,54 @@ async def _bpm_error(request: Request, exc: Exception) -> JSONResponse:
         )
     content = body(kind, str(exc))
     if isinstance(exc, DeploymentInvalid):
-        content["details"] = parse_details(exc.problems)
+        details = parse_details(exc)
+        content["message"] = parse_message(details)
+        content["details"] = details
     return JSONResponse(content, status, headers=headers)
 
 
-def parse_details(problems: dict[str, list[str]]) -> dict[str, Any]:
-    """Camunda's ParseException details: per file, its errors with line and column (bpm's
-    refusals start ``line N:``, and XML errors name the column)."""
+#: How Camunda's refusal of a deployment begins; Camunda Modeler recognises a parse error
+#: by it and then reads ``details`` to mark the elements.
+PARSE_ERROR = "ENGINE-09005 Could not parse BPMN process. Errors: "
+
+
+def parse_details(exc: DeploymentInvalid) -> dict[str, Any]:
+    """Camunda's ParseException details: per file, its errors with line, column and the
+    element each is about (bpm's refusals start ``line N:``, XML errors name the column)."""
     out: dict[str, Any] = {}
-    for resource, lines in problems.items():
+    for resource, lines in exc.problems.items():
+        cause = exc.causes.get(resource)
         errors: list[dict[str, Any]] = []
         for text in lines:
             found = _LINE.match(text)
             column = _COLUMN.search(text)
+            element = cause.element_of(text) if cause is not None else None
             errors.append(
                 {
-                    "message": text,
+                    "message": found.group(2) if found else text,
                     "line": int(found.group(1)) if found else None,
                     "column": int(column.group(1)) if column else None,
-                    "mainBpmnElementId": None,
-                    "bpmnElementIds": [],
+                    "mainBpmnElementId": element,
+                    "bpmnElementIds": [] if element is None else [element],
                 }
             )
         out[resource] = {"errors": errors, "warnings": []}
     return out
+
+
+def parse_message(details: dict[str, Any]) -> str:
+    """One ``* message | resource R | line N | column M`` line per error after Camunda's
+    opening, as Camunda writes a refused deployment's message."""
+    lines = [PARSE_ERROR]
+    for resource, found in details.items():
+        for error in found["errors"]:
+            where = f" | resource {resource}"
+            if error["line"]:
+                where += f" | line {error['line']}"
+            if error["column"]:
+                where += f" | column {error['column']}"
+            lines.append(f"* {error['message']}{where}")
+    return "\n".join(lines)
 
 
 async def _invalid(request: Request, exc: Exception) -> JSONResponse:

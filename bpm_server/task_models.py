@@ -3,7 +3,17 @@ FormDto, CamundaFormRef)."""
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from bpm_server.models import Dto, VariableMap
+
+
+class TaskLifecycle(StrEnum):
+    """A task's ``taskState``, as Camunda names it: an open task is ``Created`` until a
+    change (a claim, a new due date) makes it ``Updated``."""
+
+    CREATED = "Created"
+    UPDATED = "Updated"
 
 
 class CamundaFormRefDto(Dto):
@@ -36,6 +46,7 @@ class TaskDto(Dto):
     form_key: str | None
     camunda_form_ref: CamundaFormRefDto | None
     tenant_id: str | None = None
+    task_state: TaskLifecycle
 
 
 class UserIdDto(Dto):

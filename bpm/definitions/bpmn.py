@@ -47,7 +47,7 @@ def compile_bpmn(
     processes = [child for child in root.children if child.ns == BPMN and child.tag == "process"]
     documents = [file.process(child) for child in processes if not _black_box(child)]
     if file.problems:
-        raise refusal(file.problems, file.first_element)
+        raise refusal(file.problems, file.first_element, file.elements)
     if not documents:
         raise InvalidDefinition(
             f"line {root.line}: "
@@ -77,12 +77,18 @@ class _File:
         self.handlers = handlers
         self.problems: list[str] = []
         self.first_element: str | None = None
+        #: The element of each problem line whose element is known.
+        self.elements: dict[str, str] = {}
         self.decl = Declarations(root, self.problems)
 
     def record(self, exc: InvalidDefinition) -> None:
         if self.first_element is None:
             self.first_element = exc.element
-        self.problems.extend(problems_of(exc))
+        for line in problems_of(exc):
+            found = exc.element_of(line)
+            if found is not None:
+                self.elements.setdefault(line, found)
+            self.problems.append(line)
 
     def process(self, el: XmlElement) -> dict[str, Any]:
         reader = Reader(el)

@@ -9,7 +9,7 @@ several problems, one per line, so a user fixing a model sees them all at once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from bpm.definitions.bpmn_names import (
     BPMN,
@@ -62,10 +62,15 @@ def reject(el: XmlElement, why: str, instead: str | None = None) -> InvalidDefin
     return InvalidDefinition(problem(el, why, instead), _owner_id(el))
 
 
-def refusal(problems: Iterable[str], element: str | None = None) -> InvalidDefinition:
-    """One error listing every problem, in the order found, each once."""
+def refusal(
+    problems: Iterable[str],
+    element: str | None = None,
+    elements: Mapping[str, str] | None = None,
+) -> InvalidDefinition:
+    """One error listing every problem, in the order found, each once; ``elements`` names
+    the element of each problem line it knows."""
     lines = list(dict.fromkeys(problems))
-    return InvalidDefinition("\n".join(lines), element)
+    return InvalidDefinition("\n".join(lines), element, elements)
 
 
 def problems_of(exc: InvalidDefinition) -> list[str]:

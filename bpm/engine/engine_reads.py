@@ -120,6 +120,10 @@ class EngineReads:
         """Open external tasks (waiting, locked, failed), oldest first."""
         return external_views.find(self.core, limit, offset, **match)
 
+    def external_task_count(self, **match: Unpack[TaskFilter]) -> int:
+        """How many open external tasks ``external_tasks`` would list without a page."""
+        return external_views.count(self.core, **match)
+
     def external_task(self, task_id: UUID | str) -> ExternalTaskView:
         return external_views.get(self.core, as_id(task_id, "task"))
 

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, and_, or_, select
+from sqlalchemy import Connection, and_, func, or_, select
 
 from bpm.states import TaskKind, TaskState
 from bpm.store.rows import TaskRow
@@ -45,11 +45,43 @@ def find_external(
     stmt: Any = (
         select(*_COLS, p.c.process_def_id, p.c.process_key, p.c.business_key)
         .join_from(t, p, p.c.id == t.c.instance_id)
-        .where(t.c.kind == TaskKind.EXTERNAL, t.c.state.in_(OPEN))
         .order_by(t.c.created_at, t.c.id)
         .limit(limit)
         .offset(offset)
     )
+    stmt = _matching(stmt, now, topic, worker_id, locked, with_retries_left, instance_id, task_ids)
+    n = len(_COLS)
+    return [FoundTask(TaskRow(*r[:n]), r[n], r[n + 1], r[n + 2]) for r in conn.execute(stmt).all()]
+
+
+def count_external(
+    conn: Connection,
+    now: datetime,
+    *,
+    topic: str | None = None,
+    worker_id: str | None = None,
+    locked: bool | None = None,
+    with_retries_left: bool | None = None,
+    instance_id: UUID | None = None,
+    task_ids: Sequence[UUID] | None = None,
+) -> int:
+    """How many open external tasks ``find_external`` would list without a page."""
+    stmt: Any = select(func.count()).select_from(t)
+    stmt = _matching(stmt, now, topic, worker_id, locked, with_retries_left, instance_id, task_ids)
+    return int(conn.execute(stmt).scalar_one())
+
+
+def _matching(
+    stmt: Any,
+    now: datetime,
+    topic: str | None,
+    worker_id: str | None,
+    locked: bool | None,
+    with_retries_left: bool | None,
+    instance_id: UUID | None,
+    task_ids: Sequence[UUID] | None,
+) -> Any:
+    stmt = stmt.where(t.c.kind == TaskKind.EXTERNAL, t.c.state.in_(OPEN))
     held = and_(t.c.state == TaskState.LOCKED, t.c.lock_expire_at > now)
     if topic is not None:
         stmt = stmt.where(t.c.topic == topic)
@@ -64,5 +96,4 @@ def find_external(
         stmt = stmt.where(t.c.instance_id == instance_id)
     if task_ids is not None:
         stmt = stmt.where(t.c.id.in_(list(task_ids)))
-    n = len(_COLS)
-    return [FoundTask(TaskRow(*r[:n]), r[n], r[n + 1], r[n + 2]) for r in conn.execute(stmt).all()]
+    return stmt

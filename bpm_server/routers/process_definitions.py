@@ -167,15 +167,15 @@ def xml_by_key(key: str, request: Request, caller: Reader) -> ProcessDefinitionX
 @router.post("/key/{key}/start", response_model=ProcessInstanceWithVariablesDto)
 def start_by_key(
     key: str,
-    body: StartDto,
     request: Request,
     caller: Starter,
+    body: StartDto | None = None,
     idempotency_key: IdempotencyKey = None,
 ) -> ProcessInstanceWithVariablesDto:
-    """Start the latest version of ``key``."""
+    """Start the latest version of ``key``; no body is a start without variables."""
     caller.check_process(key)
     row = _by_key(request, key)
-    return _start(request, caller, row, body, idempotency_key, None)
+    return _start(request, caller, row, body or StartDto(), idempotency_key, None)
 
 
 @router.get("/{definition_id}", response_model=ProcessDefinitionDto)
@@ -191,15 +191,15 @@ def xml_by_id(definition_id: str, request: Request, caller: Reader) -> ProcessDe
 @router.post("/{definition_id}/start", response_model=ProcessInstanceWithVariablesDto)
 def start_by_id(
     definition_id: str,
-    body: StartDto,
     request: Request,
     caller: Starter,
+    body: StartDto | None = None,
     idempotency_key: IdempotencyKey = None,
 ) -> ProcessInstanceWithVariablesDto:
-    """Start this very version."""
+    """Start this very version; no body is a start without variables."""
     row = _by_id(request, definition_id)
     caller.check_process(row.key)
-    return _start(request, caller, row, body, idempotency_key, row.version)
+    return _start(request, caller, row, body or StartDto(), idempotency_key, row.version)
 
 
 def _xml(request: Request, row: DefinitionRow) -> ProcessDefinitionXmlDto:

@@ -4,16 +4,20 @@ cancelling them (docs/http-api.md lists the differences from Camunda 7)."""
 from __future__ import annotations
 
 from typing import Annotated, Any
+from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from bpm.engine.operations.instance_views import ActivityNode
 from bpm.errors import InvalidRequest, NotFound
+from bpm.store.incident_queries import IncidentQuery
+from bpm.store.paging import Page
 from bpm_server.auth import Permission, Principal, require
 from bpm_server.definition_models import CountDto
 from bpm_server.instance_filters import FILTERS, live_filter, query_body, query_params
 from bpm_server.instance_models import (
     ActivityInstanceDto,
+    ActivityInstanceIncidentDto,
     InstanceQueryDto,
     PatchVariablesDto,
     ProcessInstanceDto,
@@ -192,6 +196,22 @@ def get_variable(
     return encode_value(values[name])
 
 
+@router.get("/{instance_id}/variables/{name}/data", response_class=Response)
+def get_variable_data(instance_id: str, name: str, request: Request, caller: Reader) -> Response:
+    """A binary variable's bytes (Bytes, File). bpm variables are JSON values, never binary,
+    so a variable that exists is a 400 naming its type, as Camunda answers for a variable
+    that is not binary; one that does not exist is a 404."""
+    values = runtime_of(request).engine.live_variables(instance_id)
+    if name not in values:
+        raise NotFound(f"process instance variable with name {name} does not exist")
+    kind = encode_value(values[name])["type"]
+    raise InvalidRequest(
+        f"Value of variable {name} of process instance {instance_id} is not a binary value:"
+        f" it is a {kind} (bpm variables are JSON values; read it with"
+        f" GET /process-instance/{instance_id}/variables/{name})"
+    )
+
+
 @router.put("/{instance_id}/variables/{name}", status_code=204, response_class=Response)
 def put_variable(
     instance_id: str, name: str, body: VariableValueDto, request: Request, caller: Operator
@@ -211,13 +231,19 @@ def delete_variable(instance_id: str, name: str, request: Request, caller: Opera
 def activity_instances(instance_id: str, request: Request, caller: Reader) -> ActivityInstanceDto:
     """The root is the instance (activityId: the definition's id); each live token at an
     activity is an activity instance (``activityId:tokenId``), a token on its way between
-    wait states a transition instance, a subprocess holds the tokens inside it."""
+    wait states a transition instance, a subprocess holds the tokens inside it. An instance
+    carries the open incidents of its token (``incidentIds``, ``incidents``)."""
     engine = runtime_of(request).engine
     tree = engine.activity_tree(instance_id)
     inst = tree.instance
     iid, did = str(inst.id), str(inst.process_def_id)
     name = engine.process_definition(inst.process_def_id).name
-    acts, moves = _children(tree.children, iid, iid, did)
+    incidents: dict[UUID, list[str]] = {}
+    query = IncidentQuery(instance_ids=[inst.id])
+    for found in engine.find_incidents(query, Page(limit=MAX_INCIDENTS)):
+        if found.incident.token_id is not None:
+            incidents.setdefault(found.incident.token_id, []).append(str(found.incident.id))
+    acts, moves = _children(tree.children, iid, iid, did, incidents)
     return ActivityInstanceDto(
         id=iid,
         parent_activity_instance_id=None,
@@ -233,14 +259,25 @@ def activity_instances(instance_id: str, request: Request, caller: Reader) -> Ac
     )
 
 
+#: The most open incidents one activity-instance tree shows.
+MAX_INCIDENTS = 1000
+
+
 def _children(
-    nodes: list[ActivityNode], parent: str, iid: str, did: str
+    nodes: list[ActivityNode],
+    parent: str,
+    iid: str,
+    did: str,
+    incidents: dict[UUID, list[str]],
 ) -> tuple[list[ActivityInstanceDto], list[TransitionInstanceDto]]:
     acts: list[ActivityInstanceDto] = []
     moves: list[TransitionInstanceDto] = []
     for node in nodes:
         aid = f"{node.node_id}:{node.token_id}"
         kind = ACTIVITY_TYPES.get(node.node_type, node.node_type)
+        ids = incidents.get(node.token_id, [])
+        # an incident belongs to the activity instance its token is
+        mine = [ActivityInstanceIncidentDto(id=i, parent_activity_instance_id=aid) for i in ids]
         if node.transition:
             moves.append(
                 TransitionInstanceDto(
@@ -253,10 +290,12 @@ def _children(
                     activity_type=kind,
                     execution_id=str(node.token_id),
                     target_activity_id=node.node_id,
+                    incident_ids=ids,
+                    incidents=mine,
                 )
             )
             continue
-        inner_acts, inner_moves = _children(node.children, aid, iid, did)
+        inner_acts, inner_moves = _children(node.children, aid, iid, did, incidents)
         acts.append(
             ActivityInstanceDto(
                 id=aid,
@@ -270,6 +309,8 @@ def _children(
                 child_activity_instances=inner_acts,
                 child_transition_instances=inner_moves,
                 execution_ids=[str(node.token_id)],
+                incident_ids=ids,
+                incidents=mine,
             )
         )
     return acts, moves

@@ -11,8 +11,10 @@ from fastapi import APIRouter, Query, Request, Response
 from bpm.engine.operations.task_views import UserTaskView
 from bpm.errors import Forbidden, InvalidRequest
 from bpm.store.user_task_queries import UserTaskQuery
+from bpm_server import hal
 from bpm_server.auth import Principal
 from bpm_server.dates import format_date
+from bpm_server.definition_models import definition_dto
 from bpm_server.models import CountDto, wire
 from bpm_server.query_params import Kind, QuerySpec, both, from_body, from_query, openapi
 from bpm_server.routing import QueryBody, Reader, TaskWorker, no_content, runtime_of
@@ -21,6 +23,7 @@ from bpm_server.task_models import (
     CompleteTaskDto,
     FormDto,
     TaskDto,
+    TaskLifecycle,
     UserIdDto,
 )
 from bpm_server.variables import decode_variables, encode_value, encode_variables
@@ -149,10 +152,43 @@ def _flag(f: Mapping[str, Any], yes: str, no: str) -> Any:
 
 
 @router.get("", response_model=list[TaskDto], openapi_extra=openapi(SPEC))
-def list_tasks(request: Request, caller: Reader) -> list[TaskDto]:
+def list_tasks(request: Request, caller: Reader) -> list[TaskDto] | Response:
+    """In HAL when ``Accept`` prefers ``application/hal+json`` (Camunda's Tasklist asks so):
+    the page's tasks, their process definitions, and the count of every match."""
     filters, page = from_query(SPEC, request.query_params)
     engine = runtime_of(request).engine
-    return [task_dto(v) for v in engine.find_user_tasks(task_query(filters), page)]
+    query = task_query(filters)
+    found = engine.find_user_tasks(query, page)
+    if not hal.prefers_hal(request):
+        return [task_dto(v) for v in found]
+    definitions = {v.definition_id: engine.process_definition(v.definition_id) for v in found}
+    return hal.collection(
+        "/task",
+        engine.count_user_tasks(query),
+        {
+            "task": [_hal_task(v) for v in found],
+            "processDefinition": [
+                hal.resource(
+                    definition_dto(row).model_dump(mode="json", by_alias=True),
+                    {"self": f"/process-definition/{row.id}"},
+                )
+                for row in definitions.values()
+            ],
+        },
+    )
+
+
+def _hal_task(v: UserTaskView) -> dict[str, Any]:
+    links = {
+        "self": f"/task/{v.id}",
+        "execution": f"/execution/{v.token_id}",
+        "processDefinition": f"/process-definition/{v.definition_id}",
+        "processInstance": f"/process-instance/{v.instance_id}",
+        "identityLink": f"/task/{v.id}/identity-links",
+    }
+    if v.assignee is not None:
+        links["assignee"] = f"/user/{v.assignee}"
+    return hal.resource(task_dto(v).model_dump(mode="json", by_alias=True), links)
 
 
 @router.post("", response_model=list[TaskDto], openapi_extra=openapi(SPEC, body=True))
@@ -280,6 +316,7 @@ def task_dto(v: UserTaskView) -> TaskDto:
         task_definition_key=v.node_id,
         form_key=_form_key(v),
         camunda_form_ref=_form_ref(v),
+        task_state=TaskLifecycle.UPDATED if v.updated_at > v.created_at else TaskLifecycle.CREATED,
     )
 
 

@@ -268,7 +268,9 @@ def test_a_result_the_engine_cannot_take_is_an_incident_at_once(
     assert calls == [1]
     [incident] = rows.incidents_of(real_engine.db, iid)
     assert problem in incident.message and "never reported back" not in incident.message
-    assert rows.tasks_of(real_engine.db, iid)[0].lock_owner is None
+    [task] = rows.tasks_of(real_engine.db, iid)
+    # failed, not held: it shows the worker that failed it, as Camunda's workerId does
+    assert task.state == "FAILED" and task.lock_owner == "sdk-bad"
 
 
 def test_bpmn_error_variables_reach_the_boundary_path(

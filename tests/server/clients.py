@@ -13,6 +13,8 @@ import pytest
 
 JS_CLIENT = "camunda-external-task-client-js@3.1.0"
 PY_CLIENT = "camunda-external-task-client-python3==4.5.0"
+PYCAMUNDA = "pycamunda==0.6.1"
+GENERIC_CLIENT = "generic-camunda-client==7.18.0"
 
 
 def cache_dir() -> Path:
@@ -61,12 +63,27 @@ def js_client() -> Path:
 def py_client() -> Path:
     """The python of a small virtualenv with the Python client (and pydantic, which it
     imports without declaring it)."""
-    folder = cache_dir() / "py-client-4.5.0"
+    return _venv("py-client-4.5.0", PY_CLIENT, "pydantic")
+
+
+def pycamunda_client() -> Path:
+    """The python of a small virtualenv with pycamunda."""
+    return _venv("pycamunda-0.6.1", PYCAMUNDA)
+
+
+def generic_client() -> Path:
+    """The python of a small virtualenv with the OpenAPI-generated ``generic_camunda_client``."""
+    return _venv("generic-camunda-client-7.18.0", GENERIC_CLIENT)
+
+
+def _venv(name: str, *packages: str) -> Path:
+    """A virtualenv in the cache holding ``packages``, made once."""
+    folder = cache_dir() / name
     python = folder / "bin" / "python"
     ready = folder / ".installed"
     if not ready.exists():
         if not python.exists():
             _run([sys.executable, "-m", "venv", str(folder)], cache_dir(), "a virtualenv")
-        _run([str(python), "-m", "pip", "install", "-q", PY_CLIENT, "pydantic"], folder, PY_CLIENT)
+        _run([str(python), "-m", "pip", "install", "-q", *packages], folder, packages[0])
         ready.touch()
     return python

@@ -14,7 +14,7 @@ import pytest
 from bpm.states import Role
 from tests.server.clients import js_client, py_client
 from tests.server.conftest import Server
-from tests.server.processes import deploy, ended_at, start
+from tests.server.processes import deploy, ended_at, message_bpmn, start
 
 JS_WORKER = """
 import { Client, Variables, BasicAuthInterceptor } from "camunda-external-task-client-js";
@@ -148,3 +148,45 @@ def test_the_js_client_runs_every_path(server: Server, js_worker: Path) -> None:
 
 def test_the_python_client_runs_every_path(server: Server, py_worker: Path) -> None:
     _run_all_modes(server, "py_flow", py_worker)
+
+
+ENGINE_CALLS = """
+import os
+from camunda.client.engine_client import EngineClient
+
+cfg = {"auth_basic": {"username": os.environ["USER_NAME"], "password": os.environ["PASSWORD"]}}
+client = EngineClient(os.environ["BASE"], config=cfg)
+started = client.start_process("oc_msg", {"amount": 5}, business_key="oc-1")
+assert "variables" not in started, started
+assert [i["id"] for i in client.get_process_instance("oc_msg")] == [started["id"]]
+assert isinstance(client.get_jobs(0, 10, process_instance_id=started["id"]), list)
+try:
+    client.get_process_instance_variable(started["id"], "amount")
+except Exception as exc:  # it reads /data too: only a binary variable has data, as in Camunda
+    assert "not a binary value" in str(exc), exc
+else:
+    raise AssertionError("a variable that is not binary has no data")
+(result,) = client.correlate_message("oc-paid", business_key="oc-1")
+assert result["execution"]["processInstanceId"] == started["id"] and "variables" not in result
+print("ok")
+"""
+
+
+def test_the_python_clients_engine_client_calls(server: Server, tmp_path: Path) -> None:
+    """Its ``EngineClient`` (not used by the worker): start, list, jobs, a variable's data,
+    correlation."""
+    python = py_client()
+    server.runtime.engine.deploy_bpmn(message_bpmn("oc_msg", "oc-paid"))
+    server.add("py-engine", Role.OPERATOR)
+    script = tmp_path / "engine_calls.py"
+    script.write_text(ENGINE_CALLS)
+    env = {
+        "BASE": server.base,
+        "USER_NAME": "py-engine",
+        "PASSWORD": server.secrets["py-engine"],
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+    }
+    done = subprocess.run(
+        [str(python), str(script)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n{server.log_text()[-2000:]}"

@@ -185,7 +185,9 @@ def fail(
     credential: str | None = None,
 ) -> None:
     """Report a failure; ``retries`` left (the worker decides, as in Camunda) offers it again
-    after ``retry_timeout``, none fails the token with an incident."""
+    after ``retry_timeout``, none fails the token with an incident whose message is
+    ``error_message``. The task keeps the worker that failed it, and its lock expiry is when
+    the retry timeout ends: that is what the task shows until it is fetched again."""
     core.held.forget(task_id)  # this report changes the task: the fetched rows are stale
     if retries < 0 or retry_timeout < timedelta(0):
         raise TaskLockError("retries and retry_timeout must not be negative")
@@ -211,20 +213,15 @@ def fail(
             retry_at=retry_at,
             error_message=error_message,
             error_details=error_details,
+            keep_lock=True,
+            lock_expire_at=tx.now + retry_timeout,
             miss="conflict",
             message=f"task {task_id} changed",
         )
         if retries > 0:
             tx.notify_topics.add(str(task.topic))
             return None
-        _fail_token_of(
-            tx,
-            task,
-            kind="external",
-            message=f"task {task.node_id!r} failed after {task.attempts} "
-            f"attempt{'s' if task.attempts != 1 else ''}: {error_message}",
-            details=error_details,
-        )
+        _fail_token_of(tx, task, kind="external", message=error_message, details=error_details)
         return None
 
     _run(core, worker_id, body)
@@ -255,7 +252,8 @@ def bpmn_error(
         g = core.graph_of(tx, task.instance_id)
         scopes.write_for_task(tx, g, task, checked)
         text = f"BPMN error {code}" + (f": {message}" if message else "")
-        caught = handler_runs.catch_bpmn_error(tx, g, task, code, text)
+        # The boundary's errorMessageVariable gets the message as the worker gave it.
+        caught = handler_runs.catch_bpmn_error(tx, g, task, code, message)
         if caught is not None:
             return steps.carry_through(tx, g, caught)
         task_moves.change(

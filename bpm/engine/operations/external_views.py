@@ -62,6 +62,11 @@ def find(
         return [_view(r) for r in rows]
 
 
+def count(core: EngineCore, **match: Unpack[TaskFilter]) -> int:
+    with core.db.transaction() as conn:
+        return task_queries.count_external(conn, core.clock.now(), **match)
+
+
 def get(core: EngineCore, task_id: UUID) -> ExternalTaskView:
     found = find(core, 1, 0, task_ids=[task_id])
     if not found:

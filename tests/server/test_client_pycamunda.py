@@ -1,0 +1,240 @@
+"""pycamunda (PyPI, unmodified) against ``bpm serve`` for every call whose endpoint bpm serves:
+deployments, definitions, starts, instances and their variables, external tasks, messages,
+user tasks, incidents. Each scenario runs in pycamunda's own virtualenv (outside the
+repository) and fails on the first call that raises."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from bpm.states import Role
+from tests.server.clients import pycamunda_client
+from tests.server.conftest import Server
+from tests.server.ops_processes import form_key_bpmn
+from tests.server.processes import error_boundary_bpmn, message_bpmn
+
+SCRIPT = r"""
+import os, sys, uuid
+import requests.auth
+import pycamunda.deployment as deployment
+import pycamunda.externaltask as externaltask
+import pycamunda.incident as incident
+import pycamunda.message as message
+import pycamunda.processdef as processdef
+import pycamunda.processinst as processinst
+import pycamunda.task as task
+import pycamunda.version as version
+
+URL = os.environ["BASE"]
+AUTH = requests.auth.HTTPBasicAuth(os.environ["USER_NAME"], os.environ["PASSWORD"])
+
+
+def call(request):
+    request.auth = AUTH
+    return request()
+
+
+def start(key, **variables):
+    starting = processdef.StartInstance(URL, key=key, business_key=uuid.uuid4().hex)
+    for name, value in variables.items():
+        starting.add_variable(name, value)
+    return call(starting)
+
+
+def locked(instance):
+    fetch = externaltask.FetchAndLock(URL, worker_id="pc", max_tasks=10)
+    fetch.add_topic("pc-topic", lock_duration=60000)
+    tasks = [t for t in call(fetch) if t.process_instance_id == instance.id_]
+    assert len(tasks) == 1, tasks
+    return tasks[0]
+
+
+def definitions():
+    made = deployment.Create(URL, name="pycamunda")
+    made.add_resource(open(os.environ["BPMN"], "rb"))
+    created = call(made)
+    assert call(deployment.Get(URL, id_=created.id_)).name == "pycamunda"
+    assert created.id_ in {d.id_ for d in call(deployment.GetList(URL, name="pycamunda"))}
+    assert [r.name for r in call(deployment.GetResources(URL, id_=created.id_))] == ["pc.bpmn"]
+    (found,) = call(processdef.GetList(URL, key="pc_ext", latest_version=True))
+    assert call(processdef.Count(URL, key="pc_ext")) >= 1
+    assert call(processdef.Get(URL, key="pc_ext")).id_ == found.id_
+    assert "pc-topic" in call(processdef.GetXML(URL, id_=found.id_))
+
+
+def instances():
+    instance = start("pc_ext", amount=5)
+    iid = instance.id_
+    assert call(processinst.Get(URL, id_=instance.id_)).id_ == instance.id_
+    listed = call(processinst.GetList(URL, business_key=instance.business_key))
+    assert [i.id_ for i in listed] == [instance.id_]
+    tree = call(processinst.GetActivityInstance(URL, id_=instance.id_))
+    assert [c.activity_id for c in tree.child_activity_instances] == ["work"]
+    amount = processinst.VariablesGet(URL, process_instance_id=iid, var_name="amount")
+    assert call(amount).value == 5
+    modify = processinst.VariablesModify(URL, process_instance_id=iid)
+    modify.add_variable("seen", True)
+    call(modify)
+    assert call(processinst.VariablesGetList(URL, process_instance_id=iid))["seen"].value is True
+    call(processinst.VariablesUpdate(URL, process_instance_id=iid, var_name="note", value="x"))
+    call(processinst.VariablesDelete(URL, process_instance_id=iid, var_name="note"))
+    assert "note" not in call(processinst.VariablesGetList(URL, process_instance_id=iid))
+    call(processinst.Delete(URL, id_=instance.id_))
+
+
+def variable_data():
+    iid = start("pc_ext", amount=5).id_
+    data = processinst.VariablesGet(URL, process_instance_id=iid, var_name="amount",
+                                    binary=True)
+    try:
+        call(data)
+    except Exception as exc:  # bpm keeps no binary variables: Camunda's 400 for them
+        assert "not a binary value" in str(exc), exc
+    else:
+        raise AssertionError("a variable that is not binary has no data")
+
+
+def external_tasks():
+    instance = start("pc_ext")
+    held = locked(instance)
+    call(externaltask.ExtendLock(URL, id_=held.id_, new_duration=30000, worker_id="pc"))
+    call(externaltask.Unlock(URL, id_=held.id_))
+    held = locked(instance)
+    listed = call(externaltask.GetList(URL, process_instance_id=instance.id_,
+                                       request_error_details=False))
+    assert [t.id_ for t in listed] == [held.id_]
+    got = call(externaltask.Get(URL, id_=held.id_, request_error_details=False))
+    assert got.worker_id == "pc"
+    call(externaltask.HandleFailure(URL, id_=held.id_, worker_id="pc", error_message="down",
+                                    error_details="trace", retries=0, retry_timeout=0))
+    (failed,) = call(incident.GetList(URL, process_instance_id=instance.id_))
+    assert failed.incident_message == "down"
+    assert call(incident.Get(URL, id_=failed.id_)).configuration == held.id_
+    call(externaltask.SetRetries(URL, id_=held.id_, retries=1))
+    held = locked(instance)
+    complete = externaltask.Complete(URL, id_=held.id_, worker_id="pc")
+    complete.add_variable("done", True)
+    call(complete)
+    caught = start("pc_ext")
+    held = locked(caught)
+    call(externaltask.HandleBPMNError(URL, id_=held.id_, worker_id="pc", error_code="E1",
+                                      error_message="nothing left"))
+
+
+def external_task_count():
+    instance = start("pc_ext")
+    locked(instance)
+    assert call(externaltask.Count(URL, process_instance_id=instance.id_)) == 1
+
+
+def error_details():
+    instance = start("pc_ext")
+    held = locked(instance)
+    call(externaltask.HandleFailure(URL, id_=held.id_, worker_id="pc", error_message="down",
+                                    error_details="trace", retries=1, retry_timeout=60000))
+    # the default: one more request, for errorDetails
+    assert call(externaltask.Get(URL, id_=held.id_)).error_details == "trace"
+
+
+def messages():
+    instance = start("pc_msg")
+    (result,) = call(message.CorrelateSingle(URL, message_name="pc-paid",
+                                             business_key=instance.business_key,
+                                             result_enabled=True))
+    assert result.execution.process_instance_id == instance.id_
+    other = start("pc_msg")
+    call(message.CorrelateAll(URL, message_name="pc-paid", business_key=other.business_key,
+                              result_enabled=True))
+
+
+def user_tasks():
+    instance = start("pc_sign")
+    (found,) = call(task.GetList(URL, process_instance_id=instance.id_))
+    assert call(task.Get(URL, id_=found.id_)).task_definition_key == "sign"
+    call(task.Unclaim(URL, id_=found.id_))
+    call(task.Claim(URL, id_=found.id_, user_id="ann"))
+    complete = task.Complete(URL, id_=found.id_)
+    complete.add_variable("signed", True)
+    call(complete)
+
+
+def engine_version():
+    assert call(version.Get(URL))
+
+
+globals()[sys.argv[1]]()
+print("ok")
+"""
+
+SCENARIOS = [
+    "definitions",
+    "instances",
+    "variable_data",
+    "external_tasks",
+    pytest.param(
+        "external_task_count",
+        marks=pytest.mark.xfail(
+            strict=True,
+            reason="pycamunda 0.6.1's externaltask.Count sends its request with requests.request,"
+            " without the credentials set on it: a server that checks credentials answers 401",
+        ),
+    ),
+    pytest.param(
+        "error_details",
+        marks=pytest.mark.xfail(
+            strict=True,
+            reason="pycamunda 0.6.1 requests errorDetails with requests.get, without the"
+            " credentials of its request (externaltask.Get/GetList): a server that checks"
+            " credentials answers 401",
+        ),
+    ),
+    "messages",
+    "user_tasks",
+    "engine_version",
+]
+
+
+@dataclass(frozen=True)
+class Pycamunda:
+    python: Path
+    folder: Path
+
+
+@pytest.fixture(scope="module")
+def pycamunda(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Pycamunda:
+    python = pycamunda_client()
+    folder = tmp_path_factory.mktemp("pycamunda")
+    (folder / "calls.py").write_text(SCRIPT)
+    bpmn = error_boundary_bpmn("pc_ext", "pc-topic")
+    (folder / "pc.bpmn").write_text(bpmn)
+    engine = server.runtime.engine
+    engine.deploy_bpmn(bpmn)
+    engine.deploy_bpmn(message_bpmn("pc_msg", "pc-paid"))
+    engine.deploy_bpmn(form_key_bpmn("pc_sign"))
+    server.add("pycamunda", Role.OPERATOR)
+    return Pycamunda(python, folder)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_pycamunda_calls(server: Server, pycamunda: Pycamunda, scenario: str) -> None:
+    env = {
+        "BASE": server.base,
+        "USER_NAME": "pycamunda",
+        "PASSWORD": server.secrets["pycamunda"],
+        "BPMN": str(pycamunda.folder / "pc.bpmn"),
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+    }
+    done = subprocess.run(
+        [str(pycamunda.python), "calls.py", scenario],
+        cwd=pycamunda.folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n{server.log_text()[-2000:]}"
+    assert done.stdout.strip().endswith("ok")
