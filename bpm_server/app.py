@@ -18,6 +18,7 @@ from bpm_server.paths import CamundaPaths
 from bpm_server.routers import (
     deployments,
     engine_info,
+    external_task_queries,
     external_tasks,
     history,
     incidents,
@@ -80,6 +81,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     app.add_middleware(BrowserGuard, allowed_origins=cfg.allowed_origins)
     app.add_middleware(InputLimitGuard, limits=cfg.limits)  # outermost: before anything is read
     app.include_router(external_tasks.router, prefix=BASE)
+    app.include_router(external_task_queries.router, prefix=BASE)
     for router in (
         tasks.router,
         incidents.router,

@@ -253,7 +253,9 @@ def _parse(header: str) -> tuple[str, str]:
         raise NotAuthenticated(f"unsupported authorization scheme {scheme!r}; use Basic or Bearer")
     # No credential name or secret holds one; the database would refuse a NUL in the query.
     if _CONTROL.search(name) or _CONTROL.search(secret):
-        raise NotAuthenticated("the credentials hold a control character; no credential does")
+        raise NotAuthenticated(
+            "the credentials (user name or secret) hold a control character; no credential does"
+        )
     return name, secret
 
 
