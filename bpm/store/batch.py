@@ -295,8 +295,10 @@ def _scalar(value: Any) -> str:
     raise TypeError(f"cannot write {type(value).__name__} to the database")
 
 
-#: Every column of external_tasks, so a new task row is built straight from the table's type.
-_TASK_COLUMNS = tuple(c.name for c in external_tasks.c)
+#: The columns of external_tasks a new task row is built from, straight from the table's type.
+#: A new task is never locked, so the credential of a lock is left to its default (NULL): only
+#: a fetch or a lock sets it, and the statement stays within psycopg's parse cache.
+_TASK_COLUMNS = tuple(c.name for c in external_tasks.c if c.name != "lock_credential")
 _TOKEN = (
     ("id", "uuid"),
     ("expected", "int"),

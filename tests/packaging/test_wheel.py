@@ -175,6 +175,8 @@ def test_a_celery_worker_starts_from_the_wheel(venv: Path, home: Path, queue_pre
         "BPM_BROKER_URL": REDIS_URL,
         "BPM_QUEUE_PREFIX": queue_prefix,
         "BPM_IMPORTS": "bpm.demo.order_handlers",
+        # A scan that finds nothing logs its job line at DEBUG only; this test waits for it.
+        "BPM_JOB_LOG_LEVEL": "DEBUG",
     }
     _run([str(venv / "bin" / "bpm"), "db", "upgrade"], cwd=home, env=env)
     log = home / "worker.log"
