@@ -34,6 +34,7 @@ from starlette.concurrency import run_in_threadpool
 from bpm import credentials
 from bpm.credentials import CredentialRow
 from bpm.errors import Forbidden, NotAuthenticated
+from bpm.limits import quoted
 from bpm.states import Role
 from bpm.store import Database
 
@@ -78,9 +79,14 @@ class Principal:
         if self.topics is not None and topic not in self.topics:
             raise Forbidden(f"{self.name} may not work on topic {topic!r}")
 
-    def check_process(self, key: str, doing: str = "start or correlate") -> None:
+    def check_process(
+        self, key: str, doing: str = "start or correlate", *, given: str | None = None
+    ) -> None:
+        """``given``: what the caller named the process by (a definition id), which the
+        refusal names instead of the key the caller may not see."""
         if self.processes is not None and key not in self.processes:
-            raise Forbidden(f"{self.name} may not {doing} process {key!r}")
+            what = f"process {key!r}" if given is None else f"process definition {quoted(given)}"
+            raise Forbidden(f"{self.name} may not {doing} {what}")
 
     def check_variables_read(self, field: str) -> None:
         """Variables in an answer are a read of the instance: a caller asking for them with
@@ -114,7 +120,7 @@ class _Verified:
 #: Threads that derive keys. A flood of wrong secrets queues here, so it can take no more
 #: CPU than this many derivations at once; callers already verified never wait on it.
 HASH_THREADS = 2
-_WRONG = "no credential {!r}, or a wrong secret"
+_WRONG = "no credential {}, or a wrong secret"
 
 
 class Authenticator:
@@ -163,7 +169,7 @@ class Authenticator:
             return known.principal
         failed_at = self._failed.get(key)
         if failed_at is not None and now - failed_at < self.ttl:
-            raise NotAuthenticated(_WRONG.format(name))
+            raise NotAuthenticated(_WRONG.format(quoted(name)))
         pending = self._pending.get(key)
         if pending is None:
             pending = asyncio.ensure_future(self._check(key, name, secret, known))
@@ -171,6 +177,23 @@ class Authenticator:
             pending.add_done_callback(lambda done: self._settled(key, done))
         # Shielded: a caller that goes away does not cancel the check the others wait for.
         return await asyncio.shield(pending)
+
+    async def confirm(self, authorization: str | None) -> Principal:
+        """The caller as the credential table says now, past the TTL cache: a long poll calls
+        it before each fetch after its first, so a credential removed or limited while the
+        poll waits locks nothing more. The secret was verified against this very hash, so
+        only the row is read."""
+        principal = await self.authenticate(authorization)
+        if principal is ANONYMOUS or not authorization:
+            return principal
+        name, secret = _parse(authorization)
+        key = _key(name, secret)
+        row = await run_in_threadpool(credentials.lookup, self.db, name)
+        known = self._verified.get(key)
+        if row is None or known is None or known.secret_hash != row.secret_hash:
+            self._verified.pop(key, None)
+            raise NotAuthenticated(_WRONG.format(quoted(name)))
+        return self._remember(key, row, self.clock())
 
     def _settled(self, key: bytes, done: asyncio.Future[Principal]) -> None:
         self._pending.pop(key, None)
@@ -212,7 +235,7 @@ class Authenticator:
         if row is None or not ok:
             self._verified.pop(key, None)
             _bounded(self._failed)[key] = self.clock()
-            raise NotAuthenticated(_WRONG.format(name))
+            raise NotAuthenticated(_WRONG.format(quoted(name)))
         self._failed.pop(key, None)
         return self._remember(key, row, now)
 

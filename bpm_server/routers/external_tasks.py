@@ -84,8 +84,16 @@ async def fetch_and_lock(body: FetchDto, request: Request, caller: Fetcher) -> l
         authenticator: Authenticator = request.app.state.authenticator
         header = request.headers.get("authorization")
 
+        first = True
+
         async def authorize() -> None:
-            _may_fetch(await authenticator.authenticate(header), names)
+            # The first fetch follows the request's own check; each later one reads the
+            # credential's row again, so a removal ends the poll before it locks anything.
+            nonlocal first
+            if first:
+                first = False
+                return
+            _may_fetch(await authenticator.confirm(header), names)
 
         found = await fetch_waiting(
             request,

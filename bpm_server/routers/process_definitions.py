@@ -198,7 +198,7 @@ def start_by_id(
 ) -> ProcessInstanceWithVariablesDto:
     """Start this very version; no body is a start without variables."""
     row = _by_id(request, definition_id)
-    caller.check_process(row.key)
+    caller.check_process(row.key, given=definition_id)
     return _start(request, caller, row, body or StartDto(), idempotency_key, row.version)
 
 

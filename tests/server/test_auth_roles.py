@@ -38,7 +38,7 @@ def _fetch(topic: str, worker: str, timeout_ms: int = 0, max_tasks: int = 1) -> 
 def roles(server: Server) -> Server:
     """Processes with an external task each (topics ar-poll, ar-lock, ar-start), one
     waiting for a message in two processes; a credential of every role and limit."""
-    for key in ("ar_poll", "ar_poll_removed", "ar_lock", "ar_start", "ar_secret"):
+    for key in ("ar_poll", "ar_poll_removed", "ar_poll_gone", "ar_lock", "ar_start", "ar_secret"):
         deploy(server.runtime, key, key.replace("_", "-"))
     server.runtime.engine.deploy_bpmn(message_bpmn("ar_msg_mine", "ar-paid"))
     server.runtime.engine.deploy_bpmn(message_bpmn("ar_msg_other", "ar-paid"))
@@ -80,6 +80,23 @@ def test_a_poll_opened_before_its_credential_was_removed_locks_nothing(roles: Se
     credentials.remove(roles.db, "ar-leaving")
     time.sleep(1.5)  # longer than the tests' credential TTL
     instance = start(roles.runtime, "ar_poll_removed", secret="s3cr3t")
+    out["thread"].join(40)
+    answer = out["answer"]
+    assert answer.status_code == 401, answer.text
+    assert "s3cr3t" not in answer.text
+    assert _task(roles, instance)["workerId"] is None
+
+
+def test_a_task_made_just_after_the_removal_is_not_locked_for_the_removed_caller(
+    roles: Server,
+) -> None:
+    """Within the TTL, while the verified credential is still cached: the fetch a new task
+    wakes reads the credential's row first."""
+    roles.add("ar-leaving-now", Role.WORKER)
+    out = _in_background(roles, "ar-leaving-now", _fetch("ar-poll-gone", "gone", 25_000))
+    time.sleep(0.5)  # the poll is waiting
+    credentials.remove(roles.db, "ar-leaving-now")
+    instance = start(roles.runtime, "ar_poll_gone", secret="s3cr3t")
     out["thread"].join(40)
     answer = out["answer"]
     assert answer.status_code == 401, answer.text
@@ -292,3 +309,20 @@ def test_a_lock_taken_by_id_belongs_to_its_credential_too(roles: Server) -> None
     with roles.client("ar-worker") as c:
         assert c.post(f"{url}/unlock").status_code == 204
     assert _task(roles, instance)["workerId"] is None
+
+
+def test_a_refused_start_by_definition_id_names_only_the_id_it_was_given(roles: Server) -> None:
+    with roles.client("operator") as c:
+        hidden = c.get("/process-definition/key/ar_secret").json()["id"]
+    with roles.client("ar-starter") as c:
+        refused = c.post(f"/process-definition/{hidden}/start", json={})
+    assert refused.status_code == 403, refused.text
+    assert hidden in refused.json()["message"]
+    assert "ar_secret" not in refused.text
+
+
+def test_a_huge_user_name_is_not_echoed_in_its_401(roles: Server) -> None:
+    with roles.client() as c:
+        refused = c.get("/process-definition", auth=("n" * 10_000, "wrong"))
+    assert refused.status_code == 401
+    assert len(refused.text) < 500, refused.text[:200]
