@@ -156,7 +156,7 @@ def _at_work(node: Node, token: Token, undoing: set[str]) -> bool:
         return str(token.get("id")) in undoing
     # A scope token waiting for its children is at work only as a subprocess (a fork's or an
     # end event's waiting token is not where anything happens).
-    return token.get("wait_kind") != "CHILDREN" or node.type is NodeType.SUBPROCESS
+    return token.get("wait_kind") != "CHILDREN" or node.is_scope
 
 
 def mark(graph: ProcessGraph, events: Iterable[Event], tokens: Iterable[Token]) -> Marks:
@@ -184,9 +184,7 @@ def mark(graph: ProcessGraph, events: Iterable[Event], tokens: Iterable[Token]) 
             if undoing:
                 undo_active.add(node_id)
     for node_id in list(active):  # a subprocess waiting on a failure inside it has failed
-        if graph.nodes[node_id].type is NodeType.SUBPROCESS and any(
-            _inside(graph, f, node_id) for f in failed
-        ):
+        if graph.nodes[node_id].is_scope and any(_inside(graph, f, node_id) for f in failed):
             failed.add(node_id)
     for node_id, m in marks.nodes.items():
         visited = bool(m.entered or m.runs) or node_id in holding
@@ -293,7 +291,7 @@ def _mermaid_scope(
         if node.scope != scope:
             continue
         label = _mermaid_label(node, marks.nodes[node.id])
-        if node.type is NodeType.SUBPROCESS:
+        if node.is_scope:
             lines.append(f'{pad}subgraph {ids[node.id]} ["{label}"]')
             lines.append(f"{pad}    direction LR")
             _mermaid_scope(graph, marks, ids, node.id, lines, depth + 1)

@@ -43,6 +43,9 @@ PASS_THROUGH = frozenset({NodeType.START, NodeType.TASK, NodeType.MANUAL_TASK})
 ACTIVITIES = frozenset(
     {NodeType.SERVICE_TASK, NodeType.USER_TASK, NodeType.RECEIVE_TASK, NodeType.SUBPROCESS}
 )
+#: Nodes whose token waits for a body of tokens of its own (``scope_id`` = the node's id):
+#: the one list ``Node.is_scope`` reads, so a new kind of scope is added here.
+SCOPES = frozenset({NodeType.SUBPROCESS})
 
 
 class ListenerEvent(StrEnum):
@@ -232,6 +235,12 @@ class Node:
         if not self.listeners:  # most nodes have none: asked on every arrival and leave
             return ()
         return tuple(listener for listener in self.listeners if listener.event is event)
+
+    @property
+    def is_scope(self) -> bool:
+        """Whether a token here waits for a body of its own: its records cover what ran
+        inside, an interruption cancels that body, a terminate inside ends at it."""
+        return self.type in SCOPES
 
     @property
     def is_join(self) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from uuid import UUID
 
-from bpm.definitions.model import NodeType
+from bpm.definitions.model import Node
 from bpm.engine.core.engine_core import EngineCore
 from bpm.errors import InvalidOperation, NotFound
 from bpm.states import LIVE_INSTANCE, LIVE_TOKEN, TokenState, WaitKind
@@ -25,6 +25,8 @@ class ActivityNode:
     node_name: str | None
     node_type: str
     transition: bool
+    #: A scope's token (``Node.is_scope``): the tokens under it are its ``children``.
+    is_scope: bool = False
     children: list[ActivityNode] = field(default_factory=list)
 
 
@@ -85,11 +87,13 @@ def activity_tree(core: EngineCore, instance_id: UUID) -> ActivityTree:
     by_id = {t.id: t for t in rows}
     nodes: dict[UUID, ActivityNode] = {}
     for tok in rows:
-        if tok.state not in LIVE_TOKEN or _structural(tok, graph.node(tok.node_id).type):
+        if tok.state not in LIVE_TOKEN or _structural(tok, graph.node(tok.node_id)):
             continue
         node = graph.node(tok.node_id)
         transition = tok.state == TokenState.ACTIVE
-        nodes[tok.id] = ActivityNode(tok.id, node.id, node.name, node.type, transition)
+        nodes[tok.id] = ActivityNode(
+            tok.id, node.id, node.name, node.type, transition, node.is_scope
+        )
     roots: list[ActivityNode] = []
     for tok in sorted((by_id[i] for i in nodes), key=lambda t: (t.created_at, str(t.id))):
         scope = _scope_of(tok, by_id, nodes)
@@ -97,9 +101,9 @@ def activity_tree(core: EngineCore, instance_id: UUID) -> ActivityTree:
     return ActivityTree(inst, roots)
 
 
-def _structural(tok: TokenRow, node_type: NodeType) -> bool:
+def _structural(tok: TokenRow, node: Node) -> bool:
     """A token that only holds others (a fork's, a join's, a scope end's) is no activity."""
-    return tok.wait_kind == WaitKind.CHILDREN and node_type != NodeType.SUBPROCESS
+    return tok.wait_kind == WaitKind.CHILDREN and not node.is_scope
 
 
 def _scope_of(
@@ -113,7 +117,7 @@ def _scope_of(
         above = by_id.get(parent)
         if above is None:
             return None
-        if parent in nodes and nodes[parent].node_type == NodeType.SUBPROCESS:
+        if parent in nodes and nodes[parent].is_scope:
             return parent
         parent = above.parent_token_id
     return None

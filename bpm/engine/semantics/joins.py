@@ -8,7 +8,7 @@ harmless: the second finds nothing to consume.
 
 from __future__ import annotations
 
-from bpm.definitions.model import Node, NodeType, ProcessGraph
+from bpm.definitions.model import Node, ProcessGraph
 from bpm.engine.core.tx import Next, NextToken, Stale, Tx
 from bpm.engine.semantics.moves import create, link, move, new_token
 from bpm.engine.semantics.nodes import end_token, leave
@@ -30,7 +30,7 @@ def decide(tx: Tx, g: ProcessGraph, parent: TokenRow) -> Next:
     node = g.node(locked.node_id)
     # A subprocess's token runs its body until it forks out of the subprocess (``fork``
     # clears its ``via_flow``); then its children are branches, as a gateway's are.
-    in_body = node.type is NodeType.SUBPROCESS and locked.via_flow is not None
+    in_body = node.is_scope and locked.via_flow is not None
     if in_body:
         children = body_children(children, node.id)
     if children:

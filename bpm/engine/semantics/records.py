@@ -9,7 +9,7 @@ will undo it any more, and audits can tell it from one that was never needed.
 
 from __future__ import annotations
 
-from bpm.definitions.model import Node, NodeType, ProcessGraph
+from bpm.definitions.model import Node, ProcessGraph
 from bpm.engine.core.tx import Tx
 from bpm.engine.semantics import writes
 from bpm.engine.semantics.tree import Tree
@@ -26,7 +26,7 @@ def record_success(tx: Tx, tok: TokenRow, node: Node) -> None:
     """
     assert node.compensation is not None
     owner = tok.id
-    if node.type is NodeType.SUBPROCESS:
+    if node.is_scope:
         owner = Tree.read(tx, tok.instance_id).latest_visit(tok, node.id) or tok.id
     writes.record_compensation(tx, tok, node, owner)
 
@@ -41,7 +41,7 @@ def pending_in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRo
     pending = sorted((r for r in every if r.status == RecordState.PENDING), key=lambda r: -r.seq)
     if not pending:
         return []
-    covering = {r.token_id for r in every if g.node(r.node_id).type is NodeType.SUBPROCESS}
+    covering = {r.token_id for r in every if g.node(r.node_id).is_scope}
     tree = Tree.read(tx, anchor.instance_id)
     if anchor.mode == TokenMode.COMPENSATION:  # a saga: global, or the subprocess of its parent
         host = tree.get(anchor.parent_token_id)
@@ -52,7 +52,7 @@ def pending_in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRo
     inside = (
         activity
         if activity is not None
-        and g.node(activity).type is NodeType.SUBPROCESS
+        and g.node(activity).is_scope
         and g.node(activity).compensation is None
         else None
     )
@@ -69,7 +69,7 @@ def pending_in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRo
             continue
         if (
             owner is not None
-            and g.node(rec.node_id).type is not NodeType.SUBPROCESS
+            and not g.node(rec.node_id).is_scope
             and any(owner.id == root or tree.descends(owner, root) for root in covering)
         ):
             continue
