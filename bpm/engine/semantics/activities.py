@@ -4,6 +4,7 @@ subprocess it waits for, and a compensation token standing in for the activity i
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import assert_never
 
 from bpm.definitions import mappings
 from bpm.definitions.model import Node, NodeType, ProcessGraph
@@ -18,16 +19,34 @@ from bpm.store.rows import TokenRow
 
 
 def enter(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
-    kind = node.type
-    if kind is NodeType.SERVICE_TASK:
-        if node.topic is not None:
-            return _create_external_task(tx, g, tok, node)
-        return _create_handler_task(tx, g, tok, node)
-    if kind is NodeType.USER_TASK:
-        return waits.create_user_task(tx, tok, node)
-    if kind is NodeType.RECEIVE_TASK:
-        return waits.wait_for_message(tx, tok, node)
-    return _enter_subprocess(tx, g, tok, node)
+    """The activity's own work; every node type is named here, so a new type that is not
+    an activity must say so (mypy's ``assert_never`` checks the list is whole)."""
+    match node.type:
+        case NodeType.SERVICE_TASK:
+            if node.topic is not None:
+                return _create_external_task(tx, g, tok, node)
+            return _create_handler_task(tx, g, tok, node)
+        case NodeType.USER_TASK:
+            return waits.create_user_task(tx, tok, node)
+        case NodeType.RECEIVE_TASK:
+            return waits.wait_for_message(tx, tok, node)
+        case NodeType.SUBPROCESS:
+            return _enter_subprocess(tx, g, tok, node)
+        case (
+            NodeType.START
+            | NodeType.END
+            | NodeType.TASK
+            | NodeType.MANUAL_TASK
+            | NodeType.EXCLUSIVE
+            | NodeType.PARALLEL
+            | NodeType.TIMER
+            | NodeType.MESSAGE
+            | NodeType.COMPENSATION_THROW
+            | NodeType.BOUNDARY
+        ):
+            raise AssertionError(f"{node.type.value} {node.id!r} is not an activity")
+        case _:
+            assert_never(node.type)
 
 
 def enter_compensation(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:

@@ -6,6 +6,8 @@ what the job should do next (go on with a token, run a task, or stop).
 
 from __future__ import annotations
 
+from typing import assert_never
+
 from bpm.definitions.model import ACTIVITIES, ListenerEvent, Node, NodeType, ProcessGraph
 from bpm.engine.core.tx import Next, NextToken, Tx
 from bpm.engine.semantics import (
@@ -121,27 +123,42 @@ def after_user_task(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
 
 
 def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
-    kind = node.type
-    if kind is NodeType.COMPENSATION_THROW or (kind is NodeType.END and node.compensate):
-        if not node.wait_for_completion:
-            return _compensate_beside(tx, g, tok, node)
-        thrown = sagas.throw(tx, g, tok, node)
-        return thrown_compensation_done(tx, g, thrown.anchor) if thrown else None
-    if kind is NodeType.TIMER:
-        return waits.wait_for_timer(tx, tok, node)
-    if kind is NodeType.MESSAGE:
-        return waits.wait_for_message(tx, tok, node)
-    if kind is NodeType.EXCLUSIVE:
-        return gateways.exclusive(tx, g, tok, node)
-    if kind is NodeType.PARALLEL:
-        if node.is_join:
-            return gateways.park_at_join(tx, g, tok)
-        return gateways.fork_or_leave(tx, g, tok, node)
-    if kind is NodeType.END:
-        if node.listeners_of(ListenerEvent.END):
-            return listeners.run(tx, tok, node, ListenerEvent.END)
-        return _end_event(tx, g, tok, node)
-    return leave(tx, g, tok, node)  # startEvent, task, manualTask, boundaryEvent: pass through
+    """Every node that is not an activity (``begin`` sent those to ``activities.enter``);
+    the list is whole (mypy's ``assert_never``), so a new type has to be placed."""
+    match node.type:
+        case NodeType.COMPENSATION_THROW:
+            return _throw_compensation(tx, g, tok, node)
+        case NodeType.END:
+            if node.compensate:
+                return _throw_compensation(tx, g, tok, node)
+            if node.listeners_of(ListenerEvent.END):
+                return listeners.run(tx, tok, node, ListenerEvent.END)
+            return _end_event(tx, g, tok, node)
+        case NodeType.TIMER:
+            return waits.wait_for_timer(tx, tok, node)
+        case NodeType.MESSAGE:
+            return waits.wait_for_message(tx, tok, node)
+        case NodeType.EXCLUSIVE:
+            return gateways.exclusive(tx, g, tok, node)
+        case NodeType.PARALLEL:
+            if node.is_join:
+                return gateways.park_at_join(tx, g, tok)
+            return gateways.fork_or_leave(tx, g, tok, node)
+        case NodeType.START | NodeType.TASK | NodeType.MANUAL_TASK | NodeType.BOUNDARY:
+            return leave(tx, g, tok, node)  # nothing to do here: pass through
+        case (
+            NodeType.SERVICE_TASK | NodeType.USER_TASK | NodeType.RECEIVE_TASK | NodeType.SUBPROCESS
+        ):
+            raise AssertionError(f"activity {node.id!r} passed through")
+        case _:
+            assert_never(node.type)
+
+
+def _throw_compensation(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+    if not node.wait_for_completion:
+        return _compensate_beside(tx, g, tok, node)
+    thrown = sagas.throw(tx, g, tok, node)
+    return thrown_compensation_done(tx, g, thrown.anchor) if thrown else None
 
 
 def leave(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
@@ -243,10 +260,7 @@ def _terminate(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     at_work = (
         root.id != tok.id
         and root.state in (TokenState.ACTIVE, TokenState.WAITING, TokenState.FAILED)
-        and not (
-            root.wait_kind == WaitKind.CHILDREN
-            and g.node(root.node_id).type is not NodeType.SUBPROCESS
-        )
+        and not (root.wait_kind == WaitKind.CHILDREN and not g.node(root.node_id).is_scope)
     )
     if at_work:
         end_work(tx, root, reason)  # a FAILED root's incident too: it ends here
