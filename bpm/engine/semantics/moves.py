@@ -10,7 +10,7 @@ from uuid import UUID, uuid4
 from bpm.definitions.model import Flow
 from bpm.engine.core.tx import NextToken, Tx
 from bpm.engine.semantics import scopes
-from bpm.states import TokenEvent, TokenMode, TokenState
+from bpm.states import LinkType, TokenEvent, TokenMode, TokenState
 from bpm.store import tokens
 from bpm.store.rows import TokenRow
 
@@ -122,6 +122,30 @@ def create(tx: Tx, rows: list[TokenRow], links: Sequence[tuple[UUID, UUID, str]]
                 **({"record_id": str(row.record_id)} if row.record_id else {}),
             },
         )
+
+
+def spawn_beside(tx: Tx, tok: TokenRow, node_id: str, data: dict[str, Any]) -> TokenRow:
+    """A new ACTIVE token at ``node_id`` that runs beside ``tok`` (a non-interrupting
+    boundary's path, listeners of an open user task, a compensation ``tok`` does not wait
+    for): a sibling under the scope token, or ``tok``'s child when ``tok`` is the scope's own.
+
+    ``tok`` is moved too (same state, next version, a ``SPAWNED`` row with ``data``): a
+    transaction that read the scope before this one and then ends it (a terminate, a cancel,
+    an error leaving the scope) changes ``tok`` under the version it read, so it conflicts,
+    reads again and finds the new token, which then ends with the scope instead of escaping.
+    """
+    move(tx, tok, state=tok.state, event=TokenEvent.SPAWNED, wait_kind=tok.wait_kind, data=data)
+    beside = new_token(
+        tx,
+        instance_id=tok.instance_id,
+        node_id=node_id,
+        parent=tok.parent_token_id if tok.concurrent else tok.id,
+        scope_id=tok.scope_id,
+        concurrent=True,
+        via_flow=None,
+    )
+    create(tx, [beside], [(tok.id, beside.id, LinkType.FORK)])
+    return beside
 
 
 def link(tx: Tx, links: Sequence[tuple[UUID, UUID, str]]) -> None:

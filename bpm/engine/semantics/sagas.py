@@ -23,7 +23,7 @@ from bpm.dispatch import RUN_COMPENSATION, Job
 from bpm.engine.core.tx import Next, NextToken, Stale, Tx
 from bpm.engine.semantics import records, writes
 from bpm.engine.semantics.cancelling import cancel_token
-from bpm.engine.semantics.moves import create, move, new_token
+from bpm.engine.semantics.moves import create, move, new_token, spawn_beside
 from bpm.engine.semantics.tree import Tree
 from bpm.states import (
     LIVE_TOKEN,
@@ -99,21 +99,8 @@ def start_if_declared(tx: Tx, g: ProcessGraph, failed: TokenRow, reason: str) ->
 
 def anchor_beside(tx: Tx, tok: TokenRow) -> TokenRow:
     """A new token at ``tok``'s node to anchor a compensation that ``tok`` does not wait for:
-    a sibling under the scope token (``tok``'s child when ``tok`` is the scope's own), as a
-    non-interrupting boundary's path is. ``tok`` is moved too, so a transaction that read the
-    scope before this one conflicts and reads the new token."""
-    move(tx, tok, state=tok.state, event=TokenEvent.SPAWNED, data={"compensation": tok.node_id})
-    anchor = new_token(
-        tx,
-        instance_id=tok.instance_id,
-        node_id=tok.node_id,
-        parent=tok.parent_token_id if tok.concurrent else tok.id,
-        scope_id=tok.scope_id,
-        concurrent=True,
-        via_flow=None,
-    )
-    create(tx, [anchor], [(tok.id, anchor.id, LinkType.FORK)])
-    return anchor
+    placed as a non-interrupting boundary's path is (``moves.spawn_beside``)."""
+    return spawn_beside(tx, tok, tok.node_id, {"compensation": tok.node_id})
 
 
 def throw(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Finished | None:

@@ -9,11 +9,12 @@ stays open throughout, and the scope around it waits for that token before it co
 
 from __future__ import annotations
 
+from typing import Any
+
 from bpm.definitions.model import ListenerEvent, Node
 from bpm.engine.core.tx import RunTask, Tx
 from bpm.engine.semantics import listeners
-from bpm.engine.semantics.moves import create, move, new_token
-from bpm.states import LinkType, TokenEvent
+from bpm.engine.semantics.moves import spawn_beside
 from bpm.store.rows import TokenRow
 
 
@@ -33,23 +34,6 @@ def run_beside(
     listeners of ``events``; None when there are none."""
     if not events:
         return None
-    move(
-        tx,
-        tok,
-        state=tok.state,
-        event=TokenEvent.SPAWNED,
-        wait_kind=tok.wait_kind,
-        data={"listeners": [e.value for e in events]},
-    )
-    parent = tok.parent_token_id if tok.concurrent else tok.id
-    beside = new_token(
-        tx,
-        instance_id=tok.instance_id,
-        node_id=node.id,
-        parent=parent,
-        scope_id=tok.scope_id,
-        concurrent=True,
-        via_flow=None,
-    )
-    create(tx, [beside], [(tok.id, beside.id, LinkType.FORK)])
+    data: dict[str, Any] = {"listeners": [e.value for e in events]}
+    beside = spawn_beside(tx, tok, node.id, data)
     return listeners.run(tx, tx.current(beside), node, events[0], then=events[1:])

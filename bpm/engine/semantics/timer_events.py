@@ -7,9 +7,9 @@ from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.engine.core.tx import Next, NextToken, Tx
 from bpm.engine.semantics import interruptions
 from bpm.engine.semantics.cancelling import cancel_descendants, cancel_task, cancel_timers
-from bpm.engine.semantics.moves import create, move, new_token
+from bpm.engine.semantics.moves import spawn_beside
 from bpm.engine.semantics.nodes import leave
-from bpm.states import LinkType, TokenEvent, TokenState
+from bpm.states import TokenEvent, TokenState
 from bpm.store import tasks
 from bpm.store.rows import TokenRow
 
@@ -35,7 +35,7 @@ def _interrupt(tx: Tx, g: ProcessGraph, tok: TokenRow, boundary: Node) -> Next:
     task = tasks.open_of_token(tx.conn, tok.id)
     if task is not None:
         cancel_task(tx, task.id, reason)
-    if g.node(tok.node_id).type is NodeType.SUBPROCESS:
+    if g.node(tok.node_id).is_scope:
         cancel_descendants(tx, tok, reason)
     cancel_timers(tx, tok, reason)
     data = {"boundary": boundary.id, "left": tok.node_id}
@@ -43,30 +43,6 @@ def _interrupt(tx: Tx, g: ProcessGraph, tok: TokenRow, boundary: Node) -> Next:
 
 
 def _spawn(tx: Tx, tok: TokenRow, boundary: Node) -> Next:
-    """Non-interrupting: a new token takes the boundary's path; the activity stays open.
-
-    The token at the activity is moved too (same state, next version): a transaction that
-    read the scope before this one committed and then ends it (a terminate, a cancel, an
-    error leaving the scope) changes that token under the version it read, so it conflicts,
-    reads again and finds the new path, which then ends with the scope instead of escaping.
-    """
-    move(
-        tx,
-        tok,
-        state=tok.state,
-        event=TokenEvent.SPAWNED,
-        wait_kind=tok.wait_kind,
-        data={"boundary": boundary.id},
-    )
-    parent = tok.parent_token_id if tok.concurrent else tok.id
-    spawned = new_token(
-        tx,
-        instance_id=tok.instance_id,
-        node_id=boundary.id,
-        parent=parent,
-        scope_id=tok.scope_id,
-        concurrent=True,
-        via_flow=None,
-    )
-    create(tx, [spawned], [(tok.id, spawned.id, LinkType.FORK)])
+    """Non-interrupting: a new token takes the boundary's path; the activity stays open."""
+    spawned = spawn_beside(tx, tok, boundary.id, {"boundary": boundary.id})
     return NextToken(spawned.id, 0)
