@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict, Unpack
-from uuid import UUID, uuid4
+from uuid import UUID
 
 from bpm.definitions.bpmn import compile_bpmn
 from bpm.definitions.form_values import check_submission, shown_defaults
@@ -14,18 +14,17 @@ from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Conflict, Tx
 from bpm.engine.operations import deployments
 from bpm.engine.operations.deployments import Deployed as Deployed
+from bpm.engine.semantics import instances as instances_semantics
 from bpm.engine.semantics.cancelling import cancel_token
 from bpm.engine.semantics.instance_state import set_instance_state
-from bpm.engine.semantics.moves import create, new_token
 from bpm.errors import DeploymentInvalid, InvalidOperation, NotFound, UnknownProcess
 from bpm.limits import NAME_MAX, check_text, quoted
 from bpm.states import (
-    EngineEvent,
     InstanceState,
     TokenState,
 )
 from bpm.store import definitions, instances
-from bpm.store.rows import DefinitionRow, InstanceRow
+from bpm.store.rows import DefinitionRow
 from bpm.variables import check_variables
 
 OPERATOR = "operator"
@@ -141,13 +140,6 @@ def start(
             existing = instances.by_idempotency_key(tx.conn, key, ikey)
             if existing is not None:
                 return Started(existing.id, key, existing.business_key, existing.state, False), None
-        inst = InstanceRow(
-            uuid4(), row.id, key, business_key, ikey, InstanceState.RUNNING, 0, tx.now, tx.now, None
-        )
-        if not _insert_instance(tx, inst):
-            existing = instances.by_idempotency_key(tx.conn, key, ikey or "")
-            assert existing is not None
-            return Started(existing.id, key, existing.business_key, existing.state, False), None
         graph = core.graph(row.id, tx.conn)
         initiator = graph.start_of(None).initiator
         if initiator is not None and (options.get("user") is not None or initiator not in checked):
@@ -157,30 +149,14 @@ def start(
             defaults = shown_defaults(start_form, checked)
             fill = check_submission(start_form, checked, {}, defaults, f"starting {key!r}")
             checked = {**fill, **checked}
-        root = new_token(
-            tx,
-            instance_id=inst.id,
-            node_id=graph.start_of(None).id,
-            parent=None,
-            scope_id=None,
-            concurrent=False,
-            via_flow=None,
+        made = instances_semantics.create(
+            tx, row, graph, checked, business_key=business_key, start_key=ikey
         )
-        tx.history.engine(
-            instance_id=inst.id,
-            at=tx.now,
-            type=EngineEvent.INSTANCE_STARTED,
-            to_state=InstanceState.RUNNING,
-            actor=tx.actor,
-            data={
-                "key": key,
-                "version": row.version,
-                "business_key": business_key,
-                "variables": checked,
-            },
-        )
-        tx.write_variables(inst.id, checked)
-        create(tx, [root], [])
+        if made is None:  # a concurrent start took the key first (ON CONFLICT DO NOTHING)
+            existing = instances.by_idempotency_key(tx.conn, key, ikey or "")
+            assert existing is not None
+            return Started(existing.id, key, existing.business_key, existing.state, False), None
+        inst, root = made
         if not run_now:
             tx.advance_later(root.id, 0)
     core.remember(inst.id, row.id, key, business_key)
@@ -200,11 +176,6 @@ def _definition(tx: Tx, key: str, version: int | None) -> DefinitionRow:
             f"no process definition {which} is deployed; deploy it first (bpm deploy FILE)"
         )
     return row
-
-
-def _insert_instance(tx: Tx, inst: InstanceRow) -> bool:
-    """False when a concurrent start took the idempotency key first (ON CONFLICT DO NOTHING)."""
-    return instances.insert(tx.conn, inst)
 
 
 def cancel(core: EngineCore, instance_id: UUID, reason: str = "cancelled by an operator") -> None:

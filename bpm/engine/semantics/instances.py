@@ -1,0 +1,72 @@
+"""Creating an instance: its row, its root token at the start event, its first variables and
+its ``INSTANCE_STARTED`` history row, in the caller's transaction.
+
+Every way an instance begins goes through ``create`` (an operator's or a client's start, a
+worker's start job, and an activity that starts an instance of another process), so an
+instance is made one way whatever made it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import uuid4
+
+from bpm.definitions.model import ProcessGraph
+from bpm.engine.core.tx import Tx
+from bpm.engine.semantics.moves import create as create_tokens
+from bpm.engine.semantics.moves import new_token
+from bpm.states import EngineEvent, InstanceState
+from bpm.store import instances
+from bpm.store.rows import DefinitionRow, InstanceRow, TokenRow
+
+
+def create(
+    tx: Tx,
+    definition: DefinitionRow,
+    graph: ProcessGraph,
+    variables: dict[str, Any],
+    *,
+    business_key: str | None,
+    start_key: str | None,
+) -> tuple[InstanceRow, TokenRow] | None:
+    """The new instance and its root token (ACTIVE at the start event, not yet advanced);
+    None when a concurrent start took ``start_key`` first (nothing was written)."""
+    inst = InstanceRow(
+        uuid4(),
+        definition.id,
+        definition.key,
+        business_key,
+        start_key,
+        InstanceState.RUNNING,
+        0,
+        tx.now,
+        tx.now,
+        None,
+    )
+    if not instances.insert(tx.conn, inst):
+        return None
+    root = new_token(
+        tx,
+        instance_id=inst.id,
+        node_id=graph.start_of(None).id,
+        parent=None,
+        scope_id=None,
+        concurrent=False,
+        via_flow=None,
+    )
+    tx.history.engine(
+        instance_id=inst.id,
+        at=tx.now,
+        type=EngineEvent.INSTANCE_STARTED,
+        to_state=InstanceState.RUNNING,
+        actor=tx.actor,
+        data={
+            "key": definition.key,
+            "version": definition.version,
+            "business_key": business_key,
+            "variables": variables,
+        },
+    )
+    tx.write_variables(inst.id, variables)
+    create_tokens(tx, [root], [])
+    return inst, root
