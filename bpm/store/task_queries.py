@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict, Unpack
 from uuid import UUID
 
 from sqlalchemy import Connection, and_, func, or_, select
@@ -27,21 +27,23 @@ class FoundTask:
     business_key: str | None
 
 
+class ExternalTaskFilter(TypedDict, total=False):
+    """What a search of open external tasks may ask for; a key left out matches every task.
+    ``locked``: held by an unexpired lock (False: not); ``with_retries_left``: fetchable
+    again (False: failed with an incident)."""
+
+    topic: str
+    worker_id: str
+    locked: bool
+    with_retries_left: bool
+    instance_id: UUID
+    task_ids: Sequence[UUID]
+
+
 def find_external(
-    conn: Connection,
-    now: datetime,
-    limit: int,
-    offset: int,
-    *,
-    topic: str | None = None,
-    worker_id: str | None = None,
-    locked: bool | None = None,
-    with_retries_left: bool | None = None,
-    instance_id: UUID | None = None,
-    task_ids: Sequence[UUID] | None = None,
+    conn: Connection, now: datetime, limit: int, offset: int, **match: Unpack[ExternalTaskFilter]
 ) -> list[FoundTask]:
-    """Open external tasks, oldest first. ``locked``: held by an unexpired lock (False: not);
-    ``with_retries_left``: fetchable again (False: failed with an incident)."""
+    """Open external tasks, oldest first."""
     stmt: Any = (
         select(*_COLS, p.c.process_def_id, p.c.process_key, p.c.business_key)
         .join_from(t, p, p.c.id == t.c.instance_id)
@@ -49,38 +51,22 @@ def find_external(
         .limit(limit)
         .offset(offset)
     )
-    stmt = _matching(stmt, now, topic, worker_id, locked, with_retries_left, instance_id, task_ids)
+    stmt = _matching(stmt, now, match)
     n = len(_COLS)
     return [FoundTask(TaskRow(*r[:n]), r[n], r[n + 1], r[n + 2]) for r in conn.execute(stmt).all()]
 
 
-def count_external(
-    conn: Connection,
-    now: datetime,
-    *,
-    topic: str | None = None,
-    worker_id: str | None = None,
-    locked: bool | None = None,
-    with_retries_left: bool | None = None,
-    instance_id: UUID | None = None,
-    task_ids: Sequence[UUID] | None = None,
-) -> int:
+def count_external(conn: Connection, now: datetime, **match: Unpack[ExternalTaskFilter]) -> int:
     """How many open external tasks ``find_external`` would list without a page."""
     stmt: Any = select(func.count()).select_from(t)
-    stmt = _matching(stmt, now, topic, worker_id, locked, with_retries_left, instance_id, task_ids)
+    stmt = _matching(stmt, now, match)
     return int(conn.execute(stmt).scalar_one())
 
 
-def _matching(
-    stmt: Any,
-    now: datetime,
-    topic: str | None,
-    worker_id: str | None,
-    locked: bool | None,
-    with_retries_left: bool | None,
-    instance_id: UUID | None,
-    task_ids: Sequence[UUID] | None,
-) -> Any:
+def _matching(stmt: Any, now: datetime, match: ExternalTaskFilter) -> Any:
+    topic, worker_id = match.get("topic"), match.get("worker_id")
+    locked, with_retries_left = match.get("locked"), match.get("with_retries_left")
+    instance_id, task_ids = match.get("instance_id"), match.get("task_ids")
     stmt = stmt.where(t.c.kind == TaskKind.EXTERNAL, t.c.state.in_(OPEN))
     held = and_(t.c.state == TaskState.LOCKED, t.c.lock_expire_at > now)
     if topic is not None:

@@ -10,17 +10,11 @@ refused."""
 
 from __future__ import annotations
 
-import subprocess
-from dataclasses import dataclass
-from pathlib import Path
-
 import pytest
 
-from bpm.states import Role
+from tests.server.client_scripts import ScriptClient, prepare, run
 from tests.server.clients import generic_client
 from tests.server.conftest import Server
-from tests.server.ops_processes import form_key_bpmn
-from tests.server.processes import error_boundary_bpmn, message_bpmn
 
 SCRIPT = r"""
 import os, sys, uuid
@@ -162,43 +156,12 @@ SCENARIOS = [
 ]
 
 
-@dataclass(frozen=True)
-class Generic:
-    python: Path
-    folder: Path
-
-
 @pytest.fixture(scope="module")
-def generic(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Generic:
+def generic(server: Server, tmp_path_factory: pytest.TempPathFactory) -> ScriptClient:
     python = generic_client()
-    folder = tmp_path_factory.mktemp("generic")
-    (folder / "calls.py").write_text(SCRIPT)
-    bpmn = error_boundary_bpmn("gc_ext", "gc-topic")
-    (folder / "gc.bpmn").write_text(bpmn)
-    engine = server.runtime.engine
-    engine.deploy_bpmn(bpmn)
-    engine.deploy_bpmn(message_bpmn("gc_msg", "gc-paid"))
-    engine.deploy_bpmn(form_key_bpmn("gc_sign"))
-    server.add("generic", Role.OPERATOR)
-    return Generic(python, folder)
+    return prepare(server, tmp_path_factory, python, user="generic", prefix="gc", script=SCRIPT)
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
-def test_generic_client_calls(server: Server, generic: Generic, scenario: str) -> None:
-    env = {
-        "BASE": server.base,
-        "USER_NAME": "generic",
-        "PASSWORD": server.secrets["generic"],
-        "BPMN": str(generic.folder / "gc.bpmn"),
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-    }
-    done = subprocess.run(
-        [str(generic.python), "calls.py", scenario],
-        cwd=generic.folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n{server.log_text()[-2000:]}"
-    assert done.stdout.strip().endswith("ok")
+def test_generic_calls(server: Server, generic: ScriptClient, scenario: str) -> None:
+    run(server, generic, scenario)

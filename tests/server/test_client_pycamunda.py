@@ -5,17 +5,11 @@ repository) and fails on the first call that raises."""
 
 from __future__ import annotations
 
-import subprocess
-from dataclasses import dataclass
-from pathlib import Path
-
 import pytest
 
-from bpm.states import Role
+from tests.server.client_scripts import ScriptClient, prepare, run
 from tests.server.clients import pycamunda_client
 from tests.server.conftest import Server
-from tests.server.ops_processes import form_key_bpmn
-from tests.server.processes import error_boundary_bpmn, message_bpmn
 
 SCRIPT = r"""
 import os, sys, uuid
@@ -198,43 +192,12 @@ SCENARIOS = [
 ]
 
 
-@dataclass(frozen=True)
-class Pycamunda:
-    python: Path
-    folder: Path
-
-
 @pytest.fixture(scope="module")
-def pycamunda(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Pycamunda:
+def pycamunda(server: Server, tmp_path_factory: pytest.TempPathFactory) -> ScriptClient:
     python = pycamunda_client()
-    folder = tmp_path_factory.mktemp("pycamunda")
-    (folder / "calls.py").write_text(SCRIPT)
-    bpmn = error_boundary_bpmn("pc_ext", "pc-topic")
-    (folder / "pc.bpmn").write_text(bpmn)
-    engine = server.runtime.engine
-    engine.deploy_bpmn(bpmn)
-    engine.deploy_bpmn(message_bpmn("pc_msg", "pc-paid"))
-    engine.deploy_bpmn(form_key_bpmn("pc_sign"))
-    server.add("pycamunda", Role.OPERATOR)
-    return Pycamunda(python, folder)
+    return prepare(server, tmp_path_factory, python, user="pycamunda", prefix="pc", script=SCRIPT)
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
-def test_pycamunda_calls(server: Server, pycamunda: Pycamunda, scenario: str) -> None:
-    env = {
-        "BASE": server.base,
-        "USER_NAME": "pycamunda",
-        "PASSWORD": server.secrets["pycamunda"],
-        "BPMN": str(pycamunda.folder / "pc.bpmn"),
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-    }
-    done = subprocess.run(
-        [str(pycamunda.python), "calls.py", scenario],
-        cwd=pycamunda.folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n{server.log_text()[-2000:]}"
-    assert done.stdout.strip().endswith("ok")
+def test_pycamunda_calls(server: Server, pycamunda: ScriptClient, scenario: str) -> None:
+    run(server, pycamunda, scenario)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TypedDict, Unpack
+from typing import Unpack
 from uuid import UUID
 
 from bpm.engine.core.engine_core import EngineCore
@@ -22,14 +22,8 @@ from bpm.states import TaskEvent, TaskKind, TaskState
 from bpm.store import task_queries, tasks
 from bpm.store.rows import TaskRow
 
-
-class TaskFilter(TypedDict, total=False):
-    topic: str
-    worker_id: str
-    locked: bool
-    with_retries_left: bool
-    instance_id: UUID
-    task_ids: Sequence[UUID]
+#: What a search of external tasks may ask for (the store's filter, as the facade takes it).
+TaskFilter = task_queries.ExternalTaskFilter
 
 
 @dataclass(frozen=True)
