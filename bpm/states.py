@@ -56,6 +56,8 @@ class WaitKind(StrEnum):
     MESSAGE = "MESSAGE"
     USER = "USER"
     COMPENSATING = "COMPENSATING"
+    #: A call activity's token: the instance it started runs until it ends.
+    CALLED = "CALLED"
 
 
 class LinkType(StrEnum):
@@ -124,6 +126,8 @@ class TokenEvent(StrEnum):
     ARRIVED_AT_JOIN = "ARRIVED_AT_JOIN"
     JOINED = "JOINED"
     ENTERED_SUBPROCESS = "ENTERED_SUBPROCESS"
+    #: A call activity started an instance (``data.instance``) and waits for it.
+    CALLED = "CALLED"
     TIMER_FIRED = "TIMER_FIRED"
     #: A non-interrupting boundary started a path beside the activity the token is at.
     SPAWNED = "SPAWNED"

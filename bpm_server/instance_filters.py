@@ -30,6 +30,9 @@ FILTERS = {
     "suspended",
     "withIncident",
     "incidentId",
+    "superProcessInstance",
+    "subProcessInstance",
+    "rootProcessInstances",
     "variables",
     "variableNamesIgnoreCase",
     "variableValuesIgnoreCase",
@@ -63,7 +66,9 @@ def live_filter(q: Mapping[str, Any]) -> LiveInstanceFilter | None:
         keys = [str(single)] if keys is None else [k for k in keys if k == single]
     incident = q.get("incidentId")
     incident_ids = None if incident is None else uuids([str(incident)])
-    if (ids is not None and not uuids(ids)) or incident_ids == []:
+    calls = [q.get(name) for name in ("superProcessInstance", "subProcessInstance")]
+    super_ids, sub_ids = (None if c is None else uuids([str(c)]) for c in calls)
+    if (ids is not None and not uuids(ids)) or [] in (incident_ids, super_ids, sub_ids):
         return None
     return LiveInstanceFilter(
         ids=None if ids is None else uuids(ids),
@@ -73,6 +78,9 @@ def live_filter(q: Mapping[str, Any]) -> LiveInstanceFilter | None:
         definition_ids=definition_ids,
         with_incident=_true(q.get("withIncident")),
         incident_ids=incident_ids,
+        called_by=super_ids[0] if super_ids else None,
+        calling=sub_ids[0] if sub_ids else None,
+        only_roots=_true(q.get("rootProcessInstances")),
         variables=tuple(q.get("variables") or ()),
     )
 

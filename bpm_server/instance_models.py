@@ -66,6 +66,9 @@ class InstanceQueryDto(Dto):
     suspended: bool | None = None
     with_incident: bool | None = None
     incident_id: str | None = None
+    super_process_instance: str | None = None
+    sub_process_instance: str | None = None
+    root_process_instances: bool | None = None
     variables: list[VariableQueryDto] | None = None
     sorting: list[SortDto] | None = None
 

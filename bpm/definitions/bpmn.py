@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+from bpm.definitions import bpmn_calls
 from bpm.definitions import bpmn_camunda as camunda
 from bpm.definitions import bpmn_events as events
 from bpm.definitions import bpmn_tasks as tasks
@@ -392,4 +393,5 @@ _MAPPERS: dict[str, Any] = {
     **dict.fromkeys(tasks.SERVICE_LIKE, _declared(tasks.service)),
     "businessRuleTask": _declared(tasks.business_rule),
     "scriptTask": lambda file, r, lines: tasks.script(file.decl, r, file.handlers),
+    "callActivity": lambda file, r, lines: bpmn_calls.call_activity(r),
 }

@@ -290,7 +290,7 @@ def _field_value(field: XmlElement, fr: Reader) -> Any:
 
 #: Node types (of the definition document) that may carry input and output mappings.
 MAPPED_TYPES = frozenset(
-    {"serviceTask", "userTask", "receiveTask", "subProcess", "task", "manualTask"}
+    {"serviceTask", "userTask", "receiveTask", "subProcess", "callActivity", "task", "manualTask"}
 )
 #: Node types whose ``default`` attribute names the flow taken when no condition holds.
 DEFAULTED_TYPES = MAPPED_TYPES | {"boundaryEvent"}

@@ -92,6 +92,36 @@ class ProcessBuilder:
             node_id, "subProcess", name=name, nodes=inner["nodes"], flows=inner["flows"]
         )
 
+    def call_activity(
+        self,
+        node_id: str,
+        *,
+        process: str,
+        binding: str | None = None,
+        version: int | str | None = None,
+        version_tag: str | None = None,
+        inputs: list[dict[str, Any]] | None = None,
+        outputs: list[dict[str, Any]] | None = None,
+        business_key: str | None = None,
+        inherit_business_key: bool | None = None,
+        name: str | None = None,
+    ) -> Self:
+        """A call activity: starts an instance of ``process`` and waits for it to end.
+        ``inputs``/``outputs`` are the ``in``/``out`` lists (``{"source": ..., "target":
+        ...}``, ``{"expression": "${...}", "target": ...}``, ``{"all": True}``)."""
+        return self._node(
+            node_id,
+            "callActivity",
+            process=process,
+            binding=binding,
+            version=version,
+            versionTag=version_tag,
+            name=name,
+            businessKey=business_key,
+            inheritBusinessKey=inherit_business_key,
+            **{"in": inputs, "out": outputs},
+        )
+
     def error_boundary(self, node_id: str, *, attached_to: str, error: str = "*") -> Self:
         """An error boundary event on a service task or subprocess; ``error`` is the code it
         catches, ``"*"`` any."""

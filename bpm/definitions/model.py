@@ -35,13 +35,20 @@ class NodeType(StrEnum):
     COMPENSATION_THROW = "compensationThrow"
     BOUNDARY = "boundaryEvent"
     SUBPROCESS = "subProcess"
+    CALL_ACTIVITY = "callActivity"
 
 
 GATEWAYS = frozenset({NodeType.EXCLUSIVE, NodeType.PARALLEL})
 PASS_THROUGH = frozenset({NodeType.START, NodeType.TASK, NodeType.MANUAL_TASK})
 #: Activities a boundary event may sit on.
 ACTIVITIES = frozenset(
-    {NodeType.SERVICE_TASK, NodeType.USER_TASK, NodeType.RECEIVE_TASK, NodeType.SUBPROCESS}
+    {
+        NodeType.SERVICE_TASK,
+        NodeType.USER_TASK,
+        NodeType.RECEIVE_TASK,
+        NodeType.SUBPROCESS,
+        NodeType.CALL_ACTIVITY,
+    }
 )
 #: Nodes whose token waits for a body of tokens of its own (``scope_id`` = the node's id):
 #: the one list ``Node.is_scope`` reads, so a new kind of scope is added here.
@@ -145,6 +152,51 @@ class DecisionRef:
     map_result: str = "resultList"
 
 
+class CallBinding(StrEnum):
+    """Which deployed version of the called process a call activity starts."""
+
+    LATEST = "latest"
+    VERSION = "version"
+    VERSION_TAG = "versionTag"
+    #: The one deployed with the calling process (else the latest deployed before it).
+    DEPLOYMENT = "deployment"
+
+
+@dataclass(frozen=True)
+class CallMapping:
+    """One ``in`` or ``out`` of a call activity: a variable copied across the call.
+
+    ``source`` names a variable of the side it is read from, ``expression`` computes the
+    value there instead; ``target`` names the variable set on the other side. ``all``:
+    every variable (``local``: only the calling token's own scope, for an ``in``; for an
+    ``out``, the variables are set on the call activity's own scope rather than the
+    instance's)."""
+
+    target: str | None = None
+    source: str | None = None
+    expression: Expression | None = None
+    all: bool = False
+    local: bool = False
+
+
+@dataclass(frozen=True)
+class CallSpec:
+    """A call activity's process: its key (or an expression giving it), which version,
+    what goes in, what comes back, and the child's business key."""
+
+    process: Text
+    binding: CallBinding = CallBinding.LATEST
+    #: ``version`` binding: a number, or an expression evaluated when the call starts.
+    version: Text | None = None
+    version_tag: str | None = None
+    inputs: tuple[CallMapping, ...] = ()
+    outputs: tuple[CallMapping, ...] = ()
+    business_key: Expression | None = None
+    #: The called instance gets the caller's business key (Camunda's
+    #: ``camunda:in businessKey="#{execution.processBusinessKey}"``).
+    business_key_from_caller: bool = False
+
+
 @dataclass(frozen=True)
 class Flow:
     id: str
@@ -230,6 +282,8 @@ class Node:
     error_message_variable: str | None = None
     #: Listeners, in the order they run for their event.
     listeners: tuple[Listener, ...] = ()
+    #: callActivity: the process it starts and what crosses the call.
+    call: CallSpec | None = None
 
     def listeners_of(self, event: ListenerEvent) -> tuple[Listener, ...]:
         if not self.listeners:  # most nodes have none: asked on every arrival and leave

@@ -17,6 +17,7 @@ from typing import Any
 
 from bpm.definitions.assignments import parse_date, parse_people, parse_priority, parse_text
 from bpm.definitions.boundaries import boundary_fields, check_attachments
+from bpm.definitions.calls import CALL_KEYS, parse_call
 from bpm.definitions.durations import parse_duration
 from bpm.definitions.forms import parse_form
 from bpm.definitions.mappings import VARIABLE_NAME, VariableMapping, parse_mappings
@@ -122,6 +123,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.TIMER: {"duration", "date"},
     NodeType.MESSAGE: {"message"},
     NodeType.COMPENSATION_THROW: {"activity", "waitForCompletion"},
+    NodeType.CALL_ACTIVITY: CALL_KEYS,
 }
 #: Nodes that may declare ``inputs`` and ``outputs`` (local variables in, results out).
 MAPPED = (
@@ -129,6 +131,7 @@ MAPPED = (
     NodeType.USER_TASK,
     NodeType.RECEIVE_TASK,
     NodeType.SUBPROCESS,
+    NodeType.CALL_ACTIVITY,
     NodeType.TASK,
     NodeType.MANUAL_TASK,
 )
@@ -519,6 +522,8 @@ def _compile_node(
             "saga": _saga(raw, where, node_id),
             "compensation": _compensation(raw, where, node_id),
         }
+    elif node_type is NodeType.CALL_ACTIVITY:
+        fields = {"call": parse_call(raw, where, node_id)}
     elif node_type is NodeType.COMPENSATION_THROW:
         fields = {
             "activity": _activity(raw, where, node_id),

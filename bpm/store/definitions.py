@@ -110,3 +110,33 @@ def source(conn: Connection, def_id: UUID) -> tuple[str, str] | None:
     """The text a definition was deployed from, and its format (``bpmn`` or ``json``)."""
     row = conn.execute(select(t.c.source, t.c.source_format).where(t.c.id == def_id)).first()
     return (str(row[0]), str(row[1])) if row else None
+
+
+def by_version_tag(conn: Connection, key: str, tag: str) -> DefinitionRow | None:
+    """The newest version of ``key`` deployed with version tag ``tag``."""
+    stmt = (
+        select(*_COLS)
+        .where(t.c.key == key, t.c.version_tag == tag)
+        .order_by(t.c.version.desc())
+        .limit(1)
+    )
+    row = conn.execute(stmt).first()
+    return from_row(DefinitionRow, row) if row else None
+
+
+def of_deployment_or_before(
+    conn: Connection, key: str, deployment_id: UUID, deployed_at: datetime
+) -> DefinitionRow | None:
+    """Process ``key`` of that deployment, else the newest version deployed by then (a
+    changed-only deployment leaves an unchanged file out)."""
+    same = select(*_COLS).where(t.c.key == key, t.c.deployment_id == deployment_id)
+    row = conn.execute(same).first()
+    if row is None:
+        before = (
+            select(*_COLS)
+            .where(t.c.key == key, t.c.created_at <= deployed_at)
+            .order_by(t.c.version.desc())
+            .limit(1)
+        )
+        row = conn.execute(before).first()
+    return from_row(DefinitionRow, row) if row else None

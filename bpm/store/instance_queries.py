@@ -55,6 +55,12 @@ class LiveInstanceFilter:
     definition_ids: Sequence[UUID] | None = None
     with_incident: bool = False
     incident_ids: Sequence[UUID] | None = None
+    #: The instances this one's call activities started (Camunda's ``superProcessInstance``).
+    called_by: UUID | None = None
+    #: The instance whose call activity started this one (``subProcessInstance``).
+    calling: UUID | None = None
+    #: Only instances no call activity started (``rootProcessInstances``).
+    only_roots: bool = False
     variables: Sequence[VariableCondition] = ()
 
 
@@ -109,6 +115,15 @@ def _where(stmt: Any, f: LiveInstanceFilter) -> Any:
         if f.incident_ids is not None:
             open_incident = open_incident.where(incident_t.c.id.in_(list(f.incident_ids)))
         stmt = stmt.where(open_incident)
+    if f.called_by is not None:
+        stmt = stmt.where(t.c.super_instance_id == f.called_by)
+    if f.calling is not None:
+        sub = t.alias("sub")
+        stmt = stmt.where(
+            t.c.id == select(sub.c.super_instance_id).where(sub.c.id == f.calling).scalar_subquery()
+        )
+    if f.only_roots:
+        stmt = stmt.where(t.c.super_instance_id.is_(None))
     for c in f.variables:
         stmt = stmt.where(_condition(c))
     return stmt

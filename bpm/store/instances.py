@@ -27,6 +27,9 @@ _COLS = (
     t.c.started_at,
     t.c.updated_at,
     t.c.ended_at,
+    t.c.super_instance_id,
+    t.c.super_token_id,
+    t.c.root_instance_id,
 )
 _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
 _BY_IDEMPOTENCY = select(*_COLS).where(
@@ -108,9 +111,41 @@ def _insert(conn: Connection, row: InstanceRow) -> bool:
             "started_at": row.started_at,
             "updated_at": row.updated_at,
             "ended_at": row.ended_at,
+            **_called(row),
         },
     )
     return result.first() is not None
+
+
+def _called(row: InstanceRow) -> dict[str, Any]:
+    """The call columns, only for an instance a call activity started: every other insert
+    keeps its statement (and its cached plan) as it was."""
+    if row.super_instance_id is None:
+        return {}
+    return {
+        "super_instance_id": row.super_instance_id,
+        "super_token_id": row.super_token_id,
+        "root_instance_id": row.root_instance_id,
+    }
+
+
+def called_by(conn: Connection, token_id: UUID) -> InstanceRow | None:
+    """The latest instance the token's call activity started (a retried call starts a new
+    one after the previous ended without completing)."""
+    stmt = (
+        select(*_COLS)
+        .where(t.c.super_token_id == token_id)
+        .order_by(t.c.started_at.desc(), t.c.id.desc())
+        .limit(1)
+    )
+    row = conn.execute(stmt).first()
+    return from_row(InstanceRow, row) if row else None
+
+
+def called_from(conn: Connection, instance_id: UUID) -> list[InstanceRow]:
+    """The instances the instance's call activities started, oldest first."""
+    stmt = select(*_COLS).where(t.c.super_instance_id == instance_id).order_by(t.c.started_at)
+    return [from_row(InstanceRow, row) for row in conn.execute(stmt)]
 
 
 _TRANSITION_PG = """

@@ -14,23 +14,13 @@ from sqlalchemy import Connection, exists, select
 
 from bpm.states import IncidentState
 from bpm.store import history
+from bpm.store.instances import _COLS as instances_COLS
 from bpm.store.rows import EventRow, InstanceRow, from_row
 from bpm.store.schema import incidents as incident_table
 from bpm.store.schema import process_definitions as definition_table
 from bpm.store.schema import process_instances as t
 
-_COLS = (
-    t.c.id,
-    t.c.process_def_id,
-    t.c.process_key,
-    t.c.business_key,
-    t.c.idempotency_key,
-    t.c.state,
-    t.c.version,
-    t.c.started_at,
-    t.c.updated_at,
-    t.c.ended_at,
-)
+_COLS = instances_COLS
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,11 @@ class InstanceRow:
     started_at: datetime
     updated_at: datetime
     ended_at: datetime | None
+    #: Started by a call activity: the calling instance, its token there, and the top of the
+    #: chain of calls; all None for an instance nobody called.
+    super_instance_id: UUID | None = None
+    super_token_id: UUID | None = None
+    root_instance_id: UUID | None = None
 
 
 @dataclass(frozen=True, slots=True)

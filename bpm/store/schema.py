@@ -158,6 +158,11 @@ process_instances = Table(
     Column("started_at", UtcDateTime, nullable=False),
     Column("updated_at", UtcDateTime, nullable=False),
     Column("ended_at", UtcDateTime),
+    # An instance a call activity started: the calling instance and its token there, and
+    # the top of the chain of calls (NULL for an instance nobody called).
+    Column("super_instance_id", Uuid),
+    Column("super_token_id", Uuid),
+    Column("root_instance_id", Uuid),
     UniqueConstraint("process_key", "idempotency_key"),
     CheckConstraint(_in("state", INSTANCE_STATES), name="state"),
     Index("ix_process_instances_started_at", "started_at"),
@@ -177,6 +182,25 @@ process_instances = Table(
         "ended_at",
         postgresql_where=text("ended_at IS NOT NULL"),
         sqlite_where=text("ended_at IS NOT NULL"),
+    ),
+    # The instances a token called, and those under a root: only called ones are indexed.
+    Index(
+        "ix_process_instances_super_token",
+        "super_token_id",
+        postgresql_where=text("super_token_id IS NOT NULL"),
+        sqlite_where=text("super_token_id IS NOT NULL"),
+    ),
+    Index(
+        "ix_process_instances_super_instance",
+        "super_instance_id",
+        postgresql_where=text("super_instance_id IS NOT NULL"),
+        sqlite_where=text("super_instance_id IS NOT NULL"),
+    ),
+    Index(
+        "ix_process_instances_root",
+        "root_instance_id",
+        postgresql_where=text("root_instance_id IS NOT NULL"),
+        sqlite_where=text("root_instance_id IS NOT NULL"),
     ),
 )
 

@@ -19,10 +19,10 @@ from sqlalchemy import (
     select,
 )
 
-from bpm.states import TokenState, WaitKind
+from bpm.states import ENDED_INSTANCE, LIVE_INSTANCE, TokenState, WaitKind
 from bpm.store import instances
 from bpm.store.rows import TokenRow, from_row
-from bpm.store.schema import token_links
+from bpm.store.schema import process_instances, token_links
 from bpm.store.schema import tokens as t
 
 LIVE = (TokenState.ACTIVE, TokenState.WAITING, TokenState.FAILED)
@@ -50,6 +50,10 @@ _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
 _INSTANCE = instances.locked_first(bindparam("instance_id"))
 # FOR NO KEY UPDATE: creating child tokens that reference the parent (FOR KEY SHARE) goes on.
 _LOCK_AFTER_INSTANCE = _BY_ID.where(exists(select(_INSTANCE.c.id))).with_for_update(key_share=True)
+#: As tuples: they are sent to the database as arrays.
+ENDED_INSTANCE_STATES = tuple(sorted(ENDED_INSTANCE))
+LIVE_INSTANCE_STATES = tuple(sorted(LIVE_INSTANCE))
+
 _LIVE_CHILDREN = (
     select(*_COLS)
     .where(t.c.parent_token_id == bindparam("id"), t.c.state.in_(LIVE))
@@ -224,13 +228,24 @@ def parents_to_recheck(
         no_live_child | (joined_child & ~failed_child)
     )
     saga_anchor = (t.c.wait_kind == WaitKind.COMPENSATING) & ~running_child
+    # A call activity whose called instance ended (its nudge may have been lost).
+    called = process_instances.alias("called")
+    call_returned = (
+        (t.c.wait_kind == WaitKind.CALLED)
+        & exists().where(
+            called.c.super_token_id == t.c.id, called.c.state.in_(ENDED_INSTANCE_STATES)
+        )
+        & ~exists().where(
+            called.c.super_token_id == t.c.id, called.c.state.in_(LIVE_INSTANCE_STATES)
+        )
+    )
     stmt = (
         select(t.c.id, t.c.version)
         .where(
             t.c.state == TokenState.WAITING,
             t.c.updated_at < before,
             _not_nudged_since(before),
-            scope_parent | saga_anchor,
+            scope_parent | saga_anchor | call_returned,
         )
         .order_by(t.c.updated_at)
         .limit(limit)

@@ -96,7 +96,7 @@ def test_post_query_and_count(world: dict[str, object]) -> None:
     ("method", "params", "body", "needle"),
     [
         ("GET", {"suspended": "true"}, None, "suspended"),
-        ("GET", {"superProcessInstance": "x"}, None, "superProcessInstance"),
+        ("GET", {"caseInstanceId": "x"}, None, "caseInstanceId"),
         ("GET", {"variables": "amount_between_1"}, None, "name_operator_value"),
         ("GET", {"variableValuesIgnoreCase": "true"}, None, "variableValuesIgnoreCase"),
         ("GET", {"sortBy": "tenantId", "sortOrder": "asc"}, None, "tenantId"),
@@ -256,3 +256,37 @@ def test_filters_that_filter_nothing_are_accepted_whatever_their_name(
     assert _ids(c.post("/process-instance", json=body)) == expected
     assert c.get("/deployment", params={"tenantIdIn": ""}).status_code == 200
     assert c.get("/process-definition", params={"withoutTenantId": "false"}).status_code == 200
+
+
+CALLING = """<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL"
+  xmlns:camunda="http://camunda.org/schema/1.0/bpmn" id="d" targetNamespace="t">
+  <bpmn:process id="pi_calls" isExecutable="true">
+    <bpmn:startEvent id="s" />
+    <bpmn:callActivity id="call" calledElement="pi_wait">
+      <bpmn:extensionElements><camunda:in variables="all" /></bpmn:extensionElements>
+    </bpmn:callActivity>
+    <bpmn:endEvent id="e" />
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="call" />
+    <bpmn:sequenceFlow id="f2" sourceRef="call" targetRef="e" />
+  </bpmn:process>
+</bpmn:definitions>
+"""
+
+
+def test_super_and_sub_process_instance_follow_a_call(
+    world: dict[str, object], server: Server
+) -> None:
+    c = _c(world)
+    server.runtime.engine.deploy_bpmn(CALLING)
+    parent = str(server.runtime.engine.start("pi_calls", {"amount": 1, "tier": "t"}).id)
+    server.runtime.run_until_idle(timeout=5)
+    (child,) = _ids(c.get("/process-instance", params={"superProcessInstance": parent}))
+    assert _ids(c.get("/process-instance", params={"subProcessInstance": child})) == {parent}
+    body = {"superProcessInstance": parent}
+    assert _ids(c.post("/process-instance", json=body)) == {child}
+    roots = _ids(c.get("/process-instance", params={"rootProcessInstances": "true"}))
+    assert parent in roots and child not in roots
+    assert server.runtime.engine.show(child)["called_by"]["instance"] == parent
+    c.delete(f"/process-instance/{parent}")
+    assert c.get(f"/process-instance/{child}").status_code == 404  # cancelled with its caller

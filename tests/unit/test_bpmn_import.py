@@ -507,9 +507,10 @@ def test_the_order_saga_example_in_bpmn_behaves_like_the_json_one() -> None:
     [
         ('<inclusiveGateway id="gw1"/>', "line 10: inclusiveGateway 'gw1' is not supported yet"),
         (
-            '<callActivity id="ca" calledElement="x"/>',
-            "line 10: callActivity 'ca' is not supported",
+            '<callActivity id="ca" calledElement="x" camunda:calledElementTenantId="t"/>',
+            "line 10: callActivity 'ca' has camunda:calledElementTenantId; bpm has no tenants",
         ),
+        ('<callActivity id="ca"/>', "line 10: callActivity 'ca' has no calledElement"),
         (
             '<userTask id="u"><multiInstanceLoopCharacteristics/></userTask>',
             "line 10: multiInstanceLoopCharacteristics in userTask 'u' (multi-instance) is "

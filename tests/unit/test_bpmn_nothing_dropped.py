@@ -43,6 +43,10 @@ CASES: dict[str, tuple[str, str]] = {
         "",
     ),
     "userTask": (task(f'<bpmn:userTask id="T"{{a}}>{EXT}</bpmn:userTask>'), ""),
+    "callActivity": (
+        task(f'<bpmn:callActivity id="T" calledElement="c"{{a}}>{EXT}</bpmn:callActivity>'),
+        "",
+    ),
     "receiveTask": (task(f'<bpmn:receiveTask id="T"{{a}}>{EXT}</bpmn:receiveTask>'), ""),
     "manualTask": (task(f'<bpmn:manualTask id="T"{{a}}>{EXT}</bpmn:manualTask>'), ""),
     "task": (task(f'<bpmn:task id="T"{{a}}>{EXT}</bpmn:task>'), ""),

@@ -161,8 +161,19 @@ def _show_summary(doc: dict[str, Any]) -> None:
             ("state", doc["state"]),
             ("started", when(doc["started_at"])),
             ("ended", when(doc["ended_at"])),
+            *_calls(doc),
         ]
     )
+
+
+def _calls(doc: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The links a call activity made: who called this instance, whom it called."""
+    out: list[tuple[str, Any]] = []
+    if (caller := doc.get("called_by")) is not None:
+        out.append(("called by", f"{caller['instance']} (root {caller['root']})"))
+    for called in doc.get("called", []):
+        out.append(("called", f"{called['instance']} {called['key']} {called['state']}"))
+    return out
 
 
 def _show_parts(doc: dict[str, Any]) -> None:

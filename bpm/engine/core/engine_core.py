@@ -30,6 +30,7 @@ from bpm.events import listeners as default_listeners
 from bpm.handlers import HandlerRegistry
 from bpm.handlers import registry as default_registry
 from bpm.store import Connection, Database, RetryableDatabaseError, definitions, instances
+from bpm.store.rows import InstanceRow
 
 T = TypeVar("T")
 
@@ -54,10 +55,18 @@ class CoreOptions(TypedDict, total=False):
 class InstanceInfo:
     """What never changes about an instance, cached to save a query per job."""
 
-    __slots__ = ("business_key", "def_id", "key")
+    __slots__ = ("business_key", "caller", "def_id", "key")
 
-    def __init__(self, def_id: UUID, key: str, business_key: str | None) -> None:
+    def __init__(
+        self,
+        def_id: UUID,
+        key: str,
+        business_key: str | None,
+        caller: tuple[UUID, UUID] | None = None,
+    ) -> None:
         self.def_id, self.key, self.business_key = def_id, key, business_key
+        #: For an instance a call activity started: the calling instance and its token.
+        self.caller = caller
 
 
 class EngineCore:
@@ -100,6 +109,8 @@ class EngineCore:
                 runs_inline=self.runs_inline if inline else _never,
             )
             tx.graph_for = lambda iid: self.graph(self.info(tx, iid).def_id, tx.conn)
+            tx.graph_of_definition = lambda def_id: self.graph(def_id, tx.conn)
+            tx.caller_of = lambda iid: self.info(tx, iid).caller
             tx.cause = current_cause()
             yield tx
             wanted = [
@@ -186,7 +197,7 @@ class EngineCore:
             inst = instances.get(tx.conn, instance_id)
             if inst is None:
                 raise NotFound(f"instance {instance_id} does not exist")
-            self.remember(instance_id, inst.process_def_id, inst.process_key, inst.business_key)
+            self.remember_row(inst)
             info = self._instances[instance_id]
         return info
 
@@ -201,10 +212,25 @@ class EngineCore:
         """Cache what never changes about these instances, in one query for all."""
         missing = [iid for iid in set(instance_ids) if iid not in self._instances]
         for inst in instances.get_many(tx.conn, missing):
-            self.remember(inst.id, inst.process_def_id, inst.process_key, inst.business_key)
+            self.remember_row(inst)
 
-    def remember(self, instance_id: UUID, def_id: UUID, key: str, business_key: str | None) -> None:
-        self._instances[instance_id] = InstanceInfo(def_id, key, business_key)
+    def remember_row(self, inst: InstanceRow) -> None:
+        caller = (
+            (inst.super_instance_id, inst.super_token_id)
+            if inst.super_instance_id is not None and inst.super_token_id is not None
+            else None
+        )
+        self.remember(inst.id, inst.process_def_id, inst.process_key, inst.business_key, caller)
+
+    def remember(
+        self,
+        instance_id: UUID,
+        def_id: UUID,
+        key: str,
+        business_key: str | None,
+        caller: tuple[UUID, UUID] | None = None,
+    ) -> None:
+        self._instances[instance_id] = InstanceInfo(def_id, key, business_key, caller)
         self._instances.move_to_end(instance_id)
         while len(self._instances) > INSTANCE_CACHE:
             self._instances.popitem(last=False)

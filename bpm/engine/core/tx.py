@@ -71,6 +71,11 @@ class Tx:
     runs_inline: Callable[[str], bool] = field(default=lambda _name: False)
     #: The compiled graph of an instance's definition (set by the engine).
     graph_for: Callable[[UUID], ProcessGraph] | None = None
+    #: The compiled graph of a definition, by its id (set by the engine).
+    graph_of_definition: Callable[[UUID], ProcessGraph] | None = None
+    #: The calling instance and its token there, for an instance a call activity started
+    #: (set by the engine; cached, since it never changes).
+    caller_of: Callable[[UUID], tuple[UUID, UUID] | None] | None = None
     #: What led to this transaction (a job, scan, API call or operator action): every history
     #: row it writes carries it.
     cause: str | None = None

@@ -8,7 +8,7 @@ from uuid import UUID
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Next, Tx
 from bpm.engine.operations.lifecycle import OPERATOR
-from bpm.engine.semantics import gateways, nodes, steps, task_moves
+from bpm.engine.semantics import calls, gateways, nodes, steps, task_moves
 from bpm.engine.semantics.cancelling import resolve_incidents
 from bpm.engine.semantics.instance_state import resume_if_clear
 from bpm.engine.semantics.moves import move
@@ -58,8 +58,8 @@ def retry(core: EngineCore, token_or_task: UUID, retries: int | None = None) -> 
 def _retry_txn(core: EngineCore, tx: Tx, tok: TokenRow, retries: int | None) -> Next:
     """The retry resolves the token's incident and may resume the instance: the instance's
     row is locked before anything changes (instance first). What runs again runs from where
-    it failed: a task; a gateway's choice or a decision (not the node's input mappings and
-    start listeners, which ran); a choice of outgoing flow (not the node's work)."""
+    it failed: a task; a gateway's choice, a decision or a call (not the node's input mappings
+    and start listeners, which ran); a choice of outgoing flow (not the node's work)."""
     tx.lock_instance(tok.instance_id)
     def_id, _, _ = core.info_for(tx, tok.instance_id)
     node = core.graph(def_id, tx.conn).node(tok.node_id)
@@ -87,7 +87,12 @@ def _retry_txn(core: EngineCore, tx: Tx, tok: TokenRow, retries: int | None) -> 
             tx.run_handler_later(task.id)
         else:
             tx.notify_topics.add(str(task.topic))
-    elif node.type.value == "exclusiveGateway" or "decision" in kinds or kinds & LEAVING:
+    elif (
+        node.type.value == "exclusiveGateway"
+        or "decision" in kinds
+        or calls.INCIDENT in kinds
+        or kinds & LEAVING
+    ):
         # Resolved first, so a second failure opens an incident of its own.
         _retried(tx, tok)
         g = core.graph(def_id, tx.conn)

@@ -42,9 +42,25 @@ def instance_summary(row: InstanceRow, version: int | None = None) -> dict[str, 
         "ended_at": _iso(row.ended_at),
         "definition_id": str(row.process_def_id),
     }
+    if row.super_instance_id is not None:  # started by a call activity
+        out["called_by"] = {
+            "instance": str(row.super_instance_id),
+            "token": _id(row.super_token_id),
+            "root": _id(row.root_instance_id),
+        }
     if version is not None:
         out["definition_version"] = version
     return out
+
+
+def called_view(c: InstanceRow) -> dict[str, Any]:
+    """An instance one of this instance's call activities started."""
+    return {
+        "instance": str(c.id),
+        "key": c.process_key,
+        "state": c.state,
+        "token": _id(c.super_token_id),
+    }
 
 
 def token_view(t: TokenRow) -> dict[str, Any]:
@@ -161,6 +177,15 @@ def show(core: EngineCore, instance_id: UUID) -> dict[str, Any]:
         out["variables"] = variables.load(conn, instance_id)
         out["local_variables"] = local_views(local_variables.of_instance(conn, instance_id))
         out["incidents"] = [incident_view(i) for i in incidents.of_instance(conn, instance_id)]
+        out["called"] = [
+            {
+                "instance": str(c.id),
+                "key": c.process_key,
+                "state": c.state,
+                "token": _id(c.super_token_id),
+            }
+            for c in instances.called_from(conn, instance_id)
+        ]
     return out
 
 

@@ -6,17 +6,20 @@ from uuid import UUID
 
 from bpm.engine.core.tx import Tx
 from bpm.engine.semantics import records, task_moves, writes
-from bpm.engine.semantics.instance_state import resume_if_clear
+from bpm.engine.semantics.instance_state import resume_if_clear, set_instance_state
 from bpm.engine.semantics.moves import move
 from bpm.engine.semantics.tree import Tree
 from bpm.states import (
+    ENDED_INSTANCE,
     LIVE_TOKEN,
+    InstanceState,
     TaskEvent,
     TaskState,
     TokenEvent,
     TokenState,
+    WaitKind,
 )
-from bpm.store import incidents, tasks
+from bpm.store import incidents, instances, tasks
 from bpm.store.rows import TokenRow
 
 
@@ -36,6 +39,25 @@ def end_work(tx: Tx, tok: TokenRow, reason: str) -> None:
         cancel_task(tx, task.id, reason)
     cancel_timers(tx, tok, reason)
     resolve_incidents(tx, tok.id, reason)
+    if tok.wait_kind == WaitKind.CALLED:
+        cancel_called(tx, tok, reason)
+
+
+def cancel_called(tx: Tx, tok: TokenRow, reason: str) -> None:
+    """The call activity ``tok`` waits at is left (cancelled, interrupted, terminated): the
+    instance it called is cancelled with it, and so on down the chain of calls. Its row is
+    locked after the caller's, as locks always go down a chain of calls."""
+    child = instances.called_by(tx.conn, tok.id)
+    if child is None or child.state in ENDED_INSTANCE:
+        return
+    locked = tx.locked_instance(child.id)
+    if locked is None or locked.state in ENDED_INSTANCE:
+        return
+    why = f"{reason} (its caller's call activity {tok.node_id!r} was left)"
+    for row in tx.tokens_of(child.id):
+        if row.state in LIVE_TOKEN:
+            cancel_token(tx, row, why)
+    set_instance_state(tx, child.id, InstanceState.CANCELLED)
 
 
 def cancel_descendants(tx: Tx, tok: TokenRow, reason: str) -> None:

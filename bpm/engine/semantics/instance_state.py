@@ -5,7 +5,7 @@ from __future__ import annotations
 from uuid import UUID
 
 from bpm.engine.core.tx import Conflict, Tx
-from bpm.states import ENDED_INSTANCE, EngineEvent, InstanceState
+from bpm.states import ENDED_INSTANCE, EngineEvent, InstanceState, WaitKind
 from bpm.store import incidents, instances
 
 #: As a tuple: it is sent to the database as an array.
@@ -53,6 +53,8 @@ def set_instance_state(
             actor=tx.actor,
         )  # from_state: filled in by the write
         tx.batch.end_instance(instance_id, state, ended, only_from, row)
+        if ended is not None:
+            nudge_caller(tx, instance_id)
         return True  # or the whole write is refused
     if tx.conn.dialect.name == "postgresql":  # one round trip: lock and change together
         left = instances.transition(tx.conn, instance_id, state, tx.now, ended, only_from)
@@ -74,7 +76,20 @@ def set_instance_state(
         to_state=state,
         actor=tx.actor,
     )
+    if ended is not None:
+        nudge_caller(tx, instance_id)
     return True
+
+
+def nudge_caller(tx: Tx, instance_id: UUID) -> None:
+    """An instance a call activity started has ended: the calling token decides what that
+    means, in a transaction of its own (a called instance never locks its caller's rows)."""
+    caller = tx.caller_of(instance_id) if tx.caller_of is not None else None
+    if caller is None:
+        return
+    waiting = tx.token(caller[1])
+    if waiting is not None and waiting.wait_kind == WaitKind.CALLED:
+        tx.advance_later(waiting.id, waiting.version)
 
 
 def resume_if_clear(tx: Tx, instance_id: UUID) -> None:

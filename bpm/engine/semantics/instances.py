@@ -28,9 +28,17 @@ def create(
     *,
     business_key: str | None,
     start_key: str | None,
+    caller: TokenRow | None = None,
 ) -> tuple[InstanceRow, TokenRow] | None:
     """The new instance and its root token (ACTIVE at the start event, not yet advanced);
-    None when a concurrent start took ``start_key`` first (nothing was written)."""
+    None when a concurrent start took ``start_key`` first (nothing was written).
+
+    ``caller``: the token of the call activity that starts it; the new instance is linked to
+    it, to its instance, and to the top of the chain of calls."""
+    root_id = None
+    if caller is not None:
+        above = instances.get(tx.conn, caller.instance_id)
+        root_id = (above.root_instance_id if above else None) or caller.instance_id
     inst = InstanceRow(
         uuid4(),
         definition.id,
@@ -42,6 +50,9 @@ def create(
         tx.now,
         tx.now,
         None,
+        caller.instance_id if caller else None,
+        caller.id if caller else None,
+        root_id,
     )
     if not instances.insert(tx.conn, inst):
         return None
@@ -65,6 +76,11 @@ def create(
             "version": definition.version,
             "business_key": business_key,
             "variables": variables,
+            **(
+                {"called_by": {"instance": str(caller.instance_id), "token": str(caller.id)}}
+                if caller
+                else {}
+            ),
         },
     )
     tx.write_variables(inst.id, variables)

@@ -147,7 +147,11 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
         case NodeType.START | NodeType.TASK | NodeType.MANUAL_TASK | NodeType.BOUNDARY:
             return leave(tx, g, tok, node)  # nothing to do here: pass through
         case (
-            NodeType.SERVICE_TASK | NodeType.USER_TASK | NodeType.RECEIVE_TASK | NodeType.SUBPROCESS
+            NodeType.SERVICE_TASK
+            | NodeType.USER_TASK
+            | NodeType.RECEIVE_TASK
+            | NodeType.SUBPROCESS
+            | NodeType.CALL_ACTIVITY
         ):
             raise AssertionError(f"activity {node.id!r} passed through")
         case _:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.tx import Next, NextToken, Stale, Tx
-from bpm.engine.semantics import joins, nodes, sagas
+from bpm.engine.semantics import call_returns, joins, nodes, sagas
 from bpm.engine.semantics.failures import end_saga
 from bpm.states import TokenMode, TokenState, WaitKind
 from bpm.store.rows import TokenRow
@@ -16,11 +16,14 @@ MAX_HOPS_PER_TX = 20
 
 def advance(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     """The token's state says what happens: ACTIVE arrives at its node; a scope WAITING for
-    its children decides about them; a saga's anchor starts its next compensation."""
+    its children decides about them; a call activity's token WAITING for the instance it
+    called goes on once that ended; a saga's anchor starts its next compensation."""
     if tok.state == TokenState.ACTIVE:
         return nodes.arrive(tx, g, tok)
     if tok.state == TokenState.WAITING and tok.wait_kind == WaitKind.CHILDREN:
         return joins.decide(tx, g, tok)
+    if tok.state == TokenState.WAITING and tok.wait_kind == WaitKind.CALLED:
+        return call_returns.decide(tx, g, tok)
     if tok.state == TokenState.WAITING and tok.wait_kind == WaitKind.COMPENSATING:
         done = sagas.decide(tx, g, tok)
         if done is None:

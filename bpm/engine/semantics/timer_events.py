@@ -6,10 +6,15 @@ from __future__ import annotations
 from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.engine.core.tx import Next, NextToken, Tx
 from bpm.engine.semantics import interruptions
-from bpm.engine.semantics.cancelling import cancel_descendants, cancel_task, cancel_timers
+from bpm.engine.semantics.cancelling import (
+    cancel_called,
+    cancel_descendants,
+    cancel_task,
+    cancel_timers,
+)
 from bpm.engine.semantics.moves import spawn_beside
 from bpm.engine.semantics.nodes import leave
-from bpm.states import TokenEvent, TokenState
+from bpm.states import TokenEvent, TokenState, WaitKind
 from bpm.store import tasks
 from bpm.store.rows import TokenRow
 
@@ -37,6 +42,8 @@ def _interrupt(tx: Tx, g: ProcessGraph, tok: TokenRow, boundary: Node) -> Next:
         cancel_task(tx, task.id, reason)
     if g.node(tok.node_id).is_scope:
         cancel_descendants(tx, tok, reason)
+    if tok.wait_kind == WaitKind.CALLED:
+        cancel_called(tx, tok, reason)
     cancel_timers(tx, tok, reason)
     data = {"boundary": boundary.id, "left": tok.node_id}
     return interruptions.leave_for(tx, g, tok, boundary, TokenEvent.TIMER_FIRED, data)
