@@ -1,8 +1,9 @@
 """Engine throughput on PostgreSQL through the in-process dispatcher.
 
-Runs N instances of a 10-step sequential process and of a fork/join process (no-op handlers),
-prints instances/s, steps/s (service-task nodes completed per second) and SQL transactions and
-statements per step, and compares steps/s with pgbench running a 4-statement transaction
+Runs N instances of a 10-step sequential process, of a fork/join process and of a process
+whose call activity calls a 5-step process (no-op handlers), prints instances/s, steps/s
+(service-task nodes completed per second) and SQL transactions and statements per step, and
+compares steps/s with pgbench running a 4-statement transaction
 (select for update, update, two inserts) at the same client count.
 
     python -m bench.engine_throughput [--instances 300] [--clients 1] [--url URL]
@@ -52,6 +53,20 @@ def fork_join(branches: int = 4) -> dict[str, Any]:
     for i in range(branches):
         b.service_task(f"b{i}", handler="noop").flow("fork", f"b{i}").flow(f"b{i}", "join")
     return b.build()
+
+
+def called(steps: int = 5) -> dict[str, Any]:
+    """The process the call-activity shape calls: ``steps`` service tasks in a row."""
+    doc = sequential(steps)
+    return {**doc, "key": "bench_called"}
+
+
+def call_activity() -> dict[str, Any]:
+    """A task, a call activity whose called process has 5 tasks, a task: 7 steps."""
+    b = ProcessBuilder("bench_call").start().service_task("before", handler="noop")
+    b.call_activity("call", process="bench_called", inputs=[{"all": True}])
+    b.service_task("after", handler="noop").end()
+    return b.sequence("start", "before", "call", "after", "end").build()
 
 
 def noop(ctx: HandlerContext) -> None:
@@ -205,6 +220,8 @@ def main() -> None:
     boot = Engine(db, InProcessDispatcher(), handlers=registry)
     boot.deploy(sequential())
     boot.deploy(fork_join())
+    boot.deploy(called())
+    boot.deploy(call_activity())
 
     print(
         f"bpm engine throughput: {args.instances} instances per shape, {args.clients} "
@@ -216,6 +233,9 @@ def main() -> None:
         ),
         "fork/join (4 branches + 2)": run_shape(
             db, registry, counters, "bench_fork_join", 6, args.instances, args.clients
+        ),
+        "call activity (1 + 5 called + 1)": run_shape(
+            db, registry, counters, "bench_call", 7, args.instances, args.clients
         ),
     }
     tps = pgbench_tps(args.url, args.clients, args.pgbench_seconds)
