@@ -181,6 +181,9 @@ class EngineEvent(StrEnum):
     SCOPE_TERMINATED = "ScopeTerminated"
     MESSAGE_CORRELATED = "MessageCorrelated"
     BPMN_ERROR_CAUGHT = "BpmnErrorCaught"
+    #: A BPMN error no boundary of this instance catches went up to its caller's call
+    #: activity (``data``: code, message, where it was thrown); the instance was cancelled.
+    BPMN_ERROR_PROPAGATED = "BpmnErrorPropagated"
     OPERATOR_RETRY = "OperatorRetry"
     OPERATOR_RESOLVED = "OperatorResolved"
     SAGA_STARTED = "SagaStarted"

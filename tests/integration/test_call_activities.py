@@ -330,3 +330,69 @@ def test_a_camunda_modeler_call_activity_runs_with_its_in_and_out(
     assert (called.process_key, called.business_key) == ("payment", "o-7")
     with pg_db.transaction() as conn:
         assert variables.load(conn, iid)["receiptId"] == "R-1"
+
+
+def failing_child(*, by_task: bool) -> dict[str, Any]:
+    """A called process that throws NO_FUNDS: from an error end event, or from its task."""
+    b = ProcessBuilder("child").start()
+    if by_task:
+        b.service_task("charge", handler="refuse")
+        return b.end().sequence("start", "charge", "end").build()
+    return b.end("broke", error="NO_FUNDS").sequence("start", "broke").build()
+
+
+def catching_caller() -> dict[str, Any]:
+    return (
+        ProcessBuilder("parent")
+        .start()
+        .call_activity("call", process="child")
+        .error_boundary("no_funds", attached_to="call", error="NO_FUNDS")
+        .service_task("after", handler="after")
+        .service_task("ask_again", handler="ask_again")
+        .end()
+        .end("e2")
+        .sequence("start", "call", "after", "end")
+        .sequence("no_funds", "ask_again", "e2")
+        .build()
+    )
+
+
+@pytest.mark.parametrize("by_task", [False, True], ids=["error end event", "handler error"])
+def test_an_error_the_called_instance_does_not_catch_reaches_the_call_activity(
+    rt: Harness, calls: Calls, pg_db: Database, by_task: bool
+) -> None:
+    from bpm import BpmnError
+
+    def refuse(ctx: Any) -> None:
+        raise BpmnError("NO_FUNDS", "card declined")
+
+    calls.add("refuse", refuse)
+    calls.add("after")
+    calls.add("ask_again")
+    rt.deploy(failing_child(by_task=by_task))
+    rt.deploy(catching_caller())
+    iid = rt.start("parent")
+    rt.drain()
+    assert (calls.count("after"), calls.count("ask_again")) == (0, 1)
+    assert_finished_cleanly(pg_db, iid)
+    (called,) = called_instances(pg_db, iid)
+    assert called.state == "CANCELLED"
+    (sent,) = rows.engine_events_of(pg_db, called.id, type="BpmnErrorPropagated")
+    assert sent["data"]["code"] == "NO_FUNDS"
+    (caught,) = rows.engine_events_of(pg_db, iid, type="BpmnErrorCaught")
+    assert caught["node_id"] == "no_funds"
+    assert_history_consistent(pg_db, called.id)
+
+
+def test_an_error_nobody_catches_stays_an_incident_in_the_called_instance(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    rt.deploy(failing_child(by_task=False))
+    rt.deploy(caller())
+    iid = rt.start("parent")
+    rt.drain()
+    (called,) = called_instances(pg_db, iid)
+    assert called.state == "FAILED"
+    (incident,) = rows.incidents_of(pg_db, called.id, only_open=True)
+    assert "NO_FUNDS" in incident.message
+    assert rows.state(pg_db, iid) == "RUNNING"  # the caller still waits for it

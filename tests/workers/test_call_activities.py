@@ -19,13 +19,14 @@ CALLS = 30
 
 
 #: A task a killed worker held is run again once its lock expires.
-SHORT = {"timeout": "PT3S", "retry": {"max_attempts": 2, "backoff": "PT0S"}}
+TIMEOUT = "PT3S"
+RETRY: dict[str, Any] = {"max_attempts": 2, "backoff": "PT0S"}
 
 
 def called() -> dict[str, Any]:
     b = ProcessBuilder("called").start()
     for name in ("c1", "c2", "c3"):
-        b.service_task(name, handler="noop", **SHORT)
+        b.service_task(name, handler="noop", timeout=TIMEOUT, retry=RETRY)
     return b.end().sequence("start", "c1", "c2", "c3", "end").build()
 
 
@@ -33,11 +34,11 @@ def caller() -> dict[str, Any]:
     return (
         ProcessBuilder("caller")
         .start()
-        .service_task("before", handler="noop", **SHORT)
+        .service_task("before", handler="noop", timeout=TIMEOUT, retry=RETRY)
         .call_activity(
             "call", process="called", inputs=[{"all": True}], business_key="${child_key}"
         )
-        .service_task("after", handler="noop", **SHORT)
+        .service_task("after", handler="noop", timeout=TIMEOUT, retry=RETRY)
         .end()
         .sequence("start", "before", "call", "after", "end")
         .build()

@@ -253,9 +253,9 @@ def bpmn_error(
         scopes.write_for_task(tx, g, task, checked)
         text = f"BPMN error {code}" + (f": {message}" if message else "")
         # The boundary's errorMessageVariable gets the message as the worker gave it.
-        caught = handler_runs.catch_bpmn_error(tx, g, task, code, message)
-        if caught is not None:
-            return steps.carry_through(tx, g, caught)
+        handled = handler_runs.catch_bpmn_error(tx, g, task, code, message)
+        if handled is not None:
+            return steps.carry_through(tx, g, handled.next)
         task_moves.change(
             tx,
             task,

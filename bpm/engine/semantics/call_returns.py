@@ -1,5 +1,6 @@
 """A call activity's token when its called instance has ended: the ``out`` variables come
-back and the token leaves, or (the called instance was cancelled) it fails with an incident.
+back and the token leaves; a BPMN error the called instance sent up is thrown at the call
+activity; a called instance cancelled otherwise fails the token with an incident.
 
 Apart from ``calls`` because leaving goes through ``nodes``, which enters call activities
 through ``activities`` and ``calls``.
@@ -12,6 +13,8 @@ from typing import Any
 from bpm.definitions.model import CallMapping, ProcessGraph
 from bpm.engine.core.tx import Next, Stale, Tx
 from bpm.engine.semantics import scopes
+from bpm.engine.semantics.bpmn_errors import throw_from_task
+from bpm.engine.semantics.called_errors import propagate, propagated_error
 from bpm.engine.semantics.calls import INCIDENT, mapped
 from bpm.engine.semantics.failures import fail_token
 from bpm.engine.semantics.nodes import leave
@@ -31,6 +34,8 @@ def decide(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     if child is None or child.state not in ENDED_INSTANCE:
         return None
     node = g.node(locked.node_id)
+    if child.state == InstanceState.CANCELLED and (error := propagated_error(tx, child.id)):
+        return _rethrow(tx, g, locked, *error)
     if child.state == InstanceState.CANCELLED:
         fail_token(
             tx,
@@ -49,6 +54,24 @@ def decide(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     scopes.write(tx, g, locked, shared)
     scopes.write(tx, g, locked, local, local=True)
     return leave(tx, g, locked, node)
+
+
+def _rethrow(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str, message: str, at: str) -> Next:
+    """The called instance sent a BPMN error up: the call activity throws it, as a task that
+    threw it would (its own boundary, else a subprocess's around it, else further up)."""
+    caught = throw_from_task(tx, g, tok, code, message)
+    if caught is not None:
+        return caught
+    if propagate(tx, tok, code, message):
+        return None
+    fail_token(
+        tx,
+        tok,
+        kind="bpmn-error",
+        message=f"call activity {tok.node_id!r}: the called instance threw error {code!r} at"
+        f" {at!r} and no error boundary catches it",
+    )
+    return None
 
 
 def _outputs(

@@ -20,6 +20,7 @@ from bpm.definitions.model import Node, ProcessGraph
 from bpm.engine.core.tx import Next, Stale, Tx
 from bpm.engine.semantics import interruptions, listeners, scopes, task_moves
 from bpm.engine.semantics.bpmn_errors import caught_anywhere, throw_from_task
+from bpm.engine.semantics.called_errors import caller_catches, propagate
 from bpm.engine.semantics.failures import fail_token
 from bpm.engine.semantics.nodes import leave, listener_done
 from bpm.errors import BadVariables, BpmError, BpmnError
@@ -188,9 +189,9 @@ def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
     """
     if outcome.bpmn_code is not None:
         scopes.write_for_task(tx, g, task, outcome.error_variables or {})
-        caught = catch_bpmn_error(tx, g, task, outcome.bpmn_code, outcome.bpmn_message)
-        if caught is not None:
-            return caught
+        handled = catch_bpmn_error(tx, g, task, outcome.bpmn_code, outcome.bpmn_message)
+        if handled is not None:
+            return handled.next
     node = g.node(task.node_id)
     policy = node.retry
     owner = None
@@ -237,10 +238,22 @@ def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
     return None
 
 
-def catch_bpmn_error(tx: Tx, g: ProcessGraph, task: TaskRow, code: str, message: str) -> Next:
+@dataclass(frozen=True)
+class Handled:
+    """A BPMN error dealt with: caught in this instance (``next``: where its token goes on),
+    or sent up to the call activity that started the instance (``next`` is None)."""
+
+    next: Next
+
+
+def catch_bpmn_error(
+    tx: Tx, g: ProcessGraph, task: TaskRow, code: str, message: str
+) -> Handled | None:
     """Task ends (DONE, with the error kept) and its token takes the catching boundary, its
-    own or an enclosing subprocess's; None when no boundary catches ``code``."""
-    if not caught_anywhere(g, task.node_id, code):
+    own or an enclosing subprocess's, or the error goes up to the calling instance; None
+    when nothing catches ``code``."""
+    here = caught_anywhere(g, task.node_id, code)
+    if not here and not caller_catches(tx, task.instance_id, code):
         return None
     if interruptions.is_interruption(listeners.step_of(g, task)):
         return None
@@ -259,7 +272,11 @@ def catch_bpmn_error(tx: Tx, g: ProcessGraph, task: TaskRow, code: str, message:
         miss="stale",
         message=f"task {task.id} changed before its BPMN error was recorded",
     )
-    return throw_from_task(tx, g, tok, code, message)
+    if not here:  # the call activity that started this instance catches it
+        propagate(tx, tok, code, message)
+        return Handled(None)
+    caught = throw_from_task(tx, g, tok, code, message)
+    return None if caught is None else Handled(caught)
 
 
 def expire_lock(tx: Tx, g: ProcessGraph, task: TaskRow) -> Next:

@@ -22,6 +22,7 @@ from bpm.engine.semantics import (
     waits,
 )
 from bpm.engine.semantics.bpmn_errors import throw_from_end
+from bpm.engine.semantics.called_errors import propagate
 from bpm.engine.semantics.cancelling import cancel_inside, cancel_timers, end_work
 from bpm.engine.semantics.failures import fail_token
 from bpm.engine.semantics.instance_state import resume_if_clear, set_instance_state
@@ -211,6 +212,8 @@ def _end_event(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
         caught = throw_from_end(tx, g, tok, node.error_code, node.error_message or "")
         if caught is not None:
             return caught
+        if propagate(tx, tok, node.error_code, node.error_message or ""):
+            return None  # the call activity that started this instance catches it
         fail_token(
             tx,
             tok,

@@ -1,0 +1,77 @@
+"""A BPMN error no boundary of a called instance catches goes up to the call activity that
+started it, when that call activity (or a scope around it, or a caller further up the chain)
+catches its code; otherwise it stays where it was thrown, with the usual incident.
+
+The called instance's transaction never locks its caller: it records the error in its own
+history (``BPMN_ERROR_PROPAGATED``), cancels what still runs in it and ends CANCELLED, which
+sends the calling token its job (``instance_state.nudge_caller``). The calling token's own
+transaction then throws the error at the call activity (``call_returns``).
+"""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from bpm.engine.core.tx import Tx
+from bpm.engine.semantics.bpmn_errors import caught_anywhere
+from bpm.engine.semantics.cancelling import cancel_timers, cancel_token
+from bpm.engine.semantics.instance_state import set_instance_state
+from bpm.engine.semantics.moves import move
+from bpm.states import LIVE_TOKEN, EngineEvent, InstanceState, TokenEvent, TokenState, WaitKind
+from bpm.store import history, tokens
+from bpm.store.rows import TokenRow
+
+
+def caller_catches(tx: Tx, instance_id: UUID, code: str) -> bool:
+    """Whether an error of ``code`` leaving ``instance_id`` is caught by its caller's call
+    activity, a scope around it, or further up the chain of calls (reads only)."""
+    seen = 0
+    while tx.caller_of is not None and tx.graph_for is not None and seen < 1000:
+        caller = tx.caller_of(instance_id)
+        if caller is None:
+            return False
+        waiting = tokens.get(tx.conn, caller[1])
+        if waiting is None or waiting.state != TokenState.WAITING:
+            return False
+        if waiting.wait_kind != WaitKind.CALLED:
+            return False
+        if caught_anywhere(tx.graph_for(caller[0]), waiting.node_id, code):
+            return True
+        instance_id, seen = caller[0], seen + 1
+    return False
+
+
+def propagate(tx: Tx, thrower: TokenRow, code: str, message: str) -> bool:
+    """End the instance of ``thrower`` with the error, for its caller to catch; False (and
+    nothing done) when no caller catches ``code``."""
+    if not caller_catches(tx, thrower.instance_id, code):
+        return False
+    tx.lock_instance(thrower.instance_id)
+    tx.history.engine(
+        instance_id=thrower.instance_id,
+        at=tx.now,
+        type=EngineEvent.BPMN_ERROR_PROPAGATED,
+        node_id=thrower.node_id,
+        token_id=thrower.id,
+        actor=tx.actor,
+        data={"code": code, "message": message},
+    )
+    reason = f"error {code!r} thrown at {thrower.node_id!r} went up to the caller"
+    # The thrower's path ends with the throw (its task, if any, is already DONE with it).
+    cancel_timers(tx, thrower, reason)
+    move(tx, tx.current(thrower), state=TokenState.COMPLETED, event=TokenEvent.ERROR_THROWN)
+    for row in tx.tokens_of(thrower.instance_id):
+        if row.state in LIVE_TOKEN and row.id != thrower.id:
+            cancel_token(tx, tx.current(row), reason)
+    set_instance_state(tx, thrower.instance_id, InstanceState.CANCELLED)
+    return True
+
+
+def propagated_error(tx: Tx, instance_id: UUID) -> tuple[str, str, str] | None:
+    """The error a cancelled called instance sent up (code, message, node it was thrown at),
+    if that is how it ended."""
+    for event in reversed(history.of_instance(tx.conn, instance_id)):
+        if event.type == EngineEvent.BPMN_ERROR_PROPAGATED and event.data:
+            data = event.data
+            return str(data.get("code")), str(data.get("message") or ""), str(event.node_id)
+    return None
