@@ -34,9 +34,8 @@ def decide(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     if child is None or child.state not in ENDED_INSTANCE:
         return None
     node = g.node(locked.node_id)
-    if child.state == InstanceState.CANCELLED and (error := propagated_error(tx, child.id)):
-        return _rethrow(tx, g, locked, *error)
-    if child.state == InstanceState.CANCELLED:
+    error = propagated_error(tx, child.id) if child.state == InstanceState.CANCELLED else None
+    if child.state == InstanceState.CANCELLED and error is None:
         fail_token(
             tx,
             locked,
@@ -45,6 +44,8 @@ def decide(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
             " retry the token to call again",
         )
         return None
+    # The out variables come back also with an error, as in Camunda (the catching path may
+    # read what the called instance had done before it threw).
     assert node.call is not None
     try:
         shared, local = _outputs(node.call.outputs, variables.load(tx.conn, child.id))
@@ -53,6 +54,8 @@ def decide(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
         return None
     scopes.write(tx, g, locked, shared)
     scopes.write(tx, g, locked, local, local=True)
+    if error is not None:
+        return _rethrow(tx, g, locked, *error)
     return leave(tx, g, locked, node)
 
 
