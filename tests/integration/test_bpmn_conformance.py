@@ -320,7 +320,7 @@ def _path(case: dict[str, Any]) -> Path:
     )
 
 
-#: The key under which each scenario's outcome ("passed", "documented difference (…)" or
+#: The key under which each scenario's (id, outcome) ("passed", "documented difference (…)" or
 #: "rejected at deploy: …") is recorded on its test report; tests/conftest.py prints them all
 #: after the run, from whichever worker process ran them.
 CONFORMANCE_PROPERTY = "bpmn-conformance"
@@ -682,7 +682,7 @@ def test_model_runs_as_the_peer_test_asserts(
     case = scenario.case
     if case["id"] in OUTCOMES:
         verdict = f"rejected at deploy: {OUTCOMES[case['id']]}"
-        request.node.user_properties.append((CONFORMANCE_PROPERTY, f"{scenario.id}: {verdict}"))
+        request.node.user_properties.append((CONFORMANCE_PROPERTY, (scenario.id, verdict)))
         pytest.skip(verdict)
     xml = _path(case).read_text(encoding="utf-8")
     model = Model.of(compile_bpmn(xml))
@@ -713,4 +713,4 @@ def test_model_runs_as_the_peer_test_asserts(
             problems.append(f"{name}: documented engine value {difference.engine!r}, got {got!r}")
     assert not problems, f"{scenario.id}:\n  " + "\n  ".join(problems)
     verdict = "documented difference (" + "; ".join(known) + ")" if known else "passed"
-    request.node.user_properties.append((CONFORMANCE_PROPERTY, f"{scenario.id}: {verdict}"))
+    request.node.user_properties.append((CONFORMANCE_PROPERTY, (scenario.id, verdict)))
