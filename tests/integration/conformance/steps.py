@@ -16,6 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from bpm.definitions.durations import parse_duration
+from bpm.errors import BpmError
 from tests.integration.conformance.annotations import InScopes, Named, Note, Typed, split
 from tests.integration.conformance.annotations import NotUnderstood as NotUnderstood
 
@@ -203,19 +204,24 @@ class Raw:
     text: str
 
 
+def _json(text: str) -> dict[str, Any]:
+    """A JSON object (``{…}`` in the README's steps)."""
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise NotUnderstood(f"not an object: {text}")
+    return value
+
+
 def _object(text: str) -> dict[str, Any]:
     """A JSON object, or a Spiff data literal (``{choice: 'Yes'}``: bare keys, Python values;
     a value that is no literal, like ``now+0.01s``, is kept as ``Raw`` text)."""
     try:
-        value = json.loads(text)
+        return _json(text)
     except json.JSONDecodeError:
         pairs = re.findall(r"(\w+)\s*:\s*([^,}]+)", text)
         if not pairs:
             raise NotUnderstood(f"not an object: {text}") from None
         return {key: _literal(raw.strip()) for key, raw in pairs}
-    if not isinstance(value, dict):
-        raise NotUnderstood(f"not an object: {text}")
-    return value
 
 
 def _literal(raw: str) -> Any:
@@ -251,7 +257,7 @@ GRAMMAR: list[tuple[str, Builder]] = [
     ),
     (r"correlate (\S+)", lambda m: Correlate(m[1])),
     (r"broadcast (\S+)", lambda m: Broadcast(m[1])),
-    (rf"set_variables(?: in (\S+))? ({_OBJECT})", lambda m: SetVariables(m[1], _object(m[2]))),
+    (rf"set_variables(?: in (\S+))? ({_OBJECT})", lambda m: SetVariables(m[1], _json(m[2]))),
     (_RUN_DUE, lambda m: RunDue()),
     (r"advance_clock \+(\S+)", lambda m: PassTime(_duration(m[1]))),
     (r"advance_clock to start\+(\S+)", lambda m: PassTime(_duration(m[1]), from_start=True)),
@@ -281,7 +287,7 @@ GRAMMAR: list[tuple[str, Builder]] = [
     ),
     (
         rf"expect_variables(?: in (\S+))? ({_OBJECT})",
-        lambda m: ExpectVariables(m[1], _object(m[2])),
+        lambda m: ExpectVariables(m[1], _json(m[2])),
     ),
     (r"expect_business_key (\S+) (.+)", lambda m: ExpectBusinessKey(m[1], _name(m[2]))),
     (r"expect_process_instances (\S+) (\d+)", lambda m: ExpectProcessInstances(m[1], int(m[2]))),
@@ -291,7 +297,10 @@ GRAMMAR: list[tuple[str, Builder]] = [
 def _action(text: str) -> Action | None:
     for pattern, build in GRAMMAR:
         if match := re.fullmatch(pattern, text):
-            return build(match)
+            try:
+                return build(match)
+            except (ValueError, BpmError) as exc:  # a value that is no JSON, no duration
+                raise NotUnderstood(f"harness step not understood: {text!r}: {exc}") from None
     return None
 
 
