@@ -232,9 +232,17 @@ def rt(engine_factory: EngineFactory) -> Harness:
 CONFORMANCE_PROPERTY = "bpmn-conformance"  # as recorded by tests/integration/test_bpmn_conformance
 
 
+def _failure(report: pytest.TestReport) -> str:
+    """The first line of what failed a conformance scenario."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = str(getattr(crash, "message", "")).strip()
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    return "FAILED: " + " / ".join(lines[:2])[:300] if lines else "FAILED"
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """The BPMN conformance outcome of each scenario run, after the progress dots and from
-    whichever process ran it (the scenarios record theirs on their test reports)."""
+    whichever process ran it (the scenarios record (id, outcome) on their test reports)."""
     outcomes: dict[str, str] = {}
     for reports in terminalreporter.stats.values():
         for report in reports:
@@ -242,10 +250,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
                 continue
             for key, value in report.user_properties:
                 if key == CONFORMANCE_PROPERTY:
-                    scenario, _, verdict = str(value).partition(": ")
-                    outcomes[scenario] = verdict
+                    assert isinstance(value, tuple | list), value
+                    scenario, verdict = value
+                    outcomes[str(scenario)] = str(verdict)
             if report.failed and "test_bpmn_conformance" in report.nodeid:
-                outcomes[report.nodeid.rsplit("[", 1)[-1].rstrip("]")] = "FAILED"
+                outcomes[report.nodeid.split("[", 1)[-1].removesuffix("]")] = _failure(report)
     if outcomes:
         terminalreporter.section("BPMN conformance summary")
         for scenario, outcome in sorted(outcomes.items()):
