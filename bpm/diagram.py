@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bpm.definitions.model import Node, NodeType, ProcessGraph
@@ -76,13 +76,19 @@ class NodeMark:
     status: str = NOT_VISITED
     entered: int = 0
     runs: int = 0
+    #: A call activity's called instances (ids), in the order it started them.
+    called: list[str] = field(default_factory=list)
 
     def count_text(self) -> str:
-        """``2x``, ``1x, 3 runs`` when a handler ran more often than tokens came, or ``""``."""
+        """``2x``, ``1x, 3 runs`` when a handler ran more often than tokens came, or ``""``;
+        a call activity adds the instances it called (``bpm show ID`` follows one)."""
         if not self.entered and not self.runs:
             return ""
         text = f"{self.entered}x"
-        return f"{text}, {self.runs} runs" if self.runs > self.entered else text
+        text = f"{text}, {self.runs} runs" if self.runs > self.entered else text
+        if self.called:
+            text += ", called " + " ".join(c[:8] for c in self.called)
+        return text
 
 
 @dataclass
@@ -143,7 +149,11 @@ def _read_history(events: Iterable[Event], marks: Marks) -> _Seen:
             )
             if isinstance(flow, str) and flow in flows:
                 flows[flow] += 1
-        elif kind == "task" and kind_of == "LOCKED" and not backward and node_id in nodes:
+        if kind == "token" and kind_of == "CALLED" and node_id in nodes:
+            nodes[node_id].called.append(str(data.get("instance")))
+        if kind == "token":
+            continue
+        if kind == "task" and kind_of == "LOCKED" and not backward and node_id in nodes:
             nodes[node_id].runs += 1
         elif kind == "engine" and kind_of == "CompensationCompleted" and node_id in nodes:
             seen.compensated.add(str(node_id))
@@ -223,8 +233,10 @@ def _status(
 
 
 def label_lines(node: Node) -> list[str]:
-    """The node's name (when it has one) and its id."""
+    """The node's name (when it has one) and its id; what a call activity calls."""
     lines = [_clean(node.name)] if node.name and node.name != node.id else []
+    if node.call is not None:
+        return [*lines, node.id, _clean(f"calls {node.call.process}")]
     return [*lines, node.id]
 
 

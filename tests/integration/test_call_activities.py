@@ -89,6 +89,11 @@ def test_the_caller_waits_for_the_called_instance_and_gets_its_outputs(
         child_vars = variables.load(conn, called.id)
     assert child_vars == {"n": 21, "doubled": 42}  # only what the mapping passed in
     assert_finished_cleanly(pg_db, called.id)
+    mermaid = rt.engine.diagram(iid)
+    assert "calls child" in mermaid and f"called {str(called.id)[:8]}" in mermaid
+    assert "calls child" in rt.engine.diagram(iid, fmt="svg")
+    assert rt.engine.show(called.id)["called_by"]["instance"] == str(iid)
+    assert [c["instance"] for c in rt.engine.show(iid)["called"]] == [str(called.id)]
 
 
 def test_all_variables_and_the_business_key_cross_the_call(
