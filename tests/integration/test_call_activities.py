@@ -400,4 +400,42 @@ def test_an_error_nobody_catches_stays_an_incident_in_the_called_instance(
     assert called.state == "FAILED"
     (incident,) = rows.incidents_of(pg_db, called.id, only_open=True)
     assert "NO_FUNDS" in incident.message
-    assert rows.state(pg_db, iid) == "RUNNING"  # the caller still waits for it
+    (mirrored,) = rows.incidents_of(pg_db, iid, only_open=True)  # the caller still waits
+    assert mirrored.kind == "call-activity" and "NO_FUNDS" in mirrored.message
+
+
+def test_a_called_instance_incident_shows_on_its_caller_until_it_is_repaired(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    attempts: list[int] = []
+
+    def flaky(ctx: Any) -> None:
+        attempts.append(ctx.attempt)
+        if len(attempts) == 1:
+            raise RuntimeError("card service down")
+
+    calls.add("flaky", flaky)
+    calls.add("after")
+    rt.deploy(
+        ProcessBuilder("child")
+        .start()
+        .service_task("charge", handler="flaky")
+        .end()
+        .sequence("start", "charge", "end")
+        .build()
+    )
+    rt.deploy(caller())
+    iid = rt.start("parent")
+    rt.drain()
+    (called,) = called_instances(pg_db, iid)
+    assert rows.state(pg_db, called.id) == "FAILED"
+    (below,) = rows.incidents_of(pg_db, called.id, only_open=True)
+    (mirrored,) = rows.incidents_of(pg_db, iid, only_open=True)
+    assert mirrored.kind == "call-activity" and str(called.id) in mirrored.message
+    assert "card service down" in mirrored.message and mirrored.details == str(below.id)
+    assert rows.state(pg_db, iid) == "FAILED"
+    rt.engine.retry(below.token_id)
+    rt.drain()
+    assert rows.incidents_of(pg_db, iid, only_open=True) == []
+    assert_finished_cleanly(pg_db, iid)
+    assert calls.count("after") == 1

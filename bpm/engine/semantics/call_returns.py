@@ -12,16 +12,18 @@ from typing import Any
 
 from bpm.definitions.model import CallMapping, ProcessGraph
 from bpm.engine.core.tx import Next, Stale, Tx
-from bpm.engine.semantics import scopes
+from bpm.engine.semantics import scopes, writes
 from bpm.engine.semantics.bpmn_errors import throw_from_task
 from bpm.engine.semantics.called_errors import propagate, propagated_error
 from bpm.engine.semantics.calls import INCIDENT, mapped
+from bpm.engine.semantics.cancelling import resolve_incidents
 from bpm.engine.semantics.failures import fail_token
+from bpm.engine.semantics.instance_state import resume_if_clear, set_instance_state
 from bpm.engine.semantics.nodes import leave
 from bpm.errors import BpmError
 from bpm.states import ENDED_INSTANCE, InstanceState, TokenState
-from bpm.store import instances, variables
-from bpm.store.rows import TokenRow
+from bpm.store import incidents, instances, variables
+from bpm.store.rows import InstanceRow, TokenRow
 
 
 def decide(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
@@ -31,7 +33,10 @@ def decide(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     if locked is None or locked.version != tok.version or locked.state != TokenState.WAITING:
         raise Stale(f"token {tok.id} moved on before its call ended")
     child = instances.called_by(tx.conn, locked.id)
-    if child is None or child.state not in ENDED_INSTANCE:
+    if child is None:
+        return None
+    _mirror_incident(tx, locked, child)
+    if child.state not in ENDED_INSTANCE:
         return None
     node = g.node(locked.node_id)
     error = propagated_error(tx, child.id) if child.state == InstanceState.CANCELLED else None
@@ -57,6 +62,31 @@ def decide(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     if error is not None:
         return _rethrow(tx, g, locked, *error)
     return leave(tx, g, locked, node)
+
+
+def _mirror_incident(tx: Tx, tok: TokenRow, child: InstanceRow) -> None:
+    """A called instance with an open incident puts one on its calling token too (kind
+    ``call-activity``, naming the called instance and its first incident), so the calling
+    instance shows it and fails with it; it is resolved when the called instance runs again
+    or ends. The calling token itself keeps waiting: an operator repairs the called one."""
+    mirrored = [i for i in incidents.open_of_token(tx.conn, tok.id) if i.kind == INCIDENT]
+    if child.state == InstanceState.FAILED and not mirrored:
+        below = incidents.of_instance(tx.conn, child.id, only_open=True)
+        cause = f": {below[0].message}" if below else ""
+        writes.open_incident(
+            tx,
+            tok,
+            kind=INCIDENT,
+            message=f"called instance {child.id} ({child.process_key}) has an incident{cause}",
+            details=str(below[0].id) if below else None,
+            task_id=None,
+        )
+        set_instance_state(
+            tx, tok.instance_id, InstanceState.FAILED, only_from=(InstanceState.RUNNING,)
+        )
+    elif child.state != InstanceState.FAILED and mirrored:
+        resolve_incidents(tx, tok.id, f"called instance {child.id} is {child.state}")
+        resume_if_clear(tx, tok.instance_id)
 
 
 def _rethrow(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str, message: str, at: str) -> Next:

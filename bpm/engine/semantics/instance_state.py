@@ -53,8 +53,7 @@ def set_instance_state(
             actor=tx.actor,
         )  # from_state: filled in by the write
         tx.batch.end_instance(instance_id, state, ended, only_from, row)
-        if ended is not None:
-            nudge_caller(tx, instance_id)
+        nudge_caller(tx, instance_id)
         return True  # or the whole write is refused
     if tx.conn.dialect.name == "postgresql":  # one round trip: lock and change together
         left = instances.transition(tx.conn, instance_id, state, tx.now, ended, only_from)
@@ -76,14 +75,14 @@ def set_instance_state(
         to_state=state,
         actor=tx.actor,
     )
-    if ended is not None:
-        nudge_caller(tx, instance_id)
+    nudge_caller(tx, instance_id)
     return True
 
 
 def nudge_caller(tx: Tx, instance_id: UUID) -> None:
-    """An instance a call activity started has ended: the calling token decides what that
-    means, in a transaction of its own (a called instance never locks its caller's rows)."""
+    """An instance a call activity started has ended, failed or runs again: the calling
+    token decides what that means, in a transaction of its own (a called instance never
+    locks its caller's rows)."""
     caller = tx.caller_of(instance_id) if tx.caller_of is not None else None
     if caller is None:
         return
