@@ -19,10 +19,17 @@ from sqlalchemy import (
     select,
 )
 
-from bpm.states import ENDED_INSTANCE, LIVE_INSTANCE, TokenState, WaitKind
+from bpm.states import (
+    ENDED_INSTANCE,
+    LIVE_INSTANCE,
+    IncidentState,
+    InstanceState,
+    TokenState,
+    WaitKind,
+)
 from bpm.store import instances
 from bpm.store.rows import TokenRow, from_row
-from bpm.store.schema import process_instances, token_links
+from bpm.store.schema import incidents, process_instances, token_links
 from bpm.store.schema import tokens as t
 
 LIVE = (TokenState.ACTIVE, TokenState.WAITING, TokenState.FAILED)
@@ -50,6 +57,9 @@ _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
 _INSTANCE = instances.locked_first(bindparam("instance_id"))
 # FOR NO KEY UPDATE: creating child tokens that reference the parent (FOR KEY SHARE) goes on.
 _LOCK_AFTER_INSTANCE = _BY_ID.where(exists(select(_INSTANCE.c.id))).with_for_update(key_share=True)
+#: The incident kind a call activity's token gets (``bpm.engine.semantics.calls.INCIDENT``;
+#: the store does not import the engine).
+CALL_INCIDENT = "call-activity"
 #: As tuples: they are sent to the database as arrays.
 ENDED_INSTANCE_STATES = tuple(sorted(ENDED_INSTANCE))
 LIVE_INSTANCE_STATES = tuple(sorted(LIVE_INSTANCE))
@@ -239,13 +249,26 @@ def parents_to_recheck(
             called.c.super_token_id == t.c.id, called.c.state.in_(LIVE_INSTANCE_STATES)
         )
     )
+    # A call activity whose called instance failed without an incident on the caller yet,
+    # or runs again while the caller's still is open (the mirrored incident, ``call_returns``).
+    mirrored = exists().where(
+        incidents.c.token_id == t.c.id,
+        incidents.c.state == IncidentState.OPEN,
+        incidents.c.kind == CALL_INCIDENT,
+    )
+    failed_call = exists().where(
+        called.c.super_token_id == t.c.id, called.c.state == InstanceState.FAILED
+    )
+    call_incident_stale = (t.c.wait_kind == WaitKind.CALLED) & (
+        (failed_call & ~mirrored) | (~failed_call & mirrored)
+    )
     stmt = (
         select(t.c.id, t.c.version)
         .where(
             t.c.state == TokenState.WAITING,
             t.c.updated_at < before,
             _not_nudged_since(before),
-            scope_parent | saga_anchor | call_returned,
+            scope_parent | saga_anchor | call_returned | call_incident_stale,
         )
         .order_by(t.c.updated_at)
         .limit(limit)

@@ -434,8 +434,44 @@ def test_a_called_instance_incident_shows_on_its_caller_until_it_is_repaired(
     assert mirrored.kind == "call-activity" and str(called.id) in mirrored.message
     assert "card service down" in mirrored.message and mirrored.details == str(below.id)
     assert rows.state(pg_db, iid) == "FAILED"
+    assert below.token_id is not None
     rt.engine.retry(below.token_id)
     rt.drain()
     assert rows.incidents_of(pg_db, iid, only_open=True) == []
     assert_finished_cleanly(pg_db, iid)
     assert calls.count("after") == 1
+
+
+def test_a_lost_nudge_of_the_caller_is_sent_again_by_the_scans(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("broken", failing_handler)
+    rt.deploy(
+        ProcessBuilder("child")
+        .start()
+        .service_task("charge", handler="broken")
+        .end()
+        .sequence("start", "charge", "end")
+        .build()
+    )
+    rt.deploy(caller())
+    iid = rt.start("parent")
+    (root,) = rows.tokens_of(pg_db, iid)
+    lost = 0
+    while (job := rt.queue.pop(rt.clock.peek())) is not None:
+        waiting = rows.token(pg_db, root.id).wait_kind == "CALLED"
+        if job.name == "bpm.advance_token" and job.args.get("token_id") == str(root.id) and waiting:
+            lost += 1  # the nudge the failed called instance sent: lost on the way
+            continue
+        rt.engine.run_job(job)
+    assert lost == 1 and rows.incidents_of(pg_db, iid, only_open=True) == []
+    rt.clock.advance(timedelta(minutes=5))
+    rt.engine.run_scans()
+    rt.drain()
+    (mirrored,) = rows.incidents_of(pg_db, iid, only_open=True)
+    assert mirrored.token_id == root.id and mirrored.kind == "call-activity"
+    assert_history_consistent(pg_db, iid)
+
+
+def failing_handler(ctx: Any) -> None:
+    raise RuntimeError("always down")

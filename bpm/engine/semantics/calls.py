@@ -30,7 +30,7 @@ from bpm.errors import BpmError
 from bpm.expressions import Expression
 from bpm.limits import quoted
 from bpm.states import TokenEvent, TokenState, WaitKind
-from bpm.store import definitions, instances
+from bpm.store import definitions, instances, tokens
 from bpm.store.rows import DefinitionRow, TokenRow
 
 #: How deep calls may nest (an instance called by a called instance … is one deeper each
@@ -40,8 +40,9 @@ DEFAULT_MAX_DEPTH = 32
 MAX_DEPTH_VARIABLE = "BPM_MAX_CALL_DEPTH"
 
 #: The incident kind of a call that could not start (no such process, too deep, a mapping
-#: that cannot be evaluated) or of a called instance that was cancelled.
-INCIDENT = "call-activity"
+#: that cannot be evaluated), of a called instance that was cancelled, and of one that has an
+#: incident of its own (mirrored on the caller).
+INCIDENT = tokens.CALL_INCIDENT
 
 
 def max_depth() -> int:
