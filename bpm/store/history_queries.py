@@ -39,6 +39,10 @@ class InstanceHistoryQuery:
     finished_after: datetime | None = None
     with_incidents: bool = False
     with_open_incidents: bool = False
+    #: The instances these instances' call activities started (``superProcessInstanceId``).
+    called_by: Sequence[UUID] | None = None
+    #: The instances whose call activities started these (``subProcessInstanceId``).
+    calling: Sequence[UUID] | None = None
     none: bool = False
 
 
@@ -125,6 +129,12 @@ def _instances(stmt: Any, q: InstanceHistoryQuery) -> Any:
             conds.append(column < before)
         if after is not None:
             conds.append(column > after)
+    if q.called_by is not None:
+        conds.append(t.c.super_instance_id.in_(list(q.called_by)))
+    if q.calling is not None:
+        sub = t.alias("sub")
+        callers = select(sub.c.super_instance_id).where(sub.c.id.in_(list(q.calling)))
+        conds.append(t.c.id.in_(callers))
     if q.with_incidents or q.with_open_incidents:
         has = exists().where(incident_table.c.instance_id == t.c.id)
         if q.with_open_incidents:

@@ -59,6 +59,8 @@ INSTANCE_SPEC = QuerySpec(
         "unfinished": Kind.BOOL,
         "withIncidents": Kind.BOOL,
         "withRootIncidents": Kind.BOOL,
+        "superProcessInstanceId": Kind.IDS,
+        "subProcessInstanceId": Kind.IDS,
         "startedBefore": Kind.DATE,
         "startedAfter": Kind.DATE,
         "finishedBefore": Kind.DATE,
@@ -80,8 +82,6 @@ INSTANCE_SPEC = QuerySpec(
         **_NO_TENANTS,
         "incidentStatus": "not supported yet: use withIncidents",
         "startedBy": "bpm records no starting user on the instance",
-        "superProcessInstanceId": "bpm has no call activities",
-        "subProcessInstanceId": "bpm has no call activities",
         "caseInstanceId": "bpm has no CMMN cases",
         "variables": "variable filters are not supported yet",
         "activeActivityIdIn": "not supported yet",
@@ -172,6 +172,8 @@ def instance_query(f: Mapping[str, Any]) -> InstanceHistoryQuery:
         finished_before=f.get("finishedBefore"),
         finished_after=f.get("finishedAfter"),
         with_incidents=bool(f.get("withIncidents") or f.get("withRootIncidents")),
+        called_by=f.get("superProcessInstanceId"),
+        calling=f.get("subProcessInstanceId"),
         none=finished and unfinished,
     )
 
@@ -218,7 +220,8 @@ def instance_dto(h: InstanceHistory) -> HistoricProcessInstanceDto:
         end_time=format_date(ended),
         duration_in_millis=duration,
         start_activity_id=h.start_node,
-        root_process_instance_id=str(i.id),
+        root_process_instance_id=str(i.root_instance_id or i.id),
+        super_process_instance_id=str(i.super_instance_id) if i.super_instance_id else None,
         state=STATES[InstanceState(i.state)],
     )
 

@@ -288,5 +288,11 @@ def test_super_and_sub_process_instance_follow_a_call(
     roots = _ids(c.get("/process-instance", params={"rootProcessInstances": "true"}))
     assert parent in roots and child not in roots
     assert server.runtime.engine.show(child)["called_by"]["instance"] == parent
+    history = c.get("/history/process-instance", params={"superProcessInstanceId": parent})
+    assert [h["id"] for h in history.json()] == [child]
+    (mine,) = history.json()
+    assert (mine["superProcessInstanceId"], mine["rootProcessInstanceId"]) == (parent, parent)
+    up = c.get("/history/process-instance", params={"subProcessInstanceId": child}).json()
+    assert [h["id"] for h in up] == [parent] and up[0]["superProcessInstanceId"] is None
     c.delete(f"/process-instance/{parent}")
     assert c.get(f"/process-instance/{child}").status_code == 404  # cancelled with its caller
