@@ -282,6 +282,9 @@ def test_super_and_sub_process_instance_follow_a_call(
     parent = str(server.runtime.engine.start("pi_calls", {"amount": 1, "tier": "t"}).id)
     server.runtime.run_until_idle(timeout=5)
     (child,) = _ids(c.get("/process-instance", params={"superProcessInstance": parent}))
+    tree = c.get(f"/process-instance/{parent}/activity-instances").json()
+    (call,) = tree["childActivityInstances"]
+    assert (call["activityId"], call["activityType"]) == ("call", "callActivity")
     assert _ids(c.get("/process-instance", params={"subProcessInstance": child})) == {parent}
     body = {"superProcessInstance": parent}
     assert _ids(c.post("/process-instance", json=body)) == {child}
