@@ -2,7 +2,7 @@
 
 from bpm.definitions.builder import ProcessBuilder
 from bpm.definitions.model import Flow, Node, NodeType, ProcessGraph, RetryPolicy
-from bpm.definitions.parse import compile_definition, load_document
+from bpm.definitions.parse.document import compile_definition, load_document
 
 __all__ = [
     "Flow",

@@ -21,7 +21,8 @@ from bpm.definitions.bpmn_handlers import handler_name
 from bpm.definitions.bpmn_names import BPM, BPMN, CAMUNDA, CAMUNDA_ALIASES
 from bpm.definitions.bpmn_reader import Reader, not_yet, problems_of, refusal, reject
 from bpm.definitions.bpmn_xml import XmlElement, parse_xml
-from bpm.definitions.parse import SAGA_SCOPES, compile_definition
+from bpm.definitions.parse.document import compile_definition
+from bpm.definitions.parse.policies import SAGA_SCOPES
 from bpm.errors import InvalidDefinition
 
 __all__ = ["compile_bpmn", "handler_name"]

@@ -11,7 +11,7 @@ from bpm.definitions.bpmn_feel import FeelUnsupported, feel_timer
 from bpm.definitions.bpmn_names import BPMN, CAMUNDA
 from bpm.definitions.bpmn_reader import Reader, reject
 from bpm.definitions.bpmn_xml import XmlElement
-from bpm.definitions.parse import NAME_PATTERN
+from bpm.definitions.parse.patterns import NAME_PATTERN
 
 Mapped = dict[str, Any]
 #: Event definitions bpm reads; the others are refused as not supported yet.

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bpm.definitions.parse import compile_definition, load_document
+from bpm.definitions.parse.document import compile_definition, load_document
 from bpm.demo import ORDER_FULFILMENT
 from tests.cli.conftest import Bpm, start_order
 

@@ -16,7 +16,7 @@ import pytest
 
 from bpm import diagram
 from bpm.definitions import ProcessBuilder
-from bpm.definitions.parse import compile_definition
+from bpm.definitions.parse.document import compile_definition
 from bpm.errors import NotFound
 from bpm.handlers import HandlerContext
 from tests.helpers import db as rows

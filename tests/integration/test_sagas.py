@@ -13,7 +13,7 @@ from uuid import UUID
 import pytest
 
 from bpm.definitions import ProcessBuilder
-from bpm.definitions.parse import compile_definition
+from bpm.definitions.parse.document import compile_definition
 from bpm.errors import BpmnError, InvalidDefinition
 from bpm.handlers import HandlerContext
 from bpm.store import Database, compensation

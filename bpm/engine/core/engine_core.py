@@ -19,7 +19,7 @@ from uuid import UUID
 
 from bpm.clock import SYSTEM_CLOCK, Clock
 from bpm.definitions.model import ProcessGraph
-from bpm.definitions.parse import compile_definition
+from bpm.definitions.parse.document import compile_definition
 from bpm.dispatch import ADVANCE_TOKEN, RUN_HANDLER, Dispatcher, Job
 from bpm.engine.core.causes import current_cause
 from bpm.engine.core.held import HeldTasks

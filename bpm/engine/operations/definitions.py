@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bpm.definitions.parse import PROCESS_METADATA
+from bpm.definitions.parse.keys import PROCESS_METADATA
 from bpm.engine.core.engine_core import EngineCore
 from bpm.errors import UnknownProcess
 from bpm.store import definitions

@@ -21,7 +21,7 @@ from typing import Any, TypedDict, Unpack
 from uuid import UUID
 
 from bpm.definitions.bpmn import compile_bpmn
-from bpm.definitions.parse import compile_definition
+from bpm.definitions.parse.document import compile_definition
 from bpm.dmn import Decision, parse_dmn
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Conflict, Tx

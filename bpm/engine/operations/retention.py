@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from uuid import UUID
 
-from bpm.definitions.parse import MAX_HISTORY_TTL
+from bpm.definitions.parse.document import MAX_HISTORY_TTL
 from bpm.engine.core.engine_core import EngineCore
 from bpm.errors import ConfigError
 from bpm.store import RetryableDatabaseError

@@ -1,0 +1,112 @@
+"""Which keys each element of a definition may have: the process, a flow, and a node of each
+type (``NODE_KEYS``), with the node types that map variables (``MAPPED``) or take a default
+flow (``DEFAULTED``).
+
+A table apart from the code that reads the keys, so adding a key to a node type starts here and
+an unknown key is refused before any field is read.
+"""
+
+from __future__ import annotations
+
+from bpm.definitions.calls import CALL_KEYS
+from bpm.definitions.model import NodeType
+
+#: Process keys without behaviour: kept for people and tools (``bpm definition``, the API).
+PROCESS_METADATA = {
+    "properties",
+    "documentation",
+    "versionTag",
+    "startableInTasklist",
+    "candidate_starter_groups",
+    "candidate_starter_users",
+    "dataObjects",
+}
+PROCESS_KEYS = {
+    "key",
+    "name",
+    "saga",
+    "nodes",
+    "flows",
+    "historyTimeToLive",
+    "listeners",
+    *PROCESS_METADATA,
+}
+FLOW_KEYS = {
+    "id",
+    "source",
+    "target",
+    "condition",
+    "name",
+    "documentation",
+    "properties",
+    "listeners",
+}
+COMMON_NODE_KEYS = {"id", "type", "name", "properties", "documentation", "listeners"}
+NODE_KEYS: dict[NodeType, set[str]] = {
+    NodeType.START: {"initiator", "form"},
+    NodeType.END: {
+        "terminate",
+        "error",
+        "errorMessage",
+        "compensate",
+        "activity",
+        "waitForCompletion",
+    },
+    NodeType.SERVICE_TASK: {
+        "handler",
+        "topic",
+        "compensation",
+        "retry",
+        "timeout",
+        "priority",
+        "fields",
+        "resultVariable",
+        "decision",
+        "connector",
+    },
+    NodeType.TASK: set(),
+    NodeType.MANUAL_TASK: set(),
+    NodeType.EXCLUSIVE: set(),
+    NodeType.PARALLEL: set(),
+    NodeType.SUBPROCESS: {"nodes", "flows", "saga", "compensation"},
+    NodeType.BOUNDARY: {
+        "attachedTo",
+        "timer",
+        "error",
+        "interrupting",
+        "errorCodeVariable",
+        "errorMessageVariable",
+    },
+    NodeType.USER_TASK: {
+        "assignee",
+        "candidate_groups",
+        "candidate_users",
+        "due_date",
+        "follow_up_date",
+        "priority",
+        "form",
+        "compensation",
+    },
+    NodeType.RECEIVE_TASK: {"message"},
+    NodeType.TIMER: {"duration", "date"},
+    NodeType.MESSAGE: {"message"},
+    NodeType.COMPENSATION_THROW: {"activity", "waitForCompletion"},
+    NodeType.CALL_ACTIVITY: CALL_KEYS,
+}
+#: Nodes that may declare ``inputs`` and ``outputs`` (local variables in, results out).
+MAPPED = (
+    NodeType.SERVICE_TASK,
+    NodeType.USER_TASK,
+    NodeType.RECEIVE_TASK,
+    NodeType.SUBPROCESS,
+    NodeType.CALL_ACTIVITY,
+    NodeType.TASK,
+    NodeType.MANUAL_TASK,
+)
+for _mapped in MAPPED:
+    NODE_KEYS[_mapped] = NODE_KEYS[_mapped] | {"inputs", "outputs"}
+#: Nodes whose outgoing flows may carry conditions, with a default flow taken when none holds.
+DEFAULTED = (*MAPPED, NodeType.EXCLUSIVE, NodeType.BOUNDARY)
+for _defaulted in DEFAULTED:
+    NODE_KEYS[_defaulted] = NODE_KEYS[_defaulted] | {"default"}
+NOT_YET: dict[NodeType, str] = {}

@@ -1,0 +1,161 @@
+"""One node compiled from its document: the fields each node type reads (end events, user
+tasks, timers, messages, compensation throws, start events), dispatched by ``compile_node``.
+
+Service tasks have their own module (``service_task``), boundary events theirs
+(``bpm.definitions.boundaries``); this is where a new node type's fields are added.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from bpm.definitions.assignments import parse_date, parse_people, parse_priority, parse_text
+from bpm.definitions.boundaries import boundary_fields
+from bpm.definitions.calls import parse_call
+from bpm.definitions.forms import parse_form
+from bpm.definitions.mappings import VARIABLE_NAME, parse_mappings
+from bpm.definitions.model import Flow, Node, NodeType
+from bpm.definitions.parse.keys import DEFAULTED, MAPPED
+from bpm.definitions.parse.listeners import parse_listeners
+from bpm.definitions.parse.patterns import NAME_PATTERN, node_label
+from bpm.definitions.parse.policies import parse_compensation, parse_saga
+from bpm.definitions.parse.service_task import service_task_fields
+from bpm.definitions.parse.shape import check_conditions, check_shape, default_flow
+from bpm.definitions.timers import parse_timer
+from bpm.errors import InvalidDefinition
+
+
+def compile_node(
+    node_id: str,
+    raw: Mapping[str, Any],
+    scope: str | None,
+    incoming: tuple[str, ...],
+    outgoing: tuple[str, ...],
+    flows: Mapping[str, Flow],
+) -> Node:
+    node_type = NodeType(str(raw["type"]))
+    where = node_label(node_id, node_type.value)
+    name = raw.get("name")
+    if name is not None and not isinstance(name, str):
+        raise InvalidDefinition(f"{where}: 'name' must be a string", node_id)
+    check_shape(node_type, where, node_id, incoming, outgoing)
+    check_conditions(node_type, where, node_id, outgoing, flows)
+    fields: dict[str, Any] = {}
+    if node_type is NodeType.SERVICE_TASK:
+        fields = service_task_fields(raw, where, node_id)
+    elif node_type is NodeType.END:
+        fields = _end_fields(raw, where, node_id)
+    elif node_type is NodeType.BOUNDARY:
+        fields = boundary_fields(raw, where, node_id, incoming)
+    elif node_type is NodeType.TIMER:
+        fields = {"timer": parse_timer(raw, where, node_id)}
+    elif node_type in (NodeType.RECEIVE_TASK, NodeType.MESSAGE):
+        fields = {"message": _name(raw, "message", where, node_id)}
+    elif node_type is NodeType.USER_TASK:
+        fields = _user_task_fields(raw, where, node_id)
+    elif node_type is NodeType.SUBPROCESS:
+        fields = {
+            "saga": parse_saga(raw, where, node_id),
+            "compensation": parse_compensation(raw, where, node_id),
+        }
+    elif node_type is NodeType.CALL_ACTIVITY:
+        fields = {"call": parse_call(raw, where, node_id)}
+    elif node_type is NodeType.COMPENSATION_THROW:
+        fields = {
+            "activity": _activity(raw, where, node_id),
+            "wait_for_completion": _wait_for_completion(raw, where, node_id),
+        }
+    if node_type in DEFAULTED:
+        fields.update(default_flow(raw, where, node_id, outgoing, flows))
+    fields["properties"] = dict(raw.get("properties", {}))
+    fields["listeners"] = parse_listeners(raw.get("listeners"), node_type, where, node_id)
+    if node_type is NodeType.START:
+        fields["initiator"] = _initiator(raw, where, node_id)
+        fields["form"] = parse_form(raw.get("form"), where, node_id)
+    if node_type in MAPPED:
+        fields["inputs"] = parse_mappings(raw.get("inputs"), "inputs", where, node_id)
+        fields["outputs"] = parse_mappings(raw.get("outputs"), "outputs", where, node_id)
+    return Node(node_id, node_type, scope, incoming, outgoing, name=name, **fields)
+
+
+def _initiator(raw: Mapping[str, Any], where: str, node_id: str) -> str | None:
+    initiator = raw.get("initiator")
+    if initiator is not None and (
+        not isinstance(initiator, str) or not VARIABLE_NAME.match(initiator)
+    ):
+        raise InvalidDefinition(f"{where}: 'initiator' must be a variable name", node_id)
+    return initiator
+
+
+def _wait_for_completion(raw: Mapping[str, Any], where: str, node_id: str) -> bool:
+    wait = raw.get("waitForCompletion", True)
+    if not isinstance(wait, bool):
+        raise InvalidDefinition(f"{where}: 'waitForCompletion' must be true or false", node_id)
+    return wait
+
+
+def _activity(raw: Mapping[str, Any], where: str, node_id: str) -> str | None:
+    activity = raw.get("activity")
+    if activity is not None and not isinstance(activity, str):
+        raise InvalidDefinition(f"{where}: 'activity' must be a node id", node_id)
+    return activity
+
+
+def _name(raw: Mapping[str, Any], key: str, where: str, node_id: str) -> str:
+    value = raw.get(key)
+    if not isinstance(value, str) or not NAME_PATTERN.match(value):
+        raise InvalidDefinition(
+            f"{where}: needs '{key}', a name matching {NAME_PATTERN.pattern}", node_id
+        )
+    return value
+
+
+def _user_task_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, Any]:
+    fields: dict[str, Any] = {"compensation": parse_compensation(raw, where, node_id)}
+    if raw.get("assignee") is not None:
+        fields["assignee"] = parse_text(raw["assignee"], "assignee", where, node_id)
+    for key in ("candidate_groups", "candidate_users"):
+        fields[key] = parse_people(raw.get(key), key, where, node_id)
+    for key in ("due_date", "follow_up_date"):
+        fields[key] = parse_date(raw.get(key), key, where, node_id)
+    priority = parse_priority(raw.get("priority"), where, node_id)
+    if isinstance(priority, int):
+        fields["priority"] = priority
+    else:
+        fields["priority_expression"] = priority
+    fields["form"] = parse_form(raw.get("form"), where, node_id)
+    return fields
+
+
+def _end_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, Any]:
+    compensate = raw.get("compensate", False)
+    if not isinstance(compensate, bool):
+        raise InvalidDefinition(f"{where}: 'compensate' must be true or false", node_id)
+    if "activity" in raw and not compensate:
+        raise InvalidDefinition(f"{where}: 'activity' needs 'compensate': true", node_id)
+    if compensate and (raw.get("terminate") or "error" in raw):
+        raise InvalidDefinition(
+            f"{where}: an end event compensates, terminates or throws an error, only one of them",
+            node_id,
+        )
+    if "waitForCompletion" in raw and not compensate:
+        raise InvalidDefinition(f"{where}: 'waitForCompletion' needs 'compensate': true", node_id)
+    if compensate:
+        return {
+            "compensate": True,
+            "activity": _activity(raw, where, node_id),
+            "wait_for_completion": _wait_for_completion(raw, where, node_id),
+        }
+    terminate = raw.get("terminate", False)
+    if not isinstance(terminate, bool):
+        raise InvalidDefinition(f"{where}: 'terminate' must be true or false", node_id)
+    error = raw.get("error")
+    if error is not None and (not isinstance(error, str) or not error):
+        raise InvalidDefinition(f"{where}: 'error' must be a non-empty error code", node_id)
+    if terminate and error is not None:
+        raise InvalidDefinition(f"{where}: an end event is terminate or error, not both", node_id)
+    message = raw.get("errorMessage")
+    if message is not None and (not isinstance(message, str) or error is None):
+        raise InvalidDefinition(f"{where}: 'errorMessage' is text, with an 'error'", node_id)
+    return {"terminate": terminate, "error_code": error, "error_message": message}

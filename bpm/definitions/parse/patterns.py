@@ -1,0 +1,42 @@
+"""The vocabulary every part of the parser shares: what a key, id, name or topic may look
+like, the largest whole number a column holds, and how a refusal names its element.
+
+Its own module so the parts (graph, node fields, policies, listeners) depend on it and not on
+each other; ``bpmn_events`` reads ``NAME_PATTERN`` and the engine ``TOPIC_PATTERN`` from here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from bpm.errors import InvalidDefinition
+
+KEY_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+ID_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
+
+
+#: The largest whole number a priority or version column holds (a 32-bit integer).
+MAX_INT = 2**31 - 1
+
+
+#: A topic is any text a worker subscribes by (Camunda's are free text: "Use API Key"), up
+#: to 255 characters, without control characters or an expression (topics are fixed).
+TOPIC_PATTERN = re.compile(r"^[^\x00-\x1f\x7f\s](?:[^\x00-\x1f\x7f]{0,253}[^\x00-\x1f\x7f\s])?$")
+
+
+def check_keys(raw: Mapping[str, Any], allowed: set[str], where: str, element: str | None) -> None:
+    """Refuse a key the element does not have (a misspelt key would otherwise do nothing),
+    naming the keys it may have."""
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise InvalidDefinition(
+            f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})", element
+        )
+
+
+def node_label(node_id: str, kind: str) -> str:
+    """How an error names a node: its id and its type."""
+    return f"node {node_id!r} ({kind})"
