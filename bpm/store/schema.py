@@ -3,6 +3,10 @@
 The Alembic migrations in ``migrations/`` create exactly these tables; a test compares the
 migrated database with this metadata so the two never drift. Hot queries are served by partial
 indexes on the live states, which stay small however many finished rows pile up.
+
+This module holds the runtime tables (instances, variables, tokens, tasks, timers,
+compensation records, incidents, API credentials) and re-exports the definition and history
+tables and the shared metadata, so every table is imported from here.
 """
 
 from __future__ import annotations
@@ -14,10 +18,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
-    LargeBinary,
-    MetaData,
     PrimaryKeyConstraint,
-    Sequence,
     Table,
     Text,
     UniqueConstraint,
@@ -25,125 +26,31 @@ from sqlalchemy import (
     text,
 )
 
-from bpm.states import (
-    IncidentState,
-    InstanceState,
-    LinkType,
-    RecordState,
-    Role,
-    TaskKind,
-    TaskState,
-    TimerState,
-    TokenMode,
-    TokenState,
-    WaitKind,
-    values,
+from bpm.store.schema_base import HISTORY_BLOCK as HISTORY_BLOCK
+from bpm.store.schema_base import (
+    INCIDENT_STATES,
+    INSTANCE_STATES,
+    LINK_TYPES,
+    RECORD_STATES,
+    ROLES,
+    TASK_KINDS,
+    TASK_STATES,
+    TIMER_STATES,
+    TOKEN_MODES,
+    TOKEN_STATES,
 )
-from bpm.store.types import BigId, JsonValue, UtcDateTime
-
-metadata = MetaData(
-    naming_convention={
-        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-        "ck": "ck_%(table_name)s_%(constraint_name)s",
-        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-        "pk": "pk_%(table_name)s",
-    }
-)
-
-#: The values each CHECK constraint allows: the enums of bpm.states, nothing written by hand.
-INSTANCE_STATES = values(InstanceState)
-TOKEN_STATES = values(TokenState)
-TOKEN_MODES = values(TokenMode)
-WAIT_KINDS = values(WaitKind)
-LINK_TYPES = values(LinkType)
-TASK_STATES = values(TaskState)
-TASK_KINDS = values(TaskKind)
-TIMER_STATES = values(TimerState)
-RECORD_STATES = values(RecordState)
-INCIDENT_STATES = values(IncidentState)
-ROLES = values(Role)
-
-#: One sequence numbers all three history tables on PostgreSQL, so a trace merges them in the
-#: exact order they were written. Each ``nextval`` reserves a block of ids for one transaction's
-#: rows (bpm.store.history). SQLite ignores sequences; the writer numbers rows itself.
-HISTORY_BLOCK = 1000
-history_seq = Sequence("bpm_history_seq", increment=HISTORY_BLOCK, metadata=metadata)
-#: Numbers compensation records in success order across branches (PostgreSQL).
-compensation_seq = Sequence("bpm_compensation_seq", metadata=metadata)
-
-
-def _in(column: str, values: tuple[str, ...]) -> str:
-    return f"{column} IN ({', '.join(repr(v) for v in values)})"
-
-
-#: One deploy of one or several files at once (``POST /deployment/create``, ``bpm deploy``).
-deployments = Table(
-    "deployments",
-    metadata,
-    Column("id", Uuid, primary_key=True),
-    Column("name", Text),
-    # Who deployed it: "Camunda Modeler", "bpm deploy", "python", ...
-    Column("source", Text),
-    Column("deployment_time", UtcDateTime, nullable=False),
-    Index("ix_deployments_deployment_time", "deployment_time"),
-)
-
-#: The files of a deployment byte for byte, with a SHA-256 of each (changed-only deploys).
-deployment_resources = Table(
-    "deployment_resources",
-    metadata,
-    Column("id", Uuid, primary_key=True),
-    Column("deployment_id", Uuid, ForeignKey("deployments.id"), nullable=False),
-    Column("name", Text, nullable=False),
-    Column("content", LargeBinary, nullable=False),
-    Column("checksum", Text, nullable=False),
-    UniqueConstraint("deployment_id", "name"),
-    Index("ix_deployment_resources_name_checksum", "name", "checksum"),
-)
-
-process_definitions = Table(
-    "process_definitions",
-    metadata,
-    Column("id", Uuid, primary_key=True),
-    Column("key", Text, nullable=False),
-    Column("name", Text, nullable=False),
-    Column("version", Integer, nullable=False),
-    Column("graph", JsonValue, nullable=False),
-    Column("source", Text, nullable=False),
-    Column("source_format", Text, nullable=False),
-    Column("checksum", Text, nullable=False),
-    Column("created_at", UtcDateTime, nullable=False),
-    # historyTimeToLive: seconds an ended instance is kept; NULL: the installation's default.
-    Column("history_ttl_seconds", Integer),
-    # The deployment and the file it came from; camunda:versionTag, to filter on it.
-    Column("deployment_id", Uuid),
-    Column("resource", Text),
-    Column("version_tag", Text),
-    UniqueConstraint("key", "version"),
-    Index("ix_process_definitions_deployment_id", "deployment_id"),
-    CheckConstraint("version >= 1", name="version_positive"),
-)
-
-decision_definitions = Table(
-    "decision_definitions",
-    metadata,
-    Column("id", Uuid, primary_key=True),
-    Column("key", Text, nullable=False),
-    Column("name", Text, nullable=False),
-    Column("version", Integer, nullable=False),
-    # camunda:versionTag of the decision: a business rule task may bind to it.
-    Column("version_tag", Text),
-    # The DMN file the decision came from (parsed again when first evaluated by a process).
-    Column("source", Text, nullable=False),
-    Column("checksum", Text, nullable=False),
-    Column("created_at", UtcDateTime, nullable=False),
-    Column("deployment_id", Uuid),
-    Column("resource", Text),
-    UniqueConstraint("key", "version"),
-    Index("ix_decision_definitions_deployment_id", "deployment_id"),
-    CheckConstraint("version >= 1", name="version_positive"),
-)
+from bpm.store.schema_base import check_in as _in
+from bpm.store.schema_base import compensation_seq as compensation_seq
+from bpm.store.schema_base import history_seq as history_seq
+from bpm.store.schema_base import metadata as metadata
+from bpm.store.schema_definitions import decision_definitions as decision_definitions
+from bpm.store.schema_definitions import deployment_resources as deployment_resources
+from bpm.store.schema_definitions import deployments as deployments
+from bpm.store.schema_definitions import process_definitions as process_definitions
+from bpm.store.schema_history import engine_events as engine_events
+from bpm.store.schema_history import task_events as task_events
+from bpm.store.schema_history import token_events as token_events
+from bpm.store.types import JsonValue, UtcDateTime
 
 process_instances = Table(
     "process_instances",
@@ -435,30 +342,6 @@ incidents = Table(
     ),
 )
 
-
-def _history(name: str, *extra: Column[object]) -> Table:
-    return Table(
-        name,
-        metadata,
-        Column("id", BigId, history_seq, primary_key=True),
-        Column("instance_id", Uuid),
-        Column("at", UtcDateTime, nullable=False),
-        Column("type", Text, nullable=False),
-        Column("node_id", Text),
-        Column("from_state", Text),
-        Column("to_state", Text),
-        *extra,
-        Column("actor", Text),
-        Column("data", JsonValue),
-        # What made the change: the job, scan, API call or operator action (one per transaction).
-        Column("cause", Text),
-        Index(f"ix_{name}_instance_id_id", "instance_id", "id"),
-    )
-
-
-token_events = _history("token_events", Column("token_id", Uuid))
-task_events = _history("task_events", Column("task_id", Uuid), Column("token_id", Uuid))
-engine_events = _history("engine_events", Column("token_id", Uuid))
 
 #: Who may call the HTTP API: a name, its role and the topics or process keys it is limited to
 #: (NULL: not limited), and the scrypt hash of its secret (the secret itself is never stored).
