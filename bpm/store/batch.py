@@ -16,19 +16,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cache
 from typing import Any, NoReturn
 from uuid import UUID
 
-import orjson
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
 from bpm.store import instances, tasks, tokens, variables
+from bpm.store.batch_sql import TASK_COLUMNS, encode_rows, flush_sql, task_row
 from bpm.store.db import first_statement_commits, raw_one
-from bpm.store.history import COMMON_COLUMNS, EXTRA_COLUMNS, TABLES, HistoryBuffer
+from bpm.store.history import HistoryBuffer
 from bpm.store.rows import TaskRow, TokenRow
-from bpm.store.schema import HISTORY_BLOCK, external_tasks
+from bpm.store.schema import HISTORY_BLOCK
 
 
 class BatchMiss(Exception):
@@ -152,16 +151,18 @@ class WriteBatch:
         read_id, into = self.read_back if self.read_back is not None else (None, None)
         own = dict(self.values.get(read_id, {})) if read_id is not None else {}
         params: dict[str, Any] = {
-            "tu": _json([_as_task_row(c.params) for c in self.task_changes]),
-            "ti": _json([{c: getattr(r, c) for c in _TASK_COLUMNS} for r in self.task_inserts]),
-            "vu": _json(
+            "tu": encode_rows([task_row(c.params) for c in self.task_changes]),
+            "ti": encode_rows(
+                [{c: getattr(r, c) for c in TASK_COLUMNS} for r in self.task_inserts]
+            ),
+            "vu": encode_rows(
                 [
                     {"instance_id": iid, "name": name, "value": value, "updated_at": self.now}
                     for iid, named in self.values.items()
                     for name, value in named.items()
                 ]
             ),
-            "ku": _json(
+            "ku": encode_rows(
                 [
                     {
                         "id": row.id,
@@ -177,10 +178,10 @@ class WriteBatch:
                     for expected, row in self.token_moves.values()
                 ]
             ),
-            "h": _json(
+            "h": encode_rows(
                 [{"k": k, "tbl": name, **row} for k, (name, row) in enumerate(self.history.rows)]
             ),
-            "ie": _json(
+            "ie": encode_rows(
                 [
                     {
                         "id": e.instance_id,
@@ -205,7 +206,7 @@ class WriteBatch:
         params["ri"] = read_id
         try:
             with first_statement_commits(conn):
-                row = raw_one(conn, _flush_sql(self._parts()), params)
+                row = raw_one(conn, flush_sql(self._parts()), params)
             assert row is not None
             stored, left = row[0], row[3] or {}
         except DBAPIError as exc:
@@ -271,214 +272,3 @@ def _serialise_variable_writers(conn: Connection, instance_ids: list[UUID]) -> N
         "SELECT 1 FROM process_instances WHERE id = ANY(%(ids)s) ORDER BY id FOR NO KEY UPDATE",
         {"ids": instance_ids},
     )
-
-
-def _json(rows: list[dict[str, Any]]) -> str:
-    """Rows as one JSON array: encoding it is far cheaper than binding a parameter a column.
-
-    orjson does it about fifteen times faster than the standard library (encoding was a tenth
-    of a step's CPU); a value it refuses (an integer beyond 64 bits, a non-string key) goes
-    the slow way. Variables reach this checked (no NaN or Infinity, JSON types only); the
-    engine's own history data is plain JSON as well.
-    """
-    try:
-        return orjson.dumps(rows).decode()
-    except orjson.JSONEncodeError:
-        return json.dumps(rows, default=_scalar, separators=(",", ":"))
-
-
-def _scalar(value: Any) -> str:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, UUID):
-        return str(value)
-    raise TypeError(f"cannot write {type(value).__name__} to the database")
-
-
-#: The columns of external_tasks a new task row is built from, straight from the table's type.
-#: A new task is never locked, so the credential of a lock is left to its default (NULL): only
-#: a fetch or a lock sets it, and the statement stays within psycopg's parse cache.
-_TASK_COLUMNS = tuple(c.name for c in external_tasks.c if c.name != "lock_credential")
-_TOKEN = (
-    ("id", "uuid"),
-    ("expected", "int"),
-    ("state", "text"),
-    ("node_id", "text"),
-    ("via_flow", "text"),
-    ("wait_kind", "text"),
-    ("waits_for", "int"),
-    ("version", "int"),
-    ("updated_at", "timestamptz"),
-)
-
-
-def _rows_of(param: str, table: str) -> str:
-    """Rows shaped like ``table``'s (its column names and types) from a JSON array."""
-    return f"jsonb_populate_recordset(NULL::{table}, %({param})s::jsonb) AS u"
-
-
-def _as_task_row(params: dict[str, Any]) -> dict[str, Any]:
-    """A guarded task change (``tasks.finish_params``) under the table's column names."""
-    row = {k: v for k, v in params.items() if k not in ("b_id", "b_version", "now")}
-    return {
-        **row,
-        "id": params["b_id"],
-        "version": params["b_version"],
-        "updated_at": params["now"],
-    }
-
-
-def _recordset(param: str, columns: tuple[tuple[str, str], ...]) -> str:
-    spec = ", ".join(f"{name} {kind}" for name, kind in columns)
-    return f"jsonb_to_recordset(%({param})s::jsonb) AS u({spec})"
-
-
-_END = (
-    ("id", "uuid"),
-    ("state", "text"),
-    ("now", "timestamptz"),
-    ("ended_at", "timestamptz"),
-    ("only_from", "jsonb"),
-    ("k", "int"),
-)
-#: Makes an update wait for the instance row locks of ``ie`` before it locks its own rows.
-_AFTER_IE = "AND (SELECT count(*) FROM ie) >= 0"
-_HISTORY = (
-    ("k", "int"),
-    ("tbl", "text"),
-    ("instance_id", "uuid"),
-    ("at", "timestamptz"),
-    ("type", "text"),
-    ("node_id", "text"),
-    ("from_state", "text"),
-    ("to_state", "text"),
-    ("actor", "text"),
-    ("data", "jsonb"),
-    ("token_id", "uuid"),
-    ("task_id", "uuid"),
-    ("cause", "text"),
-)
-
-
-#: The parts a write statement can have; each batch sends only those it needs (a CTE over an
-#: empty array still costs the server its executor set-up), see ``_flush_sql``.
-PARTS = frozenset({"ie", "tu", "ti", "vu", "ku", "notify", "read", *TABLES})
-
-
-@cache
-def _flush_sql(parts: frozenset[str]) -> str:
-    """The write statement for a batch with these parts (``PARTS``)."""
-    # Kept terse: the whole statement must stay within psycopg's cached-query length.
-    sets = ",".join(
-        f"{c}=u.{c}"
-        for c in (
-            "state",
-            "retry_at",
-            "lock_owner",
-            "lock_expire_at",
-            "error_message",
-            "error_details",
-            "retries",
-            "attempts",
-        )
-    )
-    after_ie = _AFTER_IE if "ie" in parts else ""
-    history = [name for name in TABLES if name in parts]
-    ctes = []
-    if history:
-        ctes.append("base AS (SELECT nextval('bpm_history_seq') AS b)")
-    if "ie" in parts:
-        # Instance state changes lock the instance row first, as set_instance_state does
-        # before any token or task row, so this statement takes locks in the engine's order.
-        ctes.append(
-            f"ie AS (UPDATE process_instances p SET state = u.state, version = p.version + 1, "
-            f"updated_at = u.now, ended_at = u.ended_at FROM {_recordset('ie', _END)}, LATERAL "
-            f"(SELECT o.state FROM process_instances o WHERE o.id = u.id FOR NO KEY UPDATE) old "
-            f"WHERE p.id = u.id AND u.only_from ? old.state AND old.state <> u.state "
-            f"RETURNING p.id, old.state AS old_state, u.k)"
-        )
-    if history:
-        ctes.append(f"h AS MATERIALIZED (SELECT * FROM {_recordset('h', _HISTORY)})")
-    if "tu" in parts:
-        ctes.append(
-            f"tu AS (UPDATE external_tasks t SET {sets}, version = t.version + 1, "
-            f"updated_at = u.updated_at FROM {_rows_of('tu', 'external_tasks')} "
-            f"WHERE t.id = u.id AND t.version = u.version "
-            f"AND t.id = ANY(%(tui)s::uuid[]) {after_ie} RETURNING t.id)"
-        )
-    if "ti" in parts:
-        # Named columns: a column a later migration adds gets its default, not NULL. The
-        # lists have no spaces: the statement stays short enough for psycopg's parse cache.
-        ctes.append(
-            f"ti AS (INSERT INTO external_tasks ({','.join(_TASK_COLUMNS)}) SELECT "
-            f"{','.join(_TASK_COLUMNS)} FROM {_rows_of('ti', 'external_tasks')})"
-        )
-    if "vu" in parts:
-        ctes.append(
-            f"vu AS (INSERT INTO variables (instance_id, name, value, version, updated_at) "
-            # a JSON null value reads back from the recordset as SQL NULL: it is JSON's null
-            f"SELECT u.instance_id, u.name, COALESCE(u.value,'null'), 1, u.updated_at "
-            f"FROM {_rows_of('vu', 'variables')} "
-            f"ON CONFLICT (instance_id, name) DO UPDATE SET value = excluded.value, "
-            f"version = variables.version + 1, updated_at = excluded.updated_at)"
-        )
-    if "ku" in parts:
-        ctes.append(
-            f"ku AS (UPDATE tokens k SET state = u.state, node_id = u.node_id, "
-            f"via_flow = u.via_flow, wait_kind = u.wait_kind, waits_for = u.waits_for, "
-            f"version = u.version, "
-            f"updated_at = u.updated_at FROM {_recordset('ku', _TOKEN)} "
-            f"WHERE k.id = u.id AND k.version = u.expected "
-            f"AND k.id = ANY(%(kui)s::uuid[]) {after_ie} RETURNING k.id)"
-        )
-    for i, name in enumerate(history):
-        columns = [c for c in (*COMMON_COLUMNS, *EXTRA_COLUMNS[name]) if c != "k"]
-        values = [
-            c
-            if (c, name) != ("from_state", "engine") or "ie" not in parts
-            else "COALESCE(from_state, (SELECT ie.old_state FROM ie WHERE ie.k = h.k))"
-            for c in columns
-        ]
-        ctes.append(
-            f"h_{i} AS (INSERT INTO {TABLES[name].name} (id,{','.join(columns)}) "
-            f"SELECT base.b + h.k,{','.join(values)} "
-            f"FROM base, h WHERE h.tbl = '{name}')"
-        )
-    if "notify" in parts:
-        ctes.append(
-            "n AS (SELECT pg_notify('" + tasks.NOTIFY_CHANNEL + "', topic) "
-            "FROM unnest(%(notify)s::text[]) AS topic)"
-        )
-    # A guarded update that missed fails the whole statement (see bpm_guard_miss); otherwise
-    # the statement returns the read-back variables (as they were before it wrote).
-    guarded = [(g, f"%(n{g})s") for g in ("tu", "ku", "ie") if g in parts]
-    guard = (
-        "NULL"
-        if not guarded
-        else (
-            "CASE WHEN "
-            + " OR ".join(f"(SELECT count(*) FROM {g}) <> {n}" for g, n in guarded)
-            + " THEN bpm_guard_miss(json_build_object("
-            + ", ".join(f"'{g}', (SELECT array_agg(id) FROM {g})" for g, _ in guarded)
-            + ")::text) END"
-        )
-    )
-    read = (
-        (
-            "(SELECT jsonb_object_agg(v.name, v.value) FROM variables v "
-            "WHERE v.instance_id = %(ri)s::uuid)"
-        )
-        if "read" in parts
-        else "NULL"
-    )
-    notified = "(SELECT count(*) FROM n)" if "notify" in parts else "0"
-    left = (
-        "(SELECT jsonb_object_agg(ie.k::text, ie.old_state) FROM ie)" if "ie" in parts else "NULL"
-    )
-    return (
-        "WITH " + ", ".join(ctes) + " " if ctes else ""
-    ) + f"SELECT {read}, {guard}, {notified}, {left}"
-
-
-#: The statement with every part: the longest one.
-_FLUSH = _flush_sql(PARTS)

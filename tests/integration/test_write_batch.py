@@ -98,6 +98,6 @@ def test_the_write_statement_stays_in_psycopgs_parsed_query_cache() -> None:
     per step): keep the batch statement under it."""
     from psycopg import _queries
 
-    from bpm.store.batch import _FLUSH
+    from bpm.store.batch_sql import FLUSH as _FLUSH
 
     assert len(_FLUSH) <= getattr(_queries, "MAX_CACHED_STATEMENT_LENGTH", 4096)

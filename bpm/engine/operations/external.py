@@ -24,7 +24,7 @@ from bpm.errors import (
     TaskLockError,
 )
 from bpm.limits import NAME_MAX, check_text
-from bpm.store import tasks, variables
+from bpm.store import task_fetch, tasks, variables
 from bpm.store.notify import Listener, listen
 from bpm.store.rows import TaskRow
 from bpm.store.schema import HISTORY_BLOCK
@@ -161,11 +161,11 @@ def _fetch_once(
     # applied after.
     wanted = [t.variables for t in topics]
     names = None if any(w is None for w in wanted) else sorted({n for w in wanted for n in w or ()})
-    found: list[tasks.Fetched] = []
+    found: list[task_fetch.Fetched] = []
     try:
         with core.transaction(worker_id) as tx:
             match = {t.topic: t.match for t in topics if not t.match.empty}
-            found, recorded = tasks.fetch_and_lock(
+            found, recorded = task_fetch.fetch_and_lock(
                 tx.conn, worker_id, locks, max_tasks, tx.now, names, tx.cause, match, credential
             )
             out = _lockedtasks(core, tx, found, recorded, requests, names)
@@ -193,7 +193,7 @@ def _give_back(core: EngineCore, task_ids: list[UUID], worker_id: str) -> None:
 def _lockedtasks(
     core: EngineCore,
     tx: Tx,
-    found: list[tasks.Fetched],
+    found: list[task_fetch.Fetched],
     recorded: bool,
     requests: Mapping[str, TopicRequest],
     names: list[str] | None,
@@ -222,7 +222,7 @@ def _lockedtasks(
 
 
 def _instances_and_variables(
-    core: EngineCore, tx: Tx, found: list[tasks.Fetched], names: list[str] | None
+    core: EngineCore, tx: Tx, found: list[task_fetch.Fetched], names: list[str] | None
 ) -> dict[UUID, dict[str, Any]]:
     """What the fetch statement returned about the instances (PostgreSQL), else one query
     for the instances not yet known and one for the variables of all."""
