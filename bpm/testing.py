@@ -12,17 +12,14 @@ would live it, without sleeping and without a second, simulated engine.
 from __future__ import annotations
 
 import math
-import os
-import threading
 from collections.abc import Callable, Iterator, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, Self
 from uuid import UUID
 
-from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import OperationalError
 
 from bpm.embedded import EmbeddedRuntime
 from bpm.engine.engine import Engine
@@ -32,9 +29,14 @@ from bpm.engine.operations.scans import ScanConfig
 from bpm.errors import BadVariables, BpmError, ConfigError
 from bpm.handlers import HandlerFn, HandlerRegistry
 from bpm.sdk.outcomes import TaskFn, refusal, run_task, send
-from bpm.store import Database, database_url
-from bpm.store.migrate import upgrade
-from bpm.store.schema import metadata
+from bpm.store import Database
+from bpm.testing_clock import EPOCH as EPOCH
+from bpm.testing_clock import FakeClock as FakeClock
+from bpm.testing_clock import step_of as _delta
+from bpm.testing_db import DEFAULT_TEST_DATABASE_URL as DEFAULT_TEST_DATABASE_URL
+from bpm.testing_db import database_url_for_tests as database_url_for_tests
+from bpm.testing_db import prepare_test_database as prepare_test_database
+from bpm.testing_db import truncate_bpm_tables as truncate_bpm_tables
 
 __all__ = [
     "DEFAULT_TEST_DATABASE_URL",
@@ -48,64 +50,11 @@ __all__ = [
     "truncate_bpm_tables",
 ]
 
-#: Where every fake clock starts unless told otherwise: a fixed instant keeps runs repeatable.
-EPOCH = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
-DEFAULT_TEST_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/bpm_user_tests"
 #: The worker id the kit fetches external tasks with, unless the test names another.
 TEST_WORKER = "bpm-test-worker"
 #: What a ``bpm.sdk.Worker`` subscription is: a function of the fetched task that returns the
 #: variables to complete it with (or None).
 SubscriptionFn = TaskFn
-
-
-class FakeClock:
-    """``now()`` returns a settable instant; each call also ticks ``tick`` forward.
-
-    The tick keeps ``updated_at`` values strictly ordered, as a real clock would, so "the
-    earliest arrival" and "untouched for longer than the grace period" mean something.
-    """
-
-    def __init__(
-        self, start: datetime = EPOCH, tick: timedelta = timedelta(milliseconds=1)
-    ) -> None:
-        if start.tzinfo is None:
-            raise ValueError(
-                "the clock must start at a timezone-aware instant (the engine stores UTC)"
-            )
-        self._now = start
-        self._tick = tick
-        self._lock = threading.Lock()
-
-    def now(self) -> datetime:
-        with self._lock:
-            current = self._now
-            self._now += self._tick
-            return current
-
-    def peek(self) -> datetime:
-        """The current instant, without ticking (reading it in a test changes nothing)."""
-        with self._lock:
-            return self._now
-
-    def advance(self, delta: timedelta | None = None, **kwargs: float) -> datetime:
-        """Move forward by ``delta`` and/or ``timedelta`` keywords (``hours=24``); returns the
-        new instant. Time never runs backwards: the engine's ordering relies on it."""
-        step = _delta(delta, kwargs)
-        with self._lock:
-            self._now += step
-            return self._now
-
-    def move_to(self, instant: datetime) -> None:
-        """Jump forward to ``instant`` (never backwards)."""
-        with self._lock:
-            self._now = max(self._now, instant)
-
-
-def _delta(delta: timedelta | None, kwargs: Mapping[str, float]) -> timedelta:
-    step = (delta or timedelta(0)) + timedelta(**kwargs)
-    if step < timedelta(0):
-        raise ValueError(f"time only moves forward; cannot advance by {step}")
-    return step
 
 
 class ProcessTestKit:
@@ -399,62 +348,6 @@ def _retry_timeout(value: object) -> timedelta:
             f"{timeout.total_seconds():g} seconds"
         )
     return timeout
-
-
-# --- the test database ----------------------------------------------------------------------
-
-
-def database_url_for_tests() -> str:
-    """``BPM_TEST_DATABASE_URL`` (default ``DEFAULT_TEST_DATABASE_URL``), one database per
-    pytest-xdist worker so parallel workers never truncate each other's rows."""
-    url = make_url(
-        database_url(os.environ.get("BPM_TEST_DATABASE_URL") or DEFAULT_TEST_DATABASE_URL)
-    )
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if worker:
-        url = url.set(database=f"{url.database}_{worker}")
-    return url.render_as_string(hide_password=False)
-
-
-def prepare_test_database(url: str) -> None:
-    """Create the database if it does not exist yet, and migrate it to the current schema."""
-    parsed = make_url(database_url(url))
-    if parsed.get_backend_name() != "postgresql" or not parsed.database:
-        raise ConfigError(
-            f"the bpm test database must be a PostgreSQL database, not {parsed.render_as_string()}"
-        )
-    admin = create_engine(parsed.set(database="postgres"), isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            found = conn.execute(
-                text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": parsed.database}
-            ).first()
-            if found is None:
-                quoted = conn.dialect.identifier_preparer.quote(parsed.database)
-                try:
-                    conn.execute(text(f"CREATE DATABASE {quoted}"))
-                except DBAPIError as exc:  # another session created it first: fine
-                    if getattr(exc.orig, "sqlstate", None) != "42P04":
-                        raise
-    finally:
-        admin.dispose()
-    db = Database(url)
-    try:
-        upgrade(db)
-    finally:
-        db.dispose()
-
-
-def truncate_bpm_tables(db: Database) -> None:
-    """Delete every row of every bpm table (definitions and history too), keeping the schema:
-    much faster than re-creating the database for each test."""
-    if not db.is_postgres:
-        raise ConfigError("truncate_bpm_tables needs PostgreSQL")
-    names = ", ".join(
-        db.engine.dialect.identifier_preparer.quote(t.name) for t in metadata.sorted_tables
-    )
-    with db.transaction() as conn:
-        conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
 
 
 # --- the pytest plugin: pytest_plugins = ["bpm.testing"] --------------------------------------
