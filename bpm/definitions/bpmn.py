@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from bpm.definitions import bpmn_calls
+from bpm.definitions import bpmn_calls, bpmn_common, bpmn_listeners
 from bpm.definitions import bpmn_camunda as camunda
 from bpm.definitions import bpmn_events as events
 from bpm.definitions import bpmn_tasks as tasks
@@ -106,7 +106,7 @@ class _File:
         if ttl is not None and ttl.strip():
             doc["historyTimeToLive"] = ttl.strip()
         self.attempt(lambda: doc.update(_saga(reader)))
-        self.attempt(lambda: doc.update(camunda.process_metadata(reader)))
+        self.attempt(lambda: doc.update(bpmn_common.process_metadata(reader)))
         self.data_objects: list[Mapped] = []
         lines: dict[str, int] = {key: el.line}
         doc["nodes"], doc["flows"] = self.scope(reader, lines)
@@ -150,8 +150,8 @@ class _File:
             if child.tag in _SCOPE_PARTS or child.tag.endswith("EventDefinition"):
                 continue  # the scope's reader handles these
             reader.used_children.add(id(child))
-            if child.tag in camunda.DATA_OBJECTS:
-                found = self.attempt(lambda child=child: camunda.data_object(child))
+            if child.tag in bpmn_common.DATA_OBJECTS:
+                found = self.attempt(lambda child=child: bpmn_common.data_object(child))
                 if found is not None:
                     self.data_objects.append(found)
             elif child.tag == "sequenceFlow":
@@ -211,7 +211,7 @@ class _File:
         flow.update(camunda.properties(reader))
         if (text := camunda.documentation(el)) is not None:
             flow["documentation"] = text
-        flow.update(camunda.listeners(reader, task_listeners=False, on_flow=True))
+        flow.update(bpmn_listeners.listeners(reader, task_listeners=False, on_flow=True))
         reader.finish()
         lines[flow_id] = el.line
         return flow
@@ -229,7 +229,7 @@ class _File:
             raise not_yet(el)
         try:
             node.update(mapper(self, reader, lines))
-            node.update(camunda.common(reader, node))
+            node.update(bpmn_common.common(reader, node))
         except InvalidDefinition as exc:
             found = problems_of(exc)
             extra = reader.leftovers(extensions_only=True)

@@ -1,0 +1,117 @@
+"""What every BPMN flow node and process carries besides its own mapping: documentation,
+properties, listeners, default flows, retry cycles, priorities, fields and input/output
+(``common``), a process's metadata, and data objects (accepted without behaviour).
+
+Apart from ``bpmn_camunda`` (each extension's reader) and ``bpmn_listeners`` because it puts
+them together, in the order the importer reads an element.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bpm.definitions.bpmn_camunda import (
+    documentation,
+    fields,
+    input_output,
+    priority,
+    properties,
+    retry,
+)
+from bpm.definitions.bpmn_listeners import listeners
+from bpm.definitions.bpmn_names import CAMUNDA
+from bpm.definitions.bpmn_reader import Reader, reject
+from bpm.definitions.bpmn_xml import XmlElement
+
+Mapped = dict[str, Any]
+
+#: Node types (of the definition document) that may carry input and output mappings.
+MAPPED_TYPES = frozenset(
+    {"serviceTask", "userTask", "receiveTask", "subProcess", "callActivity", "task", "manualTask"}
+)
+#: Node types whose ``default`` attribute names the flow taken when no condition holds.
+DEFAULTED_TYPES = MAPPED_TYPES | {"boundaryEvent"}
+#: BPMN data flow inside an activity: Camunda 7 gives it no behaviour, and neither does bpm.
+DATA_FLOW = ("dataInputAssociation", "dataOutputAssociation", "ioSpecification", "property")
+
+
+def common(r: Reader, node: Mapped) -> Mapped:
+    """The extensions every flow node may carry, read after the element's own mapper."""
+    out: Mapped = {}
+    if (text := documentation(r.el)) is not None:
+        out["documentation"] = text
+    out.update(properties(r))
+    for tag in DATA_FLOW:
+        r.children(tag)
+    kind = node.get("type")
+    out.update(listeners(r, task_listeners=kind == "userTask"))
+    if kind in DEFAULTED_TYPES and (default := r.attr("default")):
+        out["default"] = default
+    runs = kind == "serviceTask" and "decision" not in node
+    out.update(retry(r, has_runs=runs))
+    if runs:
+        out.update(priority(r))
+        found = fields(r)
+        if found and "topic" in node:
+            raise reject(
+                r.el,
+                "has camunda:field on an external task, which its worker cannot read",
+                "give the worker its configuration as camunda:properties or inputOutput",
+            )
+        out.update(found)
+    if kind in MAPPED_TYPES:
+        out.update(input_output(r))
+    return out
+
+
+def process_metadata(r: Reader) -> Mapped:
+    """What a process carries for people and tools: documentation, properties, version tag,
+    the tasklist flag, and who may start it."""
+    out: Mapped = {}
+    if (text := documentation(r.el)) is not None:
+        out["documentation"] = text
+    out.update(properties(r))
+    out.update(listeners(r, task_listeners=False))
+    if (tag := r.attr("versionTag", CAMUNDA)) is not None and tag.strip():
+        out["versionTag"] = tag.strip()
+    startable = r.attr("isStartableInTasklist", CAMUNDA)
+    if startable is not None:
+        if startable not in ("true", "false"):
+            raise reject(r.el, f"has camunda:isStartableInTasklist={startable!r}", "true or false")
+        out["startableInTasklist"] = startable == "true"
+    for attr, key in (
+        ("candidateStarterGroups", "candidate_starter_groups"),
+        ("candidateStarterUsers", "candidate_starter_users"),
+    ):
+        value = r.attr(attr, CAMUNDA)
+        if value is None:
+            continue
+        if "${" in value or "#{" in value:
+            raise reject(r.el, f"has the expression {value!r} as camunda:{attr}", "list names")
+        names = [n.strip() for n in value.split(",") if n.strip()]
+        if names:
+            out[key] = names
+    return out
+
+
+DATA_OBJECTS = frozenset({"dataObject", "dataObjectReference", "dataStoreReference"})
+
+
+def data_object(el: XmlElement) -> Mapped:
+    """A data object, reference or data store reference: kept in the process's
+    ``dataObjects`` for people (no behaviour, in Camunda 7 either)."""
+    reader = Reader(el)
+    out: Mapped = {"kind": el.tag, "id": el.attrib.get("id", "")}
+    if el.attrib.get("name"):
+        out["name"] = el.attrib["name"]
+    for attr in ("dataObjectRef", "dataStoreRef", "itemSubjectRef"):
+        if (value := reader.attr(attr)) is not None:
+            out[attr] = value
+    reader.attr("isCollection")
+    state = reader.child("dataState")
+    if state is not None:
+        Reader(state).finish()
+        if state.attrib.get("name"):
+            out["state"] = state.attrib["name"]
+    reader.finish()
+    return out

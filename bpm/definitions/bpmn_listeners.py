@@ -1,0 +1,103 @@
+"""Camunda 7 listeners on a BPMN element: ``camunda:executionListener`` and
+``camunda:taskListener`` (a class, an expression, a delegate expression or a script mapped
+to a registered handler, with its fields and a timeout's timer), read into the definition
+document's ``listeners``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bpm.definitions.bpmn_camunda import named_fields
+from bpm.definitions.bpmn_events import timer
+from bpm.definitions.bpmn_handlers import handler_name, script_stem
+from bpm.definitions.bpmn_names import CAMUNDA
+from bpm.definitions.bpmn_reader import Reader, reject
+from bpm.definitions.bpmn_xml import XmlElement
+
+Mapped = dict[str, Any]
+
+
+#: Listener events bpm runs, by the listener element; the others are refused, saying why.
+_EXECUTION_EVENTS = frozenset({"start", "end"})
+_TASK_EVENTS = frozenset({"create", "assignment", "complete", "delete", "update", "timeout"})
+_LATER: dict[str, str] = {}
+
+
+def listeners(r: Reader, *, task_listeners: bool, on_flow: bool = False) -> Mapped:
+    """``camunda:executionListener`` (and, on a user task, ``camunda:taskListener``): each
+    a handler run as a step of its own at its event; a modeler-left empty one runs nothing.
+    On a sequence flow the event is ``take``."""
+    found = [*r.extensions("executionListener", CAMUNDA)]
+    if task_listeners:
+        found += r.extensions("taskListener", CAMUNDA)
+    out = [_listener(el, on_flow) for el in found if not _empty_listener(el)]
+    return {"listeners": out} if out else {}
+
+
+def _empty_listener(el: XmlElement) -> bool:
+    code = ("class", "expression", "delegateExpression")
+    return (
+        not el.children
+        and all(not el.attrib.get(a, "").strip() for a in code)
+        and set(el.attrib) <= {*code, "event", "id"}
+    )
+
+
+def _listener(el: XmlElement, on_flow: bool = False) -> Mapped:
+    reader = Reader(el)
+    event = (reader.attr("event") or ("take" if on_flow else "")).strip()
+    reader.attr("id")
+    allowed = (
+        frozenset({"take"})
+        if on_flow
+        else _TASK_EVENTS
+        if el.tag == "taskListener"
+        else _EXECUTION_EVENTS
+    )
+    if event in _LATER:
+        raise reject(el, f"listens to {event!r}, which is not supported yet", _LATER[event])
+    if event not in allowed:
+        raise reject(el, f"has event={event!r}", f"use one of {', '.join(sorted(allowed))}")
+    given = [
+        (attr, value)
+        for attr in ("class", "expression", "delegateExpression")
+        if (value := reader.attr(attr)) is not None and value.strip()
+    ]
+    script = reader.child("script", CAMUNDA)
+    if script is not None:
+        sr = Reader(script)
+        fmt, resource = sr.attr("scriptFormat") or "script", sr.attr("resource")
+        sr.finish()
+        if not resource:
+            raise reject(
+                el,
+                f"runs an inline {fmt} script, which bpm never runs",
+                "give the script a camunda:resource and register a handler under its name",
+            )
+        given.append(("script", resource))
+    if len(given) != 1:
+        raise reject(el, "needs exactly one of class, expression, delegateExpression or script")
+    kind, value = given[0]
+    if kind == "class":
+        handler = value.strip().rsplit(".", 1)[-1]
+    elif kind == "script":
+        handler = handler_name(script_stem(value) or value)
+    else:
+        handler = handler_name(value)
+    listener: Mapped = {"event": event, "handler": handler}
+    field_values = named_fields(reader.children("field", CAMUNDA))
+    if field_values:
+        listener["fields"] = field_values
+    definition = reader.child("timerEventDefinition")
+    if definition is None and event == "timeout":
+        raise reject(
+            el,
+            "listens to 'timeout' but holds no timerEventDefinition",
+            "add one with a timeDuration or timeDate",
+        )
+    if definition is not None and event != "timeout":
+        raise reject(definition, f"is in a {event!r} listener", "only a timeout listener has one")
+    if definition is not None:
+        listener["timer"] = timer(definition, el)
+    reader.finish()
+    return listener
