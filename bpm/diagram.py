@@ -285,7 +285,7 @@ def _mermaid_shape(node: Node, label: str) -> str:
         NodeType.COMPENSATION_THROW,
     ):
         return f'(("{label}"))'
-    if node.type in (NodeType.EXCLUSIVE, NodeType.PARALLEL):
+    if node.type in (NodeType.EXCLUSIVE, NodeType.PARALLEL, NodeType.INCLUSIVE):
         return f'{{"{label}"}}'
     return f'("{label}")'
 

@@ -34,7 +34,7 @@ TAKEN, UNTAKEN = "#374151", "#b6bcc6"
 EVENTS = frozenset(
     {NodeType.START, NodeType.END, NodeType.TIMER, NodeType.MESSAGE, NodeType.COMPENSATION_THROW}
 )
-GATEWAYS = frozenset({NodeType.EXCLUSIVE, NodeType.PARALLEL})
+GATEWAYS = frozenset({NodeType.EXCLUSIVE, NodeType.PARALLEL, NodeType.INCLUSIVE})
 CAPTIONS = {
     NodeType.SERVICE_TASK: "service",
     NodeType.USER_TASK: "user",

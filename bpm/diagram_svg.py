@@ -181,7 +181,13 @@ def _node(svg: Svg, node: Node, item: Item, m: NodeMark) -> None:
             f'stroke="{stroke}" stroke-width="{width}"{dash}/>'
         )
         s = 8.0
-        if node.type is NodeType.EXCLUSIVE:
+        if node.type is NodeType.INCLUSIVE:  # a circle, as BPMN draws it
+            svg.add(
+                f'<circle cx="{num(cx)}" cy="{num(cy)}" r="{num(s + 1)}" stroke="{stroke}" '
+                f'stroke-width="3" fill="none"/>'
+            )
+            path = ""
+        elif node.type is NodeType.EXCLUSIVE:
             path = (
                 f"M{num(cx - s)},{num(cy - s)} L{num(cx + s)},{num(cy + s)} "
                 f"M{num(cx + s)},{num(cy - s)} L{num(cx - s)},{num(cy + s)}"
@@ -191,7 +197,8 @@ def _node(svg: Svg, node: Node, item: Item, m: NodeMark) -> None:
                 f"M{num(cx)},{num(cy - s - 2)} L{num(cx)},{num(cy + s + 2)} "
                 f"M{num(cx - s - 2)},{num(cy)} L{num(cx + s + 2)},{num(cy)}"
             )
-        svg.add(f'<path d="{path}" stroke="{stroke}" stroke-width="3" fill="none"/>')
+        if path:
+            svg.add(f'<path d="{path}" stroke="{stroke}" stroke-width="3" fill="none"/>')
         _label(svg, node, cx, cy - h, ink, above=True)
         _badge(svg, cx + h / 2 + 12, cy + h / 2 + 4, m)
     else:

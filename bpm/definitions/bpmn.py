@@ -386,6 +386,7 @@ _MAPPERS: dict[str, Any] = {
     "manualTask": _declared(tasks.plain("manualTask")),
     "task": _declared(tasks.plain("task")),
     "exclusiveGateway": _declared(tasks.exclusive),
+    "inclusiveGateway": _declared(tasks.inclusive),
     "parallelGateway": _declared(tasks.plain("parallelGateway")),
     "intermediateCatchEvent": _declared(events.catch),
     "intermediateThrowEvent": _declared(events.throw),

@@ -305,6 +305,10 @@ def plain(kind: str) -> Any:
     return mapper
 
 
+def inclusive(decl: Declarations, r: Reader) -> Mapped:
+    return {**exclusive(decl, r), "type": "inclusiveGateway"}
+
+
 def exclusive(decl: Declarations, r: Reader) -> Mapped:
     node: Mapped = {"type": "exclusiveGateway"}
     default = r.attr("default")

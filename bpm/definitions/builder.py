@@ -82,6 +82,11 @@ class ProcessBuilder:
     def exclusive_gateway(self, node_id: str, *, default: str | None = None) -> Self:
         return self._node(node_id, "exclusiveGateway", default=default)
 
+    def inclusive_gateway(self, node_id: str, *, default: str | None = None) -> Self:
+        """Splits along every flow whose condition holds (the default when none does); with
+        several incoming flows, joins once no live token can still reach it."""
+        return self._node(node_id, "inclusiveGateway", default=default)
+
     def parallel_gateway(self, node_id: str) -> Self:
         return self._node(node_id, "parallelGateway")
 

@@ -16,6 +16,11 @@ from typing import Any
 from bpm.definitions.assignments import Text
 from bpm.definitions.forms import FormSpec
 from bpm.definitions.mappings import VariableMapping
+from bpm.definitions.model_refs import CallBinding as CallBinding
+from bpm.definitions.model_refs import CallMapping as CallMapping
+from bpm.definitions.model_refs import CallSpec as CallSpec
+from bpm.definitions.model_refs import DecisionBinding as DecisionBinding
+from bpm.definitions.model_refs import DecisionRef as DecisionRef
 from bpm.definitions.timers import TimerSpec
 from bpm.expressions import Expression
 
@@ -30,6 +35,7 @@ class NodeType(StrEnum):
     MANUAL_TASK = "manualTask"
     EXCLUSIVE = "exclusiveGateway"
     PARALLEL = "parallelGateway"
+    INCLUSIVE = "inclusiveGateway"
     TIMER = "timerEvent"
     MESSAGE = "messageEvent"
     COMPENSATION_THROW = "compensationThrow"
@@ -38,7 +44,7 @@ class NodeType(StrEnum):
     CALL_ACTIVITY = "callActivity"
 
 
-GATEWAYS = frozenset({NodeType.EXCLUSIVE, NodeType.PARALLEL})
+GATEWAYS = frozenset({NodeType.EXCLUSIVE, NodeType.PARALLEL, NodeType.INCLUSIVE})
 PASS_THROUGH = frozenset({NodeType.START, NodeType.TASK, NodeType.MANUAL_TASK})
 #: Activities a boundary event may sit on.
 ACTIVITIES = frozenset(
@@ -128,73 +134,6 @@ class Compensation:
         if self.topic is not None:
             return f"topic:{self.topic}"
         return f"node:{self.node}"
-
-
-class DecisionBinding(StrEnum):
-    """Which deployed version of a decision a business rule task evaluates."""
-
-    LATEST = "latest"
-    VERSION = "version"
-    VERSION_TAG = "versionTag"
-    #: The one deployed with the process (``bpm.engine.semantics.decisions.find``).
-    DEPLOYMENT = "deployment"
-
-
-@dataclass(frozen=True)
-class DecisionRef:
-    """A business rule task's decision: its key, the version binding, and how the result
-    is shaped before it is stored (Camunda's ``mapDecisionResult``)."""
-
-    key: str
-    binding: DecisionBinding = DecisionBinding.LATEST
-    version: int | None = None
-    version_tag: str | None = None
-    map_result: str = "resultList"
-
-
-class CallBinding(StrEnum):
-    """Which deployed version of the called process a call activity starts."""
-
-    LATEST = "latest"
-    VERSION = "version"
-    VERSION_TAG = "versionTag"
-    #: The one deployed with the calling process (else the latest deployed before it).
-    DEPLOYMENT = "deployment"
-
-
-@dataclass(frozen=True)
-class CallMapping:
-    """One ``in`` or ``out`` of a call activity: a variable copied across the call.
-
-    ``source`` names a variable of the side it is read from, ``expression`` computes the
-    value there instead; ``target`` names the variable set on the other side. ``all``:
-    every variable (``local``: only the calling token's own scope, for an ``in``; for an
-    ``out``, the variables are set on the call activity's own scope rather than the
-    instance's)."""
-
-    target: str | None = None
-    source: str | None = None
-    expression: Expression | None = None
-    all: bool = False
-    local: bool = False
-
-
-@dataclass(frozen=True)
-class CallSpec:
-    """A call activity's process: its key (or an expression giving it), which version,
-    what goes in, what comes back, and the child's business key."""
-
-    process: Text
-    binding: CallBinding = CallBinding.LATEST
-    #: ``version`` binding: a number, or an expression evaluated when the call starts.
-    version: Text | None = None
-    version_tag: str | None = None
-    inputs: tuple[CallMapping, ...] = ()
-    outputs: tuple[CallMapping, ...] = ()
-    business_key: Expression | None = None
-    #: The called instance gets the caller's business key (Camunda's
-    #: ``camunda:in businessKey="#{execution.processBusinessKey}"``).
-    business_key_from_caller: bool = False
 
 
 @dataclass(frozen=True)
@@ -298,11 +237,16 @@ class Node:
 
     @property
     def is_join(self) -> bool:
-        return self.type is NodeType.PARALLEL and len(self.incoming) > 1
+        return self.type in _JOINS and len(self.incoming) > 1
 
     @property
     def is_fork(self) -> bool:
         return self.type is NodeType.PARALLEL and len(self.outgoing) > 1
+
+
+#: Gateways whose incoming flows meet: a parallel one waits for every flow, an inclusive one
+#: for every token that can still reach it.
+_JOINS = frozenset({NodeType.PARALLEL, NodeType.INCLUSIVE})
 
 
 @dataclass(frozen=True)
@@ -320,6 +264,9 @@ class ProcessGraph:
     #: ``historyTimeToLive``: how long an ended instance is kept; None: the installation's
     #: default (``BPM_HISTORY_TTL_DAYS``), or for ever.
     history_ttl: timedelta | None = None
+    #: Per inclusive join: the nodes from which a token can still reach it (filled on first
+    #: use; a graph is immutable, so the answer never changes).
+    _reach_cache: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
 
     @cached_property
     def has_mappings(self) -> bool:
@@ -364,6 +311,28 @@ class ProcessGraph:
             or (n.type is NodeType.USER_TASK and any(n.listeners_of(e) for e in _BESIDE_EVENTS))
             for n in self.nodes.values()
         )
+
+    def can_reach(self, join: str, node_id: str) -> bool:
+        """Whether a token at ``node_id`` may still get to ``join`` by the flows of their
+        scope (an activity also by the paths its boundary events start)."""
+        return node_id in self._reaching(join)
+
+    def _reaching(self, join: str) -> frozenset[str]:
+        found = self._reach_cache.get(join)
+        if found is None:
+            seen = {join}
+            todo = [join]
+            while todo:
+                node = self.nodes[todo.pop()]
+                before = [self.flows[f].source for f in node.incoming]
+                if node.attached_to is not None:
+                    before.append(node.attached_to)
+                for source in before:
+                    if source not in seen:
+                        seen.add(source)
+                        todo.append(source)
+            found = self._reach_cache[join] = frozenset(seen - {join})
+        return found
 
     def catcher(self, activity: str, code: str) -> Node | None:
         """The error boundary on ``activity`` that catches ``code``: by code, else catch-all."""

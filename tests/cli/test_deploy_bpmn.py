@@ -35,9 +35,9 @@ def test_deploy_bpmn__prints_every_process(bpm: Bpm, tmp_path: Path) -> None:
 
 def test_deploy_bpmn__rejection_names_file_and_line(bpm: Bpm, tmp_path: Path) -> None:
     path = tmp_path / "bad.bpmn"
-    path.write_text(TWO_PROCESSES.replace('<manualTask id="m"/>', '<inclusiveGateway id="m"/>'))
+    path.write_text(TWO_PROCESSES.replace('<manualTask id="m"/>', '<complexGateway id="m"/>'))
     line = bpm.error("deploy", str(path))
-    assert "bad.bpmn" in line and "line 8: inclusiveGateway 'm' is not supported yet" in line
+    assert "bad.bpmn" in line and "line 8: complexGateway 'm' is not supported yet" in line
 
 
 def test_deploy_bpmn__malformed_xml(bpm: Bpm, tmp_path: Path) -> None:
@@ -48,7 +48,7 @@ def test_deploy_bpmn__malformed_xml(bpm: Bpm, tmp_path: Path) -> None:
 
 MODELER_STYLE = TWO_PROCESSES.replace(
     '<manualTask id="m"/>',
-    '<inclusiveGateway id="m"/><manualTask id="m2"><foo:note xmlns:foo="urn:foo"/></manualTask>',
+    '<complexGateway id="m"/><manualTask id="m2"><foo:note xmlns:foo="urn:foo"/></manualTask>',
 ).replace('<endEvent id="e"/>', '<endEvent id="e"><signalEventDefinition/></endEvent>')
 
 
@@ -61,7 +61,7 @@ def test_deploy_check__lists_every_problem_and_deploys_nothing(bpm: Bpm, tmp_pat
     assert len(lines) == 3, result.stderr
     assert all(line.startswith(f"error: {path}: line ") for line in lines)
     assert "endEvent 'e' with signalEventDefinition" in lines[0]
-    assert "inclusiveGateway 'm' is not supported yet" in lines[1]
+    assert "complexGateway 'm' is not supported yet" in lines[1]
     assert "line 8: foo:note in manualTask 'm2'" in lines[2]
     assert "urn:foo" in lines[2]
     assert "first" in bpm.error("start", "first")  # nothing was deployed

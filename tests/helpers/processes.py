@@ -192,3 +192,18 @@ def random_saga(
             previous = name
     doc = b.end().flow(previous, "end").build()
     return doc, rnd.choice(steps)
+
+
+def inclusive_fork_join(key: str = "inclusive3") -> Doc:
+    """An inclusive split whose three flows all hold (no conditions) into three branches, and
+    an inclusive join: it must fire once, after the last branch, however they race."""
+    b = ProcessBuilder(key).start().inclusive_gateway("split").inclusive_gateway("join")
+    for i in range(3):
+        b.service_task(f"b{i}", handler="branch").flow("split", f"b{i}").flow(f"b{i}", "join")
+    return (
+        b.service_task("after", handler="after")
+        .end()
+        .sequence("start", "split")
+        .sequence("join", "after", "end")
+        .build()
+    )

@@ -29,6 +29,7 @@ from tests.helpers.processes import (
     fork_one_join,
     fork_two_joins,
     fork_two_joins_direct,
+    inclusive_fork_join,
     join_then_fork,
     nested_fork,
 )
@@ -69,6 +70,13 @@ SHAPES = {
         fork_two_joins_direct("race_direct"),
         ("b0", "b1", "b2"),
         ("join1", "join2"),
+        ("after",),
+    ),
+    "inclusive_join": Shape(
+        "inclusive_join",
+        inclusive_fork_join("race_inclusive"),
+        ("b0", "b1", "b2"),
+        ("join",),
         ("after",),
     ),
     "join_fork": Shape(

@@ -257,7 +257,8 @@ def test_no_true_condition_and_no_default_is_an_incident_naming_the_activity(
     assert shown["state"] == "FAILED"
     [incident] = shown["incidents"]
     assert incident["message"] == (
-        "serviceTask 'T': no outgoing flow's condition is true and there is no default flow"
+        "serviceTask 'T': no outgoing sequence flow can be taken: no flow's condition is true and "
+        "there is no default flow"
     )
 
 

@@ -505,7 +505,6 @@ def test_the_order_saga_example_in_bpmn_behaves_like_the_json_one() -> None:
 @pytest.mark.parametrize(
     ("element", "expected"),
     [
-        ('<inclusiveGateway id="gw1"/>', "line 10: inclusiveGateway 'gw1' is not supported yet"),
         (
             '<callActivity id="ca" calledElement="x" camunda:calledElementTenantId="t"/>',
             "line 10: callActivity 'ca' has camunda:calledElementTenantId; bpm has no tenants",
@@ -818,7 +817,7 @@ def test_a_refused_event_definition_names_its_event() -> None:
 def test_a_refusal_lists_every_problem_in_the_file_each_on_a_line_of_its_own() -> None:
     message = rejected(
         linear(
-            '<inclusiveGateway id="g"/>',
+            '<complexGateway id="g"/>',
             '<serviceTask id="a"/>',
             '<userTask id="u"><extensionElements><camunda:field name="x"/>'
             "</extensionElements></userTask>",
@@ -826,7 +825,7 @@ def test_a_refusal_lists_every_problem_in_the_file_each_on_a_line_of_its_own() -
     )
     lines = message.splitlines()
     assert lines == [
-        "line 10: inclusiveGateway 'g' is not supported yet",
+        "line 10: complexGateway 'g' is not supported yet",
         "line 11: serviceTask 'a' has no implementation; give bpm:handler, bpm:topic, "
         'camunda:type="external" with camunda:topic, zeebe:taskDefinition, camunda:class, '
         "camunda:expression or camunda:delegateExpression",

@@ -54,6 +54,10 @@ CASES: dict[str, tuple[str, str]] = {
         task(f'<bpmn:exclusiveGateway id="T"{{a}}>{EXT}</bpmn:exclusiveGateway>'),
         "",
     ),
+    "inclusiveGateway": (
+        task(f'<bpmn:inclusiveGateway id="T"{{a}}>{EXT}</bpmn:inclusiveGateway>'),
+        "",
+    ),
     "parallelGateway": (
         task(f'<bpmn:parallelGateway id="T"{{a}}>{EXT}</bpmn:parallelGateway>'),
         "",

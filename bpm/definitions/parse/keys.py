@@ -67,6 +67,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.TASK: set(),
     NodeType.MANUAL_TASK: set(),
     NodeType.EXCLUSIVE: set(),
+    NodeType.INCLUSIVE: set(),
     NodeType.PARALLEL: set(),
     NodeType.SUBPROCESS: {"nodes", "flows", "saga", "compensation"},
     NodeType.BOUNDARY: {
@@ -106,7 +107,7 @@ MAPPED = (
 for _mapped in MAPPED:
     NODE_KEYS[_mapped] = NODE_KEYS[_mapped] | {"inputs", "outputs"}
 #: Nodes whose outgoing flows may carry conditions, with a default flow taken when none holds.
-DEFAULTED = (*MAPPED, NodeType.EXCLUSIVE, NodeType.BOUNDARY)
+DEFAULTED = (*MAPPED, NodeType.EXCLUSIVE, NodeType.INCLUSIVE, NodeType.BOUNDARY)
 for _defaulted in DEFAULTED:
     NODE_KEYS[_defaulted] = NODE_KEYS[_defaulted] | {"default"}
 NOT_YET: dict[NodeType, str] = {}

@@ -40,6 +40,7 @@ def enter(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             | NodeType.TASK
             | NodeType.MANUAL_TASK
             | NodeType.EXCLUSIVE
+            | NodeType.INCLUSIVE
             | NodeType.PARALLEL
             | NodeType.TIMER
             | NodeType.MESSAGE

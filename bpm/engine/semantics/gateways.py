@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bpm.definitions.model import GATEWAYS, Flow, Node, ProcessGraph
+from bpm.definitions.model import GATEWAYS, Flow, Node, NodeType, ProcessGraph
 from bpm.engine.core.tx import Next, NextToken, Tx
 from bpm.engine.semantics import scopes
 from bpm.engine.semantics.failures import fail_token
@@ -46,8 +46,8 @@ def leave_by_conditions(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> N
             tx,
             tok,
             kind="no-path",
-            message=f"{node.type.value} {node.id!r}: no outgoing flow's condition is true and "
-            f"there is no default flow",
+            message=f"{node.type.value} {node.id!r}: no outgoing sequence flow can be taken: no "
+            f"flow's condition is true and there is no default flow",
         )
         return None
     if len(chosen) == 1:
@@ -152,7 +152,7 @@ def park_at_join(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
         state=TokenState.WAITING,
         event=TokenEvent.ARRIVED_AT_JOIN,
         wait_kind=WaitKind.JOIN,
-        waits_for=len(g.node(tok.node_id).incoming),
+        waits_for=_waits_for(g.node(tok.node_id)),
         data={"via": tok.via_flow},
     )
     if tok.parent_token_id is None:
@@ -192,7 +192,15 @@ def join_as_scope(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
         state=TokenState.WAITING,
         event=TokenEvent.ARRIVED_AT_JOIN,
         wait_kind=WaitKind.JOIN,
-        waits_for=len(g.node(tok.node_id).incoming),
+        waits_for=_waits_for(g.node(tok.node_id)),
         data={"via": stand_in.via_flow},
     )
     return NextToken(scope.id, scope.version)
+
+
+def _waits_for(join: Node) -> int | None:
+    """How many incoming flows need a parked token before the join may fire: all of a
+    parallel join's. None for an inclusive join, which fires once no live token can reach
+    it; the waiting-parents scan then re-checks it every grace period, so a token that went
+    elsewhere without nudging anyone does not leave it waiting."""
+    return None if join.type is NodeType.INCLUSIVE else len(join.incoming)

@@ -8,12 +8,13 @@ harmless: the second finds nothing to consume.
 
 from __future__ import annotations
 
-from bpm.definitions.model import Node, ProcessGraph
+from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.engine.core.tx import Next, NextToken, Stale, Tx
+from bpm.engine.semantics.gateways import leave_by_conditions
 from bpm.engine.semantics.moves import create, link, move, new_token
 from bpm.engine.semantics.nodes import end_token, leave
 from bpm.engine.semantics.tree import body_children
-from bpm.states import EngineEvent, LinkType, TokenEvent, TokenState, WaitKind
+from bpm.states import EngineEvent, LinkType, TokenEvent, TokenMode, TokenState, WaitKind
 from bpm.store.rows import TokenRow
 
 
@@ -24,7 +25,7 @@ def decide(tx: Tx, g: ProcessGraph, parent: TokenRow) -> Next:
     children = tx.live_children(locked.id)
     for join_id, arrived in _arrivals(children).items():
         node = g.node(join_id)
-        picked = _pick(node, arrived)
+        picked = _pick(g, node, arrived, children)
         if picked is not None:
             return _fire_join(tx, g, locked, node, picked, children)
     node = g.node(locked.node_id)
@@ -56,8 +57,21 @@ def _arrivals(children: list[TokenRow]) -> dict[str, list[TokenRow]]:
     return out
 
 
-def _pick(node: Node, arrived: list[TokenRow]) -> list[TokenRow] | None:
-    """One token per incoming flow (the earliest), or None while a flow has none yet."""
+def _pick(
+    g: ProcessGraph, node: Node, arrived: list[TokenRow], children: list[TokenRow]
+) -> list[TokenRow] | None:
+    """A parallel join: one token per incoming flow (the earliest), or None while a flow has
+    none yet. An inclusive join: every token parked there, once no other live token of the
+    scope can still reach it (its node has a path to the join, ``ProcessGraph.can_reach``);
+    None while one can."""
+    if node.type is NodeType.INCLUSIVE:
+        parked = {c.id for c in arrived}
+        for child in children:
+            if child.id in parked or child.mode != TokenMode.FORWARD:
+                continue
+            if g.can_reach(node.id, child.node_id):
+                return None
+        return arrived
     by_flow: dict[str, TokenRow] = {}
     for child in arrived:
         if child.via_flow in node.incoming and child.via_flow not in by_flow:
@@ -92,6 +106,8 @@ def _fire_join(
             "continues": "parent" if not others else "branch",
         },
     )
+    if node.type is NodeType.INCLUSIVE:
+        return _leave_inclusive(tx, g, parent, node, picked, bool(others))
     if not others:
         # Block-structured case: the scope token itself moves past the join.
         link(tx, [(c.id, parent.id, LinkType.JOIN) for c in picked])
@@ -135,3 +151,25 @@ def _fire_join(
     for branch in branches[1:]:
         tx.advance_later(branch.id, 0)
     return NextToken(branches[0].id, 0)
+
+
+def _leave_inclusive(
+    tx: Tx, g: ProcessGraph, parent: TokenRow, node: Node, picked: list[TokenRow], others: bool
+) -> Next:
+    """Past an inclusive join the outgoing flows are chosen by their conditions (a join that
+    also splits): the scope token itself goes on when nothing else runs in the scope, else a
+    new branch at the join does."""
+    if not others:
+        link(tx, [(c.id, parent.id, LinkType.JOIN) for c in picked])
+        return leave_by_conditions(tx, g, parent, node)
+    branch = new_token(
+        tx,
+        instance_id=parent.instance_id,
+        node_id=node.id,
+        parent=parent.id,
+        scope_id=parent.scope_id,
+        concurrent=True,
+        via_flow=None,
+    )
+    create(tx, [branch], [(c.id, branch.id, LinkType.JOIN) for c in picked])
+    return leave_by_conditions(tx, g, branch, node)

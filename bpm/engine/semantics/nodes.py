@@ -145,6 +145,10 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             if node.is_join:
                 return gateways.park_at_join(tx, g, tok)
             return gateways.fork_or_leave(tx, g, tok, node)
+        case NodeType.INCLUSIVE:
+            if node.is_join and tok.concurrent:
+                return gateways.park_at_join(tx, g, tok)
+            return gateways.leave_by_conditions(tx, g, tok, node)
         case NodeType.START | NodeType.TASK | NodeType.MANUAL_TASK | NodeType.BOUNDARY:
             return leave(tx, g, tok, node)  # nothing to do here: pass through
         case (
