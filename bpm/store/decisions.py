@@ -9,6 +9,7 @@ from uuid import UUID, uuid4
 from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.exc import IntegrityError
 
+from bpm.store import versions
 from bpm.store.rows import from_row
 from bpm.store.schema import decision_definitions as t
 
@@ -121,14 +122,5 @@ def of_deployment_or_before(
     conn: Connection, key: str, deployment_id: UUID, deployed_at: datetime
 ) -> DecisionRow | None:
     """Decision ``key`` of that deployment, else the newest version deployed by then."""
-    same = select(*_COLS).where(t.c.key == key, t.c.deployment_id == deployment_id)
-    row = conn.execute(same).first()
-    if row is None:
-        before = (
-            select(*_COLS)
-            .where(t.c.key == key, t.c.created_at <= deployed_at)
-            .order_by(t.c.version.desc())
-            .limit(1)
-        )
-        row = conn.execute(before).first()
+    row = versions.of_deployment_or_before(conn, t, _COLS, key, deployment_id, deployed_at)
     return from_row(DecisionRow, row) if row else None

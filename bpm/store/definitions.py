@@ -9,6 +9,7 @@ from uuid import UUID, uuid4
 from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.exc import IntegrityError
 
+from bpm.store import versions
 from bpm.store.rows import DefinitionRow, from_row
 from bpm.store.schema import process_definitions as t
 
@@ -127,16 +128,6 @@ def by_version_tag(conn: Connection, key: str, tag: str) -> DefinitionRow | None
 def of_deployment_or_before(
     conn: Connection, key: str, deployment_id: UUID, deployed_at: datetime
 ) -> DefinitionRow | None:
-    """Process ``key`` of that deployment, else the newest version deployed by then (a
-    changed-only deployment leaves an unchanged file out)."""
-    same = select(*_COLS).where(t.c.key == key, t.c.deployment_id == deployment_id)
-    row = conn.execute(same).first()
-    if row is None:
-        before = (
-            select(*_COLS)
-            .where(t.c.key == key, t.c.created_at <= deployed_at)
-            .order_by(t.c.version.desc())
-            .limit(1)
-        )
-        row = conn.execute(before).first()
+    """Process ``key`` of that deployment, else the newest version deployed by then."""
+    row = versions.of_deployment_or_before(conn, t, _COLS, key, deployment_id, deployed_at)
     return from_row(DefinitionRow, row) if row else None

@@ -36,6 +36,16 @@ def child(key: str = "child", *, version_tag: str | None = None) -> dict[str, An
     return doc
 
 
+def one_step_child(handler: str | None = None) -> dict[str, Any]:
+    """A called process of one step: a user task ``approve`` (it waits), or a handler task
+    ``charge`` running ``handler``."""
+    b = ProcessBuilder("child").start()
+    if handler is None:
+        return b.user_task("approve").end().sequence("start", "approve", "end").build()
+    b.service_task("charge", handler=handler)
+    return b.end().sequence("start", "charge", "end").build()
+
+
 def caller(key: str = "parent", **call: Any) -> dict[str, Any]:
     return (
         ProcessBuilder(key)
@@ -142,14 +152,7 @@ def test_an_unknown_process_is_an_incident_naming_it_and_a_retry_calls_it_once_d
 def test_cancelling_the_caller_cancels_the_called_instance(
     rt: Harness, calls: Calls, pg_db: Database
 ) -> None:
-    waiting_child = (
-        ProcessBuilder("child")
-        .start()
-        .user_task("approve")
-        .end()
-        .sequence("start", "approve", "end")
-        .build()
-    )
+    waiting_child = one_step_child()
     rt.deploy(waiting_child)
     rt.deploy(caller())
     iid = rt.start("parent")
@@ -168,14 +171,7 @@ def test_a_timer_on_the_call_activity_cancels_the_called_instance(
     rt: Harness, calls: Calls, pg_db: Database
 ) -> None:
     calls.add("late")
-    waiting_child = (
-        ProcessBuilder("child")
-        .start()
-        .user_task("approve")
-        .end()
-        .sequence("start", "approve", "end")
-        .build()
-    )
+    waiting_child = one_step_child()
     doc = (
         ProcessBuilder("parent")
         .start()
@@ -202,14 +198,7 @@ def test_a_timer_on_the_call_activity_cancels_the_called_instance(
 def test_a_called_instance_cancelled_by_an_operator_fails_the_call(
     rt: Harness, calls: Calls, pg_db: Database
 ) -> None:
-    rt.deploy(
-        ProcessBuilder("child")
-        .start()
-        .user_task("approve")
-        .end()
-        .sequence("start", "approve", "end")
-        .build()
-    )
+    rt.deploy(one_step_child())
     rt.deploy(caller())
     iid = rt.start("parent")
     rt.drain()
@@ -416,14 +405,7 @@ def test_a_called_instance_incident_shows_on_its_caller_until_it_is_repaired(
 
     calls.add("flaky", flaky)
     calls.add("after")
-    rt.deploy(
-        ProcessBuilder("child")
-        .start()
-        .service_task("charge", handler="flaky")
-        .end()
-        .sequence("start", "charge", "end")
-        .build()
-    )
+    rt.deploy(one_step_child("flaky"))
     rt.deploy(caller())
     iid = rt.start("parent")
     rt.drain()
@@ -446,14 +428,7 @@ def test_a_lost_nudge_of_the_caller_is_sent_again_by_the_scans(
     rt: Harness, calls: Calls, pg_db: Database
 ) -> None:
     calls.add("broken", failing_handler)
-    rt.deploy(
-        ProcessBuilder("child")
-        .start()
-        .service_task("charge", handler="broken")
-        .end()
-        .sequence("start", "charge", "end")
-        .build()
-    )
+    rt.deploy(one_step_child("broken"))
     rt.deploy(caller())
     iid = rt.start("parent")
     (root,) = rows.tokens_of(pg_db, iid)
