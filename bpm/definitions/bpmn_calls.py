@@ -13,10 +13,11 @@ from typing import Any
 from bpm.definitions.bpmn_names import CAMUNDA
 from bpm.definitions.bpmn_reader import Reader, reject
 from bpm.definitions.bpmn_xml import XmlElement
+from bpm.definitions.model import CallBinding
 
 Mapped = dict[str, Any]
 
-_BINDINGS = ("latest", "version", "versionTag", "deployment")
+_BINDINGS = tuple(b.value for b in CallBinding)
 #: The caller's business key, as Camunda models pass it on.
 _CALLER_KEY = re.compile(r"^\s*[$#]\{\s*execution\.(processBusinessKey|businessKey)\s*\}\s*$")
 _REFUSED = {

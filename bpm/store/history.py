@@ -231,3 +231,19 @@ def _event(row: Any) -> EventRow:
         row.data,
         row.cause,
     )
+
+
+def last_engine_event(
+    conn: Connection, instance_id: UUID, kind: str
+) -> tuple[str | None, dict[str, Any] | None] | None:
+    """The node and data of the instance's latest engine event of type ``kind`` (one row,
+    through the instance's history index), or None when it has none."""
+    t = engine_events
+    stmt = (
+        select(t.c.node_id, t.c.data)
+        .where(t.c.instance_id == instance_id, t.c.type == kind)
+        .order_by(t.c.id.desc())
+        .limit(1)
+    )
+    row = conn.execute(stmt).first()
+    return (row.node_id, row.data) if row is not None else None

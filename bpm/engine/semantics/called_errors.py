@@ -70,8 +70,10 @@ def propagate(tx: Tx, thrower: TokenRow, code: str, message: str) -> bool:
 def propagated_error(tx: Tx, instance_id: UUID) -> tuple[str, str, str] | None:
     """The error a cancelled called instance sent up (code, message, node it was thrown at),
     if that is how it ended."""
-    for event in reversed(history.of_instance(tx.conn, instance_id)):
-        if event.type == EngineEvent.BPMN_ERROR_PROPAGATED and event.data:
-            data = event.data
-            return str(data.get("code")), str(data.get("message") or ""), str(event.node_id)
-    return None
+    found = history.last_engine_event(tx.conn, instance_id, EngineEvent.BPMN_ERROR_PROPAGATED)
+    if found is None:
+        return None
+    node_id, data = found
+    if not data:
+        return None
+    return str(data.get("code")), str(data.get("message") or ""), str(node_id)
