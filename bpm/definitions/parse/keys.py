@@ -92,7 +92,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.TIMER: {"duration", "date"},
     NodeType.MESSAGE: {"message"},
     NodeType.COMPENSATION_THROW: {"activity", "waitForCompletion"},
-    NodeType.CALL_ACTIVITY: CALL_KEYS,
+    NodeType.CALL_ACTIVITY: CALL_KEYS | {"compensation"},
 }
 #: Nodes that may declare ``inputs`` and ``outputs`` (local variables in, results out).
 MAPPED = (

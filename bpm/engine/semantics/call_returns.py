@@ -12,7 +12,7 @@ from typing import Any
 
 from bpm.definitions.model import CallMapping, ProcessGraph
 from bpm.engine.core.tx import Next, Stale, Tx
-from bpm.engine.semantics import scopes, writes
+from bpm.engine.semantics import called_compensation, scopes, writes
 from bpm.engine.semantics.bpmn_errors import throw_from_task
 from bpm.engine.semantics.called_errors import propagate, propagated_error
 from bpm.engine.semantics.calls import INCIDENT, mapped
@@ -21,7 +21,7 @@ from bpm.engine.semantics.failures import fail_token
 from bpm.engine.semantics.instance_state import resume_if_clear, set_instance_state
 from bpm.engine.semantics.nodes import leave
 from bpm.errors import BpmError
-from bpm.states import ENDED_INSTANCE, InstanceState, TokenState
+from bpm.states import ENDED_INSTANCE, InstanceState, TokenMode, TokenState
 from bpm.store import incidents, instances, variables
 from bpm.store.rows import InstanceRow, TokenRow
 
@@ -29,6 +29,8 @@ from bpm.store.rows import InstanceRow, TokenRow
 def decide(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     """The calling token, nudged: nothing while its called instance runs (or waits for an
     operator); when it ended, go on, or fail if it was cancelled."""
+    if tok.mode == TokenMode.COMPENSATION:
+        return called_compensation.decide(tx, g, tok)
     locked = tx.lock_token(tok)
     if locked is None or locked.version != tok.version or locked.state != TokenState.WAITING:
         raise Stale(f"token {tok.id} moved on before its call ended")
@@ -61,6 +63,7 @@ def decide(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     scopes.write(tx, g, locked, local, local=True)
     if error is not None:
         return _rethrow(tx, g, locked, *error)
+    called_compensation.record_call(tx, locked, node, child)
     return leave(tx, g, locked, node)
 
 
