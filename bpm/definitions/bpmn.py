@@ -18,6 +18,7 @@ from bpm.definitions import bpmn_tasks as tasks
 from bpm.definitions.bpmn_declarations import Declarations, local_id
 from bpm.definitions.bpmn_feel import FeelUnsupported, translate_condition
 from bpm.definitions.bpmn_handlers import handler_name
+from bpm.definitions.bpmn_links import join_links
 from bpm.definitions.bpmn_names import BPM, BPMN, CAMUNDA, CAMUNDA_ALIASES
 from bpm.definitions.bpmn_reader import Reader, not_yet, problems_of, refusal, reject
 from bpm.definitions.bpmn_xml import XmlElement, parse_xml
@@ -171,6 +172,7 @@ class _File:
                 lines[node["id"]] = child.line
                 by_id[node["id"]] = node
                 nodes.append(node)
+        self.attempt(lambda: join_links(nodes, flows, lines))
         handlers = set()
         for activity, boundary in compensated.items():
             handlers.add(

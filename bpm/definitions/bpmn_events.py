@@ -22,8 +22,12 @@ READ = frozenset(
         "compensateEventDefinition",
         "timerEventDefinition",
         "messageEventDefinition",
+        "linkEventDefinition",
     }
 )
+#: The key a link event's node carries while its scope is read: ("throw" or "catch", name).
+#: ``bpmn_links`` replaces it with the flow the link stands for.
+LINK = "_link"
 
 
 def event_definition(reader: Reader) -> XmlElement | None:
@@ -209,6 +213,8 @@ def _is_iso(value: str) -> bool:
 
 def catch(decl: Declarations, r: Reader) -> Mapped:
     definition = event_definition(r)
+    if definition is not None and definition.tag == "linkEventDefinition":
+        return {"type": "task", LINK: ("catch", link_name(r.el, definition))}
     if definition is not None and definition.tag == "timerEventDefinition":
         return {"type": "timerEvent", **timer(definition, r.el)}
     if definition is not None and definition.tag == "messageEventDefinition":
@@ -224,6 +230,8 @@ def throw(decl: Declarations, r: Reader) -> Mapped:
     definition = event_definition(r)
     if definition is None:
         return {"type": "task"}  # a none throw event only marks a point of the path
+    if definition.tag == "linkEventDefinition":
+        return {"type": "task", LINK: ("throw", link_name(r.el, definition))}
     if definition.tag == "compensateEventDefinition":
         node: Mapped = {"type": "compensationThrow", **compensate(definition)}
         node.pop("compensate")
@@ -259,3 +267,12 @@ def boundary(decl: Declarations, r: Reader) -> Mapped:
     if cancel not in (None, "true", "false"):
         raise reject(r.el, f"has cancelActivity={cancel!r}", "use true or false")
     return node
+
+
+def link_name(el: XmlElement, definition: XmlElement) -> str:
+    reader = Reader(definition)
+    name = reader.attr("name")
+    reader.finish()
+    if not name or not name.strip():
+        raise reject(el, "has a linkEventDefinition without a name", "name the link")
+    return name.strip()
