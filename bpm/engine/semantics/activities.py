@@ -10,7 +10,13 @@ from bpm.definitions import mappings
 from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.definitions.parse import TOPIC_PATTERN
 from bpm.engine.core.tx import Next, NextToken, RunTask, Tx
-from bpm.engine.semantics import called_compensation, calls, scopes, task_moves, waits
+from bpm.engine.semantics import (
+    call_mappings,
+    called_compensation,
+    scopes,
+    task_moves,
+    waits,
+)
 from bpm.engine.semantics.failures import fail_token
 from bpm.engine.semantics.moves import create, move, new_token
 from bpm.errors import BpmError
@@ -33,7 +39,7 @@ def enter(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
         case NodeType.SUBPROCESS:
             return _enter_subprocess(tx, g, tok, node)
         case NodeType.CALL_ACTIVITY:
-            return calls.enter(tx, g, tok, node)
+            return call_mappings.enter(tx, g, tok, node)
         case (
             NodeType.START
             | NodeType.END
