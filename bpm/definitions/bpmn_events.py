@@ -168,17 +168,15 @@ def timer(definition: XmlElement, owner: XmlElement) -> Mapped:
         if part is not None:
             Reader(part).finish()
     reader.finish()
-    if cycle is not None:
-        raise reject(
-            owner,
-            "has a timeCycle timer, which is not supported yet",
-            "use timeDuration or timeDate",
-        )
-    if (duration is None) == (date is None):
-        raise reject(owner, "needs exactly one of timeDuration or timeDate")
-    key, element = ("duration", duration) if duration is not None else ("date", date)
-    assert element is not None
+    given = [(k, e) for k, e in (("duration", duration), ("date", date), ("cycle", cycle)) if e]
+    if len(given) != 1:
+        raise reject(owner, "needs exactly one of timeDuration, timeDate or timeCycle")
+    key, element = given[0]
     value = element.text.strip()
+    if key == "cycle":
+        if value.startswith("="):
+            raise reject(owner, f"has the FEEL timer cycle {value!r}", "write it without '='")
+        return {key: "${" + value[2:] if value.startswith("#{") else value}
     if value.startswith("="):
         try:
             return {key: feel_timer(value)}

@@ -20,14 +20,19 @@ goes on from now.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
 from bpm.definitions.durations import parse_duration
-from bpm.errors import InvalidDefinition
+from bpm.errors import ConfigError, InvalidDefinition
+
+#: The time zone cron ticks are wall-clock times in (an IANA name; UTC when unset).
+ZONE_VARIABLE = "BPM_TIMEZONE"
 
 _REPEAT = re.compile(r"^R(\d*)$")
 _QUARTZ_DAYS = {"SUN": 0, "MON": 1, "TUE": 2, "WED": 3, "THU": 4, "FRI": 5, "SAT": 6}
@@ -168,3 +173,16 @@ def _second_occurrence(tick: datetime, zone: tzinfo) -> bool:
     if first.utcoffset() == second.utcoffset():
         return False
     return tick.astimezone(UTC) == second.astimezone(UTC)
+
+
+def configured_zone() -> tzinfo:
+    """``BPM_TIMEZONE`` (for example Europe/Berlin), UTC when unset."""
+    name = os.environ.get(ZONE_VARIABLE, "").strip()
+    if not name:
+        return UTC
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(
+            f"{ZONE_VARIABLE}={name!r} is not a time zone name (for example Europe/Berlin)"
+        ) from None

@@ -89,7 +89,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
         "compensation",
     },
     NodeType.RECEIVE_TASK: {"message"},
-    NodeType.TIMER: {"duration", "date"},
+    NodeType.TIMER: {"duration", "date", "cycle"},
     NodeType.MESSAGE: {"message"},
     NodeType.COMPENSATION_THROW: {"activity", "waitForCompletion"},
     NodeType.CALL_ACTIVITY: CALL_KEYS | {"compensation"},
