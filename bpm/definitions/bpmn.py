@@ -49,7 +49,7 @@ def compile_bpmn(
         )
     file = _File(root, handlers)
     processes = [child for child in root.children if child.ns == BPMN and child.tag == "process"]
-    documents = [file.process(child) for child in processes if not _black_box(child)]
+    documents = [file.process(child) for child in _runnable(processes)]
     if file.problems:
         raise refusal(file.problems, file.first_element, file.elements)
     if not documents:
@@ -62,6 +62,16 @@ def compile_bpmn(
             )
         )
     return documents
+
+
+def _runnable(processes: list[XmlElement]) -> list[XmlElement]:
+    """The processes to compile. Next to a process marked ``isExecutable="true"``, one marked
+    ``"false"`` is documentation (a partner's pool, a sketch), which Camunda 7 does not deploy
+    either; in a file where none is marked executable (other modelers leave the flag false),
+    every process that is not an empty pool is compiled."""
+    if any(p.attrib.get("isExecutable") == "true" for p in processes):
+        return [p for p in processes if p.attrib.get("isExecutable") != "false"]
+    return [p for p in processes if not _black_box(p)]
 
 
 def _black_box(process: XmlElement) -> bool:

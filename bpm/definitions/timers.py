@@ -45,7 +45,7 @@ class TimerSpec:
             return tick
         if self.expression is not None:
             value = self.expression.evaluate(variables)
-            if self.kind == "duration":
+            if self.kind == "duration" or _is_duration(value):
                 return now + _duration(value, self.source)
             return _date(value, self.source)
         if self.duration is not None:
@@ -99,7 +99,7 @@ def parse_timer(raw: Mapping[str, Any], where: str, element: str) -> TimerSpec:
         return TimerSpec(
             kind, value, cycle=parse_cycle(value, where=f"{where} timer", element=element)
         )
-    if kind == "duration":
+    if kind == "duration" or _is_duration(value):
         return TimerSpec(
             kind,
             value,
@@ -109,6 +109,12 @@ def parse_timer(raw: Mapping[str, Any], where: str, element: str) -> TimerSpec:
         return TimerSpec(kind, value, date=_date(value, value))
     except TimerValueError as exc:
         raise InvalidDefinition(f"{where}: {exc}", element) from exc
+
+
+def _is_duration(value: object) -> bool:
+    """A date that is a duration (``P1D``) is that long from now, as Camunda 7's due-date
+    calendar reads a ``timeDate``."""
+    return isinstance(value, str) and value.strip().startswith("P")
 
 
 def _duration(value: object, source: str) -> timedelta:

@@ -409,8 +409,10 @@ def test_embedded_subprocess_and_several_processes() -> None:
         "</bpmndi:BPMNDiagram>"
     )
     text = xml(sub).replace("</definitions>", second + "</definitions>")
-    docs = compile_bpmn(text)
+    docs = compile_bpmn(text.replace('isExecutable="false"', 'isExecutable="true"'))
     assert [d["key"] for d in docs] == ["p", "q"]
+    # Beside an executable process, a non-executable one is documentation, as in Camunda 7.
+    assert [d["key"] for d in compile_bpmn(text)] == ["p"]
     subprocess = node(docs[0], "sub")
     assert [n["id"] for n in subprocess["nodes"]] == ["ss", "inner", "se"]
     assert [f["id"] for f in subprocess["flows"]] == ["sf1", "sf2"]

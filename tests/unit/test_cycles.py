@@ -104,3 +104,16 @@ def test_a_bad_cycle_names_itself_and_the_timer(source: str, says: str) -> None:
         parse_cycle(source, where="timer 't'", element="t")
     assert says in str(caught.value) and "timer 't'" in str(caught.value)
     assert caught.value.element == "t"
+
+
+def test_a_date_that_is_a_duration_is_that_long_from_now() -> None:
+    """As Camunda 7's due-date calendar reads a timeDate."""
+    from bpm.definitions.timers import parse_timer
+
+    literal = parse_timer({"date": "PT5M"}, "timer 't'", "t")
+    assert literal.fire_at(T0, {}) == T0 + timedelta(minutes=5)
+    expression = parse_timer({"date": "${due}"}, "timer 't'", "t")
+    assert expression.fire_at(T0, {"due": "P1D"}) == T0 + timedelta(days=1)
+    assert expression.fire_at(T0, {"due": "2026-02-01T00:00:00Z"}) == datetime(
+        2026, 2, 1, tzinfo=UTC
+    )
