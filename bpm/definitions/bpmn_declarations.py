@@ -14,7 +14,7 @@ from typing import Any
 from bpm.definitions.bpmn_names import BPMN, CAMUNDA, PRESENTATIONAL
 from bpm.definitions.bpmn_reader import Reader, not_yet, problems_of, reject
 from bpm.definitions.bpmn_xml import XmlElement
-from bpm.definitions.parse.patterns import NAME_PATTERN
+from bpm.definitions.parse.patterns import MESSAGE_PATTERN
 from bpm.errors import InvalidDefinition
 
 #: Top-level elements that are neither a process nor a declaration, read for no behaviour.
@@ -108,11 +108,11 @@ def message(decl: Declarations, el: XmlElement, ref: str | None) -> str:
             f"names are not supported yet",
             "use a fixed name and correlate by business key or variables",
         )
-    if not NAME_PATTERN.match(name):
+    if not MESSAGE_PATTERN.match(name):
         raise reject(
             el,
-            f"refers to message {ref!r} named {name!r}, which is not a name the "
-            f"engine correlates by (letters, digits, _ . : -, no spaces)",
+            f"refers to message {ref!r} named {name!r}, which is not a name the engine "
+            f"correlates by (1 to 255 characters, no control characters or spaces at either end)",
             "rename the message",
         )
     return name

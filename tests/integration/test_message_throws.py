@@ -76,3 +76,30 @@ def test_an_undeclared_message_is_still_refused() -> None:
     xml = model("", "").replace('messageRef="m_shipped" ', 'messageRef="m_nope" ', 1)
     with pytest.raises(InvalidDefinition, match="m_nope"):
         compile_bpmn(xml)
+
+
+def test_a_message_named_in_words_is_correlated_by_that_name(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    """Camunda's message names are free text: "Order received" is a name like any other."""
+    xml = """<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" id="d"
+  targetNamespace="t">
+  <bpmn:message id="m1" name="Order received" />
+  <bpmn:process id="wait_words" isExecutable="true">
+    <bpmn:startEvent id="s" />
+    <bpmn:receiveTask id="r" messageRef="m1" />
+    <bpmn:endEvent id="e" />
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="r" />
+    <bpmn:sequenceFlow id="f2" sourceRef="r" targetRef="e" />
+  </bpmn:process>
+</bpmn:definitions>
+"""
+    rt.engine.deploy_bpmn(xml)
+    iid = rt.start("wait_words")
+    rt.drain()
+    rt.engine.correlate("Order received", instance_id=iid)
+    rt.drain()
+    assert_finished_cleanly(pg_db, iid)
+    with pytest.raises(InvalidDefinition, match="rename the message"):
+        compile_bpmn(xml.replace('name="Order received"', 'name=" padded"'))

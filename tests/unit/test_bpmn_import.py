@@ -786,7 +786,8 @@ def test_activiti_operaton_and_the_older_camunda_namespace_read_as_camunda(names
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        ("Love Letter Response", "named 'Love Letter Response', which is not a name the engine"),
+        (" Love Letter", "named ' Love Letter', which is not a name the engine"),
+        ("Love&#10;Letter", "which is not a name the engine"),
         ("invoice-${id}", "expressions in message names are not supported yet"),
     ],
 )

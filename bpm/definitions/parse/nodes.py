@@ -18,7 +18,7 @@ from bpm.definitions.mappings import VARIABLE_NAME, parse_mappings
 from bpm.definitions.model import Flow, Node, NodeType
 from bpm.definitions.parse.keys import DEFAULTED, MAPPED
 from bpm.definitions.parse.listeners import parse_listeners
-from bpm.definitions.parse.patterns import NAME_PATTERN, node_label
+from bpm.definitions.parse.patterns import MESSAGE_PATTERN, NAME_PATTERN, node_label
 from bpm.definitions.parse.policies import parse_compensation, parse_saga
 from bpm.definitions.parse.service_task import service_task_fields
 from bpm.definitions.parse.shape import check_conditions, check_shape, default_flow
@@ -51,7 +51,7 @@ def compile_node(
     elif node_type is NodeType.TIMER:
         fields = {"timer": parse_timer(raw, where, node_id)}
     elif node_type in (NodeType.RECEIVE_TASK, NodeType.MESSAGE):
-        fields = {"message": _name(raw, "message", where, node_id)}
+        fields = {"message": _message_name(raw, where, node_id)}
     elif node_type is NodeType.USER_TASK:
         fields = _user_task_fields(raw, where, node_id)
     elif node_type is NodeType.SUBPROCESS:
@@ -110,6 +110,17 @@ def _name(raw: Mapping[str, Any], key: str, where: str, node_id: str) -> str:
     if not isinstance(value, str) or not NAME_PATTERN.match(value):
         raise InvalidDefinition(
             f"{where}: needs '{key}', a name matching {NAME_PATTERN.pattern}", node_id
+        )
+    return value
+
+
+def _message_name(raw: Mapping[str, Any], where: str, node_id: str) -> str:
+    value = raw.get("message")
+    if not isinstance(value, str) or not MESSAGE_PATTERN.match(value):
+        raise InvalidDefinition(
+            f"{where}: needs 'message', a name of 1 to 255 characters without control "
+            "characters or spaces at either end",
+            node_id,
         )
     return value
 
