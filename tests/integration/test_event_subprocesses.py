@@ -1,0 +1,205 @@
+"""Event subprocesses (Camunda 7 semantics): started by an error, a message or a timer while
+their scope (the process, or an embedded subprocess) runs; interrupting ones cancel the
+scope's other work and end the scope when they end, non-interrupting ones run beside it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bpm.definitions import ProcessBuilder, compile_definition
+from bpm.errors import BpmnError, InvalidDefinition
+from bpm.handlers import HandlerContext
+from bpm.store import Database
+from tests.helpers import db as rows
+from tests.helpers.invariants import assert_finished_cleanly
+from tests.helpers.runtime import Calls, Harness
+
+
+def raising(code: str) -> Any:
+    def run(ctx: HandlerContext) -> None:
+        raise BpmnError(code, "declined by the bank")
+
+    return run
+
+
+def handled(trigger: dict[str, Any], body: str = "on_event", esp: str = "esp") -> ProcessBuilder:
+    """An event subprocess: its trigger start, one service task, an end."""
+    return (
+        ProcessBuilder(esp)
+        .trigger_start(f"{esp}_start", **trigger)
+        .service_task(body, handler="work")
+        .end(f"{esp}_end")
+        .sequence(f"{esp}_start", body, f"{esp}_end")
+    )
+
+
+def process_with(*esps: tuple[str, ProcessBuilder], main: str = "charge") -> dict[str, Any]:
+    builder = (
+        ProcessBuilder("esp_process")
+        .start()
+        .service_task(main, handler="charge")
+        .service_task("after", handler="work")
+        .end()
+        .sequence("start", main, "after", "end")
+    )
+    for esp_id, body in esps:
+        builder.event_sub_process(esp_id, body)
+    return builder.build()
+
+
+def worked(calls: Calls) -> list[str]:
+    return [c.node_id for c in calls.seen.get("work", [])]
+
+
+def test_an_error_start_at_process_level_catches_a_handler_error(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("charge", raising("DECLINED"))
+    calls.add("work")
+    doc = process_with(
+        (
+            "esp",
+            handled(
+                {
+                    "error": "DECLINED",
+                    "error_code_variable": "code",
+                    "error_message_variable": "why",
+                }
+            ),
+        )
+    )
+    iid = rt.run(doc)
+    assert_finished_cleanly(pg_db, iid)
+    assert worked(calls) == ["on_event"]  # 'after' never ran: the scope was interrupted
+    variables = rt.engine.show(iid)["variables"]
+    assert variables["code"] == "DECLINED" and variables["why"] == "declined by the bank"
+    events = [e["type"] for e in rt.engine.trace(iid)]
+    assert "BpmnErrorCaught" in events and "TokenFailed" not in events
+
+
+def test_a_matching_code_wins_over_a_catch_all(rt: Harness, calls: Calls, pg_db: Database) -> None:
+    calls.add("charge", raising("DECLINED"))
+    calls.add("work")
+    doc = process_with(
+        ("any", handled({"error": "*"}, body="on_any", esp="any")),
+        ("exact", handled({"error": "DECLINED"}, body="on_exact", esp="exact")),
+    )
+    iid = rt.run(doc)
+    assert_finished_cleanly(pg_db, iid)
+    assert worked(calls) == ["on_exact"]
+
+
+def inner_failing() -> ProcessBuilder:
+    return (
+        ProcessBuilder("inner")
+        .start("s_start")
+        .parallel_gateway("s_fork")
+        .service_task("s_slow", topic="never_fetched")
+        .end("s_fail", error="OUT_OF_STOCK")
+        .end("s_end")
+        .sequence("s_start", "s_fork")
+        .flow("s_fork", "s_slow")
+        .flow("s_fork", "s_fail")
+        .flow("s_slow", "s_end")
+    )
+
+
+def test_an_error_start_inside_a_subprocess_ends_the_subprocess_by_its_flow(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("work")
+    body = inner_failing().event_sub_process(
+        "s_esp", handled({"error": "*"}, body="s_handle", esp="s_esp")
+    )
+    doc = (
+        ProcessBuilder("nested_esp")
+        .start()
+        .sub_process("sub", body)
+        .service_task("after", handler="work")
+        .end()
+        .sequence("start", "sub", "after", "end")
+        .build()
+    )
+    iid = rt.run(doc)
+    assert_finished_cleanly(pg_db, iid)
+    assert worked(calls) == ["s_handle", "after"]
+    tasks = {t.node_id: t.state for t in rows.tasks_of(pg_db, iid)}
+    assert tasks["s_slow"] == "CANCELLED"
+
+
+def test_the_event_subprocess_of_the_scope_comes_before_an_outer_boundary(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("work")
+    body = inner_failing().event_sub_process(
+        "s_esp", handled({"error": "*"}, body="s_handle", esp="s_esp")
+    )
+    doc = (
+        ProcessBuilder("preferred")
+        .start()
+        .sub_process("sub", body)
+        .error_boundary("oos", attached_to="sub", error="OUT_OF_STOCK")
+        .service_task("backorder", handler="work")
+        .end()
+        .end("backordered")
+        .sequence("start", "sub", "end")
+        .sequence("oos", "backorder", "backordered")
+        .build()
+    )
+    iid = rt.run(doc)
+    assert_finished_cleanly(pg_db, iid)
+    assert worked(calls) == ["s_handle"]
+
+
+def test_an_outer_event_subprocess_catches_what_the_subprocess_does_not(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("work")
+    doc = (
+        ProcessBuilder("outer_esp")
+        .start()
+        .sub_process("sub", inner_failing())
+        .end()
+        .sequence("start", "sub", "end")
+        .event_sub_process("esp", handled({"error": "OUT_OF_STOCK"}))
+        .build()
+    )
+    iid = rt.run(doc)
+    assert_finished_cleanly(pg_db, iid)
+    assert worked(calls) == ["on_event"]
+    assert rows.live_tokens(pg_db, iid) == []
+
+
+def test_an_error_thrown_inside_an_event_subprocess_is_not_caught_by_it_again(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("charge", raising("DECLINED"))
+    calls.add("work", raising("DECLINED"))
+    doc = process_with(("esp", handled({"error": "*"})))
+    iid = rt.run(doc)
+    assert rows.state(pg_db, iid) == "FAILED"
+    assert worked(calls) == ["on_event"]
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"signal": "go"}, "signal start event"),
+        ({"compensation": True}, "compensation start events are not supported yet"),
+        ({"error": "E", "interrupting": False}, "always interrupts"),
+        ({"timer": {"cycle": "R3/PT1M"}}, "not supported yet"),
+        ({}, "needs a start event with a trigger"),
+    ],
+)
+def test_a_bad_event_subprocess_is_refused_naming_it(change: dict[str, Any], problem: str) -> None:
+    doc = process_with(("esp", handled({"error": "E"})))
+    esp = next(n for n in doc["nodes"] if n["id"] == "esp")
+    start = esp["nodes"][0]
+    for key in ("error",):
+        start.pop(key)
+    start.update(change)
+    with pytest.raises(InvalidDefinition, match="esp") as caught:
+        compile_definition(doc)
+    assert problem in str(caught.value)
