@@ -9,12 +9,14 @@ from typing import Any
 import pytest
 
 from bpm.definitions import ProcessBuilder, compile_definition
-from bpm.errors import BpmnError, InvalidDefinition
+from bpm.engine.operations import replay
+from bpm.errors import BpmnError, InvalidDefinition, NoMatchingWait
 from bpm.handlers import HandlerContext
 from bpm.store import Database
 from tests.helpers import db as rows
 from tests.helpers.invariants import assert_finished_cleanly
-from tests.helpers.runtime import Calls, Harness
+from tests.helpers.race import run_together
+from tests.helpers.runtime import Calls, EngineFactory, Harness
 
 
 def raising(code: str) -> Any:
@@ -203,3 +205,215 @@ def test_a_bad_event_subprocess_is_refused_naming_it(change: dict[str, Any], pro
     with pytest.raises(InvalidDefinition, match="esp") as caught:
         compile_definition(doc)
     assert problem in str(caught.value)
+
+
+def waiting_process(*esps: tuple[str, ProcessBuilder], key: str = "waits") -> dict[str, Any]:
+    """A main path that waits for a message 'go' (a receive task), then ends."""
+    builder = (
+        ProcessBuilder(key)
+        .start()
+        .receive_task("wait", message="go")
+        .service_task("after", handler="work")
+        .end()
+        .sequence("start", "wait", "after", "end")
+    )
+    for esp_id, body in esps:
+        builder.event_sub_process(esp_id, body)
+    return builder.build()
+
+
+def test_an_interrupting_message_start_cancels_the_process_and_ends_it(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("work")
+    iid = rt.run(waiting_process(("esp", handled({"message": "cancel"}))))
+    [woken] = rt.engine.correlate("cancel", instance_id=iid, variables={"why": "customer"})
+    assert rows.token(pg_db, woken).node_id == "esp"
+    rt.drain()
+    assert_finished_cleanly(pg_db, iid)
+    assert worked(calls) == ["on_event"]
+    assert rt.engine.show(iid)["variables"]["why"] == "customer"
+    with pytest.raises(NoMatchingWait):  # the instance ended: the subscription went with it
+        rt.engine.correlate("cancel", instance_id=iid)
+    with pytest.raises(NoMatchingWait):
+        rt.engine.correlate("go", instance_id=iid)
+
+
+def test_an_interrupting_message_start_is_taken_once(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("work")
+    body = (
+        ProcessBuilder("esp")
+        .trigger_start("esp_start", message="cancel")
+        .user_task("review")
+        .end("esp_end")
+        .sequence("esp_start", "review", "esp_end")
+    )
+    iid = rt.run(waiting_process(("esp", body)))
+    rt.engine.correlate("cancel", instance_id=iid)
+    rt.drain()
+    with pytest.raises(NoMatchingWait):  # its scope listens no more once interrupted
+        rt.engine.correlate("cancel", instance_id=iid)
+    rt.complete_user_task(iid)
+    assert_finished_cleanly(pg_db, iid)
+    assert worked(calls) == []
+
+
+def test_a_non_interrupting_message_start_runs_beside_the_scope_each_time(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("work")
+    iid = rt.run(waiting_process(("esp", handled({"message": "note", "interrupting": False}))))
+    rt.engine.correlate("note", instance_id=iid, variables={"n": 1})
+    rt.drain()
+    rt.engine.correlate("note", instance_id=iid, variables={"n": 2})
+    rt.drain()
+    assert worked(calls) == ["on_event", "on_event"]
+    assert rows.state(pg_db, iid) == "RUNNING"
+    rt.engine.correlate("go", instance_id=iid)
+    rt.drain()
+    assert_finished_cleanly(pg_db, iid)
+    assert worked(calls) == ["on_event", "on_event", "after"]
+
+
+def test_the_scope_waits_for_a_running_non_interrupting_event_subprocess(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("work")
+    body = (
+        ProcessBuilder("esp")
+        .trigger_start("esp_start", message="note", interrupting=False)
+        .user_task("review")
+        .end("esp_end")
+        .sequence("esp_start", "review", "esp_end")
+    )
+    iid = rt.run(waiting_process(("esp", body)))
+    rt.engine.correlate("note", instance_id=iid)
+    rt.engine.correlate("go", instance_id=iid)
+    rt.drain()
+    assert rows.state(pg_db, iid) == "RUNNING"  # the main path ended; the review is open
+    with pytest.raises(NoMatchingWait):
+        rt.engine.correlate("go", instance_id=iid)
+    rt.complete_user_task(iid)
+    assert_finished_cleanly(pg_db, iid)
+
+
+def test_a_message_start_inside_a_subprocess_listens_only_while_it_runs(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("work")
+    inner = (
+        ProcessBuilder("inner")
+        .start("s_start")
+        .receive_task("s_wait", message="go")
+        .end("s_end")
+        .sequence("s_start", "s_wait", "s_end")
+        .event_sub_process("s_esp", handled({"message": "skip"}, body="s_skip", esp="s_esp"))
+    )
+    doc = (
+        ProcessBuilder("sub_messages")
+        .start()
+        .sub_process("sub", inner)
+        .receive_task("later", message="done")
+        .service_task("after", handler="work")
+        .end()
+        .sequence("start", "sub", "later", "after", "end")
+        .build()
+    )
+    iid = rt.run(doc)
+    rt.engine.correlate("skip", instance_id=iid)
+    rt.drain()
+    assert worked(calls) == ["s_skip"]
+    with pytest.raises(NoMatchingWait):  # the subprocess was left: its subscription is gone
+        rt.engine.correlate("skip", instance_id=iid)
+    rt.engine.correlate("done", instance_id=iid)
+    rt.drain()
+    assert_finished_cleanly(pg_db, iid)
+    assert worked(calls) == ["s_skip", "after"]
+
+
+def test_an_event_subprocess_with_flows_or_a_trigger_outside_one_is_refused() -> None:
+    doc = process_with(("esp", handled({"error": "E"})))
+    doc["flows"].append({"id": "into_esp", "source": "after", "target": "esp"})
+    with pytest.raises(InvalidDefinition, match="no incoming or outgoing flows"):
+        compile_definition(doc)
+    plain = process_with()
+    plain["nodes"][0]["message"] = "go"
+    with pytest.raises(InvalidDefinition, match="only the start event of an event subprocess"):
+        compile_definition(plain)
+    twice = process_with(
+        ("a", handled({"message": "go"}, body="on_a", esp="a")),
+        ("b", handled({"message": "go"}, body="on_b", esp="b")),
+    )
+    with pytest.raises(InvalidDefinition, match="already waits for 'go'"):
+        compile_definition(twice)
+
+
+def _correlating(rt: Harness, iid: Any, message: str) -> Any:
+    def run() -> str:
+        try:
+            rt.engine.correlate(message, instance_id=iid)
+        except NoMatchingWait:
+            return "no match"
+        return "correlated"
+
+    return run
+
+
+@pytest.mark.parametrize(("interrupting", "outcomes"), [(True, 1), (False, 3)])
+def test_a_message_correlated_at_once_from_several_engines(
+    engine_factory: EngineFactory,
+    calls: Calls,
+    pg_db: Database,
+    interrupting: bool,
+    outcomes: int,
+) -> None:
+    """Interrupting: one correlation starts it, the others find no subscription (as Camunda's
+    second correlation finds none); non-interrupting: each starts one."""
+    calls.add("work")
+    rt = engine_factory()
+    rt.deploy(waiting_process(("esp", handled({"message": "m", "interrupting": interrupting}))))
+    workers = [engine_factory() for _ in range(3)]
+    for _ in range(3):
+        iid = rt.start("waits")
+        rt.drain()
+        results = run_together([_correlating(w, iid, "m") for w in workers])
+        for w in workers:
+            w.drain()
+        assert results.count("correlated") == outcomes, results
+        started = rows.engine_events_of(pg_db, iid, type="MessageCorrelated")
+        assert len(started) == outcomes
+        if interrupting:
+            assert_finished_cleanly(pg_db, iid)
+        else:
+            rt.engine.correlate("go", instance_id=iid)
+            rt.drain()
+            assert_finished_cleanly(pg_db, iid)
+
+
+def test_history_and_replay_while_an_event_subprocess_runs(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("work")
+    body = (
+        ProcessBuilder("esp")
+        .trigger_start("esp_start", message="note", interrupting=False)
+        .user_task("review")
+        .end("esp_end")
+        .sequence("esp_start", "review", "esp_end")
+    )
+    iid = rt.run(waiting_process(("esp", body)))
+    rt.engine.correlate("note", instance_id=iid, variables={"text": "hello"})
+    rt.drain()
+    assert replay.check(rt.engine.core, iid) == []
+    trace = rt.engine.trace(iid)
+    correlated = [e for e in trace if e["type"] == "MessageCorrelated"]
+    assert [e["node_id"] for e in correlated] == ["esp_start"]
+    live = {t.node_id for t in rows.live_tokens(pg_db, iid)}
+    assert live == {"wait", "esp", "review"}
+    rt.complete_user_task(iid)
+    rt.engine.correlate("go", instance_id=iid)
+    rt.drain()
+    assert_finished_cleanly(pg_db, iid)
+    assert rt.engine.show(iid)["variables"]["text"] == "hello"

@@ -30,7 +30,7 @@ LATER = {
     ),
 }
 #: The triggers the engine runs today.
-RUNNING = frozenset({"error"})
+RUNNING = frozenset({"error", "message"})
 START_KEYS = {*TRIGGERS, *LATER, "interrupting", "errorCodeVariable", "errorMessageVariable"}
 
 

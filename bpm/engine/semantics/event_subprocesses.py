@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Any
+from uuid import UUID
 
 from bpm.definitions.model import Node, ProcessGraph
 from bpm.engine.core.tx import NextToken, Tx
@@ -46,6 +47,10 @@ class Subscription:
     host: TokenRow
     scope: str | None
     esp: Node
+
+    @property
+    def instance_id(self) -> UUID:
+        return self.host.instance_id
 
 
 def error_catcher(g: ProcessGraph, scope: str | None, code: str, skip: str | None) -> Node | None:
@@ -95,17 +100,15 @@ def message_subscriptions(g: ProcessGraph, tree: Tree, message: str) -> list[Sub
     """Every event subprocess a message named ``message`` starts in this instance now."""
     out = []
     for host in tree.rows():
-        scope: str | None
-        if host.parent_token_id is None:
-            scope = None
-        elif g.node(host.node_id).is_scope:
-            scope = host.node_id
-        else:
-            continue
-        for esp_id in g.event_subprocesses.get(scope, ()):
-            esp = g.node(esp_id)
-            if g.trigger_of(esp_id).message == message and listening(g, tree, host, scope):
-                out.append(Subscription(host, scope, esp))
+        # the root token stands for the process, and also for a subprocess it waits at
+        held: list[str | None] = [None] if host.parent_token_id is None else []
+        if g.node(host.node_id).is_scope:
+            held.append(host.node_id)
+        for scope in held:
+            for esp_id in g.event_subprocesses.get(scope, ()):
+                esp = g.node(esp_id)
+                if g.trigger_of(esp_id).message == message and listening(g, tree, host, scope):
+                    out.append(Subscription(host, scope, esp))
     return out
 
 
