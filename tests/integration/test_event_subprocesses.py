@@ -4,6 +4,7 @@ scope's other work and end the scope when they end, non-interrupting ones run be
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from bpm.definitions import ProcessBuilder, compile_definition
 from bpm.engine.operations import replay
 from bpm.errors import BpmnError, InvalidDefinition, NoMatchingWait
 from bpm.handlers import HandlerContext
-from bpm.store import Database
+from bpm.store import Database, timers
 from tests.helpers import db as rows
 from tests.helpers.invariants import assert_finished_cleanly
 from tests.helpers.race import run_together
@@ -417,3 +418,137 @@ def test_history_and_replay_while_an_event_subprocess_runs(
     rt.drain()
     assert_finished_cleanly(pg_db, iid)
     assert rt.engine.show(iid)["variables"]["text"] == "hello"
+
+
+def scheduled(db: Database, iid: Any) -> list[str]:
+    """The node ids of the instance's SCHEDULED timers."""
+    with db.transaction() as conn:
+        found = timers.of_instance(conn, iid)
+    return sorted(t.node_id for t in found if t.state == "SCHEDULED")
+
+
+def test_an_interrupting_timer_start_cancels_the_process_and_ends_it(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("work")
+    iid = rt.run(waiting_process(("esp", handled({"duration": "PT10M"}))))
+    assert scheduled(pg_db, iid) == ["esp_start"]  # armed with the process
+    rt.pass_time(timedelta(minutes=9))
+    assert worked(calls) == []
+    rt.pass_time(timedelta(minutes=1))
+    assert_finished_cleanly(pg_db, iid)
+    assert worked(calls) == ["on_event"]
+    assert scheduled(pg_db, iid) == []
+    with pytest.raises(NoMatchingWait):
+        rt.engine.correlate("go", instance_id=iid)
+
+
+def test_a_timer_start_is_removed_when_its_scope_ends_first(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("work")
+    iid = rt.run(waiting_process(("esp", handled({"duration": "PT10M"}))))
+    rt.engine.correlate("go", instance_id=iid)
+    rt.drain()
+    assert_finished_cleanly(pg_db, iid)
+    assert scheduled(pg_db, iid) == []
+    rt.pass_time(timedelta(minutes=30))
+    assert worked(calls) == ["after"]  # the late timer never fired
+
+
+def test_a_non_interrupting_timer_start_in_a_subprocess_runs_beside_it(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("work")
+    inner = (
+        ProcessBuilder("inner")
+        .start("s_start")
+        .user_task("s_review")
+        .end("s_end")
+        .sequence("s_start", "s_review", "s_end")
+        .event_sub_process(
+            "s_esp",
+            handled({"duration": "PT5M", "interrupting": False}, body="s_remind", esp="s_esp"),
+        )
+        .event_sub_process("s_late", handled({"duration": "PT1H"}, body="s_too_late", esp="s_late"))
+    )
+    doc = (
+        ProcessBuilder("sub_timers")
+        .start()
+        .sub_process("sub", inner)
+        .service_task("after", handler="work")
+        .end()
+        .sequence("start", "sub", "after", "end")
+        .build()
+    )
+    iid = rt.run(doc)
+    assert scheduled(pg_db, iid) == ["s_esp_start", "s_late_start"]
+    rt.pass_time(timedelta(minutes=5))
+    assert worked(calls) == ["s_remind"]
+    assert scheduled(pg_db, iid) == ["s_late_start"]
+    rt.complete_user_task(iid)  # the subprocess ends: its timer start is removed
+    assert_finished_cleanly(pg_db, iid)
+    assert scheduled(pg_db, iid) == []
+    rt.pass_time(timedelta(hours=2))
+    assert worked(calls) == ["s_remind", "after"]
+
+
+def test_an_interrupting_timer_start_in_a_subprocess_leaves_by_its_flow(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("work")
+    inner = (
+        ProcessBuilder("inner")
+        .start("s_start")
+        .user_task("s_review")
+        .end("s_end")
+        .sequence("s_start", "s_review", "s_end")
+        .event_sub_process("s_esp", handled({"duration": "PT5M"}, body="s_expire", esp="s_esp"))
+        .event_sub_process(
+            "s_msg", handled({"message": "poke", "interrupting": False}, body="s_p", esp="s_msg")
+        )
+    )
+    doc = (
+        ProcessBuilder("sub_expire")
+        .start()
+        .sub_process("sub", inner)
+        .service_task("after", handler="work")
+        .end()
+        .sequence("start", "sub", "after", "end")
+        .build()
+    )
+    iid = rt.run(doc)
+    rt.pass_time(timedelta(minutes=5))
+    assert_finished_cleanly(pg_db, iid)
+    assert worked(calls) == ["s_expire", "after"]
+    assert {t.node_id: t.state for t in rows.tasks_of(pg_db, iid)}["s_review"] == "CANCELLED"
+
+
+def test_a_process_timer_start_outlives_the_root_leaving_a_timed_activity(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    """The root token holds the process's timer starts and also walks the main path: leaving
+    an activity disarms that activity's boundary timers, not the process's subscriptions."""
+    calls.add("work")
+    doc = (
+        ProcessBuilder("timed_root")
+        .start()
+        .receive_task("wait", message="go")
+        .timer_boundary("slow", attached_to="wait", duration="PT1H")
+        .user_task("review")
+        .end()
+        .end("gave_up")
+        .sequence("start", "wait", "review", "end")
+        .sequence("slow", "gave_up")
+        .event_sub_process("esp", handled({"duration": "PT2H", "interrupting": False}))
+        .build()
+    )
+    iid = rt.run(doc)
+    assert scheduled(pg_db, iid) == ["esp_start", "slow"]
+    rt.engine.correlate("go", instance_id=iid)
+    rt.drain()
+    assert scheduled(pg_db, iid) == ["esp_start"]
+    rt.pass_time(timedelta(hours=2))
+    assert worked(calls) == ["on_event"]
+    rt.complete_user_task(iid)
+    assert_finished_cleanly(pg_db, iid)

@@ -30,7 +30,7 @@ LATER = {
     ),
 }
 #: The triggers the engine runs today.
-RUNNING = frozenset({"error", "message"})
+RUNNING = frozenset({"error", "message", "timer"})
 START_KEYS = {*TRIGGERS, *LATER, "interrupting", "errorCodeVariable", "errorMessageVariable"}
 
 

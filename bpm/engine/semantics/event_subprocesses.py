@@ -30,7 +30,7 @@ from uuid import UUID
 
 from bpm.definitions.model import Node, ProcessGraph
 from bpm.engine.core.tx import NextToken, Tx
-from bpm.engine.semantics import scopes
+from bpm.engine.semantics import scopes, writes
 from bpm.engine.semantics.cancelling import cancel_inside, cancel_timers, end_work
 from bpm.engine.semantics.instance_state import resume_if_clear
 from bpm.engine.semantics.moves import create, move, new_token
@@ -129,10 +129,10 @@ def start(
         return _beside(tx, sub, data)
     reason = f"interrupted by event subprocess {sub.esp.id!r}"
     if sub.scope is None:
-        return _take_root(tx, tree, sub, event, data, thrower, reason)
+        return _take_root(tx, g, tree, sub, event, data, thrower, reason)
     inside = tree.inside(sub.host)
     _stop(tx, sub.host, inside, thrower, reason)
-    cancel_timers(tx, tx.current(sub.host), reason)  # the scope's other subscriptions
+    disarm(tx, g, sub.host, sub.scope, reason)  # the scope's other subscriptions
     return _beside(tx, sub, data, concurrent=False)
 
 
@@ -148,6 +148,7 @@ def _stop(
 
 def _take_root(
     tx: Tx,
+    g: ProcessGraph,
     tree: Tree,
     sub: Subscription,
     event: TokenEvent,
@@ -174,6 +175,7 @@ def _take_root(
         via_flow=None,
         data=data,
     )
+    disarm(tx, g, moved, None, reason)  # the process's other subscriptions
     if failed:
         resume_if_clear(tx, root.instance_id)
     return NextToken(moved.id, moved.version, moved)
@@ -246,3 +248,29 @@ def catch_error(
         assert at is not None
         scopes.write(tx, g, replace(at, node_id=esp.id), caught)
     return nxt
+
+
+# --- timer starts: armed with their scope, fired by the timer scan -----------------------
+
+
+def disarm(tx: Tx, g: ProcessGraph, host: TokenRow, scope: str | None, reason: str) -> None:
+    """Remove the timer subscriptions of ``scope`` that ``host`` holds (its scope ended or an
+    interrupting event subprocess started in it); the host's other timers stay."""
+    starts = {g.trigger_of(e).id for e in g.event_subprocesses.get(scope, ())}
+    for timer in tx.scheduled_timers(host):
+        if timer.node_id in starts:
+            writes.cancel_timer(tx, timer, reason)
+
+
+def timer_subscription(
+    tx: Tx, g: ProcessGraph, trigger: Node, host: TokenRow | None
+) -> tuple[Tree, Subscription] | None:
+    """The subscription a due timer of the start event ``trigger`` stands for, if its scope
+    still listens (else the timer is left over, and is retired)."""
+    if host is None:
+        return None
+    esp = g.node(trigger.scope or "")
+    tree = Tree.read(tx, host.instance_id)
+    if listening(g, tree, host, esp.scope):
+        return tree, Subscription(host, esp.scope, esp)
+    return None
