@@ -4,6 +4,7 @@ scope's other work and end the scope when they end, non-interrupting ones run be
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from datetime import timedelta
 from typing import Any
 
@@ -552,3 +553,18 @@ def test_a_process_timer_start_outlives_the_root_leaving_a_timed_activity(
     assert worked(calls) == ["on_event"]
     rt.complete_user_task(iid)
     assert_finished_cleanly(pg_db, iid)
+
+
+def test_the_diagram_draws_an_event_subprocess_with_a_dotted_border(
+    rt: Harness, calls: Calls
+) -> None:
+    calls.add("work")
+    iid = rt.run(waiting_process(("esp", handled({"message": "note", "interrupting": False}))))
+    rt.engine.correlate("note", instance_id=iid)
+    rt.drain()
+    svg = rt.engine.diagram(iid, "svg")
+    ET.fromstring(svg)  # well-formed
+    box = svg[svg.index('id="node-esp"') :]
+    assert 'stroke-dasharray="1.5 3"' in box[: box.index("</g>")]
+    mermaid = rt.engine.diagram(iid)
+    assert "stroke-dasharray:2 3" in mermaid and "subgraph" in mermaid
