@@ -5,6 +5,7 @@ events; the triggers bpm does not run yet are refused naming the element."""
 from __future__ import annotations
 
 from datetime import timedelta
+from uuid import UUID
 
 import pytest
 
@@ -81,11 +82,11 @@ ORDER = (
 )
 
 
-def open_tasks(rt: Harness, iid: object) -> list[str]:
+def open_tasks(rt: Harness, iid: UUID) -> list[str]:
     return sorted(t["node_id"] for t in rt.engine.user_tasks(instance_id=iid))
 
 
-def complete(rt: Harness, iid: object, node: str) -> None:
+def complete(rt: Harness, iid: UUID, node: str) -> None:
     task = next(t for t in rt.engine.user_tasks(instance_id=iid) if t["node_id"] == node)
     rt.engine.complete_user_task(task["id"])
     rt.drain()
