@@ -568,3 +568,40 @@ def test_the_diagram_draws_an_event_subprocess_with_a_dotted_border(
     assert 'stroke-dasharray="1.5 3"' in box[: box.index("</g>")]
     mermaid = rt.engine.diagram(iid)
     assert "stroke-dasharray:2 3" in mermaid and "subgraph" in mermaid
+
+
+def test_a_terminate_in_a_subprocess_ends_its_running_event_subprocesses(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("work")
+    note = (
+        ProcessBuilder("s_note")
+        .trigger_start("s_note_start", message="note", interrupting=False)
+        .user_task("s_read")
+        .end("s_note_end")
+        .sequence("s_note_start", "s_read", "s_note_end")
+    )
+    inner = (
+        ProcessBuilder("inner")
+        .start("s_start")
+        .receive_task("s_wait", message="stop")
+        .end("s_stop", terminate=True)
+        .sequence("s_start", "s_wait", "s_stop")
+        .event_sub_process("s_note", note)
+    )
+    doc = (
+        ProcessBuilder("terminated_sub")
+        .start()
+        .sub_process("sub", inner)
+        .service_task("after", handler="work")
+        .end()
+        .sequence("start", "sub", "after", "end")
+        .build()
+    )
+    iid = rt.run(doc)
+    rt.engine.correlate("note", instance_id=iid)
+    rt.engine.correlate("stop", instance_id=iid)
+    rt.drain()
+    assert_finished_cleanly(pg_db, iid)
+    assert worked(calls) == ["after"]
+    assert {t.node_id: t.state for t in rows.tasks_of(pg_db, iid)}["s_read"] == "CANCELLED"

@@ -250,6 +250,20 @@ def catch_error(
     return nxt
 
 
+def end_beside(tx: Tx, g: ProcessGraph, tree: Tree, tok: TokenRow, reason: str) -> None:
+    """A terminate end event ends ``tok``'s whole scope: in a subprocess that includes the
+    event subprocesses running there, which hang from the subprocess's token beside the body
+    path the terminate cancelled."""
+    if tok.scope_id is None or g.node(tok.scope_id).triggered_by_event:
+        return  # the process's run under its root; an event subprocess's own scope has none
+    host = tree.host_of(tok, tok.scope_id)
+    if host is None:
+        return
+    for child in tree.children(host.id):
+        if g.node(child.node_id).triggered_by_event and child.state in LIVE_TOKEN:
+            cancel_inside(tx, host, [child, *tree.below(child)], reason)
+
+
 # --- timer starts: armed with their scope, fired by the timer scan -----------------------
 
 

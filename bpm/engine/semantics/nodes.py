@@ -284,6 +284,8 @@ def _terminate(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     if at_work:
         end_work(tx, root, reason)  # a FAILED root's incident too: it ends here
     cancel_inside(tx, tok, tree.below(root), reason, spare=tok.id)
+    if g.event_subprocesses:  # a subprocess's event subprocesses run beside its body root
+        event_subprocesses.end_beside(tx, g, tree, tok, reason)
     if at_work and root.state == TokenState.FAILED:
         resume_if_clear(tx, root.instance_id)
     tx.history.engine(
