@@ -605,3 +605,20 @@ def test_a_terminate_in_a_subprocess_ends_its_running_event_subprocesses(
     assert_finished_cleanly(pg_db, iid)
     assert worked(calls) == ["after"]
     assert {t.node_id: t.state for t in rows.tasks_of(pg_db, iid)}["s_read"] == "CANCELLED"
+
+
+def test_show_lists_what_can_start_now(rt: Harness, calls: Calls, pg_db: Database) -> None:
+    calls.add("work")
+    iid = rt.run(
+        waiting_process(
+            ("on_cancel", handled({"message": "cancel"}, body="c", esp="on_cancel")),
+            ("on_late", handled({"duration": "PT1H"}, body="l", esp="on_late")),
+            ("on_error", handled({"error": "*"}, body="e", esp="on_error")),
+        )
+    )
+    subs = {s["event_subprocess"]: s for s in rt.engine.show(iid)["subscriptions"]}
+    assert subs["on_cancel"]["message"] == "cancel" and subs["on_error"]["error"] == "*"
+    assert "fire_at" in subs["on_late"]["timer"]
+    rt.engine.correlate("cancel", instance_id=iid)  # interrupting: nothing else listens
+    rt.drain()
+    assert rt.engine.show(iid)["subscriptions"] == []

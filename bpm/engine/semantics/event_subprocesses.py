@@ -96,20 +96,25 @@ def _interrupting(g: ProcessGraph, node_id: str) -> bool:
     return node.triggered_by_event and g.trigger_of(node.id).interrupting
 
 
-def message_subscriptions(g: ProcessGraph, tree: Tree, message: str) -> list[Subscription]:
-    """Every event subprocess a message named ``message`` starts in this instance now."""
-    out = []
+def subscriptions(g: ProcessGraph, tree: Tree) -> list[Subscription]:
+    """Every event subprocess whose start (error, message or timer) listens in this instance
+    now: those of each running scope that no interrupting event subprocess has taken over."""
+    out: list[Subscription] = []
     for host in tree.rows():
         # the root token stands for the process, and also for a subprocess it waits at
         held: list[str | None] = [None] if host.parent_token_id is None else []
         if g.node(host.node_id).is_scope:
             held.append(host.node_id)
         for scope in held:
-            for esp_id in g.event_subprocesses.get(scope, ()):
-                esp = g.node(esp_id)
-                if g.trigger_of(esp_id).message == message and listening(g, tree, host, scope):
-                    out.append(Subscription(host, scope, esp))
+            esps = g.event_subprocesses.get(scope, ())
+            if esps and listening(g, tree, host, scope):
+                out.extend(Subscription(host, scope, g.node(e)) for e in esps)
     return out
+
+
+def message_subscriptions(g: ProcessGraph, tree: Tree, message: str) -> list[Subscription]:
+    """Every event subprocess a message named ``message`` starts in this instance now."""
+    return [s for s in subscriptions(g, tree) if g.trigger_of(s.esp.id).message == message]
 
 
 def start(
