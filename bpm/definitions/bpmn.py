@@ -15,9 +15,11 @@ from bpm.definitions import bpmn_calls, bpmn_common, bpmn_listeners
 from bpm.definitions import bpmn_camunda as camunda
 from bpm.definitions import bpmn_events as events
 from bpm.definitions import bpmn_tasks as tasks
-from bpm.definitions.bpmn_declarations import Declarations, local_id
+from bpm.definitions.bpmn_compensation import attach_compensation, is_compensation
+from bpm.definitions.bpmn_declarations import Declarations
 from bpm.definitions.bpmn_feel import FeelUnsupported, translate_condition
 from bpm.definitions.bpmn_handlers import handler_name
+from bpm.definitions.bpmn_links import join_links
 from bpm.definitions.bpmn_names import BPM, BPMN, CAMUNDA, CAMUNDA_ALIASES
 from bpm.definitions.bpmn_reader import Reader, not_yet, problems_of, refusal, reject
 from bpm.definitions.bpmn_xml import XmlElement, parse_xml
@@ -158,7 +160,7 @@ class _File:
                 flow = self.attempt(lambda child=child: self.flow(child, lines, flows))
                 if flow is not None:
                     flows.append(flow)
-            elif child.tag == "boundaryEvent" and _is_compensation(child):
+            elif child.tag == "boundaryEvent" and is_compensation(child):
                 self.attempt(
                     lambda child=child: self.compensation_boundary(child, associations, compensated)
                 )
@@ -171,11 +173,12 @@ class _File:
                 lines[node["id"]] = child.line
                 by_id[node["id"]] = node
                 nodes.append(node)
+        self.attempt(lambda: join_links(nodes, flows, lines))
         handlers = set()
         for activity, boundary in compensated.items():
             handlers.add(
                 self.attempt(
-                    lambda a=activity, b=boundary: _attach_compensation(
+                    lambda a=activity, b=boundary: attach_compensation(
                         b, a, associations, by_id, for_compensation
                     )
                 )
@@ -298,37 +301,6 @@ def _condition(flow: XmlElement, condition: XmlElement) -> str:
             flow, "has an empty conditionExpression", "remove it for an unconditional flow"
         )
     return text
-
-
-def _attach_compensation(
-    boundary: XmlElement,
-    activity: str,
-    associations: dict[str, XmlElement],
-    by_id: dict[str, Mapped],
-    for_compensation: set[str],
-) -> str:
-    association = associations[boundary.attrib.get("id", "")]
-    handler = local_id(association.attrib.get("targetRef", ""))
-    target = by_id.get(activity)
-    if target is None:
-        raise reject(
-            boundary, f"is attached to {activity!r}, which is not an activity of the same scope"
-        )
-    if handler not in by_id or handler not in for_compensation:
-        raise reject(
-            boundary,
-            f"is associated with {handler!r}, which is not an activity "
-            f'of the same scope marked isForCompensation="true"',
-            "mark the handler activity",
-        )
-    if "compensation" in target:
-        raise reject(boundary, f"is a second compensation boundary on {activity!r}", "keep one")
-    target["compensation"] = {"node": handler}
-    return handler
-
-
-def _is_compensation(el: XmlElement) -> bool:
-    return any(c.ns == BPMN and c.tag == "compensateEventDefinition" for c in el.children)
 
 
 def _read_aliases_as_camunda(root: XmlElement) -> XmlElement:

@@ -181,9 +181,17 @@ class ProcessBuilder:
         duration: str | None = None,
         date: str | None = None,
         interrupting: bool = True,
+        cycle: str | None = None,
     ) -> Self:
-        """A timer boundary event on a task or subprocess (``duration`` or ``date``)."""
-        timer = {"duration": duration} if duration is not None else {"date": date}
+        """A timer boundary event on a task or subprocess (``duration``, ``date`` or, firing
+        again while the activity is open when not interrupting, ``cycle``)."""
+        timer = (
+            {"duration": duration}
+            if duration is not None
+            else {"cycle": cycle}
+            if cycle is not None
+            else {"date": date}
+        )
         return self._node(
             node_id, "boundaryEvent", attachedTo=attached_to, timer=timer, interrupting=interrupting
         )

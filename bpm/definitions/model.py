@@ -334,6 +334,21 @@ class ProcessGraph:
         scope (an activity also by the paths its boundary events start)."""
         return node_id in self._reaching(join)
 
+    @cached_property
+    def turning_flows(self) -> frozenset[str]:
+        """The flows along which a token stops being able to reach an inclusive join it
+        could reach before: the join's scope decides again when a token takes one, since
+        the join may have been waiting only for that token."""
+        joins = [n.id for n in self.nodes.values() if n.type is NodeType.INCLUSIVE and n.is_join]
+        return frozenset(
+            flow.id
+            for flow in self.flows.values()
+            for join in joins
+            if self.can_reach(join, flow.source)
+            and flow.target != join
+            and not self.can_reach(join, flow.target)
+        )
+
     def _reaching(self, join: str) -> frozenset[str]:
         found = self._reach_cache.get(join)
         if found is None:

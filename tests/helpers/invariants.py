@@ -150,6 +150,7 @@ def trace_problems(db: Database, iid: UUID) -> list[str]:
                 "COMPLETED",
                 "FORKED",
                 "COMPENSATED",
+                "CALLED",  # a call activity's mapping handler ran: the call starts
             ):
                 problems.append(
                     f"task {done.node_id!r} completed, then its token did "

@@ -553,9 +553,9 @@ def test_the_order_saga_example_in_bpmn_behaves_like_the_json_one() -> None:
             "handler named 'sc'",
         ),
         (
-            '<intermediateCatchEvent id="t"><timerEventDefinition><timeCycle>R3/PT1H</timeCycle>'
+            '<intermediateCatchEvent id="t"><timerEventDefinition><timeCycle>soon</timeCycle>'
             "</timerEventDefinition></intermediateCatchEvent>",
-            "has a timeCycle timer",
+            "timeCycle 'soon' is neither an ISO 8601 repeating interval",
         ),
     ],
 )

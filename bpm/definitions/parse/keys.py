@@ -90,10 +90,10 @@ NODE_KEYS: dict[NodeType, set[str]] = {
         "compensation",
     },
     NodeType.RECEIVE_TASK: {"message"},
-    NodeType.TIMER: {"duration", "date"},
+    NodeType.TIMER: {"duration", "date", "cycle"},
     NodeType.MESSAGE: {"message"},
     NodeType.COMPENSATION_THROW: {"activity", "waitForCompletion"},
-    NodeType.CALL_ACTIVITY: CALL_KEYS,
+    NodeType.CALL_ACTIVITY: CALL_KEYS | {"compensation"},
 }
 #: Nodes that may declare ``inputs`` and ``outputs`` (local variables in, results out).
 MAPPED = (

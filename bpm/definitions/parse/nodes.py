@@ -62,7 +62,10 @@ def compile_node(
             "triggered_by_event": event_starts.triggered_by_event(raw, where, node_id),
         }
     elif node_type is NodeType.CALL_ACTIVITY:
-        fields = {"call": parse_call(raw, where, node_id)}
+        fields = {
+            "call": parse_call(raw, where, node_id),
+            "compensation": parse_compensation(raw, where, node_id),
+        }
     elif node_type is NodeType.COMPENSATION_THROW:
         fields = {
             "activity": _activity(raw, where, node_id),

@@ -37,6 +37,8 @@ from bpm.store.rows import TokenRow
 def arrive(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     """A token ACTIVE at a node: the ``take`` listeners of the flow it came by first."""
     if tok.via_flow is not None and tok.mode != TokenMode.COMPENSATION:
+        if tok.via_flow in g.turning_flows:
+            gateways.nudge_scope(tx, tok)
         flow = g.flows.get(tok.via_flow)
         if flow is not None and flow.listeners:
             return listeners.run(tx, tok, g.node(tok.node_id), ListenerEvent.TAKE, 0, flow)
@@ -148,7 +150,7 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
                 return gateways.park_at_join(tx, g, tok)
             return gateways.fork_or_leave(tx, g, tok, node)
         case NodeType.INCLUSIVE:
-            if node.is_join and tok.concurrent:
+            if node.is_join and (tok.concurrent or _spawned_beside(tx, g, tok)):
                 return gateways.park_at_join(tx, g, tok)
             return gateways.leave_by_conditions(tx, g, tok, node)
         case NodeType.START:
@@ -167,6 +169,12 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             raise AssertionError(f"activity {node.id!r} passed through")
         case _:
             assert_never(node.type)
+
+
+def _spawned_beside(tx: Tx, g: ProcessGraph, tok: TokenRow) -> bool:
+    """Whether paths a non-interrupting boundary started hang from this lone token: an
+    inclusive join must wait for them as for concurrent branches."""
+    return g.spawns_tokens and has_live_children(tx, tok)
 
 
 def _throw_compensation(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
