@@ -622,3 +622,53 @@ def test_show_lists_what_can_start_now(rt: Harness, calls: Calls, pg_db: Databas
     rt.engine.correlate("cancel", instance_id=iid)  # interrupting: nothing else listens
     rt.drain()
     assert rt.engine.show(iid)["subscriptions"] == []
+
+
+def test_an_error_a_called_instance_does_not_catch_reaches_the_callers_event_subprocess(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("work")
+    calls.add("refuse", raising("REFUSED"))
+    called = (
+        ProcessBuilder("called")
+        .start()
+        .service_task("decide", handler="refuse")
+        .end()
+        .sequence("start", "decide", "end")
+        .build()
+    )
+    rt.deploy(called)
+    doc = (
+        ProcessBuilder("calling")
+        .start()
+        .call_activity("call", process="called")
+        .service_task("after", handler="work")
+        .end()
+        .sequence("start", "call", "after", "end")
+        .event_sub_process("esp", handled({"error": "REFUSED"}))
+        .build()
+    )
+    iid = rt.run(doc)
+    assert_finished_cleanly(pg_db, iid)
+    assert worked(calls) == ["on_event"]
+
+
+def test_a_due_timer_start_fired_by_two_beats_at_once_starts_once(
+    engine_factory: EngineFactory, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("work")
+    rt = engine_factory()
+    rt.deploy(waiting_process(("esp", handled({"duration": "PT1M", "interrupting": False}))))
+    iid = rt.start("waits")
+    rt.drain()
+    beats = [engine_factory() for _ in range(3)]
+    rt.clock.advance(timedelta(minutes=1))
+    fired = run_together([b.engine.fire_due_timers for b in beats])
+    for b in beats:
+        b.drain()
+    assert sum(fired) == 1
+    assert len(rows.engine_events_of(pg_db, iid, type="TimerFired")) == 1
+    assert worked(calls) == ["on_event"]
+    rt.engine.correlate("go", instance_id=iid)
+    rt.drain()
+    assert_finished_cleanly(pg_db, iid)
