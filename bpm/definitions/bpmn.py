@@ -332,13 +332,13 @@ def _camunda_key(key: str) -> str:
 
 
 def _subprocess(file: _File, r: Reader, lines: dict[str, int]) -> Mapped:
-    if r.attr("triggeredByEvent") == "true":
-        raise reject(
-            r.el, 'is an event subprocess (triggeredByEvent="true"), which is not supported yet'
-        )
+    triggered = r.attr("triggeredByEvent")
+    if triggered not in (None, "true", "false"):
+        raise reject(r.el, f"has triggeredByEvent={triggered!r}", "use true or false")
     saga = file.attempt(lambda: _saga(r)) or {}
     nodes, flows = file.scope(r, lines)
-    return {"type": "subProcess", **saga, "nodes": nodes, "flows": flows}
+    esp = {"triggeredByEvent": True} if triggered == "true" else {}
+    return {"type": "subProcess", **esp, **saga, "nodes": nodes, "flows": flows}
 
 
 def _saga(r: Reader) -> Mapped:

@@ -55,11 +55,51 @@ def start(decl: Declarations, r: Reader) -> Mapped:
     if initiator is not None and initiator.strip():
         node["initiator"] = initiator.strip()
     node.update(bpmn_forms.form(r))
+    parent = r.el.parent
+    if (
+        parent is not None
+        and parent.tag == "subProcess"
+        and (parent.attrib.get("triggeredByEvent") == "true")
+    ):
+        node.update(_event_subprocess_start(decl, r))
+        return node
     if event_definition(r) is not None:
         raise reject(
             r.el,
             "has an event definition; only none start events are supported yet",
             "start the instance with bpm start (or correlate a message to a receive task)",
+        )
+    return node
+
+
+def _event_subprocess_start(decl: Declarations, r: Reader) -> Mapped:
+    """The start event of an event subprocess: its trigger (error, message, timer) and
+    ``isInterrupting``; the other triggers are refused naming the element."""
+    interrupting = r.attr("isInterrupting")
+    definition = event_definition(r)
+    if interrupting not in (None, "true", "false"):
+        raise reject(r.el, f"has isInterrupting={interrupting!r}", "use true or false")
+    node: Mapped = {} if interrupting != "false" else {"interrupting": False}
+    if definition is None:
+        raise reject(
+            r.el,
+            "starts an event subprocess without an event definition",
+            "give it an error, message or timer event definition",
+        )
+    if definition.tag == "errorEventDefinition":
+        node["error"] = error_code(decl, r.el, definition, catch=True, into=node)
+    elif definition.tag == "messageEventDefinition":
+        mr = Reader(definition)
+        ref = mr.attr("messageRef")
+        mr.finish()
+        node["message"] = message(decl, r.el, ref)
+    elif definition.tag == "timerEventDefinition":
+        node["timer"] = timer(definition, r.el)
+    else:
+        raise reject(
+            r.el,
+            f"starts an event subprocess with {definition.tag}, which is not supported yet",
+            "use an error, message or timer start event",
         )
     return node
 

@@ -97,6 +97,47 @@ class ProcessBuilder:
             node_id, "subProcess", name=name, nodes=inner["nodes"], flows=inner["flows"]
         )
 
+    def event_sub_process(
+        self, node_id: str, body: ProcessBuilder, name: str | None = None
+    ) -> Self:
+        """Embed ``body`` as an event subprocess (``triggeredByEvent``): its start event (see
+        ``trigger_start``) starts it while the scope around it runs; it takes no flows."""
+        inner = body.build()
+        return self._node(
+            node_id,
+            "subProcess",
+            name=name,
+            triggeredByEvent=True,
+            nodes=inner["nodes"],
+            flows=inner["flows"],
+        )
+
+    def trigger_start(
+        self,
+        node_id: str = "start",
+        *,
+        error: str | None = None,
+        message: str | None = None,
+        duration: str | None = None,
+        date: str | None = None,
+        interrupting: bool = True,
+        error_code_variable: str | None = None,
+        error_message_variable: str | None = None,
+    ) -> Self:
+        """The start event of an event subprocess: one trigger (an error code or ``*``, a
+        message name, or a timer) and whether it interrupts its scope."""
+        timer = {k: v for k, v in (("duration", duration), ("date", date)) if v is not None}
+        return self._node(
+            node_id,
+            "startEvent",
+            error=error,
+            message=message,
+            timer=timer or None,
+            interrupting=None if interrupting else False,
+            errorCodeVariable=error_code_variable,
+            errorMessageVariable=error_message_variable,
+        )
+
     def call_activity(
         self,
         node_id: str,

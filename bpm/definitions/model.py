@@ -223,6 +223,9 @@ class Node:
     listeners: tuple[Listener, ...] = ()
     #: callActivity: the process it starts and what crosses the call.
     call: CallSpec | None = None
+    #: subProcess: an event subprocess (``triggeredByEvent``), started by its start event's
+    #: trigger (error, message, timer) while its scope runs, never by a flow.
+    triggered_by_event: bool = False
 
     def listeners_of(self, event: ListenerEvent) -> tuple[Listener, ...]:
         if not self.listeners:  # most nodes have none: asked on every arrival and leave
@@ -305,12 +308,26 @@ class ProcessGraph:
     def spawns_tokens(self) -> bool:
         """Whether a non-interrupting boundary can add a token beside a running activity; then
         a scope token that reaches its end waits for such tokens before it completes."""
-        return any(
+        return bool(self.event_subprocesses) or any(
             (n.type is NodeType.BOUNDARY and not n.interrupting)
             or not n.wait_for_completion
             or (n.type is NodeType.USER_TASK and any(n.listeners_of(e) for e in _BESIDE_EVENTS))
             for n in self.nodes.values()
         )
+
+    @cached_property
+    def event_subprocesses(self) -> dict[str | None, tuple[str, ...]]:
+        """The event subprocesses of each scope (None: the process), in document order: what
+        can start inside that scope while it runs (``semantics/event_subprocesses``)."""
+        out: dict[str | None, list[str]] = {}
+        for node in self.nodes.values():
+            if node.triggered_by_event:
+                out.setdefault(node.scope, []).append(node.id)
+        return {scope: tuple(ids) for scope, ids in out.items()}
+
+    def trigger_of(self, event_subprocess: str) -> Node:
+        """The start event whose trigger starts ``event_subprocess``."""
+        return self.start_of(event_subprocess)
 
     def can_reach(self, join: str, node_id: str) -> bool:
         """Whether a token at ``node_id`` may still get to ``join`` by the flows of their

@@ -518,8 +518,9 @@ def test_the_order_saga_example_in_bpmn_behaves_like_the_json_one() -> None:
             "not supported yet",
         ),
         (
-            '<subProcess id="es" triggeredByEvent="true"/>',
-            "line 10: subProcess 'es' is an event subprocess",
+            '<subProcess id="es" triggeredByEvent="true"><startEvent id="es_s">'
+            "<signalEventDefinition/></startEvent></subProcess>",
+            "startEvent 'es_s' with signalEventDefinition is not supported yet",
         ),
         (
             '<intermediateThrowEvent id="sig"><signalEventDefinition/></intermediateThrowEvent>',

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from bpm.definitions.calls import CALL_KEYS
 from bpm.definitions.model import NodeType
+from bpm.definitions.parse.event_starts import START_KEYS
 
 #: Process keys without behaviour: kept for people and tools (``bpm definition``, the API).
 PROCESS_METADATA = {
@@ -43,7 +44,7 @@ FLOW_KEYS = {
 }
 COMMON_NODE_KEYS = {"id", "type", "name", "properties", "documentation", "listeners"}
 NODE_KEYS: dict[NodeType, set[str]] = {
-    NodeType.START: {"initiator", "form"},
+    NodeType.START: {"initiator", "form", *START_KEYS},
     NodeType.END: {
         "terminate",
         "error",
@@ -69,7 +70,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.EXCLUSIVE: set(),
     NodeType.INCLUSIVE: set(),
     NodeType.PARALLEL: set(),
-    NodeType.SUBPROCESS: {"nodes", "flows", "saga", "compensation"},
+    NodeType.SUBPROCESS: {"nodes", "flows", "saga", "compensation", "triggeredByEvent"},
     NodeType.BOUNDARY: {
         "attachedTo",
         "timer",

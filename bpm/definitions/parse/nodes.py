@@ -16,6 +16,7 @@ from bpm.definitions.calls import parse_call
 from bpm.definitions.forms import parse_form
 from bpm.definitions.mappings import VARIABLE_NAME, parse_mappings
 from bpm.definitions.model import Flow, Node, NodeType
+from bpm.definitions.parse import event_starts
 from bpm.definitions.parse.keys import DEFAULTED, MAPPED
 from bpm.definitions.parse.listeners import parse_listeners
 from bpm.definitions.parse.patterns import MESSAGE_PATTERN, NAME_PATTERN, node_label
@@ -58,6 +59,7 @@ def compile_node(
         fields = {
             "saga": parse_saga(raw, where, node_id),
             "compensation": parse_compensation(raw, where, node_id),
+            "triggered_by_event": event_starts.triggered_by_event(raw, where, node_id),
         }
     elif node_type is NodeType.CALL_ACTIVITY:
         fields = {
@@ -76,6 +78,7 @@ def compile_node(
     if node_type is NodeType.START:
         fields["initiator"] = _initiator(raw, where, node_id)
         fields["form"] = parse_form(raw.get("form"), where, node_id)
+        fields.update(event_starts.trigger_fields(raw, where, node_id))
     if node_type in MAPPED:
         fields["inputs"] = parse_mappings(raw.get("inputs"), "inputs", where, node_id)
         fields["outputs"] = parse_mappings(raw.get("outputs"), "outputs", where, node_id)

@@ -13,6 +13,8 @@ from bpm.engine.core.tx import Next, NextToken, Tx
 from bpm.engine.semantics import (
     activities,
     decisions,
+    event_subprocess_timers,
+    event_subprocesses,
     gateways,
     interruptions,
     listeners,
@@ -151,7 +153,11 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             if node.is_join and (tok.concurrent or _spawned_beside(tx, g, tok)):
                 return gateways.park_at_join(tx, g, tok)
             return gateways.leave_by_conditions(tx, g, tok, node)
-        case NodeType.START | NodeType.TASK | NodeType.MANUAL_TASK | NodeType.BOUNDARY:
+        case NodeType.START:
+            if g.event_subprocesses:  # a scope begins: its event subprocesses' timers
+                event_subprocess_timers.arm(tx, g, tok, node)
+            return leave(tx, g, tok, node)
+        case NodeType.TASK | NodeType.MANUAL_TASK | NodeType.BOUNDARY:
             return leave(tx, g, tok, node)  # nothing to do here: pass through
         case (
             NodeType.SERVICE_TASK
@@ -200,7 +206,7 @@ def _leave_now(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
         return None
     if node.compensation is not None:
         records.record_success(tx, tok, node)
-    if g.timer_boundaries(node.id):
+    if g.timer_boundaries(node.id) or g.event_subprocesses.get(node.id):
         cancel_timers(tx, tok, reason=f"left {node.id!r}")
     flows = g.outgoing(node.id)
     if not flows:
@@ -257,6 +263,8 @@ def end_token(tx: Tx, tok: TokenRow, g: ProcessGraph | None = None) -> Next:
         return None
     move(tx, tok, state=TokenState.COMPLETED, event=TokenEvent.COMPLETED)
     if tok.parent_token_id is None:
+        if g is not None and g.event_subprocesses.get(None):
+            event_subprocesses.disarm(tx, g, tok, None, "the process ended")
         set_instance_state(tx, tok.instance_id, InstanceState.COMPLETED, expected=True)
         return None
     parent = tx.token(tok.parent_token_id)
@@ -284,6 +292,8 @@ def _terminate(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     if at_work:
         end_work(tx, root, reason)  # a FAILED root's incident too: it ends here
     cancel_inside(tx, tok, tree.below(root), reason, spare=tok.id)
+    if g.event_subprocesses:  # a subprocess's event subprocesses run beside its body root
+        event_subprocesses.end_beside(tx, g, tree, tok, reason)
     if at_work and root.state == TokenState.FAILED:
         resume_if_clear(tx, root.instance_id)
     tx.history.engine(
