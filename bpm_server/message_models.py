@@ -19,6 +19,7 @@ class CorrelationMessageDto(Dto):
     process_variables: VariableMap | None = None
     process_variables_local: VariableMap | None = None
     all: bool | None = None
+    start_messages_only: bool | None = None
     result_enabled: bool | None = None
     variables_in_result_enabled: bool | None = None
 

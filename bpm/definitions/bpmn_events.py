@@ -63,13 +63,25 @@ def start(decl: Declarations, r: Reader) -> Mapped:
     ):
         node.update(_event_subprocess_start(decl, r))
         return node
-    if event_definition(r) is not None:
-        raise reject(
-            r.el,
-            "has an event definition; only none start events are supported yet",
-            "start the instance with bpm start (or correlate a message to a receive task)",
-        )
-    return node
+    definition = event_definition(r)
+    if definition is None:
+        return node
+    if (
+        definition.tag == "messageEventDefinition"
+        and parent is not None
+        and parent.tag == "process"
+    ):
+        mr = Reader(definition)
+        ref = mr.attr("messageRef")
+        mr.finish()
+        node["message"] = message(decl, r.el, ref)
+        return node
+    raise reject(
+        r.el,
+        f"has a {definition.tag}; of the start events of a process only none and message "
+        "start events are supported yet",
+        "start the instance with bpm start, or by a message",
+    )
 
 
 def _event_subprocess_start(decl: Declarations, r: Reader) -> Mapped:

@@ -267,6 +267,9 @@ class ProcessGraph:
     #: ``historyTimeToLive``: how long an ended instance is kept; None: the installation's
     #: default (``BPM_HISTORY_TTL_DAYS``), or for ever.
     history_ttl: timedelta | None = None
+    #: The process's message start events: message name -> start event id (a correlation
+    #: that no waiting token takes starts an instance there).
+    message_starts: dict[str, str] = field(default_factory=dict)
     #: Per inclusive join: the nodes from which a token can still reach it (filled on first
     #: use; a graph is immutable, so the answer never changes).
     _reach_cache: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)

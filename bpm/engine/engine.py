@@ -164,14 +164,30 @@ class Engine(ExternalTaskCalls, EngineReads):
         instance_id: UUID | str | None = None,
         variables: Mapping[str, Any] | None = None,
         all_waiting: bool = False,
+        start_messages_only: bool = False,
+        idempotency_key: str | None = None,
+        message_id: str | None = None,
     ) -> list[UUID]:
-        """Deliver a message to the token(s) waiting for it; raises ``NoMatchingWait`` when
-        none waits, ``AmbiguousCorrelation`` when several do and ``all_waiting`` is false."""
+        """Deliver a message to the token(s) waiting for it, or, when none does and no
+        instance is named, start an instance at the message start event waiting for it
+        (once per ``idempotency_key``, else business key, else the transport's
+        ``message_id``); returns the tokens moved on (a
+        started instance's root token). Raises ``NoMatchingWait`` when nothing takes it,
+        ``AmbiguousCorrelation`` when several tokens do and ``all_waiting`` is false."""
         with because(f"api correlate {message}"):
             iid = maybe_id(instance_id, "instance")
-            return messages.correlate(
-                self.core, message, business_key, iid, variables, all_waiting=all_waiting
+            found = messages.correlate_tokens(
+                self.core,
+                message,
+                business_key=business_key,
+                instance_id=iid,
+                variables=variables,
+                all_waiting=all_waiting,
+                start_messages_only=start_messages_only,
+                idempotency_key=idempotency_key,
+                message_id=message_id,
             )
+            return [c.token_id for c in found]
 
     def correlate_tokens(
         self, message: str, **options: Unpack[messages.CorrelateOptions]

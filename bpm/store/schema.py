@@ -44,6 +44,9 @@ from bpm.store.schema_base import compensation_seq as compensation_seq
 from bpm.store.schema_base import history_seq as history_seq
 from bpm.store.schema_base import metadata as metadata
 from bpm.store.schema_definitions import decision_definitions as decision_definitions
+from bpm.store.schema_definitions import (
+    definition_message_starts as definition_message_starts,
+)
 from bpm.store.schema_definitions import deployment_resources as deployment_resources
 from bpm.store.schema_definitions import deployments as deployments
 from bpm.store.schema_definitions import process_definitions as process_definitions

@@ -86,3 +86,19 @@ decision_definitions = Table(
     Index("ix_decision_definitions_deployment_id", "deployment_id"),
     CheckConstraint("version >= 1", name="version_positive"),
 )
+
+#: The message start events of each process definition: which message starts an instance
+#: of it (at which start event). Only a key's latest version listens (``message_starts``).
+definition_message_starts = Table(
+    "definition_message_starts",
+    metadata,
+    Column(
+        "definition_id",
+        Uuid,
+        ForeignKey("process_definitions.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("message", Text, primary_key=True),
+    Column("node_id", Text, nullable=False),
+    Index("ix_definition_message_starts_message", "message"),
+)

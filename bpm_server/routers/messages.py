@@ -3,7 +3,7 @@ no signal events yet, so ``/signal`` says so (docs/http-api.md)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 
@@ -27,7 +27,9 @@ def correlate(
 ) -> list[MessageResultDto] | Response:
     """Deliver ``messageName`` to the token waiting for it in the instance named by
     ``processInstanceId`` or ``businessKey`` (and whose variables equal ``correlationKeys``);
-    with ``all``, to every such token. 204, or 200 with the results when asked for."""
+    with ``all``, to every such token. When none waits (or with ``startMessagesOnly``) and no
+    instance is named, start an instance at the message start event waiting for it. 204, or
+    200 with the results when asked for."""
     name = body.message_name
     if body.tenant_id is not None:
         raise InvalidRequest("tenantId: bpm has no tenants")
@@ -41,11 +43,6 @@ def correlate(
             )
     if body.variables_in_result_enabled:
         caller.check_variables_read("variablesInResultEnabled")
-    if body.business_key is None and body.process_instance_id is None:
-        raise InvalidRequest(
-            f"Cannot correlate message '{name}': bpm correlates to an instance named by"
-            " businessKey or processInstanceId (a message start event does not exist in bpm yet)"
-        )
     instance_id = None
     if body.process_instance_id is not None:
         instance_id = maybe_uuid(body.process_instance_id)
@@ -64,6 +61,7 @@ def correlate(
             instance_id=instance_id,
             variables=values,
             all_waiting=bool(body.all),
+            start_messages_only=bool(body.start_messages_only),
             correlation_keys=keys,
             # A starter limited to some processes correlates only to instances of those,
             # as the correlating transaction reads them.
@@ -82,13 +80,30 @@ def correlate(
 def _result(runtime: ServerRuntime, c: Correlated, with_variables: bool) -> MessageResultDto:
     shown = runtime.engine.show(c.instance_id)
     ended = shown["state"] not in LIVE_INSTANCE
+    variables = encode_variables(shown["variables"]) if with_variables else None
+    if c.started:  # a message start event began the instance, as Camunda answers it
+        instance: dict[str, Any] = {
+            "id": str(c.instance_id),
+            "definitionId": str(shown["definition_id"]),
+            "businessKey": shown.get("business_key"),
+            "caseInstanceId": None,
+            "ended": ended,
+            "suspended": False,
+            "tenantId": None,
+            "links": [],
+        }
+        return MessageResultDto(
+            result_type="ProcessDefinition",
+            execution=None,
+            process_instance=instance,
+            variables=variables,
+        )
     execution = {
         "id": str(c.token_id),
         "processInstanceId": str(c.instance_id),
         "ended": ended,
         "tenantId": None,
     }
-    variables = encode_variables(shown["variables"]) if with_variables else None
     return MessageResultDto(
         result_type="Execution", execution=execution, process_instance=None, variables=variables
     )

@@ -105,7 +105,7 @@ def test_all_and_ambiguity(server: Server, clients: dict[str, httpx.Client]) -> 
     ("body", "needle"),
     [
         ({"messageName": "paid", "businessKey": "nobody"}, "Cannot correlate message 'paid'"),
-        ({"messageName": "paid"}, "message start event"),
+        ({"messageName": "paid"}, "no process starts with message 'paid'"),
         ({"messageName": "paid", "processInstanceId": "nope"}, "Cannot correlate"),
         ({"messageName": "paid", "businessKey": "x", "tenantId": "t"}, "tenant"),
         (
@@ -151,3 +151,42 @@ def test_signals_are_not_supported(clients: dict[str, httpx.Client]) -> None:
     assert got.status_code == 501
     assert got.json()["type"] == "RestException" and "signal" in got.json()["message"]
     assert clients["msg-viewer"].post("/signal", json={"name": "alarm"}).status_code == 403
+
+
+START_BPMN = """<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" id="d"
+  targetNamespace="t">
+  <bpmn:message id="m" name="Invoice received" />
+  <bpmn:process id="msg_start" isExecutable="true">
+    <bpmn:startEvent id="s"><bpmn:messageEventDefinition messageRef="m" /></bpmn:startEvent>
+    <bpmn:userTask id="check" />
+    <bpmn:endEvent id="e" />
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="check" />
+    <bpmn:sequenceFlow id="f2" sourceRef="check" targetRef="e" />
+  </bpmn:process>
+</bpmn:definitions>
+"""
+
+
+def test_a_message_start_event_answers_the_started_instance(
+    server: Server, clients: dict[str, httpx.Client]
+) -> None:
+    server.runtime.engine.deploy_bpmn(START_BPMN)
+    body = {
+        "messageName": "Invoice received",
+        "businessKey": "inv-1",
+        "resultEnabled": True,
+        "startMessagesOnly": True,
+        "processVariables": {"amount": {"value": 12, "type": "Integer"}},
+    }
+    got = clients["msg-starter"].post("/message", json=body)
+    assert got.status_code == 200, got.text
+    (result,) = got.json()
+    assert result["resultType"] == "ProcessDefinition"
+    instance = result["processInstance"]
+    assert instance["businessKey"] == "inv-1" and not instance["ended"]
+    assert server.runtime.engine.show(instance["id"])["variables"] == {"amount": 12}
+    again = clients["msg-starter"].post("/message", json=body)  # once per business key
+    assert again.json()[0]["processInstance"]["id"] == instance["id"]
+    barred = clients["msg-only-other"].post("/message", json={**body, "businessKey": "inv-2"})
+    assert barred.status_code == 400  # a starter of other processes starts nothing here

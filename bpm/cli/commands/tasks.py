@@ -173,6 +173,17 @@ def complete(
     is_flag=True,
     help="Wake every token waiting for MESSAGE, not only a single one.",
 )
+@click.option(
+    "--start-only",
+    "start_only",
+    is_flag=True,
+    help="Only start an instance at a message start event; never wake a waiting token.",
+)
+@click.option(
+    "--idempotency-key",
+    metavar="KEY",
+    help="A message start starts one instance per key (else per business key).",
+)
 @IMPORT_OPTION
 @click.option(
     "--json",
@@ -187,19 +198,22 @@ def correlate(
     var_items: tuple[str, ...],
     vars_json: str | None,
     all_waiting: bool,
+    start_only: bool,
+    idempotency_key: str | None,
     imports: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Deliver MESSAGE to the token waiting for it in the instance named by --business-key or
-    --instance, and move that token on.
+    --instance, and move that token on; when none waits (or with --start-only) and no
+    --instance is given, start an instance at the message start event waiting for MESSAGE
+    (with the business key, once per key).
 
-    No token waiting is an error, and so are several unless --all is given: in both cases
-    nothing changes. The work that follows runs as with bpm complete.
+    Nothing taking the message is an error, and so are several waiting tokens unless --all
+    is given: in both cases nothing changes. The work that follows runs as with bpm
+    complete.
     """
-    if (business_key is None) == (instance_id is None):
-        raise click.UsageError(
-            "name the instance with exactly one of --business-key and --instance"
-        )
+    if business_key is not None and instance_id is not None:
+        raise click.UsageError("give at most one of --business-key and --instance")
     values = collect_variables(vars_json, var_items)
 
     def act(engine: Engine) -> list[UUID]:
@@ -210,6 +224,8 @@ def correlate(
             instance_id=iid,
             variables=values,
             all_waiting=all_waiting,
+            start_messages_only=start_only,
+            idempotency_key=idempotency_key,
         )
 
     woken = _move_on(imports, act)

@@ -80,6 +80,7 @@ def compile_definition(doc: Mapping[str, Any]) -> ProcessGraph:
         nodes=builder.nodes,
         flows=builder.flows,
         starts=builder.starts,
+        message_starts=builder.message_starts,
         document=json.loads(json.dumps(doc)),
         boundaries=builder.boundaries,
         history_ttl=history_ttl,

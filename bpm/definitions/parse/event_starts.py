@@ -13,7 +13,7 @@ from typing import Any
 
 from bpm.definitions.mappings import VARIABLE_NAME
 from bpm.definitions.model import Node, NodeType
-from bpm.definitions.parse.patterns import NAME_PATTERN
+from bpm.definitions.parse.patterns import MESSAGE_PATTERN
 from bpm.definitions.timers import parse_timer
 from bpm.errors import InvalidDefinition
 
@@ -87,9 +87,11 @@ def trigger_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str
             fields[field] = name
     elif kind == "message":
         name = raw["message"]
-        if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        if not isinstance(name, str) or not MESSAGE_PATTERN.match(name):
             raise InvalidDefinition(
-                f"{where}: 'message' must be a name matching {NAME_PATTERN.pattern}", node_id
+                f"{where}: 'message' must be a name of 1 to 255 characters without control "
+                "characters or spaces at either end",
+                node_id,
             )
         fields["message"] = name
     else:
@@ -124,6 +126,8 @@ def check(nodes: Mapping[str, Node], starts: Mapping[str | None, str]) -> None:
         host = nodes[scope] if scope is not None else None
         triggered = host is not None and host.triggered_by_event
         where = f"node {start_id!r} (startEvent)"
+        if scope is None and start.message is not None:
+            continue  # the process's own message start event (``graph``)
         if not triggered and has_trigger(start):
             raise InvalidDefinition(
                 f"{where}: only the start event of an event subprocess (triggeredByEvent) "

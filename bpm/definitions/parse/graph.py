@@ -37,6 +37,7 @@ class GraphBuilder:
         self.flow_scope: dict[str, str | None] = {}
         self.nodes: dict[str, Node] = {}
         self.starts: dict[str | None, str] = {}
+        self.message_starts: dict[str, str] = {}
         self.boundaries: dict[str, tuple[str, ...]] = {}
 
     def add_scope(self, raw: Mapping[str, Any], scope: str | None) -> None:
@@ -139,7 +140,9 @@ class GraphBuilder:
                 node_id, raw, scope, tuple(incoming[node_id]), tuple(outgoing[node_id]), self.flows
             )
             self.nodes[node_id] = node
-            if node.type is NodeType.START:
+            if node.type is NodeType.START and scope is None and node.message is not None:
+                self._add_message_start(node)
+            elif node.type is NodeType.START:
                 if scope in self.starts:
                     raise InvalidDefinition(
                         f"node {node_id!r}: a second startEvent in "
@@ -152,6 +155,11 @@ class GraphBuilder:
             n for n, (raw, _) in self.raw_nodes.items() if raw.get("type") == NodeType.SUBPROCESS
         }
         for scope in scopes:
+            if scope is None and scope not in self.starts and self.message_starts:
+                # Without a none start event, a start without a message begins at the only
+                # start event, as in Camunda 7 (``lifecycle.start`` refuses when there are
+                # several).
+                self.starts[None] = next(iter(self.message_starts.values()))
             if scope not in self.starts:
                 inside = "the process" if scope is None else f"subProcess {scope!r}"
                 raise InvalidDefinition(f"{inside} has no startEvent", scope)
@@ -248,11 +256,31 @@ class GraphBuilder:
                 scope = self.nodes[scope].scope
         return False
 
+    def _add_message_start(self, node: Node) -> None:
+        assert node.message is not None
+        if not node.interrupting:
+            raise InvalidDefinition(
+                f"node {node.id!r} (startEvent): 'interrupting' belongs to the start event of "
+                f"an event subprocess",
+                node.id,
+            )
+        if node.message in self.message_starts:
+            raise InvalidDefinition(
+                f"node {node.id!r} (startEvent): message start event "
+                f"{self.message_starts[node.message]!r} already waits for {node.message!r}",
+                node.id,
+            )
+        self.message_starts[node.message] = node.id
+
     def _check_reachable(self) -> None:
         seen: set[str] = set()
         # an event subprocess is entered by its trigger, not a flow: reachable as its scope is
         todo = deque(
-            [*self.starts.values(), *(n for n in self.nodes if self.nodes[n].triggered_by_event)]
+            [
+                *self.starts.values(),
+                *self.message_starts.values(),
+                *(n for n in self.nodes if self.nodes[n].triggered_by_event),
+            ]
         )
         while todo:
             node_id = todo.popleft()

@@ -79,6 +79,9 @@ class JobEngine(Protocol):
         instance_id: UUID | str | None = None,
         variables: Mapping[str, Any] | None = None,
         all_waiting: bool = False,
+        start_messages_only: bool = False,
+        idempotency_key: str | None = None,
+        message_id: str | None = None,
     ) -> list[UUID]: ...
 
 

@@ -83,6 +83,9 @@ def _correlate(call: Call) -> Done:
         instance_id=a["instance_id"],
         variables=a["variables"],
         all_waiting=a["all"],
+        start_messages_only=a["start_messages_only"],
+        idempotency_key=a["idempotency_key"],
+        message_id=call.message_id,
     )
     return Done("correlated " + ",".join(str(t) for t in woken))
 
@@ -163,8 +166,11 @@ JOBS: Mapping[str, JobSpec] = {
                 Arg("instance_id", as_optional_uuid, required=False),
                 Arg("variables", as_sent, required=False),
                 Arg("all", as_flag, required=False),
+                Arg("start_messages_only", as_flag, required=False),
+                Arg("idempotency_key", as_optional_str, required=False),
             ),
             refusal=CorrelationRefused,
+            keyed_by_message=True,
         ),
         # Recovery: the order a starting worker sends them and ``run_scans`` runs them.
         _scan_job(JobName.SCAN_TIMERS, Period.TIMERS, Scan("timers", _fire_timers)),

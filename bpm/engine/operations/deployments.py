@@ -28,7 +28,7 @@ from bpm.engine.core.tx import Conflict, Tx
 from bpm.errors import DeploymentInvalid, InputRefused, InvalidDefinition, InvalidOperation
 from bpm.limits import NAME_MAX, RESOURCE_MAX_BYTES, check_text, quoted
 from bpm.states import EngineEvent
-from bpm.store import decisions, definitions, deployments
+from bpm.store import decisions, definitions, deployments, message_starts
 from bpm.store.decisions import DecisionVersionTaken
 from bpm.store.definitions import VersionTaken
 from bpm.store.deployments import DeploymentRow
@@ -113,6 +113,8 @@ class _Process:
     source: str
     source_format: str
     ttl_seconds: int | None
+    #: message name -> start event id
+    message_starts: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -147,7 +149,17 @@ def _process(resource: str, document: Any, source: str, fmt: str) -> _Process:
     graph = compile_definition(document)
     digest = checksum(graph.document)
     ttl = _ttl_seconds(graph.history_ttl)
-    return _Process(resource, graph.key, graph.name, graph.document, digest, source, fmt, ttl)
+    return _Process(
+        resource,
+        graph.key,
+        graph.name,
+        graph.document,
+        digest,
+        source,
+        fmt,
+        ttl,
+        dict(graph.message_starts),
+    )
 
 
 def check(core: EngineCore, resources: Sequence[Resource]) -> _Checked:
@@ -280,6 +292,7 @@ def _store(
     if filtered and not changed:
         previous = _previous(tx, resources, digests, latest_p, latest_d)
         return DeploymentResult(previous, False, unchanged_p, unchanged_d)
+    _check_message_starts(tx, checked)
     deployment = deployments.insert(conn, name=name, source=source, now=tx.now)
     for res in resources:
         if not changed_only or res.name in changed:
@@ -289,6 +302,21 @@ def _store(
         _insert_decision(tx, d, latest_d[d.decision.key], deployment.id) for d in checked.decisions
     ]
     return DeploymentResult(deployment, True, made_p, made_d)
+
+
+def _check_message_starts(tx: Tx, checked: _Checked) -> None:
+    """A message starts instances of one process only: a message start event whose message
+    the latest version of another process already starts on is refused (as in Camunda 7);
+    a new version of the same process takes the message over."""
+    for p in checked.processes:
+        for message in p.message_starts:
+            taken = [s for s in message_starts.listening(tx.conn, message) if s.key != p.key]
+            if taken:
+                raise InvalidOperation(
+                    f"{p.resource}: process {p.key!r} is not deployed: its message start event "
+                    f"{p.message_starts[message]!r} waits for {message!r}, which already starts "
+                    f"process {taken[0].key!r}; a message starts instances of one process"
+                )
 
 
 def _digest(checked: _Checked, key: str) -> str:
@@ -330,6 +358,7 @@ def _insert_process(tx: Tx, p: _Process, latest: Any, deployment_id: UUID) -> De
         deployment_id=deployment_id,
         resource=p.resource,
     )
+    message_starts.record(tx.conn, row.id, p.message_starts)
     tx.history.engine(
         instance_id=None,
         at=tx.now,

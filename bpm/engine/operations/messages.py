@@ -15,6 +15,7 @@ from uuid import UUID
 from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Next, NextToken, Tx
+from bpm.engine.operations import message_starts
 from bpm.engine.semantics import event_subprocesses, scopes
 from bpm.engine.semantics.nodes import leave
 from bpm.engine.semantics.tree import Tree
@@ -41,15 +42,23 @@ class CorrelateOptions(TypedDict, total=False):
     #: another process is passed over as if it did not exist, so it neither blocks the
     #: caller's own correlation nor tells the caller it is there.
     process_keys: Collection[str] | None
+    #: Only a message start event may take it (Camunda's ``startMessagesOnly``).
+    start_messages_only: bool
+    #: A message start makes its instance once per this key (else per business key, else
+    #: per the id of the transport's message that carried the correlation).
+    idempotency_key: str | None
+    message_id: str | None
 
 
 @dataclass(frozen=True)
 class Correlated:
-    """A token a message moved on, and its instance."""
+    """A token a message moved on, and its instance; or (``started``) the instance a
+    message start event began, and its root token."""
 
     token_id: UUID
     instance_id: UUID
     node_id: str
+    started: bool = False
 
 
 def correlate(
@@ -87,8 +96,13 @@ def correlate_tokens(
         raise InvalidOperation("a correlation needs a message name")
     check_text(message, "the message name", NAME_MAX)
     check_text(business_key, "the business key", NAME_MAX)
-    if business_key is None and instance_id is None:
-        raise InvalidOperation(f"correlating {message!r} needs a business key or an instance id")
+    idempotency_key = options.get("idempotency_key")
+    check_text(idempotency_key, "the idempotency key", NAME_MAX)
+    start_only = options.get("start_messages_only", False)
+    if start_only and instance_id is not None:
+        raise InvalidOperation(
+            f"correlating {message!r}: an instance id and start messages only exclude each other"
+        )
     checked = check_variables(values, where=f"correlation of {message!r}")
     target = (
         f"instance {instance_id}" if instance_id is not None else f"business key {business_key!r}"
@@ -100,9 +114,27 @@ def correlate_tokens(
     def body() -> tuple[list[Correlated], list[Next]]:
         found: list[Correlated] = []
         with core.transaction("message") as tx:
-            waiting = _waiting(core, tx, message, (business_key, instance_id), keys, allowed)
+            waiting = (
+                []
+                if start_only or (business_key is None and instance_id is None)
+                else _waiting(core, tx, message, (business_key, instance_id), keys, allowed)
+            )
+            if not waiting and instance_id is None:
+                began = message_starts.start(
+                    core,
+                    tx,
+                    message,
+                    checked,
+                    business_key=business_key,
+                    idempotency_key=idempotency_key,
+                    message_id=options.get("message_id"),
+                    allowed=allowed,
+                )
+                if began is not None:
+                    moved = Correlated(began.token_id, began.instance_id, began.node_id, True)
+                    return [moved], [NextToken(began.token_id, 0)] if began.created else []
             if not waiting:
-                raise NoMatchingWait(f"no token of {target} waits for message {message!r}")
+                raise NoMatchingWait(_nothing_waits(message, target, business_key, instance_id))
             if len(waiting) > 1 and not all_waiting:
                 raise AmbiguousCorrelation(
                     f"{len(waiting)} tokens of {target} wait for message {message!r}; name the "
@@ -134,6 +166,17 @@ def correlate_tokens(
     for nxt in nexts:
         core.send_next(nxt)
     return woken
+
+
+def _nothing_waits(
+    message: str, target: str, business_key: str | None, instance_id: UUID | None
+) -> str:
+    if business_key is None and instance_id is None:
+        return (
+            f"no process starts with message {message!r}, and a waiting instance is found "
+            "by its business key or instance id"
+        )
+    return f"no token of {target} waits for message {message!r}"
 
 
 def _waiting(

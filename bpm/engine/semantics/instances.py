@@ -29,9 +29,13 @@ def create(
     business_key: str | None,
     start_key: str | None,
     caller: TokenRow | None = None,
+    start_event: str | None = None,
+    message: str | None = None,
 ) -> tuple[InstanceRow, TokenRow] | None:
     """The new instance and its root token (ACTIVE at the start event, not yet advanced);
     None when a concurrent start took ``start_key`` first (nothing was written).
+    ``start_event``: another start event than the process's none start (a message start
+    event, for a correlated ``message``).
 
     ``caller``: the token of the call activity that starts it; the new instance is linked to
     it, to its instance, and to the top of the chain of calls."""
@@ -59,7 +63,7 @@ def create(
     root = new_token(
         tx,
         instance_id=inst.id,
-        node_id=graph.start_of(None).id,
+        node_id=start_event or graph.start_of(None).id,
         parent=None,
         scope_id=None,
         concurrent=False,
@@ -76,6 +80,7 @@ def create(
             "version": definition.version,
             "business_key": business_key,
             "variables": variables,
+            **({"message": message} if message is not None else {}),
             **(
                 {"called_by": {"instance": str(caller.instance_id), "token": str(caller.id)}}
                 if caller
