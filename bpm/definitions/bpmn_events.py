@@ -66,20 +66,20 @@ def start(decl: Declarations, r: Reader) -> Mapped:
     definition = event_definition(r)
     if definition is None:
         return node
-    if (
-        definition.tag == "messageEventDefinition"
-        and parent is not None
-        and parent.tag == "process"
-    ):
+    at_process = parent is not None and parent.tag == "process"
+    if definition.tag == "messageEventDefinition" and at_process:
         mr = Reader(definition)
         ref = mr.attr("messageRef")
         mr.finish()
         node["message"] = message(decl, r.el, ref)
         return node
+    if definition.tag == "timerEventDefinition" and at_process:
+        node["timer"] = timer(definition, r.el)
+        return node
     raise reject(
         r.el,
-        f"has a {definition.tag}; of the start events of a process only none and message "
-        "start events are supported yet",
+        f"has a {definition.tag}; of the start events of a process only none, message and "
+        "timer start events are supported yet",
         "start the instance with bpm start, or by a message",
     )
 

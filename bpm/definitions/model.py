@@ -270,6 +270,9 @@ class ProcessGraph:
     #: The process's message start events: message name -> start event id (a correlation
     #: that no waiting token takes starts an instance there).
     message_starts: dict[str, str] = field(default_factory=dict)
+    #: The process's timer start events (their ids): the timer scan starts an instance at
+    #: each when its timer is due.
+    timer_starts: tuple[str, ...] = ()
     #: Per inclusive join: the nodes from which a token can still reach it (filled on first
     #: use; a graph is immutable, so the answer never changes).
     _reach_cache: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)

@@ -19,6 +19,7 @@ from bpm.engine.operations import (
     incident_views,
     instance_views,
     queries,
+    start_timers,
     task_views,
     user_tasks,
     views,
@@ -167,6 +168,11 @@ class EngineReads:
     def find_jobs(self, query: JobQuery, page: Page = FIRST) -> list[FoundJob]:
         """Open handler tasks and scheduled timers (Camunda's jobs)."""
         return incident_views.jobs(self.core, query, page)
+
+    def scheduled_starts(self, key: str | None = None) -> list[dict[str, Any]]:
+        """The timer start events armed now (of each key's latest version), next due
+        first: ``{key, definition_id, node_id, fire_at, fired}``."""
+        return start_timers.scheduled(self.core, key)
 
     def count_jobs(self, query: JobQuery) -> int:
         return incident_views.count_jobs(self.core, query)

@@ -131,3 +131,14 @@ def of_deployment_or_before(
     """Process ``key`` of that deployment, else the newest version deployed by then."""
     row = versions.of_deployment_or_before(conn, t, _COLS, key, deployment_id, deployed_at)
     return from_row(DefinitionRow, row) if row else None
+
+
+def ids_of_key(conn: Connection, key: str) -> list[UUID]:
+    """Every version of ``key``."""
+    return list(conn.execute(select(t.c.id).where(t.c.key == key)).scalars())
+
+
+def keys_of(conn: Connection, definition_ids: list[UUID]) -> set[str]:
+    if not definition_ids:
+        return set()
+    return set(conn.execute(select(t.c.key).where(t.c.id.in_(definition_ids))).scalars())

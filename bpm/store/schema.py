@@ -47,6 +47,9 @@ from bpm.store.schema_definitions import decision_definitions as decision_defini
 from bpm.store.schema_definitions import (
     definition_message_starts as definition_message_starts,
 )
+from bpm.store.schema_definitions import (
+    definition_start_timers as definition_start_timers,
+)
 from bpm.store.schema_definitions import deployment_resources as deployment_resources
 from bpm.store.schema_definitions import deployments as deployments
 from bpm.store.schema_definitions import process_definitions as process_definitions

@@ -102,3 +102,23 @@ definition_message_starts = Table(
     Column("node_id", Text, nullable=False),
     Index("ix_definition_message_starts_message", "message"),
 )
+
+#: The timer start events of each key's latest process definition: when each fires next
+#: (``start_timers``); a row goes when its timer has no more ticks or a new version replaces it.
+definition_start_timers = Table(
+    "definition_start_timers",
+    metadata,
+    Column(
+        "definition_id",
+        Uuid,
+        ForeignKey("process_definitions.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("node_id", Text, primary_key=True),
+    Column("fire_at", UtcDateTime, nullable=False),
+    # when it was armed (a cycle's origin) and how many ticks fired since
+    Column("armed_at", UtcDateTime, nullable=False),
+    Column("fired", Integer, nullable=False),
+    Column("version", Integer, nullable=False),
+    Index("ix_definition_start_timers_fire_at", "fire_at"),
+)

@@ -96,10 +96,9 @@ def trigger_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str
         fields["message"] = name
     else:
         timer = raw["timer"]
-        if not isinstance(timer, Mapping) or set(timer) - {"duration", "date"}:
+        if not isinstance(timer, Mapping) or set(timer) - {"duration", "date", "cycle"}:
             raise InvalidDefinition(
-                f"{where}: 'timer' must be an object with 'duration' or 'date' (a cycle is "
-                f"not supported yet)",
+                f"{where}: 'timer' must be an object with 'duration', 'date' or 'cycle'",
                 node_id,
             )
         fields["timer"] = parse_timer(timer, where, node_id)
@@ -126,8 +125,8 @@ def check(nodes: Mapping[str, Node], starts: Mapping[str | None, str]) -> None:
         host = nodes[scope] if scope is not None else None
         triggered = host is not None and host.triggered_by_event
         where = f"node {start_id!r} (startEvent)"
-        if scope is None and start.message is not None:
-            continue  # the process's own message start event (``graph``)
+        if scope is None and (start.message is not None or start.timer is not None):
+            continue  # the process's own message or timer start event (``graph``)
         if not triggered and has_trigger(start):
             raise InvalidDefinition(
                 f"{where}: only the start event of an event subprocess (triggeredByEvent) "
@@ -148,6 +147,12 @@ def check(nodes: Mapping[str, Node], starts: Mapping[str | None, str]) -> None:
             _once(seen_codes, (outer, start.catches), host.id, f"catches error {start.catches!r}")
         if start.message is not None:
             _once(seen_messages, (outer, start.message), host.id, f"waits for {start.message!r}")
+        if start.timer is not None and start.timer.kind == "cycle":
+            raise InvalidDefinition(
+                f"{where}: a timer cycle on the start event of an event subprocess is not "
+                f"supported yet; use a duration or a date",
+                start_id,
+            )
     for node in nodes.values():
         if not node.triggered_by_event:
             continue

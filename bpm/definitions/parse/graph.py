@@ -38,6 +38,7 @@ class GraphBuilder:
         self.nodes: dict[str, Node] = {}
         self.starts: dict[str | None, str] = {}
         self.message_starts: dict[str, str] = {}
+        self.timer_starts: list[str] = []
         self.boundaries: dict[str, tuple[str, ...]] = {}
 
     def add_scope(self, raw: Mapping[str, Any], scope: str | None) -> None:
@@ -142,6 +143,8 @@ class GraphBuilder:
             self.nodes[node_id] = node
             if node.type is NodeType.START and scope is None and node.message is not None:
                 self._add_message_start(node)
+            elif node.type is NodeType.START and scope is None and node.timer is not None:
+                self._add_timer_start(node)
             elif node.type is NodeType.START:
                 if scope in self.starts:
                     raise InvalidDefinition(
@@ -155,11 +158,12 @@ class GraphBuilder:
             n for n, (raw, _) in self.raw_nodes.items() if raw.get("type") == NodeType.SUBPROCESS
         }
         for scope in scopes:
-            if scope is None and scope not in self.starts and self.message_starts:
+            triggered = [*self.message_starts.values(), *self.timer_starts]
+            if scope is None and scope not in self.starts and triggered:
                 # Without a none start event, a start without a message begins at the only
                 # start event, as in Camunda 7 (``lifecycle.start`` refuses when there are
                 # several).
-                self.starts[None] = next(iter(self.message_starts.values()))
+                self.starts[None] = triggered[0]
             if scope not in self.starts:
                 inside = "the process" if scope is None else f"subProcess {scope!r}"
                 raise InvalidDefinition(f"{inside} has no startEvent", scope)
@@ -272,6 +276,23 @@ class GraphBuilder:
             )
         self.message_starts[node.message] = node.id
 
+    def _add_timer_start(self, node: Node) -> None:
+        assert node.timer is not None
+        if node.timer.expression is not None:
+            raise InvalidDefinition(
+                f"node {node.id!r} (startEvent): a timer start event's timer is a literal "
+                f"(there are no variables before the instance exists), got "
+                f"{node.timer.source!r}",
+                node.id,
+            )
+        if not node.interrupting:
+            raise InvalidDefinition(
+                f"node {node.id!r} (startEvent): 'interrupting' belongs to the start event of "
+                f"an event subprocess",
+                node.id,
+            )
+        self.timer_starts.append(node.id)
+
     def _check_reachable(self) -> None:
         seen: set[str] = set()
         # an event subprocess is entered by its trigger, not a flow: reachable as its scope is
@@ -279,6 +300,7 @@ class GraphBuilder:
             [
                 *self.starts.values(),
                 *self.message_starts.values(),
+                *self.timer_starts,
                 *(n for n in self.nodes if self.nodes[n].triggered_by_event),
             ]
         )

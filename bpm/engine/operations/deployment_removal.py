@@ -6,9 +6,11 @@ from __future__ import annotations
 from uuid import UUID
 
 from bpm.engine.core.engine_core import EngineCore
+from bpm.engine.operations import start_timers
 from bpm.errors import InvalidOperation, NotFound
 from bpm.states import EngineEvent
-from bpm.store import deployments
+from bpm.store import definitions, deployments
+from bpm.store import start_timers as start_timer_rows
 
 OPERATOR = "operator"
 
@@ -28,7 +30,10 @@ def delete(core: EngineCore, deployment_id: UUID) -> None:
                 " started from its definitions (bpm keeps a definition while any instance or"
                 " its history names it; retention removes ended instances)"
             )
+        keys = definitions.keys_of(tx.conn, definition_ids)
+        start_timer_rows.disarm(tx.conn, definition_ids)
         deployments.delete(tx.conn, deployment_id)
+        start_timers.arm_latest(tx, core, keys)
         tx.history.engine(
             instance_id=None,
             at=tx.now,

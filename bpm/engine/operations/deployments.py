@@ -25,6 +25,7 @@ from bpm.definitions.parse.document import compile_definition
 from bpm.dmn import Decision, parse_dmn
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Conflict, Tx
+from bpm.engine.operations import start_timers as timer_starts
 from bpm.errors import DeploymentInvalid, InputRefused, InvalidDefinition, InvalidOperation
 from bpm.limits import NAME_MAX, RESOURCE_MAX_BYTES, check_text, quoted
 from bpm.states import EngineEvent
@@ -115,6 +116,7 @@ class _Process:
     ttl_seconds: int | None
     #: message name -> start event id
     message_starts: dict[str, str] = field(default_factory=dict)
+    timer_starts: tuple[str, ...] = ()
 
 
 @dataclass
@@ -159,6 +161,7 @@ def _process(resource: str, document: Any, source: str, fmt: str) -> _Process:
         fmt,
         ttl,
         dict(graph.message_starts),
+        graph.timer_starts,
     )
 
 
@@ -359,6 +362,7 @@ def _insert_process(tx: Tx, p: _Process, latest: Any, deployment_id: UUID) -> De
         resource=p.resource,
     )
     message_starts.record(tx.conn, row.id, p.message_starts)
+    timer_starts.arm(tx, row, compile_definition(p.document) if p.timer_starts else None)
     tx.history.engine(
         instance_id=None,
         at=tx.now,

@@ -141,10 +141,13 @@ def start(
             if existing is not None:
                 return Started(existing.id, key, existing.business_key, existing.state, False), None
         graph = core.graph(row.id, tx.conn)
-        if graph.start_of(None).message is not None and len(graph.message_starts) > 1:
+        first = graph.start_of(None)
+        if (first.message or first.timer) and len(graph.message_starts) + len(
+            graph.timer_starts
+        ) > 1:
             raise InvalidOperation(
-                f"process {key!r} has no none start event: it starts by one of the messages "
-                f"{', '.join(repr(m) for m in sorted(graph.message_starts))}; correlate one"
+                f"process {key!r} has no none start event: it starts by its message or timer "
+                f"start events ({', '.join(sorted([*graph.message_starts, *graph.timer_starts]))})"
             )
         initiator = graph.start_of(None).initiator
         if initiator is not None and (options.get("user") is not None or initiator not in checked):

@@ -20,8 +20,10 @@ from uuid import UUID
 from bpm.definitions.model import NodeType, ProcessGraph
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Next, Stale, Tx
+from bpm.engine.operations import start_timers
 from bpm.engine.semantics import event_subprocesses, steps, timer_events, writes
 from bpm.states import TimerState, TokenEvent
+from bpm.store import start_timers as start_timer_rows
 from bpm.store import timers
 from bpm.store.rows import TimerRow, TokenRow
 
@@ -35,7 +37,8 @@ class Fired:
 
 
 def scan_timers(core: EngineCore, now: datetime, batch: int = 500) -> list[Fired]:
-    """Fire every timer due at ``now`` (up to ``batch``); returns what this call fired."""
+    """Fire every timer due at ``now`` (up to ``batch``), and start the instances timer start
+    events are due for; returns the timers this call fired."""
     with core.db.transaction() as conn:
         due = timers.claim_due(conn, now, batch)
     fired: list[Fired] = []
@@ -47,6 +50,13 @@ def scan_timers(core: EngineCore, now: datetime, batch: int = 500) -> list[Fired
             continue
         if result is not None:
             fired.append(result)
+    started = start_timers.scan(core, now)
+    if started:
+        log.info(
+            "timer start events started %d instance(s)",
+            started,
+            extra={"action": "started", "count": started},
+        )
     if fired:
         worst = max(f.lateness for f in fired).total_seconds() * 1000
         log.info(
@@ -105,7 +115,8 @@ def _start_event_subprocess(
 
 def next_due(core: EngineCore) -> datetime | None:
     with core.db.transaction() as conn:
-        return timers.next_due(conn)
+        found = [timers.next_due(conn), start_timer_rows.next_due(conn)]
+    return min((d for d in found if d is not None), default=None)
 
 
 __all__ = ["Fired", "fire", "next_due", "scan_timers"]

@@ -337,11 +337,10 @@ class Run:
                 continue
             self.rt.drain()
             return
-        if starts := self.model.message_starts(message):
-            raise MissingOperation(
-                f"no instance waits for message {message!r}, and the engine has no operation "
-                f"that starts an instance by a message (message start events {starts})"
-            )
+        if self.model.message_starts(message):
+            self.rt.engine.correlate(message, start_messages_only=True)
+            self.rt.drain()
+            return
         raise NoMatchingWait(f"no instance of the scenario waits for message {message!r}")
 
     def broadcast(self, signal: str) -> None:
