@@ -63,6 +63,11 @@ def local_view(tx: Tx, g: ProcessGraph, tok: TokenRow, values: dict[str, Any]) -
     return dict(found.get(chain[1], {})) if len(chain) > 1 else values
 
 
+def own_locals(tx: Tx, tok: TokenRow) -> dict[str, Any]:
+    """The local variables of ``tok``'s own scope (a multi-instance body's counters)."""
+    return dict(_locals(tx, tok.instance_id).get((tok.id, tok.node_id), {}))
+
+
 def view_of_task(tx: Tx, g: ProcessGraph, task: TaskRow) -> dict[str, Any]:
     """What the token of ``task`` sees (the token is read only when the definition has
     scopes)."""
@@ -146,7 +151,8 @@ def complete(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> str | None:
 def end(tx: Tx, g: ProcessGraph | None, tok: TokenRow) -> None:
     """``tok`` leaves its node: that scope's local variables end with it."""
     scope = (tok.id, tok.node_id)
-    if scope not in tx.local_scopes and not (g is not None and g.node(tok.node_id).inputs):
+    node = g.node(tok.node_id) if g is not None else None
+    if scope not in tx.local_scopes and not (node and (node.inputs or node.multi_instance)):
         return
     tx.local_scopes.discard(scope)
     names = local_variables.end(tx.conn, tok.instance_id, tok.id, tok.node_id)
