@@ -18,6 +18,7 @@ from bpm.definitions import bpmn_tasks as tasks
 from bpm.definitions.bpmn_declarations import Declarations, local_id
 from bpm.definitions.bpmn_feel import FeelUnsupported, translate_condition
 from bpm.definitions.bpmn_handlers import handler_name
+from bpm.definitions.bpmn_multi_instance import LOOPS
 from bpm.definitions.bpmn_names import BPM, BPMN, CAMUNDA, CAMUNDA_ALIASES
 from bpm.definitions.bpmn_reader import Reader, not_yet, problems_of, refusal, reject
 from bpm.definitions.bpmn_xml import XmlElement, parse_xml
@@ -27,7 +28,7 @@ from bpm.errors import InvalidDefinition
 
 __all__ = ["compile_bpmn", "handler_name"]
 Mapped = dict[str, Any]
-_SCOPE_PARTS = {"documentation", "extensionElements", "laneSet", "incoming", "outgoing"}
+_SCOPE_PARTS = {"documentation", "extensionElements", "laneSet", "incoming", "outgoing", *LOOPS}
 
 
 def compile_bpmn(

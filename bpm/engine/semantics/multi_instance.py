@@ -93,8 +93,6 @@ def enter(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next | Leaving:
     if mi.output_collection is not None:
         counters[mi.output_collection] = [None] * count
     scopes.write(tx, g, tok, counters, local=True)
-    if count == 0:  # Camunda: no iteration, the activity completes at once
-        return _leaving(tx, g, tok, mi)
     body = move(
         tx,
         tok,
@@ -103,6 +101,8 @@ def enter(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next | Leaving:
         wait_kind=WaitKind.CHILDREN,
         data={"multi_instance": mi.describe(), "instances": count},
     )
+    if count == 0:  # Camunda: no iteration, the activity completes at once
+        return _leaving(tx, g, body, mi)
     first = _start(tx, g, body, node, items, range(started))
     if g.timer_boundaries(node.id):
         waits.arm_boundaries(tx, g, body, node)
@@ -131,7 +131,7 @@ def iteration_done(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next |
         ACTIVE: max(int(own.get(ACTIVE, 1)) - 1, 0),
         COMPLETED: int(own.get(COMPLETED, 0)) + 1,
     }
-    seen = {**scopes.view(tx, g, tok), **counters}
+    seen = {**scopes.view(tx, g, tok), **counters, **_zeebe_names(counters)}
     try:
         if mi.output_collection is not None and mi.output_element is not None:
             collected = list(own.get(mi.output_collection) or [])
@@ -166,6 +166,15 @@ def iteration_done(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next |
         return NextToken(following.id, 0)
     scopes.write(tx, g, body, counters, local=True)
     return None
+
+
+def _zeebe_names(counters: dict[str, Any]) -> dict[str, Any]:
+    """Zeebe's names of the counters, which its completion conditions read."""
+    return {
+        "numberOfInstances": counters[INSTANCES],
+        "numberOfActiveInstances": counters[ACTIVE],
+        "numberOfCompletedInstances": counters[COMPLETED],
+    }
 
 
 def decide(tx: Tx, body: TokenRow) -> Leaving | None:
