@@ -384,3 +384,28 @@ def test_a_bad_marker_is_refused_at_deploy_naming_the_node(
     with pytest.raises(InvalidDefinition) as err:
         compile_definition(service(mi))
     assert expected in str(err.value) and "'mi'" in str(err.value)
+
+
+def test_the_diagram_shows_the_marker_and_the_iterations(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("after")
+    calls.add("work")
+    doc = (
+        ProcessBuilder("p")
+        .start()
+        .service_task("mi", handler="work", multi_instance={"cardinality": 3})
+        .user_task("seq", multi_instance={"sequential": True, "cardinality": 2})
+        .service_task("after", handler="after")
+        .end()
+        .sequence("start", "mi", "seq", "after", "end")
+        .build()
+    )
+    rt.deploy(doc)
+    iid = rt.start("p")
+    rt.drain()
+    mermaid = rt.engine.diagram(iid)
+    assert 'n_mi("mi<br/>|||<br/>1x, 3 runs, 3 iterations")' in mermaid
+    assert 'n_seq("seq<br/>≡<br/>1x, 1 iterations")' in mermaid
+    svg = rt.engine.diagram(iid, fmt="svg")
+    assert svg.count('class="mi"') == 6
