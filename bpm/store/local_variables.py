@@ -88,6 +88,30 @@ def write(
     )
 
 
+def write_scopes(
+    conn: Connection,
+    instance_id: UUID,
+    scopes: Mapping[tuple[UUID, str], Mapping[str, Any]],
+    now: datetime,
+) -> None:
+    """``write`` for several scopes (token id, node id) in one statement."""
+    params = [
+        {
+            "instance_id": instance_id,
+            "scope_token_id": token_id,
+            "scope_node_id": node_id,
+            "name": name,
+            "value": value,
+            "version": 1,
+            "updated_at": now,
+        }
+        for (token_id, node_id), values in scopes.items()
+        for name, value in values.items()
+    ]
+    if params:
+        conn.execute(_UPSERTS[conn.dialect.name], params)
+
+
 def end(conn: Connection, instance_id: UUID, token_id: UUID, node_id: str) -> list[str]:
     """Delete the scope's variables; returns their names. On PostgreSQL the statement locks
     the instance's row first."""

@@ -21,8 +21,9 @@ it all, so history rebuilds it (``bpm replay --check``).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
+from uuid import UUID
 
 from bpm.definitions.model import MultiInstance, Node, ProcessGraph
 from bpm.engine.core.tx import Next, NextToken, Stale, Tx
@@ -116,8 +117,8 @@ def iteration_done(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next |
     the condition held: the iterations still running are cancelled)."""
     mi = node.multi_instance
     assert mi is not None and tok.parent_token_id is not None
-    parent = tx.token(tok.parent_token_id)
-    body = tx.lock_token(parent) if parent is not None else None
+    # the body's row, locked (its instance's first): only its id and instance are read
+    body = tx.lock_token(replace(tok, id=tok.parent_token_id))
     if body is None or body.state != TokenState.WAITING or body.wait_kind != WaitKind.CHILDREN:
         raise Stale(f"multi-instance body of token {tok.id} is no longer waiting")
     if node.outputs:  # evaluated under the lock: an output appending to a list sees the last
@@ -131,7 +132,9 @@ def iteration_done(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next |
         ACTIVE: max(int(own.get(ACTIVE, 1)) - 1, 0),
         COMPLETED: int(own.get(COMPLETED, 0)) + 1,
     }
-    seen = {**scopes.view(tx, g, tok), **counters, **_zeebe_names(counters)}
+    seen: dict[str, Any] = {}
+    if mi.completion_condition is not None or mi.output_element is not None:
+        seen = {**scopes.view(tx, g, tok), **counters, **_zeebe_names(counters)}
     try:
         if mi.output_collection is not None and mi.output_element is not None:
             collected = list(own.get(mi.output_collection) or [])
@@ -213,11 +216,13 @@ def _start(
         for _ in counters
     ]
     create(tx, rows, [(body.id, row.id, LinkType.FORK) for row in rows])
+    fresh: dict[tuple[UUID, str], dict[str, Any]] = {}
     for row, counter in zip(rows, counters, strict=True):
         values: dict[str, Any] = {LOOP_COUNTER: counter}
         if mi.element_variable is not None:
             values[mi.element_variable] = items[counter] if counter < len(items) else None
-        scopes.write(tx, g, row, values, local=True)
+        fresh[(row.id, node.id)] = values
+    scopes.enter_scopes(tx, body.instance_id, fresh)
     for row in rows[1:]:
         tx.advance_later(row.id, 0)
     return rows[0]

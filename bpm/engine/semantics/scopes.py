@@ -193,6 +193,23 @@ def _set_local(
     )
 
 
+def enter_scopes(tx: Tx, instance_id: UUID, scopes: Locals) -> None:
+    """Local variables of new scopes (tokens this transaction created), in one statement:
+    their rows are new, so no lock is needed."""
+    local_variables.write_scopes(tx.conn, instance_id, scopes, tx.now)
+    for scope, values in scopes.items():
+        tx.local_scopes.add(scope)
+        tx.history.engine(
+            instance_id=instance_id,
+            at=tx.now,
+            type=EngineEvent.LOCAL_VARIABLES_SET,
+            node_id=scope[1],
+            token_id=scope[0],
+            actor=tx.actor,
+            data={"values": values},
+        )
+
+
 def _locals(tx: Tx, instance_id: UUID) -> Locals:
     found: Locals = {}
     for row in local_variables.of_instance(tx.conn, instance_id):
@@ -205,10 +222,13 @@ def _chain(tx: Tx, tok: TokenRow, found: Locals) -> list[Scope]:
     (not the one whose boundary event started its path: that path runs beside it)."""
     own = (tok.id, tok.node_id)
     chain = [own]
-    if tok.scope_id is None or all(scope == own for scope in found):
-        return chain
+    iteration = tok.scope_id == tok.node_id and tok.parent_token_id is not None
+    if iteration:  # a multi-instance iteration: its body is the scope around it
+        chain.append((tok.parent_token_id, tok.node_id))  # type: ignore[arg-type]
+    if tok.scope_id is None or all(scope in chain for scope in found):
+        return chain  # no other scope has local variables: the tree need not be read
     tree = Tree.read(tx, tok.instance_id)
-    current = tree.get(tok.id) or tok
+    current = tree.get(tok.parent_token_id if iteration else tok.id) or tok
     while current.scope_id is not None:
         host = tree.host_of(current, current.scope_id)
         if host is None:
