@@ -409,3 +409,156 @@ def test_the_diagram_shows_the_marker_and_the_iterations(
     assert 'n_seq("seq<br/>≡<br/>1x, 1 iterations")' in mermaid
     svg = rt.engine.diagram(iid, fmt="svg")
     assert svg.count('class="mi"') == 6
+
+
+def test_a_bad_collection_fixed_by_an_operator_runs_on_retry(
+    rt: Harness, seen: Calls, pg_db: Database
+) -> None:
+    rt.deploy(service({"collection": "items"}))
+    iid = rt.start("p", {"items": "oops"})
+    rt.drain()
+    (failed,) = [t for t in rows.tokens_of(pg_db, iid) if t.state == "FAILED"]
+    rt.engine.set_variables(iid, {"items": [1, 2]})
+    rt.engine.retry(failed.id)
+    rt.drain()
+    assert_finished_cleanly(pg_db, iid)
+    assert seen.count("work") == 2
+
+
+def test_an_error_end_event_in_an_iteration_leaves_the_whole_subprocess(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("after")
+    calls.add("handle")
+    body = ProcessBuilder("ignored").start("s").exclusive_gateway("g", default="ok")
+    body.user_task("wait").end("e").end("bad", error="BAD")
+    body.flow("s", "g").flow("g", "bad", condition="${x == 2}").flow("g", "wait", flow_id="ok")
+    body.flow("wait", "e")
+    doc = (
+        ProcessBuilder("p")
+        .start()
+        .sub_process("mi", body, multi_instance={"collection": "xs", "elementVariable": "x"})
+        .error_boundary("caught", attached_to="mi", error="BAD")
+        .service_task("handle", handler="handle")
+        .end()
+        .end("e2")
+        .sequence("start", "mi", "end")
+        .sequence("caught", "handle", "e2")
+        .build()
+    )
+    rt.deploy(doc)
+    iid = rt.start("p", {"xs": [1, 2, 3]})
+    rt.drain()
+    assert calls.count("handle") == 1
+    assert open_tasks(rt, iid) == []
+    assert_finished_cleanly(pg_db, iid)
+
+
+def test_a_terminate_end_event_ends_only_its_iteration(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("after")
+    body = ProcessBuilder("ignored").start("s").parallel_gateway("fork")
+    body.user_task("wait").end("e").end("stop", terminate=True)
+    body.flow("s", "fork").flow("fork", "wait").flow("fork", "stop").flow("wait", "e")
+    rt.deploy(
+        around(
+            ProcessBuilder("p").start().sub_process("mi", body, multi_instance={"cardinality": 3})
+        )
+    )
+    iid = rt.start("p")
+    rt.drain()
+    assert open_tasks(rt, iid) == []
+    assert calls.count("after") == 1
+    assert_finished_cleanly(pg_db, iid)
+
+
+def test_a_non_interrupting_timer_on_the_body_runs_beside_the_iterations(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("after")
+    calls.add("remind")
+    doc = (
+        ProcessBuilder("p")
+        .start()
+        .user_task("mi", multi_instance={"cardinality": 2})
+        .timer_boundary("nudge", attached_to="mi", duration="PT1H", interrupting=False)
+        .service_task("remind", handler="remind")
+        .service_task("after", handler="after")
+        .end()
+        .end("e2")
+        .sequence("start", "mi", "after", "end")
+        .sequence("nudge", "remind", "e2")
+        .build()
+    )
+    rt.deploy(doc)
+    iid = rt.start("p")
+    rt.drain()
+    rt.pass_time(timedelta(hours=2))
+    assert calls.count("remind") == 1
+    assert len(open_tasks(rt, iid)) == 2
+    for task in open_tasks(rt, iid):
+        rt.engine.complete_user_task(task["id"])
+        rt.drain()
+    assert calls.count("after") == 1
+    assert_finished_cleanly(pg_db, iid)
+
+
+def test_a_receive_task_and_a_nested_multi_instance_see_their_own_scopes(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("after")
+    got: list[tuple[Any, Any]] = []
+    calls.add("inner", lambda ctx: got.append((ctx.variables["row"], ctx.variables["col"])))
+    body = ProcessBuilder("ignored").start("s")
+    body.service_task(
+        "inner", handler="inner", multi_instance={"collection": "cols", "elementVariable": "col"}
+    )
+    body.receive_task("wait", message="go", multi_instance={"cardinality": 1}).end("e")
+    body.sequence("s", "inner", "wait", "e")
+    rt.deploy(
+        around(
+            ProcessBuilder("p")
+            .start()
+            .sub_process(
+                "mi", body, multi_instance={"collection": "rows", "elementVariable": "row"}
+            )
+        )
+    )
+    iid = rt.start("p", {"rows": ["a", "b"], "cols": [1, 2]})
+    rt.drain()
+    assert sorted(got) == [("a", 1), ("a", 2), ("b", 1), ("b", 2)]
+    rt.engine.correlate("go", instance_id=iid, all_waiting=True)
+    rt.drain()
+    assert_finished_cleanly(pg_db, iid)
+
+
+def test_a_sequential_call_activity_cancelled_by_a_timer_cancels_the_called_instance(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("late")
+    child = ProcessBuilder("child").start().user_task("approve").end()
+    rt.deploy(child.sequence("start", "approve", "end").build())
+    doc = (
+        ProcessBuilder("p")
+        .start()
+        .call_activity("mi", process="child", multi_instance={"sequential": True, "cardinality": 3})
+        .timer_boundary("too_long", attached_to="mi", duration="PT1H")
+        .service_task("late", handler="late")
+        .end()
+        .end("e2")
+        .sequence("start", "mi", "end")
+        .sequence("too_long", "late", "e2")
+        .build()
+    )
+    rt.deploy(doc)
+    iid = rt.start("p")
+    rt.drain()
+    [task] = rt.engine.user_tasks()
+    rt.engine.complete_user_task(task["id"])
+    rt.drain()
+    rt.pass_time(timedelta(hours=2))
+    assert calls.count("late") == 1
+    assert_finished_cleanly(pg_db, iid)
+    states = sorted(i["state"] for i in rt.engine.instances(limit=10) if i["key"] == "child")
+    assert states == ["CANCELLED", "COMPLETED"]
