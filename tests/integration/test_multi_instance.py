@@ -562,3 +562,29 @@ def test_a_sequential_call_activity_cancelled_by_a_timer_cancels_the_called_inst
     assert_finished_cleanly(pg_db, iid)
     states = sorted(i["state"] for i in rt.engine.instances(limit=10) if i["key"] == "child")
     assert states == ["CANCELLED", "COMPLETED"]
+
+
+def test_every_job_delivered_twice_runs_each_iteration_once(
+    rt: Harness, seen: Calls, pg_db: Database
+) -> None:
+    rt.deploy(user({"cardinality": 3}))
+    iid = rt.start("p")
+    for _ in range(10):  # every queued job goes out twice, as a redelivery would
+        jobs = rt.queued()
+        if not jobs:
+            break
+        rt.queue.dispatch(jobs + jobs)
+        rt.drain()
+    tasks = open_tasks(rt, iid)
+    assert len(tasks) == 3
+    for task in tasks:
+        rt.engine.complete_user_task(task["id"])
+    for _ in range(10):
+        jobs = rt.queued()
+        if not jobs:
+            break
+        rt.queue.dispatch(jobs + jobs)
+        rt.drain()
+    assert seen.count("after") == 1
+    assert len(rows.tasks_of(pg_db, iid, "mi")) == 3
+    assert_finished_cleanly(pg_db, iid)
