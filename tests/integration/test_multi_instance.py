@@ -14,6 +14,7 @@ import pytest
 from bpm.definitions import ProcessBuilder
 from bpm.definitions.parse import compile_definition
 from bpm.engine.operations.external import TopicRequest
+from bpm.engine.operations.history_views import VisitQuery
 from bpm.errors import InvalidDefinition
 from bpm.store import Database, variables
 from tests.helpers import db as rows
@@ -588,3 +589,23 @@ def test_every_job_delivered_twice_runs_each_iteration_once(
     assert seen.count("after") == 1
     assert len(rows.tasks_of(pg_db, iid, "mi")) == 3
     assert_finished_cleanly(pg_db, iid)
+
+
+def test_history_shows_the_body_and_each_iteration_as_camunda_does(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("after")
+    rt.deploy(user({"cardinality": 3, "completionCondition": "${nrOfCompletedInstances == 1}"}))
+    iid = rt.start("p")
+    rt.drain()
+    rt.engine.complete_user_task(open_tasks(rt, iid)[0]["id"])
+    rt.drain()
+    visits, _ = rt.engine.find_visits(VisitQuery(instance_id=iid))
+    at_mi = [(v.node_id, v.type, v.canceled) for v in visits if v.node_id.startswith("mi")]
+    assert at_mi[0] == ("mi#multiInstanceBody", "multiInstanceBody", False)
+    assert sorted(at_mi[1:]) == [
+        ("mi", "userTask", False),
+        ("mi", "userTask", True),
+        ("mi", "userTask", True),
+    ]
+    assert all(v.ended_at is not None for v in visits)
