@@ -609,3 +609,18 @@ def test_history_shows_the_body_and_each_iteration_as_camunda_does(
         ("mi", "userTask", True),
     ]
     assert all(v.ended_at is not None for v in visits)
+
+
+def test_compensation_and_multi_instance_do_not_mix_at_deploy() -> None:
+    doc = service({"cardinality": 2})
+    doc["nodes"][1]["compensation"] = {"handler": "undo"}
+    with pytest.raises(InvalidDefinition, match="cannot declare a compensation"):
+        compile_definition(doc)
+    doc = service({"cardinality": 2})
+    del doc["nodes"][1]["multiInstance"]
+    doc["nodes"][1]["compensation"] = {"node": "undo"}
+    doc["nodes"].append(
+        {"id": "undo", "type": "serviceTask", "handler": "u", "multiInstance": {"cardinality": 2}}
+    )
+    with pytest.raises(InvalidDefinition, match="or be multi-instance"):
+        compile_definition(doc)
