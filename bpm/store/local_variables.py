@@ -52,6 +52,12 @@ def of_instance(conn: Connection, instance_id: UUID) -> list[LocalRow]:
     return [LocalRow(*row) for row in rows]
 
 
+def of_tokens(conn: Connection, instance_id: UUID, token_ids: list[UUID]) -> list[LocalRow]:
+    """The local variables of the scopes these tokens own."""
+    stmt = select(*_COLS).where(t.c.instance_id == instance_id, t.c.scope_token_id.in_(token_ids))
+    return [LocalRow(*row) for row in conn.execute(stmt)]
+
+
 def of_instances(conn: Connection, instance_ids: list[UUID]) -> dict[UUID, list[LocalRow]]:
     out: dict[UUID, list[LocalRow]] = {iid: [] for iid in instance_ids}
     if instance_ids:

@@ -43,9 +43,9 @@ def overlay(tx: Tx, g: ProcessGraph, tok: TokenRow, values: dict[str, Any]) -> d
     ``tok`` is in laid over them, innermost last."""
     if not (g.has_mappings or tx.local_scopes):
         return values
-    found = _locals(tx, tok.instance_id)
+    found, chain = _found_and_chain(tx, g, tok)
     if found:
-        for scope in reversed(_chain(tx, tok, found)):
+        for scope in reversed(chain):
             values.update(found.get(scope, {}))
     return values
 
@@ -65,7 +65,8 @@ def local_view(tx: Tx, g: ProcessGraph, tok: TokenRow, values: dict[str, Any]) -
 
 def own_locals(tx: Tx, tok: TokenRow) -> dict[str, Any]:
     """The local variables of ``tok``'s own scope (a multi-instance body's counters)."""
-    return dict(_locals(tx, tok.instance_id).get((tok.id, tok.node_id), {}))
+    own = (tok.id, tok.node_id)
+    return dict(_locals(tx, tok.instance_id, [own]).get(own, {}))
 
 
 def view_of_task(tx: Tx, g: ProcessGraph, task: TaskRow) -> dict[str, Any]:
@@ -97,8 +98,8 @@ def write(
     if not (g.has_mappings or tx.local_scopes):
         tx.write_variables(tok.instance_id, dict(values))
         return
-    found = _locals(tx, tok.instance_id)
-    chain = _chain(tx, tok, found)[1 if outward else 0 :] if found else []
+    found, chain = _found_and_chain(tx, g, tok)
+    chain = chain[1 if outward else 0 :]
     to_instance: dict[str, Any] = {}
     to_scope: dict[Scope, dict[str, Any]] = {}
     for name, value in values.items():
@@ -210,9 +211,27 @@ def enter_scopes(tx: Tx, instance_id: UUID, scopes: Locals) -> None:
         )
 
 
-def _locals(tx: Tx, instance_id: UUID) -> Locals:
+def _found_and_chain(tx: Tx, g: ProcessGraph, tok: TokenRow) -> tuple[Locals, list[Scope]]:
+    """The local variables that matter to ``tok`` and its chain of scopes. An iteration of a
+    multi-instance activity directly in the process has a known chain (itself, its body):
+    only those two scopes are read, not every iteration's, nor the tree."""
+    if tok.scope_id == tok.node_id and tok.parent_token_id is not None:
+        if g.node(tok.node_id).scope is None:
+            chain = [(tok.id, tok.node_id), (tok.parent_token_id, tok.node_id)]
+            return _locals(tx, tok.instance_id, chain), chain
+    found = _locals(tx, tok.instance_id)
+    return found, (_chain(tx, tok, found) if found else [])
+
+
+def _locals(tx: Tx, instance_id: UUID, only: list[Scope] | None = None) -> Locals:
+    """The instance's local variables by scope (``only``: of these scopes' tokens)."""
     found: Locals = {}
-    for row in local_variables.of_instance(tx.conn, instance_id):
+    rows = (
+        local_variables.of_instance(tx.conn, instance_id)
+        if only is None
+        else local_variables.of_tokens(tx.conn, instance_id, [t for t, _ in only])
+    )
+    for row in rows:
         found.setdefault((row.scope_token_id, row.scope_node_id), {})[row.name] = row.value
     return found
 
