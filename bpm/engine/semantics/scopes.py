@@ -241,13 +241,13 @@ def _chain(tx: Tx, tok: TokenRow, found: Locals) -> list[Scope]:
     (not the one whose boundary event started its path: that path runs beside it)."""
     own = (tok.id, tok.node_id)
     chain = [own]
-    iteration = tok.scope_id == tok.node_id and tok.parent_token_id is not None
-    if iteration:  # a multi-instance iteration: its body is the scope around it
-        chain.append((tok.parent_token_id, tok.node_id))  # type: ignore[arg-type]
+    body = tok.parent_token_id if tok.scope_id == tok.node_id else None
+    if body is not None:  # a multi-instance iteration: its body is the scope around it
+        chain.append((body, tok.node_id))
     if tok.scope_id is None or all(scope in chain for scope in found):
         return chain  # no other scope has local variables: the tree need not be read
     tree = Tree.read(tx, tok.instance_id)
-    current = tree.get(tok.parent_token_id if iteration else tok.id) or tok
+    current = tree.get(body or tok.id) or tok
     while current.scope_id is not None:
         host = tree.host_of(current, current.scope_id)
         if host is None:
