@@ -624,3 +624,23 @@ def test_compensation_and_multi_instance_do_not_mix_at_deploy() -> None:
     )
     with pytest.raises(InvalidDefinition, match="or be multi-instance"):
         compile_definition(doc)
+
+
+def test_a_completion_condition_that_fails_is_an_incident_and_a_retry_ends_the_iteration(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("after")
+    rt.deploy(user({"cardinality": 2, "completionCondition": "${limit > nrOfCompletedInstances}"}))
+    iid = rt.start("p")
+    rt.drain()
+    rt.engine.complete_user_task(open_tasks(rt, iid)[0]["id"])
+    rt.drain()
+    (incident,) = rows.incidents_of(pg_db, iid, only_open=True)
+    assert incident.kind == "multi-instance" and "'mi'" in incident.message
+    (failed,) = [t for t in rows.tokens_of(pg_db, iid) if t.state == "FAILED"]
+    rt.engine.set_variables(iid, {"limit": 5})
+    rt.engine.retry(failed.id)
+    rt.drain()
+    assert open_tasks(rt, iid) == []  # 5 > 1: the other iteration is cancelled
+    assert calls.count("after") == 1
+    assert_finished_cleanly(pg_db, iid)
