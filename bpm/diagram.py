@@ -271,8 +271,7 @@ def _mermaid_ids(graph: ProcessGraph) -> dict[str, str]:
 
 
 def _mermaid_label(node: Node, m: NodeMark) -> str:
-    extra = [t for t in (marker_text(node), m.count_text()) if t]
-    lines = label_lines(node) + extra
+    lines = label_lines(node) + [t for t in (marker_text(node), m.count_text()) if t]
     return "<br/>".join(_mermaid_text(line) for line in lines)
 
 
@@ -343,6 +342,9 @@ def render_mermaid(graph: ProcessGraph, marks: Marks, *, title: str | None = Non
             links += 1
     if untaken:
         lines.append(f"    linkStyle {','.join(map(str, untaken))} {UNTAKEN_LINK}")
+    for node in graph.nodes.values():
+        if node.triggered_by_event:  # an event subprocess: BPMN draws its border dotted
+            lines.append(f"    style {ids[node.id]} stroke-dasharray:2 3")
     for status, name in MERMAID_CLASSES.items():
         fill, stroke, text = COLOURS[status]
         width = "3px" if status in (ACTIVE, FAILED) else "1px"

@@ -258,6 +258,8 @@ def _task(svg: Svg, node: Node, item: Item, m: NodeMark) -> None:
 def _subprocess(svg: Svg, node: Node, item: Item, m: NodeMark) -> None:
     fill, stroke, ink, width = _style(m)
     dash = ' stroke-dasharray="6 4"' if m.status == NOT_VISITED else ""
+    if node.triggered_by_event:  # an event subprocess: BPMN draws its border dotted
+        dash = ' stroke-dasharray="1.5 3" stroke-linecap="round"'
     _open_node(svg, node, m)
     svg.add(
         f'<rect x="{num(item.left)}" y="{num(item.top)}" width="{num(item.shape_w)}" '

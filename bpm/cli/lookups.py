@@ -27,6 +27,7 @@ def missing_handlers(rt: EmbeddedRuntime, key: str) -> list[str]:
         return []  # Engine.start reports the unknown key with its own message
     graph = rt.engine.core.graph(row.id)
     names = {node.handler for node in graph.nodes.values() if node.handler}
+    names |= {n.call.mapping for n in graph.nodes.values() if n.call and n.call.mapping}
     return sorted(name for name in names if name not in rt.engine.handlers)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from bpm.definitions.mappings import VARIABLE_NAME
 from bpm.definitions.model import ACTIVITIES, Node, NodeType
-from bpm.definitions.timers import parse_timer
+from bpm.definitions.timers import TIMER_KINDS, parse_timer
 from bpm.errors import InvalidDefinition
 
 ATTACHABLE = ACTIVITIES
@@ -24,15 +24,15 @@ def boundary_fields(
     if ("timer" in raw) == ("error" in raw):
         raise InvalidDefinition(
             f"{where}: needs exactly one of 'error' (the code it catches, "
-            f"or '*' for any) or 'timer' ({{\"duration\": ...}} or "
-            f'{{"date": ...}})',
+            f"or '*' for any) or 'timer' ({{\"duration\": ...}}, "
+            f'{{"date": ...}} or {{"cycle": ...}})',
             node_id,
         )
     if "timer" in raw:
         timer = raw["timer"]
-        if not isinstance(timer, Mapping) or set(timer) - {"duration", "date"}:
+        if not isinstance(timer, Mapping) or set(timer) - set(TIMER_KINDS):
             raise InvalidDefinition(
-                f"{where}: 'timer' must be an object with 'duration' or 'date'", node_id
+                f"{where}: 'timer' must be an object with 'duration', 'date' or 'cycle'", node_id
             )
         fields["timer"] = parse_timer(timer, where, node_id)
         if "errorCodeVariable" in raw or "errorMessageVariable" in raw:

@@ -15,9 +15,11 @@ from bpm.definitions import bpmn_calls, bpmn_common, bpmn_listeners
 from bpm.definitions import bpmn_camunda as camunda
 from bpm.definitions import bpmn_events as events
 from bpm.definitions import bpmn_tasks as tasks
-from bpm.definitions.bpmn_declarations import Declarations, local_id
+from bpm.definitions.bpmn_compensation import attach_compensation, is_compensation
+from bpm.definitions.bpmn_declarations import Declarations
 from bpm.definitions.bpmn_feel import FeelUnsupported, translate_condition
 from bpm.definitions.bpmn_handlers import handler_name
+from bpm.definitions.bpmn_links import join_links
 from bpm.definitions.bpmn_multi_instance import LOOPS
 from bpm.definitions.bpmn_names import BPM, BPMN, CAMUNDA, CAMUNDA_ALIASES
 from bpm.definitions.bpmn_reader import Reader, not_yet, problems_of, refusal, reject
@@ -48,7 +50,7 @@ def compile_bpmn(
         )
     file = _File(root, handlers)
     processes = [child for child in root.children if child.ns == BPMN and child.tag == "process"]
-    documents = [file.process(child) for child in processes if not _black_box(child)]
+    documents = [file.process(child) for child in _runnable(processes)]
     if file.problems:
         raise refusal(file.problems, file.first_element, file.elements)
     if not documents:
@@ -61,6 +63,16 @@ def compile_bpmn(
             )
         )
     return documents
+
+
+def _runnable(processes: list[XmlElement]) -> list[XmlElement]:
+    """The processes to compile. Next to a process marked ``isExecutable="true"``, one marked
+    ``"false"`` is documentation (a partner's pool, a sketch), which Camunda 7 does not deploy
+    either; in a file where none is marked executable (other modelers leave the flag false),
+    every process that is not an empty pool is compiled."""
+    if any(p.attrib.get("isExecutable") == "true" for p in processes):
+        return [p for p in processes if p.attrib.get("isExecutable") != "false"]
+    return [p for p in processes if not _black_box(p)]
 
 
 def _black_box(process: XmlElement) -> bool:
@@ -159,7 +171,7 @@ class _File:
                 flow = self.attempt(lambda child=child: self.flow(child, lines, flows))
                 if flow is not None:
                     flows.append(flow)
-            elif child.tag == "boundaryEvent" and _is_compensation(child):
+            elif child.tag == "boundaryEvent" and is_compensation(child):
                 self.attempt(
                     lambda child=child: self.compensation_boundary(child, associations, compensated)
                 )
@@ -172,11 +184,12 @@ class _File:
                 lines[node["id"]] = child.line
                 by_id[node["id"]] = node
                 nodes.append(node)
+        self.attempt(lambda: join_links(nodes, flows, lines))
         handlers = set()
         for activity, boundary in compensated.items():
             handlers.add(
                 self.attempt(
-                    lambda a=activity, b=boundary: _attach_compensation(
+                    lambda a=activity, b=boundary: attach_compensation(
                         b, a, associations, by_id, for_compensation
                     )
                 )
@@ -301,37 +314,6 @@ def _condition(flow: XmlElement, condition: XmlElement) -> str:
     return text
 
 
-def _attach_compensation(
-    boundary: XmlElement,
-    activity: str,
-    associations: dict[str, XmlElement],
-    by_id: dict[str, Mapped],
-    for_compensation: set[str],
-) -> str:
-    association = associations[boundary.attrib.get("id", "")]
-    handler = local_id(association.attrib.get("targetRef", ""))
-    target = by_id.get(activity)
-    if target is None:
-        raise reject(
-            boundary, f"is attached to {activity!r}, which is not an activity of the same scope"
-        )
-    if handler not in by_id or handler not in for_compensation:
-        raise reject(
-            boundary,
-            f"is associated with {handler!r}, which is not an activity "
-            f'of the same scope marked isForCompensation="true"',
-            "mark the handler activity",
-        )
-    if "compensation" in target:
-        raise reject(boundary, f"is a second compensation boundary on {activity!r}", "keep one")
-    target["compensation"] = {"node": handler}
-    return handler
-
-
-def _is_compensation(el: XmlElement) -> bool:
-    return any(c.ns == BPMN and c.tag == "compensateEventDefinition" for c in el.children)
-
-
 def _read_aliases_as_camunda(root: XmlElement) -> XmlElement:
     """Elements and attributes in ``CAMUNDA_ALIASES`` become Camunda's, everywhere."""
     todo = [root]
@@ -351,13 +333,13 @@ def _camunda_key(key: str) -> str:
 
 
 def _subprocess(file: _File, r: Reader, lines: dict[str, int]) -> Mapped:
-    if r.attr("triggeredByEvent") == "true":
-        raise reject(
-            r.el, 'is an event subprocess (triggeredByEvent="true"), which is not supported yet'
-        )
+    triggered = r.attr("triggeredByEvent")
+    if triggered not in (None, "true", "false"):
+        raise reject(r.el, f"has triggeredByEvent={triggered!r}", "use true or false")
     saga = file.attempt(lambda: _saga(r)) or {}
     nodes, flows = file.scope(r, lines)
-    return {"type": "subProcess", **saga, "nodes": nodes, "flows": flows}
+    esp = {"triggeredByEvent": True} if triggered == "true" else {}
+    return {"type": "subProcess", **esp, **saga, "nodes": nodes, "flows": flows}
 
 
 def _saga(r: Reader) -> Mapped:

@@ -1,8 +1,8 @@
 """A BPMN ``callActivity`` with Camunda 7's attributes and ``camunda:in``/``camunda:out``,
 read into the definition document's ``callActivity`` node (``bpm.definitions.calls``).
 
-What bpm cannot honour is refused by name: tenants (bpm has none), CMMN cases, and mapping
-classes or delegate expressions (no code runs from a model).
+What bpm cannot honour is refused by name: tenants (bpm has none) and CMMN cases. A mapping
+class or delegate expression names the handler that maps variables across the call.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from bpm.definitions.bpmn_handlers import handler_name
 from bpm.definitions.bpmn_names import CAMUNDA
 from bpm.definitions.bpmn_reader import Reader, reject
 from bpm.definitions.bpmn_xml import XmlElement
@@ -24,11 +25,9 @@ _REFUSED = {
     "calledElementTenantId": "bpm has no tenants; leave calledElementTenantId out",
     "caseRef": "call activities start processes only; CMMN cases are not supported",
     "caseBinding": "call activities start processes only; CMMN cases are not supported",
-    "variableMappingClass": "no code runs from a model: map variables with camunda:in and"
-    " camunda:out",
-    "variableMappingDelegateExpression": "no code runs from a model: map variables with"
-    " camunda:in and camunda:out",
 }
+#: Camunda's variable mapping, by class or bean: a registered handler of that name maps.
+_MAPPING = ("variableMappingClass", "variableMappingDelegateExpression")
 
 
 def call_activity(r: Reader) -> Mapped:
@@ -39,6 +38,11 @@ def call_activity(r: Reader) -> Mapped:
     if called is None or not called.strip():
         raise reject(r.el, "has no calledElement", "name the key of the process it calls")
     node: Mapped = {"type": "callActivity", "process": _expression(called.strip())}
+    given = [(a, v) for a in _MAPPING if (v := r.attr(a, CAMUNDA)) is not None and v.strip()]
+    if len(given) > 1:
+        raise reject(r.el, "has both camunda:variableMappingClass and a delegate expression")
+    if given:
+        node["mapping"] = handler_name(given[0][1])
     binding = r.attr("calledElementBinding", CAMUNDA) or "latest"
     if binding not in _BINDINGS:
         raise reject(

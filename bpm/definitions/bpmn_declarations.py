@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from bpm.definitions.bpmn_names import BPMN, CAMUNDA, PRESENTATIONAL
-from bpm.definitions.bpmn_reader import Reader, not_yet, problems_of
+from bpm.definitions.bpmn_reader import Reader, not_yet, problems_of, reject
 from bpm.definitions.bpmn_xml import XmlElement
+from bpm.definitions.parse.patterns import MESSAGE_PATTERN
 from bpm.errors import InvalidDefinition
 
 #: Top-level elements that are neither a process nor a declaration, read for no behaviour.
@@ -86,3 +87,32 @@ class Declarations:
 def local_id(ref: str) -> str:
     """``tns:task`` -> ``task``: element references may carry a namespace prefix."""
     return ref.rsplit(":", 1)[-1]
+
+
+def message(decl: Declarations, el: XmlElement, ref: str | None) -> str:
+    """The message name an element's ``messageRef`` stands for (its own id without one)."""
+    if not ref:
+        return el.attrib.get("id", "")  # no message: correlate by the element's own id
+    ref = decl.resolve(ref, decl.messages)
+    if ref not in decl.messages:
+        raise reject(
+            el,
+            f"refers to message {ref!r}, which the file does not declare",
+            f'add <message id="{ref}" name="..."/>',
+        )
+    name = decl.messages[ref]
+    if "${" in name or "#{" in name or name.startswith("="):
+        raise reject(
+            el,
+            f"refers to message {ref!r} named {name!r}: expressions in message "
+            f"names are not supported yet",
+            "use a fixed name and correlate by business key or variables",
+        )
+    if not MESSAGE_PATTERN.match(name):
+        raise reject(
+            el,
+            f"refers to message {ref!r} named {name!r}, which is not a name the engine "
+            f"correlates by (1 to 255 characters, no control characters or spaces at either end)",
+            "rename the message",
+        )
+    return name

@@ -6,12 +6,12 @@ import re
 from typing import Any
 
 from bpm.definitions import bpmn_forms
-from bpm.definitions.bpmn_declarations import Declarations
+from bpm.definitions import bpmn_tasks as tasks
+from bpm.definitions.bpmn_declarations import Declarations, message
 from bpm.definitions.bpmn_feel import FeelUnsupported, feel_timer
-from bpm.definitions.bpmn_names import BPMN, CAMUNDA
+from bpm.definitions.bpmn_names import BPM, BPMN, CAMUNDA
 from bpm.definitions.bpmn_reader import Reader, reject
 from bpm.definitions.bpmn_xml import XmlElement
-from bpm.definitions.parse.patterns import NAME_PATTERN
 
 Mapped = dict[str, Any]
 #: Event definitions bpm reads; the others are refused as not supported yet.
@@ -22,8 +22,12 @@ READ = frozenset(
         "compensateEventDefinition",
         "timerEventDefinition",
         "messageEventDefinition",
+        "linkEventDefinition",
     }
 )
+#: The key a link event's node carries while its scope is read: ("throw" or "catch", name).
+#: ``bpmn_links`` replaces it with the flow the link stands for.
+LINK = "_link"
 
 
 def event_definition(reader: Reader) -> XmlElement | None:
@@ -51,11 +55,51 @@ def start(decl: Declarations, r: Reader) -> Mapped:
     if initiator is not None and initiator.strip():
         node["initiator"] = initiator.strip()
     node.update(bpmn_forms.form(r))
+    parent = r.el.parent
+    if (
+        parent is not None
+        and parent.tag == "subProcess"
+        and (parent.attrib.get("triggeredByEvent") == "true")
+    ):
+        node.update(_event_subprocess_start(decl, r))
+        return node
     if event_definition(r) is not None:
         raise reject(
             r.el,
             "has an event definition; only none start events are supported yet",
             "start the instance with bpm start (or correlate a message to a receive task)",
+        )
+    return node
+
+
+def _event_subprocess_start(decl: Declarations, r: Reader) -> Mapped:
+    """The start event of an event subprocess: its trigger (error, message, timer) and
+    ``isInterrupting``; the other triggers are refused naming the element."""
+    interrupting = r.attr("isInterrupting")
+    definition = event_definition(r)
+    if interrupting not in (None, "true", "false"):
+        raise reject(r.el, f"has isInterrupting={interrupting!r}", "use true or false")
+    node: Mapped = {} if interrupting != "false" else {"interrupting": False}
+    if definition is None:
+        raise reject(
+            r.el,
+            "starts an event subprocess without an event definition",
+            "give it an error, message or timer event definition",
+        )
+    if definition.tag == "errorEventDefinition":
+        node["error"] = error_code(decl, r.el, definition, catch=True, into=node)
+    elif definition.tag == "messageEventDefinition":
+        mr = Reader(definition)
+        ref = mr.attr("messageRef")
+        mr.finish()
+        node["message"] = message(decl, r.el, ref)
+    elif definition.tag == "timerEventDefinition":
+        node["timer"] = timer(definition, r.el)
+    else:
+        raise reject(
+            r.el,
+            f"starts an event subprocess with {definition.tag}, which is not supported yet",
+            "use an error, message or timer start event",
         )
     return node
 
@@ -72,6 +116,8 @@ def end(decl: Declarations, r: Reader) -> Mapped:
         node["error"] = error_code(decl, r.el, definition, catch=False, into=node)
     elif definition.tag == "compensateEventDefinition":
         node.update(compensate(definition))
+    elif definition.tag == "messageEventDefinition":
+        return message_throw(decl, r, definition, otherwise=node)
     else:
         raise reject(r.el, f"with {definition.tag} is not supported yet")
     return node
@@ -127,34 +173,6 @@ def error_code(
     return code
 
 
-def message(decl: Declarations, el: XmlElement, ref: str | None) -> str:
-    if not ref:
-        return el.attrib.get("id", "")  # no message: correlate by the element's own id
-    ref = decl.resolve(ref, decl.messages)
-    if ref not in decl.messages:
-        raise reject(
-            el,
-            f"refers to message {ref!r}, which the file does not declare",
-            f'add <message id="{ref}" name="..."/>',
-        )
-    name = decl.messages[ref]
-    if "${" in name or "#{" in name or name.startswith("="):
-        raise reject(
-            el,
-            f"refers to message {ref!r} named {name!r}: expressions in message "
-            f"names are not supported yet",
-            "use a fixed name and correlate by business key or variables",
-        )
-    if not NAME_PATTERN.match(name):
-        raise reject(
-            el,
-            f"refers to message {ref!r} named {name!r}, which is not a name the "
-            f"engine correlates by (letters, digits, _ . : -, no spaces)",
-            "rename the message",
-        )
-    return name
-
-
 def timer(definition: XmlElement, owner: XmlElement) -> Mapped:
     reader = Reader(definition)
     duration = reader.child("timeDuration")
@@ -164,17 +182,15 @@ def timer(definition: XmlElement, owner: XmlElement) -> Mapped:
         if part is not None:
             Reader(part).finish()
     reader.finish()
-    if cycle is not None:
-        raise reject(
-            owner,
-            "has a timeCycle timer, which is not supported yet",
-            "use timeDuration or timeDate",
-        )
-    if (duration is None) == (date is None):
-        raise reject(owner, "needs exactly one of timeDuration or timeDate")
-    key, element = ("duration", duration) if duration is not None else ("date", date)
-    assert element is not None
+    given = [(k, e) for k, e in (("duration", duration), ("date", date), ("cycle", cycle)) if e]
+    if len(given) != 1:
+        raise reject(owner, "needs exactly one of timeDuration, timeDate or timeCycle")
+    key, element = given[0]
     value = element.text.strip()
+    if key == "cycle":
+        if value.startswith("="):
+            raise reject(owner, f"has the FEEL timer cycle {value!r}", "write it without '='")
+        return {key: "${" + value[2:] if value.startswith("#{") else value}
     if value.startswith("="):
         try:
             return {key: feel_timer(value)}
@@ -209,6 +225,8 @@ def _is_iso(value: str) -> bool:
 
 def catch(decl: Declarations, r: Reader) -> Mapped:
     definition = event_definition(r)
+    if definition is not None and definition.tag == "linkEventDefinition":
+        return {"type": "task", LINK: ("catch", link_name(r.el, definition))}
     if definition is not None and definition.tag == "timerEventDefinition":
         return {"type": "timerEvent", **timer(definition, r.el)}
     if definition is not None and definition.tag == "messageEventDefinition":
@@ -224,6 +242,10 @@ def throw(decl: Declarations, r: Reader) -> Mapped:
     definition = event_definition(r)
     if definition is None:
         return {"type": "task"}  # a none throw event only marks a point of the path
+    if definition.tag == "linkEventDefinition":
+        return {"type": "task", LINK: ("throw", link_name(r.el, definition))}
+    if definition.tag == "messageEventDefinition":
+        return message_throw(decl, r, definition, otherwise={"type": "task"})
     if definition.tag == "compensateEventDefinition":
         node: Mapped = {"type": "compensationThrow", **compensate(definition)}
         node.pop("compensate")
@@ -259,3 +281,51 @@ def boundary(decl: Declarations, r: Reader) -> Mapped:
     if cancel not in (None, "true", "false"):
         raise reject(r.el, f"has cancelActivity={cancel!r}", "use true or false")
     return node
+
+
+def link_name(el: XmlElement, definition: XmlElement) -> str:
+    reader = Reader(definition)
+    name = reader.attr("name")
+    reader.finish()
+    if not name or not name.strip():
+        raise reject(el, "has a linkEventDefinition without a name", "name the link")
+    return name.strip()
+
+
+#: Attributes that give a message throw event the code that sends its message.
+_SENDS = (
+    ("class", CAMUNDA),
+    ("expression", CAMUNDA),
+    ("delegateExpression", CAMUNDA),
+    ("type", CAMUNDA),
+    ("handler", BPM),
+    ("topic", BPM),
+)
+
+
+def message_throw(
+    decl: Declarations, r: Reader, definition: XmlElement, *, otherwise: Mapped
+) -> Mapped:
+    """A message intermediate throw or end event sends its message as a service task does:
+    its implementation (Camunda puts it on the ``messageEventDefinition``; on the event is
+    read too) runs, then the path goes on (or ends, for an end event: a task with no outgoing
+    flow ends its path). Without an implementation it sends nothing and is ``otherwise`` (a
+    none event), as in Camunda 7."""
+    dr = Reader(definition)
+    ref = dr.attr("messageRef")
+    if ref is not None:
+        message(decl, r.el, ref)  # a message that is not declared is still refused
+    for reader in (dr, r):
+        if _sends(reader):
+            node = tasks.service(decl, reader)
+            if reader is dr:
+                dr.finish()
+            return node
+    dr.finish()
+    return otherwise
+
+
+def _sends(reader: Reader) -> bool:
+    if any(reader.el.attrib.get(f"{{{ns}}}{name}") is not None for name, ns in _SENDS):
+        return True
+    return reader.extension("connector", CAMUNDA) is not None

@@ -39,6 +39,9 @@ def form(r: Reader) -> Mapped:
     if data is not None:
         dr = Reader(data)
         out["fields"] = [_field(f) for f in dr.children("formField", CAMUNDA)]
+        business_key = dr.attr("businessKey")
+        if business_key is not None and business_key.strip():
+            out["businessKey"] = business_key.strip()
         dr.finish()
     return {"form": out} if out else {}
 

@@ -8,8 +8,7 @@ from typing import Any
 
 from bpm.definitions import bpmn_camunda as camunda
 from bpm.definitions import bpmn_forms
-from bpm.definitions.bpmn_declarations import Declarations
-from bpm.definitions.bpmn_events import message
+from bpm.definitions.bpmn_declarations import Declarations, message
 from bpm.definitions.bpmn_handlers import handler_name, script_stem
 from bpm.definitions.bpmn_names import BPM, CAMUNDA, ZEEBE
 from bpm.definitions.bpmn_reader import Reader, reject

@@ -112,6 +112,47 @@ class ProcessBuilder:
             multiInstance=multi_instance,
         )
 
+    def event_sub_process(
+        self, node_id: str, body: ProcessBuilder, name: str | None = None
+    ) -> Self:
+        """Embed ``body`` as an event subprocess (``triggeredByEvent``): its start event (see
+        ``trigger_start``) starts it while the scope around it runs; it takes no flows."""
+        inner = body.build()
+        return self._node(
+            node_id,
+            "subProcess",
+            name=name,
+            triggeredByEvent=True,
+            nodes=inner["nodes"],
+            flows=inner["flows"],
+        )
+
+    def trigger_start(
+        self,
+        node_id: str = "start",
+        *,
+        error: str | None = None,
+        message: str | None = None,
+        duration: str | None = None,
+        date: str | None = None,
+        interrupting: bool = True,
+        error_code_variable: str | None = None,
+        error_message_variable: str | None = None,
+    ) -> Self:
+        """The start event of an event subprocess: one trigger (an error code or ``*``, a
+        message name, or a timer) and whether it interrupts its scope."""
+        timer = {k: v for k, v in (("duration", duration), ("date", date)) if v is not None}
+        return self._node(
+            node_id,
+            "startEvent",
+            error=error,
+            message=message,
+            timer=timer or None,
+            interrupting=None if interrupting else False,
+            errorCodeVariable=error_code_variable,
+            errorMessageVariable=error_message_variable,
+        )
+
     def call_activity(
         self,
         node_id: str,
@@ -157,9 +198,17 @@ class ProcessBuilder:
         duration: str | None = None,
         date: str | None = None,
         interrupting: bool = True,
+        cycle: str | None = None,
     ) -> Self:
-        """A timer boundary event on a task or subprocess (``duration`` or ``date``)."""
-        timer = {"duration": duration} if duration is not None else {"date": date}
+        """A timer boundary event on a task or subprocess (``duration``, ``date`` or, firing
+        again while the activity is open when not interrupting, ``cycle``)."""
+        timer = (
+            {"duration": duration}
+            if duration is not None
+            else {"cycle": cycle}
+            if cycle is not None
+            else {"date": date}
+        )
         return self._node(
             node_id, "boundaryEvent", attachedTo=attached_to, timer=timer, interrupting=interrupting
         )

@@ -7,7 +7,8 @@ the variables that cross the call each way.
      "in": [{"source": "amount", "target": "total"}, {"expression": "${a + b}", "target": "c"},
             {"all": true}, {"all": true, "local": true}],
      "out": [{"source": "receipt", "target": "receipt"}, {"all": true}],
-     "businessKey": "${orderId}" or "inheritBusinessKey": true}
+     "businessKey": "${orderId}" or "inheritBusinessKey": true,
+     "mapping": "handler name"}
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from bpm.definitions.assignments import is_expression, parse_text
 from bpm.definitions.mappings import VARIABLE_NAME
 from bpm.definitions.model import CallBinding, CallMapping, CallSpec
+from bpm.definitions.parse.patterns import NAME_PATTERN
 from bpm.errors import InvalidDefinition, InvalidExpression
 from bpm.expressions import Expression, compile_expression
 
@@ -30,6 +32,7 @@ CALL_KEYS = {
     "out",
     "businessKey",
     "inheritBusinessKey",
+    "mapping",
 }
 MAPPING_KEYS = {"source", "expression", "target", "all", "local"}
 #: The most ``in`` or ``out`` entries one call activity may have.
@@ -76,7 +79,18 @@ def parse_call(raw: Mapping[str, Any], where: str, node_id: str) -> CallSpec:
             else None
         ),
         business_key_from_caller=inherit,
+        mapping=_handler(raw.get("mapping"), where, node_id),
     )
+
+
+def _handler(value: Any, where: str, node_id: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not NAME_PATTERN.match(value):
+        raise InvalidDefinition(
+            f"{where}: 'mapping' must be a handler name matching {NAME_PATTERN.pattern}", node_id
+        )
+    return value
 
 
 def _binding(raw: Any, where: str, node_id: str) -> CallBinding:

@@ -20,7 +20,7 @@ from bpm.definitions.mappings import VARIABLE_NAME
 from bpm.errors import InvalidDefinition, InvalidExpression
 from bpm.expressions import Expression, compile_expression
 
-FORM_KEYS = {"key", "ref", "fields"}
+FORM_KEYS = {"key", "ref", "fields", "businessKey"}
 REF_KEYS = {"id", "binding", "version"}
 FIELD_KEYS = {"id", "label", "type", "defaultValue", "datePattern", "values", "validation"}
 FIELD_KEYS |= {"properties"}
@@ -108,6 +108,18 @@ class FormSpec:
 
     document: Mapping[str, Any]
     fields: tuple[FormField, ...] = ()
+    #: A start form's field whose value becomes the business key of the instance it starts
+    #: (Camunda's ``camunda:formData businessKey``).
+    business_key_field: str | None = None
+
+    def business_key(self, submitted: Mapping[str, Any]) -> str | None:
+        """The business key a start form's submission gives, or None."""
+        if self.business_key_field is None:
+            return None
+        value = submitted.get(self.business_key_field)
+        if value is None or isinstance(value, bool) or not isinstance(value, str | int):
+            return None
+        return str(value) or None
 
     @property
     def evaluates(self) -> bool:
@@ -137,7 +149,14 @@ def parse_form(raw: Any, where: str, node_id: str) -> FormSpec | None:
     for field_id in ids:
         if ids.count(field_id) > 1:
             raise InvalidDefinition(f"{what}: field {field_id!r} appears twice", node_id)
-    return FormSpec(json.loads(json.dumps(raw)), compiled)
+    key_field = raw.get("businessKey")
+    if key_field is not None and key_field not in ids:
+        raise InvalidDefinition(
+            f"{what}: 'businessKey' must name one of its fields ({', '.join(ids) or 'none'}), "
+            f"got {key_field!r}",
+            node_id,
+        )
+    return FormSpec(json.loads(json.dumps(raw)), compiled, key_field)
 
 
 def _keys(raw: Mapping[str, Any], allowed: set[str], what: str, node_id: str) -> None:

@@ -224,6 +224,9 @@ class Node:
     listeners: tuple[Listener, ...] = ()
     #: callActivity: the process it starts and what crosses the call.
     call: CallSpec | None = None
+    #: subProcess: an event subprocess (``triggeredByEvent``), started by its start event's
+    #: trigger (error, message, timer) while its scope runs, never by a flow.
+    triggered_by_event: bool = False
     #: Activities: run once per iteration, in parallel or in sequence (a marker, not a type).
     multi_instance: MultiInstance | None = None
 
@@ -310,17 +313,46 @@ class ProcessGraph:
     def spawns_tokens(self) -> bool:
         """Whether a non-interrupting boundary can add a token beside a running activity; then
         a scope token that reaches its end waits for such tokens before it completes."""
-        return any(
+        return bool(self.event_subprocesses) or any(
             (n.type is NodeType.BOUNDARY and not n.interrupting)
             or not n.wait_for_completion
             or (n.type is NodeType.USER_TASK and any(n.listeners_of(e) for e in _BESIDE_EVENTS))
             for n in self.nodes.values()
         )
 
+    @cached_property
+    def event_subprocesses(self) -> dict[str | None, tuple[str, ...]]:
+        """The event subprocesses of each scope (None: the process), in document order: what
+        can start inside that scope while it runs (``semantics/event_subprocesses``)."""
+        out: dict[str | None, list[str]] = {}
+        for node in self.nodes.values():
+            if node.triggered_by_event:
+                out.setdefault(node.scope, []).append(node.id)
+        return {scope: tuple(ids) for scope, ids in out.items()}
+
+    def trigger_of(self, event_subprocess: str) -> Node:
+        """The start event whose trigger starts ``event_subprocess``."""
+        return self.start_of(event_subprocess)
+
     def can_reach(self, join: str, node_id: str) -> bool:
         """Whether a token at ``node_id`` may still get to ``join`` by the flows of their
         scope (an activity also by the paths its boundary events start)."""
         return node_id in self._reaching(join)
+
+    @cached_property
+    def turning_flows(self) -> frozenset[str]:
+        """The flows along which a token stops being able to reach an inclusive join it
+        could reach before: the join's scope decides again when a token takes one, since
+        the join may have been waiting only for that token."""
+        joins = [n.id for n in self.nodes.values() if n.type is NodeType.INCLUSIVE and n.is_join]
+        return frozenset(
+            flow.id
+            for flow in self.flows.values()
+            for join in joins
+            if self.can_reach(join, flow.source)
+            and flow.target != join
+            and not self.can_reach(join, flow.target)
+        )
 
     def _reaching(self, join: str) -> frozenset[str]:
         found = self._reach_cache.get(join)

@@ -76,3 +76,7 @@ class CallSpec:
     #: The called instance gets the caller's business key (Camunda's
     #: ``camunda:in businessKey="#{execution.processBusinessKey}"``).
     business_key_from_caller: bool = False
+    #: A handler that maps variables across the call (Camunda's ``variableMappingClass``):
+    #: run before the call with the caller's variables, its result goes in; run after it with
+    #: the called instance's, its result comes back.
+    mapping: str | None = None

@@ -1,4 +1,4 @@
-"""Timer definitions: a duration or a date, literal or ``${expr}`` over the variables.
+"""Timer definitions: a duration, a date or a cycle, literal or ``${expr}`` over the variables.
 
 Literals are checked at deploy time; an expression is compiled at deploy time and its value
 checked when the token arrives, where a bad value fails the token with an incident naming the
@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from bpm.definitions.cycles import Cycle, configured_zone, parse_cycle
 from bpm.definitions.durations import parse_duration
-from bpm.errors import BpmError, InvalidDefinition, InvalidExpression
+from bpm.errors import BpmError, ConfigError, InvalidDefinition, InvalidExpression
 from bpm.expressions import Expression, compile_expression
 
-TIMER_KINDS = ("duration", "date")
+TIMER_KINDS = ("duration", "date", "cycle")
 
 
 class TimerValueError(BpmError):
@@ -26,23 +27,52 @@ class TimerValueError(BpmError):
 
 @dataclass(frozen=True)
 class TimerSpec:
-    kind: str  # "duration" or "date"
+    kind: str  # "duration", "date" or "cycle"
     source: str
     duration: timedelta | None = None
     date: datetime | None = None
     expression: Expression | None = None
+    #: A cycle: it fires again after each tick while its activity is open (a non-interrupting
+    #: boundary event); anywhere else only its first tick counts.
+    cycle: Cycle | None = None
 
     def fire_at(self, now: datetime, variables: Mapping[str, Any]) -> datetime:
         """When the timer fires for a token arriving ``now``; raises ``TimerValueError``."""
+        if self.kind == "cycle":
+            tick = self.next_tick(now, now, 0, variables)
+            if tick is None:
+                raise TimerValueError(f"timer {self.source!r} has no tick after {now:%Y-%m-%d}")
+            return tick
         if self.expression is not None:
             value = self.expression.evaluate(variables)
-            if self.kind == "duration":
+            if self.kind == "duration" or _is_duration(value):
                 return now + _duration(value, self.source)
             return _date(value, self.source)
         if self.duration is not None:
             return now + self.duration
         assert self.date is not None
         return self.date
+
+    def next_tick(
+        self, after: datetime, armed_at: datetime, fired: int, variables: Mapping[str, Any]
+    ) -> datetime | None:
+        """A cycle's next tick after ``after`` (armed at ``armed_at``, ``fired`` ticks
+        so far); None when it has no more. Raises ``TimerValueError``."""
+        cycle = self.cycle
+        if self.expression is not None:
+            value = self.expression.evaluate(variables)
+            if not isinstance(value, str):
+                raise TimerValueError(f"timer {self.source!r} gave {value!r}, not a cycle")
+            try:
+                cycle = parse_cycle(value, where=f"timer {self.source!r}", element=None)
+            except InvalidDefinition as exc:
+                raise TimerValueError(str(exc)) from None
+        assert cycle is not None
+        try:
+            zone = configured_zone()
+        except ConfigError as exc:
+            raise TimerValueError(str(exc)) from None
+        return cycle.next_after(after, armed_at=armed_at, fired=fired, zone=zone)
 
 
 def parse_timer(raw: Mapping[str, Any], where: str, element: str) -> TimerSpec:
@@ -51,7 +81,8 @@ def parse_timer(raw: Mapping[str, Any], where: str, element: str) -> TimerSpec:
     if len(present) != 1:
         raise InvalidDefinition(
             f"{where}: a timer needs exactly one of 'duration' (ISO 8601, "
-            f"e.g. PT5M) or 'date' (ISO 8601 instant)",
+            f"e.g. PT5M), 'date' (ISO 8601 instant) or 'cycle' (R3/PT10M, or a cron "
+            f"expression such as 0 0/5 * * * ?)",
             element,
         )
     kind = present[0]
@@ -64,7 +95,11 @@ def parse_timer(raw: Mapping[str, Any], where: str, element: str) -> TimerSpec:
         except InvalidExpression as exc:
             raise InvalidDefinition(str(exc), element) from exc
         return TimerSpec(kind, value, expression=expr)
-    if kind == "duration":
+    if kind == "cycle":
+        return TimerSpec(
+            kind, value, cycle=parse_cycle(value, where=f"{where} timer", element=element)
+        )
+    if kind == "duration" or _is_duration(value):
         return TimerSpec(
             kind,
             value,
@@ -74,6 +109,12 @@ def parse_timer(raw: Mapping[str, Any], where: str, element: str) -> TimerSpec:
         return TimerSpec(kind, value, date=_date(value, value))
     except TimerValueError as exc:
         raise InvalidDefinition(f"{where}: {exc}", element) from exc
+
+
+def _is_duration(value: object) -> bool:
+    """A date that is a duration (``P1D``) is that long from now, as Camunda 7's due-date
+    calendar reads a ``timeDate``."""
+    return isinstance(value, str) and value.strip().startswith("P")
 
 
 def _duration(value: object, source: str) -> timedelta:

@@ -22,6 +22,7 @@ _COLS = (
     t.c.seq,
     t.c.status,
     t.c.created_at,
+    t.c.called_instance_id,
 )
 # A FAILED record can still complete: an operator retried its compensation.
 _FINISH = (
@@ -44,6 +45,7 @@ def record(
     scope_id: str | None,
     handler: str,
     now: datetime,
+    called_instance_id: UUID | None = None,
 ) -> RecordRow:
     """Insert a PENDING record numbered after every earlier success of the instance."""
     if conn.dialect.name == "postgresql":
@@ -62,6 +64,7 @@ def record(
         int(seq),
         RecordState.PENDING,
         now,
+        called_instance_id,
     )
     conn.execute(t.insert(), {c.name: getattr(row, c.name) for c in _COLS})
     return row
@@ -92,3 +95,29 @@ def finish(conn: Connection, record_id: UUID, status: str) -> bool:
     """PENDING -> COMPLETED or FAILED (FAILED -> COMPLETED after a retry); False when it was
     already in that state."""
     return conn.execute(_FINISH, {"b_id": record_id, "status": status}).rowcount == 1
+
+
+def get(conn: Connection, record_id: UUID) -> RecordRow | None:
+    row = conn.execute(select(*_COLS).where(t.c.id == record_id)).first()
+    return from_row(RecordRow, row) if row is not None else None
+
+
+def has_pending(conn: Connection, instance_id: UUID) -> bool:
+    """Whether the instance has a success still to undo (a called instance's caller then
+    records the call, so its saga can undo what the called instance did)."""
+    stmt = (
+        select(t.c.id)
+        .where(t.c.instance_id == instance_id, t.c.status == RecordState.PENDING)
+        .limit(1)
+    )
+    return conn.execute(stmt).first() is not None
+
+
+def standing_for(conn: Connection, called_instance_id: UUID) -> RecordRow | None:
+    """The caller's PENDING record for a call to ``called_instance_id``, if any."""
+    stmt = select(*_COLS).where(
+        t.c.called_instance_id == called_instance_id,
+        t.c.status.in_((RecordState.PENDING, RecordState.FAILED)),
+    )
+    row = conn.execute(stmt).first()
+    return from_row(RecordRow, row) if row is not None else None

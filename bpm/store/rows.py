@@ -119,6 +119,8 @@ class RecordRow:
     seq: int
     status: str
     created_at: datetime
+    #: A call activity's record: the called instance whose records it stands for.
+    called_instance_id: UUID | None = None
 
 
 @dataclass(frozen=True, slots=True)

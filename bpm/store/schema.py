@@ -309,9 +309,18 @@ compensation_records = Table(
     Column("seq", Integer, nullable=False),
     Column("status", Text, nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
+    # A call activity's record: the called instance whose own records it stands for (no
+    # foreign key: retention may delete an ended called instance before its caller ends).
+    Column("called_instance_id", Uuid),
     UniqueConstraint("instance_id", "seq"),
     CheckConstraint(_in("status", RECORD_STATES), name="status"),
     Index("ix_compensation_records_token_id", "token_id"),  # foreign key checks (retention)
+    Index(
+        "ix_compensation_records_called",
+        "called_instance_id",
+        postgresql_where=text("called_instance_id IS NOT NULL"),
+        sqlite_where=text("called_instance_id IS NOT NULL"),
+    ),
 )
 
 incidents = Table(

@@ -106,6 +106,14 @@ def of_instance(conn: Connection, instance_id: UUID) -> list[TokenRow]:
     return [from_row(TokenRow, row) for row in conn.execute(_OF_INSTANCE, {"id": instance_id})]
 
 
+def compensating(conn: Connection, instance_id: UUID, record_id: UUID) -> TokenRow | None:
+    """The instance's compensation token WAITING to carry out the record, if any."""
+    for row in of_instance(conn, instance_id):
+        if row.record_id == record_id and row.state == TokenState.WAITING:
+            return row
+    return None
+
+
 def insert(conn: Connection, rows: Sequence[TokenRow]) -> None:
     conn.execute(
         t.insert(),

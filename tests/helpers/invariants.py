@@ -153,6 +153,7 @@ def trace_problems(db: Database, iid: UUID) -> list[str]:
                 "FORKED",
                 "COMPENSATED",
                 "FAILED",
+                "CALLED",  # a call activity's mapping handler ran: the call starts
             ):
                 problems.append(
                     f"task {done.node_id!r} completed, then its token did "

@@ -4,6 +4,7 @@ of its scope can still reach it, whatever order the branches arrive in."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -198,3 +199,66 @@ def test_a_camunda_modeler_inclusive_gateway(rt: Harness, recorded: Calls, pg_db
     doc = compile_bpmn(MODELER)[0]
     (which,) = [n for n in doc["nodes"] if n["id"] == "which"]
     assert which == {"id": "which", "type": "inclusiveGateway", "default": "f_none"}
+
+
+def test_a_branch_that_turns_away_lets_the_join_fire_without_waiting_for_a_scan(
+    rt: Harness, recorded: Calls, pg_db: Database
+) -> None:
+    """Branch one parks at the join first; branch two then takes a path that cannot reach
+    it and waits at a user task there. Its turning away is what the join waits for: the
+    join fires in the same drain, not at the next scan."""
+    doc = (
+        ProcessBuilder("incl_turn")
+        .start()
+        .parallel_gateway("fork")
+        .exclusive_gateway("gate", default="gate__stuck")
+        .user_task("stuck")
+        .end("aside")
+        .inclusive_gateway("join")
+        .service_task("after", handler="after")
+        .end()
+        .sequence("start", "fork")
+        .flow("fork", "join")
+        .flow("fork", "gate")
+        .flow("gate", "join", condition="${go}")
+        .flow("gate", "stuck")
+        .sequence("stuck", "aside")
+        .sequence("join", "after", "end")
+        .build()
+    )
+    iid = rt.run(doc, {"go": False})
+    assert recorded.count("after") == 1
+    rt.complete_user_task(iid)
+    assert_finished_cleanly(pg_db, iid)
+
+
+def test_a_path_a_non_interrupting_boundary_started_is_waited_for_at_the_join(
+    rt: Harness, recorded: Calls, pg_db: Database, clock: Any
+) -> None:
+    """The token at ``act`` is not concurrent, but the path its non-interrupting timer
+    started beside it also leads to the inclusive join: the join waits for both."""
+    doc = (
+        ProcessBuilder("incl_spawn")
+        .start()
+        .user_task("act")
+        .timer_boundary("late", attached_to="act", duration="PT1H", interrupting=False)
+        .user_task("follow_up")
+        .inclusive_gateway("join")
+        .service_task("after", handler="after")
+        .end()
+        .sequence("start", "act", "join")
+        .sequence("late", "follow_up", "join")
+        .sequence("join", "after", "end")
+        .build()
+    )
+    iid = rt.run(doc)
+    rt.pass_time(timedelta(hours=1))
+    tasks = {t["node_id"]: t["id"] for t in rt.engine.user_tasks(instance_id=iid)}
+    assert set(tasks) == {"act", "follow_up"}
+    rt.engine.complete_user_task(tasks["act"])
+    rt.drain()
+    assert recorded.count("after") == 0  # follow_up can still reach the join
+    rt.engine.complete_user_task(tasks["follow_up"])
+    rt.drain()
+    assert recorded.count("after") == 1
+    assert_finished_cleanly(pg_db, iid)

@@ -11,6 +11,7 @@ from uuid import UUID
 
 import pytest
 
+from bpm import BpmnError
 from bpm.definitions import ProcessBuilder
 from bpm.definitions.parse import compile_definition
 from bpm.engine.operations.external import TopicRequest
@@ -643,4 +644,45 @@ def test_a_completion_condition_that_fails_is_an_incident_and_a_retry_ends_the_i
     rt.drain()
     assert open_tasks(rt, iid) == []  # 5 > 1: the other iteration is cancelled
     assert calls.count("after") == 1
+    assert_finished_cleanly(pg_db, iid)
+
+
+def test_an_error_event_subprocess_inside_an_iteration_handles_that_iteration_only(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    def charge(ctx: Any) -> None:
+        if ctx.variables["x"] == 2:
+            raise BpmnError("DECLINED", "no")
+
+    calls.add("charge", charge)
+    calls.add("work")
+    esp = (
+        ProcessBuilder("esp")
+        .trigger_start("esp_start", error="DECLINED")
+        .service_task("on_event", handler="work")
+        .end("esp_end")
+        .sequence("esp_start", "on_event", "esp_end")
+    )
+    body = (
+        ProcessBuilder("b")
+        .start("s")
+        .service_task("charge", handler="charge")
+        .end("e")
+        .sequence("s", "charge", "e")
+        .event_sub_process("esp", esp)
+    )
+    rt.deploy(
+        ProcessBuilder("p")
+        .start()
+        .sub_process("mi", body, multi_instance={"collection": "xs", "elementVariable": "x"})
+        .service_task("after", handler="work")
+        .end()
+        .sequence("start", "mi", "after", "end")
+        .build()
+    )
+    iid = rt.start("p", {"xs": [1, 2, 3]})
+    rt.drain()
+    ran = [c.node_id for c in calls.seen["work"]]
+    assert ran.count("on_event") == 1 and ran.count("after") == 1
+    assert calls.count("charge") == 3
     assert_finished_cleanly(pg_db, iid)

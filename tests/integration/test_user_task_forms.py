@@ -218,3 +218,26 @@ def test_a_due_date_written_as_a_java_call_is_refused_saying_what_to_write() -> 
     message = str(info.value)
     assert "camunda:dueDate='${dateTime().plusDays(2).toDate()}'" in message
     assert "write an ISO 8601 duration such as P2D" in message
+
+
+def test_a_start_forms_business_key_field_names_the_instance_and_starts_it_once(
+    rt: Harness,
+) -> None:
+    """Camunda's ``camunda:formData businessKey``: the field's value is the business key,
+    and starting again with it returns the instance it started."""
+    keyed = LEAVE.replace("<camunda:formData>", '<camunda:formData businessKey="reason">', 1)
+    rt.engine.deploy_bpmn(keyed)
+    first = rt.engine.start("leave", {**START_VARIABLES, "reason": "wedding"})
+    assert first.business_key == "wedding"
+    again = rt.engine.start("leave", {**START_VARIABLES, "reason": "wedding"})
+    assert again.id == first.id
+    assert (
+        rt.engine.start(
+            "leave", {**START_VARIABLES, "reason": "x"}, business_key="given"
+        ).business_key
+        == "given"
+    )
+    with pytest.raises(InvalidDefinition, match="'businessKey' must name one of its fields"):
+        compile_bpmn(
+            LEAVE.replace("<camunda:formData>", '<camunda:formData businessKey="nope">', 1)
+        )

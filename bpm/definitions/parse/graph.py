@@ -15,6 +15,7 @@ from typing import Any
 
 from bpm.definitions.boundaries import check_attachments
 from bpm.definitions.model import Flow, ListenerEvent, Node, NodeType
+from bpm.definitions.parse import event_starts
 from bpm.definitions.parse.keys import COMMON_NODE_KEYS, FLOW_KEYS, NODE_KEYS, NOT_YET
 from bpm.definitions.parse.listeners import parse_listeners
 from bpm.definitions.parse.nodes import compile_node
@@ -154,6 +155,7 @@ class GraphBuilder:
             if scope not in self.starts:
                 inside = "the process" if scope is None else f"subProcess {scope!r}"
                 raise InvalidDefinition(f"{inside} has no startEvent", scope)
+        event_starts.check(self.nodes, self.starts)
         self.boundaries = check_attachments(self.nodes)
         self._add_timeout_boundaries()
         self._check_compensation()
@@ -248,7 +250,10 @@ class GraphBuilder:
 
     def _check_reachable(self) -> None:
         seen: set[str] = set()
-        todo = deque(self.starts.values())
+        # an event subprocess is entered by its trigger, not a flow: reachable as its scope is
+        todo = deque(
+            [*self.starts.values(), *(n for n in self.nodes if self.nodes[n].triggered_by_event)]
+        )
         while todo:
             node_id = todo.popleft()
             if node_id in seen:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from bpm.definitions.calls import CALL_KEYS
 from bpm.definitions.model import ACTIVITIES, NodeType
+from bpm.definitions.parse.event_starts import START_KEYS
 
 #: Process keys without behaviour: kept for people and tools (``bpm definition``, the API).
 PROCESS_METADATA = {
@@ -43,7 +44,7 @@ FLOW_KEYS = {
 }
 COMMON_NODE_KEYS = {"id", "type", "name", "properties", "documentation", "listeners"}
 NODE_KEYS: dict[NodeType, set[str]] = {
-    NodeType.START: {"initiator", "form"},
+    NodeType.START: {"initiator", "form", *START_KEYS},
     NodeType.END: {
         "terminate",
         "error",
@@ -69,7 +70,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.EXCLUSIVE: set(),
     NodeType.INCLUSIVE: set(),
     NodeType.PARALLEL: set(),
-    NodeType.SUBPROCESS: {"nodes", "flows", "saga", "compensation"},
+    NodeType.SUBPROCESS: {"nodes", "flows", "saga", "compensation", "triggeredByEvent"},
     NodeType.BOUNDARY: {
         "attachedTo",
         "timer",
@@ -89,10 +90,10 @@ NODE_KEYS: dict[NodeType, set[str]] = {
         "compensation",
     },
     NodeType.RECEIVE_TASK: {"message"},
-    NodeType.TIMER: {"duration", "date"},
+    NodeType.TIMER: {"duration", "date", "cycle"},
     NodeType.MESSAGE: {"message"},
     NodeType.COMPENSATION_THROW: {"activity", "waitForCompletion"},
-    NodeType.CALL_ACTIVITY: CALL_KEYS,
+    NodeType.CALL_ACTIVITY: CALL_KEYS | {"compensation"},
 }
 #: Nodes that may declare ``inputs`` and ``outputs`` (local variables in, results out).
 MAPPED = (

@@ -17,9 +17,10 @@ from bpm.definitions.forms import parse_form
 from bpm.definitions.mappings import VARIABLE_NAME, parse_mappings
 from bpm.definitions.model import ACTIVITIES, Flow, Node, NodeType
 from bpm.definitions.multi_instance import MultiInstance, parse_multi_instance
+from bpm.definitions.parse import event_starts
 from bpm.definitions.parse.keys import DEFAULTED, MAPPED
 from bpm.definitions.parse.listeners import parse_listeners
-from bpm.definitions.parse.patterns import NAME_PATTERN, node_label
+from bpm.definitions.parse.patterns import MESSAGE_PATTERN, NAME_PATTERN, node_label
 from bpm.definitions.parse.policies import parse_compensation, parse_saga
 from bpm.definitions.parse.service_task import service_task_fields
 from bpm.definitions.parse.shape import check_conditions, check_shape, default_flow
@@ -52,16 +53,20 @@ def compile_node(
     elif node_type is NodeType.TIMER:
         fields = {"timer": parse_timer(raw, where, node_id)}
     elif node_type in (NodeType.RECEIVE_TASK, NodeType.MESSAGE):
-        fields = {"message": _name(raw, "message", where, node_id)}
+        fields = {"message": _message_name(raw, where, node_id)}
     elif node_type is NodeType.USER_TASK:
         fields = _user_task_fields(raw, where, node_id)
     elif node_type is NodeType.SUBPROCESS:
         fields = {
             "saga": parse_saga(raw, where, node_id),
             "compensation": parse_compensation(raw, where, node_id),
+            "triggered_by_event": event_starts.triggered_by_event(raw, where, node_id),
         }
     elif node_type is NodeType.CALL_ACTIVITY:
-        fields = {"call": parse_call(raw, where, node_id)}
+        fields = {
+            "call": parse_call(raw, where, node_id),
+            "compensation": parse_compensation(raw, where, node_id),
+        }
     elif node_type is NodeType.COMPENSATION_THROW:
         fields = {
             "activity": _activity(raw, where, node_id),
@@ -74,6 +79,7 @@ def compile_node(
     if node_type is NodeType.START:
         fields["initiator"] = _initiator(raw, where, node_id)
         fields["form"] = parse_form(raw.get("form"), where, node_id)
+        fields.update(event_starts.trigger_fields(raw, where, node_id))
     if node_type in ACTIVITIES:
         fields["multi_instance"] = _multi_instance(raw, fields, where, node_id)
     if node_type in MAPPED:
@@ -124,6 +130,17 @@ def _name(raw: Mapping[str, Any], key: str, where: str, node_id: str) -> str:
     if not isinstance(value, str) or not NAME_PATTERN.match(value):
         raise InvalidDefinition(
             f"{where}: needs '{key}', a name matching {NAME_PATTERN.pattern}", node_id
+        )
+    return value
+
+
+def _message_name(raw: Mapping[str, Any], where: str, node_id: str) -> str:
+    value = raw.get("message")
+    if not isinstance(value, str) or not MESSAGE_PATTERN.match(value):
+        raise InvalidDefinition(
+            f"{where}: needs 'message', a name of 1 to 255 characters without control "
+            "characters or spaces at either end",
+            node_id,
         )
     return value
 

@@ -16,6 +16,9 @@ from bpm.errors import InvalidDefinition
 KEY_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 ID_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
+#: A message name: any text a person writes (Camunda's are free text, "Order received"),
+#: without control characters or spaces at either end, at most 255 characters.
+MESSAGE_PATTERN = re.compile(r"^(?=\S)[^\x00-\x1f\x7f]{1,255}(?<=\S)$")
 
 
 #: The largest whole number a priority or version column holds (a 32-bit integer).

@@ -15,7 +15,7 @@ from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.causes import because
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Conflict, Next, NextToken, RunTask, Stale
-from bpm.engine.semantics import handler_runs, listeners, scopes, steps
+from bpm.engine.semantics import call_mappings, handler_runs, listeners, steps
 from bpm.errors import NotFound
 from bpm.handlers import HandlerContext
 from bpm.store.outages import until_available
@@ -101,7 +101,7 @@ class JobRunner:
                 )
             g = self.core.graph_of(tx, task.instance_id)
             task = handler_runs.fit_lock(tx, task, g.node(task.node_id).timeout)
-            values = scopes.view_of_task(tx, g, task)
+            values = call_mappings.seen_by(tx, g, task)
         return self._invoke_and_record(task, values, None, inline)
 
     def _invoke_and_record(
@@ -129,7 +129,7 @@ class JobRunner:
             task.node_id,
             task.id,
             configured,
-            None if step is None else step.event.value,
+            step.event.value if step is not None else call_mappings.event_of(task),
         )
         started = time.perf_counter()
         if step is not None:  # a listener sets the variables it returns

@@ -149,6 +149,15 @@ def start(
             defaults = shown_defaults(start_form, checked)
             fill = check_submission(start_form, checked, {}, defaults, f"starting {key!r}")
             checked = {**fill, **checked}
+            if business_key is None and (from_form := start_form.business_key(checked)):
+                business_key = from_form
+                check_text(business_key, "the business key", NAME_MAX)
+                if ikey is None:  # the form's business key makes the start happen once too
+                    ikey = business_key
+                    existing = instances.by_idempotency_key(tx.conn, key, ikey)
+                    if existing is not None:
+                        state = existing.state
+                        return Started(existing.id, key, existing.business_key, state, False), None
         made = instances_semantics.create(
             tx, row, graph, checked, business_key=business_key, start_key=ikey
         )

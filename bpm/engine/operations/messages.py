@@ -12,13 +12,15 @@ from dataclasses import dataclass
 from typing import Any, TypedDict, Unpack
 from uuid import UUID
 
+from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.engine_core import EngineCore
-from bpm.engine.core.tx import Next, Tx
-from bpm.engine.semantics import scopes
+from bpm.engine.core.tx import Next, NextToken, Tx
+from bpm.engine.semantics import event_subprocesses, scopes
 from bpm.engine.semantics.nodes import leave
+from bpm.engine.semantics.tree import Tree
 from bpm.errors import AmbiguousCorrelation, InvalidOperation, NoMatchingWait
 from bpm.limits import NAME_MAX, check_text
-from bpm.states import EngineEvent, InstanceState, TokenState, WaitKind
+from bpm.states import EngineEvent, InstanceState, TokenEvent, TokenState, WaitKind
 from bpm.store import instances, variables
 from bpm.store.rows import TokenRow
 from bpm.variables import check_variables
@@ -96,6 +98,7 @@ def correlate_tokens(
     allowed = options.get("process_keys")
 
     def body() -> tuple[list[Correlated], list[Next]]:
+        found: list[Correlated] = []
         with core.transaction("message") as tx:
             waiting = _waiting(core, tx, message, (business_key, instance_id), keys, allowed)
             if not waiting:
@@ -105,9 +108,15 @@ def correlate_tokens(
                     f"{len(waiting)} tokens of {target} wait for message {message!r}; name the "
                     f"instance, or correlate to all of them"
                 )
-            results = []
+            results: list[Next] = []
             for tok in waiting:
                 g = core.graph_of(tx, tok.instance_id)
+                if isinstance(tok, event_subprocesses.Subscription):
+                    started = _start(tx, g, tok, message, checked)
+                    results.append(started)
+                    found.append(Correlated(started.token_id, tok.host.instance_id, tok.esp.id))
+                    continue
+                found.append(Correlated(tok.id, tok.instance_id, tok.node_id))
                 scopes.write(tx, g, tok, checked)
                 tx.history.engine(
                     instance_id=tok.instance_id,
@@ -119,7 +128,7 @@ def correlate_tokens(
                     data={"message": message, "variables": checked or None},
                 )
                 results.append(leave(tx, g, tok, g.node(tok.node_id)))
-        return [Correlated(t.id, t.instance_id, t.node_id) for t in waiting], results
+        return found, results
 
     woken, nexts = core.retrying(body)
     for nxt in nexts:
@@ -134,7 +143,7 @@ def _waiting(
     target: tuple[str | None, UUID | None],
     keys: dict[str, Any],
     allowed: Collection[str] | None,
-) -> list[TokenRow]:
+) -> list[TokenRow | event_subprocesses.Subscription]:
     """The tokens waiting for ``message`` in the instance, or the instances of the business
     key, of ``target``; read in the correlating transaction, so a caller limited to
     ``allowed`` processes sees only instances of those, as they stand now."""
@@ -146,7 +155,7 @@ def _waiting(
         candidates = instances.search(
             tx.conn, business_key=business_key, keys=allowed, limit=MAX_INSTANCES
         )
-    out: list[TokenRow] = []
+    out: list[TokenRow | event_subprocesses.Subscription] = []
     for inst in candidates:
         if inst.state not in (
             InstanceState.RUNNING,
@@ -165,7 +174,37 @@ def _waiting(
                 and g.node(tok.node_id).message == message
             ):
                 out.append(tok)
+        if g.event_subprocesses:
+            tree = Tree.read(tx, inst.id)
+            out.extend(event_subprocesses.message_subscriptions(g, tree, message))
     return out
+
+
+def _start(
+    tx: Tx,
+    g: ProcessGraph,
+    sub: event_subprocesses.Subscription,
+    message: str,
+    checked: Mapping[str, Any] | None,
+) -> NextToken:
+    """A message starts an event subprocess: its variables are written from the new token
+    (at the event subprocess, so to the nearest scope that has them, else the instance)."""
+    tree = Tree.read(tx, sub.host.instance_id)
+    data = {"message": message}
+    started = event_subprocesses.start(tx, g, tree, sub, TokenEvent.MOVED, data)
+    at = started.row if started.row is not None else tx.token(started.token_id)
+    assert at is not None
+    scopes.write(tx, g, at, dict(checked or {}))
+    tx.history.engine(
+        instance_id=at.instance_id,
+        at=tx.now,
+        type=EngineEvent.MESSAGE_CORRELATED,
+        node_id=g.trigger_of(sub.esp.id).id,
+        token_id=at.id,
+        actor=tx.actor,
+        data={"message": message, "variables": checked or None},
+    )
+    return started
 
 
 def _matches(found: dict[str, Any], keys: dict[str, Any]) -> bool:

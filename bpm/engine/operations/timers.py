@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from uuid import UUID
 
+from bpm.definitions.model import NodeType, ProcessGraph
 from bpm.engine.core.engine_core import EngineCore
-from bpm.engine.core.tx import Stale
-from bpm.engine.semantics import steps, timer_events, writes
-from bpm.states import TimerState
+from bpm.engine.core.tx import Next, Stale, Tx
+from bpm.engine.semantics import event_subprocesses, steps, timer_events, writes
+from bpm.states import TimerState, TokenEvent
 from bpm.store import timers
+from bpm.store.rows import TimerRow, TokenRow
 
 log = logging.getLogger("bpm.timers")
 
@@ -68,16 +70,37 @@ def fire(core: EngineCore, timer_id: UUID, now: datetime) -> Fired | None:
         tok = tx.token(timer.token_id)
         g = core.graph(core.info_for(tx, timer.instance_id)[0], tx.conn)
         node = g.node(timer.node_id)
-        if not timer_events.still_waiting(node, tok):
-            # Every path off a node disarms its timers; this one is left over: retire it.
-            writes.cancel_timer(tx, timer, "its token is no longer waiting there")
-            return None
-        assert tok is not None
-        lateness = writes.fire_timer(tx, timer)
-        result = timer_events.wake(tx, g, node, tok)
+        if node.type is NodeType.START:  # the timer start of an event subprocess
+            started = _start_event_subprocess(tx, g, timer, tok)
+            if started is None:
+                return None
+            lateness, result = started
+        else:
+            if not timer_events.still_waiting(node, tok):
+                # Every path off a node disarms its timers; this one is left over: retire it.
+                writes.cancel_timer(tx, timer, "its token is no longer waiting there")
+                return None
+            assert tok is not None
+            lateness = writes.fire_timer(tx, timer)
+            result = timer_events.wake(tx, g, node, tok)
         nxt = steps.carry_through(tx, g, result)
     core.send_next(nxt)
     return Fired(timer.id, lateness)
+
+
+def _start_event_subprocess(
+    tx: Tx, g: ProcessGraph, timer: TimerRow, host: TokenRow | None
+) -> tuple[timedelta, Next] | None:
+    """A timer start fires: its event subprocess starts, if its scope still listens (else
+    the timer is left over from a scope that ended: it is retired)."""
+    found = event_subprocesses.timer_subscription(tx, g, g.node(timer.node_id), host)
+    if found is None:
+        writes.cancel_timer(tx, timer, "its scope is no longer running")
+        return None
+    tree, sub = found
+    lateness = writes.fire_timer(tx, timer)
+    data = {"timer_id": str(timer.id)}
+    return lateness, event_subprocesses.start(tx, g, tree, sub, TokenEvent.TIMER_FIRED, data)
 
 
 def next_due(core: EngineCore) -> datetime | None:

@@ -7,8 +7,12 @@ from typing import Any, TypedDict, Unpack
 from uuid import UUID
 
 from bpm import diagram as drawing
+from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.engine_core import EngineCore
+from bpm.engine.semantics import event_subprocesses
+from bpm.engine.semantics.tree import Tree
 from bpm.errors import NotFound
+from bpm.states import TimerState
 from bpm.store import (
     definitions,
     history,
@@ -171,9 +175,13 @@ def show(core: EngineCore, instance_id: UUID) -> dict[str, Any]:
             raise NotFound(f"instance {instance_id} does not exist")
         definition = definitions.by_id(conn, row.process_def_id)
         out = instance_summary(row, definition.version if definition else None)
-        out["tokens"] = [token_view(t) for t in tokens.of_instance(conn, instance_id)]
+        token_rows = tokens.of_instance(conn, instance_id)
+        timer_rows = timers.of_instance(conn, instance_id)
+        out["tokens"] = [token_view(t) for t in token_rows]
         out["tasks"] = [task_view(t) for t in tasks.of_instance(conn, instance_id)]
-        out["timers"] = [timer_view(t) for t in timers.of_instance(conn, instance_id)]
+        out["timers"] = [timer_view(t) for t in timer_rows]
+        graph = core.graph(row.process_def_id, conn)
+        out["subscriptions"] = subscription_views(graph, token_rows, timer_rows)
         out["variables"] = variables.load(conn, instance_id)
         out["local_variables"] = local_views(local_variables.of_instance(conn, instance_id))
         out["incidents"] = [incident_view(i) for i in incidents.of_instance(conn, instance_id)]
@@ -186,6 +194,44 @@ def show(core: EngineCore, instance_id: UUID) -> dict[str, Any]:
             }
             for c in instances.called_from(conn, instance_id)
         ]
+    return out
+
+
+def subscription_views(
+    g: ProcessGraph, token_rows: list[TokenRow], timer_rows: list[TimerRow]
+) -> list[dict[str, Any]]:
+    """The event subprocesses that can start now, with what starts each (a timer start's
+    SCHEDULED timer row; a message start is found from its scope's token when correlated)."""
+    if not g.event_subprocesses:
+        return []
+    out = []
+    for sub in event_subprocesses.subscriptions(g, Tree(token_rows)):
+        trigger = g.trigger_of(sub.esp.id)
+        view: dict[str, Any] = {
+            "event_subprocess": sub.esp.id,
+            "scope": sub.scope,
+            "token": str(sub.host.id),
+            "interrupting": trigger.interrupting,
+        }
+        if trigger.message is not None:
+            view["message"] = trigger.message
+        elif trigger.catches is not None:
+            view["error"] = trigger.catches
+        else:
+            timer = next(
+                (
+                    t
+                    for t in timer_rows
+                    if t.node_id == trigger.id
+                    and t.token_id == sub.host.id
+                    and t.state == TimerState.SCHEDULED
+                ),
+                None,
+            )
+            if timer is None:
+                continue  # fired (a start fires once) or not armed
+            view["timer"] = {"id": str(timer.id), "fire_at": timer.fire_at.isoformat()}
+        out.append(view)
     return out
 
 

@@ -10,7 +10,13 @@ from bpm.definitions import mappings
 from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.definitions.parse import TOPIC_PATTERN
 from bpm.engine.core.tx import Next, NextToken, RunTask, Tx
-from bpm.engine.semantics import calls, scopes, task_moves, waits
+from bpm.engine.semantics import (
+    call_mappings,
+    called_compensation,
+    scopes,
+    task_moves,
+    waits,
+)
 from bpm.engine.semantics.failures import fail_token
 from bpm.engine.semantics.moves import create, move, new_token
 from bpm.errors import BpmError
@@ -33,7 +39,7 @@ def enter(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
         case NodeType.SUBPROCESS:
             return _enter_subprocess(tx, g, tok, node)
         case NodeType.CALL_ACTIVITY:
-            return calls.enter(tx, g, tok, node)
+            return call_mappings.enter(tx, g, tok, node)
         case (
             NodeType.START
             | NodeType.END
@@ -56,7 +62,8 @@ def enter_compensation(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Ne
     """A COMPENSATION token at the activity it undoes: create the compensation's task, as
     the activity would its own (handler, topic, or the handler activity's task)."""
     spec = node.compensation
-    assert spec is not None, f"{node.id!r} has no compensation"
+    if spec is None:  # a call activity's record: what the called instance did
+        return called_compensation.start(tx, tok)
     if spec.node is not None:
         handler = g.node(spec.node)
         stand_in = replace(handler, id=node.id, retry=spec.retry, compensation=None)

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from bpm.definitions.model import Node, ProcessGraph
 from bpm.engine.core.tx import NextToken, RunTask, Tx
-from bpm.engine.semantics import interruptions, scopes
+from bpm.engine.semantics import event_subprocesses, interruptions, scopes
 from bpm.engine.semantics.cancelling import cancel_inside, cancel_timers
 from bpm.engine.semantics.moves import move
 from bpm.engine.semantics.tree import Tree
@@ -39,12 +39,15 @@ def catch_at_activity(
 
 
 def caught_anywhere(g: ProcessGraph, node_id: str, code: str) -> bool:
-    """Whether a boundary on ``node_id`` or on a subprocess around it catches ``code``."""
+    """Whether a boundary on ``node_id`` or on a subprocess around it, or an event subprocess
+    of a scope around it, catches ``code``."""
     scope: str | None = node_id
     while scope is not None:
         if g.catcher(scope, code) is not None:
             return True
-        scope = g.node(scope).scope
+        inner, scope = scope, g.node(scope).scope
+        if event_subprocesses.error_catcher(g, scope, code, skip=inner) is not None:
+            return True
     return False
 
 
@@ -64,10 +67,20 @@ def throw_from_end(
     tx: Tx, g: ProcessGraph, tok: TokenRow, code: str, message: str = ""
 ) -> Caught | None:
     """An error end event: the innermost enclosing subprocess with a catching boundary ends
-    (its remaining tokens are cancelled) and its token takes the boundary's path."""
+    (its remaining tokens are cancelled) and its token takes the boundary's path. At each
+    scope on the way out, an event subprocess of that scope catching the code comes first
+    (``event_subprocesses``)."""
     tree = Tree.read(tx, tok.instance_id)
     current, scope = tok, tok.scope_id
-    while scope is not None:
+    came_from: str | None = None
+    while True:
+        by_esp = event_subprocesses.catch_error(
+            tx, g, tree, current, scope, tok, (code, message), came_from
+        )
+        if by_esp is not None:
+            return by_esp
+        if scope is None:
+            return None
         host = tree.host_of(current, scope)
         if host is None:
             return None
@@ -76,8 +89,7 @@ def throw_from_end(
         if catcher is not None:
             _end_scope(tx, tree, host, tok)
             return _take_boundary(tx, g, host, catcher, code, message, tok.node_id)
-        current, scope = host, g.node(scope).scope
-    return None
+        current, came_from, scope = host, scope, g.node(scope).scope
 
 
 def _end_scope(tx: Tx, tree: Tree, host: TokenRow, thrower: TokenRow) -> None:

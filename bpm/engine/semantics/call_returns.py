@@ -1,6 +1,8 @@
 """A call activity's token when its called instance has ended: the ``out`` variables come
 back and the token leaves; a BPMN error the called instance sent up is thrown at the call
-activity; a called instance cancelled otherwise fails the token with an incident.
+activity; a called instance cancelled otherwise fails the token with an incident. And what a
+call activity's mapping handler returned (``call_mappings``): the call starts, or its result
+comes back.
 
 Apart from ``calls`` because leaving goes through ``nodes``, which enters call activities
 through ``activities`` and ``calls``.
@@ -12,7 +14,7 @@ from typing import Any
 
 from bpm.definitions.model import CallMapping, ProcessGraph
 from bpm.engine.core.tx import Next, Stale, Tx
-from bpm.engine.semantics import scopes, writes
+from bpm.engine.semantics import call_mappings, called_compensation, calls, scopes, writes
 from bpm.engine.semantics.bpmn_errors import throw_from_task
 from bpm.engine.semantics.called_errors import propagate, propagated_error
 from bpm.engine.semantics.calls import INCIDENT, mapped
@@ -21,14 +23,16 @@ from bpm.engine.semantics.failures import fail_token
 from bpm.engine.semantics.instance_state import resume_if_clear, set_instance_state
 from bpm.engine.semantics.nodes import leave
 from bpm.errors import BpmError
-from bpm.states import ENDED_INSTANCE, InstanceState, TokenState
+from bpm.states import ENDED_INSTANCE, InstanceState, TokenMode, TokenState
 from bpm.store import incidents, instances, variables
-from bpm.store.rows import InstanceRow, TokenRow
+from bpm.store.rows import InstanceRow, TaskRow, TokenRow
 
 
 def decide(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     """The calling token, nudged: nothing while its called instance runs (or waits for an
     operator); when it ended, go on, or fail if it was cancelled."""
+    if tok.mode == TokenMode.COMPENSATION:
+        return called_compensation.decide(tx, g, tok)
     locked = tx.lock_token(tok)
     if locked is None or locked.version != tok.version or locked.state != TokenState.WAITING:
         raise Stale(f"token {tok.id} moved on before its call ended")
@@ -61,6 +65,9 @@ def decide(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     scopes.write(tx, g, locked, local, local=True)
     if error is not None:
         return _rethrow(tx, g, locked, *error)
+    called_compensation.record_call(tx, locked, node, child)
+    if node.call.mapping is not None:
+        return call_mappings.run(tx, locked, node, call_mappings.Phase.OUT)
     return leave(tx, g, locked, node)
 
 
@@ -121,3 +128,15 @@ def _outputs(
         else:
             into[m.target or ""] = mapped(m, child)
     return shared, local
+
+
+def mapping_returned(
+    tx: Tx, g: ProcessGraph, tok: TokenRow, task: TaskRow, values: dict[str, Any]
+) -> Next:
+    """A call activity's mapping handler returned: start the call with its values, or write
+    them back and leave."""
+    node = g.node(task.node_id)
+    if call_mappings.phase_of(task) is call_mappings.Phase.IN:
+        return calls.enter(tx, g, tok, node, extra=values)
+    scopes.write(tx, g, tok, values)
+    return leave(tx, g, tok, node)

@@ -50,9 +50,12 @@ def max_depth() -> int:
     return int(raw) if raw.strip().isdigit() and int(raw) > 0 else DEFAULT_MAX_DEPTH
 
 
-def enter(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+def enter(
+    tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node, extra: dict[str, Any] | None = None
+) -> Next:
     """Start the called instance and wait for it; an incident on the calling token when the
-    call cannot start (an operator fixes the cause and retries the token)."""
+    call cannot start (an operator fixes the cause and retries the token). ``extra``: the
+    variables a mapping handler gave, laid over the ``in`` mappings'."""
     spec = node.call
     assert spec is not None, f"{node.id!r} is not a call activity"
     view = scopes.view(tx, g, tok)
@@ -64,7 +67,7 @@ def enter(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
                 f"calls nest {depth} deep, the most {MAX_DEPTH_VARIABLE} allows ({max_depth()})"
                 "; does the process call itself without end?"
             )
-        values = _inputs(tx, g, tok, spec.inputs, view)
+        values = {**_inputs(tx, g, tok, spec.inputs, view), **(extra or {})}
         business_key = _business_key(spec, view, tx, tok)
     except BpmError as exc:
         fail_token(tx, tok, kind=INCIDENT, message=f"call activity {node.id!r}: {exc}")

@@ -20,7 +20,7 @@ from bpm.states import (
     WaitKind,
 )
 from bpm.store import incidents, instances, tasks
-from bpm.store.rows import TokenRow
+from bpm.store.rows import TimerRow, TokenRow
 
 
 def cancel_token(tx: Tx, tok: TokenRow, reason: str) -> None:
@@ -83,9 +83,24 @@ def cancel_timers(tx: Tx, tok: TokenRow, reason: str) -> int:
     """Cancel the token's SCHEDULED timers (it left the node they belong to)."""
     count = 0
     for timer in tx.scheduled_timers(tok):
+        if _process_subscription(tx, tok, timer):
+            continue
         writes.cancel_timer(tx, timer, reason)
         count += 1
     return count
+
+
+def _process_subscription(tx: Tx, tok: TokenRow, timer: TimerRow) -> bool:
+    """A timer start of a process-level event subprocess, held by the root token while it is
+    live: the root also walks the main path, and leaving a node there does not end the
+    process (``event_subprocesses.disarm`` removes these when it does)."""
+    if tok.parent_token_id is not None or tx.graph_for is None:
+        return False
+    g = tx.graph_for(tok.instance_id)
+    return (
+        g.node(timer.node_id).scope in g.event_subprocesses.get(None, ())
+        and tx.current(tok).state in LIVE_TOKEN
+    )
 
 
 def cancel_task(tx: Tx, task_id: UUID, reason: str) -> None:

@@ -11,7 +11,7 @@ from bpm.engine.core.tx import Next, NextToken, Tx
 from bpm.engine.semantics import scopes
 from bpm.engine.semantics.failures import fail_token
 from bpm.engine.semantics.moves import create, move, new_token, take
-from bpm.engine.semantics.tree import has_live_children
+from bpm.engine.semantics.tree import has_live_children, waits_for_children
 from bpm.errors import ExpressionEvalError, MissingVariable
 from bpm.expressions import evaluate_condition
 from bpm.states import LinkType, TokenEvent, TokenState, WaitKind
@@ -161,6 +161,15 @@ def park_at_join(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     if parent is None or parent.state != TokenState.WAITING:
         return None
     return NextToken(parent.id, parent.version)
+
+
+def nudge_scope(tx: Tx, tok: TokenRow) -> None:
+    """``tok`` took a flow from which an inclusive join it could reach is out of reach:
+    the scope it runs in decides again once this commits (a decision with nothing to do is
+    harmless)."""
+    parent = tx.token(tok.parent_token_id) if tok.parent_token_id is not None else None
+    if parent is not None and waits_for_children(parent):
+        tx.advance_later(parent.id, parent.version)
 
 
 def join_as_scope(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:

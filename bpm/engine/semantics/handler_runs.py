@@ -18,7 +18,14 @@ from uuid import UUID
 from bpm.definitions import mappings
 from bpm.definitions.model import Node, ProcessGraph
 from bpm.engine.core.tx import Next, Stale, Tx
-from bpm.engine.semantics import interruptions, listeners, scopes, task_moves
+from bpm.engine.semantics import (
+    call_mappings,
+    call_returns,
+    interruptions,
+    listeners,
+    scopes,
+    task_moves,
+)
 from bpm.engine.semantics.bpmn_errors import caught_anywhere, throw_from_task
 from bpm.engine.semantics.called_errors import caller_catches, propagate
 from bpm.engine.semantics.failures import fail_token
@@ -172,6 +179,8 @@ def complete_task(
     tok = token if token is not None else tx.token(task.token_id)
     if tok is None or tok.state != TokenState.WAITING or tok.node_id != task.node_id:
         raise Stale(f"token of task {task.id} is no longer waiting at {task.node_id!r}")
+    if call_mappings.phase_of(task) is not None:
+        return call_returns.mapping_returned(tx, g, tok, task, values)
     scopes.write(tx, g, tok, values)
     if local_values:
         scopes.write(tx, g, tok, local_values, local=True)

@@ -33,8 +33,13 @@ def decide(tx: Tx, g: ProcessGraph, parent: TokenRow) -> Next:
             return _fire_join(tx, g, locked, node, picked, children)
     node = g.node(locked.node_id)
     # A subprocess's token runs its body until it forks out of the subprocess (``fork``
-    # clears its ``via_flow``); then its children are branches, as a gateway's are.
-    in_body = node.is_scope and (locked.via_flow is not None or multi_instance.is_iteration(locked))
+    # clears its ``via_flow``); then its children are branches, as a gateway's are. An event
+    # subprocess's token came by no flow, and never forks out of it.
+    in_body = node.is_scope and (
+        locked.via_flow is not None
+        or node.triggered_by_event
+        or multi_instance.is_iteration(locked)
+    )
     if in_body:
         children = body_children(children, node.id)
     if children:

@@ -13,6 +13,8 @@ from bpm.engine.core.tx import Next, NextToken, Tx
 from bpm.engine.semantics import (
     activities,
     decisions,
+    event_subprocess_timers,
+    event_subprocesses,
     gateways,
     interruptions,
     listeners,
@@ -36,6 +38,8 @@ from bpm.store.rows import TokenRow
 def arrive(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     """A token ACTIVE at a node: the ``take`` listeners of the flow it came by first."""
     if tok.via_flow is not None and tok.mode != TokenMode.COMPENSATION:
+        if tok.via_flow in g.turning_flows:
+            gateways.nudge_scope(tx, tok)
         flow = g.flows.get(tok.via_flow)
         if flow is not None and flow.listeners:
             return listeners.run(tx, tok, g.node(tok.node_id), ListenerEvent.TAKE, 0, flow)
@@ -151,10 +155,14 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
                 return gateways.park_at_join(tx, g, tok)
             return gateways.fork_or_leave(tx, g, tok, node)
         case NodeType.INCLUSIVE:
-            if node.is_join and tok.concurrent:
+            if node.is_join and (tok.concurrent or _spawned_beside(tx, g, tok)):
                 return gateways.park_at_join(tx, g, tok)
             return gateways.leave_by_conditions(tx, g, tok, node)
-        case NodeType.START | NodeType.TASK | NodeType.MANUAL_TASK | NodeType.BOUNDARY:
+        case NodeType.START:
+            if g.event_subprocesses:  # a scope begins: its event subprocesses' timers
+                event_subprocess_timers.arm(tx, g, tok, node)
+            return leave(tx, g, tok, node)
+        case NodeType.TASK | NodeType.MANUAL_TASK | NodeType.BOUNDARY:
             return leave(tx, g, tok, node)  # nothing to do here: pass through
         case (
             NodeType.SERVICE_TASK
@@ -166,6 +174,12 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             raise AssertionError(f"activity {node.id!r} passed through")
         case _:
             assert_never(node.type)
+
+
+def _spawned_beside(tx: Tx, g: ProcessGraph, tok: TokenRow) -> bool:
+    """Whether paths a non-interrupting boundary started hang from this lone token: an
+    inclusive join must wait for them as for concurrent branches."""
+    return g.spawns_tokens and has_live_children(tx, tok)
 
 
 def _throw_compensation(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
@@ -212,7 +226,7 @@ def depart(tx: Tx, g: ProcessGraph, step: Next | multi_instance.Leaving, node: N
 
 
 def _out(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
-    if g.timer_boundaries(node.id):
+    if g.timer_boundaries(node.id) or g.event_subprocesses.get(node.id):
         cancel_timers(tx, tok, reason=f"left {node.id!r}")
     flows = g.outgoing(node.id)
     if not flows:
@@ -269,6 +283,8 @@ def end_token(tx: Tx, tok: TokenRow, g: ProcessGraph | None = None) -> Next:
         return None
     move(tx, tok, state=TokenState.COMPLETED, event=TokenEvent.COMPLETED)
     if tok.parent_token_id is None:
+        if g is not None and g.event_subprocesses.get(None):
+            event_subprocesses.disarm(tx, g, tok, None, "the process ended")
         set_instance_state(tx, tok.instance_id, InstanceState.COMPLETED, expected=True)
         return None
     parent = tx.token(tok.parent_token_id)
@@ -296,6 +312,8 @@ def _terminate(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     if at_work:
         end_work(tx, root, reason)  # a FAILED root's incident too: it ends here
     cancel_inside(tx, tok, tree.below(root), reason, spare=tok.id)
+    if g.event_subprocesses:  # a subprocess's event subprocesses run beside its body root
+        event_subprocesses.end_beside(tx, g, tree, tok, reason)
     if at_work and root.state == TokenState.FAILED:
         resume_if_clear(tx, root.instance_id)
     tx.history.engine(

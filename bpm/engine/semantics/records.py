@@ -59,6 +59,8 @@ def pending_in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRo
     in_scope = {t.id for t in tree.inside(host)} if host else set()
     out = []
     for rec in pending:
+        if rec.called_instance_id is not None and anchor.mode != TokenMode.COMPENSATION:
+            continue  # a thrown compensation does not reach into a called instance
         if inside is not None:
             if not tree.ran_inside(tree.get(rec.token_id), inside):
                 continue

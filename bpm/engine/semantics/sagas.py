@@ -91,7 +91,7 @@ def start_if_declared(tx: Tx, g: ProcessGraph, failed: TokenRow, reason: str) ->
         wait_kind=COMPENSATING,
     )
     create(tx, [anchor], [(host.id, anchor.id, LinkType.COMPENSATION)] if host else [])
-    return _next(tx, g, anchor) or True
+    return next_compensation(tx, g, anchor) or True
 
 
 # --- thrown compensation -----------------------------------------------------------------
@@ -123,7 +123,7 @@ def throw(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Finished | None
         actor=tx.actor,
         data={"activity": node.activity},
     )
-    return _next(tx, g, anchor)
+    return next_compensation(tx, g, anchor)
 
 
 # --- the anchor: one compensation at a time, latest success first -------------------------
@@ -136,10 +136,11 @@ def decide(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Finished | None:
         raise Stale(f"token {anchor.id} moved on before its compensation decision")
     if any(c.state in (TokenState.ACTIVE, TokenState.WAITING) for c in tx.live_children(locked.id)):
         return None  # one at a time: the running compensation nudges again when it ends
-    return _next(tx, g, locked)
+    return next_compensation(tx, g, locked)
 
 
-def _next(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Finished | None:
+def next_compensation(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Finished | None:
+    """Start the anchor's next compensation (one at a time), or say it has none left."""
     todo = records.pending_in_scope(tx, g, anchor)
     if not todo:
         return Finished(anchor)

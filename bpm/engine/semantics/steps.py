@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.tx import Next, NextToken, Stale, Tx
-from bpm.engine.semantics import call_returns, joins, nodes, sagas
+from bpm.engine.semantics import call_returns, called_compensation, joins, nodes, sagas
 from bpm.engine.semantics.failures import end_saga
 from bpm.states import TokenMode, TokenState, WaitKind
 from bpm.store.rows import TokenRow
@@ -30,6 +30,8 @@ def advance(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
             return None
         if done.anchor.mode == TokenMode.FORWARD:
             return nodes.thrown_compensation_done(tx, g, done.anchor)
+        if called_compensation.for_caller(tx, done.anchor):
+            return called_compensation.finish(tx, done.anchor)
         return end_saga(tx, g, done.anchor)
     raise Stale(f"token {tok.id} is {tok.state}; nothing to advance")
 

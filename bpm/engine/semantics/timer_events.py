@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.engine.core.tx import Next, NextToken, Tx
-from bpm.engine.semantics import interruptions
+from bpm.engine.semantics import interruptions, waits
 from bpm.engine.semantics.cancelling import (
     cancel_called,
     cancel_descendants,
@@ -50,6 +50,9 @@ def _interrupt(tx: Tx, g: ProcessGraph, tok: TokenRow, boundary: Node) -> Next:
 
 
 def _spawn(tx: Tx, tok: TokenRow, boundary: Node) -> Next:
-    """Non-interrupting: a new token takes the boundary's path; the activity stays open."""
+    """Non-interrupting: a new token takes the boundary's path; the activity stays open, and
+    a cycle arms its next tick."""
     spawned = spawn_beside(tx, tok, boundary.id, {"boundary": boundary.id})
+    if boundary.timer is not None and boundary.timer.kind == "cycle":
+        waits.rearm_cycle(tx, tok, boundary)
     return NextToken(spawned.id, 0)

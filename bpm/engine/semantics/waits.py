@@ -22,10 +22,12 @@ from bpm.errors import ExpressionEvalError
 from bpm.expressions import Expression
 from bpm.states import (
     TaskKind,
+    TimerState,
     TokenEvent,
     TokenState,
     WaitKind,
 )
+from bpm.store import timers
 from bpm.store.rows import TokenRow
 
 
@@ -132,3 +134,32 @@ def schedule(tx: Tx, tok: TokenRow, timer_node: Node, at_node: Node) -> bool:
         return False
     writes.schedule_timer(tx, tok, timer_node, fire_at)
     return True
+
+
+def rearm_cycle(tx: Tx, tok: TokenRow, boundary: Node) -> None:
+    """A cycle on a non-interrupting boundary fired: schedule its next tick, counted from
+    when this visit of the activity armed it (the timers of this visit are those after the
+    last one cancelled, since leaving the activity cancels its armed timer). The next tick
+    is the first after now: after an outage the missed ticks fire once, not one by one. A
+    cycle that has no more ticks arms nothing."""
+    assert boundary.timer is not None
+    mine = sorted(
+        (
+            t
+            for t in timers.of_instance(tx.conn, tok.instance_id)
+            if t.token_id == tok.id and t.node_id == boundary.id
+        ),
+        key=lambda t: (t.created_at, str(t.id)),
+    )
+    cancelled = [i for i, t in enumerate(mine) if t.state == TimerState.CANCELLED]
+    visit = mine[cancelled[-1] + 1 :] if cancelled else mine
+    fired = sum(1 for t in visit if t.state == TimerState.FIRED)
+    armed_at = visit[0].created_at if visit else tx.now
+    try:
+        values = _view(tx, tok) if boundary.timer.expression else {}
+        tick = boundary.timer.next_tick(tx.now, armed_at, fired, values)
+    except (TimerValueError, ExpressionEvalError) as exc:
+        fail_token(tx, tok, kind="timer", message=f"timer {boundary.id!r}: {exc}")
+        return
+    if tick is not None:
+        writes.schedule_timer(tx, tok, boundary, tick)

@@ -167,6 +167,36 @@ def record_compensation(tx: Tx, tok: TokenRow, node: Node, owner: UUID) -> Recor
     return rec
 
 
+def record_call(tx: Tx, tok: TokenRow, node: Node, called_instance_id: UUID) -> RecordRow:
+    """A PENDING record for a call activity whose called instance left successes to undo:
+    it stands for that instance's own records (``called_compensation``)."""
+    rec = compensation.record(
+        tx.conn,
+        instance_id=tok.instance_id,
+        token_id=tok.id,
+        node_id=node.id,
+        scope_id=tok.scope_id,
+        handler=f"the records of called instance {called_instance_id}",
+        now=tx.now,
+        called_instance_id=called_instance_id,
+    )
+    tx.history.engine(
+        instance_id=tok.instance_id,
+        at=tx.now,
+        type=EngineEvent.COMPENSATION_RECORDED,
+        node_id=node.id,
+        token_id=tok.id,
+        actor=tx.actor,
+        data={
+            "record_id": str(rec.id),
+            "seq": rec.seq,
+            "handler": rec.handler,
+            "called_instance_id": str(called_instance_id),
+        },
+    )
+    return rec
+
+
 def complete_record(tx: Tx, tok: TokenRow) -> None:
     """The compensation token ``tok`` succeeded: its record is COMPLETED (``Conflict`` if it
     was finished meanwhile)."""

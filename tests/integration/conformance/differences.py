@@ -36,8 +36,8 @@ JOIN_DISCARD = (
 )
 SPAWNED_END = (
     "a token reaching an end event while tokens spawned by its non-interrupting "
-    "boundaries are alive waits there ('until spawned tokens end') and completes "
-    "last; Camunda completes the end event at once"
+    "boundaries or event subprocesses are alive waits there ('until spawned tokens "
+    "end') and completes last; Camunda completes the end event at once"
 )
 EXCEPTION_CLASS = (
     "a handler's exception is never matched to an error boundary by its class "
@@ -121,6 +121,10 @@ DIFFERENCES: dict[str, dict[str, Difference]] = {
         "completed_in_order": Difference(["task"], JOIN_DISCARD),
         "final_state": Difference("waiting", JOIN_DISCARD),
     },
+    "scopes-and-events:timer-cycle-noninterrupting-boundary": {
+        "completed_in_order": Difference(["timer", "timer", "task"], SPAWNED_END),
+        "active_at_end": Difference(["end", "timerFiredTask"], SPAWNED_END),
+    },
     "timer-boundary-noninterrupting-two-timers": {
         "step 14: expect_active [thirdTask]": Difference(["theEnd", "thirdTask"], SPAWNED_END),
         "completed_in_order": Difference(
@@ -134,6 +138,15 @@ DIFFERENCES: dict[str, dict[str, Difference]] = {
                 "escalatedEnd",
                 "theEnd",
             ],
+            SPAWNED_END,
+        ),
+    },
+    "scopes-and-events:es-message-non-interrupting": {
+        "step 5: expect_active [eventSubProcessTask]": Difference(
+            ["eventSubProcessTask", "theEnd"], SPAWNED_END
+        ),
+        "completed_in_order": Difference(
+            ["task", "eventSubProcessTask", "eventSubProcessEnd", "subProcess", "theEnd"],
             SPAWNED_END,
         ),
     },
