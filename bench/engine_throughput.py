@@ -1,7 +1,8 @@
 """Engine throughput on PostgreSQL through the in-process dispatcher.
 
-Runs N instances of a 10-step sequential process, of a fork/join process and of a process
-whose call activity calls a 5-step process (no-op handlers), prints instances/s, steps/s
+Runs N instances of a 10-step sequential process, of a fork/join process, of a process
+whose call activity calls a 5-step process and of one with a 10-iteration parallel
+multi-instance task (no-op handlers), prints instances/s, steps/s
 (service-task nodes completed per second) and SQL transactions and statements per step, and
 compares steps/s with pgbench running a 4-statement transaction
 (select for update, update, two inserts) at the same client count.
@@ -67,6 +68,14 @@ def call_activity() -> dict[str, Any]:
     b.call_activity("call", process="bench_called", inputs=[{"all": True}])
     b.service_task("after", handler="noop").end()
     return b.sequence("start", "before", "call", "after", "end").build()
+
+
+def multi_instance(iterations: int = 10) -> dict[str, Any]:
+    """A task, a parallel multi-instance task of ``iterations`` iterations, a task."""
+    b = ProcessBuilder("bench_multi_instance").start().service_task("before", handler="noop")
+    b.service_task("each", handler="noop", multi_instance={"cardinality": iterations})
+    b.service_task("after", handler="noop").end()
+    return b.sequence("start", "before", "each", "after", "end").build()
 
 
 def noop(ctx: HandlerContext) -> None:
@@ -222,6 +231,7 @@ def main() -> None:
     boot.deploy(fork_join())
     boot.deploy(called())
     boot.deploy(call_activity())
+    boot.deploy(multi_instance())
 
     print(
         f"bpm engine throughput: {args.instances} instances per shape, {args.clients} "
@@ -236,6 +246,9 @@ def main() -> None:
         ),
         "call activity (1 + 5 called + 1)": run_shape(
             db, registry, counters, "bench_call", 7, args.instances, args.clients
+        ),
+        "multi-instance (1 + 10 parallel + 1)": run_shape(
+            db, registry, counters, "bench_multi_instance", 12, args.instances, args.clients
         ),
     }
     tps = pgbench_tps(args.url, args.clients, args.pgbench_seconds)

@@ -32,15 +32,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bpm.definitions.model import Node, NodeType, ProcessGraph
+from bpm.definitions.model import SCOPES, Node, NodeType, ProcessGraph
+from bpm.diagram_marker import marker_text
 
-ACTIVE, FAILED, COMPENSATED, VISITED, NOT_VISITED = (
-    "active",
-    "failed",
-    "compensated",
-    "visited",
-    "not visited",
-)
+ACTIVE, FAILED, COMPENSATED = "active", "failed", "compensated"
+VISITED, NOT_VISITED = "visited", "not visited"
 #: Every status, the one that wins first.
 STATUSES = (FAILED, ACTIVE, COMPENSATED, VISITED, NOT_VISITED)
 #: Token events that put a token at their ``node_id``.
@@ -78,6 +74,8 @@ class NodeMark:
     runs: int = 0
     #: A call activity's called instances (ids), in the order it started them.
     called: list[str] = field(default_factory=list)
+    #: A multi-instance activity's iterations (its body's arrivals are ``entered``).
+    iterations: int = 0
 
     def count_text(self) -> str:
         """``2x``, ``1x, 3 runs`` when a handler ran more often than tokens came, or ``""``;
@@ -86,6 +84,7 @@ class NodeMark:
             return ""
         text = f"{self.entered}x"
         text = f"{text}, {self.runs} runs" if self.runs > self.entered else text
+        text += f", {self.iterations} iterations" if self.iterations else ""
         if self.called:
             text += ", called " + " ".join(c[:8] for c in self.called)
         return text
@@ -138,7 +137,9 @@ def _read_history(events: Iterable[Event], marks: Marks) -> _Seen:
         kind, kind_of, node_id, data = e.get("kind"), e.get("type"), e.get("node_id"), _data(e)
         backward = str(e.get("token_id")) in seen.backward
         if kind == "token" and not backward:
-            if kind_of in ARRIVALS and node_id in nodes:
+            if kind_of in ARRIVALS and node_id in nodes and data.get("scope") == node_id:
+                nodes[node_id].iterations += 1  # a multi-instance iteration (at its own node)
+            elif kind_of in ARRIVALS and node_id in nodes:
                 nodes[node_id].entered += 1
             flow = (
                 data.get("flow")
@@ -270,7 +271,7 @@ def _mermaid_ids(graph: ProcessGraph) -> dict[str, str]:
 
 
 def _mermaid_label(node: Node, m: NodeMark) -> str:
-    lines = label_lines(node) + ([m.count_text()] if m.count_text() else [])
+    lines = label_lines(node) + [t for t in (marker_text(node), m.count_text()) if t]
     return "<br/>".join(_mermaid_text(line) for line in lines)
 
 
@@ -303,7 +304,7 @@ def _mermaid_scope(
         if node.scope != scope:
             continue
         label = _mermaid_label(node, marks.nodes[node.id])
-        if node.is_scope:
+        if node.type in SCOPES:  # a body of nodes (not a multi-instance task's iterations)
             lines.append(f'{pad}subgraph {ids[node.id]} ["{label}"]')
             lines.append(f"{pad}    direction LR")
             _mermaid_scope(graph, marks, ids, node.id, lines, depth + 1)

@@ -33,6 +33,7 @@ from bpm.diagram_layout import (
     Layout,
     label_spot,
 )
+from bpm.diagram_marker import marker_svg
 from bpm.diagram_shapes import (
     BOUNDARY_R,
     CAPTIONS,
@@ -250,6 +251,7 @@ def _task(svg: Svg, node: Node, item: Item, m: NodeMark) -> None:
         fill="#6b7280" if named else ink,
         italic=named,
     )
+    svg.add(marker_svg(node, item.cx, y + TASK_H, stroke))
     _badge(svg, item.right - 6, item.top, m)
 
 
@@ -274,6 +276,7 @@ def _subprocess(svg: Svg, node: Node, item: Item, m: NodeMark) -> None:
         weight="bold",
     )
     _badge(svg, item.right - 22, item.top + 13, m)
+    svg.add(marker_svg(node, item.cx, item.top + item.shape_h, stroke))
     svg.add("</g>")
 
 

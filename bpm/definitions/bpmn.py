@@ -20,6 +20,7 @@ from bpm.definitions.bpmn_declarations import Declarations
 from bpm.definitions.bpmn_feel import FeelUnsupported, translate_condition
 from bpm.definitions.bpmn_handlers import handler_name
 from bpm.definitions.bpmn_links import join_links
+from bpm.definitions.bpmn_multi_instance import LOOPS
 from bpm.definitions.bpmn_names import BPM, BPMN, CAMUNDA, CAMUNDA_ALIASES
 from bpm.definitions.bpmn_reader import Reader, not_yet, problems_of, refusal, reject
 from bpm.definitions.bpmn_xml import XmlElement, parse_xml
@@ -29,7 +30,7 @@ from bpm.errors import InvalidDefinition
 
 __all__ = ["compile_bpmn", "handler_name"]
 Mapped = dict[str, Any]
-_SCOPE_PARTS = {"documentation", "extensionElements", "laneSet", "incoming", "outgoing"}
+_SCOPE_PARTS = {"documentation", "extensionElements", "laneSet", "incoming", "outgoing", *LOOPS}
 
 
 def compile_bpmn(

@@ -19,6 +19,7 @@ from bpm.definitions.bpmn_camunda import (
     retry,
 )
 from bpm.definitions.bpmn_listeners import listeners
+from bpm.definitions.bpmn_multi_instance import multi_instance
 from bpm.definitions.bpmn_names import CAMUNDA
 from bpm.definitions.bpmn_reader import Reader, reject
 from bpm.definitions.bpmn_xml import XmlElement
@@ -61,6 +62,7 @@ def common(r: Reader, node: Mapped) -> Mapped:
         out.update(found)
     if kind in MAPPED_TYPES:
         out.update(input_output(r))
+    out.update(multi_instance(r, kind))
     return out
 
 

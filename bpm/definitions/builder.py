@@ -60,8 +60,10 @@ class ProcessBuilder:
         timeout: str | None = None,
         name: str | None = None,
         priority: int | None = None,
+        multi_instance: dict[str, Any] | None = None,
     ) -> Self:
-        """A service task run by an in-process ``handler`` or by external workers (``topic``)."""
+        """A service task run by an in-process ``handler`` or by external workers (``topic``).
+        ``multi_instance``: the ``multiInstance`` object (see ``multi_instance``)."""
         return self._node(
             node_id,
             "serviceTask",
@@ -71,6 +73,7 @@ class ProcessBuilder:
             timeout=timeout,
             name=name,
             priority=priority,
+            multiInstance=multi_instance,
         )
 
     def task(self, node_id: str, name: str | None = None) -> Self:
@@ -90,11 +93,23 @@ class ProcessBuilder:
     def parallel_gateway(self, node_id: str) -> Self:
         return self._node(node_id, "parallelGateway")
 
-    def sub_process(self, node_id: str, body: ProcessBuilder, name: str | None = None) -> Self:
+    def sub_process(
+        self,
+        node_id: str,
+        body: ProcessBuilder,
+        name: str | None = None,
+        *,
+        multi_instance: dict[str, Any] | None = None,
+    ) -> Self:
         """Embed ``body`` (a builder whose key is ignored) as an embedded subprocess."""
         inner = body.build()
         return self._node(
-            node_id, "subProcess", name=name, nodes=inner["nodes"], flows=inner["flows"]
+            node_id,
+            "subProcess",
+            name=name,
+            nodes=inner["nodes"],
+            flows=inner["flows"],
+            multiInstance=multi_instance,
         )
 
     def event_sub_process(
@@ -151,6 +166,7 @@ class ProcessBuilder:
         business_key: str | None = None,
         inherit_business_key: bool | None = None,
         name: str | None = None,
+        multi_instance: dict[str, Any] | None = None,
     ) -> Self:
         """A call activity: starts an instance of ``process`` and waits for it to end.
         ``inputs``/``outputs`` are the ``in``/``out`` lists (``{"source": ..., "target":
@@ -165,6 +181,7 @@ class ProcessBuilder:
             name=name,
             businessKey=business_key,
             inheritBusinessKey=inherit_business_key,
+            multiInstance=multi_instance,
             **{"in": inputs, "out": outputs},
         )
 
@@ -207,17 +224,41 @@ class ProcessBuilder:
         assignee: str | None = None,
         candidate_groups: list[str] | None = None,
         name: str | None = None,
+        multi_instance: dict[str, Any] | None = None,
     ) -> Self:
         return self._node(
-            node_id, "userTask", assignee=assignee, candidate_groups=candidate_groups, name=name
+            node_id,
+            "userTask",
+            assignee=assignee,
+            candidate_groups=candidate_groups,
+            name=name,
+            multiInstance=multi_instance,
         )
 
-    def receive_task(self, node_id: str, *, message: str, name: str | None = None) -> Self:
-        return self._node(node_id, "receiveTask", message=message, name=name)
+    def receive_task(
+        self,
+        node_id: str,
+        *,
+        message: str,
+        name: str | None = None,
+        multi_instance: dict[str, Any] | None = None,
+    ) -> Self:
+        return self._node(
+            node_id, "receiveTask", message=message, name=name, multiInstance=multi_instance
+        )
 
     def message_event(self, node_id: str, *, message: str, name: str | None = None) -> Self:
         """An intermediate message catch event."""
         return self._node(node_id, "messageEvent", message=message, name=name)
+
+    def multi_instance(self, node_id: str, **spec: Any) -> Self:
+        """Make an activity already added multi-instance: ``sequential``, ``cardinality``
+        (a number or ``${...}``), ``collection`` (a variable name or ``${...}``),
+        ``elementVariable``, ``completionCondition``, ``outputCollection`` and
+        ``outputElement`` (the JSON format's ``multiInstance`` keys)."""
+        node = next(n for n in self._nodes if n["id"] == node_id)
+        node["multiInstance"] = spec
+        return self
 
     def mappings(
         self,

@@ -21,6 +21,7 @@ from bpm.definitions.model_refs import CallMapping as CallMapping
 from bpm.definitions.model_refs import CallSpec as CallSpec
 from bpm.definitions.model_refs import DecisionBinding as DecisionBinding
 from bpm.definitions.model_refs import DecisionRef as DecisionRef
+from bpm.definitions.multi_instance import MultiInstance as MultiInstance
 from bpm.definitions.timers import TimerSpec
 from bpm.expressions import Expression
 
@@ -226,6 +227,8 @@ class Node:
     #: subProcess: an event subprocess (``triggeredByEvent``), started by its start event's
     #: trigger (error, message, timer) while its scope runs, never by a flow.
     triggered_by_event: bool = False
+    #: Activities: run once per iteration, in parallel or in sequence (a marker, not a type).
+    multi_instance: MultiInstance | None = None
 
     def listeners_of(self, event: ListenerEvent) -> tuple[Listener, ...]:
         if not self.listeners:  # most nodes have none: asked on every arrival and leave
@@ -235,8 +238,9 @@ class Node:
     @property
     def is_scope(self) -> bool:
         """Whether a token here waits for a body of its own: its records cover what ran
-        inside, an interruption cancels that body, a terminate inside ends at it."""
-        return self.type in SCOPES
+        inside, an interruption cancels that body, a terminate inside ends at it. A
+        multi-instance activity's token is one: its body waits for its iterations."""
+        return self.type in SCOPES or self.multi_instance is not None
 
     @property
     def is_join(self) -> bool:
@@ -279,9 +283,10 @@ class ProcessGraph:
 
     @cached_property
     def has_mappings(self) -> bool:
-        """Whether any node declares input or output mappings: only then can an instance
-        have local variables."""
-        return any(n.inputs or n.outputs for n in self.nodes.values())
+        """Whether any node declares input or output mappings or is multi-instance (its
+        counters and loop variables are local): only then can an instance have local
+        variables."""
+        return any(n.inputs or n.outputs or n.multi_instance for n in self.nodes.values())
 
     def node(self, node_id: str) -> Node:
         return self.nodes[node_id]

@@ -52,6 +52,12 @@ def of_instance(conn: Connection, instance_id: UUID) -> list[LocalRow]:
     return [LocalRow(*row) for row in rows]
 
 
+def of_tokens(conn: Connection, instance_id: UUID, token_ids: list[UUID]) -> list[LocalRow]:
+    """The local variables of the scopes these tokens own."""
+    stmt = select(*_COLS).where(t.c.instance_id == instance_id, t.c.scope_token_id.in_(token_ids))
+    return [LocalRow(*row) for row in conn.execute(stmt)]
+
+
 def of_instances(conn: Connection, instance_ids: list[UUID]) -> dict[UUID, list[LocalRow]]:
     out: dict[UUID, list[LocalRow]] = {iid: [] for iid in instance_ids}
     if instance_ids:
@@ -86,6 +92,30 @@ def write(
             for name, value in values.items()
         ],
     )
+
+
+def write_scopes(
+    conn: Connection,
+    instance_id: UUID,
+    scopes: Mapping[tuple[UUID, str], Mapping[str, Any]],
+    now: datetime,
+) -> None:
+    """``write`` for several scopes (token id, node id) in one statement."""
+    params = [
+        {
+            "instance_id": instance_id,
+            "scope_token_id": token_id,
+            "scope_node_id": node_id,
+            "name": name,
+            "value": value,
+            "version": 1,
+            "updated_at": now,
+        }
+        for (token_id, node_id), values in scopes.items()
+        for name, value in values.items()
+    ]
+    if params:
+        conn.execute(_UPSERTS[conn.dialect.name], params)
 
 
 def end(conn: Connection, instance_id: UUID, token_id: UUID, node_id: str) -> list[str]:

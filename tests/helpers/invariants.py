@@ -145,11 +145,14 @@ def trace_problems(db: Database, iid: UUID) -> list[str]:
             completed_task_of_token[event.token_id] = event
         if event.table == "token":
             done = completed_task_of_token.pop(event.token_id, None)
+            # FAILED: leaving can fail after the task completed (an output mapping, a
+            # multi-instance completion condition), with an incident an operator retries
             if done is not None and event.type not in (
                 "MOVED",
                 "COMPLETED",
                 "FORKED",
                 "COMPENSATED",
+                "FAILED",
                 "CALLED",  # a call activity's mapping handler ran: the call starts
             ):
                 problems.append(

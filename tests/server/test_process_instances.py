@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from bpm.definitions import ProcessBuilder
 from bpm.states import Role
 from tests.server.conftest import Server
 from tests.server.processes import error_boundary_bpmn, message_bpmn, nested_bpmn
@@ -299,3 +300,42 @@ def test_super_and_sub_process_instance_follow_a_call(
     assert [h["id"] for h in up] == [parent] and up[0]["superProcessInstanceId"] is None
     c.delete(f"/process-instance/{parent}")
     assert c.get(f"/process-instance/{child}").status_code == 404  # cancelled with its caller
+
+
+def test_activity_instances_of_a_multi_instance_activity(
+    world: dict[str, object], server: Server
+) -> None:
+    """Camunda's tree: ``X#multiInstanceBody`` with one child per live iteration (an
+    iteration of a subprocess holds its own inner activity)."""
+    body = ProcessBuilder("ignored").start("s").user_task("inner").end("e")
+    doc = (
+        ProcessBuilder("pi_mi")
+        .start()
+        .user_task("each", multi_instance={"cardinality": 3})
+        .sub_process("sub", body.sequence("s", "inner", "e"), multi_instance={"cardinality": 2})
+        .end()
+        .sequence("start", "each", "end")
+        .build()
+    )
+    doc["flows"].append({"id": "f_sub", "source": "start", "target": "sub"})
+    doc["flows"].append({"id": "f_sub_end", "source": "sub", "target": "end"})
+    rt = server.runtime
+    rt.engine.deploy(doc)
+    iid = str(rt.engine.start("pi_mi", {}).id)
+    rt.run_until_idle(timeout=5)
+    got = _c(world).get(f"/process-instance/{iid}/activity-instances")
+    assert got.status_code == 200, got.text
+    children = {a["activityId"]: a for a in got.json()["childActivityInstances"]}
+    assert set(children) == {"each#multiInstanceBody", "sub#multiInstanceBody"}
+    each = children["each#multiInstanceBody"]
+    assert each["activityType"] == "multiInstanceBody"
+    assert each["id"].startswith("each#multiInstanceBody:")
+    iterations = each["childActivityInstances"]
+    assert [i["activityId"] for i in iterations] == ["each"] * 3
+    assert {i["parentActivityInstanceId"] for i in iterations} == {each["id"]}
+    subs = children["sub#multiInstanceBody"]["childActivityInstances"]
+    assert [s["activityType"] for s in subs] == ["subProcess"] * 2
+    assert [[a["activityId"] for a in s["childActivityInstances"]] for s in subs] == [
+        ["inner"],
+        ["inner"],
+    ]

@@ -513,9 +513,17 @@ def test_the_order_saga_example_in_bpmn_behaves_like_the_json_one() -> None:
         ),
         ('<callActivity id="ca"/>', "line 10: callActivity 'ca' has no calledElement"),
         (
-            '<userTask id="u"><multiInstanceLoopCharacteristics/></userTask>',
-            "line 10: multiInstanceLoopCharacteristics in userTask 'u' (multi-instance) is "
+            '<userTask id="u"><standardLoopCharacteristics/></userTask>',
+            "line 10: standardLoopCharacteristics in userTask 'u' (loop) is not supported yet",
+        ),
+        (
+            '<task id="u"><multiInstanceLoopCharacteristics/></task>',
+            "line 10: multiInstanceLoopCharacteristics in task 'u' (multi-instance) is "
             "not supported yet",
+        ),
+        (
+            '<userTask id="u"><multiInstanceLoopCharacteristics behavior="None"/></userTask>',
+            "line 10: multiInstanceLoopCharacteristics in userTask 'u' has behavior='None'",
         ),
         (
             '<subProcess id="es" triggeredByEvent="true"><startEvent id="es_s">'

@@ -123,6 +123,23 @@ CASES: dict[str, tuple[str, str]] = {
         ),
         "",
     ),
+    "multiInstanceLoopCharacteristics": (
+        task(
+            '<bpmn:userTask id="T"><bpmn:multiInstanceLoopCharacteristics{a}>'
+            f"{EXT}<bpmn:loopCardinality>2</bpmn:loopCardinality>"
+            "</bpmn:multiInstanceLoopCharacteristics></bpmn:userTask>"
+        ),
+        "",
+    ),
+    "zeebe:loopCharacteristics": (
+        task(
+            '<bpmn:userTask id="T"><bpmn:multiInstanceLoopCharacteristics>'
+            '<bpmn:extensionElements><zeebe:loopCharacteristics inputCollection="=xs"{a}>{x}'
+            "</zeebe:loopCharacteristics></bpmn:extensionElements>"
+            "</bpmn:multiInstanceLoopCharacteristics></bpmn:userTask>"
+        ),
+        "",
+    ),
     "sequenceFlow": (
         '<bpmn:startEvent id="S" /><bpmn:endEvent id="E" />'
         f'<bpmn:sequenceFlow id="F" sourceRef="S" targetRef="E"{{a}}>{EXT}</bpmn:sequenceFlow>',

@@ -219,11 +219,11 @@ class GraphBuilder:
                         f"userTask of the same scope",
                         node.id,
                     )
-                if handler.listeners:
+                if handler.listeners or handler.multi_instance:
                     raise InvalidDefinition(
                         f"node {handler.id!r}: a compensation handler activity cannot have "
-                        f"listeners (they are not run when it compensates); put the work in "
-                        f"the handler itself",
+                        f"listeners or be multi-instance (neither runs when it compensates); "
+                        f"put the work in the handler itself",
                         handler.id,
                     )
                 if handler.incoming or handler.outgoing or handler.compensation:

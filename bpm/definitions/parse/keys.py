@@ -9,7 +9,7 @@ an unknown key is refused before any field is read.
 from __future__ import annotations
 
 from bpm.definitions.calls import CALL_KEYS
-from bpm.definitions.model import NodeType
+from bpm.definitions.model import ACTIVITIES, NodeType
 from bpm.definitions.parse.event_starts import START_KEYS
 
 #: Process keys without behaviour: kept for people and tools (``bpm definition``, the API).
@@ -111,4 +111,7 @@ for _mapped in MAPPED:
 DEFAULTED = (*MAPPED, NodeType.EXCLUSIVE, NodeType.INCLUSIVE, NodeType.BOUNDARY)
 for _defaulted in DEFAULTED:
     NODE_KEYS[_defaulted] = NODE_KEYS[_defaulted] | {"default"}
+#: Activities: any of them may run as a multi-instance activity.
+for _activity in ACTIVITIES:
+    NODE_KEYS[_activity] = NODE_KEYS[_activity] | {"multiInstance"}
 NOT_YET: dict[NodeType, str] = {}

@@ -15,7 +15,8 @@ from bpm.definitions.boundaries import boundary_fields
 from bpm.definitions.calls import parse_call
 from bpm.definitions.forms import parse_form
 from bpm.definitions.mappings import VARIABLE_NAME, parse_mappings
-from bpm.definitions.model import Flow, Node, NodeType
+from bpm.definitions.model import ACTIVITIES, Flow, Node, NodeType
+from bpm.definitions.multi_instance import MultiInstance, parse_multi_instance
 from bpm.definitions.parse import event_starts
 from bpm.definitions.parse.keys import DEFAULTED, MAPPED
 from bpm.definitions.parse.listeners import parse_listeners
@@ -79,10 +80,26 @@ def compile_node(
         fields["initiator"] = _initiator(raw, where, node_id)
         fields["form"] = parse_form(raw.get("form"), where, node_id)
         fields.update(event_starts.trigger_fields(raw, where, node_id))
+    if node_type in ACTIVITIES:
+        fields["multi_instance"] = _multi_instance(raw, fields, where, node_id)
     if node_type in MAPPED:
         fields["inputs"] = parse_mappings(raw.get("inputs"), "inputs", where, node_id)
         fields["outputs"] = parse_mappings(raw.get("outputs"), "outputs", where, node_id)
     return Node(node_id, node_type, scope, incoming, outgoing, name=name, **fields)
+
+
+def _multi_instance(
+    raw: Mapping[str, Any], fields: Mapping[str, Any], where: str, node_id: str
+) -> MultiInstance | None:
+    """The marker; an activity that is both multi-instance and compensable is refused: bpm
+    does not compensate an activity per iteration (docs/bpmn.md)."""
+    found = parse_multi_instance(raw.get("multiInstance"), where, node_id)
+    if found is not None and fields.get("compensation") is not None:
+        raise InvalidDefinition(
+            f"{where}: a multi-instance activity cannot declare a compensation (not supported)",
+            node_id,
+        )
+    return found
 
 
 def _initiator(raw: Mapping[str, Any], where: str, node_id: str) -> str | None:

@@ -13,6 +13,7 @@ from uuid import UUID
 
 from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.engine.core.engine_core import EngineCore
+from bpm.engine.operations.instance_views import BODY, BODY_TYPE
 from bpm.errors import InvalidRequest, NotFound
 from bpm.states import TokenEvent, TokenState
 from bpm.store import history, history_queries, instances
@@ -164,7 +165,7 @@ def _derive(row: InstanceRow, g: ProcessGraph, events: list[EventRow]) -> list[V
             continue
         canceled = e.to_state == TokenState.CANCELLED
         ends = e.to_state in _GONE or e.type == TokenEvent.FORKED
-        moved = held is not None and held[1].node_id != e.node_id
+        moved = held is not None and held[1].node_id.removesuffix(BODY) != e.node_id
         arrives = e.type in _ARRIVALS or moved
         if held is not None and (arrives or ends):
             del current[e.token_id]
@@ -185,11 +186,15 @@ def _visit(
     n = seen.get((e.token_id, e.node_id), 0) + 1
     seen[(e.token_id, e.node_id)] = n
     node = g.nodes.get(e.node_id)
+    # a multi-instance body (not an iteration, created at its node's own scope) is
+    # Camunda's activity of its own, X#multiInstanceBody
+    body = node is not None and node.multi_instance and (e.data or {}).get("scope") != node.id
+    node_id = f"{e.node_id}{BODY}" if body else e.node_id
     return Visit(
-        f"{e.node_id}:{e.token_id}" + (f"#{n}" if n > 1 else ""),
-        e.node_id,
+        f"{node_id}:{e.token_id}" + (f"#{n}" if n > 1 else ""),
+        node_id,
         node.name if node else None,
-        activity_type(node),
+        BODY_TYPE if body else activity_type(node),
         row.id,
         row.process_def_id,
         row.process_key,

@@ -6,13 +6,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from uuid import UUID
 
-from bpm.definitions.model import Node
+from bpm.definitions.model import SCOPES, Node
 from bpm.engine.core.engine_core import EngineCore
+from bpm.engine.semantics import multi_instance
 from bpm.errors import InvalidOperation, NotFound
 from bpm.states import LIVE_INSTANCE, LIVE_TOKEN, TokenState, WaitKind
 from bpm.store import instance_queries, instances, tokens, variables
 from bpm.store.instance_queries import LiveInstanceFilter
 from bpm.store.rows import InstanceRow, TokenRow
+
+#: Camunda's activity id suffix and activity type of a multi-instance body.
+BODY = "#multiInstanceBody"
+BODY_TYPE = "multiInstanceBody"
 
 
 @dataclass
@@ -91,14 +96,24 @@ def activity_tree(core: EngineCore, instance_id: UUID) -> ActivityTree:
             continue
         node = graph.node(tok.node_id)
         transition = tok.state == TokenState.ACTIVE
-        nodes[tok.id] = ActivityNode(
-            tok.id, node.id, node.name, node.type, transition, node.is_scope
-        )
+        nodes[tok.id] = _activity(tok, node, transition)
     roots: list[ActivityNode] = []
     for tok in sorted((by_id[i] for i in nodes), key=lambda t: (t.created_at, str(t.id))):
         scope = _scope_of(tok, by_id, nodes)
         (nodes[scope].children if scope is not None else roots).append(nodes[tok.id])
     return ActivityTree(inst, roots)
+
+
+def _activity(tok: TokenRow, node: Node, transition: bool) -> ActivityNode:
+    """A multi-instance body is Camunda's ``<id>#multiInstanceBody``, holding one activity
+    instance per live iteration; an iteration is the activity itself (a scope only when the
+    activity is a subprocess)."""
+    if node.multi_instance is None:
+        return ActivityNode(tok.id, node.id, node.name, node.type, transition, node.is_scope)
+    if not multi_instance.is_iteration(tok):
+        body = f"{node.id}{BODY}"
+        return ActivityNode(tok.id, body, node.name, BODY_TYPE, transition, True)
+    return ActivityNode(tok.id, node.id, node.name, node.type, transition, node.type in SCOPES)
 
 
 def _structural(tok: TokenRow, node: Node) -> bool:

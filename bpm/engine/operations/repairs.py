@@ -8,7 +8,7 @@ from uuid import UUID
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Next, Tx
 from bpm.engine.operations.lifecycle import OPERATOR
-from bpm.engine.semantics import calls, gateways, nodes, steps, task_moves
+from bpm.engine.semantics import calls, gateways, multi_instance, nodes, steps, task_moves
 from bpm.engine.semantics.cancelling import resolve_incidents
 from bpm.engine.semantics.instance_state import resume_if_clear
 from bpm.engine.semantics.moves import move
@@ -87,6 +87,16 @@ def _retry_txn(core: EngineCore, tx: Tx, tok: TokenRow, retries: int | None) -> 
             tx.run_handler_later(task.id)
         else:
             tx.notify_topics.add(str(task.topic))
+    elif multi_instance.INCIDENT in kinds:
+        # A body that could not start its iterations starts them again; an iteration whose
+        # completion condition or output element failed ends again.
+        _retried(tx, tok)
+        g = core.graph(def_id, tx.conn)
+        moved = move(tx, tok, state=TokenState.ACTIVE, event=TokenEvent.RETRIED)
+        if multi_instance.is_iteration(moved):
+            return steps.carry_through(tx, g, nodes.leave(tx, g, moved, node))
+        entered = multi_instance.enter(tx, g, moved, node)
+        return steps.carry_through(tx, g, nodes.depart(tx, g, entered, node))
     elif (
         node.type.value == "exclusiveGateway"
         or "decision" in kinds

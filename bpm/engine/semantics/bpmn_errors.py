@@ -28,7 +28,10 @@ Caught = NextToken | RunTask
 def catch_at_activity(
     tx: Tx, g: ProcessGraph, tok: TokenRow, code: str, message: str = ""
 ) -> Caught | None:
-    """``tok`` waits at a task that threw ``code``: take the catching boundary, if any."""
+    """``tok`` waits at a task that threw ``code``: take the catching boundary, if any (an
+    iteration of a multi-instance activity has none: its body does, ``throw_from_end``)."""
+    if tok.scope_id == tok.node_id:
+        return None
     catcher = g.catcher(tok.node_id, code)
     if catcher is None:
         return None
@@ -81,6 +84,7 @@ def throw_from_end(
         host = tree.host_of(current, scope)
         if host is None:
             return None
+        host = tree.boundaries_of(host)
         catcher = g.catcher(scope, code)
         if catcher is not None:
             _end_scope(tx, tree, host, tok)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.engine.core.tx import Next, NextToken, Stale, Tx
+from bpm.engine.semantics import multi_instance
 from bpm.engine.semantics.gateways import leave_by_conditions
 from bpm.engine.semantics.moves import create, link, move, new_token
-from bpm.engine.semantics.nodes import end_token, leave
+from bpm.engine.semantics.nodes import depart, end_token, leave
 from bpm.engine.semantics.tree import body_children
 from bpm.states import EngineEvent, LinkType, TokenEvent, TokenMode, TokenState, WaitKind
 from bpm.store.rows import TokenRow
@@ -22,6 +23,8 @@ def decide(tx: Tx, g: ProcessGraph, parent: TokenRow) -> Next:
     locked = tx.lock_token(parent)
     if locked is None or locked.version != parent.version or locked.state != TokenState.WAITING:
         raise Stale(f"token {parent.id} moved on before its decision")
+    if multi_instance.is_body(g, locked):
+        return depart(tx, g, multi_instance.decide(tx, locked), g.node(locked.node_id))
     children = tx.live_children(locked.id)
     for join_id, arrived in _arrivals(children).items():
         node = g.node(join_id)
@@ -32,7 +35,11 @@ def decide(tx: Tx, g: ProcessGraph, parent: TokenRow) -> Next:
     # A subprocess's token runs its body until it forks out of the subprocess (``fork``
     # clears its ``via_flow``); then its children are branches, as a gateway's are. An event
     # subprocess's token came by no flow, and never forks out of it.
-    in_body = node.is_scope and (locked.via_flow is not None or node.triggered_by_event)
+    in_body = node.is_scope and (
+        locked.via_flow is not None
+        or node.triggered_by_event
+        or multi_instance.is_iteration(locked)
+    )
     if in_body:
         children = body_children(children, node.id)
     if children:

@@ -18,6 +18,7 @@ from bpm.engine.semantics import (
     gateways,
     interruptions,
     listeners,
+    multi_instance,
     records,
     sagas,
     scopes,
@@ -49,6 +50,8 @@ def _arrive_now(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     node = g.node(tok.node_id)
     if tok.mode == TokenMode.COMPENSATION:
         return activities.enter_compensation(tx, g, tok, node)
+    if node.multi_instance is not None and not multi_instance.is_iteration(tok):
+        return depart(tx, g, multi_instance.enter(tx, g, tok, node), node)
     if node.inputs and not _mapped(tx, tok, scopes.enter(tx, g, tok, node)):
         return None
     if node.listeners_of(ListenerEvent.TIMEOUT):  # a user task's timeout (its own boundary)
@@ -80,6 +83,8 @@ def begin(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node, *, armed: bool = F
 def _arm(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> None:
     """An activity's boundary timers start when a token enters it and waits there."""
     if node.type in ACTIVITIES and g.timer_boundaries(node.id):
+        if multi_instance.is_iteration(tok):
+            return  # a multi-instance activity's timers are its body's
         current = tx.current(tok)
         if current.state == TokenState.WAITING:
             waits.arm_boundaries(tx, g, current, node)
@@ -201,11 +206,26 @@ def leave(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
 
 def _leave_now(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     """Leaving, once the node's end listeners ran: its outputs, its compensation record,
-    its boundary timers disarmed, and the way out."""
+    its boundary timers disarmed, and the way out. An iteration of a multi-instance
+    activity ends instead; its body leaves once they are done (``depart``)."""
+    if node.multi_instance is not None and multi_instance.is_iteration(tok):
+        return depart(tx, g, multi_instance.iteration_done(tx, g, tok, node), node)
     if node.outputs and not _mapped(tx, tok, scopes.complete(tx, g, tok, node)):
         return None
     if node.compensation is not None:
         records.record_success(tx, tok, node)
+    return _out(tx, g, tok, node)
+
+
+def depart(tx: Tx, g: ProcessGraph, step: Next | multi_instance.Leaving, node: Node) -> Next:
+    """A multi-instance body that is done leaves by the activity's flows (its iterations
+    ran the listeners and outputs); anything else is the step's own signal."""
+    if isinstance(step, multi_instance.Leaving):
+        return _out(tx, g, step.body, node)
+    return step
+
+
+def _out(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     if g.timer_boundaries(node.id) or g.event_subprocesses.get(node.id):
         cancel_timers(tx, tok, reason=f"left {node.id!r}")
     flows = g.outgoing(node.id)

@@ -43,9 +43,9 @@ def overlay(tx: Tx, g: ProcessGraph, tok: TokenRow, values: dict[str, Any]) -> d
     ``tok`` is in laid over them, innermost last."""
     if not (g.has_mappings or tx.local_scopes):
         return values
-    found = _locals(tx, tok.instance_id)
+    found, chain = _found_and_chain(tx, g, tok)
     if found:
-        for scope in reversed(_chain(tx, tok, found)):
+        for scope in reversed(chain):
             values.update(found.get(scope, {}))
     return values
 
@@ -61,6 +61,12 @@ def local_view(tx: Tx, g: ProcessGraph, tok: TokenRow, values: dict[str, Any]) -
         return dict(found.get(own, {}))
     chain = _chain(tx, tok, found)
     return dict(found.get(chain[1], {})) if len(chain) > 1 else values
+
+
+def own_locals(tx: Tx, tok: TokenRow) -> dict[str, Any]:
+    """The local variables of ``tok``'s own scope (a multi-instance body's counters)."""
+    own = (tok.id, tok.node_id)
+    return dict(_locals(tx, tok.instance_id, [own]).get(own, {}))
 
 
 def view_of_task(tx: Tx, g: ProcessGraph, task: TaskRow) -> dict[str, Any]:
@@ -92,8 +98,8 @@ def write(
     if not (g.has_mappings or tx.local_scopes):
         tx.write_variables(tok.instance_id, dict(values))
         return
-    found = _locals(tx, tok.instance_id)
-    chain = _chain(tx, tok, found)[1 if outward else 0 :] if found else []
+    found, chain = _found_and_chain(tx, g, tok)
+    chain = chain[1 if outward else 0 :]
     to_instance: dict[str, Any] = {}
     to_scope: dict[Scope, dict[str, Any]] = {}
     for name, value in values.items():
@@ -146,7 +152,8 @@ def complete(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> str | None:
 def end(tx: Tx, g: ProcessGraph | None, tok: TokenRow) -> None:
     """``tok`` leaves its node: that scope's local variables end with it."""
     scope = (tok.id, tok.node_id)
-    if scope not in tx.local_scopes and not (g is not None and g.node(tok.node_id).inputs):
+    node = g.node(tok.node_id) if g is not None else None
+    if scope not in tx.local_scopes and not (node and (node.inputs or node.multi_instance)):
         return
     tx.local_scopes.discard(scope)
     names = local_variables.end(tx.conn, tok.instance_id, tok.id, tok.node_id)
@@ -187,9 +194,44 @@ def _set_local(
     )
 
 
-def _locals(tx: Tx, instance_id: UUID) -> Locals:
+def enter_scopes(tx: Tx, instance_id: UUID, scopes: Locals) -> None:
+    """Local variables of new scopes (tokens this transaction created), in one statement:
+    their rows are new, so no lock is needed."""
+    local_variables.write_scopes(tx.conn, instance_id, scopes, tx.now)
+    for scope, values in scopes.items():
+        tx.local_scopes.add(scope)
+        tx.history.engine(
+            instance_id=instance_id,
+            at=tx.now,
+            type=EngineEvent.LOCAL_VARIABLES_SET,
+            node_id=scope[1],
+            token_id=scope[0],
+            actor=tx.actor,
+            data={"values": values},
+        )
+
+
+def _found_and_chain(tx: Tx, g: ProcessGraph, tok: TokenRow) -> tuple[Locals, list[Scope]]:
+    """The local variables that matter to ``tok`` and its chain of scopes. An iteration of a
+    multi-instance activity directly in the process has a known chain (itself, its body):
+    only those two scopes are read, not every iteration's, nor the tree."""
+    if tok.scope_id == tok.node_id and tok.parent_token_id is not None:
+        if g.node(tok.node_id).scope is None:
+            chain = [(tok.id, tok.node_id), (tok.parent_token_id, tok.node_id)]
+            return _locals(tx, tok.instance_id, chain), chain
+    found = _locals(tx, tok.instance_id)
+    return found, (_chain(tx, tok, found) if found else [])
+
+
+def _locals(tx: Tx, instance_id: UUID, only: list[Scope] | None = None) -> Locals:
+    """The instance's local variables by scope (``only``: of these scopes' tokens)."""
     found: Locals = {}
-    for row in local_variables.of_instance(tx.conn, instance_id):
+    rows = (
+        local_variables.of_instance(tx.conn, instance_id)
+        if only is None
+        else local_variables.of_tokens(tx.conn, instance_id, [t for t, _ in only])
+    )
+    for row in rows:
         found.setdefault((row.scope_token_id, row.scope_node_id), {})[row.name] = row.value
     return found
 
@@ -199,10 +241,13 @@ def _chain(tx: Tx, tok: TokenRow, found: Locals) -> list[Scope]:
     (not the one whose boundary event started its path: that path runs beside it)."""
     own = (tok.id, tok.node_id)
     chain = [own]
-    if tok.scope_id is None or all(scope == own for scope in found):
-        return chain
+    body = tok.parent_token_id if tok.scope_id == tok.node_id else None
+    if body is not None:  # a multi-instance iteration: its body is the scope around it
+        chain.append((body, tok.node_id))
+    if tok.scope_id is None or all(scope in chain for scope in found):
+        return chain  # no other scope has local variables: the tree need not be read
     tree = Tree.read(tx, tok.instance_id)
-    current = tree.get(tok.id) or tok
+    current = tree.get(body or tok.id) or tok
     while current.scope_id is not None:
         host = tree.host_of(current, current.scope_id)
         if host is None:

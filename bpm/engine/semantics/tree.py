@@ -75,6 +75,13 @@ class Tree:
                 return row
         return None
 
+    def boundaries_of(self, host: TokenRow) -> TokenRow:
+        """The token an activity's boundary events sit on: the multi-instance body above
+        ``host`` when ``host`` is one of its iterations (``scope_id`` its own node's)."""
+        if host.scope_id == host.node_id:
+            return self.by_id.get(host.parent_token_id or host.id, host)
+        return host
+
     def descends(self, tok: TokenRow, ancestor: UUID) -> bool:
         """Whether ``ancestor`` is above ``tok``."""
         row: TokenRow | None = tok

@@ -41,8 +41,28 @@ def compensation_handlers(history: list[Event]) -> dict[str, str]:
     return out
 
 
-def _done(row: dict[str, Any], handlers: dict[str, str]) -> str | None:
-    """The node a token event completes, if it completes one."""
+def _bodies(history: list[Event]) -> set[tuple[str, str]]:
+    """The tokens that were multi-instance bodies (WAITING for their iterations): Camunda
+    logs a body as an activity of its own (``X#multiInstanceBody``), so its leaving is not a
+    completion of ``X``; each iteration's end is."""
+    return {
+        (str(e.row.get("token_id")), str(e.row["node_id"]))
+        for e in history
+        if e.row["kind"] == "token"
+        and e.row["type"] == "WAITING"
+        and "multi_instance" in (e.row.get("data") or {})
+    }
+
+
+def _done(
+    row: dict[str, Any], handlers: dict[str, str], bodies: set[tuple[str, str]]
+) -> str | None:
+    """The node a token event completes, if it completes one (not a body's, see _bodies)."""
+    done = _completes(row, handlers)
+    return None if (str(row.get("token_id")), done) in bodies else done
+
+
+def _completes(row: dict[str, Any], handlers: dict[str, str]) -> str | None:
     data = row.get("data") or {}
     if row["kind"] != "token":
         return None
@@ -58,9 +78,10 @@ def _done(row: dict[str, Any], handlers: dict[str, str]) -> str | None:
 def completion_log(model: Model, history: list[Event]) -> list[str]:
     """The activities the scenario's instances completed, in history order."""
     handlers = compensation_handlers(history)
+    bodies = _bodies(history)
     log: list[str] = []
     for event in history:
-        done = _done(event.row, handlers)
+        done = _done(event.row, handlers, bodies)
         if done is not None:
             label = model.label(event.process, done)
             if model.type(label) not in NOT_ACTIVITIES:
@@ -71,10 +92,11 @@ def completion_log(model: Model, history: list[Event]) -> list[str]:
 def left(model: Model, history: list[Event]) -> set[str]:
     """Every node a token has left, gateways included (``(J must not fire)``)."""
     handlers = compensation_handlers(history)
+    bodies = _bodies(history)
     return {
         model.label(event.process, done)
         for event in history
-        if (done := _done(event.row, handlers)) is not None
+        if (done := _done(event.row, handlers, bodies)) is not None
     }
 
 
