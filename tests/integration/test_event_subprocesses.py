@@ -341,7 +341,7 @@ def test_an_event_subprocess_with_flows_or_a_trigger_outside_one_is_refused() ->
     with pytest.raises(InvalidDefinition, match="no incoming or outgoing flows"):
         compile_definition(doc)
     plain = process_with()
-    plain["nodes"][0]["message"] = "go"
+    plain["nodes"][0]["error"] = "E"  # a process starts by none, message or timer start events
     with pytest.raises(InvalidDefinition, match="only the start event of an event subprocess"):
         compile_definition(plain)
     twice = process_with(
