@@ -129,6 +129,8 @@ class TokenEvent(StrEnum):
     #: A call activity started an instance (``data.instance``) and waits for it.
     CALLED = "CALLED"
     TIMER_FIRED = "TIMER_FIRED"
+    #: A message boundary event on the activity the token is at received its message.
+    MESSAGE_RECEIVED = "MESSAGE_RECEIVED"
     #: A non-interrupting boundary started a path beside the activity the token is at.
     SPAWNED = "SPAWNED"
     ERROR_THROWN = "ERROR_THROWN"

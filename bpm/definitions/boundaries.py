@@ -7,6 +7,7 @@ from typing import Any
 
 from bpm.definitions.mappings import VARIABLE_NAME
 from bpm.definitions.model import ACTIVITIES, Node, NodeType
+from bpm.definitions.parse.patterns import MESSAGE_PATTERN
 from bpm.definitions.timers import TIMER_KINDS, parse_timer
 from bpm.errors import InvalidDefinition
 
@@ -21,14 +22,23 @@ def boundary_fields(
     if not isinstance(interrupting, bool):
         raise InvalidDefinition(f"{where}: 'interrupting' must be true or false", node_id)
     fields: dict[str, Any] = {"interrupting": interrupting}
-    if ("timer" in raw) == ("error" in raw):
+    if sum(key in raw for key in ("timer", "error", "message")) != 1:
         raise InvalidDefinition(
             f"{where}: needs exactly one of 'error' (the code it catches, "
-            f"or '*' for any) or 'timer' ({{\"duration\": ...}}, "
-            f'{{"date": ...}} or {{"cycle": ...}})',
+            f"or '*' for any), 'timer' ({{\"duration\": ...}}, "
+            f'{{"date": ...}} or {{"cycle": ...}}) or \'message\' (the message it waits for)',
             node_id,
         )
-    if "timer" in raw:
+    if "message" in raw:
+        name = raw["message"]
+        if not isinstance(name, str) or not MESSAGE_PATTERN.match(name):
+            raise InvalidDefinition(
+                f"{where}: 'message' must be a name of 1 to 255 characters without control "
+                "characters or spaces at either end",
+                node_id,
+            )
+        fields["message"] = name
+    elif "timer" in raw:
         timer = raw["timer"]
         if not isinstance(timer, Mapping) or set(timer) - set(TIMER_KINDS):
             raise InvalidDefinition(

@@ -276,6 +276,13 @@ def boundary(decl: Declarations, r: Reader) -> Mapped:
         node["timer"] = timer(definition, r.el)
         if cancel == "false":
             node["interrupting"] = False
+    elif definition is not None and definition.tag == "messageEventDefinition":
+        mr = Reader(definition)
+        ref = mr.attr("messageRef")
+        mr.finish()
+        node["message"] = message(decl, r.el, ref)
+        if cancel == "false":
+            node["interrupting"] = False
     elif definition is not None and definition.tag == "errorEventDefinition":
         if cancel == "false":
             raise reject(
@@ -288,7 +295,9 @@ def boundary(decl: Declarations, r: Reader) -> Mapped:
     else:
         what = definition.tag if definition is not None else "no event definition"
         raise reject(
-            r.el, f"with {what} is not supported yet", "use a timer, error or compensation boundary"
+            r.el,
+            f"with {what} is not supported yet",
+            "use a timer, error, message or compensation boundary",
         )
     if cancel not in (None, "true", "false"):
         raise reject(r.el, f"has cancelActivity={cancel!r}", "use true or false")

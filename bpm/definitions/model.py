@@ -171,7 +171,8 @@ class Node:
     timer: TimerSpec | None = None
     #: Boundary events: whether firing leaves the activity (non-interrupting spawns a token).
     interrupting: bool = True
-    #: receiveTask and messageEvent: the message name they wait for.
+    #: receiveTask, messageEvent, a message boundary event and a message start event: the
+    #: message name they wait for.
     message: str | None = None
     #: userTask: who has it and who may claim it (names, or expressions evaluated when the
     #: task is created, as are its dates and a priority expression).
@@ -306,6 +307,13 @@ class ProcessGraph:
                 return node.saga, scope
             scope = node.scope
         return self.saga, None
+
+    def message_boundary(self, activity: str, message: str) -> Node | None:
+        """The boundary event on ``activity`` that waits for ``message``, if any."""
+        for b in self.boundaries.get(activity, ()):
+            if self.nodes[b].message == message:
+                return self.nodes[b]
+        return None
 
     def timer_boundaries(self, activity: str) -> list[Node]:
         """The timer boundary events on ``activity`` (armed when a token enters it)."""

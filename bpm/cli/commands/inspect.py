@@ -173,9 +173,9 @@ def _calls(doc: dict[str, Any]) -> list[tuple[str, Any]]:
         out.append(("called by", f"{caller['instance']} (root {caller['root']})"))
     for called in doc.get("called", []):
         out.append(("called", f"{called['instance']} {called['key']} {called['state']}"))
-    for sub in doc.get("subscriptions", []):  # event subprocesses that can start now
+    for sub in doc.get("subscriptions", []):  # what can start or interrupt now
         trigger = sub.get("message") or sub.get("error") or sub.get("timer", {}).get("fire_at")
-        out.append(("listens", f"{sub['event_subprocess']} ({trigger})"))
+        out.append(("listens", f"{sub.get('event_subprocess') or sub['boundary']} ({trigger})"))
     return out
 
 

@@ -74,6 +74,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.BOUNDARY: {
         "attachedTo",
         "timer",
+        "message",
         "error",
         "interrupting",
         "errorCodeVariable",

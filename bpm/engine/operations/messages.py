@@ -16,7 +16,7 @@ from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Next, NextToken, Tx
 from bpm.engine.operations import message_starts
-from bpm.engine.semantics import event_subprocesses, scopes
+from bpm.engine.semantics import event_subprocesses, message_boundaries, scopes
 from bpm.engine.semantics.nodes import leave
 from bpm.engine.semantics.tree import Tree
 from bpm.errors import AmbiguousCorrelation, InvalidOperation, NoMatchingWait
@@ -26,6 +26,9 @@ from bpm.store import instances, variables
 from bpm.store.rows import TokenRow
 from bpm.variables import check_variables
 
+#: What a message can reach: a token waiting for it, an event subprocess that starts on it,
+#: a message boundary event on the activity a token works at.
+Waiting = TokenRow | event_subprocesses.Subscription | message_boundaries.BoundarySubscription
 #: How many instances one business key may select before the correlation is refused.
 MAX_INSTANCES = 1000
 
@@ -143,6 +146,10 @@ def correlate_tokens(
             results: list[Next] = []
             for tok in waiting:
                 g = core.graph_of(tx, tok.instance_id)
+                if isinstance(tok, message_boundaries.BoundarySubscription):
+                    results.append(message_boundaries.fire(tx, g, tok, message, checked or {}))
+                    found.append(Correlated(tok.token.id, tok.token.instance_id, tok.boundary.id))
+                    continue
                 if isinstance(tok, event_subprocesses.Subscription):
                     started = _start(tx, g, tok, message, checked)
                     results.append(started)
@@ -186,7 +193,7 @@ def _waiting(
     target: tuple[str | None, UUID | None],
     keys: dict[str, Any],
     allowed: Collection[str] | None,
-) -> list[TokenRow | event_subprocesses.Subscription]:
+) -> list[Waiting]:
     """The tokens waiting for ``message`` in the instance, or the instances of the business
     key, of ``target``; read in the correlating transaction, so a caller limited to
     ``allowed`` processes sees only instances of those, as they stand now."""
@@ -198,7 +205,7 @@ def _waiting(
         candidates = instances.search(
             tx.conn, business_key=business_key, keys=allowed, limit=MAX_INSTANCES
         )
-    out: list[TokenRow | event_subprocesses.Subscription] = []
+    out: list[Waiting] = []
     for inst in candidates:
         if inst.state not in (
             InstanceState.RUNNING,
@@ -210,13 +217,15 @@ def _waiting(
         if keys and not _matches(variables.load(tx.conn, inst.id, list(keys)), keys):
             continue
         g = core.graph(inst.process_def_id, tx.conn)
-        for tok in tx.tokens_of(inst.id):
+        rows = tx.tokens_of(inst.id)
+        for tok in rows:
             if (
                 tok.state == TokenState.WAITING
                 and tok.wait_kind == WaitKind.MESSAGE
                 and g.node(tok.node_id).message == message
             ):
                 out.append(tok)
+        out.extend(message_boundaries.subscriptions(g, rows, message))
         if g.event_subprocesses:
             tree = Tree.read(tx, inst.id)
             out.extend(event_subprocesses.message_subscriptions(g, tree, message))

@@ -9,7 +9,7 @@ from uuid import UUID
 from bpm import diagram as drawing
 from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.engine_core import EngineCore
-from bpm.engine.semantics import event_subprocesses
+from bpm.engine.semantics import event_subprocesses, message_boundaries
 from bpm.engine.semantics.tree import Tree
 from bpm.errors import NotFound
 from bpm.states import TimerState
@@ -201,10 +201,21 @@ def subscription_views(
     g: ProcessGraph, token_rows: list[TokenRow], timer_rows: list[TimerRow]
 ) -> list[dict[str, Any]]:
     """The event subprocesses that can start now, with what starts each (a timer start's
-    SCHEDULED timer row; a message start is found from its scope's token when correlated)."""
+    SCHEDULED timer row; a message start is found from its scope's token when correlated),
+    then the message boundary events listening on the activities tokens work at."""
+    out = [
+        {
+            "boundary": boundary.id,
+            "activity": tok.node_id,
+            "token": str(tok.id),
+            "interrupting": boundary.interrupting,
+            "message": boundary.message,
+        }
+        for tok in token_rows
+        for boundary in message_boundaries.listening(g, tok)
+    ]
     if not g.event_subprocesses:
-        return []
-    out = []
+        return out
     for sub in event_subprocesses.subscriptions(g, Tree(token_rows)):
         trigger = g.trigger_of(sub.esp.id)
         view: dict[str, Any] = {

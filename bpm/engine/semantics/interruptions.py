@@ -43,7 +43,13 @@ def listener_done(tx: Tx, g: ProcessGraph, tok: TokenRow, step: listeners.Step) 
     if later:
         return listeners.run(tx, tok, node, later[0], boundary=step.boundary)
     boundary = g.node(step.boundary)
-    event = TokenEvent.TIMER_FIRED if boundary.timer is not None else TokenEvent.ERROR_CAUGHT
+    event = (
+        TokenEvent.TIMER_FIRED
+        if boundary.timer is not None
+        else TokenEvent.MESSAGE_RECEIVED
+        if boundary.message is not None
+        else TokenEvent.ERROR_CAUGHT
+    )
     return _to_boundary(tx, tok, boundary, event, {"boundary": boundary.id, "left": node.id})
 
 

@@ -1,0 +1,86 @@
+"""Message boundary events: while a token works at an activity (its task, its user task, its
+receive task, its call, its subprocess or multi-instance body), a message boundary event on
+the activity listens for its message; a correlation to the instance that no waiting token
+takes first fires it, interrupting the activity or starting a path beside it.
+
+The subscription is the token itself, read in the correlating transaction: it exists exactly
+while the token waits at the activity, so it is armed when the activity starts and gone when
+it ends, with nothing to clean up; ``bpm show`` lists it (``subscriptions``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from bpm.definitions.model import ACTIVITIES, Node, ProcessGraph
+from bpm.engine.core.tx import Next, Tx
+from bpm.engine.semantics import boundary_events, scopes
+from bpm.states import EngineEvent, TokenEvent, TokenState, WaitKind
+from bpm.store.rows import TokenRow
+
+#: What a token at an activity waits for while the activity runs.
+_WORKING = frozenset(
+    {WaitKind.TASK, WaitKind.USER, WaitKind.MESSAGE, WaitKind.CALLED, WaitKind.CHILDREN}
+)
+
+
+@dataclass(frozen=True)
+class BoundarySubscription:
+    """``boundary`` on the activity ``token`` works at waits for the message."""
+
+    token: TokenRow
+    boundary: Node
+
+    @property
+    def instance_id(self) -> UUID:
+        return self.token.instance_id
+
+
+def listening(g: ProcessGraph, tok: TokenRow) -> list[Node]:
+    """The message boundary events that listen while ``tok`` is where it is."""
+    node = g.node(tok.node_id)
+    if (
+        node.type not in ACTIVITIES
+        or tok.state != TokenState.WAITING
+        or tok.wait_kind not in _WORKING
+        or tok.scope_id == tok.node_id  # a multi-instance iteration: its body listens
+        or (tok.wait_kind == WaitKind.CHILDREN and not node.is_scope)
+    ):
+        return []
+    return [g.node(b) for b in g.boundaries.get(node.id, ()) if g.node(b).message is not None]
+
+
+def subscriptions(
+    g: ProcessGraph, tokens: Iterable[TokenRow], message: str
+) -> list[BoundarySubscription]:
+    return [
+        BoundarySubscription(tok, boundary)
+        for tok in tokens
+        for boundary in listening(g, tok)
+        if boundary.message == message
+    ]
+
+
+def fire(
+    tx: Tx, g: ProcessGraph, sub: BoundarySubscription, message: str, values: Mapping[str, Any]
+) -> Next:
+    """The message arrived: its variables are written, then the boundary fires."""
+    tok = tx.current(sub.token)
+    scopes.write(tx, g, tok, dict(values))
+    tx.history.engine(
+        instance_id=tok.instance_id,
+        at=tx.now,
+        type=EngineEvent.MESSAGE_CORRELATED,
+        node_id=sub.boundary.id,
+        token_id=tok.id,
+        actor=tx.actor,
+        data={"message": message, "variables": dict(values) or None},
+    )
+    if sub.boundary.interrupting:
+        return boundary_events.interrupt(
+            tx, g, tok, sub.boundary, TokenEvent.MESSAGE_RECEIVED, "message"
+        )
+    return boundary_events.spawn(tx, tok, sub.boundary)  # moves ``tok``: a racer conflicts
