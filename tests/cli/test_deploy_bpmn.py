@@ -12,7 +12,7 @@ TWO_PROCESSES = """<?xml version="1.0" encoding="UTF-8"?>
     <startEvent id="s"/><endEvent id="e"/>
     <sequenceFlow id="f" sourceRef="s" targetRef="e"/>
   </process>
-  <process id="second" isExecutable="false">
+  <process id="second" isExecutable="true">
     <startEvent id="s2"/><manualTask id="m"/><endEvent id="e2"/>
     <sequenceFlow sourceRef="s2" targetRef="m"/><sequenceFlow sourceRef="m" targetRef="e2"/>
   </process>

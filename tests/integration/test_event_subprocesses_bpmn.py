@@ -146,7 +146,7 @@ def test_a_camunda_style_order_runs_its_event_subprocesses(
         (
             '<startEvent id="s"><timerEventDefinition><timeCycle>R3/PT1H</timeCycle>'
             "</timerEventDefinition></startEvent>",
-            "a cycle is not supported yet",
+            "a timer cycle on the start event of an event subprocess is not supported yet",
         ),
         (
             '<startEvent id="s" isInterrupting="false"><errorEventDefinition /></startEvent>',
@@ -176,16 +176,16 @@ def test_a_trigger_bpm_does_not_run_is_refused_naming_the_element(start: str, pr
     assert problem in str(refused.value)
 
 
-def test_a_message_start_of_the_process_itself_is_still_refused() -> None:
+def test_a_signal_start_of_the_process_itself_is_still_refused() -> None:
     xml = (
         HEAD
         + """  <process id="p" isExecutable="true">
-    <startEvent id="theStart"><messageEventDefinition messageRef="cancelMessage" /></startEvent>
+    <startEvent id="theStart"><signalEventDefinition /></startEvent>
     <sequenceFlow id="f1" sourceRef="theStart" targetRef="theEnd" />
     <endEvent id="theEnd" />
   </process>
 </definitions>
 """
     )
-    with pytest.raises(InvalidDefinition, match="only none start events are supported yet"):
+    with pytest.raises(InvalidDefinition, match="with signalEventDefinition is not supported yet"):
         compile_bpmn(xml)

@@ -88,6 +88,8 @@ INSTANCE_TABLES = {t.name for t in metadata.sorted_tables} - {
     "decision_definitions",
     "deployments",
     "deployment_resources",
+    "definition_message_starts",
+    "definition_start_timers",
     "local_variables",
     "api_credentials",
 }
