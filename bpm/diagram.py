@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bpm.definitions.model import SCOPES, Node, NodeType, ProcessGraph
+from bpm.definitions.model import GATEWAYS, SCOPES, Node, NodeType, ProcessGraph
 from bpm.diagram_marker import marker_text
 
 ACTIVE, FAILED, COMPENSATED = "active", "failed", "compensated"
@@ -286,7 +286,7 @@ def _mermaid_shape(node: Node, label: str) -> str:
         NodeType.COMPENSATION_THROW,
     ):
         return f'(("{label}"))'
-    if node.type in (NodeType.EXCLUSIVE, NodeType.PARALLEL, NodeType.INCLUSIVE):
+    if node.type in GATEWAYS:
         return f'{{"{label}"}}'
     return f'("{label}")'
 

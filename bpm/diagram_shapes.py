@@ -34,7 +34,9 @@ TAKEN, UNTAKEN = "#374151", "#b6bcc6"
 EVENTS = frozenset(
     {NodeType.START, NodeType.END, NodeType.TIMER, NodeType.MESSAGE, NodeType.COMPENSATION_THROW}
 )
-GATEWAYS = frozenset({NodeType.EXCLUSIVE, NodeType.PARALLEL, NodeType.INCLUSIVE})
+GATEWAYS = frozenset(
+    {NodeType.EXCLUSIVE, NodeType.PARALLEL, NodeType.INCLUSIVE, NodeType.EVENT_GATEWAY}
+)
 CAPTIONS = {
     NodeType.SERVICE_TASK: "service",
     NodeType.USER_TASK: "user",

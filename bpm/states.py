@@ -58,6 +58,8 @@ class WaitKind(StrEnum):
     COMPENSATING = "COMPENSATING"
     #: A call activity's token: the instance it started runs until it ends.
     CALLED = "CALLED"
+    #: At an event-based gateway: the first of the events after it wins.
+    EVENT = "EVENT"
 
 
 class LinkType(StrEnum):

@@ -370,6 +370,7 @@ _MAPPERS: dict[str, Any] = {
     "task": _declared(tasks.plain("task")),
     "exclusiveGateway": _declared(tasks.exclusive),
     "inclusiveGateway": _declared(tasks.inclusive),
+    "eventBasedGateway": _declared(tasks.event_based),
     "parallelGateway": _declared(tasks.plain("parallelGateway")),
     "intermediateCatchEvent": _declared(events.catch),
     "intermediateThrowEvent": _declared(events.throw),

@@ -308,6 +308,21 @@ def inclusive(decl: Declarations, r: Reader) -> Mapped:
     return {**exclusive(decl, r), "type": "inclusiveGateway"}
 
 
+def event_based(decl: Declarations, r: Reader) -> Mapped:
+    """An event-based gateway that waits in a running instance (``instantiate="false"``, its
+    default, and the exclusive type); one that starts instances is refused."""
+    if r.attr("instantiate") not in (None, "false"):
+        raise reject(
+            r.el,
+            'has instantiate="true" (an event-based gateway that starts instances)',
+            "start the process with a message or timer start event instead",
+        )
+    if r.attr("eventGatewayType") not in (None, "Exclusive"):
+        raise reject(r.el, "is a parallel event-based gateway", "use an exclusive one")
+    r.attr("gatewayDirection")
+    return {"type": "eventBasedGateway"}
+
+
 def exclusive(decl: Declarations, r: Reader) -> Mapped:
     node: Mapped = {"type": "exclusiveGateway"}
     default = r.attr("default")

@@ -37,6 +37,8 @@ class NodeType(StrEnum):
     EXCLUSIVE = "exclusiveGateway"
     PARALLEL = "parallelGateway"
     INCLUSIVE = "inclusiveGateway"
+    #: Waits for the first of the events its flows lead to (message, timer).
+    EVENT_GATEWAY = "eventBasedGateway"
     TIMER = "timerEvent"
     MESSAGE = "messageEvent"
     COMPENSATION_THROW = "compensationThrow"
@@ -45,7 +47,9 @@ class NodeType(StrEnum):
     CALL_ACTIVITY = "callActivity"
 
 
-GATEWAYS = frozenset({NodeType.EXCLUSIVE, NodeType.PARALLEL, NodeType.INCLUSIVE})
+GATEWAYS = frozenset(
+    {NodeType.EXCLUSIVE, NodeType.PARALLEL, NodeType.INCLUSIVE, NodeType.EVENT_GATEWAY}
+)
 PASS_THROUGH = frozenset({NodeType.START, NodeType.TASK, NodeType.MANUAL_TASK})
 #: Activities a boundary event may sit on.
 ACTIVITIES = frozenset(

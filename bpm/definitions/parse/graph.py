@@ -15,7 +15,7 @@ from typing import Any
 
 from bpm.definitions.boundaries import check_attachments
 from bpm.definitions.model import Flow, ListenerEvent, Node, NodeType
-from bpm.definitions.parse import event_starts
+from bpm.definitions.parse import event_gateways, event_starts
 from bpm.definitions.parse.keys import COMMON_NODE_KEYS, FLOW_KEYS, NODE_KEYS, NOT_YET
 from bpm.definitions.parse.listeners import parse_listeners
 from bpm.definitions.parse.nodes import compile_node
@@ -168,6 +168,7 @@ class GraphBuilder:
                 inside = "the process" if scope is None else f"subProcess {scope!r}"
                 raise InvalidDefinition(f"{inside} has no startEvent", scope)
         event_starts.check(self.nodes, self.starts)
+        event_gateways.check(self.nodes, self.flows)
         self.boundaries = check_attachments(self.nodes)
         self._add_timeout_boundaries()
         self._check_compensation()

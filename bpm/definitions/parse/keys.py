@@ -68,6 +68,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.TASK: set(),
     NodeType.MANUAL_TASK: set(),
     NodeType.EXCLUSIVE: set(),
+    NodeType.EVENT_GATEWAY: set(),
     NodeType.INCLUSIVE: set(),
     NodeType.PARALLEL: set(),
     NodeType.SUBPROCESS: {"nodes", "flows", "saga", "compensation", "triggeredByEvent"},

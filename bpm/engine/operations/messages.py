@@ -16,7 +16,13 @@ from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Next, NextToken, Tx
 from bpm.engine.operations import message_starts
-from bpm.engine.semantics import event_subprocesses, message_boundaries, scopes
+from bpm.engine.semantics import (
+    event_gateway_wins,
+    event_gateways,
+    event_subprocesses,
+    message_boundaries,
+    scopes,
+)
 from bpm.engine.semantics.nodes import leave
 from bpm.engine.semantics.tree import Tree
 from bpm.errors import AmbiguousCorrelation, InvalidOperation, NoMatchingWait
@@ -27,8 +33,14 @@ from bpm.store.rows import TokenRow
 from bpm.variables import check_variables
 
 #: What a message can reach: a token waiting for it, an event subprocess that starts on it,
-#: a message boundary event on the activity a token works at.
-Waiting = TokenRow | event_subprocesses.Subscription | message_boundaries.BoundarySubscription
+#: a message boundary event on the activity a token works at, a message event after the
+#: event-based gateway a token waits at.
+Waiting = (
+    TokenRow
+    | event_subprocesses.Subscription
+    | message_boundaries.BoundarySubscription
+    | event_gateways.GatewaySubscription
+)
 #: How many instances one business key may select before the correlation is refused.
 MAX_INSTANCES = 1000
 
@@ -146,33 +158,42 @@ def correlate_tokens(
             results: list[Next] = []
             for tok in waiting:
                 g = core.graph_of(tx, tok.instance_id)
-                if isinstance(tok, message_boundaries.BoundarySubscription):
-                    results.append(message_boundaries.fire(tx, g, tok, message, checked or {}))
-                    found.append(Correlated(tok.token.id, tok.token.instance_id, tok.boundary.id))
-                    continue
-                if isinstance(tok, event_subprocesses.Subscription):
-                    started = _start(tx, g, tok, message, checked)
-                    results.append(started)
-                    found.append(Correlated(started.token_id, tok.host.instance_id, tok.esp.id))
-                    continue
-                found.append(Correlated(tok.id, tok.instance_id, tok.node_id))
-                scopes.write(tx, g, tok, checked)
-                tx.history.engine(
-                    instance_id=tok.instance_id,
-                    at=tx.now,
-                    type=EngineEvent.MESSAGE_CORRELATED,
-                    node_id=tok.node_id,
-                    token_id=tok.id,
-                    actor=tx.actor,
-                    data={"message": message, "variables": checked or None},
-                )
-                results.append(leave(tx, g, tok, g.node(tok.node_id)))
+                moved, nxt = _deliver(tx, g, tok, message, checked)
+                found.append(moved)
+                results.append(nxt)
         return found, results
 
     woken, nexts = core.retrying(body)
     for nxt in nexts:
         core.send_next(nxt)
     return woken
+
+
+def _deliver(
+    tx: Tx, g: ProcessGraph, tok: Waiting, message: str, checked: dict[str, Any] | None
+) -> tuple[Correlated, Next]:
+    """The message reaches one of what waits for it."""
+    values = checked or {}
+    if isinstance(tok, event_gateways.GatewaySubscription):
+        nxt = event_gateway_wins.message_won(tx, g, tok, message, values)
+        return Correlated(tok.token.id, tok.token.instance_id, tok.event.id), nxt
+    if isinstance(tok, message_boundaries.BoundarySubscription):
+        nxt = message_boundaries.fire(tx, g, tok, message, values)
+        return Correlated(tok.token.id, tok.token.instance_id, tok.boundary.id), nxt
+    if isinstance(tok, event_subprocesses.Subscription):
+        started = _start(tx, g, tok, message, checked)
+        return Correlated(started.token_id, tok.host.instance_id, tok.esp.id), started
+    scopes.write(tx, g, tok, values)
+    tx.history.engine(
+        instance_id=tok.instance_id,
+        at=tx.now,
+        type=EngineEvent.MESSAGE_CORRELATED,
+        node_id=tok.node_id,
+        token_id=tok.id,
+        actor=tx.actor,
+        data={"message": message, "variables": checked or None},
+    )
+    return Correlated(tok.id, tok.instance_id, tok.node_id), leave(tx, g, tok, g.node(tok.node_id))
 
 
 def _nothing_waits(
@@ -226,6 +247,7 @@ def _waiting(
             ):
                 out.append(tok)
         out.extend(message_boundaries.subscriptions(g, rows, message))
+        out.extend(event_gateways.subscriptions(g, rows, message))
         if g.event_subprocesses:
             tree = Tree.read(tx, inst.id)
             out.extend(event_subprocesses.message_subscriptions(g, tree, message))

@@ -21,7 +21,14 @@ from bpm.definitions.model import NodeType, ProcessGraph
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Next, Stale, Tx
 from bpm.engine.operations import start_timers
-from bpm.engine.semantics import event_subprocesses, steps, timer_events, writes
+from bpm.engine.semantics import (
+    event_gateway_wins,
+    event_gateways,
+    event_subprocesses,
+    steps,
+    timer_events,
+    writes,
+)
 from bpm.states import TimerState, TokenEvent
 from bpm.store import start_timers as start_timer_rows
 from bpm.store import timers
@@ -85,6 +92,10 @@ def fire(core: EngineCore, timer_id: UUID, now: datetime) -> Fired | None:
             if started is None:
                 return None
             lateness, result = started
+        elif event_gateways.waits_here(g, tok, node):  # a timer after an event-based gateway
+            assert tok is not None
+            lateness = writes.fire_timer(tx, timer)
+            result = event_gateway_wins.timer_won(tx, g, tok, node)
         else:
             if not timer_events.still_waiting(node, tok):
                 # Every path off a node disarms its timers; this one is left over: retire it.

@@ -46,6 +46,7 @@ def enter(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             | NodeType.TASK
             | NodeType.MANUAL_TASK
             | NodeType.EXCLUSIVE
+            | NodeType.EVENT_GATEWAY
             | NodeType.INCLUSIVE
             | NodeType.PARALLEL
             | NodeType.TIMER

@@ -13,6 +13,7 @@ from bpm.engine.core.tx import Next, NextToken, Tx
 from bpm.engine.semantics import (
     activities,
     decisions,
+    event_gateways,
     event_subprocess_timers,
     event_subprocesses,
     gateways,
@@ -150,6 +151,8 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             return waits.wait_for_message(tx, tok, node)
         case NodeType.EXCLUSIVE:
             return gateways.exclusive(tx, g, tok, node)
+        case NodeType.EVENT_GATEWAY:
+            return event_gateways.wait(tx, g, tok, node)
         case NodeType.PARALLEL:
             if node.is_join:
                 return gateways.park_at_join(tx, g, tok)

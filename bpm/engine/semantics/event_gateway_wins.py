@@ -1,0 +1,60 @@
+"""The event that wins at an event-based gateway (``event_gateways``): a timer that fires
+or a message correlated first moves the gateway's token to it under its version, cancels the
+other timers, and leaves the event by its flow.
+
+Apart from ``event_gateways`` because leaving goes through ``nodes``, which reaches the
+gateway through ``event_gateways``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from bpm.definitions.model import Node, ProcessGraph
+from bpm.engine.core.tx import Next, Tx
+from bpm.engine.semantics import scopes
+from bpm.engine.semantics.cancelling import cancel_timers
+from bpm.engine.semantics.event_gateways import GatewaySubscription
+from bpm.engine.semantics.moves import move
+from bpm.engine.semantics.nodes import leave
+from bpm.states import EngineEvent, TokenEvent, TokenState
+from bpm.store.rows import TokenRow
+
+
+def message_won(
+    tx: Tx, g: ProcessGraph, sub: GatewaySubscription, message: str, values: Mapping[str, Any]
+) -> Next:
+    tok = tx.current(sub.token)
+    scopes.write(tx, g, tok, dict(values))
+    tx.history.engine(
+        instance_id=tok.instance_id,
+        at=tx.now,
+        type=EngineEvent.MESSAGE_CORRELATED,
+        node_id=sub.event.id,
+        token_id=tok.id,
+        actor=tx.actor,
+        data={"message": message, "variables": dict(values) or None},
+    )
+    return _won(tx, g, tok, sub.event, TokenEvent.MESSAGE_RECEIVED)
+
+
+def timer_won(tx: Tx, g: ProcessGraph, tok: TokenRow, timer_event: Node) -> Next:
+    return _won(tx, g, tok, timer_event, TokenEvent.TIMER_FIRED)
+
+
+def _won(tx: Tx, g: ProcessGraph, tok: TokenRow, event: Node, how: TokenEvent) -> Next:
+    """``event`` came first: the other timers go, the token passes the event."""
+    gateway = tok.node_id
+    cancel_timers(tx, tok, reason=f"{event.id!r} came first at {gateway!r}")
+    flow = next(f for f in g.outgoing(gateway) if f.target == event.id)
+    at_event = move(
+        tx,
+        tx.current(tok),
+        state=TokenState.ACTIVE,
+        event=how,
+        node_id=event.id,
+        via_flow=flow.id,
+        data={"gateway": gateway, "won": event.id},
+    )
+    return leave(tx, g, at_event, event)
