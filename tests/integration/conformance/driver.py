@@ -162,6 +162,10 @@ class Run:
             for w in self.live()
             if not w.holder and self.model.type(self._at(w)) not in NOT_ACTIVITIES
         }
+        for w in self.live():  # at an event-based gateway the events after it wait, as Camunda
+            if w.token["wait_kind"] == "EVENT":
+                for event in self.model.after(w.process, w.token["node_id"]):
+                    out[f"{w.token['id']}:{event}"] = event
         out.update((task.token, task.label) for task in self.open_tasks().values())
         return out
 

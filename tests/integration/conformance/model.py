@@ -34,10 +34,24 @@ class Model:
 
     main: str
     nodes: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    #: process -> (source, target) of every flow, subprocesses' included
+    flows: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     def add(self, documents: list[dict[str, Any]]) -> None:
         for doc in documents:
             self.nodes[str(doc["key"])] = {n["id"]: n for n in _walk(doc["nodes"])}
+            scopes = [doc, *(n for n in _walk(doc["nodes"]) if "flows" in n)]
+            self.flows[str(doc["key"])] = [
+                (f["source"], f["target"]) for scope in scopes for f in scope.get("flows", [])
+            ]
+
+    def after(self, process: str, node_id: str) -> list[str]:
+        """The labels of the nodes ``node_id``'s flows lead to."""
+        return [
+            self.label(process, target)
+            for source, target in self.flows.get(process, [])
+            if source == node_id
+        ]
 
     def label(self, process: str, node_id: str) -> str:
         """How the manifests name node ``node_id`` of ``process``."""
