@@ -138,10 +138,15 @@ class ProcessBuilder:
         interrupting: bool = True,
         error_code_variable: str | None = None,
         error_message_variable: str | None = None,
+        cycle: str | None = None,
     ) -> Self:
         """The start event of an event subprocess: one trigger (an error code or ``*``, a
         message name, or a timer) and whether it interrupts its scope."""
-        timer = {k: v for k, v in (("duration", duration), ("date", date)) if v is not None}
+        timer = {
+            k: v
+            for k, v in (("duration", duration), ("date", date), ("cycle", cycle))
+            if v is not None
+        }
         return self._node(
             node_id,
             "startEvent",

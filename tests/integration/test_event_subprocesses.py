@@ -193,7 +193,7 @@ def test_an_error_thrown_inside_an_event_subprocess_is_not_caught_by_it_again(
         ({"signal": "go"}, "signal start event"),
         ({"compensation": True}, "compensation start events are not supported yet"),
         ({"error": "E", "interrupting": False}, "always interrupts"),
-        ({"timer": {"cycle": "R3/PT1M"}}, "not supported yet"),
+        ({"timer": {"cycle": "every minute"}}, "neither an ISO 8601 repeating interval"),
         ({}, "needs a start event with a trigger"),
     ],
 )
@@ -671,4 +671,35 @@ def test_a_due_timer_start_fired_by_two_beats_at_once_starts_once(
     assert worked(calls) == ["on_event"]
     rt.engine.correlate("go", instance_id=iid)
     rt.drain()
+    assert_finished_cleanly(pg_db, iid)
+
+
+def test_a_non_interrupting_timer_cycle_starts_its_event_subprocess_at_each_tick(
+    rt: Harness, calls: Calls, pg_db: Database
+) -> None:
+    calls.add("work")
+    inner = (
+        ProcessBuilder("inner")
+        .start("s_start")
+        .user_task("s_review")
+        .end("s_end")
+        .sequence("s_start", "s_review", "s_end")
+        .event_sub_process(
+            "s_esp",
+            handled({"cycle": "R3/PT10M", "interrupting": False}, body="s_remind", esp="s_esp"),
+        )
+    )
+    doc = (
+        ProcessBuilder("sub_cycle")
+        .start()
+        .sub_process("sub", inner)
+        .end()
+        .sequence("start", "sub", "end")
+        .build()
+    )
+    iid = rt.run(doc)
+    for _ in range(4):
+        rt.pass_time(timedelta(minutes=10))
+    assert worked(calls) == ["s_remind"] * 3  # three repetitions, then none
+    rt.complete_user_task(iid)
     assert_finished_cleanly(pg_db, iid)

@@ -147,12 +147,6 @@ def check(nodes: Mapping[str, Node], starts: Mapping[str | None, str]) -> None:
             _once(seen_codes, (outer, start.catches), host.id, f"catches error {start.catches!r}")
         if start.message is not None:
             _once(seen_messages, (outer, start.message), host.id, f"waits for {start.message!r}")
-        if start.timer is not None and start.timer.kind == "cycle":
-            raise InvalidDefinition(
-                f"{where}: a timer cycle on the start event of an event subprocess is not "
-                f"supported yet; use a duration or a date",
-                start_id,
-            )
     for node in nodes.values():
         if not node.triggered_by_event:
             continue

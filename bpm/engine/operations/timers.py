@@ -27,6 +27,7 @@ from bpm.engine.semantics import (
     event_subprocesses,
     steps,
     timer_events,
+    waits,
     writes,
 )
 from bpm.states import TimerState, TokenEvent
@@ -120,6 +121,10 @@ def _start_event_subprocess(
         return None
     tree, sub = found
     lateness = writes.fire_timer(tx, timer)
+    trigger = g.node(timer.node_id)
+    if trigger.timer is not None and trigger.timer.kind == "cycle" and not trigger.interrupting:
+        # a cycle starts its non-interrupting event subprocess again at each tick
+        waits.rearm_cycle(tx, sub.host, trigger)
     data = {"timer_id": str(timer.id)}
     return lateness, event_subprocesses.start(tx, g, tree, sub, TokenEvent.TIMER_FIRED, data)
 
