@@ -61,14 +61,7 @@ def boundary_fields(
                 f"{where}: error boundary events are always interrupting", node_id
             )
         fields["catches"] = code
-        for key, field in (
-            ("errorCodeVariable", "error_code_variable"),
-            ("errorMessageVariable", "error_message_variable"),
-        ):
-            name = raw.get(key)
-            if name is not None and (not isinstance(name, str) or not VARIABLE_NAME.match(name)):
-                raise InvalidDefinition(f"{where}: {key!r} must be a variable name", node_id)
-            fields[field] = name
+        fields.update(error_variables(raw, where, node_id))
     attached = raw.get("attachedTo")
     if not isinstance(attached, str):
         raise InvalidDefinition(
@@ -106,3 +99,19 @@ def check_attachments(nodes: Mapping[str, Node]) -> dict[str, tuple[str, ...]]:
                 )
         out.setdefault(host.id, []).append(node.id)
     return {host: tuple(ids) for host, ids in out.items()}
+
+
+def error_variables(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, str | None]:
+    """An error catch's ``errorCodeVariable`` and ``errorMessageVariable`` (a boundary
+    event's or an event subprocess's error start's): the variables that get the caught
+    error's code and message."""
+    fields: dict[str, str | None] = {}
+    for key, field in (
+        ("errorCodeVariable", "error_code_variable"),
+        ("errorMessageVariable", "error_message_variable"),
+    ):
+        name = raw.get(key)
+        if name is not None and (not isinstance(name, str) or not VARIABLE_NAME.match(name)):
+            raise InvalidDefinition(f"{where}: {key!r} must be a variable name", node_id)
+        fields[field] = name
+    return fields

@@ -5,7 +5,6 @@ thrown compensation event does not reach into a called instance (as in Camunda 7
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 from uuid import UUID
 
@@ -13,26 +12,12 @@ import pytest
 from sqlalchemy import select
 
 from bpm.definitions import ProcessBuilder
-from bpm.handlers import HandlerContext
 from bpm.store import Database, compensation
 from bpm.store.schema import process_instances
 from tests.helpers import db as rows
 from tests.helpers.invariants import assert_finished_cleanly, assert_history_consistent
+from tests.helpers.journal import Journal
 from tests.helpers.runtime import Calls, Harness, failing
-
-
-class Journal:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self._lock = threading.Lock()
-
-    def add(self, calls: Calls, name: str, fn: Any = None) -> None:
-        def run(ctx: HandlerContext) -> Any:
-            with self._lock:
-                self.lines.append(name)
-            return fn(ctx) if fn is not None else None
-
-        calls.add(name, run)
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ in scope are compensated, once each, latest success first, and what the instance
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 from uuid import UUID
 
@@ -20,23 +19,8 @@ from bpm.store import Database, compensation
 from tests.helpers import db as rows
 from tests.helpers import processes
 from tests.helpers.invariants import assert_history_consistent
+from tests.helpers.journal import Journal
 from tests.helpers.runtime import Calls, Harness, failing
-
-
-class Journal:
-    """What ran, in order (handlers run in worker threads in some tests)."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self._lock = threading.Lock()
-
-    def add(self, calls: Calls, name: str, fn: Any = None) -> None:
-        def run(ctx: HandlerContext) -> Any:
-            with self._lock:
-                self.lines.append(name)
-            return fn(ctx) if fn is not None else None
-
-        calls.add(name, run)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bpm.definitions.mappings import VARIABLE_NAME
+from bpm.definitions.boundaries import error_variables
 from bpm.definitions.model import Node, NodeType
 from bpm.definitions.parse.patterns import MESSAGE_PATTERN
 from bpm.definitions.timers import parse_timer
@@ -77,14 +77,7 @@ def trigger_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str
                 f"{where}: an error start event always interrupts its scope (BPMN)", node_id
             )
         fields["catches"] = code
-        for key, field in (
-            ("errorCodeVariable", "error_code_variable"),
-            ("errorMessageVariable", "error_message_variable"),
-        ):
-            name = raw.get(key)
-            if name is not None and (not isinstance(name, str) or not VARIABLE_NAME.match(name)):
-                raise InvalidDefinition(f"{where}: {key!r} must be a variable name", node_id)
-            fields[field] = name
+        fields.update(error_variables(raw, where, node_id))
     elif kind == "message":
         name = raw["message"]
         if not isinstance(name, str) or not MESSAGE_PATTERN.match(name):

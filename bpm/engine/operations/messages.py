@@ -21,13 +21,13 @@ from bpm.engine.semantics import (
     event_gateways,
     event_subprocesses,
     message_boundaries,
-    scopes,
 )
+from bpm.engine.semantics.message_arrivals import arrived
 from bpm.engine.semantics.nodes import leave
 from bpm.engine.semantics.tree import Tree
 from bpm.errors import AmbiguousCorrelation, InvalidOperation, NoMatchingWait
 from bpm.limits import NAME_MAX, check_text
-from bpm.states import EngineEvent, InstanceState, TokenEvent, TokenState, WaitKind
+from bpm.states import InstanceState, TokenEvent, TokenState, WaitKind
 from bpm.store import instances, variables
 from bpm.store.rows import TokenRow
 from bpm.variables import check_variables
@@ -183,16 +183,7 @@ def _deliver(
     if isinstance(tok, event_subprocesses.Subscription):
         started = _start(tx, g, tok, message, checked)
         return Correlated(started.token_id, tok.host.instance_id, tok.esp.id), started
-    scopes.write(tx, g, tok, values)
-    tx.history.engine(
-        instance_id=tok.instance_id,
-        at=tx.now,
-        type=EngineEvent.MESSAGE_CORRELATED,
-        node_id=tok.node_id,
-        token_id=tok.id,
-        actor=tx.actor,
-        data={"message": message, "variables": checked or None},
-    )
+    arrived(tx, g, tok, tok.node_id, message, checked)
     return Correlated(tok.id, tok.instance_id, tok.node_id), leave(tx, g, tok, g.node(tok.node_id))
 
 
@@ -268,16 +259,7 @@ def _start(
     started = event_subprocesses.start(tx, g, tree, sub, TokenEvent.MOVED, data)
     at = started.row if started.row is not None else tx.token(started.token_id)
     assert at is not None
-    scopes.write(tx, g, at, dict(checked or {}))
-    tx.history.engine(
-        instance_id=at.instance_id,
-        at=tx.now,
-        type=EngineEvent.MESSAGE_CORRELATED,
-        node_id=g.trigger_of(sub.esp.id).id,
-        token_id=at.id,
-        actor=tx.actor,
-        data={"message": message, "variables": checked or None},
-    )
+    arrived(tx, g, at, g.trigger_of(sub.esp.id).id, message, checked)
     return started
 
 

@@ -13,12 +13,12 @@ from typing import Any
 
 from bpm.definitions.model import Node, ProcessGraph
 from bpm.engine.core.tx import Next, Tx
-from bpm.engine.semantics import scopes
 from bpm.engine.semantics.cancelling import cancel_timers
 from bpm.engine.semantics.event_gateways import GatewaySubscription
+from bpm.engine.semantics.message_arrivals import arrived
 from bpm.engine.semantics.moves import move
 from bpm.engine.semantics.nodes import leave
-from bpm.states import EngineEvent, TokenEvent, TokenState
+from bpm.states import TokenEvent, TokenState
 from bpm.store.rows import TokenRow
 
 
@@ -26,16 +26,7 @@ def message_won(
     tx: Tx, g: ProcessGraph, sub: GatewaySubscription, message: str, values: Mapping[str, Any]
 ) -> Next:
     tok = tx.current(sub.token)
-    scopes.write(tx, g, tok, dict(values))
-    tx.history.engine(
-        instance_id=tok.instance_id,
-        at=tx.now,
-        type=EngineEvent.MESSAGE_CORRELATED,
-        node_id=sub.event.id,
-        token_id=tok.id,
-        actor=tx.actor,
-        data={"message": message, "variables": dict(values) or None},
-    )
+    arrived(tx, g, tok, sub.event.id, message, values)
     return _won(tx, g, tok, sub.event, TokenEvent.MESSAGE_RECEIVED)
 
 

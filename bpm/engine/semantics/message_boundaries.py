@@ -17,8 +17,9 @@ from uuid import UUID
 
 from bpm.definitions.model import ACTIVITIES, Node, ProcessGraph
 from bpm.engine.core.tx import Next, Tx
-from bpm.engine.semantics import boundary_events, scopes
-from bpm.states import EngineEvent, TokenEvent, TokenState, WaitKind
+from bpm.engine.semantics import boundary_events
+from bpm.engine.semantics.message_arrivals import arrived
+from bpm.states import TokenEvent, TokenState, WaitKind
 from bpm.store.rows import TokenRow
 
 #: What a token at an activity waits for while the activity runs.
@@ -69,16 +70,7 @@ def fire(
 ) -> Next:
     """The message arrived: its variables are written, then the boundary fires."""
     tok = tx.current(sub.token)
-    scopes.write(tx, g, tok, dict(values))
-    tx.history.engine(
-        instance_id=tok.instance_id,
-        at=tx.now,
-        type=EngineEvent.MESSAGE_CORRELATED,
-        node_id=sub.boundary.id,
-        token_id=tok.id,
-        actor=tx.actor,
-        data={"message": message, "variables": dict(values) or None},
-    )
+    arrived(tx, g, tok, sub.boundary.id, message, values)
     if sub.boundary.interrupting:
         return boundary_events.interrupt(
             tx, g, tok, sub.boundary, TokenEvent.MESSAGE_RECEIVED, "message"

@@ -146,15 +146,32 @@ def record_compensation(tx: Tx, tok: TokenRow, node: Node, owner: UUID) -> Recor
     """A PENDING record of how to undo ``node``, which ``tok`` just completed; ``owner`` is
     the token the record belongs to (the visit of a subprocess's body)."""
     assert node.compensation is not None
+    return _record(tx, tok, node, owner, node.compensation.describe(), None)
+
+
+def record_call(tx: Tx, tok: TokenRow, node: Node, called_instance_id: UUID) -> RecordRow:
+    """A PENDING record for a call activity whose called instance left successes to undo:
+    it stands for that instance's own records (``called_compensation``)."""
+    handler = f"the records of called instance {called_instance_id}"
+    return _record(tx, tok, node, tok.id, handler, called_instance_id)
+
+
+def _record(
+    tx: Tx, tok: TokenRow, node: Node, owner: UUID, handler: str, called: UUID | None
+) -> RecordRow:
     rec = compensation.record(
         tx.conn,
         instance_id=tok.instance_id,
         token_id=owner,
         node_id=node.id,
         scope_id=tok.scope_id,
-        handler=node.compensation.describe(),
+        handler=handler,
         now=tx.now,
+        called_instance_id=called,
     )
+    data = {"record_id": str(rec.id), "seq": rec.seq, "handler": rec.handler}
+    if called is not None:
+        data["called_instance_id"] = str(called)
     tx.history.engine(
         instance_id=tok.instance_id,
         at=tx.now,
@@ -162,37 +179,7 @@ def record_compensation(tx: Tx, tok: TokenRow, node: Node, owner: UUID) -> Recor
         node_id=node.id,
         token_id=tok.id,
         actor=tx.actor,
-        data={"record_id": str(rec.id), "seq": rec.seq, "handler": rec.handler},
-    )
-    return rec
-
-
-def record_call(tx: Tx, tok: TokenRow, node: Node, called_instance_id: UUID) -> RecordRow:
-    """A PENDING record for a call activity whose called instance left successes to undo:
-    it stands for that instance's own records (``called_compensation``)."""
-    rec = compensation.record(
-        tx.conn,
-        instance_id=tok.instance_id,
-        token_id=tok.id,
-        node_id=node.id,
-        scope_id=tok.scope_id,
-        handler=f"the records of called instance {called_instance_id}",
-        now=tx.now,
-        called_instance_id=called_instance_id,
-    )
-    tx.history.engine(
-        instance_id=tok.instance_id,
-        at=tx.now,
-        type=EngineEvent.COMPENSATION_RECORDED,
-        node_id=node.id,
-        token_id=tok.id,
-        actor=tx.actor,
-        data={
-            "record_id": str(rec.id),
-            "seq": rec.seq,
-            "handler": rec.handler,
-            "called_instance_id": str(called_instance_id),
-        },
+        data=data,
     )
     return rec
 
