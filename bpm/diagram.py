@@ -275,16 +275,16 @@ def _mermaid_label(node: Node, m: NodeMark) -> str:
     return "<br/>".join(_mermaid_text(line) for line in lines)
 
 
+_ROUND = frozenset(  # events drawn as a circle in Mermaid (an end event has a double one)
+    {NodeType.START, NodeType.TIMER, NodeType.MESSAGE, NodeType.BOUNDARY}
+    | {NodeType.COMPENSATION_THROW, NodeType.ESCALATION_THROW}
+)
+
+
 def _mermaid_shape(node: Node, label: str) -> str:
     if node.type is NodeType.END:
         return f'((("{label}")))'
-    if node.type in (
-        NodeType.START,
-        NodeType.TIMER,
-        NodeType.MESSAGE,
-        NodeType.BOUNDARY,
-        NodeType.COMPENSATION_THROW,
-    ):
+    if node.type in _ROUND:
         return f'(("{label}"))'
     if node.type in GATEWAYS:
         return f'{{"{label}"}}'

@@ -32,7 +32,14 @@ LANE = 12.0  # between loop lines under a scope
 MARGIN, HEADER = 24.0, 46.0
 TAKEN, UNTAKEN = "#374151", "#b6bcc6"
 EVENTS = frozenset(
-    {NodeType.START, NodeType.END, NodeType.TIMER, NodeType.MESSAGE, NodeType.COMPENSATION_THROW}
+    {
+        NodeType.START,
+        NodeType.END,
+        NodeType.TIMER,
+        NodeType.MESSAGE,
+        NodeType.COMPENSATION_THROW,
+        NodeType.ESCALATION_THROW,
+    }
 )
 GATEWAYS = frozenset(
     {NodeType.EXCLUSIVE, NodeType.PARALLEL, NodeType.INCLUSIVE, NodeType.EVENT_GATEWAY}

@@ -133,6 +133,8 @@ class TokenEvent(StrEnum):
     TIMER_FIRED = "TIMER_FIRED"
     #: A message boundary event on the activity the token is at received its message.
     MESSAGE_RECEIVED = "MESSAGE_RECEIVED"
+    #: An escalation boundary event caught an escalation from inside the activity.
+    ESCALATED = "ESCALATED"
     #: A non-interrupting boundary started a path beside the activity the token is at.
     SPAWNED = "SPAWNED"
     ERROR_THROWN = "ERROR_THROWN"
@@ -195,6 +197,7 @@ class EngineEvent(StrEnum):
     COMPENSATION_RECORDED = "CompensationRecorded"
     COMPENSATION_TOKEN_CREATED = "CompensationTokenCreated"
     COMPENSATION_THROWN = "CompensationThrown"
+    ESCALATION_THROWN = "EscalationThrown"
     COMPENSATION_DONE = "CompensationDone"
     COMPENSATION_COMPLETED = "CompensationCompleted"
     COMPENSATION_FAILED = "CompensationFailed"

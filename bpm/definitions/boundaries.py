@@ -22,14 +22,22 @@ def boundary_fields(
     if not isinstance(interrupting, bool):
         raise InvalidDefinition(f"{where}: 'interrupting' must be true or false", node_id)
     fields: dict[str, Any] = {"interrupting": interrupting}
-    if sum(key in raw for key in ("timer", "error", "message")) != 1:
+    if sum(key in raw for key in ("timer", "error", "message", "escalation")) != 1:
         raise InvalidDefinition(
             f"{where}: needs exactly one of 'error' (the code it catches, "
             f"or '*' for any), 'timer' ({{\"duration\": ...}}, "
             f'{{"date": ...}} or {{"cycle": ...}}) or \'message\' (the message it waits for)',
             node_id,
         )
-    if "message" in raw:
+    if "escalation" in raw:
+        code = raw["escalation"]
+        if not isinstance(code, str) or not code:
+            raise InvalidDefinition(
+                f"{where}: 'escalation' must be the escalation code it catches, or '*' for any",
+                node_id,
+            )
+        fields["escalation"] = code
+    elif "message" in raw:
         name = raw["message"]
         if not isinstance(name, str) or not MESSAGE_PATTERN.match(name):
             raise InvalidDefinition(

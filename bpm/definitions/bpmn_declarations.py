@@ -46,12 +46,14 @@ class ErrorDeclaration:
 
 
 class Declarations:
-    """Messages and errors by id; the other declarations (signals, escalations, item
+    """Messages, errors and escalations by id; the other declarations (signals, item
     definitions, data stores) are checked, and nothing looks them up yet."""
 
     def __init__(self, root: XmlElement, problems: list[str]) -> None:
         self.messages: dict[str, str] = {}
         self.errors: dict[str, ErrorDeclaration] = {}
+        #: escalation id -> its escalationCode (None: none given)
+        self.escalations: dict[str, str | None] = {}
         for child in root.children:
             if child.ns in PRESENTATIONAL or (child.ns == BPMN and child.tag in _PLAIN):
                 continue
@@ -74,6 +76,8 @@ class Declarations:
         elif el.tag == "error":
             message = reader.attr("errorMessage", CAMUNDA)
             self.errors[key] = ErrorDeclaration(values["errorCode"], message)
+        elif el.tag == "escalation":
+            self.escalations[key] = values["escalationCode"]
         reader.finish()
 
     @staticmethod

@@ -23,6 +23,7 @@ READ = frozenset(
         "timerEventDefinition",
         "messageEventDefinition",
         "linkEventDefinition",
+        "escalationEventDefinition",
     }
 )
 #: The key a link event's node carries while its scope is read: ("throw" or "catch", name).
@@ -107,6 +108,8 @@ def _event_subprocess_start(decl: Declarations, r: Reader) -> Mapped:
         node["message"] = message(decl, r.el, ref)
     elif definition.tag == "timerEventDefinition":
         node["timer"] = timer(definition, r.el)
+    elif definition.tag == "escalationEventDefinition":
+        node["escalation"] = escalation_code(decl, r.el, definition, catch=True)
     else:
         raise reject(
             r.el,
@@ -130,6 +133,8 @@ def end(decl: Declarations, r: Reader) -> Mapped:
         node.update(compensate(definition))
     elif definition.tag == "messageEventDefinition":
         return message_throw(decl, r, definition, otherwise=node)
+    elif definition.tag == "escalationEventDefinition":
+        node["escalation"] = escalation_code(decl, r.el, definition, catch=False)
     else:
         raise reject(r.el, f"with {definition.tag} is not supported yet")
     return node
@@ -258,6 +263,11 @@ def throw(decl: Declarations, r: Reader) -> Mapped:
         return {"type": "task", LINK: ("throw", link_name(r.el, definition))}
     if definition.tag == "messageEventDefinition":
         return message_throw(decl, r, definition, otherwise={"type": "task"})
+    if definition.tag == "escalationEventDefinition":
+        return {
+            "type": "escalationThrow",
+            "escalation": escalation_code(decl, r.el, definition, catch=False),
+        }
     if definition.tag == "compensateEventDefinition":
         node: Mapped = {"type": "compensationThrow", **compensate(definition)}
         node.pop("compensate")
@@ -274,6 +284,10 @@ def boundary(decl: Declarations, r: Reader) -> Mapped:
     node: Mapped = {"type": "boundaryEvent", "attachedTo": attached}
     if definition is not None and definition.tag == "timerEventDefinition":
         node["timer"] = timer(definition, r.el)
+        if cancel == "false":
+            node["interrupting"] = False
+    elif definition is not None and definition.tag == "escalationEventDefinition":
+        node["escalation"] = escalation_code(decl, r.el, definition, catch=True)
         if cancel == "false":
             node["interrupting"] = False
     elif definition is not None and definition.tag == "messageEventDefinition":
@@ -350,3 +364,24 @@ def _sends(reader: Reader) -> bool:
     if any(reader.el.attrib.get(f"{{{ns}}}{name}") is not None for name, ns in _SENDS):
         return True
     return reader.extension("connector", CAMUNDA) is not None
+
+
+def escalation_code(
+    decl: Declarations, event: XmlElement, definition: XmlElement, *, catch: bool
+) -> str:
+    """The code an escalation event throws, or catches (``*``: any, without a code)."""
+    reader = Reader(definition)
+    ref = reader.attr("escalationRef")
+    reader.finish()
+    if ref:
+        ref = decl.resolve(ref, decl.escalations)
+    code = decl.escalations.get(ref) if ref and ref in decl.escalations else ref
+    if code is not None and code.strip():
+        return code.strip()
+    if catch:
+        return "*"
+    raise reject(
+        event,
+        "throws an escalation without a code",
+        'declare <escalation id="..." escalationCode="..."/> and refer to it',
+    )

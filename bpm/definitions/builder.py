@@ -139,6 +139,7 @@ class ProcessBuilder:
         error_code_variable: str | None = None,
         error_message_variable: str | None = None,
         cycle: str | None = None,
+        escalation: str | None = None,
     ) -> Self:
         """The start event of an event subprocess: one trigger (an error code or ``*``, a
         message name, or a timer) and whether it interrupts its scope."""
@@ -151,6 +152,7 @@ class ProcessBuilder:
             node_id,
             "startEvent",
             error=error,
+            escalation=escalation,
             message=message,
             timer=timer or None,
             interrupting=None if interrupting else False,

@@ -22,6 +22,8 @@ from bpm.definitions.model_refs import CallSpec as CallSpec
 from bpm.definitions.model_refs import DecisionBinding as DecisionBinding
 from bpm.definitions.model_refs import DecisionRef as DecisionRef
 from bpm.definitions.multi_instance import MultiInstance as MultiInstance
+from bpm.definitions.policies import Compensation as Compensation
+from bpm.definitions.policies import RetryPolicy as RetryPolicy
 from bpm.definitions.timers import TimerSpec
 from bpm.expressions import Expression
 
@@ -42,6 +44,8 @@ class NodeType(StrEnum):
     TIMER = "timerEvent"
     MESSAGE = "messageEvent"
     COMPENSATION_THROW = "compensationThrow"
+    #: An intermediate escalation throw event: it escalates, then the token goes on.
+    ESCALATION_THROW = "escalationThrow"
     BOUNDARY = "boundaryEvent"
     SUBPROCESS = "subProcess"
     CALL_ACTIVITY = "callActivity"
@@ -101,44 +105,6 @@ class Listener:
     fields: tuple[VariableMapping, ...] = ()
     #: A ``timeout`` listener's timer, counted from when its user task is created.
     timer: TimerSpec | None = None
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How often a handler runs and how long to wait between runs (exponential backoff)."""
-
-    max_attempts: int = 1
-    backoff: timedelta = timedelta(seconds=1)
-    factor: float = 2.0
-    max_backoff: timedelta = timedelta(minutes=1)
-    #: Fixed waits, one per failed run (the last one again when runs remain), as Camunda's
-    #: retry cycles give them; when set, backoff and factor do not apply.
-    delays: tuple[timedelta, ...] = ()
-
-    def delay(self, attempt: int) -> timedelta:
-        """Wait before the run after ``attempt`` (1-based) failed."""
-        if self.delays:
-            return self.delays[min(max(attempt - 1, 0), len(self.delays) - 1)]
-        seconds = self.backoff.total_seconds() * (self.factor ** max(attempt - 1, 0))
-        return min(timedelta(seconds=seconds), self.max_backoff)
-
-
-@dataclass(frozen=True)
-class Compensation:
-    """How an activity is undone: an in-process handler, an external topic, or a handler
-    activity drawn apart from the flow (BPMN's ``isForCompensation``)."""
-
-    handler: str | None = None
-    topic: str | None = None
-    node: str | None = None
-    retry: RetryPolicy = field(default_factory=lambda: RetryPolicy())
-
-    def describe(self) -> str:
-        if self.handler is not None:
-            return f"handler:{self.handler}"
-        if self.topic is not None:
-            return f"topic:{self.topic}"
-        return f"node:{self.node}"
 
 
 @dataclass(frozen=True)
@@ -225,6 +191,9 @@ class Node:
     #: Error boundary events: the variables that receive the caught error's code and message.
     error_code_variable: str | None = None
     error_message_variable: str | None = None
+    #: An escalation end or throw event: the code it escalates; an escalation boundary
+    #: event or event subprocess start: the code it catches, or ``"*"`` for any.
+    escalation: str | None = None
     #: Listeners, in the order they run for their event.
     listeners: tuple[Listener, ...] = ()
     #: callActivity: the process it starts and what crosses the call.

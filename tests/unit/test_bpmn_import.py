@@ -537,7 +537,7 @@ def test_the_order_saga_example_in_bpmn_behaves_like_the_json_one() -> None:
         (
             '<intermediateThrowEvent id="esc"><escalationEventDefinition/>'
             "</intermediateThrowEvent>",
-            "line 10: intermediateThrowEvent 'esc' with escalationEventDefinition is not supported",
+            "line 10: intermediateThrowEvent 'esc' throws an escalation without a code",
         ),
         (
             '<userTask id="u" camunda:formHandlerClass="org.acme.Forms"/>',

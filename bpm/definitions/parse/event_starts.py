@@ -18,11 +18,10 @@ from bpm.definitions.timers import parse_timer
 from bpm.errors import InvalidDefinition
 
 #: The triggers an event subprocess's start event may have (one of them).
-TRIGGERS = ("error", "message", "timer")
+TRIGGERS = ("error", "message", "timer", "escalation")
 #: Triggers BPMN allows that bpm refuses for now, with what to do instead.
 LATER = {
     "signal": "signal start events come with signal broadcasts",
-    "escalation": "escalation start events come with escalations",
     "conditional": "conditional start events come later",
     "compensation": (
         "compensation start events are not supported yet; give the activities of the "
@@ -30,7 +29,7 @@ LATER = {
     ),
 }
 #: The triggers the engine runs today.
-RUNNING = frozenset({"error", "message", "timer"})
+RUNNING = frozenset({"error", "message", "timer", "escalation"})
 START_KEYS = {*TRIGGERS, *LATER, "interrupting", "errorCodeVariable", "errorMessageVariable"}
 
 
@@ -78,6 +77,14 @@ def trigger_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str
             )
         fields["catches"] = code
         fields.update(error_variables(raw, where, node_id))
+    elif kind == "escalation":
+        code = raw["escalation"]
+        if not isinstance(code, str) or not code:
+            raise InvalidDefinition(
+                f"{where}: 'escalation' must be the escalation code it catches, or '*' for any",
+                node_id,
+            )
+        fields["escalation"] = code
     elif kind == "message":
         name = raw["message"]
         if not isinstance(name, str) or not MESSAGE_PATTERN.match(name):
@@ -106,7 +113,12 @@ def triggered_by_event(raw: Mapping[str, Any], where: str, node_id: str) -> bool
 
 
 def has_trigger(node: Node) -> bool:
-    return node.catches is not None or node.message is not None or node.timer is not None
+    return (
+        node.catches is not None
+        or node.message is not None
+        or node.timer is not None
+        or node.escalation is not None
+    )
 
 
 def check(nodes: Mapping[str, Node], starts: Mapping[str | None, str]) -> None:

@@ -52,6 +52,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
         "compensate",
         "activity",
         "waitForCompletion",
+        "escalation",
     },
     NodeType.SERVICE_TASK: {
         "handler",
@@ -76,6 +77,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
         "attachedTo",
         "timer",
         "message",
+        "escalation",
         "error",
         "interrupting",
         "errorCodeVariable",
@@ -95,6 +97,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.TIMER: {"duration", "date", "cycle"},
     NodeType.MESSAGE: {"message"},
     NodeType.COMPENSATION_THROW: {"activity", "waitForCompletion"},
+    NodeType.ESCALATION_THROW: {"escalation"},
     NodeType.CALL_ACTIVITY: CALL_KEYS | {"compensation"},
 }
 #: Nodes that may declare ``inputs`` and ``outputs`` (local variables in, results out).

@@ -72,6 +72,8 @@ def compile_node(
             "activity": _activity(raw, where, node_id),
             "wait_for_completion": _wait_for_completion(raw, where, node_id),
         }
+    elif node_type is NodeType.ESCALATION_THROW:
+        fields = {"escalation": _escalation(raw, where, node_id)}
     if node_type in DEFAULTED:
         fields.update(default_flow(raw, where, node_id, outgoing, flows))
     fields["properties"] = dict(raw.get("properties", {}))
@@ -192,4 +194,24 @@ def _end_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, A
     message = raw.get("errorMessage")
     if message is not None and (not isinstance(message, str) or error is None):
         raise InvalidDefinition(f"{where}: 'errorMessage' is text, with an 'error'", node_id)
-    return {"terminate": terminate, "error_code": error, "error_message": message}
+    escalation = _escalation(raw, where, node_id) if "escalation" in raw else None
+    if escalation is not None and (terminate or error is not None):
+        raise InvalidDefinition(
+            f"{where}: an end event escalates, terminates or throws an error, only one of them",
+            node_id,
+        )
+    return {
+        "terminate": terminate,
+        "error_code": error,
+        "error_message": message,
+        "escalation": escalation,
+    }
+
+
+def _escalation(raw: Mapping[str, Any], where: str, node_id: str) -> str:
+    code = raw.get("escalation")
+    if not isinstance(code, str) or not code or code == "*":
+        raise InvalidDefinition(
+            f"{where}: 'escalation' must be the escalation code it throws", node_id
+        )
+    return code

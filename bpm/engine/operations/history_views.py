@@ -226,11 +226,15 @@ def activity_type(node: Node | None) -> str:
             return "intermediateMessageCatch"
         case NodeType.COMPENSATION_THROW:
             return "intermediateCompensationThrowEvent"
+        case NodeType.ESCALATION_THROW:
+            return "intermediateEscalationThrowEvent"
         case NodeType.BOUNDARY:
             if node.timer is not None:
                 return "boundaryTimer"
             if node.message is not None:
                 return "boundaryMessage"
+            if node.escalation is not None:
+                return "boundaryEscalation"
             return "boundaryError" if node.catches is not None else "boundaryEvent"
     return node.type.value
 

@@ -52,6 +52,7 @@ def enter(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             | NodeType.TIMER
             | NodeType.MESSAGE
             | NodeType.COMPENSATION_THROW
+            | NodeType.ESCALATION_THROW
             | NodeType.BOUNDARY
         ):
             raise AssertionError(f"{node.type.value} {node.id!r} is not an activity")

@@ -13,6 +13,7 @@ from bpm.engine.core.tx import Next, NextToken, Tx
 from bpm.engine.semantics import (
     activities,
     decisions,
+    escalations,
     event_gateways,
     event_subprocess_timers,
     event_subprocesses,
@@ -139,6 +140,14 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     match node.type:
         case NodeType.COMPENSATION_THROW:
             return _throw_compensation(tx, g, tok, node)
+        case NodeType.ESCALATION_THROW:
+            assert node.escalation is not None
+            escalated = escalations.throw(tx, g, tok, node.escalation)
+            if escalated is not None and escalated.interrupting:
+                return escalated.next
+            if escalated is not None:
+                escalations.go_on_beside(tx, escalated)
+            return leave(tx, g, tx.current(tok), node)
         case NodeType.END:
             if node.compensate:
                 return _throw_compensation(tx, g, tok, node)
@@ -265,6 +274,13 @@ def _end_event(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
         return None
     if node.terminate:
         return _terminate(tx, g, tok)
+    if node.escalation is not None:
+        escalated = escalations.throw(tx, g, tok, node.escalation)
+        if escalated is not None and escalated.interrupting:
+            return escalated.next
+        if escalated is not None:
+            escalations.go_on_beside(tx, escalated)
+        return end_token(tx, tx.current(tok), g)
     return end_token(tx, tok, g)
 
 

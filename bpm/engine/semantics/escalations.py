@@ -1,0 +1,92 @@
+"""Escalations: a throw or end event escalates a code outward, as Camunda 7 does. The search
+goes from the thrower's scope outward; at each scope, the scope's own event subprocess with an
+escalation start (a matching code before a catch-all) comes before the escalation boundary
+event of the subprocess around it. Interrupting, the catcher ends the scope's work (the
+thrower with it); non-interrupting, it starts beside it and the thrower goes on. An
+escalation nobody catches is not an error: the thrower goes on (an end event ends its path).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bpm.definitions.model import Node, ProcessGraph
+from bpm.engine.core.tx import Next, NextToken, Tx
+from bpm.engine.semantics import boundary_events, event_subprocesses
+from bpm.engine.semantics.tree import Tree
+from bpm.states import EngineEvent, TokenEvent
+from bpm.store.rows import TokenRow
+
+
+@dataclass(frozen=True)
+class Caught:
+    """Where the escalation went: ``next`` is the catcher's first step; ``interrupting``:
+    the thrower was ended by it."""
+
+    next: Next
+    interrupting: bool
+
+
+def throw(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str) -> Caught | None:
+    """Escalate ``code`` from ``tok``; None when nothing catches it."""
+    tx.history.engine(
+        instance_id=tok.instance_id,
+        at=tx.now,
+        type=EngineEvent.ESCALATION_THROWN,
+        node_id=tok.node_id,
+        token_id=tok.id,
+        actor=tx.actor,
+        data={"code": code},
+    )
+    tree = Tree.read(tx, tok.instance_id)
+    current = tree.get(tok.id) or tok
+    scope = current.scope_id
+    while True:
+        esp = _esp_catcher(g, scope, code)
+        host = event_subprocesses.host_of(tree, current, scope)
+        if (
+            esp is not None
+            and host is not None
+            and event_subprocesses.listening(g, tree, host, scope)
+        ):
+            sub = event_subprocesses.Subscription(host, scope, esp)
+            data = {"escalation": code}
+            started = event_subprocesses.start(
+                tx, g, tree, sub, TokenEvent.ESCALATED, data, thrower=tok
+            )
+            return Caught(started, g.trigger_of(esp.id).interrupting)
+        if scope is None or host is None:
+            return None
+        boundary = _boundary_catcher(g, scope, code)
+        if boundary is not None:
+            if boundary.interrupting:
+                nxt = boundary_events.interrupt(
+                    tx, g, tx.current(host), boundary, TokenEvent.ESCALATED, "escalation"
+                )
+                return Caught(nxt, True)
+            return Caught(boundary_events.spawn(tx, tx.current(host), boundary), False)
+        current, scope = host, host.scope_id
+
+
+def go_on_beside(tx: Tx, caught: Caught) -> None:
+    """A non-interrupting catcher's path is sent as a job of its own; the thrower goes on."""
+    if isinstance(caught.next, NextToken):
+        tx.advance_later(caught.next.token_id, caught.next.version)
+
+
+def _esp_catcher(g: ProcessGraph, scope: str | None, code: str) -> Node | None:
+    esps = [g.node(e) for e in g.event_subprocesses.get(scope, ())]
+    for wanted in (code, "*"):
+        for esp in esps:
+            if g.trigger_of(esp.id).escalation == wanted:
+                return esp
+    return None
+
+
+def _boundary_catcher(g: ProcessGraph, activity: str, code: str) -> Node | None:
+    attached = [g.node(b) for b in g.boundaries.get(activity, ())]
+    for wanted in (code, "*"):
+        for node in attached:
+            if node.escalation == wanted:
+                return node
+    return None
