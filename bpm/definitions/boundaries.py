@@ -37,6 +37,7 @@ def boundary_fields(
                 node_id,
             )
         fields["escalation"] = code
+        fields["escalation_code_variable"] = code_variable(raw, where, node_id)
     elif "message" in raw:
         name = raw["message"]
         if not isinstance(name, str) or not MESSAGE_PATTERN.match(name):
@@ -123,3 +124,13 @@ def error_variables(raw: Mapping[str, Any], where: str, node_id: str) -> dict[st
             raise InvalidDefinition(f"{where}: {key!r} must be a variable name", node_id)
         fields[field] = name
     return fields
+
+
+def code_variable(raw: Mapping[str, Any], where: str, node_id: str) -> str | None:
+    """An escalation catch's ``escalationCodeVariable``: the variable that gets the code."""
+    name = raw.get("escalationCodeVariable")
+    if name is not None and (not isinstance(name, str) or not VARIABLE_NAME.match(name)):
+        raise InvalidDefinition(
+            f"{where}: 'escalationCodeVariable' must be a variable name", node_id
+        )
+    return name

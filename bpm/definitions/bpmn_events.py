@@ -109,7 +109,7 @@ def _event_subprocess_start(decl: Declarations, r: Reader) -> Mapped:
     elif definition.tag == "timerEventDefinition":
         node["timer"] = timer(definition, r.el)
     elif definition.tag == "escalationEventDefinition":
-        node["escalation"] = escalation_code(decl, r.el, definition, catch=True)
+        node["escalation"] = escalation_code(decl, r.el, definition, catch=True, into=node)
     else:
         raise reject(
             r.el,
@@ -287,7 +287,7 @@ def boundary(decl: Declarations, r: Reader) -> Mapped:
         if cancel == "false":
             node["interrupting"] = False
     elif definition is not None and definition.tag == "escalationEventDefinition":
-        node["escalation"] = escalation_code(decl, r.el, definition, catch=True)
+        node["escalation"] = escalation_code(decl, r.el, definition, catch=True, into=node)
         if cancel == "false":
             node["interrupting"] = False
     elif definition is not None and definition.tag == "messageEventDefinition":
@@ -367,11 +367,21 @@ def _sends(reader: Reader) -> bool:
 
 
 def escalation_code(
-    decl: Declarations, event: XmlElement, definition: XmlElement, *, catch: bool
+    decl: Declarations,
+    event: XmlElement,
+    definition: XmlElement,
+    *,
+    catch: bool,
+    into: Mapped | None = None,
 ) -> str:
-    """The code an escalation event throws, or catches (``*``: any, without a code)."""
+    """The code an escalation event throws, or catches (``*``: any, without a code); a
+    catching one's ``camunda:escalationCodeVariable`` goes into ``into``."""
     reader = Reader(definition)
     ref = reader.attr("escalationRef")
+    if catch and into is not None:
+        name = reader.attr("escalationCodeVariable", CAMUNDA)
+        if name is not None and name.strip():
+            into["escalationCodeVariable"] = name.strip()
     reader.finish()
     if ref:
         ref = decl.resolve(ref, decl.escalations)

@@ -194,6 +194,8 @@ class Node:
     #: An escalation end or throw event: the code it escalates; an escalation boundary
     #: event or event subprocess start: the code it catches, or ``"*"`` for any.
     escalation: str | None = None
+    #: An escalation catch: the variable that receives the caught code.
+    escalation_code_variable: str | None = None
     #: Listeners, in the order they run for their event.
     listeners: tuple[Listener, ...] = ()
     #: callActivity: the process it starts and what crosses the call.

@@ -113,7 +113,8 @@ BPMN = """<?xml version="1.0" encoding="UTF-8"?>
       <bpmn:sequenceFlow id="sf2" sourceRef="tell" targetRef="se" />
     </bpmn:subProcess>
     <bpmn:boundaryEvent id="caught" cancelActivity="false" attachedToRef="sub">
-      <bpmn:escalationEventDefinition escalationRef="esc_late" />
+      <bpmn:escalationEventDefinition escalationRef="esc_late"
+        camunda:escalationCodeVariable="why" />
     </bpmn:boundaryEvent>
     <bpmn:serviceTask id="inform" camunda:class="notify" />
     <bpmn:endEvent id="e" /><bpmn:endEvent id="e2" />
@@ -131,6 +132,7 @@ def test_a_camunda_escalation(rt: Harness, seen: Calls, pg_db: Database) -> None
     iid = rt.start("esc_bpmn")
     rt.drain()
     assert seen.count("notify") == 1
+    assert rt.engine.show(iid)["variables"]["why"] == "LATE"
     assert_finished_cleanly(pg_db, iid)
     (doc,) = compile_bpmn(BPMN)
     caught = next(n for n in doc["nodes"] if n["id"] == "caught")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bpm.definitions.boundaries import error_variables
+from bpm.definitions.boundaries import code_variable, error_variables
 from bpm.definitions.model import Node, NodeType
 from bpm.definitions.parse.patterns import MESSAGE_PATTERN
 from bpm.definitions.timers import parse_timer
@@ -30,7 +30,14 @@ LATER = {
 }
 #: The triggers the engine runs today.
 RUNNING = frozenset({"error", "message", "timer", "escalation"})
-START_KEYS = {*TRIGGERS, *LATER, "interrupting", "errorCodeVariable", "errorMessageVariable"}
+START_KEYS = {
+    *TRIGGERS,
+    *LATER,
+    "interrupting",
+    "errorCodeVariable",
+    "errorMessageVariable",
+    "escalationCodeVariable",
+}
 
 
 def trigger_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, Any]:
@@ -85,6 +92,7 @@ def trigger_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str
                 node_id,
             )
         fields["escalation"] = code
+        fields["escalation_code_variable"] = code_variable(raw, where, node_id)
     elif kind == "message":
         name = raw["message"]
         if not isinstance(name, str) or not MESSAGE_PATTERN.match(name):

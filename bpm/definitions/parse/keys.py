@@ -78,6 +78,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
         "timer",
         "message",
         "escalation",
+        "escalationCodeVariable",
         "error",
         "interrupting",
         "errorCodeVariable",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from bpm.definitions.model import Node, ProcessGraph
 from bpm.engine.core.tx import Next, NextToken, Tx
-from bpm.engine.semantics import boundary_events, event_subprocesses
+from bpm.engine.semantics import boundary_events, event_subprocesses, scopes
 from bpm.engine.semantics.tree import Tree
 from bpm.states import EngineEvent, TokenEvent
 from bpm.store.rows import TokenRow
@@ -49,6 +49,7 @@ def throw(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str) -> Caught | None:
             and host is not None
             and event_subprocesses.listening(g, tree, host, scope)
         ):
+            _set_code(tx, g, host, g.trigger_of(esp.id), code)
             sub = event_subprocesses.Subscription(host, scope, esp)
             data = {"escalation": code}
             started = event_subprocesses.start(
@@ -59,6 +60,7 @@ def throw(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str) -> Caught | None:
             return None
         boundary = _boundary_catcher(g, scope, code)
         if boundary is not None:
+            _set_code(tx, g, host, boundary, code)
             if boundary.interrupting:
                 nxt = boundary_events.interrupt(
                     tx, g, tx.current(host), boundary, TokenEvent.ESCALATED, "escalation"
@@ -66,6 +68,12 @@ def throw(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str) -> Caught | None:
                 return Caught(nxt, True)
             return Caught(boundary_events.spawn(tx, tx.current(host), boundary), False)
         current, scope = host, host.scope_id
+
+
+def _set_code(tx: Tx, g: ProcessGraph, host: TokenRow, catcher: Node, code: str) -> None:
+    """``escalationCodeVariable``: the caught code, written from the scope's token."""
+    if catcher.escalation_code_variable is not None:
+        scopes.write(tx, g, tx.current(host), {catcher.escalation_code_variable: code})
 
 
 def go_on_beside(tx: Tx, caught: Caught) -> None:
