@@ -117,3 +117,47 @@ def test_the_cli_in_distributed_mode_imports_handler_modules_from_the_working_di
     )
     assert started.returncode == 0, started.stderr
     assert cluster.instance_count() == 1
+
+
+def test_a_message_sent_by_name_starts_its_instance_once_per_message(cluster: Cluster) -> None:
+    """``bpm.correlate_message`` with no instance starts one at the message start event;
+    the same message delivered twice (one task id) starts it once, a new message again."""
+    from uuid import uuid4
+
+    from bpm.definitions import ProcessBuilder
+    from bpm.store import instances
+
+    doc = (
+        ProcessBuilder("by_message")
+        .start("by_mail")
+        .service_task("a", handler="noop")
+        .end()
+        .sequence("by_mail", "a", "end")
+        .build()
+    )
+    doc["nodes"][0]["message"] = "Order mailed"
+    deploy(cluster, doc)
+    cluster.env["BPM_RESULT_BACKEND"] = REDIS_URL
+    cluster.worker("w1")
+    cluster.wait_ready()
+    sender = Celery(broker=REDIS_URL, backend=REDIS_URL, set_as_current=False)
+    starts = f"{cluster.prefix}bpm.starts"
+    once = str(uuid4())
+    for _ in range(2):  # a redelivery: the same message id
+        sent = sender.send_task(
+            "bpm.correlate_message",
+            queue=starts,
+            task_id=once,
+            kwargs={"message": "Order mailed", "variables": {"n": 1}},
+        )
+        sent.get(timeout=30)
+    sender.send_task("bpm.correlate_message", queue=starts, kwargs={"message": "Order mailed"}).get(
+        timeout=30
+    )
+
+    def ended() -> bool:
+        with cluster.db.transaction() as conn:
+            found = instances.search(conn, keys=["by_message"], limit=10)
+        return len(found) == 2 and all(i.state == "COMPLETED" for i in found)
+
+    cluster.wait_until(ended, 60, "two instances started by message to complete")
