@@ -18,6 +18,7 @@ from bpm_server.paths import CamundaPaths
 from bpm_server.routers import (
     deployments,
     engine_info,
+    event_subscriptions,
     external_task_queries,
     external_tasks,
     history,
@@ -91,6 +92,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         process_definitions.router,
         process_instances.router,
         messages.router,
+        event_subscriptions.router,
     ):
         app.include_router(router, prefix=BASE)
     app.include_router(engine_info.router, prefix=BASE)

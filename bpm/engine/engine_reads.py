@@ -14,6 +14,7 @@ from bpm.engine.core.ids import as_id, maybe_id
 from bpm.engine.operations import (
     definitions,
     deployment_views,
+    event_subscriptions,
     external_views,
     history_views,
     incident_views,
@@ -168,6 +169,11 @@ class EngineReads:
     def find_jobs(self, query: JobQuery, page: Page = FIRST) -> list[FoundJob]:
         """Open handler tasks and scheduled timers (Camunda's jobs)."""
         return incident_views.jobs(self.core, query, page)
+
+    def event_subscriptions(self, instance_id: UUID | str) -> list[dict[str, Any]]:
+        """The messages the instance listens for now: ``{id, event_type, event_name,
+        token_id, instance_id, node_id, created_at}``."""
+        return event_subscriptions.of_instance(self.core, as_id(instance_id, "instance"))
 
     def scheduled_starts(self, key: str | None = None) -> list[dict[str, Any]]:
         """The timer start events armed now (of each key's latest version), next due

@@ -190,3 +190,44 @@ def test_a_message_start_event_answers_the_started_instance(
     assert again.json()[0]["processInstance"]["id"] == instance["id"]
     barred = clients["msg-only-other"].post("/message", json={**body, "businessKey": "inv-2"})
     assert barred.status_code == 400  # a starter of other processes starts nothing here
+
+
+SUBSCRIBING = """<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" id="d"
+  targetNamespace="t">
+  <bpmn:message id="m_stop" name="Stop" />
+  <bpmn:message id="m_go" name="Go" />
+  <bpmn:process id="subscribing" isExecutable="true">
+    <bpmn:startEvent id="s" />
+    <bpmn:receiveTask id="wait_go" messageRef="m_go" />
+    <bpmn:boundaryEvent id="stop" attachedToRef="wait_go">
+      <bpmn:messageEventDefinition messageRef="m_stop" />
+    </bpmn:boundaryEvent>
+    <bpmn:endEvent id="e" /><bpmn:endEvent id="e2" />
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="wait_go" />
+    <bpmn:sequenceFlow id="f2" sourceRef="wait_go" targetRef="e" />
+    <bpmn:sequenceFlow id="f3" sourceRef="stop" targetRef="e2" />
+  </bpmn:process>
+</bpmn:definitions>
+"""
+
+
+def test_event_subscriptions_list_what_the_instance_listens_for(
+    server: Server, clients: dict[str, httpx.Client]
+) -> None:
+    server.runtime.engine.deploy_bpmn(SUBSCRIBING)
+    iid = _start(server, "subs-1", key="subscribing")
+    viewer = clients["msg-viewer"]
+    got = viewer.get("/event-subscription", params={"processInstanceId": iid})
+    assert got.status_code == 200, got.text
+    found = {(s["eventName"], s["activityId"], s["eventType"]) for s in got.json()}
+    assert found == {("Go", "wait_go", "message"), ("Stop", "stop", "message")}
+    count = viewer.get(
+        "/event-subscription/count", params={"processInstanceId": iid, "eventName": "Stop"}
+    )
+    assert count.json() == {"count": 1}
+    clients["operator"].post("/message", json={"messageName": "Go", "processInstanceId": iid})
+    assert _state(server, iid) == "COMPLETED"
+    after = viewer.get("/event-subscription", params={"processInstanceId": iid})
+    assert after.json() == []
+    assert viewer.get("/event-subscription").status_code == 400  # names its instance
