@@ -24,12 +24,13 @@ from bpm.states import (
     LIVE_INSTANCE,
     IncidentState,
     InstanceState,
+    TokenMode,
     TokenState,
     WaitKind,
 )
 from bpm.store import instances
 from bpm.store.rows import TokenRow, from_row
-from bpm.store.schema import incidents, process_instances, token_links
+from bpm.store.schema import compensation_records, incidents, process_instances, token_links
 from bpm.store.schema import tokens as t
 
 LIVE = (TokenState.ACTIVE, TokenState.WAITING, TokenState.FAILED)
@@ -270,13 +271,25 @@ def parents_to_recheck(
     call_incident_stale = (t.c.wait_kind == WaitKind.CALLED) & (
         (failed_call & ~mirrored) | (~failed_call & mirrored)
     )
+    # A caller's compensation token whose called instance has undone its records and ended
+    # again (``called_compensation``: the instance is named by the token's record).
+    record = compensation_records.alias("record")
+    undone_call = (
+        (t.c.wait_kind == WaitKind.CALLED)
+        & (t.c.mode == TokenMode.COMPENSATION)
+        & exists().where(
+            record.c.id == t.c.record_id,
+            called.c.id == record.c.called_instance_id,
+            called.c.state.in_(ENDED_INSTANCE_STATES),
+        )
+    )
     stmt = (
         select(t.c.id, t.c.version)
         .where(
             t.c.state == TokenState.WAITING,
             t.c.updated_at < before,
             _not_nudged_since(before),
-            scope_parent | saga_anchor | call_returned | call_incident_stale,
+            scope_parent | saga_anchor | call_returned | call_incident_stale | undone_call,
         )
         .order_by(t.c.updated_at)
         .limit(limit)

@@ -5,6 +5,7 @@ thrown compensation event does not reach into a called instance (as in Camunda 7
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
@@ -228,3 +229,28 @@ def test_a_compensation_boundary_on_a_bpmn_call_activity(
     rt.drain()
     assert journal.lines == ["do_x", "do_y", "undo_call"]
     assert_finished_cleanly(pg_db, iid)
+
+
+def test_a_lost_nudge_to_the_callers_compensation_token_is_sent_again_by_the_scan(
+    rt: Harness, journal: Journal, pg_db: Database, clock: Any
+) -> None:
+    """The called instance's saga ends and its job to the caller's waiting compensation
+    token is lost: the waiting-parents scan sends it again, and the caller's saga goes on."""
+    rt.deploy(child())
+    rt.deploy(parent())
+    iid = rt.start("parent", {"secret": "s"})
+    lost = 0
+    while (job := rt.queue.pop(rt.clock.peek())) is not None:
+        token_id = job.args.get("token_id")
+        token = rows.token(pg_db, UUID(token_id)) if token_id else None
+        if token is not None and token.instance_id == iid and token.wait_kind == "CALLED":
+            if token.mode == "COMPENSATION":
+                lost += 1
+                continue  # the nudge is lost
+        rt.engine.run_job(job)
+    assert lost == 1 and "undo_a" not in journal.lines
+    clock.advance(timedelta(minutes=5))
+    rt.engine.run_scans()
+    rt.drain()
+    assert journal.lines[-3:] == ["undo_y", "undo_x", "undo_a"]
+    assert rows.state(pg_db, iid) == "TERMINATED"
