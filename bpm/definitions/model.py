@@ -6,7 +6,7 @@ life of a process.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
@@ -232,6 +232,22 @@ class Node:
 _JOINS = frozenset({NodeType.PARALLEL, NodeType.INCLUSIVE})
 
 
+def _error_code(node: Node) -> str | None:
+    return node.catches
+
+
+def by_code(
+    candidates: list[Node], code: str, catches: Callable[[Node], str | None]
+) -> Node | None:
+    """The first of ``candidates`` that catches ``code`` itself, else the first catch-all
+    (``"*"``): a specific catch wins over a general one, for errors and escalations alike."""
+    for wanted in (code, "*"):
+        for node in candidates:
+            if catches(node) == wanted:
+                return node
+    return None
+
+
 @dataclass(frozen=True)
 class ProcessGraph:
     """Nodes of every scope in one map (ids are unique across the document)."""
@@ -360,11 +376,9 @@ class ProcessGraph:
             found = self._reach_cache[join] = frozenset(seen - {join})
         return found
 
-    def catcher(self, activity: str, code: str) -> Node | None:
-        """The error boundary on ``activity`` that catches ``code``: by code, else catch-all."""
-        attached = [self.nodes[b] for b in self.boundaries.get(activity, ())]
-        for wanted in (code, "*"):
-            for node in attached:
-                if node.catches == wanted:
-                    return node
-        return None
+    def catcher(
+        self, activity: str, code: str, catches: Callable[[Node], str | None] = _error_code
+    ) -> Node | None:
+        """The boundary on ``activity`` that catches ``code`` (an error's, or what
+        ``catches`` reads: an escalation's): by code, else catch-all."""
+        return by_code([self.nodes[b] for b in self.boundaries.get(activity, ())], code, catches)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bpm.definitions.model import Node, ProcessGraph
+from bpm.definitions.model import Node, ProcessGraph, by_code
 from bpm.engine.core.tx import Next, NextToken, Tx
 from bpm.engine.semantics import boundary_events, event_subprocesses, scopes
 from bpm.engine.semantics.tree import Tree
@@ -84,17 +84,8 @@ def go_on_beside(tx: Tx, caught: Caught) -> None:
 
 def _esp_catcher(g: ProcessGraph, scope: str | None, code: str) -> Node | None:
     esps = [g.node(e) for e in g.event_subprocesses.get(scope, ())]
-    for wanted in (code, "*"):
-        for esp in esps:
-            if g.trigger_of(esp.id).escalation == wanted:
-                return esp
-    return None
+    return by_code(esps, code, lambda esp: g.trigger_of(esp.id).escalation)
 
 
 def _boundary_catcher(g: ProcessGraph, activity: str, code: str) -> Node | None:
-    attached = [g.node(b) for b in g.boundaries.get(activity, ())]
-    for wanted in (code, "*"):
-        for node in attached:
-            if node.escalation == wanted:
-                return node
-    return None
+    return g.catcher(activity, code, lambda node: node.escalation)

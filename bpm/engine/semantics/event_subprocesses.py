@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 from uuid import UUID
 
-from bpm.definitions.model import Node, ProcessGraph
+from bpm.definitions.model import Node, ProcessGraph, by_code
 from bpm.engine.core.tx import NextToken, Tx
 from bpm.engine.semantics import scopes, writes
 from bpm.engine.semantics.cancelling import cancel_inside, cancel_timers, end_work
@@ -58,11 +58,7 @@ def error_catcher(g: ProcessGraph, scope: str | None, code: str, skip: str | Non
     a catch-all, as Camunda. ``skip``: the event subprocess the error was thrown in, which
     does not catch its own error again (Camunda's rule against re-throwing)."""
     esps = [g.node(e) for e in g.event_subprocesses.get(scope, ()) if e != skip]
-    for wanted in (code, "*"):
-        for esp in esps:
-            if g.trigger_of(esp.id).catches == wanted:
-                return esp
-    return None
+    return by_code(esps, code, lambda esp: g.trigger_of(esp.id).catches)
 
 
 def host_of(tree: Tree, tok: TokenRow, scope: str | None) -> TokenRow | None:
