@@ -198,6 +198,12 @@ class EngineEvent(StrEnum):
     COMPENSATION_TOKEN_CREATED = "CompensationTokenCreated"
     COMPENSATION_THROWN = "CompensationThrown"
     ESCALATION_THROWN = "EscalationThrown"
+    #: An escalation nothing in this instance catches went up to its caller's call activity
+    #: (``data``: code, ``interrupting``: whether the catcher up there ends this instance).
+    ESCALATION_PROPAGATED = "EscalationPropagated"
+    #: The caller took one of this instance's propagated escalations (written by the
+    #: caller's transaction into this instance's history, one per propagated escalation).
+    ESCALATION_RECEIVED = "EscalationReceived"
     COMPENSATION_DONE = "CompensationDone"
     COMPENSATION_COMPLETED = "CompensationCompleted"
     COMPENSATION_FAILED = "CompensationFailed"

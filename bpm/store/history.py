@@ -247,3 +247,17 @@ def last_engine_event(
     )
     row = conn.execute(stmt).first()
     return (row.node_id, row.data) if row is not None else None
+
+
+def engine_events_of(
+    conn: Connection, instance_id: UUID, kinds: tuple[str, ...]
+) -> list[tuple[str, str | None, dict[str, Any] | None]]:
+    """The type, node and data of the instance's engine events of the given types, in the
+    order they were written (through the instance's history index)."""
+    t = engine_events
+    stmt = (
+        select(t.c.type, t.c.node_id, t.c.data)
+        .where(t.c.instance_id == instance_id, t.c.type.in_(kinds))
+        .order_by(t.c.id)
+    )
+    return [(row.type, row.node_id, row.data) for row in conn.execute(stmt)]

@@ -22,6 +22,7 @@ from sqlalchemy import (
 from bpm.states import (
     ENDED_INSTANCE,
     LIVE_INSTANCE,
+    EngineEvent,
     IncidentState,
     InstanceState,
     TokenMode,
@@ -30,7 +31,13 @@ from bpm.states import (
 )
 from bpm.store import instances
 from bpm.store.rows import TokenRow, from_row
-from bpm.store.schema import compensation_records, incidents, process_instances, token_links
+from bpm.store.schema import (
+    compensation_records,
+    engine_events,
+    incidents,
+    process_instances,
+    token_links,
+)
 from bpm.store.schema import tokens as t
 
 LIVE = (TokenState.ACTIVE, TokenState.WAITING, TokenState.FAILED)
@@ -271,6 +278,22 @@ def parents_to_recheck(
     call_incident_stale = (t.c.wait_kind == WaitKind.CALLED) & (
         (failed_call & ~mirrored) | (~failed_call & mirrored)
     )
+
+    # A call activity whose running called instance sent up an escalation it has not taken
+    # (``called_escalations``: one receipt per propagated escalation).
+    def _count(kind: str) -> Any:
+        ev = engine_events
+        return (
+            select(func.count())
+            .where(ev.c.instance_id == called.c.id, ev.c.type == kind)
+            .scalar_subquery()
+        )
+
+    escalated_call = (t.c.wait_kind == WaitKind.CALLED) & exists().where(
+        called.c.super_token_id == t.c.id,
+        called.c.state.in_(LIVE_INSTANCE_STATES),
+        _count(EngineEvent.ESCALATION_PROPAGATED) > _count(EngineEvent.ESCALATION_RECEIVED),
+    )
     # A caller's compensation token whose called instance has undone its records and ended
     # again (``called_compensation``: the instance is named by the token's record).
     record = compensation_records.alias("record")
@@ -289,7 +312,12 @@ def parents_to_recheck(
             t.c.state == TokenState.WAITING,
             t.c.updated_at < before,
             _not_nudged_since(before),
-            scope_parent | saga_anchor | call_returned | call_incident_stale | undone_call,
+            scope_parent
+            | saga_anchor
+            | call_returned
+            | call_incident_stale
+            | undone_call
+            | escalated_call,
         )
         .order_by(t.c.updated_at)
         .limit(limit)

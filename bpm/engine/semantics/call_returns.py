@@ -1,8 +1,8 @@
 """A call activity's token when its called instance has ended: the ``out`` variables come
 back and the token leaves; a BPMN error the called instance sent up is thrown at the call
-activity; a called instance cancelled otherwise fails the token with an incident. And what a
-call activity's mapping handler returned (``call_mappings``): the call starts, or its result
-comes back.
+activity, as is each escalation it sent up (those also while it runs); a called instance
+cancelled otherwise fails the token with an incident. And what a call activity's mapping
+handler returned (``call_mappings``): the call starts, or its result comes back.
 
 Apart from ``calls`` because leaving goes through ``nodes``, which enters call activities
 through ``activities`` and ``calls``.
@@ -14,7 +14,14 @@ from typing import Any
 
 from bpm.definitions.model import CallMapping, ProcessGraph
 from bpm.engine.core.tx import Next, Stale, Tx
-from bpm.engine.semantics import call_mappings, called_compensation, calls, scopes, writes
+from bpm.engine.semantics import (
+    call_mappings,
+    called_compensation,
+    calls,
+    escalations,
+    scopes,
+    writes,
+)
 from bpm.engine.semantics.bpmn_errors import throw_from_task
 from bpm.engine.semantics.called_errors import propagate, propagated_error
 from bpm.engine.semantics.calls import INCIDENT, mapped
@@ -40,6 +47,10 @@ def decide(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     if child is None:
         return None
     _mirror_incident(tx, locked, child)
+    escalated = escalations.receive(tx, g, locked, child.id)
+    if escalated is not None:
+        return escalated.next  # an interrupting catch ended the call
+    locked = tx.current(locked)
     if child.state not in ENDED_INSTANCE:
         return None
     node = g.node(locked.node_id)

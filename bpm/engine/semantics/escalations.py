@@ -1,7 +1,8 @@
 """Escalations: a throw or end event escalates a code outward, as Camunda 7 does. The search
 goes from the thrower's scope outward; at each scope, the scope's own event subprocess with an
 escalation start (a matching code before a catch-all) comes before the escalation boundary
-event of the subprocess around it. Interrupting, the catcher ends the scope's work (the
+event of the subprocess around it; past the process, the call activity that started the
+instance catches it (``called_escalations``). Interrupting, the catcher ends the scope's work (the
 thrower with it); non-interrupting, it starts beside it and the thrower goes on. An
 escalation nobody catches is not an error: the thrower goes on (an end event ends its path).
 """
@@ -9,10 +10,16 @@ escalation nobody catches is not an error: the thrower goes on (an end event end
 from __future__ import annotations
 
 from dataclasses import dataclass
+from uuid import UUID
 
 from bpm.definitions.model import Node, ProcessGraph, by_code
 from bpm.engine.core.tx import Next, NextToken, Tx
-from bpm.engine.semantics import boundary_events, event_subprocesses, scopes
+from bpm.engine.semantics import (
+    boundary_events,
+    called_escalations,
+    event_subprocesses,
+    scopes,
+)
 from bpm.engine.semantics.tree import Tree
 from bpm.states import EngineEvent, TokenEvent
 from bpm.store.rows import TokenRow
@@ -29,6 +36,27 @@ class Caught:
 
 def throw(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str) -> Caught | None:
     """Escalate ``code`` from ``tok``; None when nothing catches it."""
+    _record(tx, tok, code)
+    return _search(tx, g, tok, code, own=False)
+
+
+def receive(tx: Tx, g: ProcessGraph, calling: TokenRow, called: UUID) -> Caught | None:
+    """A call activity's token takes the escalations its called instance sent up and it has
+    not received yet, in order: each escalates from the call activity (its own boundary
+    first). Returns the interrupting catch, if one ended the call; non-interrupting catches
+    have been started beside it."""
+    for escalation in called_escalations.pending(tx, called):
+        called_escalations.mark_received(tx, called, calling, escalation)
+        _record(tx, tx.current(calling), escalation.code)
+        caught = _search(tx, g, tx.current(calling), escalation.code, own=True)
+        if caught is not None and caught.interrupting:
+            return caught
+        if caught is not None:
+            go_on_beside(tx, caught)
+    return None
+
+
+def _record(tx: Tx, tok: TokenRow, code: str) -> None:
     tx.history.engine(
         instance_id=tok.instance_id,
         at=tx.now,
@@ -38,8 +66,16 @@ def throw(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str) -> Caught | None:
         actor=tx.actor,
         data={"code": code},
     )
+
+
+def _search(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str, *, own: bool) -> Caught | None:
+    """From ``tok`` outward; ``own``: ``tok`` is at an activity whose own boundaries come
+    first (a call activity its called instance escalated to). Past the process, the caller
+    of a called instance is asked (``called_escalations``)."""
     tree = Tree.read(tx, tok.instance_id)
     current = tree.get(tok.id) or tok
+    if own and (boundary := _boundary_catcher(g, current.node_id, code)) is not None:
+        return _at_boundary(tx, g, current, boundary, code)
     scope = current.scope_id
     while True:
         esp = _esp_catcher(g, scope, code)
@@ -56,18 +92,25 @@ def throw(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str) -> Caught | None:
                 tx, g, tree, sub, TokenEvent.ESCALATED, data, thrower=tok
             )
             return Caught(started, g.trigger_of(esp.id).interrupting)
-        if scope is None or host is None:
+        if scope is None:
+            interrupting = called_escalations.send_up(tx, tx.current(tok), code)
+            return None if interrupting is None else Caught(None, interrupting)
+        if host is None:
             return None
         boundary = _boundary_catcher(g, scope, code)
         if boundary is not None:
-            _set_code(tx, g, host, boundary, code)
-            if boundary.interrupting:
-                nxt = boundary_events.interrupt(
-                    tx, g, tx.current(host), boundary, TokenEvent.ESCALATED, "escalation"
-                )
-                return Caught(nxt, True)
-            return Caught(boundary_events.spawn(tx, tx.current(host), boundary), False)
+            return _at_boundary(tx, g, host, boundary, code)
         current, scope = host, host.scope_id
+
+
+def _at_boundary(tx: Tx, g: ProcessGraph, host: TokenRow, boundary: Node, code: str) -> Caught:
+    _set_code(tx, g, host, boundary, code)
+    if boundary.interrupting:
+        nxt = boundary_events.interrupt(
+            tx, g, tx.current(host), boundary, TokenEvent.ESCALATED, "escalation"
+        )
+        return Caught(nxt, True)
+    return Caught(boundary_events.spawn(tx, tx.current(host), boundary), False)
 
 
 def _set_code(tx: Tx, g: ProcessGraph, host: TokenRow, catcher: Node, code: str) -> None:
