@@ -121,6 +121,50 @@ def test_a_start_happens_once_per_business_key_even_when_raced(
     assert inst.business_key == "order-7" and len(set(got)) == 1
 
 
+def test_a_start_and_a_correlation_in_the_same_instant_each_take_one_message(
+    rt: Harness, shipping: Calls, pg_db: Database, engine_factory: Any
+) -> None:
+    """One instance waits for "Order placed", which also starts "orders": two such messages
+    sent in the same instant go one to the waiting token, the other to a new instance;
+    none is lost, none taken twice."""
+    waiting = (
+        ProcessBuilder("waiter")
+        .start()
+        .receive_task("r", message="Order placed")
+        .end()
+        .sequence("start", "r", "end")
+        .build()
+    )
+    rt.deploy(waiting)
+    rt.deploy(orders())
+    iid = rt.engine.start("waiter", business_key="order-9").id
+    rt.drain()
+    engines = [engine_factory() for _ in range(2)]
+    barrier = threading.Barrier(len(engines))
+    got: list[UUID] = []
+    lock = threading.Lock()
+
+    def send(engine: Any) -> None:
+        barrier.wait()
+        (token,) = engine.engine.correlate("Order placed", business_key="order-9")
+        with lock:
+            got.append(token)
+
+    threads = [threading.Thread(target=send, args=(e,)) for e in engines]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for engine in engines:
+        engine.drain()
+    rt.drain()
+    assert_finished_cleanly(pg_db, iid)
+    (started,) = instances_of(pg_db, "orders")
+    owners = sorted(str(rows.token(pg_db, token).instance_id) for token in got)
+    assert owners == sorted([str(iid), str(started.id)])
+    assert shipping.count("ship") == 1
+
+
 def test_an_instance_id_never_starts_and_nothing_taking_it_is_an_error(
     rt: Harness, shipping: Calls, pg_db: Database
 ) -> None:
