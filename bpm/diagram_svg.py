@@ -29,6 +29,7 @@ from bpm.diagram import (
     NodeMark,
     label_lines,
 )
+from bpm.diagram_icons import event_gateway_mark, icon
 from bpm.diagram_layout import (
     Layout,
     label_spot,
@@ -171,7 +172,7 @@ def _node(svg: Svg, node: Node, item: Item, m: NodeMark) -> None:
                 f'<circle cx="{num(cx)}" cy="{num(cy)}" r="{num(r - 3.5)}" fill="none" '
                 f'stroke="{stroke}" stroke-width="1"/>'
             )
-        _icon(svg, node, cx, cy, stroke)
+        icon(svg, node, cx, cy, stroke)
         _label(svg, node, cx, cy + r, ink)
         _badge(svg, cx + r, cy - r, m)
     elif node.type in GATEWAYS:
@@ -187,6 +188,9 @@ def _node(svg: Svg, node: Node, item: Item, m: NodeMark) -> None:
                 f'<circle cx="{num(cx)}" cy="{num(cy)}" r="{num(s + 1)}" stroke="{stroke}" '
                 f'stroke-width="3" fill="none"/>'
             )
+            path = ""
+        elif node.type is NodeType.EVENT_GATEWAY:  # a double circle around a pentagon
+            event_gateway_mark(svg, cx, cy, s, stroke)
             path = ""
         elif node.type is NodeType.EXCLUSIVE:
             path = (
@@ -293,7 +297,7 @@ def _boundary(svg: Svg, node: Node, at: Point, m: NodeMark) -> None:
         f'<circle cx="{num(x)}" cy="{num(y)}" r="{num(BOUNDARY_R - 3)}" fill="none" '
         f'stroke="{stroke}" stroke-width="1"{dash}/>'
     )
-    _icon(svg, node, x, y, stroke, small=True)
+    icon(svg, node, x, y, stroke, small=True)
     count = m.count_text()
     text = label_lines(node)[0] + (f" · {count}" if count else "")
     svg.text(
@@ -306,41 +310,6 @@ def _boundary(svg: Svg, node: Node, at: Point, m: NodeMark) -> None:
         halo=True,
     )
     svg.add("</g>")
-
-
-def _icon(svg: Svg, node: Node, cx: float, cy: float, colour: str, small: bool = False) -> None:
-    s = 4.5 if small else 7.0
-    if node.timer is not None:
-        svg.add(
-            f'<circle cx="{num(cx)}" cy="{num(cy)}" r="{num(s)}" fill="#ffffff" '
-            f'stroke="{colour}" stroke-width="1.2"/>'
-        )
-        svg.add(
-            f'<path d="M{num(cx)},{num(cy - s * 0.7)} L{num(cx)},{num(cy)} '
-            f'L{num(cx + s * 0.5)},{num(cy + s * 0.3)}" stroke="{colour}" '
-            f'stroke-width="1.2" fill="none"/>'
-        )
-    elif node.message is not None:
-        svg.add(
-            f'<rect x="{num(cx - s)}" y="{num(cy - s * 0.65)}" width="{num(2 * s)}" '
-            f'height="{num(1.3 * s)}" fill="#ffffff" stroke="{colour}" stroke-width="1.2"/>'
-        )
-        svg.add(
-            f'<path d="M{num(cx - s)},{num(cy - s * 0.65)} L{num(cx)},{num(cy + 0.1)} '
-            f'L{num(cx + s)},{num(cy - s * 0.65)}" stroke="{colour}" stroke-width="1.2" '
-            f'fill="none"/>'
-        )
-    elif node.catches is not None or node.error_code is not None:
-        zigzag = ((-0.7, 0.8), (-0.2, -0.7), (0.2, 0.1), (0.7, -0.8))
-        path = " L".join(f"{num(cx + dx * s)},{num(cy + dy * s)}" for dx, dy in zigzag)
-        svg.add(f'<path d="M{path}" stroke="{colour}" stroke-width="1.5" fill="none"/>')
-    elif node.type is NodeType.COMPENSATION_THROW or node.compensate:
-        for dx in (-s * 0.9, 0.0):
-            svg.add(
-                f'<polygon points="{num(cx + dx)},{num(cy)} '
-                f"{num(cx + dx + s * 0.9)},{num(cy - s * 0.6)} "
-                f'{num(cx + dx + s * 0.9)},{num(cy + s * 0.6)}" fill="{colour}"/>'
-            )
 
 
 def _flow(svg: Svg, flow: Flow, points: list[Point], where: str, taken: int) -> None:
