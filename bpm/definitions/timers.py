@@ -33,12 +33,13 @@ class TimerSpec:
     date: datetime | None = None
     expression: Expression | None = None
     #: A cycle: it fires again after each tick while its activity is open (a non-interrupting
-    #: boundary event); anywhere else only its first tick counts.
+    #: boundary event); anywhere else only its first tick counts. A duration or date written
+    #: as a repeating interval has one too: only its first tick counts.
     cycle: Cycle | None = None
 
     def fire_at(self, now: datetime, variables: Mapping[str, Any]) -> datetime:
         """When the timer fires for a token arriving ``now``; raises ``TimerValueError``."""
-        if self.kind == "cycle":
+        if self.cycle is not None or self.kind == "cycle":
             tick = self.next_tick(now, now, 0, variables)
             if tick is None:
                 raise TimerValueError(f"timer {self.source!r} has no tick after {now:%Y-%m-%d}")
@@ -95,7 +96,9 @@ def parse_timer(raw: Mapping[str, Any], where: str, element: str) -> TimerSpec:
         except InvalidExpression as exc:
             raise InvalidDefinition(str(exc), element) from exc
         return TimerSpec(kind, value, expression=expr)
-    if kind == "cycle":
+    if kind == "cycle" or value.strip().startswith("R"):
+        # A repeating interval given as a duration or date fires at its first tick and does
+        # not repeat, as Camunda 7 reads it (only a cycle repeats).
         return TimerSpec(
             kind, value, cycle=parse_cycle(value, where=f"{where} timer", element=element)
         )

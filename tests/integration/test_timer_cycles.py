@@ -57,6 +57,22 @@ def test_a_repeating_cycle_fires_as_many_times_as_it_repeats(
     assert_finished_cleanly(pg_db, iid)
 
 
+def test_a_repeating_interval_written_as_a_duration_fires_once_at_its_first_tick(
+    rt: Harness, nudges: Calls, clock: FakeClock, pg_db: Database
+) -> None:
+    """``timeDuration`` R3/PT10M, as Camunda 7 reads it: the first tick, no repetition."""
+    doc = reminder("R3/PT10M")
+    tick = next(n for n in doc["nodes"] if n["id"] == "tick")
+    tick["timer"] = {"duration": tick["timer"]["cycle"]}
+    iid = rt.run(doc)
+    for expected in (0, 1, 1, 1):
+        assert nudges.count("nudge") == expected
+        rt.pass_time(timedelta(minutes=10))
+    assert scheduled(pg_db, iid) == []
+    rt.complete_user_task(iid)
+    assert_finished_cleanly(pg_db, iid)
+
+
 def test_after_an_outage_the_missed_ticks_fire_once(
     rt: Harness, nudges: Calls, clock: FakeClock, pg_db: Database
 ) -> None:

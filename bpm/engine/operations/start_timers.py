@@ -67,7 +67,8 @@ def _fire(core: EngineCore, timer: StartTimer, now: datetime) -> bool:
         graph = core.graph(row.id, tx.conn)
         spec = graph.node(locked.node_id).timer
         assert spec is not None
-        tick = spec.next_tick(now, locked.armed_at, locked.fired + 1, {}) if spec.cycle else None
+        again = spec.kind == "cycle"  # only a cycle repeats
+        tick = spec.next_tick(now, locked.armed_at, locked.fired + 1, {}) if again else None
         if not start_timers.move_on(tx.conn, locked, tick):
             raise Conflict(f"timer start {timer.node_id!r} moved meanwhile")
         key = f"timer:{locked.node_id}:{locked.fire_at.isoformat()}:{row.id}"
