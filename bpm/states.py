@@ -135,6 +135,9 @@ class TokenEvent(StrEnum):
     MESSAGE_RECEIVED = "MESSAGE_RECEIVED"
     #: An escalation boundary event caught an escalation from inside the activity.
     ESCALATED = "ESCALATED"
+    #: A transaction's cancel boundary event took the token, once the cancel end event's
+    #: compensation inside the transaction was done.
+    TRANSACTION_CANCELLED = "TRANSACTION_CANCELLED"
     #: A non-interrupting boundary started a path beside the activity the token is at.
     SPAWNED = "SPAWNED"
     ERROR_THROWN = "ERROR_THROWN"
@@ -208,6 +211,9 @@ class EngineEvent(StrEnum):
     COMPENSATION_COMPLETED = "CompensationCompleted"
     COMPENSATION_FAILED = "CompensationFailed"
     COMPENSATION_CANCELLED = "CompensationCancelled"
+    #: A cancel end event was reached in a transaction (``data.transaction``): its other
+    #: work is cancelled and what it completed is compensated before its cancel boundary.
+    TRANSACTION_CANCELLED = "TransactionCancelled"
     DECISION_DEPLOYED = "DecisionDeployed"
     DECISION_EVALUATED = "DecisionEvaluated"
     DEPLOYMENT_DELETED = "DeploymentDeleted"

@@ -100,8 +100,11 @@ class ProcessBuilder:
         name: str | None = None,
         *,
         multi_instance: dict[str, Any] | None = None,
+        transaction: bool | None = None,
     ) -> Self:
-        """Embed ``body`` (a builder whose key is ignored) as an embedded subprocess."""
+        """Embed ``body`` (a builder whose key is ignored) as an embedded subprocess
+        (``transaction``: a transaction subprocess, left by its ``cancel_boundary`` when a
+        ``cancel_end`` inside is reached)."""
         inner = body.build()
         return self._node(
             node_id,
@@ -110,6 +113,7 @@ class ProcessBuilder:
             nodes=inner["nodes"],
             flows=inner["flows"],
             multiInstance=multi_instance,
+            transaction=transaction,
         )
 
     def event_sub_process(
@@ -191,6 +195,14 @@ class ProcessBuilder:
             multiInstance=multi_instance,
             **{"in": inputs, "out": outputs},
         )
+
+    def cancel_end(self, node_id: str) -> Self:
+        """A cancel end event: only inside a transaction, which then needs a cancel boundary."""
+        return self._node(node_id, "endEvent", cancel=True)
+
+    def cancel_boundary(self, node_id: str, *, attached_to: str) -> Self:
+        """The cancel boundary event of a transaction (always interrupting)."""
+        return self._node(node_id, "boundaryEvent", attachedTo=attached_to, cancel=True)
 
     def error_boundary(self, node_id: str, *, attached_to: str, error: str = "*") -> Self:
         """An error boundary event on a service task or subprocess; ``error`` is the code it

@@ -152,6 +152,11 @@ class Node:
     compensation: Compensation | None = None
     #: subProcess: its saga scope (none, local, global).
     saga: str = "none"
+    #: subProcess: a transaction (a cancel end event inside compensates it, then leaves it
+    #: by its cancel boundary: ``bpm.definitions.transactions``).
+    transaction: bool = False
+    #: endEvent: a cancel end event (in a transaction); boundaryEvent: a cancel boundary.
+    cancel: bool = False
     #: compensationThrow / compensating endEvent: compensate only this activity.
     activity: str | None = None
     #: endEvent: a compensation end event.

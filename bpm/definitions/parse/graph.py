@@ -22,6 +22,7 @@ from bpm.definitions.parse.nodes import compile_node
 from bpm.definitions.parse.patterns import ID_PATTERN, check_keys, node_label
 from bpm.definitions.parse.policies import parse_saga
 from bpm.definitions.parse.shape import check_metadata
+from bpm.definitions.transactions import check_transactions
 from bpm.errors import InvalidDefinition, InvalidExpression
 from bpm.expressions import compile_expression
 
@@ -170,6 +171,7 @@ class GraphBuilder:
         event_starts.check(self.nodes, self.starts)
         event_gateways.check(self.nodes, self.flows)
         self.boundaries = check_attachments(self.nodes)
+        check_transactions(self.nodes, self.boundaries)
         self._add_timeout_boundaries()
         self._check_compensation()
         self._check_reachable()

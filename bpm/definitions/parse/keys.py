@@ -53,6 +53,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
         "activity",
         "waitForCompletion",
         "escalation",
+        "cancel",
     },
     NodeType.SERVICE_TASK: {
         "handler",
@@ -72,7 +73,14 @@ NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.EVENT_GATEWAY: set(),
     NodeType.INCLUSIVE: set(),
     NodeType.PARALLEL: set(),
-    NodeType.SUBPROCESS: {"nodes", "flows", "saga", "compensation", "triggeredByEvent"},
+    NodeType.SUBPROCESS: {
+        "nodes",
+        "flows",
+        "saga",
+        "compensation",
+        "triggeredByEvent",
+        "transaction",
+    },
     NodeType.BOUNDARY: {
         "attachedTo",
         "timer",
@@ -83,6 +91,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
         "interrupting",
         "errorCodeVariable",
         "errorMessageVariable",
+        "cancel",
     },
     NodeType.USER_TASK: {
         "assignee",

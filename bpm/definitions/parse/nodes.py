@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from bpm.definitions import transactions
 from bpm.definitions.assignments import parse_date, parse_people, parse_priority, parse_text
 from bpm.definitions.boundaries import boundary_fields
 from bpm.definitions.calls import parse_call
@@ -46,6 +47,8 @@ def compile_node(
     fields: dict[str, Any] = {}
     if node_type is NodeType.SERVICE_TASK:
         fields = service_task_fields(raw, where, node_id)
+    elif node_type is NodeType.END and transactions.cancel_end(raw, where, node_id):
+        fields = {"cancel": True}
     elif node_type is NodeType.END:
         fields = _end_fields(raw, where, node_id)
     elif node_type is NodeType.BOUNDARY:
@@ -61,6 +64,7 @@ def compile_node(
             "saga": parse_saga(raw, where, node_id),
             "compensation": parse_compensation(raw, where, node_id),
             "triggered_by_event": event_starts.triggered_by_event(raw, where, node_id),
+            "transaction": transactions.transaction_flag(raw, where, node_id),
         }
     elif node_type is NodeType.CALL_ACTIVITY:
         fields = {

@@ -50,6 +50,8 @@ def listener_done(tx: Tx, g: ProcessGraph, tok: TokenRow, step: listeners.Step) 
         if boundary.message is not None
         else TokenEvent.ESCALATED
         if boundary.escalation is not None
+        else TokenEvent.TRANSACTION_CANCELLED
+        if boundary.cancel
         else TokenEvent.ERROR_CAUGHT
     )
     return _to_boundary(tx, tok, boundary, event, {"boundary": boundary.id, "left": node.id})

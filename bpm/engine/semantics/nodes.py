@@ -24,6 +24,7 @@ from bpm.engine.semantics import (
     records,
     sagas,
     scopes,
+    transactions,
     waits,
 )
 from bpm.engine.semantics.bpmn_errors import throw_from_end
@@ -149,6 +150,8 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
                 escalations.go_on_beside(tx, escalated)
             return leave(tx, g, tx.current(tok), node)
         case NodeType.END:
+            if node.cancel:
+                return transactions.cancel(tx, g, tok, node)
             if node.compensate:
                 return _throw_compensation(tx, g, tok, node)
             if node.listeners_of(ListenerEvent.END):
@@ -362,6 +365,8 @@ def thrown_compensation_done(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
         actor=tx.actor,
     )
     node = g.node(anchor.node_id)
+    if node.cancel:  # a cancel end event: the transaction leaves by its cancel boundary
+        return transactions.leave_by_boundary(tx, g, anchor)
     if node.type is NodeType.END or not node.wait_for_completion:
         return end_token(tx, anchor, g)  # a compensation run beside its thrower ends here
     return leave(tx, g, anchor, node)

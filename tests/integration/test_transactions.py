@@ -1,0 +1,260 @@
+"""Transaction subprocesses: a cancel end event cancels the transaction's other work,
+compensates what it completed (latest success first, nested subprocesses included, handlers
+that wait too) and leaves by the cancel boundary; a hazard leaves without compensating; a
+completed transaction keeps its records for an outer compensation."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from bpm.definitions import ProcessBuilder
+from bpm.definitions.parse.document import compile_definition
+from bpm.errors import BpmnError, InvalidDefinition
+from bpm.handlers import HandlerContext
+from bpm.store import Database, compensation
+from tests.helpers import db as rows
+from tests.helpers.invariants import assert_history_consistent
+from tests.helpers.journal import Journal
+from tests.helpers.runtime import Calls, Harness
+
+
+@pytest.fixture
+def journal() -> Journal:
+    return Journal()
+
+
+def comp(handler: str) -> dict[str, Any]:
+    return {"handler": handler}
+
+
+def register(journal: Journal, calls: Calls, *names: str) -> None:
+    for name in names:
+        journal.add(calls, name)
+
+
+def booking(
+    *,
+    nested: bool = False,
+    hazard: bool = False,
+    waiting_undo: bool = False,
+    key: str = "booking",
+) -> dict[str, Any]:
+    """start -> tx [hotel -> flight (-> nested sub [car]) -> ok? -> done | cancelled]
+    -> after; the cancel boundary goes to ``undone``, an error boundary to ``hazard``."""
+    body = ProcessBuilder("body").start("t_start")
+    body._node("hotel", "serviceTask", handler="do_hotel", compensation=comp("undo_hotel"))
+    if waiting_undo:
+        body._node("flight", "serviceTask", handler="do_flight", compensation={"node": "undo_f"})
+        body._node("undo_f", "userTask", candidate_groups=["ops"])
+    else:
+        body._node("flight", "serviceTask", handler="do_flight", compensation=comp("undo_flight"))
+    last = "flight"
+    if nested:
+        inner = ProcessBuilder("inner").start("n_start")
+        inner._node("car", "serviceTask", handler="do_car", compensation=comp("undo_car"))
+        built = inner.end("n_end").sequence("n_start", "car", "n_end").build()
+        body._node("sub", "subProcess", nodes=built["nodes"], flows=built["flows"])
+        body.flow("flight", "sub")
+        last = "sub"
+    body._node("pay", "serviceTask", handler="boom" if hazard else "do_pay")
+    body.exclusive_gateway("ok")
+    body.end("t_done").cancel_end("t_cancelled")
+    body.sequence("t_start", "hotel", "flight").sequence(last, "pay", "ok")
+    body.flow("ok", "t_done", condition="${confirmed}")
+    body.flow("ok", "t_cancelled", condition="${not confirmed}")
+    b = ProcessBuilder(key).start()
+    b.sub_process("tx", body, transaction=True)
+    b.cancel_boundary("on_cancel", attached_to="tx").error_boundary(
+        "on_hazard", attached_to="tx", error="PAY"
+    )
+    b.service_task("undone", handler="after_cancel").service_task("hazard", handler="after_hazard")
+    b.service_task("after", handler="after_ok").end("end").end("end_cancel").end("end_hazard")
+    b.sequence("start", "tx", "after", "end")
+    b.sequence("on_cancel", "undone", "end_cancel").sequence("on_hazard", "hazard", "end_hazard")
+    return b.build()
+
+
+def records(db: Database, iid: UUID) -> dict[str, str]:
+    with db.transaction() as conn:
+        return {r.node_id: r.status for r in compensation.of_instance(conn, iid)}
+
+
+def all_handlers(journal: Journal, calls: Calls) -> None:
+    register(
+        journal,
+        calls,
+        *(f"do_{n}" for n in ("hotel", "flight", "car", "pay")),
+        *(f"undo_{n}" for n in ("hotel", "flight", "car")),
+        "after_cancel",
+        "after_hazard",
+        "after_ok",
+    )
+
+    def boom(ctx: HandlerContext) -> None:
+        raise BpmnError("PAY", "card declined")
+
+    journal.add(calls, "boom", boom)
+
+
+def test_a_cancel_end_compensates_latest_first_then_leaves_by_the_cancel_boundary(
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
+    all_handlers(journal, calls)
+    iid = rt.run(booking(), {"confirmed": False})
+    db = rt.engine.db
+    assert journal.lines == [
+        "do_hotel",
+        "do_flight",
+        "do_pay",
+        "undo_flight",
+        "undo_hotel",
+        "after_cancel",
+    ]
+    assert rows.state(db, iid) == "COMPLETED"
+    assert records(db, iid) == {"hotel": "COMPLETED", "flight": "COMPLETED"}
+    by_node = {t.node_id: t.state for t in rows.tokens_of(db, iid) if t.mode == "FORWARD"}
+    assert by_node["t_cancelled"] == "CANCELLED"  # the boundary interrupted the transaction
+    types = rows.engine_event_types(db, iid)
+    assert types.index("TransactionCancelled") < types.index("CompensationTokenCreated")
+    moved = rows.token_events_of(db, iid, type="TRANSACTION_CANCELLED")
+    assert [e["node_id"] for e in moved] == ["on_cancel"]
+    assert_history_consistent(db, iid)
+
+
+def test_a_nested_subprocess_inside_the_transaction_is_compensated_too(
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
+    all_handlers(journal, calls)
+    iid = rt.run(booking(nested=True), {"confirmed": False})
+    assert journal.lines[-4:] == ["undo_car", "undo_flight", "undo_hotel", "after_cancel"]
+    assert records(rt.engine.db, iid) == {
+        "hotel": "COMPLETED",
+        "flight": "COMPLETED",
+        "car": "COMPLETED",
+    }
+    assert rows.state(rt.engine.db, iid) == "COMPLETED"
+    assert_history_consistent(rt.engine.db, iid)
+
+
+def test_a_waiting_compensation_handler_is_awaited_before_the_cancel_boundary(
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
+    all_handlers(journal, calls)
+    iid = rt.run(booking(waiting_undo=True), {"confirmed": False})
+    db = rt.engine.db
+    assert journal.lines == ["do_hotel", "do_flight", "do_pay"]  # undo_f waits for a person
+    waiting = {t.node_id for t in rows.live_tokens(db, iid) if t.state == "WAITING"}
+    assert "t_cancelled" in waiting  # the cancel end event is active while it compensates
+    (task,) = rt.engine.user_tasks(group="ops")
+    assert task["node_id"] == "flight"
+    rt.engine.complete_user_task(task["id"])
+    rt.drain()
+    assert journal.lines[3:] == ["undo_hotel", "after_cancel"]
+    assert rows.state(db, iid) == "COMPLETED"
+    assert_history_consistent(db, iid)
+
+
+def test_a_hazard_leaves_by_the_error_boundary_without_compensating(
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
+    all_handlers(journal, calls)
+    iid = rt.run(booking(hazard=True), {"confirmed": False})
+    db = rt.engine.db
+    assert journal.lines == ["do_hotel", "do_flight", "boom", "after_hazard"]
+    assert records(db, iid) == {"hotel": "PENDING", "flight": "PENDING"}
+    assert rows.state(db, iid) == "COMPLETED"
+    assert "TransactionCancelled" not in rows.engine_event_types(db, iid)
+    assert_history_consistent(db, iid)
+
+
+def test_a_completed_transaction_keeps_its_records_for_an_outer_compensation(
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
+    all_handlers(journal, calls)
+    doc = booking(key="outer")
+    after = next(n for n in doc["nodes"] if n["id"] == "after")
+    after.clear()
+    after.update({"id": "after", "type": "compensationThrow"})
+    iid = rt.run(doc, {"confirmed": True})
+    db = rt.engine.db
+    assert journal.lines == ["do_hotel", "do_flight", "do_pay", "undo_flight", "undo_hotel"]
+    assert records(db, iid) == {"hotel": "COMPLETED", "flight": "COMPLETED"}
+    assert rows.state(db, iid) == "COMPLETED"
+    assert "TransactionCancelled" not in rows.engine_event_types(db, iid)
+    assert_history_consistent(db, iid)
+
+
+def test_a_redelivered_job_that_finishes_the_compensation_does_nothing_twice(
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
+    """The job that nudges the cancel end event's token once its last compensation is done
+    is delivered twice: the second finds the token moved on (its version) and does nothing."""
+    all_handlers(journal, calls)
+    rt.deploy(booking(waiting_undo=True))
+    iid = rt.start("booking", {"confirmed": False})
+    rt.drain()
+    (task,) = rt.engine.user_tasks(group="ops")
+    rt.engine.complete_user_task(task["id"])
+    jobs = rt.queued()
+    rt.queue.dispatch(jobs)  # every job once more: a broker that redelivers
+    rt.drain()
+    db = rt.engine.db
+    assert journal.lines.count("undo_hotel") == 1
+    assert journal.lines.count("after_cancel") == 1
+    assert [e["node_id"] for e in rows.token_events_of(db, iid, type="TRANSACTION_CANCELLED")] == [
+        "on_cancel"
+    ]
+    assert rows.state(db, iid) == "COMPLETED"
+    assert_history_consistent(db, iid)
+
+
+# --- refused at deploy ---------------------------------------------------------------------
+
+
+def _refused(doc: dict[str, Any], element: str, text: str) -> None:
+    with pytest.raises(InvalidDefinition, match=text) as caught:
+        compile_definition(doc)
+    assert caught.value.element == element
+
+
+def test_a_cancel_end_event_outside_a_transaction_is_refused() -> None:
+    doc = booking()
+    doc["nodes"][1]["transaction"] = False
+    doc["nodes"] = [n for n in doc["nodes"] if n["id"] != "on_cancel"]
+    doc["flows"] = [f for f in doc["flows"] if f["source"] != "on_cancel"]
+    doc["nodes"] = [n for n in doc["nodes"] if n["id"] not in ("undone", "end_cancel")]
+    doc["flows"] = [f for f in doc["flows"] if f["source"] != "undone"]
+    _refused(doc, "t_cancelled", "a cancel end event is only allowed inside a transaction")
+
+
+def test_a_transaction_with_a_cancel_end_but_no_cancel_boundary_is_refused() -> None:
+    doc = booking()
+    doc["nodes"] = [n for n in doc["nodes"] if n["id"] not in ("on_cancel", "undone", "end_cancel")]
+    doc["flows"] = [f for f in doc["flows"] if f["source"] not in ("on_cancel", "undone")]
+    _refused(doc, "t_cancelled", "transaction 'tx' has a cancel end event but no cancel boundary")
+
+
+def test_a_cancel_boundary_on_a_subprocess_that_is_no_transaction_is_refused() -> None:
+    b = ProcessBuilder("plain").start()
+    b.sub_process("sub", ProcessBuilder("b").start("s").end("e").sequence("s", "e"))
+    b.cancel_boundary("on_cancel", attached_to="sub").end("end").end("end2")
+    doc = b.sequence("start", "sub", "end").sequence("on_cancel", "end2").build()
+    _refused(doc, "on_cancel", "a cancel boundary event can only be attached to a transaction")
+
+
+def test_a_non_interrupting_cancel_boundary_is_refused() -> None:
+    doc = booking()
+    next(n for n in doc["nodes"] if n["id"] == "on_cancel")["interrupting"] = False
+    _refused(doc, "on_cancel", "a cancel boundary event is always interrupting")
+
+
+def test_a_second_cancel_boundary_is_refused() -> None:
+    doc = booking()
+    doc["nodes"].append(
+        {"id": "on_cancel2", "type": "boundaryEvent", "attachedTo": "tx", "cancel": True}
+    )
+    doc["flows"].append({"id": "c2", "source": "on_cancel2", "target": "end_cancel"})
+    _refused(doc, "on_cancel2", "already has the cancel boundary event 'on_cancel'")
