@@ -15,6 +15,7 @@ from bpm.definitions import bpmn_calls, bpmn_common, bpmn_listeners
 from bpm.definitions import bpmn_camunda as camunda
 from bpm.definitions import bpmn_events as events
 from bpm.definitions import bpmn_tasks as tasks
+from bpm.definitions import bpmn_transactions as transactions
 from bpm.definitions.bpmn_compensation import attach_compensation, is_compensation
 from bpm.definitions.bpmn_declarations import Declarations
 from bpm.definitions.bpmn_feel import FeelUnsupported, translate_condition
@@ -363,7 +364,7 @@ def _declared(mapper: Any) -> Any:
 
 _MAPPERS: dict[str, Any] = {
     "startEvent": _declared(events.start),
-    "endEvent": _declared(events.end),
+    "endEvent": _declared(transactions.end),
     "userTask": _declared(tasks.user),
     "receiveTask": _declared(tasks.receive),
     "manualTask": _declared(tasks.plain("manualTask")),
@@ -374,8 +375,12 @@ _MAPPERS: dict[str, Any] = {
     "parallelGateway": _declared(tasks.plain("parallelGateway")),
     "intermediateCatchEvent": _declared(events.catch),
     "intermediateThrowEvent": _declared(events.throw),
-    "boundaryEvent": _declared(events.boundary),
+    "boundaryEvent": _declared(transactions.boundary),
     "subProcess": _subprocess,
+    "transaction": lambda file, r, lines: {
+        **_subprocess(file, r, lines),
+        **transactions.transaction(r),
+    },
     **dict.fromkeys(tasks.SERVICE_LIKE, _declared(tasks.service)),
     "businessRuleTask": _declared(tasks.business_rule),
     "scriptTask": lambda file, r, lines: tasks.script(file.decl, r, file.handlers),

@@ -123,6 +123,29 @@ CASES: dict[str, tuple[str, str]] = {
         ),
         "",
     ),
+    "transaction": (
+        task(
+            f'<bpmn:transaction id="T"{{a}}>{EXT}<bpmn:startEvent id="TS" />'
+            '<bpmn:endEvent id="TE"><bpmn:cancelEventDefinition /></bpmn:endEvent>'
+            + chain("TS", "TE")
+            + "</bpmn:transaction>"
+        )
+        + '<bpmn:boundaryEvent id="B" attachedToRef="T"><bpmn:cancelEventDefinition />'
+        '</bpmn:boundaryEvent><bpmn:endEvent id="E2" />' + chain("B", "E2"),
+        "",
+    ),
+    "cancelEventDefinition": (
+        task(
+            '<bpmn:transaction id="T"><bpmn:startEvent id="TS" />'
+            '<bpmn:endEvent id="TE"><bpmn:cancelEventDefinition{a}>{x}'
+            "</bpmn:cancelEventDefinition></bpmn:endEvent>"
+            + chain("TS", "TE")
+            + "</bpmn:transaction>"
+        )
+        + '<bpmn:boundaryEvent id="B" attachedToRef="T"><bpmn:cancelEventDefinition />'
+        '</bpmn:boundaryEvent><bpmn:endEvent id="E2" />' + chain("B", "E2"),
+        "",
+    ),
     "multiInstanceLoopCharacteristics": (
         task(
             '<bpmn:userTask id="T"><bpmn:multiInstanceLoopCharacteristics{a}>'
