@@ -170,3 +170,16 @@ def random_saga(seed: int) -> dict[str, Any]:
         if node["id"] == failing:
             node["handler"] = "boom"
     return doc
+
+
+def transaction_cancelled(key: str = "tx_cancel") -> dict[str, Any]:
+    """start -> tx [a -> b -> cancel end] (cancel boundary) -> after -> end: a and b (``noop``,
+    each undone by ``undo``) are compensated, b then a, then ``after`` runs."""
+    body = ProcessBuilder("body").start("t_start")
+    for step in ("a", "b"):
+        body._node(step, "serviceTask", handler="noop", compensation={"handler": "undo"})
+    body.cancel_end("t_cancel").sequence("t_start", "a", "b", "t_cancel")
+    b = ProcessBuilder(key).start().sub_process("tx", body, transaction=True)
+    b.cancel_boundary("on_cancel", attached_to="tx").service_task("after", handler="noop")
+    b.end().end("never")
+    return b.sequence("start", "tx", "never").sequence("on_cancel", "after", "end").build()
