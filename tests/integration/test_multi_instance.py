@@ -612,8 +612,31 @@ def test_history_shows_the_body_and_each_iteration_as_camunda_does(
     assert all(v.ended_at is not None for v in visits)
 
 
-def test_compensation_and_multi_instance_do_not_mix_at_deploy() -> None:
-    doc = service({"cardinality": 2})
+def test_a_multi_instance_task_is_compensated_iteration_by_iteration_latest_first(
+    rt: Harness, calls: Calls
+) -> None:
+    undone: list[Any] = []
+    calls.add("work")
+    calls.add("after")
+    calls.add("undo", lambda ctx: undone.append(ctx.variables.get("loopCounter")))
+    doc = service({"cardinality": 3, "sequential": True})
+    doc["nodes"][1]["compensation"] = {"handler": "undo"}
+    doc["nodes"].insert(2, {"id": "undo_all", "type": "compensationThrow"})
+    doc["flows"][1]["target"] = "undo_all"
+    doc["flows"].append({"id": "undo_after", "source": "undo_all", "target": "after"})
+    iid = rt.run(doc)
+    assert rows.state(rt.engine.db, iid) == "COMPLETED"
+    records = rows.compensation_records(rt.engine.db, iid)
+    assert [(r.node_id, r.status) for r in records] == [("mi", "COMPLETED")] * 3
+    assert len(undone) == 3
+    assert_history_consistent(rt.engine.db, iid)
+
+
+def test_compensation_and_multi_instance_subprocesses_do_not_mix_at_deploy() -> None:
+    body = ProcessBuilder("b").start("s").end("e").sequence("s", "e")
+    doc = around(
+        ProcessBuilder("p").start().sub_process("mi", body, multi_instance={"cardinality": 2})
+    )
     doc["nodes"][1]["compensation"] = {"handler": "undo"}
     with pytest.raises(InvalidDefinition, match="cannot declare a compensation"):
         compile_definition(doc)

@@ -97,12 +97,14 @@ def compile_node(
 def _multi_instance(
     raw: Mapping[str, Any], fields: Mapping[str, Any], where: str, node_id: str
 ) -> MultiInstance | None:
-    """The marker; an activity that is both multi-instance and compensable is refused: bpm
-    does not compensate an activity per iteration (docs/bpmn.md)."""
+    """The marker; a multi-instance task may be compensable (each iteration is undone apart),
+    a multi-instance subprocess or call activity is refused (docs/bpmn.md)."""
     found = parse_multi_instance(raw.get("multiInstance"), where, node_id)
-    if found is not None and fields.get("compensation") is not None:
+    scope_like = raw.get("type") in (NodeType.SUBPROCESS, NodeType.CALL_ACTIVITY)
+    if found is not None and scope_like and fields.get("compensation") is not None:
         raise InvalidDefinition(
-            f"{where}: a multi-instance activity cannot declare a compensation (not supported)",
+            f"{where}: a multi-instance subprocess or call activity cannot declare a "
+            "compensation (not supported)",
             node_id,
         )
     return found

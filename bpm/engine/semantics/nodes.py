@@ -224,6 +224,8 @@ def _leave_now(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     its boundary timers disarmed, and the way out. An iteration of a multi-instance
     activity ends instead; its body leaves once they are done (``depart``)."""
     if node.multi_instance is not None and multi_instance.is_iteration(tok):
+        if node.compensation is not None:  # each iteration is undone apart, as in Camunda 7
+            records.record_success(tx, tok, node)
         return depart(tx, g, multi_instance.iteration_done(tx, g, tok, node), node)
     if node.outputs and not _mapped(tx, tok, scopes.complete(tx, g, tok, node)):
         return None

@@ -9,7 +9,7 @@ will undo it any more, and audits can tell it from one that was never needed.
 
 from __future__ import annotations
 
-from bpm.definitions.model import Node, ProcessGraph
+from bpm.definitions.model import SCOPES, Node, ProcessGraph
 from bpm.engine.core.tx import Tx
 from bpm.engine.semantics import writes
 from bpm.engine.semantics.tree import Tree
@@ -22,13 +22,21 @@ def record_success(tx: Tx, tok: TokenRow, node: Node) -> None:
     """The activity succeeded: remember how to undo it (only successes, once).
 
     A subprocess's record names the token that ran this visit of its body, so the records
-    made inside that visit are known to be covered by the subprocess's own compensation.
+    made inside that visit are known to be covered by the subprocess's own compensation. A
+    multi-instance task's iterations each get a record of their own (as in Camunda 7, each
+    is undone apart).
     """
     assert node.compensation is not None
     owner = tok.id
-    if node.is_scope:
+    if _covers(node):
         owner = Tree.read(tx, tok.instance_id).latest_visit(tok, node.id) or tok.id
     writes.record_compensation(tx, tok, node, owner)
+
+
+def _covers(node: Node) -> bool:
+    """Whether the node's record stands for the records made inside it: a subprocess's (a
+    multi-instance task is a scope only for its iterations, each recorded apart)."""
+    return node.type in SCOPES
 
 
 def pending_in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRow]:
@@ -41,7 +49,7 @@ def pending_in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRo
     pending = sorted((r for r in every if r.status == RecordState.PENDING), key=lambda r: -r.seq)
     if not pending:
         return []
-    covering = {r.token_id for r in every if g.node(r.node_id).is_scope}
+    covering = {r.token_id for r in every if _covers(g.node(r.node_id))}
     tree = Tree.read(tx, anchor.instance_id)
     if anchor.mode == TokenMode.COMPENSATION:  # a saga: global, or the subprocess of its parent
         host = tree.get(anchor.parent_token_id)
@@ -71,7 +79,7 @@ def pending_in_scope(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> list[RecordRo
             continue
         if (
             owner is not None
-            and not g.node(rec.node_id).is_scope
+            and not _covers(g.node(rec.node_id))
             and any(owner.id == root or tree.descends(owner, root) for root in covering)
         ):
             continue
