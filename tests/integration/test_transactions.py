@@ -11,6 +11,7 @@ from uuid import UUID
 import pytest
 
 from bpm.definitions import ProcessBuilder
+from bpm.definitions.bpmn import compile_bpmn
 from bpm.definitions.parse.document import compile_definition
 from bpm.errors import BpmnError, InvalidDefinition
 from bpm.handlers import HandlerContext
@@ -19,6 +20,7 @@ from tests.helpers import db as rows
 from tests.helpers.invariants import assert_history_consistent
 from tests.helpers.journal import Journal
 from tests.helpers.runtime import Calls, Harness
+from tests.helpers.shared import CONFORMANCE, MISSING
 
 
 @pytest.fixture
@@ -258,3 +260,55 @@ def test_a_second_cancel_boundary_is_refused() -> None:
     )
     doc["flows"].append({"id": "c2", "source": "on_cancel2", "target": "end_cancel"})
     _refused(doc, "on_cancel2", "already has the cancel boundary event 'on_cancel'")
+
+
+# --- the conformance corpus's model, one compensation at a time -----------------------------
+
+CAMUNDA_MODEL = (
+    CONFORMANCE
+    / "public"
+    / "camunda-bpm-platform__TransactionSubProcessTest.testWaitstateCompensationHandler.bpmn"
+)
+
+
+def _handlers(value: Any) -> set[str]:
+    if isinstance(value, dict):
+        found = {value["handler"]} if isinstance(value.get("handler"), str) else set()
+        return found.union(*(_handlers(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_handlers(v) for v in value))
+    return set()
+
+
+@pytest.mark.skipif(not CAMUNDA_MODEL.is_file(), reason=MISSING)
+def test_camundas_waitstate_compensation_model_runs_to_the_cancel_boundary(
+    rt: Harness, calls: Calls
+) -> None:
+    """Camunda's testWaitstateCompensationHandler, driven one handler at a time (the order
+    this engine opens them in): undoChargeCard runs, then each user task handler waits,
+    latest success first (bookFlight, then the five bookHotel iterations); then the cancel
+    boundary leads to afterCancellation, and the instance ends once it is signalled."""
+    (doc,) = compile_bpmn(CAMUNDA_MODEL.read_bytes())
+    for name in _handlers(doc):
+        calls.add(name)
+    rt.deploy(doc)
+    iid = rt.start("transactionProcess")
+    rt.drain()
+    (ask,) = rt.engine.user_tasks(instance_id=iid)
+    rt.engine.complete_user_task(ask["id"], {"confirmed": False})
+    rt.drain()
+    handled = []
+    while open_tasks := rt.engine.user_tasks(instance_id=iid):
+        (task,) = open_tasks  # one at a time
+        handled.append(task["node_id"])
+        rt.engine.complete_user_task(task["id"])
+        rt.drain()
+    assert handled == ["bookFlight", *(["bookHotel"] * 5)]
+    db = rt.engine.db
+    waiting = [t.node_id for t in rows.live_tokens(db, iid) if t.state == "WAITING"]
+    assert "afterCancellation" in waiting
+    rt.engine.correlate("afterCancellation", instance_id=iid)
+    rt.drain()
+    assert rows.state(db, iid) == "COMPLETED"
+    assert set(records(db, iid).values()) == {"COMPLETED"}
+    assert_history_consistent(db, iid)

@@ -58,10 +58,18 @@ REVERSE_ORDER = (
     "(undoBookFlight, then undoBookHotel); Camunda opens both handlers together "
     "and the peer test completes undoBookHotel first"
 )
+TX_ONE_AT_A_TIME = (
+    "a cancel end event compensates the transaction strictly one handler at a time in "
+    "reverse success order (undoChargeCard, undoBookFlight, then each undoBookHotel); "
+    "Camunda opens every handler together and the peer test completes the five "
+    "undoBookHotel tasks first, so the run stops with the first undoBookHotel open"
+)
 THROW_WAITS = (
     "a compensation throw event waits (WAITING token) until its compensation is "
     "done, so it is active next to the handler; the peer step queries tasks only"
 )
+
+_TX_NOTHING = "nothing to complete at undoBookHotel (active: ['failure', 'undoBookFlight'])"
 
 #: scenario id -> check -> the documented difference. A check is a manifest field without its
 #: ``expected_`` prefix (``final_state``, ``completed_in_order``, ...) or ``step N: TEXT`` (N
@@ -197,5 +205,39 @@ DIFFERENCES: dict[str, dict[str, Difference]] = {
         "step 2: expect_active [undoSubprocess] (single task)": Difference(
             ["throwCompensate", "undoSubprocess"], THROW_WAITS
         ),
+    },
+    "scopes-and-events:tx-cancel-end-waitstate-compensation": {
+        "step 4: expect_instances undoBookHotel 5": Difference(0, TX_ONE_AT_A_TIME),
+        "step 6: expect_active [failure, undoBookFlight, undoBookHotel]": Difference(
+            ["failure", "undoBookFlight"], TX_ONE_AT_A_TIME
+        ),
+        "step 7: complete undoBookHotel": Difference(_TX_NOTHING, TX_ONE_AT_A_TIME),
+        "step 8: complete undoBookHotel": Difference(_TX_NOTHING, TX_ONE_AT_A_TIME),
+        "step 9: complete undoBookHotel": Difference(_TX_NOTHING, TX_ONE_AT_A_TIME),
+        "step 10: complete undoBookHotel": Difference(_TX_NOTHING, TX_ONE_AT_A_TIME),
+        "step 11: complete undoBookHotel": Difference(_TX_NOTHING, TX_ONE_AT_A_TIME),
+        "step 13: expect_active [afterCancellation]": Difference(
+            ["failure", "undoBookHotel"], TX_ONE_AT_A_TIME
+        ),
+        "step 14: signal afterCancellation": Difference(
+            "no token waits at afterCancellation for message 'afterCancellation'",
+            TX_ONE_AT_A_TIME,
+        ),
+        "step 15: expect_ended": Difference("RUNNING", TX_ONE_AT_A_TIME),
+        "completed_in_order": Difference(
+            [
+                *(["bookHotel"] * 5),
+                "bookFlight",
+                "askCustomer",
+                "chargeCard",
+                "undoChargeCard",
+                "undoBookFlight",
+            ],
+            TX_ONE_AT_A_TIME,
+        ),
+        "compensations_in_order": Difference(
+            ["undoChargeCard", "undoBookFlight", "undoBookHotel"], TX_ONE_AT_A_TIME
+        ),
+        "final_state": Difference("waiting", TX_ONE_AT_A_TIME),
     },
 }
