@@ -1,5 +1,5 @@
 """The symbols drawn inside events and gateways: what triggers an event (timer, message,
-error, escalation, compensation), filled when the event throws and hollow when it catches,
+error, escalation, compensation, cancel), filled when the event throws and hollow when it catches,
 as BPMN draws them; the event-based gateway's mark."""
 
 from __future__ import annotations
@@ -42,6 +42,11 @@ def icon(svg: Svg, node: Node, cx: float, cy: float, colour: str, small: bool = 
         zigzag = ((-0.7, 0.8), (-0.2, -0.7), (0.2, 0.1), (0.7, -0.8))
         path = " L".join(f"{num(cx + dx * s)},{num(cy + dy * s)}" for dx, dy in zigzag)
         svg.add(f'<path d="M{path}" stroke="{colour}" stroke-width="1.5" fill="none"/>')
+    elif node.cancel:  # an X, filled (thicker) when a cancel end event throws it
+        a, b = s * 0.7, (2.2 if node.type is NodeType.END else 1.4)
+        cross = f"M{num(cx - a)},{num(cy - a)} L{num(cx + a)},{num(cy + a)} "
+        cross += f"M{num(cx + a)},{num(cy - a)} L{num(cx - a)},{num(cy + a)}"
+        svg.add(f'<path d="{cross}" stroke="{colour}" stroke-width="{b}" fill="none"/>')
     elif node.type is NodeType.COMPENSATION_THROW or node.compensate:
         for dx in (-s * 0.9, 0.0):
             svg.add(

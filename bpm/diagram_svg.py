@@ -270,6 +270,12 @@ def _subprocess(svg: Svg, node: Node, item: Item, m: NodeMark) -> None:
         f'height="{num(item.shape_h)}" rx="12" fill="{fill}" fill-opacity="0.35" '
         f'stroke="{stroke}" stroke-width="{width}"{dash}/>'
     )
+    if node.transaction:  # BPMN draws a transaction with a double border
+        svg.add(
+            f'<rect x="{num(item.left + 4)}" y="{num(item.top + 4)}" '
+            f'width="{num(item.shape_w - 8)}" height="{num(item.shape_h - 8)}" rx="9" '
+            f'fill="none" stroke="{stroke}" stroke-width="1"{dash}/>'
+        )
     room = int((item.shape_w - 60) / CHAR_W)
     svg.text(
         item.left + 10,

@@ -393,3 +393,27 @@ def test_a_compensation_waiting_for_a_person_shows_where_the_saga_stands(
     assert marks.nodes["a"].status == marks.nodes["undo_a"].status == diagram.COMPENSATED
     assert (marks.nodes["a"].entered, marks.nodes["undo_a"].entered) == (1, 1)
     assert svg_nodes(rt.engine.diagram(iid, "svg"))["undo_a"]["data-status"] == "compensated"
+
+
+def test_a_cancelled_transaction_is_drawn_with_a_double_border_and_its_path(
+    rt: Harness, calls: Calls
+) -> None:
+    for name in ("do_a", "undo_a", "after"):
+        calls.add(name)
+    body = ProcessBuilder("body").start("t_start")
+    body._node("a", "serviceTask", handler="do_a", compensation={"handler": "undo_a"})
+    body.cancel_end("t_cancel").sequence("t_start", "a", "t_cancel")
+    b = ProcessBuilder("tx").start().sub_process("tx", body, transaction=True)
+    b.cancel_boundary("on_cancel", attached_to="tx").service_task("after", handler="after")
+    b.end().end("never").sequence("start", "tx", "never").sequence("on_cancel", "after", "end")
+    doc = b.build()
+    iid = rt.run(doc)
+    marks = marks_of(rt, doc, iid)
+    assert statuses(marks)["a"] == diagram.COMPENSATED
+    assert statuses(marks)["never"] == diagram.NOT_VISITED
+    assert statuses(marks)["after"] == diagram.VISITED
+    svg = rt.engine.diagram(iid, "svg")
+    root = ET.fromstring(svg.encode("utf-8"))
+    box = next(e for e in root.iter() if e.get("data-node") == "tx")
+    borders = [r for r in box.iter() if r.tag.endswith("rect") and r.get("rx") in ("12", "9")]
+    assert len(borders) == 2  # the double border
