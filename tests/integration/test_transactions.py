@@ -312,3 +312,71 @@ def test_camundas_waitstate_compensation_model_runs_to_the_cancel_boundary(
     assert rows.state(db, iid) == "COMPLETED"
     assert set(records(db, iid).values()) == {"COMPLETED"}
     assert_history_consistent(db, iid)
+
+
+# --- what else a cancel meets -----------------------------------------------------------------
+
+
+def forked(*, undo: str = "undo_hotel", compensable: bool = True) -> dict[str, Any]:
+    """tx [fork -> (hotel -> cancel end) | (approve: a user task)] with a cancel boundary."""
+    body = ProcessBuilder("body").start("t_start").parallel_gateway("fork")
+    comp_spec = comp(undo) if compensable else None
+    body._node("hotel", "serviceTask", handler="do_hotel", compensation=comp_spec)
+    body.user_task("approve").end("t_approved").cancel_end("t_cancelled")
+    body.sequence("t_start", "fork", "hotel", "t_cancelled").sequence("fork", "approve")
+    body.flow("approve", "t_approved")
+    b = ProcessBuilder("forked").start().sub_process("tx", body, transaction=True)
+    b.cancel_boundary("on_cancel", attached_to="tx").service_task("undone", handler="after_cancel")
+    b.end().end("never").sequence("start", "tx", "never").sequence("on_cancel", "undone", "end")
+    return b.build()
+
+
+def test_the_transactions_other_work_is_cancelled_before_it_compensates(
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
+    all_handlers(journal, calls)
+    iid = rt.run(forked())
+    db = rt.engine.db
+    assert journal.lines == ["do_hotel", "undo_hotel", "after_cancel"]
+    assert rt.engine.user_tasks(instance_id=iid) == []  # the approval was cancelled
+    (approve,) = [t for t in rows.tokens_of(db, iid) if t.node_id == "approve"]
+    assert approve.state == "CANCELLED"
+    assert rows.state(db, iid) == "COMPLETED"
+    types = rows.engine_event_types(db, iid)
+    assert types.index("TransactionCancelled") < types.index("CompensationThrown")
+    assert_history_consistent(db, iid)
+
+
+def test_with_nothing_to_compensate_the_cancel_boundary_is_taken_at_once(
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
+    all_handlers(journal, calls)
+    iid = rt.run(forked(compensable=False))
+    assert journal.lines == ["do_hotel", "after_cancel"]
+    assert rows.state(rt.engine.db, iid) == "COMPLETED"
+    assert_history_consistent(rt.engine.db, iid)
+
+
+def test_a_failing_compensation_is_recorded_failed_and_the_cancel_still_completes(
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
+    all_handlers(journal, calls)
+
+    def broken(ctx: HandlerContext) -> None:
+        raise RuntimeError("cannot undo")
+
+    journal.add(calls, "undo_broken", broken)
+    iid = rt.run(forked(undo="undo_broken"))
+    db = rt.engine.db
+    assert journal.lines == ["do_hotel", "undo_broken", "after_cancel"]
+    assert records(db, iid) == {"hotel": "FAILED"}
+    # The incident was opened, then resolved when the cancel boundary ended the transaction
+    # with everything in it; the record stays FAILED for an audit to find.
+    (incident,) = rows.incidents_of(db, iid)
+    assert (incident.kind, incident.node_id, incident.state) == (
+        "compensation",
+        "hotel",
+        "RESOLVED",
+    )
+    assert rows.state(db, iid) == "COMPLETED"
+    assert_history_consistent(db, iid)

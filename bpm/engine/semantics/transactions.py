@@ -21,8 +21,9 @@ from bpm.definitions.transactions import cancel_boundary_of
 from bpm.engine.core.tx import Conflict, Next, Tx
 from bpm.engine.semantics import boundary_events, sagas
 from bpm.engine.semantics.cancelling import cancel_inside
+from bpm.engine.semantics.moves import move
 from bpm.engine.semantics.tree import Tree, waits_for_children
-from bpm.states import EngineEvent, TokenEvent, TokenMode
+from bpm.states import EngineEvent, TokenEvent, TokenMode, TokenState
 from bpm.store.rows import TokenRow
 
 
@@ -55,9 +56,10 @@ def cancel(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
 
 
 def leave_by_boundary(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
-    """The cancel end event's compensation is done: the cancel boundary interrupts the
-    transaction (what is left inside, the anchor too, is cancelled) and its token takes the
-    boundary's path."""
+    """The cancel end event's compensation is done: the anchor is cancelled, the cancel
+    boundary interrupts the transaction (what is left inside is cancelled, a failed
+    compensation's incident resolved with it; its record stays FAILED) and its token takes
+    the boundary's path."""
     scope = g.node(anchor.node_id).scope
     assert scope is not None
     host = Tree.read(tx, anchor.instance_id).host_of(anchor, scope)
@@ -65,6 +67,15 @@ def leave_by_boundary(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
         raise Conflict(f"transaction {scope!r} moved on during its cancellation")
     boundary = cancel_boundary_of(g.nodes, g.boundaries, scope)
     assert boundary is not None  # deploy refuses a cancel end event without one
+    # The anchor ends first, by itself: it may be the token whose task completed in this very
+    # transaction (nothing was left to compensate), a task the interruption must not cancel.
+    move(
+        tx,
+        tx.current(anchor),
+        state=TokenState.CANCELLED,
+        event=TokenEvent.CANCELLED,
+        data={"reason": f"transaction {scope!r} left by its cancel boundary {boundary.id!r}"},
+    )
     return boundary_events.interrupt(
         tx, g, host, boundary, TokenEvent.TRANSACTION_CANCELLED, "the cancel boundary event"
     )
