@@ -18,10 +18,10 @@ A node's status is the first of these that applies:
 - ``visited``: a token arrived at it (or a handler ran there);
 - ``not visited``.
 
-``entered`` counts token arrivals (token events ``CREATED``, ``MOVED``, ``ERROR_CAUGHT`` and
-``TIMER_FIRED`` at the node, compensation tokens left out); ``runs`` counts handler and worker
-runs started there (task ``LOCKED`` events, retries included). A parallel join counts one arrival
-per branch.
+``entered`` counts token arrivals (``CREATED``, ``MOVED``, ``ERROR_CAUGHT``, ``TIMER_FIRED``,
+``TRANSACTION_CANCELLED`` at the node, compensation tokens left out); ``runs`` counts handler and
+worker runs started there (task ``LOCKED`` events, retries included). A parallel join counts one
+arrival per branch.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ VISITED, NOT_VISITED = "visited", "not visited"
 #: Every status, the one that wins first.
 STATUSES = (FAILED, ACTIVE, COMPENSATED, VISITED, NOT_VISITED)
 #: Token events that put a token at their ``node_id``.
-ARRIVALS = frozenset({"CREATED", "MOVED", "ERROR_CAUGHT", "TIMER_FIRED"})
+ARRIVALS = frozenset({"CREATED", "MOVED", "ERROR_CAUGHT", "TIMER_FIRED", "TRANSACTION_CANCELLED"})
 LIVE = frozenset({"ACTIVE", "WAITING"})
 FORMATS = ("mermaid", "svg")
 #: Mermaid class names (a class name cannot hold a space).

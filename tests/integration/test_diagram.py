@@ -411,7 +411,7 @@ def test_a_cancelled_transaction_is_drawn_with_a_double_border_and_its_path(
     marks = marks_of(rt, doc, iid)
     assert statuses(marks)["a"] == diagram.COMPENSATED
     assert statuses(marks)["never"] == diagram.NOT_VISITED
-    assert statuses(marks)["after"] == diagram.VISITED
+    assert statuses(marks)["after"] == statuses(marks)["on_cancel"] == diagram.VISITED
     svg = rt.engine.diagram(iid, "svg")
     root = ET.fromstring(svg.encode("utf-8"))
     box = next(e for e in root.iter() if e.get("data-node") == "tx")
