@@ -13,6 +13,7 @@ import pytest
 from bpm.definitions import ProcessBuilder
 from bpm.definitions.bpmn import compile_bpmn
 from bpm.definitions.parse.document import compile_definition
+from bpm.engine.operations.history_views import VisitQuery
 from bpm.errors import BpmnError, InvalidDefinition
 from bpm.handlers import HandlerContext
 from bpm.store import Database, compensation
@@ -117,6 +118,11 @@ def test_a_cancel_end_compensates_latest_first_then_leaves_by_the_cancel_boundar
     ]
     assert rows.state(db, iid) == "COMPLETED"
     assert records(db, iid) == {"hotel": "COMPLETED", "flight": "COMPLETED"}
+    visits, _ = rt.engine.find_visits(VisitQuery(instance_id=iid))
+    kinds = {v.node_id: (v.type, v.canceled) for v in visits}
+    assert kinds["tx"][0] == "transaction"  # left by the boundary, as any interrupted activity
+    assert kinds["t_cancelled"] == ("cancelEndEvent", True)
+    assert kinds["on_cancel"] == ("cancelBoundaryCatch", False)
     by_node = {t.node_id: t.state for t in rows.tokens_of(db, iid) if t.mode == "FORWARD"}
     assert by_node["t_cancelled"] == "CANCELLED"  # the boundary interrupted the transaction
     types = rows.engine_event_types(db, iid)
@@ -152,6 +158,10 @@ def test_a_waiting_compensation_handler_is_awaited_before_the_cancel_boundary(
     assert "t_cancelled" in waiting  # the cancel end event is active while it compensates
     (task,) = rt.engine.user_tasks(group="ops")
     assert task["node_id"] == "flight"
+    # Camunda's activity tree: the transaction holds the cancel end event and the handler
+    (tx,) = rt.engine.activity_tree(iid).children
+    assert (tx.node_id, tx.node_type) == ("tx", "transaction")
+    assert sorted(child.node_id for child in tx.children) == ["flight", "t_cancelled"]
     rt.engine.complete_user_task(task["id"])
     rt.drain()
     assert journal.lines[3:] == ["undo_hotel", "after_cancel"]

@@ -213,8 +213,12 @@ def activity_type(node: Node | None) -> str:
     """The node's activity type as Camunda 7 names it in its history."""
     if node is None:
         return "unknown"
+    if node.transaction:
+        return "transaction"
     match node.type:
         case NodeType.END:
+            if node.cancel:
+                return "cancelEndEvent"
             if node.terminate:
                 return "terminateEndEvent"
             if node.error_code is not None:
@@ -235,6 +239,8 @@ def activity_type(node: Node | None) -> str:
                 return "boundaryMessage"
             if node.escalation is not None:
                 return "boundaryEscalation"
+            if node.cancel:
+                return "cancelBoundaryCatch"
             return "boundaryError" if node.catches is not None else "boundaryEvent"
     return node.type.value
 

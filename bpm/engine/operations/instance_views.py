@@ -108,8 +108,9 @@ def _activity(tok: TokenRow, node: Node, transition: bool) -> ActivityNode:
     """A multi-instance body is Camunda's ``<id>#multiInstanceBody``, holding one activity
     instance per live iteration; an iteration is the activity itself (a scope only when the
     activity is a subprocess)."""
-    if node.multi_instance is None:
-        return ActivityNode(tok.id, node.id, node.name, node.type, transition, node.is_scope)
+    if node.multi_instance is None:  # a transaction is Camunda's activity type of its own
+        kind = "transaction" if node.transaction else node.type
+        return ActivityNode(tok.id, node.id, node.name, kind, transition, node.is_scope)
     if not multi_instance.is_iteration(tok):
         body = f"{node.id}{BODY}"
         return ActivityNode(tok.id, body, node.name, BODY_TYPE, transition, True)
