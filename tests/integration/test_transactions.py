@@ -390,3 +390,32 @@ def test_a_failing_compensation_is_recorded_failed_and_the_cancel_still_complete
     )
     assert rows.state(db, iid) == "COMPLETED"
     assert_history_consistent(db, iid)
+
+
+def test_a_nested_subprocess_cut_off_by_the_cancel_is_not_compensated(
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
+    """BPMN (and Camunda): only nested subprocesses that completed are compensated. The car
+    was booked inside a subprocess still waiting for a person when the cancel came: its
+    record is CANCELLED, not undone; the hotel, booked beside it, is undone."""
+    all_handlers(journal, calls)
+    inner = ProcessBuilder("inner").start("n_start")
+    inner._node("car", "serviceTask", handler="do_car", compensation=comp("undo_car"))
+    inner.user_task("confirm_car").end("n_end").sequence("n_start", "car", "confirm_car", "n_end")
+    built = inner.build()
+    body = ProcessBuilder("body").start("t_start").parallel_gateway("fork")
+    body._node("sub", "subProcess", nodes=built["nodes"], flows=built["flows"])
+    body._node("hotel", "serviceTask", handler="do_hotel", compensation=comp("undo_hotel"))
+    body.end("t_sub_done").cancel_end("t_cancelled")
+    body.sequence("t_start", "fork", "sub", "t_sub_done").sequence("fork", "hotel", "t_cancelled")
+    b = ProcessBuilder("cut_off").start().sub_process("tx", body, transaction=True)
+    b.cancel_boundary("on_cancel", attached_to="tx").service_task("undone", handler="after_cancel")
+    b.end().end("never").sequence("start", "tx", "never").sequence("on_cancel", "undone", "end")
+    iid = rt.run(b.build())
+    db = rt.engine.db
+    assert "undo_car" not in journal.lines
+    assert journal.lines[-2:] == ["undo_hotel", "after_cancel"]
+    assert records(db, iid) == {"car": "CANCELLED", "hotel": "COMPLETED"}
+    assert rt.engine.user_tasks(instance_id=iid) == []
+    assert rows.state(db, iid) == "COMPLETED"
+    assert_history_consistent(db, iid)

@@ -16,14 +16,15 @@ completes keeps its records for an outer compensation like any subprocess.
 
 from __future__ import annotations
 
-from bpm.definitions.model import Node, ProcessGraph
+from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.definitions.transactions import cancel_boundary_of
 from bpm.engine.core.tx import Conflict, Next, Tx
-from bpm.engine.semantics import boundary_events, sagas
+from bpm.engine.semantics import boundary_events, multi_instance, sagas, writes
 from bpm.engine.semantics.cancelling import cancel_inside
 from bpm.engine.semantics.moves import move
 from bpm.engine.semantics.tree import Tree, waits_for_children
-from bpm.states import EngineEvent, TokenEvent, TokenMode, TokenState
+from bpm.states import EngineEvent, RecordState, TokenEvent, TokenMode, TokenState, WaitKind
+from bpm.store import compensation
 from bpm.store.rows import TokenRow
 
 
@@ -50,9 +51,42 @@ def cancel(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     keep = {tok.id} | {row.id for row in tree.inside(host) if tree.descends(tok, row.id)}
     others = [r for r in tree.inside(host) if r.id not in keep and r.mode == TokenMode.FORWARD]
     reason = f"cancel end event {node.id!r} cancelled transaction {node.scope!r}"
+    _cut_unfinished_subprocesses(tx, g, tree, others, reason)
     cancel_inside(tx, host, others, reason)
     thrown = sagas.throw(tx, g, tx.current(tok), node)
     return leave_by_boundary(tx, g, thrown.anchor) if thrown is not None else None
+
+
+def _cut_unfinished_subprocesses(
+    tx: Tx, g: ProcessGraph, tree: Tree, cancelled: list[TokenRow], reason: str
+) -> None:
+    """Only subprocesses that completed are compensated (BPMN; Camunda 7): the records made
+    in the running visit of a nested subprocess the cancel cuts off are CANCELLED, as a
+    subprocess's body that never finished has nothing to hand over to be undone."""
+    roots = [
+        visit
+        for row in cancelled
+        if row.wait_kind == WaitKind.CHILDREN and _runs_a_body(g.node(row.node_id), row)
+        if (visit := tree.latest_visit(row, row.node_id)) is not None
+    ]
+    if not roots:
+        return
+    pending = [
+        (rec, tree.get(rec.token_id))
+        for rec in compensation.of_instance(tx.conn, cancelled[0].instance_id)
+        if rec.status == RecordState.PENDING
+    ]
+    for rec, owner in pending:
+        if owner is not None and any(owner.id == r or tree.descends(owner, r) for r in roots):
+            writes.cancel_records(tx, owner, [rec.id], reason)
+
+
+def _runs_a_body(node: Node, row: TokenRow) -> bool:
+    """A subprocess's token running a visit of its body: a plain one, or an iteration of a
+    multi-instance one (not the body, whose iterations answer for themselves)."""
+    return node.type is NodeType.SUBPROCESS and (
+        node.multi_instance is None or multi_instance.is_iteration(row)
+    )
 
 
 def leave_by_boundary(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
