@@ -5,6 +5,7 @@ completed transaction keeps its records for an outer compensation."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
@@ -417,5 +418,34 @@ def test_a_nested_subprocess_cut_off_by_the_cancel_is_not_compensated(
     assert journal.lines[-2:] == ["undo_hotel", "after_cancel"]
     assert records(db, iid) == {"car": "CANCELLED", "hotel": "COMPLETED"}
     assert rt.engine.user_tasks(instance_id=iid) == []
+    assert rows.state(db, iid) == "COMPLETED"
+    assert_history_consistent(db, iid)
+
+
+def test_a_timer_on_the_transaction_firing_while_it_compensates_ends_the_cancellation(
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
+    """The transaction's interrupting timer fires while a person still has to undo the
+    flight: the cancellation ends there (the open handler task and the compensations still
+    to come are CANCELLED) and the token takes the timer's path, not the cancel boundary's."""
+    all_handlers(journal, calls)
+    journal.add(calls, "too_late")
+    doc = booking(waiting_undo=True, key="timed")
+    doc["nodes"].append(
+        {"id": "late", "type": "boundaryEvent", "attachedTo": "tx", "timer": {"duration": "PT1H"}}
+    )
+    doc["nodes"].append({"id": "too_late", "type": "serviceTask", "handler": "too_late"})
+    doc["nodes"].append({"id": "end_late", "type": "endEvent"})
+    doc["flows"] += [
+        {"id": "l1", "source": "late", "target": "too_late"},
+        {"id": "l2", "source": "too_late", "target": "end_late"},
+    ]
+    iid = rt.run(doc, {"confirmed": False})
+    assert len(rt.engine.user_tasks(group="ops")) == 1
+    rt.pass_time(timedelta(hours=2))
+    db = rt.engine.db
+    assert journal.lines == ["do_hotel", "do_flight", "do_pay", "too_late"]
+    assert rt.engine.user_tasks(instance_id=iid) == []
+    assert records(db, iid) == {"hotel": "CANCELLED", "flight": "CANCELLED"}
     assert rows.state(db, iid) == "COMPLETED"
     assert_history_consistent(db, iid)
