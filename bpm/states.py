@@ -135,9 +135,6 @@ class TokenEvent(StrEnum):
     MESSAGE_RECEIVED = "MESSAGE_RECEIVED"
     #: An escalation boundary event caught an escalation from inside the activity.
     ESCALATED = "ESCALATED"
-    #: A transaction's cancel boundary event took the token, once the cancel end event's
-    #: compensation inside the transaction was done.
-    TRANSACTION_CANCELLED = "TRANSACTION_CANCELLED"
     #: A non-interrupting boundary started a path beside the activity the token is at.
     SPAWNED = "SPAWNED"
     ERROR_THROWN = "ERROR_THROWN"
@@ -145,6 +142,9 @@ class TokenEvent(StrEnum):
     COMPENSATION_THROWN = "COMPENSATION_THROWN"
     COMPENSATED = "COMPENSATED"
     SAGA_COMPLETED = "SAGA_COMPLETED"
+    #: A transaction's cancel boundary event took the token, once the cancel end event's
+    #: compensation inside the transaction was done.
+    TRANSACTION_CANCELLED = "TRANSACTION_CANCELLED"
     RETRIED = "RETRIED"
     COMPLETED = "COMPLETED"
     FAILED = "FAILED"

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bpm.definitions import transactions
 from bpm.definitions.mappings import VARIABLE_NAME
 from bpm.definitions.model import ACTIVITIES, Node, NodeType
 from bpm.definitions.parse.patterns import MESSAGE_PATTERN
@@ -18,22 +17,19 @@ ATTACHABLE = ACTIVITIES
 def boundary_fields(
     raw: Mapping[str, Any], where: str, node_id: str, incoming: tuple[str, ...]
 ) -> dict[str, Any]:
-    """What a boundary event reacts to: an error code (always interrupting), a timer, a
-    message, an escalation, or a transaction's cancellation (``transactions``)."""
+    """What a boundary event reacts to: an error code (always interrupting) or a timer."""
     interrupting = raw.get("interrupting", True)
     if not isinstance(interrupting, bool):
         raise InvalidDefinition(f"{where}: 'interrupting' must be true or false", node_id)
     fields: dict[str, Any] = {"interrupting": interrupting}
-    if "cancel" in raw:
-        fields = transactions.cancel_boundary(raw, where, node_id)
-    elif sum(key in raw for key in ("timer", "error", "message", "escalation")) != 1:
+    if sum(key in raw for key in ("timer", "error", "message", "escalation")) != 1:
         raise InvalidDefinition(
             f"{where}: needs exactly one of 'error' (the code it catches, "
             f"or '*' for any), 'timer' ({{\"duration\": ...}}, "
             f'{{"date": ...}} or {{"cycle": ...}}) or \'message\' (the message it waits for)',
             node_id,
         )
-    elif "escalation" in raw:
+    if "escalation" in raw:
         code = raw["escalation"]
         if not isinstance(code, str) or not code:
             raise InvalidDefinition(

@@ -56,8 +56,16 @@ def cancel_end(raw: Mapping[str, Any], where: str, node_id: str) -> bool:
     return cancel
 
 
-def cancel_boundary(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, Any]:
-    """A boundary event's ``cancel``: always interrupting, with no other trigger."""
+def cancel_boundary(
+    raw: Mapping[str, Any], where: str, node_id: str, incoming: tuple[str, ...]
+) -> dict[str, Any]:
+    """A boundary event with ``cancel``: always interrupting, with no other trigger (the
+    other boundary events are ``boundaries.boundary_fields``')."""
+    attached = raw.get("attachedTo")
+    if not isinstance(attached, str):
+        raise InvalidDefinition(f"{where}: needs 'attachedTo', the id of a transaction", node_id)
+    if incoming:
+        raise InvalidDefinition(f"{where}: a boundary event cannot have incoming flows", node_id)
     if raw.get("cancel") is not True:
         raise InvalidDefinition(f"{where}: 'cancel' can only be true", node_id)
     if any(key in raw for key in _OTHER_BOUNDARY):
@@ -71,7 +79,7 @@ def cancel_boundary(raw: Mapping[str, Any], where: str, node_id: str) -> dict[st
             "'interrupting': false",
             node_id,
         )
-    return {"cancel": True, "interrupting": True}
+    return {"cancel": True, "interrupting": True, "attached_to": attached}
 
 
 def check_transactions(

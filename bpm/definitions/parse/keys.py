@@ -53,7 +53,6 @@ NODE_KEYS: dict[NodeType, set[str]] = {
         "activity",
         "waitForCompletion",
         "escalation",
-        "cancel",
     },
     NodeType.SERVICE_TASK: {
         "handler",
@@ -73,14 +72,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.EVENT_GATEWAY: set(),
     NodeType.INCLUSIVE: set(),
     NodeType.PARALLEL: set(),
-    NodeType.SUBPROCESS: {
-        "nodes",
-        "flows",
-        "saga",
-        "compensation",
-        "triggeredByEvent",
-        "transaction",
-    },
+    NodeType.SUBPROCESS: {"nodes", "flows", "saga", "compensation", "triggeredByEvent"},
     NodeType.BOUNDARY: {
         "attachedTo",
         "timer",
@@ -91,7 +83,6 @@ NODE_KEYS: dict[NodeType, set[str]] = {
         "interrupting",
         "errorCodeVariable",
         "errorMessageVariable",
-        "cancel",
     },
     NodeType.USER_TASK: {
         "assignee",
@@ -129,4 +120,12 @@ for _defaulted in DEFAULTED:
 #: Activities: any of them may run as a multi-instance activity.
 for _activity in ACTIVITIES:
     NODE_KEYS[_activity] = NODE_KEYS[_activity] | {"multiInstance"}
+#: Transactions (``bpm.definitions.transactions``): a subprocess's flag, and the cancel end
+#: and cancel boundary events' own.
+for _type, _key in (
+    (NodeType.SUBPROCESS, "transaction"),
+    (NodeType.END, "cancel"),
+    (NodeType.BOUNDARY, "cancel"),
+):
+    NODE_KEYS[_type] = NODE_KEYS[_type] | {_key}
 NOT_YET: dict[NodeType, str] = {}

@@ -51,6 +51,8 @@ def compile_node(
         fields = {"cancel": True}
     elif node_type is NodeType.END:
         fields = _end_fields(raw, where, node_id)
+    elif node_type is NodeType.BOUNDARY and "cancel" in raw:
+        fields = transactions.cancel_boundary(raw, where, node_id, incoming)
     elif node_type is NodeType.BOUNDARY:
         fields = boundary_fields(raw, where, node_id, incoming)
     elif node_type is NodeType.TIMER:

@@ -233,14 +233,14 @@ def activity_type(node: Node | None) -> str:
         case NodeType.ESCALATION_THROW:
             return "intermediateEscalationThrowEvent"
         case NodeType.BOUNDARY:
+            if node.cancel:
+                return "cancelBoundaryCatch"
             if node.timer is not None:
                 return "boundaryTimer"
             if node.message is not None:
                 return "boundaryMessage"
             if node.escalation is not None:
                 return "boundaryEscalation"
-            if node.cancel:
-                return "cancelBoundaryCatch"
             return "boundaryError" if node.catches is not None else "boundaryEvent"
     return node.type.value
 

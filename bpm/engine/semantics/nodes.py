@@ -24,7 +24,6 @@ from bpm.engine.semantics import (
     records,
     sagas,
     scopes,
-    transactions,
     waits,
 )
 from bpm.engine.semantics.bpmn_errors import throw_from_end
@@ -33,6 +32,7 @@ from bpm.engine.semantics.cancelling import cancel_inside, cancel_timers, end_wo
 from bpm.engine.semantics.failures import fail_token
 from bpm.engine.semantics.instance_state import resume_if_clear, set_instance_state
 from bpm.engine.semantics.moves import move, take
+from bpm.engine.semantics.transactions import cancel_transaction, leave_by_cancel_boundary
 from bpm.engine.semantics.tree import Tree, has_live_children, waits_for_children
 from bpm.states import EngineEvent, InstanceState, TokenEvent, TokenMode, TokenState, WaitKind
 from bpm.store.rows import TokenRow
@@ -151,7 +151,7 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             return leave(tx, g, tx.current(tok), node)
         case NodeType.END:
             if node.cancel:
-                return transactions.cancel(tx, g, tok, node)
+                return cancel_transaction(tx, g, tok, node)
             if node.compensate:
                 return _throw_compensation(tx, g, tok, node)
             if node.listeners_of(ListenerEvent.END):
@@ -368,7 +368,7 @@ def thrown_compensation_done(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
     )
     node = g.node(anchor.node_id)
     if node.cancel:  # a cancel end event: the transaction leaves by its cancel boundary
-        return transactions.leave_by_boundary(tx, g, anchor)
+        return leave_by_cancel_boundary(tx, g, anchor)
     if node.type is NodeType.END or not node.wait_for_completion:
         return end_token(tx, anchor, g)  # a compensation run beside its thrower ends here
     return leave(tx, g, anchor, node)

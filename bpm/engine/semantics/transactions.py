@@ -28,7 +28,7 @@ from bpm.store import compensation
 from bpm.store.rows import TokenRow
 
 
-def cancel(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+def cancel_transaction(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     """``tok`` reached cancel end event ``node``: cancel the transaction's other work in this
     transaction (with its history row), then compensate what it completed; with nothing to
     compensate, leave by the cancel boundary at once."""
@@ -54,7 +54,7 @@ def cancel(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     _cut_unfinished_subprocesses(tx, g, tree, others, reason)
     cancel_inside(tx, host, others, reason)
     thrown = sagas.throw(tx, g, tx.current(tok), node)
-    return leave_by_boundary(tx, g, thrown.anchor) if thrown is not None else None
+    return leave_by_cancel_boundary(tx, g, thrown.anchor) if thrown is not None else None
 
 
 def _cut_unfinished_subprocesses(
@@ -89,7 +89,7 @@ def _runs_a_body(node: Node, row: TokenRow) -> bool:
     )
 
 
-def leave_by_boundary(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
+def leave_by_cancel_boundary(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Next:
     """The cancel end event's compensation is done: the anchor is cancelled, the cancel
     boundary interrupts the transaction (what is left inside is cancelled, a failed
     compensation's incident resolved with it; its record stays FAILED) and its token takes
