@@ -183,6 +183,22 @@ def test_a_hazard_leaves_by_the_error_boundary_without_compensating(
     assert_history_consistent(db, iid)
 
 
+def test_an_uncaught_error_in_the_transaction_compensates_nothing_either(
+    rt: Harness, calls: Calls, journal: Journal
+) -> None:
+    all_handlers(journal, calls)
+    doc = booking(hazard=True, key="uncaught")
+    doc["nodes"] = [n for n in doc["nodes"] if n["id"] not in ("on_hazard", "hazard", "end_hazard")]
+    doc["flows"] = [f for f in doc["flows"] if f["source"] not in ("on_hazard", "hazard")]
+    iid = rt.run(doc, {"confirmed": False})
+    db = rt.engine.db
+    assert journal.lines == ["do_hotel", "do_flight", "boom"]
+    assert records(db, iid) == {"hotel": "PENDING", "flight": "PENDING"}
+    assert rows.state(db, iid) == "FAILED"  # an incident for an operator, as without a saga
+    assert "TransactionCancelled" not in rows.engine_event_types(db, iid)
+    assert_history_consistent(db, iid)
+
+
 def test_a_completed_transaction_keeps_its_records_for_an_outer_compensation(
     rt: Harness, calls: Calls, journal: Journal
 ) -> None:
