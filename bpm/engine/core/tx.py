@@ -82,6 +82,10 @@ class Tx:
     #: Scopes (token id, node id) this transaction gave local variables: they end when the
     #: token leaves, even at a node without input mappings.
     local_scopes: set[tuple[UUID, str]] = field(default_factory=set)
+    #: Tokens whose conditional subscriptions began in this transaction and were evaluated
+    #: then: the variable changes this transaction made came before them, so
+    #: ``semantics/condition_changes`` leaves them out.
+    conditions_seen: set[UUID] = field(default_factory=set)
     #: Per instance (by ``UUID.int``: hashing a UUID is a Python call, an int's is not):
     #: whether its definition declares mappings, asked on every token move.
     _mapped: dict[int, bool] = field(default_factory=dict)
