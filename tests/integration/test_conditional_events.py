@@ -127,6 +127,8 @@ def work(*, interrupting: bool, host: str = "user") -> dict[str, Any]:
         b.sub_process("work", inner.sequence("s0", "s_task", "s1"))
     elif host == "multi":
         b.user_task("work", multi_instance={"cardinality": 2})
+    elif host == "call":
+        b.call_activity("work", process="child")
     b.conditional_boundary(
         "flag", attached_to="work", condition="${risk > 5}", interrupting=interrupting
     )
@@ -137,12 +139,18 @@ def work(*, interrupting: bool, host: str = "user") -> dict[str, Any]:
     )
 
 
-@pytest.mark.parametrize("host", ["user", "subprocess", "multi"])
+CHILD = ProcessBuilder("child").start().user_task("t").end().sequence("start", "t", "end").build()
+
+
+@pytest.mark.parametrize("host", ["user", "subprocess", "multi", "call"])
 def test_an_interrupting_boundary_fires_on_a_change(
     rt: Harness, after: Calls, pg_db: Database, host: str
 ) -> None:
+    rt.deploy(CHILD)
     iid = rt.run(work(interrupting=True, host=host), {"risk": 0})
     assert [s["node_id"] for s in _waiting(rt, iid)] == ["flag"]
+    [shown] = rt.engine.show(iid)["subscriptions"]
+    assert shown["boundary"] == "flag" and shown["condition"] == "${risk > 5}"
     rt.engine.set_variables(iid, {"risk": 9})
     rt.drain()
     assert after.count("flagged") == 1 and after.count("ship") == 0
@@ -176,6 +184,17 @@ def test_a_non_interrupting_boundary_fires_on_each_true_evaluation(
     rt.complete_user_task(iid)
     assert after.count("ship") == 1
     assert_finished_cleanly(pg_db, iid)
+
+
+def test_a_boundary_condition_that_fails_on_a_change_opens_an_incident(
+    rt: Harness, after: Calls, pg_db: Database
+) -> None:
+    iid = rt.run(work(interrupting=True), {"risk": 0})
+    rt.engine.set_variables(iid, {"risk": "high"})  # "high" > 5: not comparable
+    rt.drain()
+    [incident] = rows.incidents_of(pg_db, iid)
+    assert incident.kind == "condition" and "'flag'" in incident.message
+    assert len(rt.engine.user_tasks(instance_id=iid)) == 1  # the activity goes on
 
 
 def esp(*, interrupting: bool) -> dict[str, Any]:
