@@ -53,11 +53,10 @@ def settle(tx: Tx) -> None:
     if tx.graph_for is None or not (tx.batch.values or tx.instance_locks):
         return
     for instance_id in {*tx.batch.values, *tx.instance_locks}:
-        g = tx.graph_for(instance_id)
-        if g.has_conditions:
+        if tx.may_have_conditions(instance_id):
             changes = _changes(tx, instance_id)
             if changes:
-                _evaluate(tx, g, instance_id, changes)
+                _evaluate(tx, g=tx.graph_for(instance_id), instance_id=instance_id, changes=changes)
 
 
 def _changes(tx: Tx, instance_id: UUID) -> Changes:
