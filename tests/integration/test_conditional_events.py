@@ -110,12 +110,20 @@ def test_variable_name_and_events_filter_the_changes(rt: Harness, after: Calls) 
 
 
 def test_an_unevaluable_condition_fails_the_catch_with_an_incident(
-    rt: Harness, pg_db: Database
+    rt: Harness, after: Calls, pg_db: Database
 ) -> None:
     iid = rt.run(catch())  # x is missing
     assert rows.state(pg_db, iid) == InstanceState.FAILED
     [incident] = rows.incidents_of(pg_db, iid)
     assert incident.kind == "condition" and "'x'" in incident.message
+    rt.engine.set_variables(iid, {"x": 5})  # a failed token holds no subscription
+    rt.drain()
+    assert after.count("after") == 0
+    assert incident.token_id is not None
+    rt.engine.retry(incident.token_id)  # the operator's retry evaluates it again
+    rt.drain()
+    assert after.count("after") == 1
+    assert_finished_cleanly(pg_db, iid)
 
 
 def work(*, interrupting: bool, host: str = "user") -> dict[str, Any]:
@@ -159,10 +167,13 @@ def test_an_interrupting_boundary_fires_on_a_change(
     assert_history_consistent(pg_db, iid)
 
 
+@pytest.mark.parametrize("host", ["user", "subprocess", "multi", "call"])
 def test_an_interrupting_boundary_already_true_fires_as_the_activity_begins(
-    rt: Harness, after: Calls, pg_db: Database
+    rt: Harness, after: Calls, pg_db: Database, host: str
 ) -> None:
-    iid = rt.run(work(interrupting=True), {"risk": 7})
+    rt.deploy(CHILD)
+    iid = rt.run(work(interrupting=True, host=host), {"risk": 7})
+    assert rt.engine.show(iid)["called"] == []
     assert after.count("flagged") == 1
     assert rt.engine.user_tasks(instance_id=iid) == []
     assert_finished_cleanly(pg_db, iid)
