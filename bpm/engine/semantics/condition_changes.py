@@ -4,8 +4,9 @@ The one hook: ``settle`` runs in every engine transaction just before it flushes
 (``EngineCore.transaction``), so every writer of variables is covered without a call of its
 own: a handler's result, a task's completion, output mappings, a message's variables, the
 variable API, and local variables. It looks only at instances whose definition has
-conditional events (``ProcessGraph.has_conditions``); for the others it costs a look at the
-cached graph of each instance the transaction wrote variables of or locked.
+conditional events (``ProcessGraph.has_conditions``, cached per instance in the ``Tx``); for
+the others it costs a look at that flag for each instance the transaction changed variables
+of, and no statement.
 
 The changes are read from the transaction's own history rows (``VariablesChanged``,
 ``VariablesDeleted``, ``LocalVariablesSet``), so nothing is tracked on the way. Each
@@ -45,6 +46,9 @@ from bpm.store.rows import TokenRow
 Changes = dict[str, VariableEvent]
 #: Firings one instance may have in one transaction (each re-reads the tokens).
 _MOST = 100
+#: Variable changes that are not in the write batch: written as they are made, under the
+#: instance's lock (an instance only locked, or even deleted, is never looked at).
+_UNDER_LOCK = frozenset({EngineEvent.VARIABLES_DELETED, EngineEvent.LOCAL_VARIABLES_SET})
 
 
 def settle(tx: Tx) -> None:
@@ -52,8 +56,15 @@ def settle(tx: Tx) -> None:
     transaction changed (see the module's docstring)."""
     if tx.graph_for is None or not (tx.batch.values or tx.instance_locks):
         return
-    for instance_id in {*tx.batch.values, *tx.instance_locks}:
-        if tx.may_have_conditions(instance_id):
+    touched = set(tx.batch.values)
+    if tx.instance_locks:  # deletions and changed local variables are made under that lock
+        touched.update(
+            row["instance_id"]
+            for table, row in tx.history.rows
+            if table == "engine" and row["type"] in _UNDER_LOCK
+        )
+    for instance_id in touched:
+        if instance_id is not None and tx.may_have_conditions(instance_id):
             changes = _changes(tx, instance_id)
             if changes:
                 _evaluate(tx, g=tx.graph_for(instance_id), instance_id=instance_id, changes=changes)
