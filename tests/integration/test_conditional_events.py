@@ -109,6 +109,54 @@ def test_variable_name_and_events_filter_the_changes(rt: Harness, after: Calls) 
     assert after.count("after") == 1
 
 
+def test_a_delete_filter_passes_on_the_deletion_only(rt: Harness, after: Calls) -> None:
+    doc = (
+        ProcessBuilder("gone")
+        .start()
+        .conditional_event(
+            "wait",
+            condition='${execution.getVariable("lock") == null}',
+            variable_events=["delete"],
+        )
+        .service_task("after", handler="after")
+        .end()
+        .sequence("start", "wait", "after", "end")
+        .build()
+    )
+    iid = rt.run(doc, {"lock": 1})
+    rt.engine.set_variables(iid, {"lock": None})  # null, but an update: not evaluated
+    rt.drain()
+    assert after.count("after") == 0
+    rt.engine.set_variables(iid, None, ["lock"])
+    rt.drain()
+    assert after.count("after") == 1
+
+
+def test_an_output_mapping_passes_a_catch_in_another_branch(
+    rt: Harness, after: Calls, pg_db: Database
+) -> None:
+    inner = ProcessBuilder("i").start("s0").user_task("s_task").end("s1")
+    doc = (
+        ProcessBuilder("mapped")
+        .start()
+        .parallel_gateway("fork")
+        .sub_process("sub", inner.sequence("s0", "s_task", "s1"))
+        .mappings("sub", inputs={"local_x": 0}, outputs={"x": "${local_x + 5}"})
+        .conditional_event("wait", condition="${x > 1}")
+        .service_task("after", handler="after")
+        .parallel_gateway("join")
+        .end()
+        .sequence("start", "fork", "sub", "join")
+        .sequence("fork", "wait", "after", "join", "end")
+        .build()
+    )
+    iid = rt.run(doc, {"x": 0})
+    assert after.count("after") == 0
+    rt.complete_user_task(iid)  # sets nothing itself: the subprocess's output mapping does
+    assert after.count("after") == 1
+    assert_finished_cleanly(pg_db, iid)
+
+
 def test_an_unevaluable_condition_fails_the_catch_with_an_incident(
     rt: Harness, after: Calls, pg_db: Database
 ) -> None:
