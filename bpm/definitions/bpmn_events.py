@@ -74,12 +74,13 @@ def start(decl: Declarations, r: Reader) -> Mapped:
         node["message"] = message_of(decl, r.el, definition)
         return node
     if definition.tag == "timerEventDefinition" and at_process:
-        node["timer"] = timer(definition, r.el)
-        return node
+        return {**node, "timer": timer(definition, r.el)}
+    if definition.tag == "conditionalEventDefinition" and at_process:
+        return {**node, "condition": condition(r.el, definition)}
     raise reject(
         r.el,
-        f"has a {definition.tag}; of the start events of a process only none, message and "
-        "timer start events are supported yet",
+        f"has a {definition.tag}; of the start events of a process only none, message, "
+        "timer and conditional start events are supported yet",
         "start the instance with bpm start, or by a message",
     )
 

@@ -40,3 +40,42 @@ def test_a_variable_put_through_the_api_passes_a_conditional_catch(server: Serve
         server.runtime.run_until_idle(timeout=5)
         assert server.runtime.engine.show(iid)["state"] == "COMPLETED"
         assert c.get("/event-subscription", params={"processInstanceId": iid}).json() == []
+
+
+START_XML = """<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL"
+  xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" id="d" targetNamespace="t">
+  <bpmn:process id="conditionalStart" isExecutable="true">
+    <bpmn:startEvent id="start">
+      <bpmn:conditionalEventDefinition>
+        <bpmn:condition xsi:type="bpmn:tFormalExpression">${temperature > 30}</bpmn:condition>
+      </bpmn:conditionalEventDefinition>
+    </bpmn:startEvent>
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="review" />
+    <bpmn:userTask id="review" />
+    <bpmn:sequenceFlow id="f2" sourceRef="review" targetRef="end" />
+    <bpmn:endEvent id="end" />
+  </bpmn:process>
+</bpmn:definitions>
+"""
+
+
+def test_post_condition_starts_the_processes_whose_condition_holds(server: Server) -> None:
+    [deployed] = server.runtime.engine.deploy_bpmn(START_XML)
+    with server.client("operator") as c:
+        cold = {"variables": {"temperature": {"value": 10, "type": "Integer"}}}
+        got = c.post("/condition", json=cold)
+        assert got.status_code == 200, got.text
+        assert got.json() == []
+        hot = {
+            "variables": {"temperature": {"value": 35, "type": "Integer"}},
+            "businessKey": "heat-1",
+            "processDefinitionId": str(deployed.id),
+        }
+        got = c.post("/condition", json=hot)
+        assert got.status_code == 200, got.text
+        [instance] = got.json()
+        assert instance["businessKey"] == "heat-1" and instance["ended"] is False
+        assert instance["definitionId"] == str(deployed.id)
+        server.runtime.run_until_idle(timeout=5)
+        assert server.runtime.engine.user_tasks(instance_id=instance["id"])

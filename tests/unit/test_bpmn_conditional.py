@@ -122,12 +122,24 @@ def test_after_an_event_based_gateway() -> None:
     assert graph.node("c").type is NodeType.CONDITIONAL
 
 
-def test_a_conditional_start_of_the_process_is_refused_naming_it() -> None:
-    body = (
+def test_a_conditional_start_of_the_process() -> None:
+    _, graph = compiled(
         f'<bpmn:startEvent id="s">{definition()}</bpmn:startEvent>'
         '<bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="e"/><bpmn:endEvent id="e"/>'
     )
-    with pytest.raises(InvalidDefinition, match="startEvent 's' has a conditionalEventDefinition"):
+    assert graph.conditional_starts == ("s",) and graph.start_of(None).id == "s"
+    assert not graph.has_conditions  # no instance holds a subscription for it
+
+
+def test_a_conditional_start_of_a_subprocess_is_refused_naming_it() -> None:
+    body = (
+        '<bpmn:startEvent id="s"/><bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="sub"/>'
+        f'<bpmn:subProcess id="sub"><bpmn:startEvent id="ss">{definition()}</bpmn:startEvent>'
+        '<bpmn:sequenceFlow id="f2" sourceRef="ss" targetRef="se"/><bpmn:endEvent id="se"/>'
+        '</bpmn:subProcess><bpmn:sequenceFlow id="f3" sourceRef="sub" targetRef="e"/>'
+        '<bpmn:endEvent id="e"/>'
+    )
+    with pytest.raises(InvalidDefinition, match="startEvent 'ss' has a conditionalEventDefinition"):
         compile_bpmn(HEAD + body + TAIL)
 
 

@@ -142,8 +142,8 @@ def check(nodes: Mapping[str, Node], starts: Mapping[str | None, str]) -> None:
         host = nodes[scope] if scope is not None else None
         triggered = host is not None and host.triggered_by_event
         where = f"node {start_id!r} (startEvent)"
-        if scope is None and (start.message is not None or start.timer is not None):
-            continue  # the process's own message or timer start event (``graph``)
+        if scope is None and (start.message or start.timer or start.condition) is not None:
+            continue  # the process's own message, timer or conditional start event (``graph``)
         if not triggered and has_trigger(start):
             raise InvalidDefinition(
                 f"{where}: only the start event of an event subprocess (triggeredByEvent) "
