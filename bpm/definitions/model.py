@@ -276,18 +276,11 @@ class ProcessGraph:
     timer_starts: tuple[str, ...] = ()
     #: Conditional start events, where ``Engine.evaluate_conditions`` starts instances.
     conditional_starts: tuple[str, ...] = ()
+    #: Whether a node waits for a condition (a conditional start of the process is none).
+    has_conditions: bool = False
     #: Per inclusive join: the nodes from which a token can still reach it (filled on first
     #: use; a graph is immutable, so the answer never changes).
     _reach_cache: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
-
-    @cached_property
-    def has_conditions(self) -> bool:
-        """Whether a node waits for a condition (a process's conditional start is none): only
-        then does a variable change cost a look at the instance's subscriptions."""
-        return any(
-            n.condition is not None and (n.scope is not None or n.type is not NodeType.START)
-            for n in self.nodes.values()
-        )
 
     @cached_property
     def has_mappings(self) -> bool:
