@@ -276,7 +276,7 @@ def _mermaid_label(node: Node, m: NodeMark) -> str:
 
 
 _ROUND = frozenset(  # events drawn as a circle in Mermaid (an end event has a double one)
-    {NodeType.START, NodeType.TIMER, NodeType.MESSAGE, NodeType.BOUNDARY}
+    {NodeType.START, NodeType.TIMER, NodeType.MESSAGE, NodeType.CONDITIONAL, NodeType.BOUNDARY}
     | {NodeType.COMPENSATION_THROW, NodeType.ESCALATION_THROW}
 )
 

@@ -37,6 +37,7 @@ EVENTS = frozenset(
         NodeType.END,
         NodeType.TIMER,
         NodeType.MESSAGE,
+        NodeType.CONDITIONAL,
         NodeType.COMPENSATION_THROW,
         NodeType.ESCALATION_THROW,
     }

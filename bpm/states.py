@@ -60,6 +60,8 @@ class WaitKind(StrEnum):
     CALLED = "CALLED"
     #: At an event-based gateway: the first of the events after it wins.
     EVENT = "EVENT"
+    #: At a conditional catch event: until its condition holds after a variable change.
+    CONDITION = "CONDITION"
 
 
 class LinkType(StrEnum):
@@ -135,6 +137,8 @@ class TokenEvent(StrEnum):
     MESSAGE_RECEIVED = "MESSAGE_RECEIVED"
     #: An escalation boundary event caught an escalation from inside the activity.
     ESCALATED = "ESCALATED"
+    #: A conditional event's condition held (a catch passed, a boundary or start fired).
+    CONDITION_MET = "CONDITION_MET"
     #: A non-interrupting boundary started a path beside the activity the token is at.
     SPAWNED = "SPAWNED"
     ERROR_THROWN = "ERROR_THROWN"

@@ -7,6 +7,7 @@ from typing import Any
 
 from bpm.definitions import bpmn_forms
 from bpm.definitions import bpmn_tasks as tasks
+from bpm.definitions.bpmn_conditions import condition
 from bpm.definitions.bpmn_declarations import Declarations, message
 from bpm.definitions.bpmn_feel import FeelUnsupported, feel_timer
 from bpm.definitions.bpmn_names import BPM, BPMN, CAMUNDA
@@ -24,6 +25,7 @@ READ = frozenset(
         "messageEventDefinition",
         "linkEventDefinition",
         "escalationEventDefinition",
+        "conditionalEventDefinition",
     }
 )
 #: The key a link event's node carries while its scope is read: ("throw" or "catch", name).
@@ -69,18 +71,16 @@ def start(decl: Declarations, r: Reader) -> Mapped:
         return node
     at_process = parent is not None and parent.tag == "process"
     if definition.tag == "messageEventDefinition" and at_process:
-        mr = Reader(definition)
-        ref = mr.attr("messageRef")
-        mr.finish()
-        node["message"] = message(decl, r.el, ref)
+        node["message"] = message_of(decl, r.el, definition)
         return node
     if definition.tag == "timerEventDefinition" and at_process:
-        node["timer"] = timer(definition, r.el)
-        return node
+        return {**node, "timer": timer(definition, r.el)}
+    if definition.tag == "conditionalEventDefinition" and at_process:
+        return {**node, "condition": condition(r.el, definition)}
     raise reject(
         r.el,
-        f"has a {definition.tag}; of the start events of a process only none, message and "
-        "timer start events are supported yet",
+        f"has a {definition.tag}; of the start events of a process only none, message, "
+        "timer and conditional start events are supported yet",
         "start the instance with bpm start, or by a message",
     )
 
@@ -102,19 +102,18 @@ def _event_subprocess_start(decl: Declarations, r: Reader) -> Mapped:
     if definition.tag == "errorEventDefinition":
         node["error"] = error_code(decl, r.el, definition, catch=True, into=node)
     elif definition.tag == "messageEventDefinition":
-        mr = Reader(definition)
-        ref = mr.attr("messageRef")
-        mr.finish()
-        node["message"] = message(decl, r.el, ref)
+        node["message"] = message_of(decl, r.el, definition)
     elif definition.tag == "timerEventDefinition":
         node["timer"] = timer(definition, r.el)
+    elif definition.tag == "conditionalEventDefinition":
+        node["condition"] = condition(r.el, definition)
     elif definition.tag == "escalationEventDefinition":
         node["escalation"] = escalation_code(decl, r.el, definition, catch=True, into=node)
     else:
         raise reject(
             r.el,
             f"starts an event subprocess with {definition.tag}, which is not supported yet",
-            "use an error, message or timer start event",
+            "use an error, message, timer, escalation or conditional start event",
         )
     return node
 
@@ -247,12 +246,11 @@ def catch(decl: Declarations, r: Reader) -> Mapped:
     if definition is not None and definition.tag == "timerEventDefinition":
         return {"type": "timerEvent", **timer(definition, r.el)}
     if definition is not None and definition.tag == "messageEventDefinition":
-        mr = Reader(definition)
-        ref = mr.attr("messageRef")
-        mr.finish()
-        return {"type": "messageEvent", "message": message(decl, r.el, ref)}
+        return {"type": "messageEvent", "message": message_of(decl, r.el, definition)}
+    if definition is not None and definition.tag == "conditionalEventDefinition":
+        return {"type": "conditionalEvent", "condition": condition(r.el, definition)}
     what = definition.tag if definition is not None else "no event definition"
-    raise reject(r.el, f"with {what} is not supported yet", "catch a timer or a message")
+    raise reject(r.el, f"with {what} is not supported yet", "catch a timer, message or condition")
 
 
 def throw(decl: Declarations, r: Reader) -> Mapped:
@@ -282,21 +280,17 @@ def boundary(decl: Declarations, r: Reader) -> Mapped:
     if not attached:
         raise reject(r.el, "needs attachedToRef")
     node: Mapped = {"type": "boundaryEvent", "attachedTo": attached}
-    if definition is not None and definition.tag == "timerEventDefinition":
+    tag = definition.tag if definition is not None else None
+    if definition is not None and cancel == "false" and tag != "errorEventDefinition":
+        node["interrupting"] = False
+    if definition is not None and tag == "timerEventDefinition":
         node["timer"] = timer(definition, r.el)
-        if cancel == "false":
-            node["interrupting"] = False
-    elif definition is not None and definition.tag == "escalationEventDefinition":
+    elif definition is not None and tag == "escalationEventDefinition":
         node["escalation"] = escalation_code(decl, r.el, definition, catch=True, into=node)
-        if cancel == "false":
-            node["interrupting"] = False
-    elif definition is not None and definition.tag == "messageEventDefinition":
-        mr = Reader(definition)
-        ref = mr.attr("messageRef")
-        mr.finish()
-        node["message"] = message(decl, r.el, ref)
-        if cancel == "false":
-            node["interrupting"] = False
+    elif definition is not None and tag == "conditionalEventDefinition":
+        node["condition"] = condition(r.el, definition)
+    elif definition is not None and tag == "messageEventDefinition":
+        node["message"] = message_of(decl, r.el, definition)
     elif definition is not None and definition.tag == "errorEventDefinition":
         if cancel == "false":
             raise reject(
@@ -311,11 +305,19 @@ def boundary(decl: Declarations, r: Reader) -> Mapped:
         raise reject(
             r.el,
             f"with {what} is not supported yet",
-            "use a timer, error, message or compensation boundary",
+            "use a timer, error, message, escalation, conditional or compensation boundary",
         )
     if cancel not in (None, "true", "false"):
         raise reject(r.el, f"has cancelActivity={cancel!r}", "use true or false")
     return node
+
+
+def message_of(decl: Declarations, event: XmlElement, definition: XmlElement) -> str:
+    """The message a ``messageEventDefinition`` names (declared, or refused)."""
+    reader = Reader(definition)
+    ref = reader.attr("messageRef")
+    reader.finish()
+    return message(decl, event, ref)
 
 
 def link_name(el: XmlElement, definition: XmlElement) -> str:

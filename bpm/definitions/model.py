@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import Any
 
 from bpm.definitions.assignments import Text
+from bpm.definitions.conditions import Condition
 from bpm.definitions.forms import FormSpec
 from bpm.definitions.mappings import VariableMapping
 from bpm.definitions.model_refs import CallBinding as CallBinding
@@ -43,6 +44,8 @@ class NodeType(StrEnum):
     EVENT_GATEWAY = "eventBasedGateway"
     TIMER = "timerEvent"
     MESSAGE = "messageEvent"
+    #: An intermediate conditional catch event: waits until its condition holds.
+    CONDITIONAL = "conditionalEvent"
     COMPENSATION_THROW = "compensationThrow"
     #: An intermediate escalation throw event: it escalates, then the token goes on.
     ESCALATION_THROW = "escalationThrow"
@@ -210,6 +213,8 @@ class Node:
     triggered_by_event: bool = False
     #: Activities: run once per iteration, in parallel or in sequence (a marker, not a type).
     multi_instance: MultiInstance | None = None
+    #: A conditional catch or boundary event, or event subprocess start: what it waits for.
+    condition: Condition | None = None
 
     def listeners_of(self, event: ListenerEvent) -> tuple[Listener, ...]:
         if not self.listeners:  # most nodes have none: asked on every arrival and leave
@@ -274,6 +279,10 @@ class ProcessGraph:
     #: The process's timer start events (their ids): the timer scan starts an instance at
     #: each when its timer is due.
     timer_starts: tuple[str, ...] = ()
+    #: Conditional start events, where ``Engine.evaluate_conditions`` starts instances.
+    conditional_starts: tuple[str, ...] = ()
+    #: Whether a node waits for a condition (a conditional start of the process is none).
+    has_conditions: bool = False
     #: Per inclusive join: the nodes from which a token can still reach it (filled on first
     #: use; a graph is immutable, so the answer never changes).
     _reach_cache: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)

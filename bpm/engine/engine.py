@@ -17,6 +17,7 @@ from bpm.engine.engine_reads import EngineReads
 from bpm.engine.jobs import table
 from bpm.engine.jobs.runner import JobRunner
 from bpm.engine.operations import (
+    condition_starts,
     decisions,
     deployment_removal,
     deployments,
@@ -114,6 +115,26 @@ class Engine(ExternalTaskCalls, EngineReads):
             if first is not None:
                 self.runner.advance(first, 0)
             return started
+
+    def evaluate_conditions(
+        self,
+        variables: Mapping[str, Any] | None = None,
+        *,
+        business_key: str | None = None,
+        process_key: str | None = None,
+        definition_id: UUID | str | None = None,
+    ) -> list[lifecycle.Started]:
+        """Camunda's ``evaluateConditions``: start an instance at every conditional start
+        event (of the latest versions; of ``process_key``'s, or of the version
+        ``definition_id``, if given) whose condition holds over ``variables``."""
+        with because("api evaluate_conditions"):
+            return condition_starts.evaluate(
+                self.core,
+                variables,
+                business_key=business_key,
+                process_key=process_key,
+                definition_id=maybe_id(definition_id, "definition"),
+            )
 
     def cancel(self, instance_id: UUID | str, reason: str = "cancelled by an operator") -> None:
         with because("operator cancel"):

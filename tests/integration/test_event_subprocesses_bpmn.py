@@ -130,11 +130,6 @@ def test_a_camunda_style_order_runs_its_event_subprocesses(
             "startEvent 's' with signalEventDefinition is not supported yet",
         ),
         (
-            '<startEvent id="s"><conditionalEventDefinition><condition>${x}</condition>'
-            "</conditionalEventDefinition></startEvent>",
-            "startEvent 's' with conditionalEventDefinition is not supported yet",
-        ),
-        (
             '<startEvent id="s"><compensateEventDefinition /></startEvent>',
             "startEvent 's' starts an event subprocess with compensateEventDefinition, which "
             "is not supported yet",

@@ -105,6 +105,22 @@ CASES: dict[str, tuple[str, str]] = {
         ),
         '<bpmn:message id="M" name="paid" />',
     ),
+    "conditionalEventDefinition": (
+        task(
+            '<bpmn:intermediateCatchEvent id="T"><bpmn:conditionalEventDefinition{a}>{x}'
+            '<bpmn:condition xsi:type="bpmn:tFormalExpression">${{ok}}</bpmn:condition>'
+            "</bpmn:conditionalEventDefinition></bpmn:intermediateCatchEvent>"
+        ),
+        "",
+    ),
+    "condition": (
+        task(
+            '<bpmn:intermediateCatchEvent id="T"><bpmn:conditionalEventDefinition>'
+            '<bpmn:condition xsi:type="bpmn:tFormalExpression"{a}>${{ok}}{x}</bpmn:condition>'
+            "</bpmn:conditionalEventDefinition></bpmn:intermediateCatchEvent>"
+        ),
+        "",
+    ),
     "intermediateThrowEvent": (
         task(f'<bpmn:intermediateThrowEvent id="T"{{a}}>{EXT}</bpmn:intermediateThrowEvent>'),
         "",

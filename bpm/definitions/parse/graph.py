@@ -40,6 +40,7 @@ class GraphBuilder:
         self.starts: dict[str | None, str] = {}
         self.message_starts: dict[str, str] = {}
         self.timer_starts: list[str] = []
+        self.conditional_starts: list[str] = []
         self.boundaries: dict[str, tuple[str, ...]] = {}
 
     def add_scope(self, raw: Mapping[str, Any], scope: str | None) -> None:
@@ -146,6 +147,9 @@ class GraphBuilder:
                 self._add_message_start(node)
             elif node.type is NodeType.START and scope is None and node.timer is not None:
                 self._add_timer_start(node)
+            elif node.type is NodeType.START and scope is None and node.condition is not None:
+                self._only_interrupting(node)
+                self.conditional_starts.append(node.id)
             elif node.type is NodeType.START:
                 if scope in self.starts:
                     raise InvalidDefinition(
@@ -160,6 +164,7 @@ class GraphBuilder:
         }
         for scope in scopes:
             triggered = [*self.message_starts.values(), *self.timer_starts]
+            triggered += self.conditional_starts
             if scope is None and scope not in self.starts and triggered:
                 # Without a none start event, a start without a message begins at the only
                 # start event, as in Camunda 7 (``lifecycle.start`` refuses when there are
@@ -288,13 +293,16 @@ class GraphBuilder:
                 f"{node.timer.source!r}",
                 node.id,
             )
+        self._only_interrupting(node)
+        self.timer_starts.append(node.id)
+
+    def _only_interrupting(self, node: Node) -> None:
         if not node.interrupting:
             raise InvalidDefinition(
                 f"node {node.id!r} (startEvent): 'interrupting' belongs to the start event of "
                 f"an event subprocess",
                 node.id,
             )
-        self.timer_starts.append(node.id)
 
     def _check_reachable(self) -> None:
         seen: set[str] = set()
@@ -304,6 +312,7 @@ class GraphBuilder:
                 *self.starts.values(),
                 *self.message_starts.values(),
                 *self.timer_starts,
+                *self.conditional_starts,
                 *(n for n in self.nodes if self.nodes[n].triggered_by_event),
             ]
         )

@@ -83,6 +83,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
         "interrupting",
         "errorCodeVariable",
         "errorMessageVariable",
+        "condition",
     },
     NodeType.USER_TASK: {
         "assignee",
@@ -97,6 +98,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.RECEIVE_TASK: {"message"},
     NodeType.TIMER: {"duration", "date", "cycle"},
     NodeType.MESSAGE: {"message"},
+    NodeType.CONDITIONAL: {"condition"},
     NodeType.COMPENSATION_THROW: {"activity", "waitForCompletion"},
     NodeType.ESCALATION_THROW: {"escalation"},
     NodeType.CALL_ACTIVITY: CALL_KEYS | {"compensation"},

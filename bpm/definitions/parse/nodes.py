@@ -14,6 +14,7 @@ from bpm.definitions import transactions
 from bpm.definitions.assignments import parse_date, parse_people, parse_priority, parse_text
 from bpm.definitions.boundaries import boundary_fields
 from bpm.definitions.calls import parse_call
+from bpm.definitions.conditions import parse_condition
 from bpm.definitions.forms import parse_form
 from bpm.definitions.mappings import VARIABLE_NAME, parse_mappings
 from bpm.definitions.model import ACTIVITIES, Flow, Node, NodeType
@@ -57,6 +58,8 @@ def compile_node(
         fields = boundary_fields(raw, where, node_id, incoming)
     elif node_type is NodeType.TIMER:
         fields = {"timer": parse_timer(raw, where, node_id)}
+    elif node_type is NodeType.CONDITIONAL:
+        fields = {"condition": parse_condition(raw.get("condition"), where, node_id)}
     elif node_type in (NodeType.RECEIVE_TASK, NodeType.MESSAGE):
         fields = {"message": _message_name(raw, where, node_id)}
     elif node_type is NodeType.USER_TASK:

@@ -228,6 +228,8 @@ def activity_type(node: Node | None) -> str:
             return "intermediateTimer"
         case NodeType.MESSAGE:
             return "intermediateMessageCatch"
+        case NodeType.CONDITIONAL:
+            return "intermediateConditional"
         case NodeType.COMPENSATION_THROW:
             return "intermediateCompensationThrowEvent"
         case NodeType.ESCALATION_THROW:
@@ -241,6 +243,8 @@ def activity_type(node: Node | None) -> str:
                 return "boundaryMessage"
             if node.escalation is not None:
                 return "boundaryEscalation"
+            if node.condition is not None:
+                return "boundaryConditional"
             return "boundaryError" if node.catches is not None else "boundaryEvent"
     return node.type.value
 

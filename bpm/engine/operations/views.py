@@ -7,9 +7,9 @@ from typing import Any, TypedDict, Unpack
 from uuid import UUID
 
 from bpm import diagram as drawing
-from bpm.definitions.model import ProcessGraph
+from bpm.definitions.model import Node, ProcessGraph
 from bpm.engine.core.engine_core import EngineCore
-from bpm.engine.semantics import event_subprocesses, message_boundaries
+from bpm.engine.semantics import conditions, event_subprocesses, message_boundaries
 from bpm.engine.semantics.tree import Tree
 from bpm.errors import NotFound
 from bpm.states import TimerState
@@ -202,17 +202,21 @@ def subscription_views(
 ) -> list[dict[str, Any]]:
     """The event subprocesses that can start now, with what starts each (a timer start's
     SCHEDULED timer row; a message start is found from its scope's token when correlated),
-    then the message boundary events listening on the activities tokens work at."""
+    then the message and conditional boundary events listening on the activities tokens work
+    at (a conditional catch event's token waits with ``wait_kind`` CONDITION)."""
     out = [
         {
             "boundary": boundary.id,
             "activity": tok.node_id,
             "token": str(tok.id),
             "interrupting": boundary.interrupting,
-            "message": boundary.message,
+            **_trigger(boundary),
         }
         for tok in token_rows
-        for boundary in message_boundaries.listening(g, tok)
+        for boundary in [
+            *message_boundaries.listening(g, tok),
+            *(conditions.boundaries(g, tok.node_id) if message_boundaries.at_work(g, tok) else []),
+        ]
     ]
     if not g.event_subprocesses:
         return out
@@ -224,8 +228,8 @@ def subscription_views(
             "token": str(sub.host.id),
             "interrupting": trigger.interrupting,
         }
-        if trigger.message is not None:
-            view["message"] = trigger.message
+        if trigger.message is not None or trigger.condition is not None:
+            view.update(_trigger(trigger))
         elif trigger.catches is not None:
             view["error"] = trigger.catches
         else:
@@ -244,6 +248,13 @@ def subscription_views(
             view["timer"] = {"id": str(timer.id), "fire_at": timer.fire_at.isoformat()}
         out.append(view)
     return out
+
+
+def _trigger(event: Node) -> dict[str, Any]:
+    """A message or conditional event's trigger: the message, or the condition's text."""
+    if event.condition is not None:
+        return {"condition": event.condition.expression.source}
+    return {"message": event.message}
 
 
 def trace(core: EngineCore, instance_id: UUID) -> list[dict[str, Any]]:

@@ -51,6 +51,7 @@ def enter(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             | NodeType.PARALLEL
             | NodeType.TIMER
             | NodeType.MESSAGE
+            | NodeType.CONDITIONAL
             | NodeType.COMPENSATION_THROW
             | NodeType.ESCALATION_THROW
             | NodeType.BOUNDARY

@@ -1,6 +1,6 @@
-"""The event that wins at an event-based gateway (``event_gateways``): a timer that fires
-or a message correlated first moves the gateway's token to it under its version, cancels the
-other timers, and leaves the event by its flow.
+"""The event that wins at an event-based gateway (``event_gateways``): a timer that fires,
+a message correlated or a condition come true first moves the gateway's token to it under
+its version, cancels the other timers, and leaves the event by its flow.
 
 Apart from ``event_gateways`` because leaving goes through ``nodes``, which reaches the
 gateway through ``event_gateways``.
@@ -28,6 +28,10 @@ def message_won(
     tok = tx.current(sub.token)
     arrived(tx, g, tok, sub.event.id, message, values)
     return _won(tx, g, tok, sub.event, TokenEvent.MESSAGE_RECEIVED)
+
+
+def condition_won(tx: Tx, g: ProcessGraph, tok: TokenRow, event: Node) -> Next:
+    return _won(tx, g, tok, event, TokenEvent.CONDITION_MET)
 
 
 def timer_won(tx: Tx, g: ProcessGraph, tok: TokenRow, timer_event: Node) -> Next:

@@ -12,6 +12,7 @@ from bpm.definitions.model import ACTIVITIES, ListenerEvent, Node, NodeType, Pro
 from bpm.engine.core.tx import Next, NextToken, Tx
 from bpm.engine.semantics import (
     activities,
+    conditions,
     decisions,
     escalations,
     event_gateways,
@@ -53,6 +54,10 @@ def _arrive_now(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     node = g.node(tok.node_id)
     if tok.mode == TokenMode.COMPENSATION:
         return activities.enter_compensation(tx, g, tok, node)
+    if g.has_conditions:
+        if (fired := conditions.enter(tx, g, tok, node)) is not None:
+            return fired.next  # a conditional boundary on the activity held as it began
+        tok = tx.current(tok)
     if node.multi_instance is not None and not multi_instance.is_iteration(tok):
         return depart(tx, g, multi_instance.enter(tx, g, tok, node), node)
     if node.inputs and not _mapped(tx, tok, scopes.enter(tx, g, tok, node)):
@@ -161,6 +166,8 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             return waits.wait_for_timer(tx, tok, node)
         case NodeType.MESSAGE:
             return waits.wait_for_message(tx, tok, node)
+        case NodeType.CONDITIONAL:
+            return leave(tx, g, tok, node) if conditions.arrive(tx, g, tok, node) else None
         case NodeType.EXCLUSIVE:
             return gateways.exclusive(tx, g, tok, node)
         case NodeType.EVENT_GATEWAY:
@@ -176,7 +183,9 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
         case NodeType.START:
             if g.event_subprocesses:  # a scope begins: its event subprocesses' timers
                 event_subprocess_timers.arm(tx, g, tok, node)
-            return leave(tx, g, tok, node)
+                if g.has_conditions and (fired := conditions.scope_started(tx, g, tok, node)):
+                    return fired.next
+            return leave(tx, g, tx.current(tok), node)
         case NodeType.TASK | NodeType.MANUAL_TASK | NodeType.BOUNDARY:
             return leave(tx, g, tok, node)  # nothing to do here: pass through
         case (
