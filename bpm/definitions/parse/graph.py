@@ -29,6 +29,13 @@ from bpm.expressions import compile_expression
 MAX_NODES = 2000
 
 
+#: What may undo an activity: a task that runs, or a plain or manual task (which does
+#: nothing: the compensation is done at once, as Camunda 7 passes through one).
+COMPENSATION_HANDLERS = frozenset(
+    {NodeType.SERVICE_TASK, NodeType.USER_TASK, NodeType.TASK, NodeType.MANUAL_TASK}
+)
+
+
 class GraphBuilder:
     """Collects nodes and flows of every scope, then checks the graph as a whole."""
 
@@ -220,11 +227,11 @@ class GraphBuilder:
                 if (
                     handler is None
                     or handler.scope != node.scope
-                    or handler.type not in (NodeType.SERVICE_TASK, NodeType.USER_TASK)
+                    or handler.type not in COMPENSATION_HANDLERS
                 ):
                     raise InvalidDefinition(
-                        f"{where}: compensation node {spec.node!r} must be a serviceTask or "
-                        f"userTask of the same scope",
+                        f"{where}: compensation node {spec.node!r} must be a serviceTask, "
+                        f"userTask, task or manualTask of the same scope",
                         node.id,
                     )
                 if handler.listeners or handler.multi_instance:
