@@ -276,8 +276,8 @@ def _mermaid_label(node: Node, m: NodeMark) -> str:
 
 
 _ROUND = frozenset(  # events drawn as a circle in Mermaid (an end event has a double one)
-    {NodeType.START, NodeType.TIMER, NodeType.MESSAGE, NodeType.BOUNDARY}
-    | {NodeType.COMPENSATION_THROW, NodeType.ESCALATION_THROW}
+    {NodeType.START, NodeType.TIMER, NodeType.MESSAGE, NodeType.BOUNDARY, NodeType.SIGNAL}
+    | {NodeType.COMPENSATION_THROW, NodeType.ESCALATION_THROW, NodeType.SIGNAL_THROW}
 )
 
 

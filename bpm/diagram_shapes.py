@@ -39,6 +39,8 @@ EVENTS = frozenset(
         NodeType.MESSAGE,
         NodeType.COMPENSATION_THROW,
         NodeType.ESCALATION_THROW,
+        NodeType.SIGNAL,
+        NodeType.SIGNAL_THROW,
     }
 )
 GATEWAYS = frozenset(

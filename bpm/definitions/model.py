@@ -47,6 +47,10 @@ class NodeType(StrEnum):
     #: An intermediate escalation throw event: it escalates, then the token goes on.
     ESCALATION_THROW = "escalationThrow"
     BOUNDARY = "boundaryEvent"
+    #: An intermediate signal catch event: waits for a signal broadcast after it arrived.
+    SIGNAL = "signalEvent"
+    #: An intermediate signal throw event: broadcasts its signal, then the token goes on.
+    SIGNAL_THROW = "signalThrow"
     SUBPROCESS = "subProcess"
     CALL_ACTIVITY = "callActivity"
 
@@ -198,6 +202,9 @@ class Node:
     escalation_code_variable: str | None = None
     #: Listeners, in the order they run for their event.
     listeners: tuple[Listener, ...] = ()
+    #: signalEvent, signalThrow, a signal end, boundary or start event: the signal's name
+    #: (a broadcast: every subscription of every instance, ``operations/signals``).
+    signal: str | None = None
     #: callActivity: the process it starts and what crosses the call.
     call: CallSpec | None = None
     #: subProcess: an event subprocess (``triggeredByEvent``), started by its start event's
@@ -269,6 +276,9 @@ class ProcessGraph:
     #: The process's timer start events (their ids): the timer scan starts an instance at
     #: each when its timer is due.
     timer_starts: tuple[str, ...] = ()
+    #: The process's signal start events: signal name -> start event id (a broadcast of that
+    #: signal starts an instance of the latest version there).
+    signal_starts: dict[str, str] = field(default_factory=dict)
     #: Per inclusive join: the nodes from which a token can still reach it (filled on first
     #: use; a graph is immutable, so the answer never changes).
     _reach_cache: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)

@@ -26,6 +26,7 @@ from bpm.engine.operations import (
     repairs,
     retention,
     scans,
+    signals,
     timers,
     user_tasks,
 )
@@ -196,6 +197,20 @@ class Engine(ExternalTaskCalls, EngineReads):
         returns the tokens moved on with their instances."""
         with because(f"api correlate {message}"):
             return messages.correlate_tokens(self.core, message, **options)
+
+    def throw_signal(
+        self,
+        name: str,
+        variables: Mapping[str, Any] | None = None,
+        *,
+        throw_key: str | None = None,
+    ) -> signals.Thrown:
+        """Broadcast a signal to every subscription that exists now (catches, boundaries,
+        event subprocesses, events after gateways, signal start events); delivered by the
+        ``bpm.deliver_signal`` job in batches. ``throw_key``: a request sent again with the
+        same key throws once."""
+        with because(f"api signal {name}"):
+            return signals.throw(self.core, name, variables, throw_key=throw_key)
 
     def set_variables(
         self,

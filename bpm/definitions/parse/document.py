@@ -82,6 +82,7 @@ def compile_definition(doc: Mapping[str, Any]) -> ProcessGraph:
         starts=builder.starts,
         message_starts=builder.message_starts,
         timer_starts=tuple(builder.timer_starts),
+        signal_starts=builder.signal_starts,
         document=json.loads(json.dumps(doc)),
         boundaries=builder.boundaries,
         history_ttl=history_ttl,

@@ -1,5 +1,5 @@
 """The rules of an event-based gateway that look across nodes: its flows lead to the events
-it waits for (a timer or message catch event, or a receive task), unconditionally, and each
+it waits for (a timer, message or signal catch event, or a receive task), unconditionally, and each
 such event is entered only from it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from bpm.definitions.model import Flow, Node, NodeType
 from bpm.errors import InvalidDefinition
 
-_CATCHES = (NodeType.TIMER, NodeType.MESSAGE, NodeType.RECEIVE_TASK)
+_CATCHES = (NodeType.TIMER, NodeType.MESSAGE, NodeType.SIGNAL, NodeType.RECEIVE_TASK)
 
 
 def check(nodes: Mapping[str, Node], flows: Mapping[str, Flow]) -> None:
@@ -34,7 +34,7 @@ def check(nodes: Mapping[str, Node], flows: Mapping[str, Flow]) -> None:
             if target.type not in _CATCHES:
                 raise InvalidDefinition(
                     f"{where}: flow {flow.id!r} leads to {target.type.value} {target.id!r}; "
-                    f"an event-based gateway leads to timer or message catch events or "
+                    f"an event-based gateway leads to timer, message or signal catch events or "
                     f"receive tasks",
                     target.id,
                 )

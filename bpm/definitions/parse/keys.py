@@ -53,6 +53,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
         "activity",
         "waitForCompletion",
         "escalation",
+        "signal",
     },
     NodeType.SERVICE_TASK: {
         "handler",
@@ -79,6 +80,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
         "message",
         "escalation",
         "escalationCodeVariable",
+        "signal",
         "error",
         "interrupting",
         "errorCodeVariable",
@@ -99,6 +101,8 @@ NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.MESSAGE: {"message"},
     NodeType.COMPENSATION_THROW: {"activity", "waitForCompletion"},
     NodeType.ESCALATION_THROW: {"escalation"},
+    NodeType.SIGNAL: {"signal"},
+    NodeType.SIGNAL_THROW: {"signal"},
     NodeType.CALL_ACTIVITY: CALL_KEYS | {"compensation"},
 }
 #: Nodes that may declare ``inputs`` and ``outputs`` (local variables in, results out).

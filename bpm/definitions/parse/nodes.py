@@ -20,7 +20,7 @@ from bpm.definitions.multi_instance import MultiInstance, parse_multi_instance
 from bpm.definitions.parse import event_starts
 from bpm.definitions.parse.keys import DEFAULTED, MAPPED
 from bpm.definitions.parse.listeners import parse_listeners
-from bpm.definitions.parse.patterns import MESSAGE_PATTERN, NAME_PATTERN, node_label
+from bpm.definitions.parse.patterns import MESSAGE_PATTERN, NAME_PATTERN, node_label, signal_name
 from bpm.definitions.parse.policies import parse_compensation, parse_saga
 from bpm.definitions.parse.service_task import service_task_fields
 from bpm.definitions.parse.shape import check_conditions, check_shape, default_flow
@@ -74,6 +74,8 @@ def compile_node(
         }
     elif node_type is NodeType.ESCALATION_THROW:
         fields = {"escalation": _escalation(raw, where, node_id)}
+    elif node_type in (NodeType.SIGNAL, NodeType.SIGNAL_THROW):
+        fields = {"signal": signal_name(raw, where, node_id)}
     if node_type in DEFAULTED:
         fields.update(default_flow(raw, where, node_id, outgoing, flows))
     fields["properties"] = dict(raw.get("properties", {}))
@@ -170,7 +172,7 @@ def _end_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, A
         raise InvalidDefinition(f"{where}: 'compensate' must be true or false", node_id)
     if "activity" in raw and not compensate:
         raise InvalidDefinition(f"{where}: 'activity' needs 'compensate': true", node_id)
-    if compensate and (raw.get("terminate") or "error" in raw):
+    if compensate and (raw.get("terminate") or "error" in raw or "signal" in raw):
         raise InvalidDefinition(
             f"{where}: an end event compensates, terminates or throws an error, only one of them",
             node_id,
@@ -195,9 +197,11 @@ def _end_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, A
     if message is not None and (not isinstance(message, str) or error is None):
         raise InvalidDefinition(f"{where}: 'errorMessage' is text, with an 'error'", node_id)
     escalation = _escalation(raw, where, node_id) if "escalation" in raw else None
-    if escalation is not None and (terminate or error is not None):
+    signal = signal_name(raw, where, node_id) if "signal" in raw else None
+    if sum((terminate, error is not None, escalation is not None, signal is not None)) > 1:
         raise InvalidDefinition(
-            f"{where}: an end event escalates, terminates or throws an error, only one of them",
+            f"{where}: an end event escalates, signals, terminates or throws an error, only "
+            "one of them",
             node_id,
         )
     return {
@@ -205,6 +209,7 @@ def _end_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, A
         "error_code": error,
         "error_message": message,
         "escalation": escalation,
+        "signal": signal,
     }
 
 

@@ -219,6 +219,8 @@ def activity_type(node: Node | None) -> str:
                 return "terminateEndEvent"
             if node.error_code is not None:
                 return "errorEndEvent"
+            if node.signal is not None:
+                return "signalEndEvent"
             return "compensationEndEvent" if node.compensate else "noneEndEvent"
         case NodeType.TIMER:
             return "intermediateTimer"
@@ -228,6 +230,10 @@ def activity_type(node: Node | None) -> str:
             return "intermediateCompensationThrowEvent"
         case NodeType.ESCALATION_THROW:
             return "intermediateEscalationThrowEvent"
+        case NodeType.SIGNAL:
+            return "intermediateSignalCatch"
+        case NodeType.SIGNAL_THROW:
+            return "intermediateSignalThrow"
         case NodeType.BOUNDARY:
             if node.timer is not None:
                 return "boundaryTimer"
@@ -235,6 +241,8 @@ def activity_type(node: Node | None) -> str:
                 return "boundaryMessage"
             if node.escalation is not None:
                 return "boundaryEscalation"
+            if node.signal is not None:
+                return "boundarySignal"
             return "boundaryError" if node.catches is not None else "boundaryEvent"
     return node.type.value
 

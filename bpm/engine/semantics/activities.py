@@ -53,6 +53,8 @@ def enter(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             | NodeType.MESSAGE
             | NodeType.COMPENSATION_THROW
             | NodeType.ESCALATION_THROW
+            | NodeType.SIGNAL
+            | NodeType.SIGNAL_THROW
             | NodeType.BOUNDARY
         ):
             raise AssertionError(f"{node.type.value} {node.id!r} is not an activity")

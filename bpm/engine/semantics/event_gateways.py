@@ -25,7 +25,7 @@ from bpm.states import TokenEvent, TokenState, WaitKind
 from bpm.store.rows import TokenRow
 
 #: The events an event-based gateway's flows may lead to (checked at deploy).
-CATCHES = frozenset({NodeType.TIMER, NodeType.MESSAGE, NodeType.RECEIVE_TASK})
+CATCHES = frozenset({NodeType.TIMER, NodeType.MESSAGE, NodeType.SIGNAL, NodeType.RECEIVE_TASK})
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,12 @@ class BoundarySubscription:
 
 def listening(g: ProcessGraph, tok: TokenRow) -> list[Node]:
     """The message boundary events that listen while ``tok`` is where it is."""
+    return [b for b in armed(g, tok) if b.message is not None]
+
+
+def armed(g: ProcessGraph, tok: TokenRow) -> list[Node]:
+    """The boundary events of the activity ``tok`` works at, while it works there (none for
+    a multi-instance iteration: its body holds them); signal boundaries ask this too."""
     node = g.node(tok.node_id)
     if (
         node.type not in ACTIVITIES
@@ -51,7 +57,7 @@ def listening(g: ProcessGraph, tok: TokenRow) -> list[Node]:
         or (tok.wait_kind == WaitKind.CHILDREN and not node.is_scope)
     ):
         return []
-    return [g.node(b) for b in g.boundaries.get(node.id, ()) if g.node(b).message is not None]
+    return [g.node(b) for b in g.boundaries.get(node.id, ())]
 
 
 def subscriptions(

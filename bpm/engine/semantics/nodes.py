@@ -24,6 +24,7 @@ from bpm.engine.semantics import (
     records,
     sagas,
     scopes,
+    signal_throws,
     waits,
 )
 from bpm.engine.semantics.bpmn_errors import throw_from_end
@@ -158,6 +159,12 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             return waits.wait_for_timer(tx, tok, node)
         case NodeType.MESSAGE:
             return waits.wait_for_message(tx, tok, node)
+        case NodeType.SIGNAL:
+            return waits.wait_for_signal(tx, tok, node)
+        case NodeType.SIGNAL_THROW:
+            assert node.signal is not None
+            signal_throws.throw(tx, tok, node.signal)
+            return leave(tx, g, tok, node)
         case NodeType.EXCLUSIVE:
             return gateways.exclusive(tx, g, tok, node)
         case NodeType.EVENT_GATEWAY:
@@ -281,6 +288,8 @@ def _end_event(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
         if escalated is not None:
             escalations.go_on_beside(tx, escalated)
         return end_token(tx, tx.current(tok), g)
+    if node.signal is not None:
+        signal_throws.throw(tx, tok, node.signal)
     return end_token(tx, tok, g)
 
 

@@ -1,0 +1,74 @@
+"""Signal events of a BPMN file: the ``signalEventDefinition`` of a start, intermediate catch
+or throw, end and boundary event, read into the JSON definition's ``signal`` key.
+
+Apart from ``bpmn_events`` (which dispatches here) so each event kind's signal rules are
+one place. A signal's name is its ``<signal name>`` declaration (its id without a name), as
+Camunda 7 resolves ``signalRef``; a name with an expression is refused naming the element
+(bpm finds a signal's subscriptions by name, docs/bpmn.md), as are ``camunda:async`` on the
+definition and ``camunda:in`` variables on a throw (not supported yet).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bpm.definitions.bpmn_declarations import Declarations
+from bpm.definitions.bpmn_names import CAMUNDA
+from bpm.definitions.bpmn_reader import Reader, reject
+from bpm.definitions.bpmn_xml import XmlElement
+from bpm.definitions.parse.patterns import MESSAGE_PATTERN
+
+Mapped = dict[str, Any]
+TAG = "signalEventDefinition"
+
+
+def name(decl: Declarations, event: XmlElement, definition: XmlElement) -> str:
+    """The name of the signal ``definition`` (on ``event``) refers to."""
+    reader = Reader(definition)
+    ref = reader.attr("signalRef")
+    asynchronous = reader.attr("async", CAMUNDA)
+    reader.finish()
+    if asynchronous == "true":
+        raise reject(
+            event,
+            'has camunda:async="true" on its signalEventDefinition, which is not supported '
+            "yet (bpm delivers every signal in jobs of its own already)",
+            "remove camunda:async",
+        )
+    if not ref:
+        raise reject(event, "has a signalEventDefinition without signalRef", "declare a <signal>")
+    ref = decl.resolve(ref, decl.signals)
+    if ref not in decl.signals:
+        raise reject(
+            event,
+            f"refers to signal {ref!r}, which the file does not declare",
+            f'add <signal id="{ref}" name="..."/>',
+        )
+    found = decl.signals[ref]
+    if "${" in found or "#{" in found or found.startswith("="):
+        raise reject(
+            event,
+            f"refers to signal {ref!r} named {found!r}: expressions in signal names are not "
+            "supported yet",
+            "use a fixed signal name",
+        )
+    if not MESSAGE_PATTERN.match(found):
+        raise reject(
+            event,
+            f"refers to signal {ref!r} named {found!r}, which is not a signal name (1 to 255 "
+            "characters, no control characters or spaces at either end)",
+            "rename the signal",
+        )
+    return found
+
+
+def thrown(decl: Declarations, r: Reader, definition: XmlElement) -> str:
+    """The signal a throw or end event broadcasts; ``camunda:in`` (variables passed with
+    it) is refused by name."""
+    if r.extensions("in", CAMUNDA):
+        raise reject(
+            r.el,
+            "passes variables with camunda:in on a signal throw, which is not supported yet",
+            "set them in the catching process, or throw through the API with variables",
+        )
+    return name(decl, r.el, definition)
