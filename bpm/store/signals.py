@@ -5,13 +5,13 @@ deletes them in the transaction that delivers them, so each is made once."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, and_, func, literal, or_, select
+from sqlalchemy import Connection, Uuid, and_, false, func, literal, or_, select
 
 from bpm.states import InstanceState, SignalTarget, TokenState
 from bpm.store.schema import definition_signal_subscriptions as subs
@@ -76,9 +76,12 @@ def throw(
     *,
     thrower: tuple[UUID, UUID] | None = None,
     throw_key: str | None = None,
+    only_token: UUID | None = None,
+    process_keys: Collection[str] | None = None,
 ) -> int:
     """Insert the signal and snapshot its recipients (every token that listens for ``name``
-    now, every latest definition that starts on it); returns how many."""
+    now, every latest definition that starts on it); returns how many. ``only_token``: that
+    token alone (no start event); ``process_keys``: only instances and definitions of those."""
     conn.execute(
         s.insert().values(
             id=signal_id,
@@ -103,7 +106,7 @@ def throw(
     )
     tokens = (
         select(
-            literal(signal_id).label("signal_id"),
+            literal(signal_id, Uuid).label("signal_id"),
             t.c.id,
             literal(SignalTarget.TOKEN.value).label("kind"),
             t.c.version,
@@ -117,6 +120,10 @@ def throw(
         )
         .where(subs.c.signal == name, pi.c.state.in_(_RUNNING), or_(at_node, at_root))
     )
+    if only_token is not None:
+        tokens = tokens.where(t.c.id == only_token)
+    if process_keys is not None:
+        tokens = tokens.where(pi.c.process_key.in_(list(process_keys)))
     conn.execute(
         d.insert().from_select(
             ["signal_id", "target", "kind", "token_version", "instance_id"], tokens
@@ -126,7 +133,7 @@ def throw(
     latest = select(func.max(other.c.version)).where(other.c.key == pd.c.key).scalar_subquery()
     starts = (
         select(
-            literal(signal_id).label("signal_id"),
+            literal(signal_id, Uuid).label("signal_id"),
             subs.c.definition_id,
             literal(SignalTarget.START.value).label("kind"),
             subs.c.node_id,
@@ -138,6 +145,10 @@ def throw(
             pd.c.version == latest,
         )
     )
+    if only_token is not None:
+        starts = starts.where(false())
+    if process_keys is not None:
+        starts = starts.where(pd.c.key.in_(list(process_keys)))
     conn.execute(d.insert().from_select(["signal_id", "target", "kind", "node_id"], starts))
     n = left(conn, signal_id)
     conn.execute(s.update().where(s.c.id == signal_id).values(recipients=n))

@@ -1,6 +1,7 @@
-"""``/event-subscription``: the messages an instance listens for now (Camunda's event
-subscriptions of type ``message``). bpm derives them from the instance's tokens, so a list
-names its instance (``processInstanceId``); docs/http-api.md says why."""
+"""``/event-subscription``: the messages and signals an instance listens for now (Camunda's
+event subscriptions of type ``message`` and ``signal``). bpm derives them from the
+instance's tokens, so a list names its instance (``processInstanceId``); docs/http-api.md
+says why."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ twice throw once.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID, uuid4
@@ -18,7 +18,7 @@ from uuid import UUID, uuid4
 from bpm.definitions.parse.patterns import MESSAGE_PATTERN
 from bpm.dispatch import Job, JobName
 from bpm.engine.core.engine_core import EngineCore
-from bpm.errors import InvalidOperation
+from bpm.errors import InvalidOperation, NoMatchingWait
 from bpm.limits import NAME_MAX, check_text
 from bpm.states import EngineEvent
 from bpm.store import signals
@@ -41,7 +41,12 @@ def throw(
     variables: Mapping[str, Any] | None = None,
     *,
     throw_key: str | None = None,
+    token_id: UUID | None = None,
+    process_keys: Collection[str] | None = None,
 ) -> Thrown:
+    """Throw ``name``. ``token_id``: to that token's subscriptions only (Camunda's
+    ``executionId``), refused when it has none; ``process_keys``: only instances and
+    definitions of those processes (a caller allowed only those)."""
     if not isinstance(name, str) or not name:
         raise InvalidOperation("a signal needs a name")
     check_text(name, "the signal name", NAME_MAX)
@@ -56,7 +61,18 @@ def throw(
             if throw_key is not None and (known := signals.by_key(tx.conn, throw_key)):
                 return Thrown(known, signals.left(tx.conn, known), False)
             signal_id = uuid4()
-            n = signals.throw(tx.conn, signal_id, name, checked, tx.now, throw_key=throw_key)
+            n = signals.throw(
+                tx.conn,
+                signal_id,
+                name,
+                checked,
+                tx.now,
+                throw_key=throw_key,
+                only_token=token_id,
+                process_keys=process_keys,
+            )
+            if token_id is not None and n == 0:
+                raise NoMatchingWait(f"token {token_id} does not listen for signal {name!r}")
             tx.history.engine(
                 instance_id=None,
                 at=tx.now,

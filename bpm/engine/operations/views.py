@@ -9,6 +9,7 @@ from uuid import UUID
 from bpm import diagram as drawing
 from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.engine_core import EngineCore
+from bpm.engine.operations import event_subscriptions
 from bpm.engine.semantics import event_subprocesses, message_boundaries
 from bpm.engine.semantics.tree import Tree
 from bpm.errors import NotFound
@@ -202,18 +203,25 @@ def subscription_views(
 ) -> list[dict[str, Any]]:
     """The event subprocesses that can start now, with what starts each (a timer start's
     SCHEDULED timer row; a message start is found from its scope's token when correlated),
-    then the message boundary events listening on the activities tokens work at."""
+    then the message and signal boundary events listening on the activities tokens work at
+    and the signal catches tokens wait at (itself or after an event-based gateway)."""
     out = [
         {
             "boundary": boundary.id,
             "activity": tok.node_id,
             "token": str(tok.id),
             "interrupting": boundary.interrupting,
-            "message": boundary.message,
+            **({"signal": boundary.signal} if boundary.signal else {"message": boundary.message}),
         }
         for tok in token_rows
-        for boundary in message_boundaries.listening(g, tok)
+        for boundary in message_boundaries.armed(g, tok)
+        if boundary.message is not None or boundary.signal is not None
     ]
+    out.extend(
+        {"event": node, "token": str(tok.id), "signal": signal}
+        for tok in token_rows
+        for node, signal in event_subscriptions.signal_waits(g, tok)
+    )
     if not g.event_subprocesses:
         return out
     for sub in event_subprocesses.subscriptions(g, Tree(token_rows)):
@@ -226,6 +234,8 @@ def subscription_views(
         }
         if trigger.message is not None:
             view["message"] = trigger.message
+        elif trigger.signal is not None:
+            view["signal"] = trigger.signal
         elif trigger.catches is not None:
             view["error"] = trigger.catches
         else:
