@@ -6,6 +6,7 @@ or end event; delivered in batches, each recipient once however often the job ru
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -296,3 +297,17 @@ def test_a_throw_request_with_the_same_key_throws_once(rt: Harness, pg_db: Datab
 def test_a_bad_signal_name_is_refused(rt: Harness) -> None:
     with pytest.raises(InvalidOperation):
         rt.engine.throw_signal(" padded ")
+
+
+def test_a_lost_delivery_job_is_sent_again_by_the_scan(rt: Harness, pg_db: Database) -> None:
+    iid = rt.run(catcher())
+    rt.engine.throw_signal("go")
+    assert [j.name for j in rt.queued()] == [JobName.DELIVER_SIGNAL]
+    rt.queue.pop(rt.clock.peek())  # the broker lost it
+    assert rt.engine.run_scans()["unfinished_signals"] == 0  # within the grace period
+    rt.clock.advance(timedelta(seconds=31))
+    assert rt.engine.run_scans()["unfinished_signals"] == 1
+    rt.drain()
+    assert rows.state(pg_db, iid) == InstanceState.COMPLETED
+    assert rt.engine.run_scans()["unfinished_signals"] == 0
+    assert_history_consistent(pg_db, iid)
