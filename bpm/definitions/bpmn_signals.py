@@ -3,9 +3,10 @@ or throw, end and boundary event, read into the JSON definition's ``signal`` key
 
 Apart from ``bpmn_events`` (which dispatches here) so each event kind's signal rules are
 one place. A signal's name is its ``<signal name>`` declaration (its id without a name), as
-Camunda 7 resolves ``signalRef``; a name with an expression is refused naming the element
-(bpm finds a signal's subscriptions by name, docs/bpmn.md), as are ``camunda:async`` on the
-definition and ``camunda:in`` variables on a throw (not supported yet).
+Camunda 7 resolves ``signalRef``. A throw's name may be an expression (evaluated over the
+thrower's variables); on a catching event it is refused naming the element (bpm finds a
+signal's subscriptions by name, docs/bpmn.md), as are ``camunda:async`` on the definition
+and ``camunda:in`` variables on a throw (not supported yet).
 """
 
 from __future__ import annotations
@@ -22,8 +23,11 @@ Mapped = dict[str, Any]
 TAG = "signalEventDefinition"
 
 
-def name(decl: Declarations, event: XmlElement, definition: XmlElement) -> str:
-    """The name of the signal ``definition`` (on ``event``) refers to."""
+def name(
+    decl: Declarations, event: XmlElement, definition: XmlElement, *, thrown: bool = False
+) -> str:
+    """The name of the signal ``definition`` (on ``event``) refers to; a throw's (``thrown``)
+    may be an expression, evaluated over the thrower's variables when it throws."""
     reader = Reader(definition)
     ref = reader.attr("signalRef")
     asynchronous = reader.attr("async", CAMUNDA)
@@ -45,11 +49,12 @@ def name(decl: Declarations, event: XmlElement, definition: XmlElement) -> str:
             f'add <signal id="{ref}" name="..."/>',
         )
     found = decl.signals[ref]
-    if "${" in found or "#{" in found or found.startswith("="):
+    expression = "${" in found or "#{" in found or found.startswith("=")
+    if expression and (not thrown or found.startswith("=")):
         raise reject(
             event,
             f"refers to signal {ref!r} named {found!r}: expressions in signal names are not "
-            "supported yet",
+            "supported yet where a signal is caught (nor FEEL ones anywhere)",
             "use a fixed signal name",
         )
     if not MESSAGE_PATTERN.match(found):
@@ -71,4 +76,4 @@ def thrown(decl: Declarations, r: Reader, definition: XmlElement) -> str:
             "passes variables with camunda:in on a signal throw, which is not supported yet",
             "set them in the catching process, or throw through the API with variables",
         )
-    return name(decl, r.el, definition)
+    return name(decl, r.el, definition, thrown=True)

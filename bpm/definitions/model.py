@@ -203,8 +203,10 @@ class Node:
     #: Listeners, in the order they run for their event.
     listeners: tuple[Listener, ...] = ()
     #: signalEvent, signalThrow, a signal end, boundary or start event: the signal's name
-    #: (a broadcast: every subscription of every instance, ``operations/signals``).
+    #: (a broadcast: every subscription of every instance, ``operations/signals``); a throw's
+    #: name with ``${...}`` is evaluated over the thrower's variables (``signal_expression``).
     signal: str | None = None
+    signal_expression: VariableMapping | None = None
     #: callActivity: the process it starts and what crosses the call.
     call: CallSpec | None = None
     #: subProcess: an event subprocess (``triggeredByEvent``), started by its start event's

@@ -311,3 +311,32 @@ def test_a_lost_delivery_job_is_sent_again_by_the_scan(rt: Harness, pg_db: Datab
     assert rows.state(pg_db, iid) == InstanceState.COMPLETED
     assert rt.engine.run_scans()["unfinished_signals"] == 0
     assert_history_consistent(pg_db, iid)
+
+
+def test_a_throw_name_with_an_expression_is_evaluated_over_the_thrower(
+    rt: Harness, pg_db: Database
+) -> None:
+    europe = rt.run(catcher("eu", signal="alarm-eu"))
+    america = rt.run(catcher("us", signal="alarm-us"))
+    doc = (
+        ProcessBuilder("regional")
+        .start()
+        .signal_throw("throw", signal="alarm-${region}")
+        .end()
+        .sequence("start", "throw", "end")
+        .build()
+    )
+    thrower = rt.run(doc, {"region": "eu"})
+    assert rows.state(pg_db, thrower) == InstanceState.COMPLETED
+    assert rows.state(pg_db, europe) == InstanceState.COMPLETED
+    assert rows.state(pg_db, america) == InstanceState.RUNNING
+    failed = rt.run(doc)  # no region: an incident at the throw, nothing thrown
+    [incident] = rows.incidents_of(pg_db, failed, only_open=True)
+    assert incident.kind == "signal" and "region" in incident.message
+    assert rows.state(pg_db, america) == InstanceState.RUNNING
+    rt.engine.set_variables(failed, {"region": "us"})
+    assert incident.token_id is not None
+    rt.engine.retry(incident.token_id)
+    rt.drain()
+    assert rows.state(pg_db, america) == InstanceState.COMPLETED
+    assert rows.state(pg_db, failed) == InstanceState.COMPLETED

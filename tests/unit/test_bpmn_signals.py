@@ -159,8 +159,20 @@ def test_the_json_format_refuses_a_second_start_on_one_signal_and_expressions() 
         compile_definition(doc)
     with pytest.raises(InvalidDefinition, match="literal signal names only"):
         compile_definition(_json(signal="${name}"))
+    thrown = ProcessBuilder("p").start().signal_throw("t", signal="a-#{region}").end()
+    graph = compile_definition(thrown.sequence("start", "t", "end").build())
+    assert graph.node("t").signal_expression is not None  # a throw's is evaluated
     with pytest.raises(InvalidDefinition, match="'signal' must be a name"):
         compile_definition(_json(signal=" padded"))
     end = ProcessBuilder("p").start()._node("end", "endEvent", signal="go", terminate=True)
     with pytest.raises(InvalidDefinition, match="only one of them"):
         compile_definition(end.sequence("start", "end").build())
+
+
+def test_a_throw_may_name_its_signal_with_an_expression() -> None:
+    extra = '<signal id="x" name="alert-${region}"/>'
+    throw = (
+        '<intermediateThrowEvent id="t"><signalEventDefinition signalRef="x"/>'
+        "</intermediateThrowEvent>"
+    )
+    assert node(one(linear(throw, extra=extra)), "t")["signal"] == "alert-${region}"

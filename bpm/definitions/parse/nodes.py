@@ -74,8 +74,10 @@ def compile_node(
         }
     elif node_type is NodeType.ESCALATION_THROW:
         fields = {"escalation": _escalation(raw, where, node_id)}
-    elif node_type in (NodeType.SIGNAL, NodeType.SIGNAL_THROW):
+    elif node_type is NodeType.SIGNAL:
         fields = {"signal": signal_name(raw, where, node_id)}
+    elif node_type is NodeType.SIGNAL_THROW:
+        fields = signal_fields(raw, where, node_id)
     if node_type in DEFAULTED:
         fields.update(default_flow(raw, where, node_id, outgoing, flows))
     fields["properties"] = dict(raw.get("properties", {}))
@@ -197,8 +199,8 @@ def _end_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, A
     if message is not None and (not isinstance(message, str) or error is None):
         raise InvalidDefinition(f"{where}: 'errorMessage' is text, with an 'error'", node_id)
     escalation = _escalation(raw, where, node_id) if "escalation" in raw else None
-    signal = signal_name(raw, where, node_id) if "signal" in raw else None
-    if sum((terminate, error is not None, escalation is not None, signal is not None)) > 1:
+    signal = signal_fields(raw, where, node_id) if "signal" in raw else {}
+    if sum((terminate, error is not None, escalation is not None, bool(signal))) > 1:
         raise InvalidDefinition(
             f"{where}: an end event escalates, signals, terminates or throws an error, only "
             "one of them",
@@ -209,7 +211,7 @@ def _end_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, A
         "error_code": error,
         "error_message": message,
         "escalation": escalation,
-        "signal": signal,
+        **signal,
     }
 
 
@@ -220,3 +222,13 @@ def _escalation(raw: Mapping[str, Any], where: str, node_id: str) -> str:
             f"{where}: 'escalation' must be the escalation code it throws", node_id
         )
     return code
+
+
+def signal_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, Any]:
+    """A throw's ``signal``; with ``${...}`` (or Camunda's ``#{...}``) also the expression
+    that gives the name when the token throws."""
+    name = signal_name(raw, where, node_id, thrown=True)
+    if "${" not in name and "#{" not in name:
+        return {"signal": name}
+    [mapping] = parse_mappings({"signal": name.replace("#{", "${")}, "signal", where, node_id)
+    return {"signal": name, "signal_expression": mapping}

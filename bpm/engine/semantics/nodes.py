@@ -162,9 +162,8 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
         case NodeType.SIGNAL:
             return waits.wait_for_signal(tx, tok, node)
         case NodeType.SIGNAL_THROW:
-            assert node.signal is not None
-            signal_throws.throw(tx, tok, node.signal)
-            return leave(tx, g, tok, node)
+            thrown = signal_throws.throw_at(tx, g, tok, node)
+            return leave(tx, g, tok, node) if thrown else None
         case NodeType.EXCLUSIVE:
             return gateways.exclusive(tx, g, tok, node)
         case NodeType.EVENT_GATEWAY:
@@ -288,8 +287,8 @@ def _end_event(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
         if escalated is not None:
             escalations.go_on_beside(tx, escalated)
         return end_token(tx, tx.current(tok), g)
-    if node.signal is not None:
-        signal_throws.throw(tx, tok, node.signal)
+    if node.signal is not None and not signal_throws.throw_at(tx, g, tok, node):
+        return None
     return end_token(tx, tok, g)
 
 

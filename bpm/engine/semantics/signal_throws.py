@@ -11,11 +11,41 @@ from __future__ import annotations
 
 from uuid import uuid4
 
+from bpm.definitions.mappings import evaluate
+from bpm.definitions.model import Node, ProcessGraph
+from bpm.definitions.parse.patterns import MESSAGE_PATTERN
 from bpm.dispatch import Job, JobName
 from bpm.engine.core.tx import Tx
+from bpm.engine.semantics import scopes
+from bpm.engine.semantics.failures import fail_token
+from bpm.errors import BpmError
 from bpm.states import EngineEvent
 from bpm.store import signals
 from bpm.store.rows import TokenRow
+
+#: The incident of a throw whose ``${...}`` name gave no signal name (a retry throws again).
+INCIDENT = "signal"
+
+
+def throw_at(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> bool:
+    """Broadcast ``node``'s signal from ``tok``; a ``${...}`` name is evaluated over the
+    token's variables first. False when that gave no signal name: the token failed with an
+    incident of kind ``signal`` (retried, the throw is evaluated again)."""
+    assert node.signal is not None
+    if node.signal_expression is None:
+        throw(tx, tok, node.signal)
+        return True
+    try:
+        name = evaluate((node.signal_expression,), scopes.view(tx, g, tok))["signal"]
+    except BpmError as exc:
+        fail_token(tx, tok, kind=INCIDENT, message=f"{node.id!r}: signal: {exc}")
+        return False
+    if not isinstance(name, str) or not MESSAGE_PATTERN.match(name):
+        message = f"{node.id!r}: signal {node.signal!r} gave {name!r}, not a signal name"
+        fail_token(tx, tok, kind=INCIDENT, message=message)
+        return False
+    throw(tx, tok, name)
+    return True
 
 
 def throw(tx: Tx, tok: TokenRow, name: str) -> None:
