@@ -141,7 +141,7 @@ def end(decl: Declarations, r: Reader) -> Mapped:
     elif definition.tag == "escalationEventDefinition":
         node["escalation"] = escalation_code(decl, r.el, definition, catch=False)
     elif definition.tag == bpmn_signals.TAG:
-        node["signal"] = bpmn_signals.thrown(decl, r, definition)
+        node.update(bpmn_signals.thrown(decl, r, definition))
     else:
         raise reject(r.el, f"with {definition.tag} is not supported yet")
     return node
@@ -228,7 +228,7 @@ def throw(decl: Declarations, r: Reader) -> Mapped:
             "escalation": escalation_code(decl, r.el, definition, catch=False),
         }
     if definition.tag == bpmn_signals.TAG:
-        return {"type": "signalThrow", "signal": bpmn_signals.thrown(decl, r, definition)}
+        return {"type": "signalThrow", **bpmn_signals.thrown(decl, r, definition)}
     if definition.tag == "compensateEventDefinition":
         node: Mapped = {"type": "compensationThrow", **compensate(definition)}
         node.pop("compensate")

@@ -5,14 +5,15 @@ Apart from ``bpmn_events`` (which dispatches here) so each event kind's signal r
 one place. A signal's name is its ``<signal name>`` declaration (its id without a name), as
 Camunda 7 resolves ``signalRef``. A throw's name may be an expression (evaluated over the
 thrower's variables); on a catching event it is refused naming the element (bpm finds a
-signal's subscriptions by name, docs/bpmn.md), as are ``camunda:async`` on the definition
-and ``camunda:in`` variables on a throw (not supported yet).
+signal's subscriptions by name, docs/bpmn.md), as is ``camunda:async`` on the definition.
+``camunda:in`` on a throw passes variables to the recipients, as in Camunda.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from bpm.definitions.bpmn_calls import in_mapping
 from bpm.definitions.bpmn_declarations import Declarations
 from bpm.definitions.bpmn_names import CAMUNDA
 from bpm.definitions.bpmn_reader import Reader, reject
@@ -67,13 +68,11 @@ def name(
     return found
 
 
-def thrown(decl: Declarations, r: Reader, definition: XmlElement) -> str:
-    """The signal a throw or end event broadcasts; ``camunda:in`` (variables passed with
-    it) is refused by name."""
-    if r.extensions("in", CAMUNDA):
-        raise reject(
-            r.el,
-            "passes variables with camunda:in on a signal throw, which is not supported yet",
-            "set them in the catching process, or throw through the API with variables",
-        )
-    return name(decl, r.el, definition, thrown=True)
+def thrown(decl: Declarations, r: Reader, definition: XmlElement) -> Mapped:
+    """The signal a throw or end event broadcasts, and the variables its ``camunda:in``
+    elements pass with it (``in``, as a call activity's)."""
+    node: Mapped = {"signal": name(decl, r.el, definition, thrown=True)}
+    inputs = [in_mapping(el) for el in r.extensions("in", CAMUNDA)]
+    if inputs:
+        node["in"] = inputs
+    return node

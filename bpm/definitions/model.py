@@ -207,6 +207,8 @@ class Node:
     #: name with ``${...}`` is evaluated over the thrower's variables (``signal_expression``).
     signal: str | None = None
     signal_expression: VariableMapping | None = None
+    #: A signal throw's variables (``in``, as a call activity's), given to its recipients.
+    signal_inputs: tuple[CallMapping, ...] = ()
     #: callActivity: the process it starts and what crosses the call.
     call: CallSpec | None = None
     #: subProcess: an event subprocess (``triggeredByEvent``), started by its start event's

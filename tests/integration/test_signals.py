@@ -340,3 +340,40 @@ def test_a_throw_name_with_an_expression_is_evaluated_over_the_thrower(
     rt.drain()
     assert rows.state(pg_db, america) == InstanceState.COMPLETED
     assert rows.state(pg_db, failed) == InstanceState.COMPLETED
+
+
+TWICE = {"expression": "${n * 2}", "target": "twice"}
+
+
+def test_a_throw_passes_its_in_variables_to_what_it_reaches(rt: Harness, pg_db: Database) -> None:
+    waiting = rt.run(catcher())
+    rt.deploy(
+        ProcessBuilder("receiver")
+        .signal_start(signal="go")
+        .user_task("look")
+        .end()
+        .sequence("start", "look", "end")
+        .build()
+    )
+    doc = (
+        ProcessBuilder("sender")
+        .start()
+        ._node(
+            "throw",
+            "signalThrow",
+            signal="go",
+            **{
+                "in": [
+                    {"source": "order", "target": "order_id"},
+                    {"expression": "${n * 2}", "target": "twice"},
+                ]
+            },
+        )
+        .end()
+        .sequence("start", "throw", "end")
+        .build()
+    )
+    rt.run(doc, {"order": "A-1", "n": 4, "secret": 1})
+    assert rt.engine.show(waiting)["variables"] == {"order_id": "A-1", "twice": 8}
+    [started] = [i["id"] for i in rt.engine.instances(key="receiver")]
+    assert rt.engine.show(started)["variables"] == {"order_id": "A-1", "twice": 8}

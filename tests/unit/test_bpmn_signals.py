@@ -1,7 +1,7 @@
 """Signal events read from BPMN: ``signalRef`` resolved to the declared ``<signal name>`` on
 every kind of event that carries a ``signalEventDefinition``; what bpm refuses is refused
 naming the element (no signalRef, an undeclared signal, an expression as the name,
-``camunda:async`` on the definition, ``camunda:in`` on a throw); the JSON format's
+``camunda:async`` on the definition, a business key in ``camunda:in``); the JSON format's
 ``signal`` keys compile, and a signal start event or event subprocess start is one per name."""
 
 from __future__ import annotations
@@ -118,11 +118,11 @@ def test_a_signal_after_an_event_based_gateway() -> None:
             "camunda:async",
         ),
         (
-            '<intermediateThrowEvent id="t"><extensionElements><camunda:in variables="all"/>'
+            '<intermediateThrowEvent id="t"><extensionElements><camunda:in businessKey="x"/>'
             '</extensionElements><signalEventDefinition signalRef="alertSignal"/>'
             "</intermediateThrowEvent>",
             ALERT,
-            "passes variables with camunda:in on a signal throw, which is not supported yet",
+            "sets a business key, which a signal does not carry",
         ),
     ],
 )
@@ -176,3 +176,16 @@ def test_a_throw_may_name_its_signal_with_an_expression() -> None:
         "</intermediateThrowEvent>"
     )
     assert node(one(linear(throw, extra=extra)), "t")["signal"] == "alert-${region}"
+
+
+def test_camunda_in_on_a_throw_passes_variables() -> None:
+    throw = (
+        '<intermediateThrowEvent id="t"><extensionElements>'
+        '<camunda:in source="a" target="b"/><camunda:in variables="all" local="true"/>'
+        '</extensionElements><signalEventDefinition signalRef="alertSignal"/>'
+        "</intermediateThrowEvent>"
+    )
+    found = node(one(linear(throw, extra=ALERT)), "t")
+    assert found["in"] == [{"source": "a", "target": "b"}, {"all": True, "local": True}]
+    graph = compile_definition(one(linear(throw, extra=ALERT)))
+    assert len(graph.node("t").signal_inputs) == 2

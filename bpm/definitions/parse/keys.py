@@ -54,6 +54,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
         "waitForCompletion",
         "escalation",
         "signal",
+        "in",
     },
     NodeType.SERVICE_TASK: {
         "handler",
@@ -102,7 +103,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.COMPENSATION_THROW: {"activity", "waitForCompletion"},
     NodeType.ESCALATION_THROW: {"escalation"},
     NodeType.SIGNAL: {"signal"},
-    NodeType.SIGNAL_THROW: {"signal"},
+    NodeType.SIGNAL_THROW: {"signal", "in"},
     NodeType.CALL_ACTIVITY: CALL_KEYS | {"compensation"},
 }
 #: Nodes that may declare ``inputs`` and ``outputs`` (local variables in, results out).

@@ -12,7 +12,7 @@ from typing import Any
 
 from bpm.definitions.assignments import parse_date, parse_people, parse_priority, parse_text
 from bpm.definitions.boundaries import boundary_fields
-from bpm.definitions.calls import parse_call
+from bpm.definitions.calls import parse_call, parse_in
 from bpm.definitions.forms import parse_form
 from bpm.definitions.mappings import VARIABLE_NAME, parse_mappings
 from bpm.definitions.model import ACTIVITIES, Flow, Node, NodeType
@@ -199,6 +199,8 @@ def _end_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, A
     if message is not None and (not isinstance(message, str) or error is None):
         raise InvalidDefinition(f"{where}: 'errorMessage' is text, with an 'error'", node_id)
     escalation = _escalation(raw, where, node_id) if "escalation" in raw else None
+    if "in" in raw and "signal" not in raw:
+        raise InvalidDefinition(f"{where}: 'in' belongs to a signal end event", node_id)
     signal = signal_fields(raw, where, node_id) if "signal" in raw else {}
     if sum((terminate, error is not None, escalation is not None, bool(signal))) > 1:
         raise InvalidDefinition(
@@ -225,10 +227,14 @@ def _escalation(raw: Mapping[str, Any], where: str, node_id: str) -> str:
 
 
 def signal_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, Any]:
-    """A throw's ``signal``; with ``${...}`` (or Camunda's ``#{...}``) also the expression
-    that gives the name when the token throws."""
+    """A throw's ``signal`` and its ``in`` variables (as a call activity's); with ``${...}``
+    (or Camunda's ``#{...}``) also the expression that gives the name when the token throws."""
     name = signal_name(raw, where, node_id, thrown=True)
-    if "${" not in name and "#{" not in name:
-        return {"signal": name}
-    [mapping] = parse_mappings({"signal": name.replace("#{", "${")}, "signal", where, node_id)
-    return {"signal": name, "signal_expression": mapping}
+    fields: dict[str, Any] = {
+        "signal": name,
+        "signal_inputs": parse_in(raw.get("in"), where, node_id),
+    }
+    if "${" in name or "#{" in name:
+        text = name.replace("#{", "${")
+        [fields["signal_expression"]] = parse_mappings({"signal": text}, "signal", where, node_id)
+    return fields

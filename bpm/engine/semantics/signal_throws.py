@@ -9,6 +9,7 @@ before the token moves on (docs/bpmn.md).
 
 from __future__ import annotations
 
+from typing import Any
 from uuid import uuid4
 
 from bpm.definitions.mappings import evaluate
@@ -16,27 +17,34 @@ from bpm.definitions.model import Node, ProcessGraph
 from bpm.definitions.parse.patterns import MESSAGE_PATTERN
 from bpm.dispatch import Job, JobName
 from bpm.engine.core.tx import Tx
-from bpm.engine.semantics import scopes
+from bpm.engine.semantics import calls, scopes
 from bpm.engine.semantics.failures import fail_token
 from bpm.errors import BpmError
 from bpm.states import EngineEvent
 from bpm.store import signals
 from bpm.store.rows import TokenRow
+from bpm.variables import check_variables
 
-#: The incident of a throw whose ``${...}`` name gave no signal name (a retry throws again).
+#: The incident of a throw whose name or variables could not be evaluated (a retry throws
+#: again).
 INCIDENT = "signal"
 
 
 def throw_at(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> bool:
-    """Broadcast ``node``'s signal from ``tok``; a ``${...}`` name is evaluated over the
-    token's variables first. False when that gave no signal name: the token failed with an
-    incident of kind ``signal`` (retried, the throw is evaluated again)."""
+    """Broadcast ``node``'s signal from ``tok``; a ``${...}`` name and the ``in`` variables
+    are evaluated over the token's variables first. False when that failed (no name, a bad
+    expression or value): the token failed with an incident of kind ``signal`` (retried, the
+    throw is evaluated again)."""
     assert node.signal is not None
-    if node.signal_expression is None:
-        throw(tx, tok, node.signal)
-        return True
+    name: object = node.signal
+    values: dict[str, Any] = {}
     try:
-        name = evaluate((node.signal_expression,), scopes.view(tx, g, tok))["signal"]
+        if node.signal_expression is not None or node.signal_inputs:
+            view = scopes.view(tx, g, tok)
+            if node.signal_expression is not None:
+                name = evaluate((node.signal_expression,), view)["signal"]
+            given = calls.inputs(tx, g, tok, node.signal_inputs, view)
+            values = check_variables(given, where=f"signal {name!r}")
     except BpmError as exc:
         fail_token(tx, tok, kind=INCIDENT, message=f"{node.id!r}: signal: {exc}")
         return False
@@ -44,14 +52,16 @@ def throw_at(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> bool:
         message = f"{node.id!r}: signal {node.signal!r} gave {name!r}, not a signal name"
         fail_token(tx, tok, kind=INCIDENT, message=message)
         return False
-    throw(tx, tok, name)
+    throw(tx, tok, name, values)
     return True
 
 
-def throw(tx: Tx, tok: TokenRow, name: str) -> None:
-    """Broadcast ``name`` from ``tok``: every subscription that exists now receives it."""
+def throw(tx: Tx, tok: TokenRow, name: str, values: dict[str, Any] | None = None) -> None:
+    """Broadcast ``name`` (with ``values``) from ``tok``: every subscription that exists now
+    receives it."""
     signal_id = uuid4()
-    n = signals.throw(tx.conn, signal_id, name, None, tx.now, thrower=(tok.instance_id, tok.id))
+    thrower = (tok.instance_id, tok.id)
+    n = signals.throw(tx.conn, signal_id, name, values, tx.now, thrower=thrower)
     tx.history.engine(
         instance_id=tok.instance_id,
         at=tx.now,
