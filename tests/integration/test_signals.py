@@ -66,6 +66,7 @@ def test_a_thrown_signal_reaches_every_waiting_instance(rt: Harness, pg_db: Data
         assert_history_consistent(pg_db, iid)
     assert rows.state(pg_db, later) == InstanceState.RUNNING
     assert [t.node_id for t in rows.live_tokens(pg_db, later)] == ["wait"]
+    assert_history_consistent(pg_db, later)  # replay rebuilds a token waiting for a signal
 
 
 def test_a_signal_of_another_name_reaches_nothing(rt: Harness, pg_db: Database) -> None:
@@ -377,3 +378,34 @@ def test_a_throw_passes_its_in_variables_to_what_it_reaches(rt: Harness, pg_db: 
     assert rt.engine.show(waiting)["variables"] == {"order_id": "A-1", "twice": 8}
     [started] = [i["id"] for i in rt.engine.instances(key="receiver")]
     assert rt.engine.show(started)["variables"] == {"order_id": "A-1", "twice": 8}
+
+
+def test_a_signal_boundary_on_a_call_activity_cancels_the_called_instance(
+    rt: Harness, pg_db: Database
+) -> None:
+    rt.deploy(
+        ProcessBuilder("callee")
+        .start()
+        .user_task("inside")
+        .end()
+        .sequence("start", "inside", "end")
+        .build()
+    )
+    doc = (
+        ProcessBuilder("caller")
+        .start()
+        .call_activity("call", process="callee")
+        .signal_boundary("stop", attached_to="call", signal="stop")
+        .end("stopped")
+        .end()
+        .sequence("start", "call", "end")
+        .sequence("stop", "stopped")
+        .build()
+    )
+    caller = rt.run(doc)
+    [callee] = [i["id"] for i in rt.engine.instances(key="callee")]
+    assert rt.engine.throw_signal("stop").recipients == 1
+    rt.drain()
+    assert_finished_cleanly(pg_db, caller)
+    assert visited(pg_db, caller, "stopped")
+    assert rows.state(pg_db, callee) == InstanceState.CANCELLED
