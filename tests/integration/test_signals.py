@@ -409,3 +409,39 @@ def test_a_signal_boundary_on_a_call_activity_cancels_the_called_instance(
     assert_finished_cleanly(pg_db, caller)
     assert visited(pg_db, caller, "stopped")
     assert rows.state(pg_db, callee) == InstanceState.CANCELLED
+
+
+def test_event_subscriptions_list_every_signal_wait(rt: Harness) -> None:
+    handler = ProcessBuilder("h").trigger_start("hs", signal="alarm").end("he").sequence("hs", "he")
+    doc = (
+        ProcessBuilder("listens")
+        .start()
+        .parallel_gateway("fork")
+        .user_task("work")
+        .signal_boundary("stop", attached_to="work", signal="stop", interrupting=False)
+        ._node("gw", "eventBasedGateway")
+        .signal_event("sig", signal="go")
+        .timer("late", duration="PT1H")
+        .end("a")
+        .end("b")
+        .end("c")
+        .end("d")
+        .event_sub_process("esp", handler)
+        .sequence("start", "fork")
+        .sequence("fork", "work", "a")
+        .sequence("fork", "gw", "sig", "b")
+        .sequence("gw", "late", "c")
+        .sequence("stop", "d")
+        .build()
+    )
+    iid = rt.run(doc)
+    found = {
+        (s["event_type"], s["event_name"], s["node_id"]) for s in rt.engine.event_subscriptions(iid)
+    }
+    assert found == {
+        ("signal", "stop", "stop"),
+        ("signal", "go", "sig"),
+        ("signal", "alarm", "hs"),
+    }
+    shown = rt.engine.show(iid)["subscriptions"]
+    assert {s.get("signal") for s in shown} == {"stop", "go", "alarm"}
