@@ -47,10 +47,8 @@ class NodeType(StrEnum):
     #: An intermediate escalation throw event: it escalates, then the token goes on.
     ESCALATION_THROW = "escalationThrow"
     BOUNDARY = "boundaryEvent"
-    #: An intermediate signal catch event: waits for a signal broadcast after it arrived.
-    SIGNAL = "signalEvent"
-    #: An intermediate signal throw event: broadcasts its signal, then the token goes on.
-    SIGNAL_THROW = "signalThrow"
+    SIGNAL = "signalEvent"  # an intermediate signal catch event
+    SIGNAL_THROW = "signalThrow"  # an intermediate signal throw event
     SUBPROCESS = "subProcess"
     CALL_ACTIVITY = "callActivity"
 
@@ -202,12 +200,10 @@ class Node:
     escalation_code_variable: str | None = None
     #: Listeners, in the order they run for their event.
     listeners: tuple[Listener, ...] = ()
-    #: signalEvent, signalThrow, a signal end, boundary or start event: the signal's name
-    #: (a broadcast: every subscription of every instance, ``operations/signals``); a throw's
-    #: name with ``${...}`` is evaluated over the thrower's variables (``signal_expression``).
+    #: A signal event's name (docs/bpmn.md#signals); a throw's may be an expression, and its
+    #: ``in`` variables (as a call activity's) go to the recipients.
     signal: str | None = None
     signal_expression: VariableMapping | None = None
-    #: A signal throw's variables (``in``, as a call activity's), given to its recipients.
     signal_inputs: tuple[CallMapping, ...] = ()
     #: callActivity: the process it starts and what crosses the call.
     call: CallSpec | None = None
@@ -280,8 +276,7 @@ class ProcessGraph:
     #: The process's timer start events (their ids): the timer scan starts an instance at
     #: each when its timer is due.
     timer_starts: tuple[str, ...] = ()
-    #: The process's signal start events: signal name -> start event id (a broadcast of that
-    #: signal starts an instance of the latest version there).
+    #: The process's signal start events: signal name -> start event id.
     signal_starts: dict[str, str] = field(default_factory=dict)
     #: Per inclusive join: the nodes from which a token can still reach it (filled on first
     #: use; a graph is immutable, so the answer never changes).
