@@ -6,20 +6,21 @@ or end event; delivered in batches, each recipient once however often the job ru
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from bpm.definitions import ProcessBuilder
-from bpm.dispatch import Job, JobName
+from bpm.dispatch import InProcessDispatcher, Job, JobName
 from bpm.engine.operations import signal_deliveries
 from bpm.errors import InvalidOperation
 from bpm.states import InstanceState
 from bpm.store import Database
 from tests.helpers import db as rows
 from tests.helpers.invariants import assert_finished_cleanly, assert_history_consistent
-from tests.helpers.runtime import Harness
+from tests.helpers.runtime import EngineFactory, Harness
 
 
 def catcher(key: str = "catcher", signal: str = "go") -> dict[str, Any]:
@@ -445,3 +446,33 @@ def test_event_subscriptions_list_every_signal_wait(rt: Harness) -> None:
     }
     shown = rt.engine.show(iid)["subscriptions"]
     assert {s.get("signal") for s in shown} == {"stop", "go", "alarm"}
+
+
+def test_two_delivery_runs_at_once_deliver_each_recipient_once(
+    rt: Harness, pg_db: Database, engine_factory: EngineFactory
+) -> None:
+    """Two workers' batches race on PostgreSQL: SKIP LOCKED hands each row to one of them."""
+    ids = [rt.run(catcher()) for _ in range(40)]
+    thrown = rt.engine.throw_signal("go")
+    rt.queue.pop(rt.clock.peek())
+    runners = [engine_factory(InProcessDispatcher()) for _ in range(2)]
+    done: list[int] = []
+
+    def run(runner: Harness) -> None:
+        while True:
+            batch = signal_deliveries.deliver(runner.engine.core, thrown.signal_id, 3)
+            done.append(batch.delivered)
+            if not batch.more:
+                return
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in runners]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert sum(done) == 40
+    for runner in runners:  # what the deliveries moved on runs on
+        runner.drain()
+    for iid in ids:
+        assert rows.state(pg_db, iid) == InstanceState.COMPLETED
+        assert len(rows.engine_events_of(pg_db, iid, type="SignalReceived")) == 1
