@@ -55,6 +55,7 @@ def deliver(core: EngineCore, signal_id: UUID, batch: int = BATCH) -> Batch:
             if sig is None or sig.finished_at is not None:
                 return Batch(0, 0, False), []
             claimed = signals.claim(tx.conn, signal_id, max(1, batch))
+            core.know_instances(tx, [d.instance_id for d in claimed if d.instance_id])
             made = 0
             for d in claimed:
                 if d.kind is SignalTarget.START:
