@@ -40,6 +40,8 @@ EVENTS = frozenset(
         NodeType.CONDITIONAL,
         NodeType.COMPENSATION_THROW,
         NodeType.ESCALATION_THROW,
+        NodeType.SIGNAL,
+        NodeType.SIGNAL_THROW,
     }
 )
 GATEWAYS = frozenset(

@@ -145,6 +145,7 @@ class ProcessBuilder:
         cycle: str | None = None,
         escalation: str | None = None,
         condition: str | dict[str, Any] | None = None,
+        signal: str | None = None,
     ) -> Self:
         """The start event of an event subprocess: one trigger (an error code or ``*``, a
         message name, a timer, or a ``condition``: see ``conditional_event``) and whether it
@@ -160,6 +161,7 @@ class ProcessBuilder:
             error=error,
             escalation=escalation,
             message=message,
+            signal=signal,
             timer=timer or None,
             condition=condition,
             interrupting=None if interrupting else False,
@@ -311,6 +313,29 @@ class ProcessBuilder:
     def message_event(self, node_id: str, *, message: str, name: str | None = None) -> Self:
         """An intermediate message catch event."""
         return self._node(node_id, "messageEvent", message=message, name=name)
+
+    def signal_event(self, node_id: str, *, signal: str, name: str | None = None) -> Self:
+        """An intermediate signal catch event: waits for a broadcast of ``signal``."""
+        return self._node(node_id, "signalEvent", signal=signal, name=name)
+
+    def signal_throw(self, node_id: str, *, signal: str, end: bool = False) -> Self:
+        """An intermediate signal throw event (``end``: a signal end event)."""
+        return self._node(node_id, "endEvent" if end else "signalThrow", signal=signal)
+
+    def signal_boundary(
+        self, node_id: str, *, attached_to: str, signal: str, interrupting: bool = True
+    ) -> Self:
+        return self._node(
+            node_id,
+            "boundaryEvent",
+            attachedTo=attached_to,
+            signal=signal,
+            interrupting=None if interrupting else False,
+        )
+
+    def signal_start(self, node_id: str = "start", *, signal: str) -> Self:
+        """A process's signal start event: every broadcast of ``signal`` starts an instance."""
+        return self._node(node_id, "startEvent", signal=signal)
 
     def multi_instance(self, node_id: str, **spec: Any) -> Self:
         """Make an activity already added multi-instance: ``sequential``, ``cardinality``

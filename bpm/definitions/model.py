@@ -16,6 +16,9 @@ from typing import Any
 from bpm.definitions.assignments import Text
 from bpm.definitions.conditions import Condition
 from bpm.definitions.forms import FormSpec
+from bpm.definitions.listener_specs import BESIDE_EVENTS
+from bpm.definitions.listener_specs import Listener as Listener
+from bpm.definitions.listener_specs import ListenerEvent as ListenerEvent
 from bpm.definitions.mappings import VariableMapping
 from bpm.definitions.model_refs import CallBinding as CallBinding
 from bpm.definitions.model_refs import CallMapping as CallMapping
@@ -50,6 +53,8 @@ class NodeType(StrEnum):
     #: An intermediate escalation throw event: it escalates, then the token goes on.
     ESCALATION_THROW = "escalationThrow"
     BOUNDARY = "boundaryEvent"
+    SIGNAL = "signalEvent"  # an intermediate signal catch event
+    SIGNAL_THROW = "signalThrow"  # an intermediate signal throw event
     SUBPROCESS = "subProcess"
     CALL_ACTIVITY = "callActivity"
 
@@ -71,43 +76,6 @@ ACTIVITIES = frozenset(
 #: Nodes whose token waits for a body of tokens of its own (``scope_id`` = the node's id):
 #: the one list ``Node.is_scope`` reads, so a new kind of scope is added here.
 SCOPES = frozenset({NodeType.SUBPROCESS})
-
-
-class ListenerEvent(StrEnum):
-    """When a listener runs: a node's ``start`` (before its own work) and ``end`` (after it,
-    before the token leaves); a flow's ``take`` (before the token arrives); a user task's
-    ``assignment`` and ``create`` (when it is made: assignment first, then create, as in
-    Camunda), ``complete`` (after it is completed, before it ends) and ``delete`` (when an
-    interrupting boundary event takes it away, before the node's ``end`` listeners)."""
-
-    START = "start"
-    END = "end"
-    #: A sequence flow's: when a token takes it, before the token arrives at its target.
-    TAKE = "take"
-    ASSIGNMENT = "assignment"
-    CREATE = "create"
-    COMPLETE = "complete"
-    DELETE = "delete"
-    #: An open user task's assignee changed (a claim or unclaim); before ``assignment``.
-    UPDATE = "update"
-    #: A user task's timer fired while the task is still open (the task stays open).
-    TIMEOUT = "timeout"
-
-
-#: A user task's listener events that can run under a token beside the task's (a claim's).
-_BESIDE_EVENTS = (ListenerEvent.UPDATE, ListenerEvent.ASSIGNMENT)
-
-
-@dataclass(frozen=True)
-class Listener:
-    """A handler that runs at a node's event, as a step of its own (retried and failing
-    with an incident like a handler task), with its own fields."""
-
-    event: ListenerEvent
-    handler: str
-    fields: tuple[VariableMapping, ...] = ()
-    #: A ``timeout`` listener's timer, counted from when its user task is created.
-    timer: TimerSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -206,6 +174,11 @@ class Node:
     escalation_code_variable: str | None = None
     #: Listeners, in the order they run for their event.
     listeners: tuple[Listener, ...] = ()
+    #: A signal event's name (docs/bpmn.md#signals); a throw's may be an expression, and its
+    #: ``in`` variables (as a call activity's) go to the recipients.
+    signal: str | None = None
+    signal_expression: VariableMapping | None = None
+    signal_inputs: tuple[CallMapping, ...] = ()
     #: callActivity: the process it starts and what crosses the call.
     call: CallSpec | None = None
     #: subProcess: an event subprocess (``triggeredByEvent``), started by its start event's
@@ -283,6 +256,8 @@ class ProcessGraph:
     conditional_starts: tuple[str, ...] = ()
     #: Whether a node waits for a condition (a conditional start of the process is none).
     has_conditions: bool = False
+    #: The process's signal start events: signal name -> start event id.
+    signal_starts: dict[str, str] = field(default_factory=dict)
     #: Per inclusive join: the nodes from which a token can still reach it (filled on first
     #: use; a graph is immutable, so the answer never changes).
     _reach_cache: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
@@ -335,7 +310,7 @@ class ProcessGraph:
         return bool(self.event_subprocesses) or any(
             (n.type is NodeType.BOUNDARY and not n.interrupting)
             or not n.wait_for_completion
-            or (n.type is NodeType.USER_TASK and any(n.listeners_of(e) for e in _BESIDE_EVENTS))
+            or (n.type is NodeType.USER_TASK and any(n.listeners_of(e) for e in BESIDE_EVENTS))
             for n in self.nodes.values()
         )
 

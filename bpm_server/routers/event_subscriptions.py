@@ -1,7 +1,7 @@
-"""``/event-subscription``: the messages and conditions an instance listens for now
-(Camunda's event subscriptions of type ``message`` and ``conditional``). bpm derives them
-from the instance's tokens, so a list names its instance (``processInstanceId``);
-docs/http-api.md says why."""
+"""``/event-subscription``: the messages, signals and conditions an instance listens for now
+(Camunda's event subscriptions of type ``message``, ``signal`` and ``conditional``). bpm
+derives them from the instance's tokens, so a list names its instance
+(``processInstanceId``); docs/http-api.md says why."""
 
 from __future__ import annotations
 

@@ -121,6 +121,13 @@ CASES: dict[str, tuple[str, str]] = {
         ),
         "",
     ),
+    "signalEventDefinition": (
+        task(
+            '<bpmn:intermediateCatchEvent id="T"><bpmn:signalEventDefinition signalRef="Sg"{a}>'
+            "{x}</bpmn:signalEventDefinition></bpmn:intermediateCatchEvent>"
+        ),
+        '<bpmn:signal id="Sg" name="alert" />',
+    ),
     "intermediateThrowEvent": (
         task(f'<bpmn:intermediateThrowEvent id="T"{{a}}>{EXT}</bpmn:intermediateThrowEvent>'),
         "",

@@ -84,6 +84,7 @@ def compile_definition(doc: Mapping[str, Any]) -> ProcessGraph:
         timer_starts=tuple(builder.timer_starts),
         conditional_starts=tuple(builder.conditional_starts),
         has_conditions=_waits_for_a_condition(builder.nodes.values()),
+        signal_starts=builder.signal_starts,
         document=json.loads(json.dumps(doc)),
         boundaries=builder.boundaries,
         history_ttl=history_ttl,

@@ -48,6 +48,7 @@ class GraphBuilder:
         self.message_starts: dict[str, str] = {}
         self.timer_starts: list[str] = []
         self.conditional_starts: list[str] = []
+        self.signal_starts: dict[str, str] = {}
         self.boundaries: dict[str, tuple[str, ...]] = {}
 
     def add_scope(self, raw: Mapping[str, Any], scope: str | None) -> None:
@@ -157,6 +158,8 @@ class GraphBuilder:
             elif node.type is NodeType.START and scope is None and node.condition is not None:
                 self._only_interrupting(node)
                 self.conditional_starts.append(node.id)
+            elif node.type is NodeType.START and scope is None and node.signal is not None:
+                self._add_signal_start(node)
             elif node.type is NodeType.START:
                 if scope in self.starts:
                     raise InvalidDefinition(
@@ -170,8 +173,12 @@ class GraphBuilder:
             n for n, (raw, _) in self.raw_nodes.items() if raw.get("type") == NodeType.SUBPROCESS
         }
         for scope in scopes:
-            triggered = [*self.message_starts.values(), *self.timer_starts]
-            triggered += self.conditional_starts
+            triggered = [
+                *self.message_starts.values(),
+                *self.timer_starts,
+                *self.conditional_starts,
+                *self.signal_starts.values(),
+            ]
             if scope is None and scope not in self.starts and triggered:
                 # Without a none start event, a start without a message begins at the only
                 # start event, as in Camunda 7 (``lifecycle.start`` refuses when there are
@@ -291,6 +298,24 @@ class GraphBuilder:
             )
         self.message_starts[node.message] = node.id
 
+    def _add_signal_start(self, node: Node) -> None:
+        """A process's signal start event: one per signal name (a second would start the
+        process twice for one broadcast)."""
+        assert node.signal is not None
+        if not node.interrupting:
+            raise InvalidDefinition(
+                f"node {node.id!r} (startEvent): 'interrupting' belongs to the start event of "
+                f"an event subprocess",
+                node.id,
+            )
+        if node.signal in self.signal_starts:
+            raise InvalidDefinition(
+                f"node {node.id!r} (startEvent): signal start event "
+                f"{self.signal_starts[node.signal]!r} already waits for {node.signal!r}",
+                node.id,
+            )
+        self.signal_starts[node.signal] = node.id
+
     def _add_timer_start(self, node: Node) -> None:
         assert node.timer is not None
         if node.timer.expression is not None:
@@ -320,6 +345,7 @@ class GraphBuilder:
                 *self.message_starts.values(),
                 *self.timer_starts,
                 *self.conditional_starts,
+                *self.signal_starts.values(),
                 *(n for n in self.nodes if self.nodes[n].triggered_by_event),
             ]
         )

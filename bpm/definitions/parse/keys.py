@@ -53,6 +53,8 @@ NODE_KEYS: dict[NodeType, set[str]] = {
         "activity",
         "waitForCompletion",
         "escalation",
+        "signal",
+        "in",
     },
     NodeType.SERVICE_TASK: {
         "handler",
@@ -79,6 +81,7 @@ NODE_KEYS: dict[NodeType, set[str]] = {
         "message",
         "escalation",
         "escalationCodeVariable",
+        "signal",
         "error",
         "interrupting",
         "errorCodeVariable",
@@ -101,6 +104,8 @@ NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.CONDITIONAL: {"condition"},
     NodeType.COMPENSATION_THROW: {"activity", "waitForCompletion"},
     NodeType.ESCALATION_THROW: {"escalation"},
+    NodeType.SIGNAL: {"signal"},
+    NodeType.SIGNAL_THROW: {"signal", "in"},
     NodeType.CALL_ACTIVITY: CALL_KEYS | {"compensation"},
 }
 #: Nodes that may declare ``inputs`` and ``outputs`` (local variables in, results out).

@@ -223,6 +223,8 @@ def activity_type(node: Node | None) -> str:
                 return "terminateEndEvent"
             if node.error_code is not None:
                 return "errorEndEvent"
+            if node.signal is not None:
+                return "signalEndEvent"
             return "compensationEndEvent" if node.compensate else "noneEndEvent"
         case NodeType.TIMER:
             return "intermediateTimer"
@@ -234,6 +236,10 @@ def activity_type(node: Node | None) -> str:
             return "intermediateCompensationThrowEvent"
         case NodeType.ESCALATION_THROW:
             return "intermediateEscalationThrowEvent"
+        case NodeType.SIGNAL:
+            return "intermediateSignalCatch"
+        case NodeType.SIGNAL_THROW:
+            return "intermediateSignalThrow"
         case NodeType.BOUNDARY:
             if node.cancel:
                 return "cancelBoundaryCatch"
@@ -245,6 +251,8 @@ def activity_type(node: Node | None) -> str:
                 return "boundaryEscalation"
             if node.condition is not None:
                 return "boundaryConditional"
+            if node.signal is not None:
+                return "boundarySignal"
             return "boundaryError" if node.catches is not None else "boundaryEvent"
     return node.type.value
 

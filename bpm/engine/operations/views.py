@@ -9,7 +9,8 @@ from uuid import UUID
 from bpm import diagram as drawing
 from bpm.definitions.model import Node, ProcessGraph
 from bpm.engine.core.engine_core import EngineCore
-from bpm.engine.semantics import conditions, event_subprocesses, message_boundaries
+from bpm.engine.operations import event_subscriptions
+from bpm.engine.semantics import event_subprocesses, message_boundaries
 from bpm.engine.semantics.tree import Tree
 from bpm.errors import NotFound
 from bpm.states import TimerState
@@ -202,8 +203,9 @@ def subscription_views(
 ) -> list[dict[str, Any]]:
     """The event subprocesses that can start now, with what starts each (a timer start's
     SCHEDULED timer row; a message start is found from its scope's token when correlated),
-    then the message and conditional boundary events listening on the activities tokens work
-    at (a conditional catch event's token waits with ``wait_kind`` CONDITION)."""
+    then the message, signal and conditional boundary events listening on the activities
+    tokens work at and the signal catches tokens wait at (itself or after an event-based
+    gateway; a conditional catch event's token waits with ``wait_kind`` CONDITION)."""
     out = [
         {
             "boundary": boundary.id,
@@ -213,11 +215,16 @@ def subscription_views(
             **_trigger(boundary),
         }
         for tok in token_rows
-        for boundary in [
-            *message_boundaries.listening(g, tok),
-            *(conditions.boundaries(g, tok.node_id) if message_boundaries.at_work(g, tok) else []),
-        ]
+        for boundary in message_boundaries.armed(g, tok)
+        if boundary.message is not None
+        or boundary.signal is not None
+        or boundary.condition is not None
     ]
+    out.extend(
+        {"event": node, "token": str(tok.id), "signal": signal}
+        for tok in token_rows
+        for node, signal in event_subscriptions.signal_waits(g, tok)
+    )
     if not g.event_subprocesses:
         return out
     for sub in event_subprocesses.subscriptions(g, Tree(token_rows)):
@@ -228,7 +235,7 @@ def subscription_views(
             "token": str(sub.host.id),
             "interrupting": trigger.interrupting,
         }
-        if trigger.message is not None or trigger.condition is not None:
+        if trigger.message is not None or trigger.condition is not None or trigger.signal:
             view.update(_trigger(trigger))
         elif trigger.catches is not None:
             view["error"] = trigger.catches
@@ -251,9 +258,12 @@ def subscription_views(
 
 
 def _trigger(event: Node) -> dict[str, Any]:
-    """A message or conditional event's trigger: the message, or the condition's text."""
+    """A message, signal or conditional event's trigger: the message, the signal, or the
+    condition's text."""
     if event.condition is not None:
         return {"condition": event.condition.expression.source}
+    if event.signal is not None:
+        return {"signal": event.signal}
     return {"message": event.message}
 
 

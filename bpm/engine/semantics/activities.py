@@ -55,6 +55,8 @@ def enter(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             | NodeType.CONDITIONAL
             | NodeType.COMPENSATION_THROW
             | NodeType.ESCALATION_THROW
+            | NodeType.SIGNAL
+            | NodeType.SIGNAL_THROW
             | NodeType.BOUNDARY
         ):
             raise AssertionError(f"{node.type.value} {node.id!r} is not an activity")

@@ -40,6 +40,18 @@ def throw(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str) -> Caught | None:
     return _search(tx, g, tok, code, own=False)
 
 
+def throw_going_on(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str) -> Caught | None:
+    """Escalate from a throw or end event: an interrupting catch is returned (the thrower
+    ended with it); after a non-interrupting one, started beside it, or none, the thrower
+    goes on (None)."""
+    caught = throw(tx, g, tok, code)
+    if caught is not None and caught.interrupting:
+        return caught
+    if caught is not None:
+        go_on_beside(tx, caught)
+    return None
+
+
 def receive(tx: Tx, g: ProcessGraph, calling: TokenRow, called: UUID) -> Caught | None:
     """A call activity's token takes the escalations its called instance sent up and it has
     not received yet, in order: each escalates from the call activity (its own boundary

@@ -15,7 +15,7 @@ from bpm.definitions.model import Node, ProcessGraph
 from bpm.engine.core.tx import Next, Tx
 from bpm.engine.semantics.cancelling import cancel_timers
 from bpm.engine.semantics.event_gateways import GatewaySubscription
-from bpm.engine.semantics.message_arrivals import arrived
+from bpm.engine.semantics.message_arrivals import arrived, signalled
 from bpm.engine.semantics.moves import move
 from bpm.engine.semantics.nodes import leave
 from bpm.states import TokenEvent, TokenState
@@ -32,6 +32,14 @@ def message_won(
 
 def condition_won(tx: Tx, g: ProcessGraph, tok: TokenRow, event: Node) -> Next:
     return _won(tx, g, tok, event, TokenEvent.CONDITION_MET)
+
+
+def signal_won(
+    tx: Tx, g: ProcessGraph, tok: TokenRow, event: Node, signal: str, values: Mapping[str, Any]
+) -> Next:
+    tok = tx.current(tok)
+    signalled(tx, g, tok, event.id, signal, values)
+    return _won(tx, g, tok, event, TokenEvent.SIGNAL_RECEIVED)
 
 
 def timer_won(tx: Tx, g: ProcessGraph, tok: TokenRow, timer_event: Node) -> Next:

@@ -26,7 +26,9 @@ from bpm.states import TokenEvent, TokenState, WaitKind
 from bpm.store.rows import TokenRow
 
 #: The events an event-based gateway's flows may lead to (checked at deploy).
-CATCHES = frozenset({NodeType.TIMER, NodeType.MESSAGE, NodeType.RECEIVE_TASK, NodeType.CONDITIONAL})
+CATCHES = frozenset(
+    {NodeType.TIMER, NodeType.MESSAGE, NodeType.SIGNAL, NodeType.RECEIVE_TASK, NodeType.CONDITIONAL}
+)
 
 
 @dataclass(frozen=True)

@@ -42,14 +42,20 @@ class BoundarySubscription:
 
 def listening(g: ProcessGraph, tok: TokenRow) -> list[Node]:
     """The message boundary events that listen while ``tok`` is where it is."""
+    return [b for b in armed(g, tok) if b.message is not None]
+
+
+def armed(g: ProcessGraph, tok: TokenRow) -> list[Node]:
+    """The boundary events of the activity ``tok`` works at, while it works there (none for
+    a multi-instance iteration: its body holds them); signal boundaries ask this too."""
     if not at_work(g, tok):
         return []
-    return [g.node(b) for b in g.boundaries.get(tok.node_id, ()) if g.node(b).message is not None]
+    return [g.node(b) for b in g.boundaries.get(tok.node_id, ())]
 
 
 def at_work(g: ProcessGraph, tok: TokenRow) -> bool:
-    """Whether ``tok`` works at an activity, so the boundary events on it listen (message
-    and conditional alike)."""
+    """Whether ``tok`` works at an activity, so the boundary events on it listen (message,
+    signal and conditional alike)."""
     node = g.node(tok.node_id)
     return not (
         node.type not in ACTIVITIES

@@ -25,6 +25,7 @@ from bpm.engine.semantics import (
     records,
     sagas,
     scopes,
+    signal_throws,
     waits,
 )
 from bpm.engine.semantics.bpmn_errors import throw_from_end
@@ -148,11 +149,8 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             return _throw_compensation(tx, g, tok, node)
         case NodeType.ESCALATION_THROW:
             assert node.escalation is not None
-            escalated = escalations.throw(tx, g, tok, node.escalation)
-            if escalated is not None and escalated.interrupting:
-                return escalated.next
-            if escalated is not None:
-                escalations.go_on_beside(tx, escalated)
+            if (caught := escalations.throw_going_on(tx, g, tok, node.escalation)) is not None:
+                return caught.next
             return leave(tx, g, tx.current(tok), node)
         case NodeType.END:
             if node.cancel:
@@ -168,6 +166,11 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             return waits.wait_for_message(tx, tok, node)
         case NodeType.CONDITIONAL:
             return leave(tx, g, tok, node) if conditions.arrive(tx, g, tok, node) else None
+        case NodeType.SIGNAL:
+            return waits.wait_for_signal(tx, tok, node)
+        case NodeType.SIGNAL_THROW:
+            thrown = signal_throws.throw_at(tx, g, tok, node)
+            return leave(tx, g, tok, node) if thrown else None
         case NodeType.EXCLUSIVE:
             return gateways.exclusive(tx, g, tok, node)
         case NodeType.EVENT_GATEWAY:
@@ -278,23 +281,17 @@ def _end_event(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             return caught
         if propagate(tx, tok, node.error_code, node.error_message or ""):
             return None  # the call activity that started this instance catches it
-        fail_token(
-            tx,
-            tok,
-            kind="error-end",
-            message=f"error end event {node.id!r} threw {node.error_code!r} and no error "
-            f"boundary catches it",
-        )
+        why = f"error end event {node.id!r} threw {node.error_code!r} and no boundary catches it"
+        fail_token(tx, tok, kind="error-end", message=why)
         return None
     if node.terminate:
         return _terminate(tx, g, tok)
     if node.escalation is not None:
-        escalated = escalations.throw(tx, g, tok, node.escalation)
-        if escalated is not None and escalated.interrupting:
+        if (escalated := escalations.throw_going_on(tx, g, tok, node.escalation)) is not None:
             return escalated.next
-        if escalated is not None:
-            escalations.go_on_beside(tx, escalated)
         return end_token(tx, tx.current(tok), g)
+    if node.signal is not None and not signal_throws.throw_at(tx, g, tok, node):
+        return None
     return end_token(tx, tok, g)
 
 
