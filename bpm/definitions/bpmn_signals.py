@@ -25,13 +25,22 @@ TAG = "signalEventDefinition"
 
 
 def name(
-    decl: Declarations, event: XmlElement, definition: XmlElement, *, thrown: bool = False
+    decl: Declarations,
+    event: XmlElement,
+    definition: XmlElement,
+    *,
+    thrown: bool = False,
+    ins: list[XmlElement] | None = None,
 ) -> str:
     """The name of the signal ``definition`` (on ``event``) refers to; a throw's (``thrown``)
-    may be an expression, evaluated over the thrower's variables when it throws."""
+    may be an expression, evaluated over the thrower's variables when it throws. ``ins``
+    collects the ``camunda:in`` elements of the definition's own extension elements (where
+    Camunda Modeler writes a throw's)."""
     reader = Reader(definition)
     ref = reader.attr("signalRef")
     asynchronous = reader.attr("async", CAMUNDA)
+    if ins is not None:
+        ins.extend(reader.extensions("in", CAMUNDA))
     reader.finish()
     if asynchronous == "true":
         raise reject(
@@ -71,8 +80,9 @@ def name(
 def thrown(decl: Declarations, r: Reader, definition: XmlElement) -> Mapped:
     """The signal a throw or end event broadcasts, and the variables its ``camunda:in``
     elements pass with it (``in``, as a call activity's)."""
-    node: Mapped = {"signal": name(decl, r.el, definition, thrown=True)}
-    inputs = [in_mapping(el) for el in r.extensions("in", CAMUNDA)]
+    ins: list[XmlElement] = []
+    node: Mapped = {"signal": name(decl, r.el, definition, thrown=True, ins=ins)}
+    inputs = [in_mapping(el) for el in [*ins, *r.extensions("in", CAMUNDA)]]
     if inputs:
         node["in"] = inputs
     return node

@@ -189,3 +189,12 @@ def test_camunda_in_on_a_throw_passes_variables() -> None:
     assert found["in"] == [{"source": "a", "target": "b"}, {"all": True, "local": True}]
     graph = compile_definition(one(linear(throw, extra=ALERT)))
     assert len(graph.node("t").signal_inputs) == 2
+
+
+def test_camunda_in_inside_the_signal_event_definition_as_the_modeler_writes_it() -> None:
+    throw = (
+        '<intermediateThrowEvent id="t"><signalEventDefinition signalRef="alertSignal">'
+        '<extensionElements><camunda:in variables="all"/></extensionElements>'
+        "</signalEventDefinition></intermediateThrowEvent>"
+    )
+    assert node(one(linear(throw, extra=ALERT)), "t")["in"] == [{"all": True}]
