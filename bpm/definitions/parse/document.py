@@ -17,7 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from bpm.definitions.durations import parse_duration
+from bpm.definitions.durations import MAX_DURATION, MAX_YEARS, parse_duration
 from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.definitions.parse.graph import GraphBuilder
 from bpm.definitions.parse.keys import PROCESS_KEYS
@@ -27,8 +27,9 @@ from bpm.definitions.parse.policies import parse_saga
 from bpm.definitions.parse.shape import check_metadata
 from bpm.errors import InvalidDefinition
 
-#: The longest ``historyTimeToLive`` the definitions table holds (seconds in a 32-bit integer).
-MAX_HISTORY_TTL = timedelta(seconds=2**31 - 1)
+#: The longest ``historyTimeToLive``: the longest duration bpm reads (a century: Camunda models
+#: write ``P36500D``), whether it is given in days or as a duration.
+MAX_HISTORY_TTL = MAX_DURATION
 DIGITS = re.compile(r"^[0-9]+$")
 
 
@@ -113,8 +114,8 @@ def _history_ttl(raw: Mapping[str, Any], where: str) -> timedelta | None:
         )
     if ttl > MAX_HISTORY_TTL:
         raise InvalidDefinition(
-            f"{what} must be at most {MAX_HISTORY_TTL.days} days (about "
-            f"68 years), got {raw['historyTimeToLive']!r}"
+            f"{what} must be at most {MAX_HISTORY_TTL.days} days ({MAX_YEARS} years), "
+            f"got {raw['historyTimeToLive']!r}"
         )
     return ttl
 
