@@ -304,6 +304,12 @@ class ProcessGraph:
         ]
 
     @cached_property
+    def may_escalate_up(self) -> bool:
+        """Whether an instance of this process can send an escalation to its caller: it
+        escalates itself, or it calls processes that may send theirs on through it."""
+        return any(n.escalation is not None or n.call is not None for n in self.nodes.values())
+
+    @cached_property
     def spawns_tokens(self) -> bool:
         """Whether a non-interrupting boundary can add a token beside a running activity; then
         a scope token that reaches its end waits for such tokens before it completes."""
