@@ -8,7 +8,8 @@ from typing import Any
 from bpm.definitions.conditions import parse_condition
 from bpm.definitions.mappings import VARIABLE_NAME
 from bpm.definitions.model import ACTIVITIES, Node, NodeType
-from bpm.definitions.parse.patterns import MESSAGE_PATTERN, signal_name
+from bpm.definitions.parse.patterns import MESSAGE_PATTERN
+from bpm.definitions.signal_names import caught as caught_signal
 from bpm.definitions.timers import TIMER_KINDS, parse_timer
 from bpm.errors import InvalidDefinition
 
@@ -35,7 +36,7 @@ def boundary_fields(
     if "condition" in raw:
         fields["condition"] = parse_condition(raw["condition"], where, node_id)
     elif "signal" in raw:
-        fields["signal"] = signal_name(raw, where, node_id)
+        fields["signal"] = caught_signal(raw, where, node_id)
     elif "escalation" in raw:
         code = raw["escalation"]
         if not isinstance(code, str) or not code:

@@ -78,7 +78,7 @@ def start(decl: Declarations, r: Reader) -> Mapped:
     if definition.tag == "conditionalEventDefinition" and at_process:
         return {**node, "condition": condition(r.el, definition)}
     if definition.tag == bpmn_signals.TAG and at_process:
-        return {**node, "signal": bpmn_signals.name(decl, r.el, definition)}
+        return {**node, "signal": bpmn_signals.name(decl, r.el, definition, start=True)}
     raise reject(
         r.el,
         f"has a {definition.tag}; of the start events of a process only none, message, "

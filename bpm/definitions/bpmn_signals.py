@@ -3,9 +3,11 @@ or throw, end and boundary event, read into the JSON definition's ``signal`` key
 
 Apart from ``bpmn_events`` (which dispatches here) so each event kind's signal rules are
 one place. A signal's name is its ``<signal name>`` declaration (its id without a name), as
-Camunda 7 resolves ``signalRef``. A throw's name may be an expression (evaluated over the
-thrower's variables); on a catching event it is refused naming the element (bpm finds a
-signal's subscriptions by name, docs/bpmn.md), as is ``camunda:async`` on the definition.
+Camunda 7 resolves ``signalRef``. A name may be a JUEL expression (``${...}``/``#{...}``):
+a throw's is evaluated over the thrower's variables, a catching event's for each waiting
+token when a signal is thrown (``bpm.definitions.signal_names``); a process's signal start
+event (no instance to evaluate it over) and FEEL names are refused naming the element, as is
+``camunda:async`` on the definition.
 ``camunda:in`` on a throw passes variables to the recipients, as in Camunda.
 """
 
@@ -30,10 +32,12 @@ def name(
     definition: XmlElement,
     *,
     thrown: bool = False,
+    start: bool = False,
     ins: list[XmlElement] | None = None,
 ) -> str:
     """The name of the signal ``definition`` (on ``event``) refers to; a throw's (``thrown``)
-    may be an expression, evaluated over the thrower's variables when it throws. ``ins``
+    may be an expression, evaluated over the thrower's variables when it throws, and so may a
+    catching event's, except a process's signal start event's (``start``). ``ins``
     collects the ``camunda:in`` elements of the definition's own extension elements (where
     Camunda Modeler writes a throw's)."""
     reader = Reader(definition)
@@ -60,11 +64,11 @@ def name(
         )
     found = decl.signals[ref]
     expression = "${" in found or "#{" in found or found.startswith("=")
-    if expression and (not thrown or found.startswith("=")):
+    if expression and (start or found.startswith("=")):
         raise reject(
             event,
             f"refers to signal {ref!r} named {found!r}: expressions in signal names are not "
-            "supported yet where a signal is caught (nor FEEL ones anywhere)",
+            "supported on a process's signal start event (nor FEEL ones anywhere)",
             "use a fixed signal name",
         )
     if not MESSAGE_PATTERN.match(found):

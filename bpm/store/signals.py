@@ -5,7 +5,7 @@ deletes them in the transaction that delivers them, so each is made once."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -32,6 +32,22 @@ class Delivery:
     token_version: int | None
     instance_id: UUID | None
     node_id: str | None
+
+
+@dataclass(frozen=True)
+class Waiter:
+    """A token waiting where a template name catches (``definitions.signal_names``): the
+    throw evaluates ``template`` over its variables and ``business_key``."""
+
+    token_id: UUID
+    version: int
+    instance_id: UUID
+    business_key: str | None
+    template: str
+
+
+#: Chooses, of the waiters at template catches, those whose evaluated name is the thrown one.
+Pick = Callable[[list[Waiter]], list[Waiter]]
 
 
 @dataclass(frozen=True)
@@ -78,10 +94,12 @@ def throw(
     throw_key: str | None = None,
     only_token: UUID | None = None,
     process_keys: Collection[str] | None = None,
+    pick: Pick | None = None,
 ) -> int:
     """Insert the signal and snapshot its recipients (every token that listens for ``name``
     now, every latest definition that starts on it); returns how many. ``only_token``: that
-    token alone (no start event); ``process_keys``: only instances and definitions of those."""
+    token alone (no start event); ``process_keys``: only instances and definitions of those.
+    ``pick``: which tokens waiting at template catches receive it (none without it)."""
     conn.execute(
         s.insert().values(
             id=signal_id,
@@ -94,16 +112,9 @@ def throw(
             recipients=0,
         )
     )
-    at_node = and_(
-        subs.c.target == SignalTarget.NODE.value,
-        t.c.node_id == subs.c.node_id,
-        t.c.state == TokenState.WAITING.value,
-    )
-    at_root = and_(
-        subs.c.target == SignalTarget.ROOT.value,
-        t.c.parent_token_id.is_(None),
-        t.c.state.in_(_LIVE),
-    )
+    # No literal catch name holds '${' or '#{' (such a name is a template): a thrown name
+    # that does reaches template catches only, never a template row by equality.
+    literal_name = not (_TEMPLATE_MARKS[0] in name or _TEMPLATE_MARKS[1] in name)
     tokens = (
         select(
             literal(signal_id, Uuid).label("signal_id"),
@@ -118,17 +129,18 @@ def throw(
                 subs, subs.c.definition_id == pi.c.process_def_id
             )
         )
-        .where(subs.c.signal == name, pi.c.state.in_(_RUNNING), or_(at_node, at_root))
+        .where(subs.c.signal == name, pi.c.state.in_(_RUNNING), _listening())
     )
-    if only_token is not None:
-        tokens = tokens.where(t.c.id == only_token)
-    if process_keys is not None:
-        tokens = tokens.where(pi.c.process_key.in_(list(process_keys)))
+    if not literal_name:
+        tokens = tokens.where(false())
+    tokens = _only(tokens, only_token, process_keys)
     conn.execute(
         d.insert().from_select(
             ["signal_id", "target", "kind", "token_version", "instance_id"], tokens
         )
     )
+    if pick is not None:
+        _templates(conn, signal_id, pick(waiters(conn, only_token, process_keys)))
     other = pd.alias("other")
     latest = select(func.max(other.c.version)).where(other.c.key == pd.c.key).scalar_subquery()
     starts = (
@@ -145,7 +157,7 @@ def throw(
             pd.c.version == latest,
         )
     )
-    if only_token is not None:
+    if only_token is not None or not literal_name:
         starts = starts.where(false())
     if process_keys is not None:
         starts = starts.where(pd.c.key.in_(list(process_keys)))
@@ -155,6 +167,79 @@ def throw(
     if n == 0:
         conn.execute(s.update().where(s.c.id == signal_id).values(finished_at=now))
     return n
+
+
+_TEMPLATE_MARKS = ("${", "#{")
+
+
+def _listening() -> Any:
+    """The tokens a subscription row reaches: WAITING at its node, or the live root token."""
+    at_node = and_(
+        subs.c.target == SignalTarget.NODE.value,
+        t.c.node_id == subs.c.node_id,
+        t.c.state == TokenState.WAITING.value,
+    )
+    at_root = and_(
+        subs.c.target == SignalTarget.ROOT.value,
+        t.c.parent_token_id.is_(None),
+        t.c.state.in_(_LIVE),
+    )
+    return or_(at_node, at_root)
+
+
+def _only(query: Any, only_token: UUID | None, process_keys: Collection[str] | None) -> Any:
+    if only_token is not None:
+        query = query.where(t.c.id == only_token)
+    if process_keys is not None:
+        query = query.where(pi.c.process_key.in_(list(process_keys)))
+    return query
+
+
+def waiters(
+    conn: Connection, only_token: UUID | None, process_keys: Collection[str] | None
+) -> list[Waiter]:
+    """The tokens waiting at template catches (of running instances), with the template of
+    each: only definitions that have template catches take part, so the read is as large as
+    their waiting tokens."""
+    marked = or_(*(subs.c.signal.contains(m, autoescape=True) for m in _TEMPLATE_MARKS))
+    query = (
+        select(t.c.id, t.c.version, t.c.instance_id, pi.c.business_key, subs.c.signal)
+        .distinct()
+        .select_from(
+            t.join(pi, pi.c.id == t.c.instance_id).join(
+                subs, subs.c.definition_id == pi.c.process_def_id
+            )
+        )
+        .where(marked, pi.c.state.in_(_RUNNING), _listening())
+        .order_by(t.c.instance_id, t.c.id, subs.c.signal)
+    )
+    rows = conn.execute(_only(query, only_token, process_keys))
+    return [Waiter(r.id, r.version, r.instance_id, r.business_key, r.signal) for r in rows]
+
+
+def _templates(conn: Connection, signal_id: UUID, picked: list[Waiter]) -> None:
+    """Deliveries to the picked waiters, one per token (a token matched by name already, or
+    by two templates, gets one)."""
+    if not picked:
+        return
+    ids = {w.token_id for w in picked}
+    have = set(
+        conn.execute(
+            select(d.c.target).where(d.c.signal_id == signal_id, d.c.target.in_(list(ids)))
+        ).scalars()
+    )
+    rows: dict[UUID, dict[str, Any]] = {}
+    for w in picked:
+        if w.token_id not in have and w.token_id not in rows:
+            rows[w.token_id] = {
+                "signal_id": signal_id,
+                "target": w.token_id,
+                "kind": SignalTarget.TOKEN.value,
+                "token_version": w.version,
+                "instance_id": w.instance_id,
+            }
+    if rows:
+        conn.execute(d.insert(), list(rows.values()))
 
 
 def get(conn: Connection, signal_id: UUID) -> SignalRow | None:

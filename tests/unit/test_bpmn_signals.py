@@ -1,8 +1,11 @@
 """Signal events read from BPMN: ``signalRef`` resolved to the declared ``<signal name>`` on
 every kind of event that carries a ``signalEventDefinition``; what bpm refuses is refused
-naming the element (no signalRef, an undeclared signal, an expression as the name,
+naming the element (no signalRef, an undeclared signal, a FEEL name, an expression as a
+process signal start event's name,
 ``camunda:async`` on the definition, a business key in ``camunda:in``); the JSON format's
-``signal`` keys compile, and a signal start event or event subprocess start is one per name."""
+``signal`` keys compile, and a signal start event or event subprocess start is one per name.
+A catching event's name may be a JUEL template (``done-${execution.processBusinessKey}``),
+kept as written in its subscriptions and evaluated when a signal is thrown."""
 
 from __future__ import annotations
 
@@ -108,8 +111,8 @@ def test_a_signal_after_an_event_based_gateway() -> None:
         ),
         (
             catch('<signalEventDefinition signalRef="x"/>'),
-            '<signal id="x" name="alert-${region}"/>',
-            "expressions in signal names are not supported yet",
+            '<signal id="x" name="=region"/>',
+            "expressions in signal names are not supported",
         ),
         (
             '<intermediateThrowEvent id="t"><signalEventDefinition signalRef="alertSignal" '
@@ -157,7 +160,7 @@ def test_the_json_format_refuses_a_second_start_on_one_signal_and_expressions() 
     )
     with pytest.raises(InvalidDefinition, match="already waits for 'go'"):
         compile_definition(doc)
-    with pytest.raises(InvalidDefinition, match="literal signal names only"):
+    with pytest.raises(InvalidDefinition, match="needs a literal name"):
         compile_definition(_json(signal="${name}"))
     thrown = ProcessBuilder("p").start().signal_throw("t", signal="a-#{region}").end()
     graph = compile_definition(thrown.sequence("start", "t", "end").build())
@@ -198,3 +201,53 @@ def test_camunda_in_inside_the_signal_event_definition_as_the_modeler_writes_it(
         "</signalEventDefinition></intermediateThrowEvent>"
     )
     assert node(one(linear(throw, extra=ALERT)), "t")["in"] == [{"all": True}]
+
+
+TEMPLATES = (
+    "KundeAngelegtSignal-${execution.processBusinessKey}",
+    "signal.verification.started.${execution.processBusinessKey}",
+    "KontoAngelegtSignal-${execution.processBusinessKey}-${uvzPayload.kontoName}",
+    "done-#{execution.getProcessBusinessKey()}",
+)
+
+
+@pytest.mark.parametrize("name", TEMPLATES)
+def test_catching_events_accept_template_names(name: str) -> None:
+    extra = f'<signal id="x" name="{name}"/>'
+    ref = '<signalEventDefinition signalRef="x"/>'
+    body = (
+        f'<startEvent id="s"/><intermediateCatchEvent id="c">{ref}</intermediateCatchEvent>'
+        f'<userTask id="u"/><boundaryEvent id="b" attachedToRef="u">{ref}</boundaryEvent>'
+        '<endEvent id="e"/><endEvent id="be"/>'
+        '<sequenceFlow id="f1" sourceRef="s" targetRef="c"/>'
+        '<sequenceFlow id="f2" sourceRef="c" targetRef="u"/>'
+        '<sequenceFlow id="f3" sourceRef="u" targetRef="e"/>'
+        '<sequenceFlow id="f4" sourceRef="b" targetRef="be"/>'
+        '<subProcess id="esp" triggeredByEvent="true">'
+        f'<startEvent id="es" isInterrupting="false">{ref}</startEvent>'
+        '<endEvent id="ee"/><sequenceFlow id="f5" sourceRef="es" targetRef="ee"/></subProcess>'
+    )
+    doc = one(xml(body, extra))
+    for node_id in ("c", "b", "es"):
+        assert node(doc, node_id)["signal"] == name
+    graph = compile_definition(doc)
+    assert subscriptions(graph) == [
+        (name, "c", SignalTarget.NODE),
+        (name, "esp", SignalTarget.ROOT),
+        (name, "u", SignalTarget.NODE),
+    ]
+
+
+def test_a_template_is_refused_on_a_process_start_and_when_it_does_not_compile() -> None:
+    body = (
+        '<startEvent id="s"><signalEventDefinition signalRef="x"/></startEvent>'
+        '<endEvent id="e"/><sequenceFlow id="f1" sourceRef="s" targetRef="e"/>'
+    )
+    found = rejected(xml(body, '<signal id="x" name="go-${key}"/>'))
+    assert "not supported on a process's signal start event" in found and "line " in found
+    bad = catch('<signalEventDefinition signalRef="x"/>')
+    with pytest.raises(InvalidDefinition, match="function call"):
+        one(linear(bad, extra='<signal id="x" name="go-${execution.getVariables()}"/>'))
+    doc = ProcessBuilder("p").start().signal_event("w", signal="go-${a +}").end()
+    with pytest.raises(InvalidDefinition):
+        compile_definition(doc.sequence("start", "w", "end").build())

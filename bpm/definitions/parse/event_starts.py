@@ -14,7 +14,8 @@ from typing import Any
 from bpm.definitions.boundaries import code_variable, error_variables
 from bpm.definitions.conditions import parse_condition
 from bpm.definitions.model import Node, NodeType
-from bpm.definitions.parse.patterns import MESSAGE_PATTERN, signal_name
+from bpm.definitions.parse.patterns import MESSAGE_PATTERN
+from bpm.definitions.signal_names import caught as caught_signal
 from bpm.definitions.timers import parse_timer
 from bpm.errors import InvalidDefinition
 
@@ -96,7 +97,7 @@ def trigger_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str
     elif kind == "condition":
         fields["condition"] = parse_condition(raw["condition"], where, node_id)
     elif kind == "signal":
-        fields["signal"] = signal_name(raw, where, node_id)
+        fields["signal"] = caught_signal(raw, where, node_id)
     elif kind == "message":
         name = raw["message"]
         if not isinstance(name, str) or not MESSAGE_PATTERN.match(name):

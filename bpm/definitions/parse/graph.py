@@ -22,6 +22,7 @@ from bpm.definitions.parse.nodes import compile_node
 from bpm.definitions.parse.patterns import ID_PATTERN, check_keys, node_label
 from bpm.definitions.parse.policies import parse_saga
 from bpm.definitions.parse.shape import check_metadata
+from bpm.definitions.signal_names import is_template
 from bpm.definitions.transactions import check_transactions
 from bpm.errors import InvalidDefinition, InvalidExpression
 from bpm.expressions import compile_expression
@@ -306,6 +307,12 @@ class GraphBuilder:
             raise InvalidDefinition(
                 f"node {node.id!r} (startEvent): 'interrupting' belongs to the start event of "
                 f"an event subprocess",
+                node.id,
+            )
+        if is_template(node.signal):
+            raise InvalidDefinition(
+                f"node {node.id!r} (startEvent): signal {node.signal!r} is an expression; a "
+                "process's signal start event needs a literal name (no instance to evaluate it)",
                 node.id,
             )
         if node.signal in self.signal_starts:

@@ -26,6 +26,7 @@ from bpm.definitions.parse.patterns import MESSAGE_PATTERN, NAME_PATTERN, node_l
 from bpm.definitions.parse.policies import parse_compensation, parse_saga
 from bpm.definitions.parse.service_task import service_task_fields
 from bpm.definitions.parse.shape import check_conditions, check_shape, default_flow
+from bpm.definitions.signal_names import caught as caught_signal
 from bpm.definitions.timers import parse_timer
 from bpm.errors import InvalidDefinition
 
@@ -84,7 +85,7 @@ def compile_node(
     elif node_type is NodeType.ESCALATION_THROW:
         fields = {"escalation": _escalation(raw, where, node_id)}
     elif node_type is NodeType.SIGNAL:
-        fields = {"signal": signal_name(raw, where, node_id)}
+        fields = {"signal": caught_signal(raw, where, node_id)}
     elif node_type is NodeType.SIGNAL_THROW:
         fields = signal_fields(raw, where, node_id)
     if node_type in DEFAULTED:

@@ -45,10 +45,13 @@ def node_label(node_id: str, kind: str) -> str:
     return f"node {node_id!r} ({kind})"
 
 
-def signal_name(raw: Mapping[str, Any], where: str, node_id: str, *, thrown: bool = False) -> str:
-    """A node's ``signal``: a literal name as a message's. ``${...}`` is refused on what
-    catches a signal (bpm finds subscriptions by their name in SQL, docs/bpmn.md); on a throw
-    (``thrown``) it is evaluated when the token throws (``nodes.signal_fields``)."""
+def signal_name(
+    raw: Mapping[str, Any], where: str, node_id: str, *, thrown: bool = False, caught: bool = False
+) -> str:
+    """A node's ``signal``: a literal name as a message's. ``${...}`` is evaluated when the
+    token throws (``thrown``, ``nodes.signal_fields``) or, on a catching event (``caught``),
+    for each waiting token when a signal is thrown (``bpm.definitions.signal_names``); a
+    process's signal start event has no instance to evaluate it over, so it is refused there."""
     value = raw.get("signal")
     if not isinstance(value, str) or not MESSAGE_PATTERN.match(value):
         raise InvalidDefinition(
@@ -56,10 +59,10 @@ def signal_name(raw: Mapping[str, Any], where: str, node_id: str, *, thrown: boo
             "characters or spaces at either end",
             node_id,
         )
-    if ("${" in value or "#{" in value) and not thrown:
+    if ("${" in value or "#{" in value) and not (thrown or caught):
         raise InvalidDefinition(
-            f"{where}: signal {value!r} is an expression; bpm supports literal signal names "
-            "only (use a fixed name)",
+            f"{where}: signal {value!r} is an expression; a process's signal start event "
+            "needs a literal name (there is no instance to evaluate it over yet)",
             node_id,
         )
     return value

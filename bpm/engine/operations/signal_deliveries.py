@@ -27,6 +27,7 @@ from bpm.engine.semantics.event_gateway_wins import signal_won
 from bpm.engine.semantics.message_arrivals import signalled
 from bpm.engine.semantics.message_boundaries import armed
 from bpm.engine.semantics.nodes import leave
+from bpm.engine.semantics.signal_names import catches
 from bpm.engine.semantics.tree import Tree
 from bpm.states import LIVE_TOKEN, SignalTarget, TokenEvent, TokenState, WaitKind
 from bpm.store import definitions, signals
@@ -101,31 +102,33 @@ def _to_token(core: EngineCore, tx: Tx, sig: SignalRow, d: Delivery) -> list[Nex
     g = core.graph_of(tx, tok.instance_id)
     values = dict(sig.variables or {})
     same = tok.version == d.token_version
-    out = _at_token(tx, g, tok, sig.name, values) if same else []
+    key = core.info_for(tx, tok.instance_id)[2]
+    out = _at_token(tx, g, tok, sig.name, values, key) if same else []
     if g.event_subprocesses:
-        out.extend(_event_subprocesses(tx, g, tx.current(tok), sig.name, values, same=same))
+        out.extend(_event_subprocesses(tx, g, tx.current(tok), sig.name, values, key, same=same))
     return out
 
 
 def _at_token(
-    tx: Tx, g: ProcessGraph, tok: TokenRow, name: str, values: dict[str, Any]
+    tx: Tx, g: ProcessGraph, tok: TokenRow, name: str, values: dict[str, Any], key: str | None
 ) -> list[Next]:
     """A signal catch the token waits at, the signal event after the gateway it waits at, or
-    the signal boundaries of the activity it works at."""
+    the signal boundaries of the activity it works at (a template name evaluated for ``tok``
+    with the business key ``key``)."""
     node = g.node(tok.node_id)
     if tok.state == TokenState.WAITING and tok.wait_kind == WaitKind.SIGNAL:
-        if node.signal != name:
+        if not catches(tx, g, tok, node.signal, name, key):
             return []
         signalled(tx, g, tok, node.id, name, values)
         return [leave(tx, g, tok, node)]
     if tok.state == TokenState.WAITING and tok.wait_kind == WaitKind.EVENT:
         for event in event_gateways.events_after(g, node):
-            if event.signal == name:
+            if catches(tx, g, tok, event.signal, name, key):
                 return [signal_won(tx, g, tok, event, name, values)]
         return []
     out: list[Next] = []
     for boundary in armed(g, tok):
-        if boundary.signal != name:
+        if not catches(tx, g, tok, boundary.signal, name, key):
             continue
         tok = tx.current(tok)
         signalled(tx, g, tok, boundary.id, name, values)
@@ -138,7 +141,14 @@ def _at_token(
 
 
 def _event_subprocesses(
-    tx: Tx, g: ProcessGraph, tok: TokenRow, name: str, values: dict[str, Any], *, same: bool
+    tx: Tx,
+    g: ProcessGraph,
+    tok: TokenRow,
+    name: str,
+    values: dict[str, Any],
+    key: str | None,
+    *,
+    same: bool,
 ) -> list[Next]:
     """The signal event subprocesses ``tok`` hosts: the process's (``tok`` is the root), any
     time while the instance runs; a subprocess's, only if ``tok`` has not moved (``same``)."""
@@ -150,7 +160,7 @@ def _event_subprocesses(
             s
             for s in event_subprocesses.subscriptions(g, tree)
             if s.host.id == tok.id
-            and g.trigger_of(s.esp.id).signal == name
+            and catches(tx, g, tok, g.trigger_of(s.esp.id).signal, name, key)
             and (s.scope is None or same)
             and s.esp.id not in started_here
         ]

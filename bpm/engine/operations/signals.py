@@ -18,6 +18,7 @@ from uuid import UUID, uuid4
 from bpm.definitions.parse.patterns import MESSAGE_PATTERN
 from bpm.dispatch import Job, JobName
 from bpm.engine.core.engine_core import EngineCore
+from bpm.engine.semantics.signal_names import picker
 from bpm.errors import InvalidOperation, NoMatchingWait
 from bpm.limits import NAME_MAX, check_text
 from bpm.states import EngineEvent
@@ -70,6 +71,7 @@ def throw(
                 throw_key=throw_key,
                 only_token=token_id,
                 process_keys=process_keys,
+                pick=picker(tx, name),
             )
             if token_id is not None and n == 0:
                 raise NoMatchingWait(f"token {token_id} does not listen for signal {name!r}")

@@ -19,6 +19,7 @@ from bpm.dispatch import Job, JobName
 from bpm.engine.core.tx import Tx
 from bpm.engine.semantics import calls, scopes
 from bpm.engine.semantics.failures import fail_token
+from bpm.engine.semantics.signal_names import picker
 from bpm.errors import BpmError
 from bpm.states import EngineEvent
 from bpm.store import signals
@@ -61,7 +62,8 @@ def throw(tx: Tx, tok: TokenRow, name: str, values: dict[str, Any] | None = None
     receives it."""
     signal_id = uuid4()
     thrower = (tok.instance_id, tok.id)
-    n = signals.throw(tx.conn, signal_id, name, values, tx.now, thrower=thrower)
+    pick = picker(tx, name)
+    n = signals.throw(tx.conn, signal_id, name, values, tx.now, thrower=thrower, pick=pick)
     tx.history.engine(
         instance_id=tok.instance_id,
         at=tx.now,
