@@ -31,11 +31,10 @@ def name(
     event: XmlElement,
     definition: XmlElement,
     *,
-    thrown: bool = False,
     start: bool = False,
     ins: list[XmlElement] | None = None,
 ) -> str:
-    """The name of the signal ``definition`` (on ``event``) refers to; a throw's (``thrown``)
+    """The name of the signal ``definition`` (on ``event``) refers to; a throw's
     may be an expression, evaluated over the thrower's variables when it throws, and so may a
     catching event's, except a process's signal start event's (``start``). ``ins``
     collects the ``camunda:in`` elements of the definition's own extension elements (where
@@ -85,7 +84,7 @@ def thrown(decl: Declarations, r: Reader, definition: XmlElement) -> Mapped:
     """The signal a throw or end event broadcasts, and the variables its ``camunda:in``
     elements pass with it (``in``, as a call activity's)."""
     ins: list[XmlElement] = []
-    node: Mapped = {"signal": name(decl, r.el, definition, thrown=True, ins=ins)}
+    node: Mapped = {"signal": name(decl, r.el, definition, ins=ins)}
     inputs = [in_mapping(el) for el in [*ins, *r.extensions("in", CAMUNDA)]]
     if inputs:
         node["in"] = inputs

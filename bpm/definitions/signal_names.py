@@ -35,7 +35,8 @@ def is_template(name: str) -> bool:
 def compile_template(name: str, where: str, node_id: str) -> VariableMapping:
     """The compiled template (``#{`` read as ``${``); refused as the definition's error."""
     text = _GETTERS.sub(lambda m: f"execution.{m[1][0].lower()}{m[1][1:]}", name)
-    [mapping] = parse_mappings({"signal": text.replace("#{", "${")}, "signal", where, node_id)
+    # "signals": parse_mappings names each entry by the key's singular ("signal mapping")
+    [mapping] = parse_mappings({"signal": text.replace("#{", "${")}, "signals", where, node_id)
     return mapping
 
 
@@ -49,6 +50,17 @@ def cached(name: str) -> VariableMapping | None:
         return compile_template(name, "signal", "signal")
     except InvalidDefinition:  # pragma: no cover - deployed names compiled at deploy
         return None
+
+
+def could_give(template: str, name: str) -> bool:
+    """Whether ``template`` could evaluate to ``name``: its text before the first expression
+    and after the last one must be there, so a throw evaluates only the templates that
+    might match (``done-${...}`` never for ``alarm``)."""
+    marks = [i for i in (template.find("${"), template.find("#{")) if i >= 0]
+    prefix, suffix = template[: min(marks)], template[template.rindex("}") + 1 :]
+    return (
+        len(name) >= len(prefix) + len(suffix) and name.startswith(prefix) and name.endswith(suffix)
+    )
 
 
 def execution(instance_id: Any, business_key: str | None) -> dict[str, Any]:

@@ -5,10 +5,10 @@ deletes them in the transaction that delivers them, so each is made once."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 from sqlalchemy import Connection, Uuid, and_, false, func, literal, or_, select
@@ -46,8 +46,14 @@ class Waiter:
     template: str
 
 
-#: Chooses, of the waiters at template catches, those whose evaluated name is the thrown one.
-Pick = Callable[[list[Waiter]], list[Waiter]]
+class Pick(Protocol):
+    """The throw's choice among template catches (``engine/semantics/signal_names``)."""
+
+    def templates(self, found: list[str]) -> list[str]:
+        """Of the deployed templates, those that could give the thrown name."""
+
+    def __call__(self, waiters: list[Waiter]) -> list[Waiter]:
+        """Of the tokens waiting at those, the ones whose evaluated name is the thrown one."""
 
 
 @dataclass(frozen=True)
@@ -139,8 +145,8 @@ def throw(
             ["signal_id", "target", "kind", "token_version", "instance_id"], tokens
         )
     )
-    if pick is not None:
-        _templates(conn, signal_id, pick(waiters(conn, only_token, process_keys)))
+    if pick is not None and (chosen := pick.templates(templates(conn))):
+        _templates(conn, signal_id, pick(waiters(conn, chosen, only_token, process_keys)))
     other = pd.alias("other")
     latest = select(func.max(other.c.version)).where(other.c.key == pd.c.key).scalar_subquery()
     starts = (
@@ -195,13 +201,24 @@ def _only(query: Any, only_token: UUID | None, process_keys: Collection[str] | N
     return query
 
 
-def waiters(
-    conn: Connection, only_token: UUID | None, process_keys: Collection[str] | None
-) -> list[Waiter]:
-    """The tokens waiting at template catches (of running instances), with the template of
-    each: only definitions that have template catches take part, so the read is as large as
-    their waiting tokens."""
+def templates(conn: Connection) -> list[str]:
+    """The template names of every deployed catch (one row each, however many versions)."""
     marked = or_(*(subs.c.signal.contains(m, autoescape=True) for m in _TEMPLATE_MARKS))
+    found = conn.execute(
+        select(subs.c.signal).distinct().where(marked, subs.c.target != SignalTarget.START.value)
+    )
+    return sorted(found.scalars())
+
+
+def waiters(
+    conn: Connection,
+    chosen: list[str],
+    only_token: UUID | None,
+    process_keys: Collection[str] | None,
+) -> list[Waiter]:
+    """The tokens waiting at the ``chosen`` template catches (of running instances), with
+    the template of each: found by name (indexed), so the read is as large as their waiting
+    tokens."""
     query = (
         select(t.c.id, t.c.version, t.c.instance_id, pi.c.business_key, subs.c.signal)
         .distinct()
@@ -210,7 +227,7 @@ def waiters(
                 subs, subs.c.definition_id == pi.c.process_def_id
             )
         )
-        .where(marked, pi.c.state.in_(_RUNNING), _listening())
+        .where(subs.c.signal.in_(chosen), pi.c.state.in_(_RUNNING), _listening())
         .order_by(t.c.instance_id, t.c.id, subs.c.signal)
     )
     rows = conn.execute(_only(query, only_token, process_keys))

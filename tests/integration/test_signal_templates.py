@@ -157,3 +157,25 @@ def test_a_camunda_modeler_model_waits_for_its_customer(rt: Harness, pg_db: Data
     assert rows.token_events_of(pg_db, k2, node_id="Event_Storniert")
     assert_finished_cleanly(pg_db, k2)
     assert_history_consistent(pg_db, k2)
+
+
+def test_a_template_signal_after_an_event_based_gateway(rt: Harness, pg_db: Database) -> None:
+    doc = (
+        ProcessBuilder("raced")
+        .start()
+        ._node("gw", "eventBasedGateway")
+        .signal_event("sig", signal="ready-${execution.processInstanceId}")
+        .timer("late", duration="PT1H")
+        .end("signalled")
+        .end("timed_out")
+        .sequence("start", "gw", "sig", "signalled")
+        .sequence("gw", "late", "timed_out")
+        .build()
+    )
+    rt.deploy(doc)
+    iid = started(rt, "raced", "R")
+    assert rt.engine.throw_signal(f"ready-{iid}").recipients == 1
+    rt.drain()
+    assert rows.state(pg_db, iid) == InstanceState.COMPLETED
+    assert rows.token_events_of(pg_db, iid, node_id="signalled")
+    assert_finished_cleanly(pg_db, iid)

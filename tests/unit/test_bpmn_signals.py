@@ -16,6 +16,7 @@ import pytest
 from bpm.definitions import ProcessBuilder
 from bpm.definitions.model import NodeType
 from bpm.definitions.parse.document import compile_definition
+from bpm.definitions.signal_names import could_give
 from bpm.definitions.signals import subscriptions
 from bpm.errors import InvalidDefinition
 from bpm.states import SignalTarget
@@ -251,3 +252,10 @@ def test_a_template_is_refused_on_a_process_start_and_when_it_does_not_compile()
     doc = ProcessBuilder("p").start().signal_event("w", signal="go-${a +}").end()
     with pytest.raises(InvalidDefinition):
         compile_definition(doc.sequence("start", "w", "end").build())
+
+
+def test_a_throw_evaluates_only_templates_whose_text_fits_its_name() -> None:
+    assert could_give("done-${execution.processBusinessKey}", "done-A")
+    assert not could_give("done-${execution.processBusinessKey}", "alarm")
+    assert could_give("K-${a}-${b}.x", "K-1-2.x") and not could_give("K-${a}-${b}.x", "K-1-2")
+    assert could_give("#{a}", "anything") and not could_give("ab${x}ba", "aba")

@@ -16,7 +16,7 @@ from uuid import UUID
 from bpm.definitions.mappings import evaluate
 from bpm.definitions.model import ProcessGraph
 from bpm.definitions.parse.patterns import MESSAGE_PATTERN
-from bpm.definitions.signal_names import cached, execution
+from bpm.definitions.signal_names import cached, could_give, execution
 from bpm.engine.core.tx import Tx
 from bpm.engine.semantics import scopes
 from bpm.errors import BpmError
@@ -53,11 +53,18 @@ def catches(
     return evaluated(tx, g, tok, name, business_key) == thrown
 
 
-def picker(tx: Tx, thrown: str) -> Pick:
-    """The snapshot's choice among tokens at template catches (``store.signals.throw``)."""
+class Picker:
+    """The snapshot's choice among template catches for the thrown name (``store.signals.
+    throw``): only templates whose literal text fits the name, then each token's evaluation."""
 
-    def pick(waiters: list[Waiter]) -> list[Waiter]:
-        out: list[Waiter] = []
+    def __init__(self, tx: Tx, thrown: str) -> None:
+        self.tx, self.thrown = tx, thrown
+
+    def templates(self, found: list[str]) -> list[str]:
+        return [t for t in found if could_give(t, self.thrown)]
+
+    def __call__(self, waiters: list[Waiter]) -> list[Waiter]:
+        tx, out = self.tx, []
         graphs: dict[UUID, ProcessGraph] = {}
         for w in waiters:
             tok = tx.token(w.token_id)
@@ -66,8 +73,11 @@ def picker(tx: Tx, thrown: str) -> Pick:
             g = graphs.get(w.instance_id)
             if g is None:
                 g = graphs[w.instance_id] = tx.graph_for(w.instance_id)
-            if evaluated(tx, g, tok, w.template, w.business_key) == thrown:
+            if evaluated(tx, g, tok, w.template, w.business_key) == self.thrown:
                 out.append(w)
         return out
 
-    return pick
+
+def picker(tx: Tx, thrown: str) -> Pick:
+    """What ``store.signals.throw`` asks about template catches when ``thrown`` is thrown."""
+    return Picker(tx, thrown)
