@@ -2,7 +2,8 @@
 (with its variables), or to one execution; 204; a bad body or an execution that does not
 listen is a 400 that throws nothing; a viewer gets 403; a starter limited to some
 processes reaches only their instances. ``GET /event-subscription`` lists signal waits
-with ``eventType: "signal"``."""
+with ``eventType: "signal"`` (a template catch under its template, reached by the name it
+gives for its instance)."""
 
 from __future__ import annotations
 
@@ -101,3 +102,29 @@ def test_refusals_throw_nothing(server: Server, clients: dict[str, httpx.Client]
     assert _state(server, other) == "COMPLETED" and _state(server, iid) == "RUNNING"
     clients["operator"].post("/signal", json={"name": "alarm"})
     assert _state(server, iid) == "COMPLETED"
+
+
+def test_a_template_catch_is_listed_by_its_template_and_reached_by_its_name(
+    server: Server, clients: dict[str, httpx.Client]
+) -> None:
+    template = "KundeAngelegtSignal-${execution.processBusinessKey}"
+    server.runtime.engine.deploy_bpmn(signal_bpmn("sig_kunde", template))
+    ids = {}
+    for key in ("K-1", "K-2"):
+        ids[key] = str(server.runtime.engine.start("sig_kunde", business_key=key).id)
+    server.runtime.run_until_idle(timeout=5)
+    [sub] = (
+        clients["operator"]
+        .get("/event-subscription", params={"processInstanceId": ids["K-1"]})
+        .json()
+    )
+    assert (sub["eventType"], sub["eventName"]) == ("signal", template)
+    other = {"name": "KundeAngelegtSignal-K-2", "executionId": sub["executionId"]}
+    assert clients["operator"].post("/signal", json=other).status_code == 400  # not its name
+    mine = {"name": "KundeAngelegtSignal-K-1", "executionId": sub["executionId"]}
+    assert clients["operator"].post("/signal", json=mine).status_code == 204
+    assert _state(server, ids["K-1"]) == "COMPLETED"
+    assert _state(server, ids["K-2"]) == "RUNNING"
+    got = clients["operator"].post("/signal", json={"name": "KundeAngelegtSignal-K-2"})
+    assert got.status_code == 204
+    assert _state(server, ids["K-2"]) == "COMPLETED"
