@@ -179,3 +179,32 @@ def test_a_template_signal_after_an_event_based_gateway(rt: Harness, pg_db: Data
     assert rows.state(pg_db, iid) == InstanceState.COMPLETED
     assert rows.token_events_of(pg_db, iid, node_id="signalled")
     assert_finished_cleanly(pg_db, iid)
+
+
+def test_a_template_reads_the_local_variables_its_token_sees(rt: Harness, pg_db: Database) -> None:
+    body = (
+        ProcessBuilder("each")
+        .start("s")
+        .signal_event("wait", signal="item-${execution.processBusinessKey}-${x}")
+        .end("e")
+        .sequence("s", "wait", "e")
+    )
+    doc = (
+        ProcessBuilder("items")
+        .start()
+        .sub_process("mi", body, multi_instance={"collection": "xs", "elementVariable": "x"})
+        .end()
+        .sequence("start", "mi", "end")
+        .build()
+    )
+    rt.deploy(doc)
+    iid = started(rt, "items", "L", xs=["a", "b"])
+    assert rt.engine.throw_signal("item-L-b").recipients == 1
+    rt.drain()
+    assert rows.state(pg_db, iid) == InstanceState.RUNNING
+    assert [t.node_id for t in rows.live_tokens(pg_db, iid) if t.node_id == "wait"] == ["wait"]
+    assert rt.engine.throw_signal("item-L-a").recipients == 1
+    rt.drain()
+    assert rows.state(pg_db, iid) == InstanceState.COMPLETED
+    assert_finished_cleanly(pg_db, iid)
+    assert_history_consistent(pg_db, iid)
