@@ -44,7 +44,14 @@ def task_events(broker_url: str) -> Iterator[list[dict[str, Any]]]:
     thread = threading.Thread(target=listen, daemon=True)
     thread.start()
     assert listening.wait(10)
-    time.sleep(0.5)  # the receiver's queue is bound once capture runs
+    # The receiver's queue is bound once capture runs, which on a busy machine takes a while:
+    # probe events are sent until one comes back, so no event of the run is missed.
+    deadline = time.monotonic() + 20
+    with app.events.default_dispatcher() as probe:
+        while not any(e.get("type") == "test-probe" for e in seen):
+            assert time.monotonic() < deadline, "the event receiver never heard its probe"
+            probe.send("test-probe")
+            time.sleep(0.2)
     try:
         yield seen
     finally:
