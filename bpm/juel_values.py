@@ -11,11 +11,27 @@ from __future__ import annotations
 import calendar
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bpm.clock import SYSTEM_CLOCK
+
+#: The time ``dateTime()`` gives inside an engine transaction (its ``now``, from the engine's
+#: clock), so expressions evaluated deep in the semantics need no clock passed down to them.
+_NOW: ContextVar[datetime | None] = ContextVar("bpm_expression_now", default=None)
+
+
+@contextmanager
+def evaluated_at(now: datetime) -> Iterator[None]:
+    reset = _NOW.set(now)
+    try:
+        yield
+    finally:
+        _NOW.reset(reset)
+
 
 _SHIFTS = {
     "Seconds": "seconds",
@@ -53,7 +69,7 @@ class DateTime:
 
     @staticmethod
     def now(now: datetime | None = None) -> DateTime:
-        return DateTime(now or SYSTEM_CLOCK.now())
+        return DateTime(now or _NOW.get() or SYSTEM_CLOCK.now())
 
     def call(self, method: str, args: list[Any]) -> Any:
         for sign in ("plus", "minus"):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from bpm.cli.parsing import IdPrefix
+from bpm.definitions import requirements
 from bpm.embedded import EmbeddedRuntime
 from bpm.engine.engine import Engine
 from bpm.errors import InvalidOperation, NotFound, TaskNotFound
@@ -20,15 +21,14 @@ SHOWN_MATCHES = 5
 
 
 def missing_handlers(rt: EmbeddedRuntime, key: str) -> list[str]:
-    """Handler names the latest version of ``key`` calls that no imported module registered."""
+    """Handlers (of tasks, listeners and call mappings) and beans the latest version of
+    ``key`` calls that no imported module registered."""
     with rt.db.transaction() as conn:
         row = definitions.latest(conn, key)
     if row is None:
         return []  # Engine.start reports the unknown key with its own message
     graph = rt.engine.core.graph(row.id)
-    names = {node.handler for node in graph.nodes.values() if node.handler}
-    names |= {n.call.mapping for n in graph.nodes.values() if n.call and n.call.mapping}
-    return sorted(name for name in names if name not in rt.engine.handlers)
+    return requirements.missing(graph, rt.engine.handlers, rt.engine.core.beans)
 
 
 def instance_of_token(engine: Engine, token_id: UUID) -> UUID | None:

@@ -78,13 +78,13 @@ def _listener(el: XmlElement, on_flow: bool = False) -> Mapped:
     if len(given) != 1:
         raise reject(el, "needs exactly one of class, expression, delegateExpression or script")
     kind, value = given[0]
+    listener: Mapped = {"event": event}
     if kind == "class":
-        handler = value.strip().rsplit(".", 1)[-1]
+        listener["handler"] = value.strip().rsplit(".", 1)[-1]
     elif kind == "script":
-        handler = handler_name(script_stem(value) or value)
-    else:
-        handler = handler_name(value)
-    listener: Mapped = {"event": event, "handler": handler}
+        listener["handler"] = handler_name(script_stem(value) or value)
+    else:  # an expression or a bean, evaluated: never a handler's name
+        listener[kind] = value.strip()
     field_values = named_fields(reader.children("field", CAMUNDA))
     if field_values:
         listener["fields"] = field_values

@@ -62,8 +62,8 @@ def service(decl: Declarations, r: Reader) -> Mapped:
         found.append(("handler", java.strip().rsplit(".", 1)[-1], "camunda:class"))
     for attr in ("expression", "delegateExpression"):
         value = r.attr(attr, CAMUNDA)
-        if value is not None:
-            found.append(("handler", handler_name(value), f"camunda:{attr}"))
+        if value is not None:  # evaluated (a bean called), never a handler's name
+            found.append((attr, value.strip(), f"camunda:{attr}"))
     result_variable = r.attr("resultVariable", CAMUNDA)
     if not found and (alien := _foreign_implementation(r)):
         raise reject(

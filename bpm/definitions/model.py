@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import Any
 
 from bpm.definitions.assignments import Text
+from bpm.definitions.code import Code
 from bpm.definitions.forms import FormSpec
 from bpm.definitions.mappings import VariableMapping
 from bpm.definitions.model_refs import CallBinding as CallBinding
@@ -105,6 +106,8 @@ class Listener:
     fields: tuple[VariableMapping, ...] = ()
     #: A ``timeout`` listener's timer, counted from when its user task is created.
     timer: TimerSpec | None = None
+    #: An expression, bean or script run in place of a registered handler.
+    code: Code | None = None
 
 
 @dataclass(frozen=True)
@@ -186,6 +189,8 @@ class Node:
     connector_outputs: tuple[VariableMapping, ...] | None = None
     #: serviceTask evaluating a DMN decision (a business rule task) instead of running code.
     decision: DecisionRef | None = None
+    #: serviceTask: an expression, bean or script run in place of a registered handler.
+    code: Code | None = None
     candidate_users: tuple[Text, ...] = ()
     due_date: Text | None = None
     follow_up_date: Text | None = None

@@ -253,7 +253,7 @@ def test_result_variable_and_initiator() -> None:
         )
     )
     assert node(doc, "T")["resultVariable"] == "quote"
-    assert node(doc, "T")["handler"] == "pricing.quote_order"
+    assert node(doc, "T")["expression"] == "${pricing.quote(order)}"
     assert node(doc, "S")["initiator"] == "who"
     message = refused(
         around(
