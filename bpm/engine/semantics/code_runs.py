@@ -18,6 +18,7 @@ from bpm.definitions.code import Code, CodeKind
 from bpm.definitions.model import ListenerEvent
 from bpm.handlers import HandlerContext, HandlerRegistry, HandlerResult
 from bpm.juel_methods import ExecutionView, Facts, Invocation
+from bpm.scripts import run_script
 from bpm.store.rows import TaskRow
 
 #: The events of a task listener, whose code sees ``task`` as well as ``execution``.
@@ -70,7 +71,8 @@ class RunsCode:
         if code.expression is not None:
             return code.expression.evaluate(ctx.variables, invocation)
         if code.script is not None:
-            raise CodeFailed(f"{code.script.where}: scripts do not run yet")
+            script = code.script
+            return run_script(script.source, script.where, ctx.variables, invocation)
         assert code.kind is CodeKind.DELEGATE and code.bean is not None
         bean = self.beans.get(code.bean)
         if bean is None:
