@@ -29,6 +29,7 @@ from bpm.juel_methods import (
     MethodError,
     call_method,
     check_call,
+    getter_key,
 )
 from bpm.juel_syntax import execution_reads, translate
 from bpm.juel_values import DateTime, Spin, plain
@@ -206,14 +207,18 @@ def _validate(
             if isinstance(node.func, ast.Attribute):
                 children.append(node.func.value)
                 receiver = node.func.value
-                if isinstance(receiver, ast.Name) and _bean_call(receiver.id, node.func.attr):
+                method, arguments = node.func.attr, len(node.args)
+                if isinstance(receiver, ast.Name) and _bean_call(receiver.id, method, arguments):
                     beans.add(receiver.id)
         stack.extend((child, depth + 1) for child in children)
     return frozenset(names), frozenset(beans)
 
 
-def _bean_call(receiver: str, method: str) -> bool:
-    return receiver not in RESERVED and receiver not in CONSTANTS and method not in VALUE_METHODS
+def _bean_call(receiver: str, method: str, arguments: int) -> bool:
+    """A call that can only be a bean's (a getter may read a variable's field instead)."""
+    plain_name = receiver not in RESERVED and receiver not in CONSTANTS
+    getter = getter_key(method) is not None and arguments == 0
+    return plain_name and method not in VALUE_METHODS and not getter
 
 
 def _check_node(node: ast.AST, context: str, kind: str, scope: CallScope) -> None:
@@ -234,7 +239,7 @@ def _check_node(node: ast.AST, context: str, kind: str, scope: CallScope) -> Non
     if isinstance(node.func, ast.Attribute):
         value, method = node.func.value, node.func.attr
         receiver = value.id if isinstance(value, ast.Name) else None
-        why = check_call(receiver, method, scope)
+        why = check_call(receiver, method, scope, len(node.args))
         if why is not None:
             column = (node.func.end_col_offset or 0) - len(method) + 1
             raise InvalidExpression(f"{context} {why} (at column {column})")
@@ -280,12 +285,18 @@ class _Evaluator(simpleeval.SimpleEval):  # type: ignore[misc]  # simpleeval is 
             return self.functions[node.func.id](*args)
         assert isinstance(node.func, ast.Attribute)  # the validator allows nothing else
         value = node.func.value
-        if isinstance(value, ast.Name) and _bean_call(value.id, node.func.attr):
+        if isinstance(value, ast.Name) and _bean_call(value.id, node.func.attr, len(args)):
             receiver: Any = self._bean(value.id)
+        elif isinstance(value, ast.Name) and self._is_bean(value.id):
+            receiver = self._bean(value.id)
         else:
             receiver = self._eval(value)
         is_task = receiver is self.invocation.task and receiver is not None
         return call_method(receiver, node.func.attr, args, task=is_task)
+
+    def _is_bean(self, name: str) -> bool:
+        beans = self.invocation.beans
+        return name not in self.variables and beans is not None and name in beans
 
     def _bean(self, name: str) -> Any:
         if name in self.variables:

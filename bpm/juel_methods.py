@@ -79,7 +79,9 @@ REFLECTION = frozenset(
 RESERVED = frozenset({"execution", "task"})
 
 
-def check_call(receiver: str | None, method: str, scope: CallScope) -> str | None:
+def check_call(
+    receiver: str | None, method: str, scope: CallScope, arguments: int = 0
+) -> str | None:
     """Why a call ``receiver.method(...)`` is refused at deploy (None: allowed). ``receiver``
     is the bare name it is called on, or None for any other value."""
     if method.startswith("_") or method in REFLECTION:
@@ -92,8 +94,8 @@ def check_call(receiver: str | None, method: str, scope: CallScope) -> str | Non
         if method in TASK_CHANGES:
             return f"calls task.{method}, which bpm does not apply yet (set a variable instead)"
         return None if method in TASK_READS | TASK_WRITES else _unknown("task", method)
-    if method in VALUE_METHODS:
-        return None
+    if method in VALUE_METHODS or (getter_key(method) is not None and arguments == 0):
+        return None  # a getter reads a JSON object's field (a bean's, in a task)
     if receiver is not None and receiver not in RESERVED:
         if scope is CallScope.TASK:
             return None
@@ -251,7 +253,22 @@ def _call_bean(bean: BeanRef, method: str, args: list[Any]) -> Any:
     raise MethodError(f"bean {bean.name!r} has no method {method!r}")
 
 
+def getter_key(method: str) -> str | None:
+    """``getTotal`` / ``isPaid`` -> ``total`` / ``paid``: the field a JavaBean getter reads,
+    which on a JSON object (what a Java object is in bpm) is its key."""
+    for prefix in ("get", "is"):
+        rest = method.removeprefix(prefix)
+        if method.startswith(prefix) and rest[:1].isupper():
+            return rest[:1].lower() + rest[1:]
+    return None
+
+
 def _value_method(value: Any, method: str, args: list[Any]) -> Any:
+    key = getter_key(method)
+    if isinstance(value, dict) and key is not None and not args and method not in _MAP:
+        if key not in value:
+            raise MethodError(f"the object has no field {key!r} for {method}()")
+        return value[key]
     table = (
         _STRING
         if isinstance(value, str)

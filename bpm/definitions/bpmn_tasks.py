@@ -175,7 +175,8 @@ def script(decl: Declarations, r: Reader, handlers: Collection[str] | None) -> M
         handler = next((handler_name(n) for n in named if handler_name(n) in handlers), None)
     if handler is None:
         fmt = r.el.attrib.get("scriptFormat") or "script"
-        why = "" if fmt.lower() not in JAVASCRIPT else f" ({SCRIPTS_SETTING}=off here)"
+        off = fmt.lower() in JAVASCRIPT and not scripts_enabled() and resource is None
+        why = f" ({SCRIPTS_SETTING}=off here)" if off else ""
         raise reject(
             r.el,
             f"holds a {fmt} script, which bpm never runs{why}",

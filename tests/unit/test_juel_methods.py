@@ -193,3 +193,15 @@ def test_results_are_bounded_in_size() -> None:
     expr = compile_expression("${big.concat(big)}", where="t")
     with pytest.raises(ExpressionEvalError, match="longer than"):
         expr.evaluate(variables)
+
+
+def test_getters_read_a_json_objects_fields() -> None:
+    """A Java object is a JSON object in bpm: ``getTotal()`` / ``isPaid()`` read its keys
+    (inline too: a read, no bean)."""
+    variables = {"invoice": {"total": 12, "paid": True, "lines": [1, 2]}}
+    expr = compile_expression("${invoice.getTotal() > 10 && invoice.isPaid()}", where="f")
+    assert expr.beans == frozenset()
+    assert expr.evaluate(variables) is True
+    assert compile_expression("${invoice.getLines().size()}", where="f").evaluate(variables) == 2
+    with pytest.raises(ExpressionEvalError, match="no field 'due'"):
+        compile_expression("${invoice.getDue()}", where="f").evaluate(variables)
