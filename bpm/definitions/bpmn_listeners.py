@@ -12,8 +12,8 @@ from bpm.definitions.bpmn_events import timer
 from bpm.definitions.bpmn_handlers import handler_name, script_stem
 from bpm.definitions.bpmn_names import CAMUNDA
 from bpm.definitions.bpmn_reader import Reader, reject
-from bpm.definitions.bpmn_tasks import inline_script
 from bpm.definitions.bpmn_xml import XmlElement
+from bpm.definitions.code import inline_script
 
 Mapped = dict[str, Any]
 

@@ -12,7 +12,7 @@ from bpm.definitions.bpmn_declarations import Declarations, message
 from bpm.definitions.bpmn_handlers import handler_name, script_stem
 from bpm.definitions.bpmn_names import BPM, CAMUNDA, ZEEBE
 from bpm.definitions.bpmn_reader import Reader, reject
-from bpm.definitions.code import JAVASCRIPT
+from bpm.definitions.code import JAVASCRIPT, inline_script
 from bpm.errors import InvalidExpression
 from bpm.expressions import compile_expression
 from bpm.scripts import SCRIPTS_SETTING, scripts_enabled
@@ -187,18 +187,6 @@ def script(decl: Declarations, r: Reader, handlers: Collection[str] | None) -> M
     if result is not None and result.strip():
         node["resultVariable"] = result.strip()
     return node
-
-
-def inline_script(fmt: str, text: str | None) -> Mapped | None:
-    """The definition keys of an inline script bpm runs: JavaScript (when scripts are on) as
-    a ``script``, JUEL as an ``expression``; None for any other language or no text."""
-    if text is None or not text.strip():
-        return None
-    if fmt.lower() in JAVASCRIPT and scripts_enabled():
-        return {"script": {"format": fmt, "source": text}}
-    if fmt.lower() == "juel":
-        return {"expression": text.strip()}
-    return None
 
 
 def connector(r: Reader) -> Mapped | None:

@@ -118,3 +118,15 @@ def _script(value: Any, where: str, node_id: str | None) -> Script:
             node_id,
         )
     return Script(source, fmt.strip(), where)
+
+
+def inline_script(fmt: str, text: str | None) -> dict[str, Any] | None:
+    """The definition keys of an inline script bpm runs: JavaScript (when scripts are on) as
+    a ``script``, JUEL as an ``expression``; None for any other language or no text."""
+    if text is None or not text.strip():
+        return None
+    if fmt.lower() in JAVASCRIPT and scripts_enabled():
+        return {"script": {"format": fmt, "source": text}}
+    if fmt.lower() == "juel":
+        return {"expression": text.strip()}
+    return None

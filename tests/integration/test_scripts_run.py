@@ -107,3 +107,54 @@ def test_a_runaway_or_escaping_script_is_an_incident_naming_it(
     assert shown["state"] == "FAILED"
     [incident] = shown["incidents"]
     assert "Activity_bad" in incident["message"] and why in incident["message"]
+
+
+ROUTED = """<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL"
+  xmlns:camunda="http://camunda.org/schema/1.0/bpmn"
+  xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" id="Definitions_0fa3r2k"
+  targetNamespace="http://bpmn.io/schema/bpmn" exporter="Camunda Modeler" exporterVersion="5.17.0">
+  <bpmn:process id="routing_js" isExecutable="true">
+    <bpmn:startEvent id="StartEvent_1"><bpmn:outgoing>Flow_1</bpmn:outgoing></bpmn:startEvent>
+    <bpmn:exclusiveGateway id="Gateway_1" default="Flow_small">
+      <bpmn:incoming>Flow_1</bpmn:incoming>
+      <bpmn:outgoing>Flow_big</bpmn:outgoing>
+      <bpmn:outgoing>Flow_small</bpmn:outgoing>
+    </bpmn:exclusiveGateway>
+    <bpmn:manualTask id="Activity_big" name="Big">
+      <bpmn:extensionElements>
+        <camunda:inputOutput>
+          <camunda:inputParameter name="label">
+            <camunda:script scriptFormat="javascript">"order-" + amount.toFixed(0)</camunda:script>
+          </camunda:inputParameter>
+          <camunda:outputParameter name="summary">
+            <camunda:script scriptFormat="javascript">var s = { label: label, twice: amount * 2 }; s</camunda:script>
+          </camunda:outputParameter>
+        </camunda:inputOutput>
+      </bpmn:extensionElements>
+      <bpmn:incoming>Flow_big</bpmn:incoming>
+      <bpmn:outgoing>Flow_2</bpmn:outgoing>
+    </bpmn:manualTask>
+    <bpmn:endEvent id="EndEvent_big"><bpmn:incoming>Flow_2</bpmn:incoming></bpmn:endEvent>
+    <bpmn:endEvent id="EndEvent_small"><bpmn:incoming>Flow_small</bpmn:incoming></bpmn:endEvent>
+    <bpmn:sequenceFlow id="Flow_1" sourceRef="StartEvent_1" targetRef="Gateway_1" />
+    <bpmn:sequenceFlow id="Flow_big" sourceRef="Gateway_1" targetRef="Activity_big">
+      <bpmn:conditionExpression xsi:type="bpmn:tFormalExpression" language="JavaScript">amount &gt; 1000 &amp;&amp; execution.getVariable("country") !== "DE"</bpmn:conditionExpression>
+    </bpmn:sequenceFlow>
+    <bpmn:sequenceFlow id="Flow_small" sourceRef="Gateway_1" targetRef="EndEvent_small" />
+    <bpmn:sequenceFlow id="Flow_2" sourceRef="Activity_big" targetRef="EndEvent_big" />
+  </bpmn:process>
+</bpmn:definitions>
+"""
+
+
+def test_script_conditions_and_script_parameters(rt: Harness) -> None:
+    rt.engine.deploy_bpmn(ROUTED)
+    big = rt.engine.start("routing_js", {"amount": 1500, "country": "FR"}).id
+    small = rt.engine.start("routing_js", {"amount": 1500, "country": "DE"}).id
+    rt.drain()
+    shown = rt.engine.show(big)
+    assert shown["state"] == "COMPLETED"
+    assert shown["variables"]["summary"] == {"label": "order-1500", "twice": 3000}
+    assert "summary" not in rt.engine.show(small)["variables"]
+    assert rt.engine.show(small)["state"] == "COMPLETED"
