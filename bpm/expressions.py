@@ -259,13 +259,12 @@ class _Evaluator(simpleeval.SimpleEval):  # type: ignore[misc]  # simpleeval is 
 
     def __init__(self, variables: Mapping[str, Any], invocation: Invocation | None) -> None:
         ops = {k: _guarded(_SYMBOLS[k], simpleeval.DEFAULT_OPERATORS[k]) for k in _SYMBOLS}
-        self.invocation = invocation or Invocation(ExecutionView(variables))
-        now = self.invocation.now
+        self._invocation = invocation
         functions = dict(
             FUNCTIONS,
             getVariable=self._variable_or_null,
-            dateTime=lambda: DateTime.now(now),
-            now=lambda: DateTime.now(now),
+            dateTime=self._now,
+            now=self._now,
         )
         super().__init__(operators=ops, functions=functions, names={})
         self.variables = variables
@@ -273,6 +272,17 @@ class _Evaluator(simpleeval.SimpleEval):  # type: ignore[misc]  # simpleeval is 
         self.nodes[ast.Call] = self._eval_method_or_function
         self.nodes[ast.List] = lambda node: [self._eval(e) for e in node.elts]
         self.nodes[ast.Tuple] = lambda node: tuple(self._eval(e) for e in node.elts)
+
+    @property
+    def invocation(self) -> Invocation:
+        """The task's ``execution`` and beans; without a task, a read-only ``execution`` over
+        the variables (made only when an expression uses it)."""
+        if self._invocation is None:
+            self._invocation = Invocation(ExecutionView(self.variables))
+        return self._invocation
+
+    def _now(self) -> DateTime:
+        return DateTime.now(self.invocation.now)
 
     def _variable_or_null(self, name: Any) -> Any:
         if not isinstance(name, str):

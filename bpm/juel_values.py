@@ -201,8 +201,13 @@ _SPIN: Mapping[str, Callable[..., Any]] = {
 }
 
 
+_SCALARS = frozenset({bool, int, float, str})
+
+
 def plain(value: Any) -> Any:
     """A JSON value for what an expression gave: dates as ISO 8601 text, Spin as its JSON."""
+    if value is None or type(value) in _SCALARS:
+        return value
     if isinstance(value, DateTime):
         return value.iso()
     if isinstance(value, Spin):
