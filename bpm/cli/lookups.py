@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from bpm.cli.parsing import IdPrefix
-from bpm.definitions import requirements
 from bpm.embedded import EmbeddedRuntime
 from bpm.engine.engine import Engine
 from bpm.errors import InvalidOperation, NotFound, TaskNotFound
@@ -27,8 +26,7 @@ def missing_handlers(rt: EmbeddedRuntime, key: str) -> list[str]:
         row = definitions.latest(conn, key)
     if row is None:
         return []  # Engine.start reports the unknown key with its own message
-    graph = rt.engine.core.graph(row.id)
-    return requirements.missing(graph, rt.engine.handlers, rt.engine.core.beans)
+    return rt.engine.unregistered(row.id)
 
 
 def instance_of_token(engine: Engine, token_id: UUID) -> UUID | None:
