@@ -66,6 +66,7 @@ MODEL = """<?xml version="1.0" encoding="UTF-8"?>
       camunda:dueDate="${dateTime().plusDays(2).toDate()}">
       <bpmn:extensionElements>
         <camunda:taskListener expression="${task.setVariable('reviewTaskId', task.getId())}" event="create" />
+        <camunda:taskListener expression="${task.setVariable('reviewName', task.getName().toUpperCase())}" event="create" />
       </bpmn:extensionElements>
       <bpmn:incoming>Flow_5</bpmn:incoming>
       <bpmn:outgoing>Flow_6</bpmn:outgoing>
@@ -134,6 +135,7 @@ def test_a_modeler_model_with_juel_methods_and_beans_runs_to_its_end(
         assert shown["variables"]["orderStatus"] == status
         assert shown["variables"]["valid"] is True
         assert shown["variables"]["reviewTaskId"]  # the task that ran the create listener
+        assert shown["variables"]["reviewName"] == "REVIEW ORDER"
         assert shown["variables"]["startedAt"] == rt.clock.now().date().isoformat()
         rt.engine.complete_user_task(task["id"], {}, user="ann")
         rt.drain()

@@ -137,7 +137,7 @@ class JobRunner:
         if code is not None:  # the model's own expression, bean or script
             kept = node.result_variable if step is None else None
             now = self.core.clock.now()
-            run = code_runs.RunsCode(self.core.beans, self.core.handlers, now, kept)
+            run = code_runs.RunsCode(self.core.beans, self.core.handlers, now, kept, node.name)
             handlers, result_variable = run.as_registry(task, code), None
         if step is not None:  # a listener sets the variables it returns
             outcome = handler_runs.invoke(handlers, task, ctx, None)

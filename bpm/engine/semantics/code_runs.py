@@ -47,6 +47,8 @@ class RunsCode:
     handlers: HandlerRegistry
     now: datetime
     result_variable: str | None
+    #: The node's name: a task listener's ``task.getName()``.
+    node_name: str | None = None
 
     def as_registry(self, task: TaskRow, code: Code) -> HandlerRegistry:
         registry = HandlerRegistry()
@@ -59,7 +61,7 @@ class RunsCode:
             if handler is not None:  # a handler is Python's delegate: it runs as before
                 result = handler(ctx)
                 return {self.result_variable: result} if self.result_variable else result
-        execution, task = views(ctx)
+        execution, task = views(ctx, self.node_name)
         invocation = Invocation(execution, task, self.beans, self.now)
         value = self._value(code, ctx, invocation)
         result = dict(execution.writes)
@@ -87,7 +89,9 @@ class RunsCode:
         return fn(given)
 
 
-def views(ctx: HandlerContext) -> tuple[ExecutionView, ExecutionView | None]:
+def views(
+    ctx: HandlerContext, node_name: str | None = None
+) -> tuple[ExecutionView, ExecutionView | None]:
     """The ``execution`` (and a task listener's ``task``, sharing its writes) of a run."""
     facts = Facts(
         instance_id=str(ctx.instance_id),
@@ -96,6 +100,7 @@ def views(ctx: HandlerContext) -> tuple[ExecutionView, ExecutionView | None]:
         activity_instance_id=str(ctx.task_id),
         definition_id=ctx.process_key,
         event=ctx.event,
+        task_name=node_name,
     )
     execution = ExecutionView(ctx.variables, facts, writable=True)
     if ctx.event not in TASK_EVENTS:
