@@ -73,8 +73,9 @@ NUMBER_METHODS = frozenset({"intValue", "longValue", "doubleValue", "toString", 
 VALUE_METHODS = STRING_METHODS | COLLECTION_METHODS | NUMBER_METHODS | DATE_METHODS | SPIN_METHODS
 #: Named so the refusal says what they are; any other unknown name is refused as well.
 REFLECTION = frozenset(
-    {"getClass", "forName", "newInstance", "getMethod", "getDeclaredMethod", "invoke",
-     "getRuntime", "exec", "getClassLoader", "loadClass", "wait", "notify", "notifyAll"}
+    {"getClass", "forName", "newInstance", "getMethod", "getDeclaredMethod", "getField",
+     "getDeclaredField", "setAccessible", "getRuntime", "getClassLoader", "loadClass",
+     "getProcessEngineServices", "getProcessEngine"}
 )  # fmt: skip
 RESERVED = frozenset({"execution", "task"})
 
@@ -85,7 +86,9 @@ def check_call(
     """Why a call ``receiver.method(...)`` is refused at deploy (None: allowed). ``receiver``
     is the bare name it is called on, or None for any other value."""
     if method.startswith("_") or method in REFLECTION:
-        return f"calls '{method}', a reflection method, which expressions may never call"
+        return (
+            f"calls '{method}', a reflection or engine API method, which expressions may never call"
+        )
     if receiver == "execution":
         if method in EXECUTION_WRITES:
             return None if scope is CallScope.TASK else _inline(f"execution.{method}")

@@ -64,8 +64,8 @@ def service(decl: Declarations, r: Reader) -> Mapped:
         found.append(("handler", java.strip().rsplit(".", 1)[-1], "camunda:class"))
     for attr in ("expression", "delegateExpression"):
         value = r.attr(attr, CAMUNDA)
-        if value is not None:  # evaluated (a bean called), never a handler's name
-            found.append((attr, value.strip(), f"camunda:{attr}"))
+        if value is not None and value.strip():  # evaluated, never a handler's name; an
+            found.append((attr, value.strip(), f"camunda:{attr}"))  # empty one is absent
     result_variable = r.attr("resultVariable", CAMUNDA)
     if not found and (alien := _foreign_implementation(r)):
         raise reject(

@@ -11,6 +11,7 @@ name up in the registry. The JSON keys: ``{"expression": "${...}"}``,
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -91,6 +92,8 @@ def parse_code(raw: Mapping[str, Any], where: str, node_id: str | None) -> Code 
                 f"{where}: delegateExpression {value!r} must name a bean: ${{beanName}}", node_id
             )
         return Code(CodeKind.DELEGATE, bean=bean[1])
+    if "${" not in value and "#{" not in value:  # JUEL literal text: nothing to run, as in
+        value = json.dumps(value)  # Camunda, where its value is the text itself
     try:
         expr = compile_expression(value, where=where, kind="expression", scope=CallScope.TASK)
     except InvalidExpression as exc:

@@ -167,11 +167,13 @@ def test_beans_are_called_in_task_expressions_only() -> None:
 @pytest.mark.parametrize(
     ("source", "why"),
     [
-        ("${status.getClass().forName('java.lang.Runtime')}", "'forName', a reflection method"),
-        ("${java.lang.Runtime.getRuntime().exec('rm')}", "'exec', a reflection method"),
+        ("${status.getClass().forName('java.lang.Runtime')}", "'forName', a reflection"),
+        ("${java.lang.Runtime.getRuntime().exec('rm')}", "'exec', which is not a method"),
+        ("${java.lang.Runtime.getRuntime()}", "'getRuntime', a reflection"),
         ("${T(java.lang.System).exit(0)}", "'exit', which is not a method"),
         ("${new java.io.File('x')}", "does not parse"),
-        ("${execution.getProcessEngineServices()}", "not one bpm offers"),
+        ("${execution.getProcessEngineServices()}", "engine API method"),
+        ("${execution.getProcessInstance()}", "not one bpm offers"),
         ("${status.__class__}", "names starting with '_'"),
         ("${orderService.isValid(order)}", "calls 'orderService.isValid'"),
     ],
