@@ -159,7 +159,7 @@ class ExecutionView:
             raise MethodError(f"'{method}' is not a method this object offers")
         if method in EXECUTION_WRITES and not self.writable:
             raise MethodError(f"'{method}' cannot be called here (no variables are written)")
-        return _EXECUTION[method](self, *args)
+        return EXECUTION_METHODS[method](self, *args)
 
     def get(self, name: Any) -> Any:
         _name(name)
@@ -187,7 +187,7 @@ def _name(name: Any) -> str:
     return name
 
 
-_EXECUTION: Mapping[str, Callable[..., Any]] = {
+EXECUTION_METHODS: Mapping[str, Callable[..., Any]] = {
     "getVariable": ExecutionView.get,
     "getVariableLocal": ExecutionView.get,
     "hasVariable": ExecutionView.has,

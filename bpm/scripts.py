@@ -30,7 +30,7 @@ import quickjs
 
 from bpm.errors import ConfigError
 from bpm.juel_methods import (
-    _EXECUTION,
+    EXECUTION_METHODS,
     EXECUTION_READS,
     EXECUTION_WRITES,
     TASK_READS,
@@ -211,7 +211,7 @@ def _facts(execution: ExecutionView, names: frozenset[str]) -> dict[str, Any]:
             if name == "getVariables":
                 continue
             try:
-                out[name] = _EXECUTION[name](execution)
+                out[name] = EXECUTION_METHODS[name](execution)
             except MethodError:
                 out[name] = None
     return out
