@@ -20,7 +20,7 @@ from typing import Any
 from bpm.errors import ExpressionEvalError, InvalidExpression
 from bpm.expressions import Expression
 from bpm.juel_methods import ExecutionView, Invocation
-from bpm.scripts import SCRIPTS_SETTING, ScriptFailed, run_script, scripts_enabled
+from bpm.scripts import ScriptFailed, run_script
 
 SCRIPT_KEY = "$script"
 JAVASCRIPT = frozenset({"javascript", "ecmascript", "js"})
@@ -57,10 +57,5 @@ def compile_script(value: Mapping[str, Any], *, where: str, kind: str) -> Script
         )
     if not isinstance(source, str) or not source.strip():
         raise InvalidExpression(f"{where}: a {kind} script's 'source' is non-empty text")
-    if not scripts_enabled():
-        raise InvalidExpression(
-            f"{where}: {kind} is a {fmt} script, and this installation runs no scripts "
-            f"({SCRIPTS_SETTING}=off)"
-        )
     tree = ast.Expression(body=ast.Constant(None))
     return ScriptExpression(source, "", frozenset(), tree, where, f"{kind} script", language=fmt)

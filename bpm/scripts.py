@@ -167,6 +167,8 @@ def _context() -> quickjs.Context:
 def run_script(source: str, where: str, variables: dict[str, Any], invocation: Invocation) -> Any:
     """Run ``source`` over ``variables``; its writes go to ``invocation.execution`` and its
     last value is returned. Every failure is a :class:`ScriptFailed` naming ``where``."""
+    if not scripts_enabled():
+        raise ScriptFailed(f"{where}: this installation runs no scripts ({SCRIPTS_SETTING}=off)")
     execution = invocation.execution
     names = EXECUTION_READS | (EXECUTION_WRITES if execution.writable else frozenset())
     given: dict[str, Any] = {

@@ -21,7 +21,7 @@ from typing import Any
 from bpm.errors import InvalidDefinition, InvalidExpression
 from bpm.expressions import Expression, compile_expression
 from bpm.juel_methods import CallScope
-from bpm.scripts import SCRIPTS_SETTING, scripts_enabled
+from bpm.scripts import scripts_enabled
 
 
 class CodeKind(StrEnum):
@@ -114,12 +114,6 @@ def _script(value: Any, where: str, node_id: str | None) -> Script:
         )
     if not isinstance(source, str) or not source.strip():
         raise InvalidDefinition(f"{where}: a script's 'source' is non-empty text", node_id)
-    if not scripts_enabled():
-        raise InvalidDefinition(
-            f"{where}: holds a {fmt} script, and this installation runs no scripts "
-            f"({SCRIPTS_SETTING}=off); register a handler that does its work instead",
-            node_id,
-        )
     return Script(source, fmt.strip(), where)
 
 

@@ -9,10 +9,15 @@ same wherever it runs.
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterator
+from collections.abc import Container, Iterator, Mapping
+from typing import Any
 
 from bpm.definitions.code import BUILT_IN, Code, CodeKind
 from bpm.definitions.model import Listener, ProcessGraph
+from bpm.definitions.parse.document import compile_definition
+from bpm.errors import InvalidDefinition
+from bpm.script_values import SCRIPT_KEY
+from bpm.scripts import SCRIPTS_SETTING, scripts_enabled
 
 
 def missing(graph: ProcessGraph, handlers: Container[str], beans: Container[str]) -> list[str]:
@@ -30,6 +35,41 @@ def missing(graph: ProcessGraph, handlers: Container[str], beans: Container[str]
             continue
         out.update(f"bean {name!r}" for name in code.beans if name not in beans)
     return sorted(out)
+
+
+def compile_for_deploy(document: Any) -> ProcessGraph:
+    """``compile_definition``, and the checks only a new deployment gets (scripts allowed)."""
+    graph = compile_definition(document)
+    check_scripts_allowed(graph.document)
+    return graph
+
+
+def check_scripts_allowed(document: Any) -> None:
+    """Refuse a definition that holds a script where the installation runs none
+    (``BPM_SCRIPTS=off``); checked at deploy only, so a definition deployed earlier still
+    loads (its scripts then fail as incidents naming the setting)."""
+    if scripts_enabled():
+        return
+    where = _first_script(document, document.get("key", "?") if isinstance(document, dict) else "?")
+    if where is not None:
+        raise InvalidDefinition(
+            f"{where} holds a script, and this installation runs no scripts "
+            f"({SCRIPTS_SETTING}=off); register a handler that does its work instead"
+        )
+
+
+def _first_script(value: Any, where: str) -> str | None:
+    if isinstance(value, Mapping):
+        here = f"node {value['id']!r}" if isinstance(value.get("id"), str) else where
+        script = value.get("script")
+        if SCRIPT_KEY in value or (isinstance(script, Mapping) and "source" in script):
+            return here
+        values: Any = value.values()
+    elif isinstance(value, list):
+        here, values = where, value
+    else:
+        return None
+    return next((w for v in values if (w := _first_script(v, here)) is not None), None)
 
 
 def _called(graph: ProcessGraph) -> Iterator[tuple[str, Code | None]]:

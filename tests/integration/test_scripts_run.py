@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from bpm.errors import InvalidDefinition
 from tests.helpers.runtime import Harness
 
 MODEL = """<?xml version="1.0" encoding="UTF-8"?>
@@ -158,3 +159,39 @@ def test_script_conditions_and_script_parameters(rt: Harness) -> None:
     assert shown["variables"]["summary"] == {"label": "order-1500", "twice": 3000}
     assert "summary" not in rt.engine.show(small)["variables"]
     assert rt.engine.show(small)["state"] == "COMPLETED"
+
+
+SCRIPTED = {
+    "key": "scripted_json",
+    "nodes": [
+        {"id": "s", "type": "startEvent"},
+        {
+            "id": "calc",
+            "type": "serviceTask",
+            "script": {"format": "javascript", "source": "amount * 2"},
+            "resultVariable": "doubled",
+        },
+        {"id": "e", "type": "endEvent"},
+    ],
+    "flows": [
+        {"id": "f1", "source": "s", "target": "calc"},
+        {"id": "f2", "source": "calc", "target": "e"},
+    ],
+}
+
+
+def test_scripts_off_refuses_a_deploy_and_fails_a_script_deployed_before(
+    rt: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rt.engine.deploy(SCRIPTED)
+    monkeypatch.setenv("BPM_SCRIPTS", "off")
+    with pytest.raises(InvalidDefinition, match=r"node 'calc' holds a script.*BPM_SCRIPTS=off"):
+        rt.engine.deploy({**SCRIPTED, "key": "scripted_later"})
+    iid = rt.engine.start("scripted_json", {"amount": 2}).id
+    rt.drain()
+    [incident] = rt.engine.show(iid)["incidents"]
+    assert "runs no scripts (BPM_SCRIPTS=off)" in incident["message"]
+    monkeypatch.setenv("BPM_SCRIPTS", "on")
+    iid = rt.engine.start("scripted_json", {"amount": 2}).id
+    rt.drain()
+    assert rt.engine.show(iid)["variables"]["doubled"] == 4

@@ -20,6 +20,7 @@ from enum import StrEnum
 from typing import Any, TypedDict, Unpack
 from uuid import UUID
 
+from bpm.definitions import requirements
 from bpm.definitions.bpmn import compile_bpmn
 from bpm.definitions.parse.document import compile_definition
 from bpm.dmn import Decision, parse_dmn
@@ -148,7 +149,7 @@ def _ttl_seconds(ttl: timedelta | None) -> int | None:
 
 
 def _process(resource: str, document: Any, source: str, fmt: str) -> _Process:
-    graph = compile_definition(document)
+    graph = requirements.compile_for_deploy(document)
     digest = checksum(graph.document)
     ttl = _ttl_seconds(graph.history_ttl)
     return _Process(
