@@ -161,13 +161,20 @@ class ExecutionView:
             raise MethodError(f"'{method}' cannot be called here (no variables are written)")
         return EXECUTION_METHODS[method](self, *args)
 
+    def __getattr__(self, method: str) -> Callable[..., Any]:
+        """Camunda's names for a bean's Python code: ``execution.setVariable("x", 1)``."""
+        if method not in EXECUTION_METHODS:
+            raise AttributeError(method)
+        allowed = EXECUTION_READS | EXECUTION_WRITES
+        return lambda *args: self.call(method, list(args), allowed)
+
     def get(self, name: Any) -> Any:
         _name(name)
         return self.writes[name] if name in self.writes else self.variables.get(name)
 
     def has(self, name: Any) -> bool:
         _name(name)
-        return self.writes.get(name) is not None or name in self.variables
+        return self.writes[name] is not None if name in self.writes else name in self.variables
 
     def set(self, name: Any, value: Any = None) -> None:
         self.writes[_name(name)] = plain(value)

@@ -207,3 +207,19 @@ def test_getters_read_a_json_objects_fields() -> None:
     assert compile_expression("${invoice.getLines().size()}", where="f").evaluate(variables) == 2
     with pytest.raises(ExpressionEvalError, match="no field 'due'"):
         compile_expression("${invoice.getDue()}", where="f").evaluate(variables)
+
+
+def test_a_bean_uses_execution_with_camundas_names() -> None:
+    """A bean written as a JavaDelegate is: ``execution.getVariable`` / ``setVariable``."""
+    registry = BeanRegistry()
+
+    class Delegate:
+        def run(self, execution: Any) -> None:
+            execution.setVariable("doubled", execution.getVariable("count") * 2)
+            execution.removeVariable("count")
+
+    registry.register("delegate", Delegate())
+    execution = ExecutionView(VARIABLES, writable=True)
+    run("${delegate.run(execution)}", CallScope.TASK, Invocation(execution, beans=registry))
+    assert execution.writes == {"doubled": 14, "count": None}
+    assert execution.has("doubled") and not execution.has("count")
