@@ -3,9 +3,8 @@
 ``mark`` reads the instance's history and tokens (the event and token dicts that
 ``Engine.trace`` and ``Engine.show`` return) and gives every node a status and counts, and every
 flow the number of times a token took it. ``to_mermaid`` and ``to_svg`` draw the compiled
-definition (``ProcessGraph``) with those marks. Everything here is a pure function of its
-arguments: no database, no Celery, nothing beyond the standard library (the SVG layout is a
-small layered one of its own, in ``bpm.diagram_svg``, so Graphviz is not needed).
+definition (``ProcessGraph``) with those marks: pure functions of their arguments, with no
+database, no Celery and no Graphviz (``bpm.diagram_svg`` lays the SVG out itself).
 
 A node's status is the first of these that applies:
 
@@ -276,8 +275,9 @@ def _mermaid_label(node: Node, m: NodeMark) -> str:
 
 
 _ROUND = frozenset(  # events drawn as a circle in Mermaid (an end event has a double one)
-    {NodeType.START, NodeType.TIMER, NodeType.MESSAGE, NodeType.BOUNDARY}
-    | {NodeType.COMPENSATION_THROW, NodeType.ESCALATION_THROW}
+    {NodeType.START, NodeType.TIMER, NodeType.MESSAGE, NodeType.CONDITIONAL, NodeType.BOUNDARY}
+    | {NodeType.SIGNAL, NodeType.COMPENSATION_THROW, NodeType.ESCALATION_THROW}
+    | {NodeType.SIGNAL_THROW}
 )
 
 

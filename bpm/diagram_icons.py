@@ -1,6 +1,6 @@
 """The symbols drawn inside events and gateways: what triggers an event (timer, message,
-error, escalation, compensation, cancel), filled when the event throws and hollow when it catches,
-as BPMN draws them; the event-based gateway's mark."""
+error, escalation, condition, compensation, cancel), filled when the event throws and hollow
+when it catches, as BPMN draws them; the event-based gateway's mark."""
 
 from __future__ import annotations
 
@@ -32,6 +32,16 @@ def icon(svg: Svg, node: Node, cx: float, cy: float, colour: str, small: bool = 
             f'L{num(cx + s)},{num(cy - s * 0.65)}" stroke="{colour}" stroke-width="1.2" '
             f'fill="none"/>'
         )
+    elif node.condition is not None:  # a sheet with lines (always caught)
+        svg.add(
+            f'<rect x="{num(cx - s * 0.6)}" y="{num(cy - s * 0.8)}" width="{num(1.2 * s)}" '
+            f'height="{num(1.6 * s)}" fill="#ffffff" stroke="{colour}" stroke-width="1.2"/>'
+        )
+        lines = " ".join(
+            f"M{num(cx - s * 0.4)},{num(cy + dy * s)} L{num(cx + s * 0.4)},{num(cy + dy * s)}"
+            for dy in (-0.45, -0.15, 0.15, 0.45)
+        )
+        svg.add(f'<path d="{lines}" stroke="{colour}" stroke-width="1" fill="none"/>')
     elif node.escalation is not None:  # an arrowhead pointing up
         points = ((0.0, -0.9), (0.7, 0.8), (0.0, 0.2), (-0.7, 0.8))
         shape = " ".join(f"{num(cx + dx * s)},{num(cy + dy * s)}" for dx, dy in points)

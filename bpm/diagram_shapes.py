@@ -37,8 +37,11 @@ EVENTS = frozenset(
         NodeType.END,
         NodeType.TIMER,
         NodeType.MESSAGE,
+        NodeType.CONDITIONAL,
         NodeType.COMPENSATION_THROW,
         NodeType.ESCALATION_THROW,
+        NodeType.SIGNAL,
+        NodeType.SIGNAL_THROW,
     }
 )
 GATEWAYS = frozenset(

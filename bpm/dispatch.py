@@ -26,6 +26,8 @@ class JobName(StrEnum):
     RUN_COMPENSATION = "bpm.run_compensation"
     START_INSTANCE = "bpm.start_instance"
     CORRELATE_MESSAGE = "bpm.correlate_message"
+    THROW_SIGNAL = "bpm.throw_signal"
+    DELIVER_SIGNAL = "bpm.deliver_signal"
     SCAN_TIMERS = "bpm.scan_timers"
     SCAN_LOCKS = "bpm.scan_locks"
     SCAN_STALLED = "bpm.scan_stalled"

@@ -60,6 +60,24 @@ class WaitKind(StrEnum):
     CALLED = "CALLED"
     #: At an event-based gateway: the first of the events after it wins.
     EVENT = "EVENT"
+    #: At a conditional catch event: until its condition holds after a variable change.
+    CONDITION = "CONDITION"
+    #: At a signal intermediate catch event: a signal of its name, thrown after it waited.
+    SIGNAL = "SIGNAL"
+
+
+class SignalTarget(StrEnum):
+    """What a definition's signal subscription (and a delivery of a thrown signal) reaches."""
+
+    #: A signal start event: a new instance of the definition's latest version.
+    START = "START"
+    #: A token WAITING at the node: a signal catch, an activity with a signal boundary, an
+    #: event-based gateway before a signal event, a subprocess with a signal event subprocess.
+    NODE = "NODE"
+    #: The instance's root token, whatever it is at: the process's signal event subprocess.
+    ROOT = "ROOT"
+    #: A delivery to one token (NODE or ROOT, found by the throw's snapshot).
+    TOKEN = "TOKEN"
 
 
 class LinkType(StrEnum):
@@ -133,8 +151,13 @@ class TokenEvent(StrEnum):
     TIMER_FIRED = "TIMER_FIRED"
     #: A message boundary event on the activity the token is at received its message.
     MESSAGE_RECEIVED = "MESSAGE_RECEIVED"
+    #: A signal boundary event (or the signal event after an event-based gateway) received
+    #: a broadcast signal.
+    SIGNAL_RECEIVED = "SIGNAL_RECEIVED"
     #: An escalation boundary event caught an escalation from inside the activity.
     ESCALATED = "ESCALATED"
+    #: A conditional event's condition held (a catch passed, a boundary or start fired).
+    CONDITION_MET = "CONDITION_MET"
     #: A non-interrupting boundary started a path beside the activity the token is at.
     SPAWNED = "SPAWNED"
     ERROR_THROWN = "ERROR_THROWN"
@@ -217,6 +240,10 @@ class EngineEvent(StrEnum):
     DECISION_DEPLOYED = "DecisionDeployed"
     DECISION_EVALUATED = "DecisionEvaluated"
     DEPLOYMENT_DELETED = "DeploymentDeleted"
+    #: A signal was broadcast from this instance (``data``: name, signal id, recipients).
+    SIGNAL_THROWN = "SignalThrown"
+    #: A broadcast signal reached a subscription of this instance (``data``: name, variables).
+    SIGNAL_RECEIVED = "SignalReceived"
 
 
 def values(enum: type[StrEnum]) -> tuple[str, ...]:

@@ -16,6 +16,7 @@ from bpm_server.browsers import BrowserGuard
 from bpm_server.input_limits import InputLimitGuard
 from bpm_server.paths import CamundaPaths
 from bpm_server.routers import (
+    conditions,
     deployments,
     engine_info,
     event_subscriptions,
@@ -92,6 +93,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         process_definitions.router,
         process_instances.router,
         messages.router,
+        conditions.router,
         event_subscriptions.router,
     ):
         app.include_router(router, prefix=BASE)

@@ -1,5 +1,5 @@
 """The bodies of ``POST /message`` (Camunda 7's CorrelationMessageDto and
-MessageCorrelationResultWithVariableDto)."""
+MessageCorrelationResultWithVariableDto) and ``POST /signal`` (SignalDto)."""
 
 from __future__ import annotations
 
@@ -30,3 +30,11 @@ class MessageResultDto(WithoutNullVariables):
     result_type: str
     execution: dict[str, Any] | None = None
     process_instance: dict[str, Any] | None = None
+
+
+class SignalDto(Dto):
+    name: NonEmptyName
+    execution_id: str | None = None
+    variables: VariableMap | None = None
+    tenant_id: str | None = None
+    without_tenant_id: bool | None = None

@@ -64,6 +64,8 @@ class Settings:
     job_log_level: str = "INFO"
     #: Where beat keeps its schedule file (``BPM_STATE_DIR``), never the working directory.
     state_dir: Path = Path("bpm-state")
+    #: Signal deliveries per transaction (``BPM_SIGNAL_BATCH``).
+    signal_batch: int = 200
 
     def queue(self, name: str) -> str:
         return f"{self.queue_prefix}{name}"
@@ -91,6 +93,7 @@ def settings_from_env() -> Settings:
         outage_wait=float(os.environ.get("BPM_OUTAGE_WAIT", "60")),
         job_log_level=os.environ.get("BPM_JOB_LOG_LEVEL", "INFO").upper(),
         state_dir=state_dir_from_env(),
+        signal_batch=int(os.environ.get("BPM_SIGNAL_BATCH", "200")),
     )
 
 

@@ -71,4 +71,8 @@ def scan_config(settings: Settings) -> ScanConfig:
 def job_settings(settings: Settings) -> JobSettings:
     """What the jobs read from the worker's configuration: the scans' grace period, and the
     TTL retention applies to definitions without one."""
-    return JobSettings(scan=scan_config(settings), history_ttl=settings.history_ttl)
+    return JobSettings(
+        scan=scan_config(settings),
+        history_ttl=settings.history_ttl,
+        signal_batch=settings.signal_batch,
+    )

@@ -21,6 +21,7 @@ from bpm.cli.commands import (
     operate,
     replay,
     serve,
+    signal,
     start,
     tasks,
 )
@@ -88,6 +89,7 @@ cli.add_command(history.history)
 cli.add_command(operate.recover)
 for command in (tasks.tasks, tasks.claim, tasks.unclaim, tasks.complete, tasks.correlate):
     cli.add_command(command)
+cli.add_command(signal.signal)
 cli.add_command(external.external_worker)
 cli.add_command(demo)
 cli.add_command(cleanup)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from bpm.definitions.conditions import parse_condition
 from bpm.definitions.mappings import VARIABLE_NAME
 from bpm.definitions.model import ACTIVITIES, Node, NodeType
-from bpm.definitions.parse.patterns import MESSAGE_PATTERN
+from bpm.definitions.parse.patterns import MESSAGE_PATTERN, signal_name
 from bpm.definitions.timers import TIMER_KINDS, parse_timer
 from bpm.errors import InvalidDefinition
 
@@ -22,14 +23,20 @@ def boundary_fields(
     if not isinstance(interrupting, bool):
         raise InvalidDefinition(f"{where}: 'interrupting' must be true or false", node_id)
     fields: dict[str, Any] = {"interrupting": interrupting}
-    if sum(key in raw for key in ("timer", "error", "message", "escalation")) != 1:
+    keys = ("timer", "error", "message", "escalation", "condition", "signal")
+    if sum(key in raw for key in keys) != 1:
         raise InvalidDefinition(
             f"{where}: needs exactly one of 'error' (the code it catches, "
             f"or '*' for any), 'timer' ({{\"duration\": ...}}, "
-            f'{{"date": ...}} or {{"cycle": ...}}) or \'message\' (the message it waits for)',
+            f'{{"date": ...}} or {{"cycle": ...}}), \'message\' (the message it waits for), '
+            "'escalation', 'condition' or 'signal' (the signal it waits for)",
             node_id,
         )
-    if "escalation" in raw:
+    if "condition" in raw:
+        fields["condition"] = parse_condition(raw["condition"], where, node_id)
+    elif "signal" in raw:
+        fields["signal"] = signal_name(raw, where, node_id)
+    elif "escalation" in raw:
         code = raw["escalation"]
         if not isinstance(code, str) or not code:
             raise InvalidDefinition(

@@ -70,6 +70,15 @@ def call_activity(r: Reader) -> Mapped:
     return node
 
 
+def in_mapping(el: XmlElement) -> Mapped:
+    """A ``camunda:in`` that passes variables (a signal throw's): one that sets a business
+    key is refused naming it."""
+    found = _mapping(el, incoming=True, node={})
+    if found is None:
+        raise reject(el, "sets a business key, which a signal does not carry", "remove it")
+    return found
+
+
 def _mapping(el: XmlElement, *, incoming: bool, node: Mapped) -> Mapped | None:
     """One ``camunda:in``/``camunda:out``; None for the ``in`` that only sets the business
     key (it is put on ``node``)."""

@@ -46,7 +46,7 @@ class ErrorDeclaration:
 
 
 class Declarations:
-    """Messages, errors and escalations by id; the other declarations (signals, item
+    """Messages, errors, escalations and signals by id; the other declarations (item
     definitions, data stores) are checked, and nothing looks them up yet."""
 
     def __init__(self, root: XmlElement, problems: list[str]) -> None:
@@ -54,6 +54,8 @@ class Declarations:
         self.errors: dict[str, ErrorDeclaration] = {}
         #: escalation id -> its escalationCode (None: none given)
         self.escalations: dict[str, str | None] = {}
+        #: signal id -> its name (its id when it has none)
+        self.signals: dict[str, str] = {}
         for child in root.children:
             if child.ns in PRESENTATIONAL or (child.ns == BPMN and child.tag in _PLAIN):
                 continue
@@ -78,6 +80,8 @@ class Declarations:
             self.errors[key] = ErrorDeclaration(values["errorCode"], message)
         elif el.tag == "escalation":
             self.escalations[key] = values["escalationCode"]
+        elif el.tag == "signal":
+            self.signals[key] = label
         reader.finish()
 
     @staticmethod

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from bpm.definitions import bpmn_forms
+from bpm.definitions import bpmn_forms, bpmn_signals
 from bpm.definitions import bpmn_tasks as tasks
+from bpm.definitions.bpmn_conditions import condition
 from bpm.definitions.bpmn_declarations import Declarations, message
-from bpm.definitions.bpmn_feel import FeelUnsupported, feel_timer
 from bpm.definitions.bpmn_names import BPM, BPMN, CAMUNDA
 from bpm.definitions.bpmn_reader import Reader, reject
+from bpm.definitions.bpmn_timers import timer
 from bpm.definitions.bpmn_xml import XmlElement
 
 Mapped = dict[str, Any]
@@ -24,6 +24,8 @@ READ = frozenset(
         "messageEventDefinition",
         "linkEventDefinition",
         "escalationEventDefinition",
+        "conditionalEventDefinition",
+        "signalEventDefinition",
     }
 )
 #: The key a link event's node carries while its scope is read: ("throw" or "catch", name).
@@ -69,18 +71,18 @@ def start(decl: Declarations, r: Reader) -> Mapped:
         return node
     at_process = parent is not None and parent.tag == "process"
     if definition.tag == "messageEventDefinition" and at_process:
-        mr = Reader(definition)
-        ref = mr.attr("messageRef")
-        mr.finish()
-        node["message"] = message(decl, r.el, ref)
+        node["message"] = message_of(decl, r.el, definition)
         return node
     if definition.tag == "timerEventDefinition" and at_process:
-        node["timer"] = timer(definition, r.el)
-        return node
+        return {**node, "timer": timer(definition, r.el)}
+    if definition.tag == "conditionalEventDefinition" and at_process:
+        return {**node, "condition": condition(r.el, definition)}
+    if definition.tag == bpmn_signals.TAG and at_process:
+        return {**node, "signal": bpmn_signals.name(decl, r.el, definition)}
     raise reject(
         r.el,
-        f"has a {definition.tag}; of the start events of a process only none, message and "
-        "timer start events are supported yet",
+        f"has a {definition.tag}; of the start events of a process only none, message, "
+        "timer, conditional and signal start events are supported yet",
         "start the instance with bpm start, or by a message",
     )
 
@@ -102,19 +104,20 @@ def _event_subprocess_start(decl: Declarations, r: Reader) -> Mapped:
     if definition.tag == "errorEventDefinition":
         node["error"] = error_code(decl, r.el, definition, catch=True, into=node)
     elif definition.tag == "messageEventDefinition":
-        mr = Reader(definition)
-        ref = mr.attr("messageRef")
-        mr.finish()
-        node["message"] = message(decl, r.el, ref)
+        node["message"] = message_of(decl, r.el, definition)
     elif definition.tag == "timerEventDefinition":
         node["timer"] = timer(definition, r.el)
+    elif definition.tag == "conditionalEventDefinition":
+        node["condition"] = condition(r.el, definition)
     elif definition.tag == "escalationEventDefinition":
         node["escalation"] = escalation_code(decl, r.el, definition, catch=True, into=node)
+    elif definition.tag == bpmn_signals.TAG:
+        node["signal"] = bpmn_signals.name(decl, r.el, definition)
     else:
         raise reject(
             r.el,
             f"starts an event subprocess with {definition.tag}, which is not supported yet",
-            "use an error, message or timer start event",
+            "use an error, message, timer, escalation or conditional start event",
         )
     return node
 
@@ -135,6 +138,8 @@ def end(decl: Declarations, r: Reader) -> Mapped:
         return message_throw(decl, r, definition, otherwise=node)
     elif definition.tag == "escalationEventDefinition":
         node["escalation"] = escalation_code(decl, r.el, definition, catch=False)
+    elif definition.tag == bpmn_signals.TAG:
+        node.update(bpmn_signals.thrown(decl, r, definition))
     else:
         raise reject(r.el, f"with {definition.tag} is not supported yet")
     return node
@@ -190,56 +195,6 @@ def error_code(
     return code
 
 
-def timer(definition: XmlElement, owner: XmlElement) -> Mapped:
-    reader = Reader(definition)
-    duration = reader.child("timeDuration")
-    date = reader.child("timeDate")
-    cycle = reader.child("timeCycle")
-    for part in (duration, date, cycle):
-        if part is not None:
-            Reader(part).finish()
-    reader.finish()
-    given = [(k, e) for k, e in (("duration", duration), ("date", date), ("cycle", cycle)) if e]
-    if len(given) != 1:
-        raise reject(owner, "needs exactly one of timeDuration, timeDate or timeCycle")
-    key, element = given[0]
-    value = element.text.strip()
-    if key == "cycle":
-        if value.startswith("="):
-            raise reject(owner, f"has the FEEL timer cycle {value!r}", "write it without '='")
-        return {key: "${" + value[2:] if value.startswith("#{") else value}
-    if value.startswith("="):
-        try:
-            return {key: feel_timer(value)}
-        except FeelUnsupported as exc:
-            raise reject(owner, f"has the FEEL timer {value!r}: {exc}") from exc
-    if value.startswith("#{") and value.endswith("}"):
-        value = "${" + value[2:]
-    return {key: _spiff_timer_body(value)}
-
-
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
-_QUOTED = re.compile(r"""(["'])([^"'\\]*)\1""")
-
-
-def _spiff_timer_body(value: str) -> str:
-    """SpiffWorkflow reads every timer body as a Python expression: a quoted literal
-    (``"PT1H"``) is the literal, a bare variable name (``due_time``) is that variable's value
-    (``${due_time}``). Anything else stays as written for the timer parser to accept or refuse.
-    An ISO duration such as ``PT5M`` also looks like a name; it stays a literal."""
-    if quoted := _QUOTED.fullmatch(value):
-        return quoted[2]
-    if _NAME.fullmatch(value) and not _is_iso(value):
-        return "${" + value + "}"
-    return value
-
-
-def _is_iso(value: str) -> bool:
-    """Shaped like an ISO 8601 duration (``P1D``, ``PT5M``, ``P1M``): left for the timer parser,
-    which accepts it or says why not."""
-    return re.fullmatch(r"PT?\d.*", value) is not None
-
-
 def catch(decl: Declarations, r: Reader) -> Mapped:
     definition = event_definition(r)
     if definition is not None and definition.tag == "linkEventDefinition":
@@ -247,12 +202,15 @@ def catch(decl: Declarations, r: Reader) -> Mapped:
     if definition is not None and definition.tag == "timerEventDefinition":
         return {"type": "timerEvent", **timer(definition, r.el)}
     if definition is not None and definition.tag == "messageEventDefinition":
-        mr = Reader(definition)
-        ref = mr.attr("messageRef")
-        mr.finish()
-        return {"type": "messageEvent", "message": message(decl, r.el, ref)}
+        return {"type": "messageEvent", "message": message_of(decl, r.el, definition)}
+    if definition is not None and definition.tag == "conditionalEventDefinition":
+        return {"type": "conditionalEvent", "condition": condition(r.el, definition)}
+    if definition is not None and definition.tag == bpmn_signals.TAG:
+        return {"type": "signalEvent", "signal": bpmn_signals.name(decl, r.el, definition)}
     what = definition.tag if definition is not None else "no event definition"
-    raise reject(r.el, f"with {what} is not supported yet", "catch a timer or a message")
+    raise reject(
+        r.el, f"with {what} is not supported yet", "catch a timer, message, signal or condition"
+    )
 
 
 def throw(decl: Declarations, r: Reader) -> Mapped:
@@ -268,6 +226,8 @@ def throw(decl: Declarations, r: Reader) -> Mapped:
             "type": "escalationThrow",
             "escalation": escalation_code(decl, r.el, definition, catch=False),
         }
+    if definition.tag == bpmn_signals.TAG:
+        return {"type": "signalThrow", **bpmn_signals.thrown(decl, r, definition)}
     if definition.tag == "compensateEventDefinition":
         node: Mapped = {"type": "compensationThrow", **compensate(definition)}
         node.pop("compensate")
@@ -282,21 +242,19 @@ def boundary(decl: Declarations, r: Reader) -> Mapped:
     if not attached:
         raise reject(r.el, "needs attachedToRef")
     node: Mapped = {"type": "boundaryEvent", "attachedTo": attached}
-    if definition is not None and definition.tag == "timerEventDefinition":
+    tag = definition.tag if definition is not None else None
+    if definition is not None and cancel == "false" and tag != "errorEventDefinition":
+        node["interrupting"] = False
+    if definition is not None and tag == "timerEventDefinition":
         node["timer"] = timer(definition, r.el)
-        if cancel == "false":
-            node["interrupting"] = False
-    elif definition is not None and definition.tag == "escalationEventDefinition":
+    elif definition is not None and tag == "escalationEventDefinition":
         node["escalation"] = escalation_code(decl, r.el, definition, catch=True, into=node)
-        if cancel == "false":
-            node["interrupting"] = False
-    elif definition is not None and definition.tag == "messageEventDefinition":
-        mr = Reader(definition)
-        ref = mr.attr("messageRef")
-        mr.finish()
-        node["message"] = message(decl, r.el, ref)
-        if cancel == "false":
-            node["interrupting"] = False
+    elif definition is not None and tag == "conditionalEventDefinition":
+        node["condition"] = condition(r.el, definition)
+    elif definition is not None and tag == "messageEventDefinition":
+        node["message"] = message_of(decl, r.el, definition)
+    elif definition is not None and tag == bpmn_signals.TAG:
+        node["signal"] = bpmn_signals.name(decl, r.el, definition)
     elif definition is not None and definition.tag == "errorEventDefinition":
         if cancel == "false":
             raise reject(
@@ -311,11 +269,19 @@ def boundary(decl: Declarations, r: Reader) -> Mapped:
         raise reject(
             r.el,
             f"with {what} is not supported yet",
-            "use a timer, error, message or compensation boundary",
+            "use a timer, error, message, signal, escalation, conditional or compensation boundary",
         )
     if cancel not in (None, "true", "false"):
         raise reject(r.el, f"has cancelActivity={cancel!r}", "use true or false")
     return node
+
+
+def message_of(decl: Declarations, event: XmlElement, definition: XmlElement) -> str:
+    """The message a ``messageEventDefinition`` names (declared, or refused)."""
+    reader = Reader(definition)
+    ref = reader.attr("messageRef")
+    reader.finish()
+    return message(decl, event, ref)
 
 
 def link_name(el: XmlElement, definition: XmlElement) -> str:

@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from bpm.definitions.bpmn_camunda import named_fields
-from bpm.definitions.bpmn_events import timer
 from bpm.definitions.bpmn_handlers import handler_name, script_stem
 from bpm.definitions.bpmn_names import CAMUNDA
 from bpm.definitions.bpmn_reader import Reader, reject
+from bpm.definitions.bpmn_timers import timer
 from bpm.definitions.bpmn_xml import XmlElement
 from bpm.definitions.code import inline_script
 

@@ -144,9 +144,12 @@ class ProcessBuilder:
         error_message_variable: str | None = None,
         cycle: str | None = None,
         escalation: str | None = None,
+        condition: str | dict[str, Any] | None = None,
+        signal: str | None = None,
     ) -> Self:
         """The start event of an event subprocess: one trigger (an error code or ``*``, a
-        message name, or a timer) and whether it interrupts its scope."""
+        message name, a timer, or a ``condition``: see ``conditional_event``) and whether it
+        interrupts its scope."""
         timer = {
             k: v
             for k, v in (("duration", duration), ("date", date), ("cycle", cycle))
@@ -158,7 +161,9 @@ class ProcessBuilder:
             error=error,
             escalation=escalation,
             message=message,
+            signal=signal,
             timer=timer or None,
+            condition=condition,
             interrupting=None if interrupting else False,
             errorCodeVariable=error_code_variable,
             errorMessageVariable=error_message_variable,
@@ -232,6 +237,45 @@ class ProcessBuilder:
             node_id, "boundaryEvent", attachedTo=attached_to, timer=timer, interrupting=interrupting
         )
 
+    def conditional_boundary(
+        self,
+        node_id: str,
+        *,
+        attached_to: str,
+        condition: str,
+        variable_name: str | None = None,
+        variable_events: list[str] | None = None,
+        interrupting: bool = True,
+    ) -> Self:
+        """A conditional boundary event: fires when ``condition`` holds as the activity
+        starts or after a variable change (filtered as in ``conditional_event``)."""
+        return self._node(
+            node_id,
+            "boundaryEvent",
+            attachedTo=attached_to,
+            condition=_condition(condition, variable_name, variable_events),
+            interrupting=interrupting,
+        )
+
+    def conditional_event(
+        self,
+        node_id: str,
+        *,
+        condition: str,
+        variable_name: str | None = None,
+        variable_events: list[str] | None = None,
+        name: str | None = None,
+    ) -> Self:
+        """An intermediate conditional catch event: passes once ``condition`` holds,
+        re-evaluated on changes of ``variable_name`` (any when None) of ``variable_events``
+        (``create``, ``update``, ``delete``; any when None)."""
+        return self._node(
+            node_id,
+            "conditionalEvent",
+            name=name,
+            condition=_condition(condition, variable_name, variable_events),
+        )
+
     def timer(self, node_id: str, *, duration: str | None = None, date: str | None = None) -> Self:
         """An intermediate timer catch event: wait ``duration`` or until ``date``."""
         return self._node(node_id, "timerEvent", duration=duration, date=date)
@@ -269,6 +313,29 @@ class ProcessBuilder:
     def message_event(self, node_id: str, *, message: str, name: str | None = None) -> Self:
         """An intermediate message catch event."""
         return self._node(node_id, "messageEvent", message=message, name=name)
+
+    def signal_event(self, node_id: str, *, signal: str, name: str | None = None) -> Self:
+        """An intermediate signal catch event: waits for a broadcast of ``signal``."""
+        return self._node(node_id, "signalEvent", signal=signal, name=name)
+
+    def signal_throw(self, node_id: str, *, signal: str, end: bool = False) -> Self:
+        """An intermediate signal throw event (``end``: a signal end event)."""
+        return self._node(node_id, "endEvent" if end else "signalThrow", signal=signal)
+
+    def signal_boundary(
+        self, node_id: str, *, attached_to: str, signal: str, interrupting: bool = True
+    ) -> Self:
+        return self._node(
+            node_id,
+            "boundaryEvent",
+            attachedTo=attached_to,
+            signal=signal,
+            interrupting=None if interrupting else False,
+        )
+
+    def signal_start(self, node_id: str = "start", *, signal: str) -> Self:
+        """A process's signal start event: every broadcast of ``signal`` starts an instance."""
+        return self._node(node_id, "startEvent", signal=signal)
 
     def multi_instance(self, node_id: str, **spec: Any) -> Self:
         """Make an activity already added multi-instance: ``sequential``, ``cardinality``
@@ -316,3 +383,17 @@ class ProcessBuilder:
 
     def build(self) -> dict[str, Any]:
         return {**self._doc, "nodes": list(self._nodes), "flows": list(self._flows)}
+
+
+def _condition(
+    expression: str, variable_name: str | None, variable_events: list[str] | None
+) -> str | dict[str, Any]:
+    """The plain expression when nothing filters it, else the object form."""
+    if variable_name is None and variable_events is None:
+        return expression
+    spec: dict[str, Any] = {"expression": expression}
+    if variable_name is not None:
+        spec["variableName"] = variable_name
+    if variable_events is not None:
+        spec["variableEvents"] = variable_events
+    return spec

@@ -115,6 +115,11 @@ def _version(raw: Any, where: str, node_id: str) -> str | Expression:
     )
 
 
+def parse_in(raw: Any, where: str, node_id: str) -> tuple[CallMapping, ...]:
+    """An ``in`` list as a call activity's (a signal throw's variables use it too)."""
+    return _mappings(raw, "in", where, node_id)
+
+
 def _mappings(raw: Any, key: str, where: str, node_id: str) -> tuple[CallMapping, ...]:
     if raw is None:
         return ()

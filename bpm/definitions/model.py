@@ -15,7 +15,11 @@ from typing import Any
 
 from bpm.definitions.assignments import Text
 from bpm.definitions.code import Code
+from bpm.definitions.conditions import Condition
 from bpm.definitions.forms import FormSpec
+from bpm.definitions.listener_specs import BESIDE_EVENTS
+from bpm.definitions.listener_specs import Listener as Listener
+from bpm.definitions.listener_specs import ListenerEvent as ListenerEvent
 from bpm.definitions.mappings import VariableMapping
 from bpm.definitions.model_refs import CallBinding as CallBinding
 from bpm.definitions.model_refs import CallMapping as CallMapping
@@ -44,10 +48,14 @@ class NodeType(StrEnum):
     EVENT_GATEWAY = "eventBasedGateway"
     TIMER = "timerEvent"
     MESSAGE = "messageEvent"
+    #: An intermediate conditional catch event: waits until its condition holds.
+    CONDITIONAL = "conditionalEvent"
     COMPENSATION_THROW = "compensationThrow"
     #: An intermediate escalation throw event: it escalates, then the token goes on.
     ESCALATION_THROW = "escalationThrow"
     BOUNDARY = "boundaryEvent"
+    SIGNAL = "signalEvent"  # an intermediate signal catch event
+    SIGNAL_THROW = "signalThrow"  # an intermediate signal throw event
     SUBPROCESS = "subProcess"
     CALL_ACTIVITY = "callActivity"
 
@@ -69,45 +77,6 @@ ACTIVITIES = frozenset(
 #: Nodes whose token waits for a body of tokens of its own (``scope_id`` = the node's id):
 #: the one list ``Node.is_scope`` reads, so a new kind of scope is added here.
 SCOPES = frozenset({NodeType.SUBPROCESS})
-
-
-class ListenerEvent(StrEnum):
-    """When a listener runs: a node's ``start`` (before its own work) and ``end`` (after it,
-    before the token leaves); a flow's ``take`` (before the token arrives); a user task's
-    ``assignment`` and ``create`` (when it is made: assignment first, then create, as in
-    Camunda), ``complete`` (after it is completed, before it ends) and ``delete`` (when an
-    interrupting boundary event takes it away, before the node's ``end`` listeners)."""
-
-    START = "start"
-    END = "end"
-    #: A sequence flow's: when a token takes it, before the token arrives at its target.
-    TAKE = "take"
-    ASSIGNMENT = "assignment"
-    CREATE = "create"
-    COMPLETE = "complete"
-    DELETE = "delete"
-    #: An open user task's assignee changed (a claim or unclaim); before ``assignment``.
-    UPDATE = "update"
-    #: A user task's timer fired while the task is still open (the task stays open).
-    TIMEOUT = "timeout"
-
-
-#: A user task's listener events that can run under a token beside the task's (a claim's).
-_BESIDE_EVENTS = (ListenerEvent.UPDATE, ListenerEvent.ASSIGNMENT)
-
-
-@dataclass(frozen=True)
-class Listener:
-    """A handler that runs at a node's event, as a step of its own (retried and failing
-    with an incident like a handler task), with its own fields."""
-
-    event: ListenerEvent
-    handler: str
-    fields: tuple[VariableMapping, ...] = ()
-    #: A ``timeout`` listener's timer, counted from when its user task is created.
-    timer: TimerSpec | None = None
-    #: An expression, bean or script run in place of a registered handler.
-    code: Code | None = None
 
 
 @dataclass(frozen=True)
@@ -208,6 +177,11 @@ class Node:
     escalation_code_variable: str | None = None
     #: Listeners, in the order they run for their event.
     listeners: tuple[Listener, ...] = ()
+    #: A signal event's name (docs/bpmn.md#signals); a throw's may be an expression, and its
+    #: ``in`` variables (as a call activity's) go to the recipients.
+    signal: str | None = None
+    signal_expression: VariableMapping | None = None
+    signal_inputs: tuple[CallMapping, ...] = ()
     #: callActivity: the process it starts and what crosses the call.
     call: CallSpec | None = None
     #: subProcess: an event subprocess (``triggeredByEvent``), started by its start event's
@@ -215,6 +189,8 @@ class Node:
     triggered_by_event: bool = False
     #: Activities: run once per iteration, in parallel or in sequence (a marker, not a type).
     multi_instance: MultiInstance | None = None
+    #: A conditional catch or boundary event, or event subprocess start: what it waits for.
+    condition: Condition | None = None
 
     def listeners_of(self, event: ListenerEvent) -> tuple[Listener, ...]:
         if not self.listeners:  # most nodes have none: asked on every arrival and leave
@@ -279,6 +255,12 @@ class ProcessGraph:
     #: The process's timer start events (their ids): the timer scan starts an instance at
     #: each when its timer is due.
     timer_starts: tuple[str, ...] = ()
+    #: Conditional start events, where ``Engine.evaluate_conditions`` starts instances.
+    conditional_starts: tuple[str, ...] = ()
+    #: Whether a node waits for a condition (a conditional start of the process is none).
+    has_conditions: bool = False
+    #: The process's signal start events: signal name -> start event id.
+    signal_starts: dict[str, str] = field(default_factory=dict)
     #: Per inclusive join: the nodes from which a token can still reach it (filled on first
     #: use; a graph is immutable, so the answer never changes).
     _reach_cache: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
@@ -325,13 +307,19 @@ class ProcessGraph:
         ]
 
     @cached_property
+    def may_escalate_up(self) -> bool:
+        """Whether an instance of this process can send an escalation to its caller: it
+        escalates itself, or it calls processes that may send theirs on through it."""
+        return any(n.escalation is not None or n.call is not None for n in self.nodes.values())
+
+    @cached_property
     def spawns_tokens(self) -> bool:
         """Whether a non-interrupting boundary can add a token beside a running activity; then
         a scope token that reaches its end waits for such tokens before it completes."""
         return bool(self.event_subprocesses) or any(
             (n.type is NodeType.BOUNDARY and not n.interrupting)
             or not n.wait_for_completion
-            or (n.type is NodeType.USER_TASK and any(n.listeners_of(e) for e in _BESIDE_EVENTS))
+            or (n.type is NodeType.USER_TASK and any(n.listeners_of(e) for e in BESIDE_EVENTS))
             for n in self.nodes.values()
         )
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from bpm.definitions.code import BUILT_IN, Code, CodeKind
 from bpm.definitions.model import Listener, ProcessGraph
-from bpm.definitions.parse.document import compile_definition
+from bpm.definitions.parse.document import compile_definition as compile_definition
 from bpm.errors import InvalidDefinition
 from bpm.script_values import SCRIPT_KEY
 from bpm.scripts import SCRIPTS_SETTING, scripts_enabled

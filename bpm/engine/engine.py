@@ -3,7 +3,7 @@ case to ``bpm.engine.operations``; tokens' node semantics are in ``bpm.engine.se
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Unpack
 from uuid import UUID
@@ -17,6 +17,7 @@ from bpm.engine.engine_reads import EngineReads
 from bpm.engine.jobs import table
 from bpm.engine.jobs.runner import JobRunner
 from bpm.engine.operations import (
+    condition_starts,
     decisions,
     deployment_removal,
     deployments,
@@ -26,6 +27,7 @@ from bpm.engine.operations import (
     repairs,
     retention,
     scans,
+    signals,
     timers,
     user_tasks,
 )
@@ -115,6 +117,26 @@ class Engine(ExternalTaskCalls, EngineReads):
                 self.runner.advance(first, 0)
             return started
 
+    def evaluate_conditions(
+        self,
+        variables: Mapping[str, Any] | None = None,
+        *,
+        business_key: str | None = None,
+        process_key: str | None = None,
+        definition_id: UUID | str | None = None,
+    ) -> list[lifecycle.Started]:
+        """Camunda's ``evaluateConditions``: start an instance at every conditional start
+        event (of the latest versions; of ``process_key``'s, or of the version
+        ``definition_id``, if given) whose condition holds over ``variables``."""
+        with because("api evaluate_conditions"):
+            return condition_starts.evaluate(
+                self.core,
+                variables,
+                business_key=business_key,
+                process_key=process_key,
+                definition_id=maybe_id(definition_id, "definition"),
+            )
+
     def cancel(self, instance_id: UUID | str, reason: str = "cancelled by an operator") -> None:
         with because("operator cancel"):
             lifecycle.cancel(self.core, as_id(instance_id, "instance"), reason)
@@ -196,6 +218,31 @@ class Engine(ExternalTaskCalls, EngineReads):
         returns the tokens moved on with their instances."""
         with because(f"api correlate {message}"):
             return messages.correlate_tokens(self.core, message, **options)
+
+    def throw_signal(
+        self,
+        name: str,
+        variables: Mapping[str, Any] | None = None,
+        *,
+        throw_key: str | None = None,
+        token_id: UUID | str | None = None,
+        process_keys: Collection[str] | None = None,
+    ) -> signals.Thrown:
+        """Broadcast a signal to every subscription that exists now (catches, boundaries,
+        event subprocesses, events after gateways, signal start events); delivered by the
+        ``bpm.deliver_signal`` job in batches. ``throw_key``: a request sent again with the
+        same key throws once; ``token_id`` (Camunda's ``executionId``): only that token's
+        subscriptions; ``process_keys``: only instances and starts of those processes."""
+        with because(f"api signal {name}"):
+            tid = maybe_id(token_id, "token")
+            return signals.throw(
+                self.core,
+                name,
+                variables,
+                throw_key=throw_key,
+                token_id=tid,
+                process_keys=process_keys,
+            )
 
     def set_variables(
         self,

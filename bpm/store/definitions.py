@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid4
 
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection, bindparam, func, select
 from sqlalchemy.exc import IntegrityError
 
 from bpm.store import versions
@@ -28,6 +28,12 @@ _COLS = (
 )
 _LATEST = select(*_COLS).where(t.c.key == bindparam("key")).order_by(t.c.version.desc()).limit(1)
 _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
+_NEWEST = select(t.c.key, func.max(t.c.version).label("version")).group_by(t.c.key).subquery()
+_LATEST_OF_EACH = (
+    select(*_COLS)
+    .join(_NEWEST, (t.c.key == _NEWEST.c.key) & (t.c.version == _NEWEST.c.version))
+    .order_by(t.c.key)
+)
 _BY_KEY_VERSION = select(*_COLS).where(
     t.c.key == bindparam("key"), t.c.version == bindparam("version")
 )
@@ -40,6 +46,11 @@ class VersionTaken(Exception):
 def latest(conn: Connection, key: str) -> DefinitionRow | None:
     row = conn.execute(_LATEST, {"key": key}).first()
     return from_row(DefinitionRow, row) if row else None
+
+
+def latest_of_each_key(conn: Connection) -> list[DefinitionRow]:
+    """The latest version of every process key (conditional starts look at them all)."""
+    return [from_row(DefinitionRow, row) for row in conn.execute(_LATEST_OF_EACH)]
 
 
 def by_id(conn: Connection, def_id: UUID) -> DefinitionRow | None:

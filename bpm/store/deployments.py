@@ -10,7 +10,7 @@ from uuid import UUID, uuid4
 
 from sqlalchemy import Connection, func, select
 
-from bpm.store import message_starts
+from bpm.store import message_starts, signals
 from bpm.store.paging import like
 from bpm.store.schema import decision_definitions as decisions_t
 from bpm.store.schema import deployment_resources as r
@@ -196,7 +196,9 @@ def instances_of(conn: Connection, definition_ids: Sequence[UUID]) -> int:
 def delete(conn: Connection, deployment_id: UUID) -> None:
     """The deployment, its files and its definitions (no instance may name them)."""
     ids = select(processes_t.c.id).where(processes_t.c.deployment_id == deployment_id)
-    message_starts.forget(conn, list(conn.execute(ids).scalars()))
+    found = list(conn.execute(ids).scalars())
+    message_starts.forget(conn, found)
+    signals.forget(conn, found)
     conn.execute(processes_t.delete().where(processes_t.c.deployment_id == deployment_id))
     conn.execute(decisions_t.delete().where(decisions_t.c.deployment_id == deployment_id))
     conn.execute(r.delete().where(r.c.deployment_id == deployment_id))

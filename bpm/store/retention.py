@@ -22,6 +22,8 @@ from bpm.store.schema import (
     local_variables,
     process_definitions,
     process_instances,
+    signal_deliveries,
+    signals,
     task_events,
     timers,
     token_events,
@@ -35,6 +37,7 @@ ENDED = (InstanceState.COMPLETED, InstanceState.TERMINATED, InstanceState.CANCEL
 
 #: Rows that hang off an instance, children before what they refer to (foreign key order).
 _BY_INSTANCE: tuple[Table, ...] = (
+    signal_deliveries,
     token_events,
     task_events,
     engine_events,
@@ -103,6 +106,11 @@ def delete_instances(conn: Connection, instance_ids: Sequence[UUID]) -> dict[str
         counts[table.name] = conn.execute(
             delete(table).where(table.c.instance_id.in_(ids))
         ).rowcount
+    # The signals it threw, once delivered (a signal still being delivered keeps its row, and
+    # its deliveries to other instances, until it is done).
+    counts[signals.name] = conn.execute(
+        delete(signals).where(signals.c.instance_id.in_(ids), signals.c.finished_at.is_not(None))
+    ).rowcount
     token_ids = select(tokens.c.id).where(tokens.c.instance_id.in_(ids))
     counts[token_links.name] = sum(
         conn.execute(delete(token_links).where(column.in_(token_ids))).rowcount

@@ -56,6 +56,11 @@ from bpm.store.schema_definitions import process_definitions as process_definiti
 from bpm.store.schema_history import engine_events as engine_events
 from bpm.store.schema_history import task_events as task_events
 from bpm.store.schema_history import token_events as token_events
+from bpm.store.schema_signals import (
+    definition_signal_subscriptions as definition_signal_subscriptions,
+)
+from bpm.store.schema_signals import signal_deliveries as signal_deliveries
+from bpm.store.schema_signals import signals as signals
 from bpm.store.types import JsonValue, UtcDateTime
 
 process_instances = Table(

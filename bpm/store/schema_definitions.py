@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from sqlalchemy import (
+    BigInteger,
     CheckConstraint,
     Column,
     ForeignKey,
@@ -57,7 +58,7 @@ process_definitions = Table(
     Column("checksum", Text, nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
     # historyTimeToLive: seconds an ended instance is kept; NULL: the installation's default.
-    Column("history_ttl_seconds", Integer),
+    Column("history_ttl_seconds", BigInteger),
     # The deployment and the file it came from; camunda:versionTag, to filter on it.
     Column("deployment_id", Uuid),
     Column("resource", Text),

@@ -1,6 +1,7 @@
-"""``/event-subscription``: the messages an instance listens for now (Camunda's event
-subscriptions of type ``message``). bpm derives them from the instance's tokens, so a list
-names its instance (``processInstanceId``); docs/http-api.md says why."""
+"""``/event-subscription``: the messages, signals and conditions an instance listens for now
+(Camunda's event subscriptions of type ``message``, ``signal`` and ``conditional``). bpm
+derives them from the instance's tokens, so a list names its instance
+(``processInstanceId``); docs/http-api.md says why."""
 
 from __future__ import annotations
 
@@ -80,7 +81,7 @@ def event_subscriptions(
     first_result: Annotated[int | None, Query(alias="firstResult")] = None,
     max_results: Annotated[int | None, Query(alias="maxResults")] = None,
 ) -> list[EventSubscriptionDto]:
-    """The instance's message subscriptions, filtered as asked."""
+    """The instance's message and conditional subscriptions, filtered as asked."""
     limit, offset = window(first_result, max_results)
     found = _found(request, process_instance_id, event_type, event_name, activity_id, execution_id)
     return found[offset : offset + limit]

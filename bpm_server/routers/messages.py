@@ -1,5 +1,5 @@
-"""``/message`` and ``/signal``: correlating a message to the tokens waiting for it; bpm has
-no signal events yet, so ``/signal`` says so (docs/http-api.md)."""
+"""``/message`` and ``/signal``: correlating a message to the tokens waiting for it;
+broadcasting a signal to every subscription that exists when it is thrown (docs/http-api.md)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 
 from bpm.engine.operations.messages import Correlated
-from bpm.errors import AmbiguousCorrelation, InvalidRequest, NoMatchingWait, NotSupported
+from bpm.errors import AmbiguousCorrelation, InvalidRequest, NoMatchingWait
 from bpm.states import LIVE_INSTANCE
 from bpm_server.auth import Permission, Principal, require
-from bpm_server.message_models import CorrelationMessageDto, MessageResultDto
+from bpm_server.message_models import CorrelationMessageDto, MessageResultDto, SignalDto
 from bpm_server.models import wire
 from bpm_server.paging import maybe_uuid
 from bpm_server.runtime import ServerRuntime, runtime_of
@@ -109,9 +109,32 @@ def _result(runtime: ServerRuntime, c: Correlated, with_variables: bool) -> Mess
     )
 
 
-@router.post("/signal", status_code=501)
-def signal(request: Request, caller: Correlator) -> None:
-    """Not yet: bpm has no signal events."""
-    raise NotSupported(
-        "bpm has no signal events yet: a signal cannot be thrown; use a message (POST /message)"
-    )
+@router.post("/signal", status_code=204)
+def signal(body: SignalDto, request: Request, caller: Correlator) -> Response:
+    """Throw ``name``: every signal catch, boundary, event subprocess and event after a
+    gateway listening now receives it (with ``variables``), and every process with a signal
+    start event on it starts; with ``executionId``, only that execution's subscriptions. A
+    caller limited to some processes reaches instances and starts of those only. 204 once
+    the throw is stored; the deliveries follow in jobs of their own."""
+    if body.tenant_id is not None:
+        raise InvalidRequest("tenantId: bpm has no tenants")
+    token_id = None
+    if body.execution_id is not None:
+        token_id = maybe_uuid(body.execution_id)
+        if token_id is None:
+            raise InvalidRequest(
+                f"Cannot throw signal '{body.name}': no execution {body.execution_id}"
+            )
+    values = decode_variables(wire(body.variables))
+    runtime = runtime_of(request)
+
+    def run() -> None:
+        runtime.engine.throw_signal(
+            body.name, values, token_id=token_id, process_keys=caller.processes
+        )
+
+    try:
+        runtime.run(run)
+    except NoMatchingWait as exc:
+        raise InvalidRequest(f"Cannot throw signal '{body.name}': {exc}") from None
+    return Response(status_code=204)

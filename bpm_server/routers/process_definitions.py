@@ -130,7 +130,7 @@ def count_definitions(request: Request, caller: Reader) -> CountDto:
     return CountDto(count=0 if f is None else engine.process_definition_count(f))
 
 
-def _by_id(request: Request, definition_id: str) -> DefinitionRow:
+def definition_by_id(request: Request, definition_id: str) -> DefinitionRow:
     """By bpm's id or Camunda's ``key:version:uuid`` (whose key and version must agree)."""
     found, key, version = definition_uuid(definition_id)
     row = None
@@ -180,12 +180,12 @@ def start_by_key(
 
 @router.get("/{definition_id}", response_model=ProcessDefinitionDto)
 def get_definition(definition_id: str, request: Request, caller: Reader) -> ProcessDefinitionDto:
-    return definition_dto(_by_id(request, definition_id))
+    return definition_dto(definition_by_id(request, definition_id))
 
 
 @router.get("/{definition_id}/xml", response_model=ProcessDefinitionXmlDto)
 def xml_by_id(definition_id: str, request: Request, caller: Reader) -> ProcessDefinitionXmlDto:
-    return _xml(request, _by_id(request, definition_id))
+    return _xml(request, definition_by_id(request, definition_id))
 
 
 @router.post("/{definition_id}/start", response_model=ProcessInstanceWithVariablesDto)
@@ -197,7 +197,7 @@ def start_by_id(
     idempotency_key: IdempotencyKey = None,
 ) -> ProcessInstanceWithVariablesDto:
     """Start this very version; no body is a start without variables."""
-    row = _by_id(request, definition_id)
+    row = definition_by_id(request, definition_id)
     caller.check_process(row.key, given=definition_id)
     return _start(request, caller, row, body or StartDto(), idempotency_key, row.version)
 

@@ -175,10 +175,11 @@ def get_variables(
 def patch_variables(
     instance_id: str, body: PatchVariablesDto, request: Request, caller: Operator
 ) -> Response:
-    """Set ``modifications``, remove ``deletions``: one transaction, with history rows."""
+    """Set ``modifications``, remove ``deletions``: one transaction, with history rows. A
+    change may make a conditional event fire: ``run`` runs the steps it made due."""
     values = decode_variables(wire(body.modifications))
-    engine = runtime_of(request).engine
-    engine.set_variables(instance_id, values, body.deletions or [])
+    runtime = runtime_of(request)
+    runtime.run(lambda: runtime.engine.set_variables(instance_id, values, body.deletions or []))
     return no_content()
 
 
@@ -217,13 +218,15 @@ def put_variable(
     instance_id: str, name: str, body: VariableValueDto, request: Request, caller: Operator
 ) -> Response:
     value = decode_value(name, body.value, body.type, body.value_info or {})
-    runtime_of(request).engine.set_variables(instance_id, {name: value})
+    runtime = runtime_of(request)
+    runtime.run(lambda: runtime.engine.set_variables(instance_id, {name: value}))
     return no_content()
 
 
 @router.delete("/{instance_id}/variables/{name}", status_code=204, response_class=Response)
 def delete_variable(instance_id: str, name: str, request: Request, caller: Operator) -> Response:
-    runtime_of(request).engine.set_variables(instance_id, None, [name])
+    runtime = runtime_of(request)
+    runtime.run(lambda: runtime.engine.set_variables(instance_id, None, [name]))
     return no_content()
 
 

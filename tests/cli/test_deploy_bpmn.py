@@ -60,7 +60,7 @@ def test_deploy_check__lists_every_problem_and_deploys_nothing(bpm: Bpm, tmp_pat
     lines = result.stderr.splitlines()
     assert len(lines) == 3, result.stderr
     assert all(line.startswith(f"error: {path}: line ") for line in lines)
-    assert "endEvent 'e' with signalEventDefinition" in lines[0]
+    assert "endEvent 'e' has a signalEventDefinition without signalRef" in lines[0]
     assert "complexGateway 'm' is not supported yet" in lines[1]
     assert "line 8: foo:note in manualTask 'm2'" in lines[2]
     assert "urn:foo" in lines[2]

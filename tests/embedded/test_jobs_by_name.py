@@ -187,9 +187,10 @@ def scan_locks(kit: Kit) -> None:
 def scan_stalled(kit: Kit) -> None:
     lost = Engine(kit.rt.db, DroppingDispatcher(), clock=kit.clock)
     iid = lost.start("work").id  # its first job is lost
-    assert kit.run(JobName.SCAN_STALLED) == "stalled_tokens=0 ready_tasks=0 waiting_parents=0"
+    none = "ready_tasks=0 waiting_parents=0 unfinished_signals=0"
+    assert kit.run(JobName.SCAN_STALLED) == f"stalled_tokens=0 {none}"
     kit.clock.advance(timedelta(seconds=31))
-    assert kit.run(JobName.SCAN_STALLED) == "stalled_tokens=1 ready_tasks=0 waiting_parents=0"
+    assert kit.run(JobName.SCAN_STALLED) == f"stalled_tokens=1 {none}"
     assert kit.drain() == [JobName.ADVANCE_TOKEN]
     assert kit.rt.state(iid) == "COMPLETED"
 
@@ -207,7 +208,47 @@ def cleanup_history(kit: Kit, monkeypatch: pytest.MonkeyPatch) -> None:
     assert [kit.rt.state(i) for i in ended] == ["UNKNOWN", "UNKNOWN"]
 
 
+SIGNALLED = (
+    ProcessBuilder("signalled")
+    .start()
+    .signal_event("wait", signal="alarm")
+    .end()
+    .sequence("start", "wait", "end")
+    .build()
+)
+
+
+def throw_signal(kit: Kit) -> None:
+    kit.engine.deploy(SIGNALLED)
+    waiting = [kit.engine.start("signalled").id for _ in range(2)]
+    kit.drain()
+    sent = {"name": "alarm", "variables": {"n": 1}, "throw_key": "k-1"}
+    outcome = kit.engine.run_job(Job(JobName.THROW_SIGNAL, sent))
+    assert outcome.startswith("thrown ") and outcome.endswith("recipients=2")
+    again = kit.engine.run_job(Job(JobName.THROW_SIGNAL, {"name": "alarm", "throw_key": "k-1"}))
+    assert again.startswith("existing ")  # the same request: thrown once
+    assert kit.drain() == [JobName.DELIVER_SIGNAL, JobName.ADVANCE_TOKEN, JobName.ADVANCE_TOKEN]
+    assert [kit.rt.state(i) for i in waiting] == ["COMPLETED", "COMPLETED"]
+    assert kit.engine.show(waiting[0])["variables"] == {"n": 1}
+
+
+def deliver_signal(kit: Kit) -> None:
+    kit.engine.deploy(SIGNALLED)
+    waiting = [kit.engine.start("signalled").id for _ in range(3)]
+    kit.drain()
+    thrown = kit.engine.throw_signal("alarm")
+    job = kit.rt.dispatcher.pop(kit.clock.now())
+    assert job is not None and job.name == JobName.DELIVER_SIGNAL
+    assert kit.engine.run_job(job) == "delivered=3 skipped=0 more=False"
+    assert kit.engine.run_job(job) == "delivered=0 skipped=0 more=False"  # twice: a no-op
+    kit.drain()
+    assert [kit.rt.state(i) for i in waiting] == ["COMPLETED"] * 3
+    assert thrown.recipients == 3
+
+
 SCENARIOS: dict[JobName, Callable[..., None]] = {
+    JobName.THROW_SIGNAL: throw_signal,
+    JobName.DELIVER_SIGNAL: deliver_signal,
     JobName.START_INSTANCE: start_instance,
     JobName.SCAN_TIMERS: scan_timers,
     JobName.CORRELATE_MESSAGE: correlate_message,

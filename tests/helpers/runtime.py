@@ -18,6 +18,7 @@ from bpm.dispatch import (
     Dispatcher,
     InProcessDispatcher,
     Job,
+    JobName,
 )
 from bpm.engine.engine import Engine
 from bpm.engine.operations.external import TopicRequest
@@ -27,7 +28,7 @@ from tests.helpers.clock import FakeClock
 
 FAR_FUTURE = datetime(9999, 1, 1, tzinfo=UTC)
 ONLY_ADVANCE = frozenset({ADVANCE_TOKEN})
-ALL_JOBS = frozenset({ADVANCE_TOKEN, RUN_HANDLER, RUN_COMPENSATION})
+ALL_JOBS = frozenset({ADVANCE_TOKEN, RUN_HANDLER, RUN_COMPENSATION, JobName.DELIVER_SIGNAL})
 
 
 @dataclass

@@ -126,13 +126,8 @@ def test_a_camunda_style_order_runs_its_event_subprocesses(
     ("start", "problem"),
     [
         (
-            '<startEvent id="s"><signalEventDefinition signalRef="alarm" /></startEvent>',
-            "startEvent 's' with signalEventDefinition is not supported yet",
-        ),
-        (
-            '<startEvent id="s"><conditionalEventDefinition><condition>${x}</condition>'
-            "</conditionalEventDefinition></startEvent>",
-            "startEvent 's' with conditionalEventDefinition is not supported yet",
+            '<startEvent id="s"><signalEventDefinition signalRef="nowhere" /></startEvent>',
+            "startEvent 's' refers to signal 'nowhere', which the file does not declare",
         ),
         (
             '<startEvent id="s"><compensateEventDefinition /></startEvent>',
@@ -172,7 +167,7 @@ def test_a_trigger_bpm_does_not_run_is_refused_naming_the_element(start: str, pr
     assert problem in str(refused.value)
 
 
-def test_a_signal_start_of_the_process_itself_is_still_refused() -> None:
+def test_a_signal_start_of_the_process_without_a_signal_is_refused() -> None:
     xml = (
         HEAD
         + """  <process id="p" isExecutable="true">
@@ -183,5 +178,5 @@ def test_a_signal_start_of_the_process_itself_is_still_refused() -> None:
 </definitions>
 """
     )
-    with pytest.raises(InvalidDefinition, match="with signalEventDefinition is not supported yet"):
+    with pytest.raises(InvalidDefinition, match="has a signalEventDefinition without signalRef"):
         compile_bpmn(xml)

@@ -303,6 +303,7 @@ def test_a_handler_that_kills_its_worker_every_time_ends_as_an_incident(
         "stalled_tokens": 0,
         "ready_tasks": 0,
         "waiting_parents": 0,
+        "unfinished_signals": 0,
     }
     assert_history_consistent(db, iid)
 

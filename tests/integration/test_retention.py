@@ -80,9 +80,9 @@ def minus(whole: RowSet, part: RowSet) -> RowSet:
     return {name: found - part.get(name, Counter[str]()) for name, found in whole.items()}
 
 
-#: Local variables end with their scope, so an ended instance holds none (retention deletes
-#: them all the same, in case one is left). API credentials and deployments belong to no
-#: instance.
+#: Local variables end with their scope, and signal deliveries with their delivery, so an
+#: ended instance holds none (retention deletes them all the same, in case one is left). API
+#: credentials, deployments and signal subscriptions belong to no instance.
 INSTANCE_TABLES = {t.name for t in metadata.sorted_tables} - {
     "process_definitions",
     "decision_definitions",
@@ -90,6 +90,8 @@ INSTANCE_TABLES = {t.name for t in metadata.sorted_tables} - {
     "deployment_resources",
     "definition_message_starts",
     "definition_start_timers",
+    "definition_signal_subscriptions",
+    "signal_deliveries",
     "local_variables",
     "api_credentials",
 }
@@ -111,10 +113,10 @@ def simple(key: str = "p", ttl: Any = 1) -> dict[str, Any]:
 
 def rich(ttl: Any = 1) -> dict[str, Any]:
     """Rows in every table: a compensable step, a fork whose branches fail once (an incident,
-    retried) and wait on a timer, then a join."""
+    retried) and wait on a timer, then a join, and a signal end event."""
     b = ProcessBuilder("rich", history_ttl=ttl).start()
     b._node("work", "serviceTask", handler="work", compensation={"handler": "undo"})
-    b.parallel_gateway("fork").parallel_gateway("join").end()
+    b.parallel_gateway("fork").parallel_gateway("join").signal_throw("end", signal="done", end=True)
     b._node("flaky", "serviceTask", handler="flaky", retry={"max_attempts": 1})
     b.timer("pause", duration="PT1M")
     b.sequence("start", "work", "fork").sequence("join", "end")
@@ -241,8 +243,8 @@ def test_a_changed_ttl_is_a_new_version(rt: Harness) -> None:
         ("soon", "'soon' is not an ISO 8601 duration"),
         ("P1Y", "years or months"),
         ("P", "not an ISO 8601 duration"),
-        (10**9, "at most 24855 days"),
-        ("P30000D", "at most 24855 days"),
+        (10**9, "at most 36500 days (100 years)"),
+        (36501, "at most 36500 days"),
         ("P99999D", "is too long (at most 100 years)"),
     ],
 )

@@ -355,7 +355,7 @@ def test_bad_saga_definitions_are_refused(change: dict[str, Any], message: str) 
         ),
         (
             {"id": "a", "type": "serviceTask", "handler": "x", "compensation": {"node": "nowhere"}},
-            "must be a serviceTask or userTask of the same scope",
+            "must be a serviceTask, userTask, task or manualTask of the same scope",
         ),
         (
             {

@@ -465,3 +465,62 @@ def test_a_timer_on_the_transaction_firing_while_it_compensates_ends_the_cancell
     assert records(db, iid) == {"hotel": "CANCELLED", "flight": "CANCELLED"}
     assert rows.state(db, iid) == "COMPLETED"
     assert_history_consistent(db, iid)
+
+
+MANUAL_UNDO = """<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL"
+    xmlns:camunda="http://camunda.org/schema/1.0/bpmn" id="Defs" targetNamespace="t">
+  <bpmn:process id="trip" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="booking" />
+    <bpmn:transaction id="booking" name="Book the trip">
+      <bpmn:startEvent id="b_start" />
+      <bpmn:sequenceFlow id="b1" sourceRef="b_start" targetRef="reserve_flight" />
+      <bpmn:serviceTask id="reserve_flight" camunda:class="do_flight" />
+      <bpmn:boundaryEvent id="undo_flight_b" attachedToRef="reserve_flight">
+        <bpmn:compensateEventDefinition />
+      </bpmn:boundaryEvent>
+      <bpmn:manualTask id="cancel_flight" name="Cancel the flight" isForCompensation="true" />
+      <bpmn:sequenceFlow id="b2" sourceRef="reserve_flight" targetRef="reserve_hotel" />
+      <bpmn:serviceTask id="reserve_hotel" camunda:class="do_hotel" />
+      <bpmn:boundaryEvent id="undo_hotel_b" attachedToRef="reserve_hotel">
+        <bpmn:compensateEventDefinition />
+      </bpmn:boundaryEvent>
+      <bpmn:serviceTask id="cancel_hotel" camunda:class="undo_hotel" isForCompensation="true" />
+      <bpmn:sequenceFlow id="b3" sourceRef="reserve_hotel" targetRef="cancelled" />
+      <bpmn:endEvent id="cancelled">
+        <bpmn:cancelEventDefinition />
+      </bpmn:endEvent>
+      <bpmn:association id="a1" associationDirection="One" sourceRef="undo_flight_b"
+          targetRef="cancel_flight" />
+      <bpmn:association id="a2" associationDirection="One" sourceRef="undo_hotel_b"
+          targetRef="cancel_hotel" />
+    </bpmn:transaction>
+    <bpmn:boundaryEvent id="on_cancel" attachedToRef="booking">
+      <bpmn:cancelEventDefinition />
+    </bpmn:boundaryEvent>
+    <bpmn:sequenceFlow id="f2" sourceRef="on_cancel" targetRef="tell" />
+    <bpmn:serviceTask id="tell" camunda:class="after_cancel" />
+    <bpmn:sequenceFlow id="f3" sourceRef="tell" targetRef="end_cancel" />
+    <bpmn:endEvent id="end_cancel" />
+    <bpmn:sequenceFlow id="f4" sourceRef="booking" targetRef="end" />
+    <bpmn:endEvent id="end" />
+  </bpmn:process>
+</bpmn:definitions>
+"""
+
+
+def test_a_manual_task_as_compensation_handler_undoes_by_doing_nothing(
+    rt: Harness, journal: Journal, calls: Calls, pg_db: Database
+) -> None:
+    """Camunda passes through a manual task: as a compensation handler it is done at once."""
+    register(journal, calls, "do_flight", "do_hotel", "undo_hotel", "after_cancel")
+    rt.engine.deploy_bpmn(MANUAL_UNDO)
+    iid = rt.start("trip")
+    rt.drain()
+    assert journal.lines == ["do_flight", "do_hotel", "undo_hotel", "after_cancel"]
+    assert rows.state(pg_db, iid) == "COMPLETED"
+    with pg_db.transaction() as conn:
+        records = compensation.of_instance(conn, iid)
+    assert sorted(r.status for r in records) == ["COMPLETED", "COMPLETED"]
+    assert_history_consistent(pg_db, iid)

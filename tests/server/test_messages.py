@@ -1,5 +1,5 @@
 """``POST /message``: by business key or instance id, with correlation keys and variables,
-``all``, ``resultEnabled``; no match is 400 as in Camunda; ``POST /signal`` is 501."""
+``all``, ``resultEnabled``; no match is 400 as in Camunda (``POST /signal``: test_signals)."""
 
 from __future__ import annotations
 
@@ -144,13 +144,6 @@ def test_who_may_correlate(server: Server, clients: dict[str, httpx.Client]) -> 
     assert other.status_code == 400 and iid not in other.text
     assert _state(server, iid) == "RUNNING"
     assert clients["msg-starter"].post("/message", json=body).status_code == 204
-
-
-def test_signals_are_not_supported(clients: dict[str, httpx.Client]) -> None:
-    got = clients["operator"].post("/signal", json={"name": "alarm"})
-    assert got.status_code == 501
-    assert got.json()["type"] == "RestException" and "signal" in got.json()["message"]
-    assert clients["msg-viewer"].post("/signal", json={"name": "alarm"}).status_code == 403
 
 
 START_BPMN = """<?xml version="1.0" encoding="UTF-8"?>

@@ -528,11 +528,11 @@ def test_the_order_saga_example_in_bpmn_behaves_like_the_json_one() -> None:
         (
             '<subProcess id="es" triggeredByEvent="true"><startEvent id="es_s">'
             "<signalEventDefinition/></startEvent></subProcess>",
-            "startEvent 'es_s' with signalEventDefinition is not supported yet",
+            "startEvent 'es_s' has a signalEventDefinition without signalRef",
         ),
         (
             '<intermediateThrowEvent id="sig"><signalEventDefinition/></intermediateThrowEvent>',
-            "line 10: intermediateThrowEvent 'sig' with signalEventDefinition is not supported yet",
+            "line 10: intermediateThrowEvent 'sig' has a signalEventDefinition without signalRef",
         ),
         (
             '<intermediateThrowEvent id="esc"><escalationEventDefinition/>'

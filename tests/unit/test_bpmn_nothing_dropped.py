@@ -105,6 +105,29 @@ CASES: dict[str, tuple[str, str]] = {
         ),
         '<bpmn:message id="M" name="paid" />',
     ),
+    "conditionalEventDefinition": (
+        task(
+            '<bpmn:intermediateCatchEvent id="T"><bpmn:conditionalEventDefinition{a}>{x}'
+            '<bpmn:condition xsi:type="bpmn:tFormalExpression">${{ok}}</bpmn:condition>'
+            "</bpmn:conditionalEventDefinition></bpmn:intermediateCatchEvent>"
+        ),
+        "",
+    ),
+    "condition": (
+        task(
+            '<bpmn:intermediateCatchEvent id="T"><bpmn:conditionalEventDefinition>'
+            '<bpmn:condition xsi:type="bpmn:tFormalExpression"{a}>${{ok}}{x}</bpmn:condition>'
+            "</bpmn:conditionalEventDefinition></bpmn:intermediateCatchEvent>"
+        ),
+        "",
+    ),
+    "signalEventDefinition": (
+        task(
+            '<bpmn:intermediateCatchEvent id="T"><bpmn:signalEventDefinition signalRef="Sg"{a}>'
+            "{x}</bpmn:signalEventDefinition></bpmn:intermediateCatchEvent>"
+        ),
+        '<bpmn:signal id="Sg" name="alert" />',
+    ),
     "intermediateThrowEvent": (
         task(f'<bpmn:intermediateThrowEvent id="T"{{a}}>{EXT}</bpmn:intermediateThrowEvent>'),
         "",

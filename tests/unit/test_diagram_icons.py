@@ -43,3 +43,12 @@ def test_escalations_and_an_event_gateway_have_their_symbols() -> None:
     assert thrown.attrib["fill"] != "none" and caught.attrib["fill"] == "none"
     pentagons = [p for p in _polygons(groups["gw"]) if len(p.attrib["points"].split()) == 5]
     assert len(pentagons) == 1
+
+
+def test_a_conditional_event_is_a_sheet_with_lines() -> None:
+    b = ProcessBuilder("p").start()
+    b._node("ready", "conditionalEvent", condition="${ready}")
+    b.end().sequence("start", "ready", "end")
+    svg = render(compile_definition(b.build()), [], [], fmt="svg")
+    sheet = list(_node_groups(svg)["ready"].iter(f"{SVG}rect"))
+    assert len(sheet) == 1

@@ -35,6 +35,8 @@ VALID: dict[str, dict[str, Any]] = {
     JobName.RUN_COMPENSATION: {"token_id": str(uuid4()), "expected_version": 0},
     JobName.START_INSTANCE: {"process_key": "order", "variables": {"n": 1}, "business_key": "o-1"},
     JobName.CORRELATE_MESSAGE: {"message": "paid", "instance_id": str(uuid4()), "all": True},
+    JobName.THROW_SIGNAL: {"name": "alarm", "variables": {"n": 1}, "throw_key": "k-1"},
+    JobName.DELIVER_SIGNAL: {"signal_id": str(uuid4())},
     JobName.SCAN_TIMERS: {},
     JobName.SCAN_LOCKS: {},
     JobName.SCAN_STALLED: {},
@@ -97,7 +99,11 @@ def test_the_tasks_answer_a_sender_only_for_jobs_that_say_so() -> None:
 
 def test_routes_requests_and_scans_are_derived_from_the_queues() -> None:
     assert MESSAGE_ONLY == {n for n, s in JOBS.items() if s.queue is JobQueue.STARTS}
-    assert MESSAGE_ONLY == {JobName.START_INSTANCE, JobName.CORRELATE_MESSAGE}
+    assert MESSAGE_ONLY == {
+        JobName.START_INSTANCE,
+        JobName.CORRELATE_MESSAGE,
+        JobName.THROW_SIGNAL,
+    }
     assert SCAN_JOBS == {n for n, s in JOBS.items() if s.queue is JobQueue.SCANS}
     assert set(RECOVERY_SCANS) == {JobName.SCAN_TIMERS, JobName.SCAN_LOCKS, JobName.SCAN_STALLED}
 
@@ -113,9 +119,9 @@ def test_beat_sends_every_job_with_a_period_to_its_queue() -> None:
         assert entry["options"]["queue"] == f"t.{JOBS[name].queue}"
 
 
-def test_the_stalled_scan_groups_three_scans_in_its_log_line_order() -> None:
+def test_the_stalled_scan_groups_four_scans_in_its_log_line_order() -> None:
     names = [part.name for part in JOBS[JobName.SCAN_STALLED].scans]
-    assert names == ["stalled_tokens", "ready_tasks", "waiting_parents"]
+    assert names == ["stalled_tokens", "ready_tasks", "waiting_parents", "unfinished_signals"]
 
 
 # --- every job the engine sends is in the table -------------------------------------------

@@ -70,6 +70,13 @@ def suicide(ctx: HandlerContext) -> None:
     os._exit(137)
 
 
+@bpm.handler("set_flag")
+def set_flag(ctx: HandlerContext) -> dict[str, int]:
+    """Its result sets ``flag``: conditional events of the instance are evaluated again."""
+    record(ctx)
+    return {"flag": 1}
+
+
 # --- sagas: a compensation task's ``node_id`` is the node it compensates ----------------------
 
 

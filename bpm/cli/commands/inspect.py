@@ -174,7 +174,12 @@ def _calls(doc: dict[str, Any]) -> list[tuple[str, Any]]:
     for called in doc.get("called", []):
         out.append(("called", f"{called['instance']} {called['key']} {called['state']}"))
     for sub in doc.get("subscriptions", []):  # what can start or interrupt now
-        trigger = sub.get("message") or sub.get("error") or sub.get("timer", {}).get("fire_at")
+        trigger = (
+            sub.get("message")
+            or sub.get("error")
+            or sub.get("condition")
+            or sub.get("timer", {}).get("fire_at")
+        )
         out.append(("listens", f"{sub.get('event_subprocess') or sub['boundary']} ({trigger})"))
     return out
 

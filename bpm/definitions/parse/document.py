@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from bpm.definitions.durations import parse_duration
-from bpm.definitions.model import ProcessGraph
+from bpm.definitions.durations import MAX_DURATION, MAX_YEARS, parse_duration
+from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.definitions.parse.graph import GraphBuilder
 from bpm.definitions.parse.keys import PROCESS_KEYS
 from bpm.definitions.parse.listeners import parse_listeners
@@ -27,8 +27,9 @@ from bpm.definitions.parse.policies import parse_saga
 from bpm.definitions.parse.shape import check_metadata
 from bpm.errors import InvalidDefinition
 
-#: The longest ``historyTimeToLive`` the definitions table holds (seconds in a 32-bit integer).
-MAX_HISTORY_TTL = timedelta(seconds=2**31 - 1)
+#: The longest ``historyTimeToLive``: the longest duration bpm reads (a century: Camunda models
+#: write ``P36500D``), whether it is given in days or as a duration.
+MAX_HISTORY_TTL = MAX_DURATION
 DIGITS = re.compile(r"^[0-9]+$")
 
 
@@ -82,6 +83,9 @@ def compile_definition(doc: Mapping[str, Any]) -> ProcessGraph:
         starts=builder.starts,
         message_starts=builder.message_starts,
         timer_starts=tuple(builder.timer_starts),
+        conditional_starts=tuple(builder.conditional_starts),
+        has_conditions=_waits_for_a_condition(builder.nodes.values()),
+        signal_starts=builder.signal_starts,
         document=json.loads(json.dumps(doc)),
         boundaries=builder.boundaries,
         history_ttl=history_ttl,
@@ -110,7 +114,17 @@ def _history_ttl(raw: Mapping[str, Any], where: str) -> timedelta | None:
         )
     if ttl > MAX_HISTORY_TTL:
         raise InvalidDefinition(
-            f"{what} must be at most {MAX_HISTORY_TTL.days} days (about "
-            f"68 years), got {raw['historyTimeToLive']!r}"
+            f"{what} must be at most {MAX_HISTORY_TTL.days} days ({MAX_YEARS} years), "
+            f"got {raw['historyTimeToLive']!r}"
         )
     return ttl
+
+
+def _waits_for_a_condition(nodes: Iterable[Node]) -> bool:
+    """``ProcessGraph.has_conditions``: only then does a variable change cost a look at an
+    instance's subscriptions. A conditional start of the process is none: no instance
+    holds it."""
+    return any(
+        n.condition is not None and (n.scope is not None or n.type is not NodeType.START)
+        for n in nodes
+    )

@@ -1,6 +1,6 @@
 """The rules of an event-based gateway that look across nodes: its flows lead to the events
-it waits for (a timer or message catch event, or a receive task), unconditionally, and each
-such event is entered only from it."""
+it waits for (a timer, message, signal or conditional catch event, or a receive task),
+unconditionally, and each such event is entered only from it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,13 @@ from collections.abc import Mapping
 from bpm.definitions.model import Flow, Node, NodeType
 from bpm.errors import InvalidDefinition
 
-_CATCHES = (NodeType.TIMER, NodeType.MESSAGE, NodeType.RECEIVE_TASK)
+_CATCHES = (
+    NodeType.TIMER,
+    NodeType.MESSAGE,
+    NodeType.SIGNAL,
+    NodeType.RECEIVE_TASK,
+    NodeType.CONDITIONAL,
+)
 
 
 def check(nodes: Mapping[str, Node], flows: Mapping[str, Flow]) -> None:
@@ -34,8 +40,8 @@ def check(nodes: Mapping[str, Node], flows: Mapping[str, Flow]) -> None:
             if target.type not in _CATCHES:
                 raise InvalidDefinition(
                     f"{where}: flow {flow.id!r} leads to {target.type.value} {target.id!r}; "
-                    f"an event-based gateway leads to timer or message catch events or "
-                    f"receive tasks",
+                    f"an event-based gateway leads to timer, message, signal or conditional "
+                    f"catch events or receive tasks",
                     target.id,
                 )
             if len(target.incoming) != 1:

@@ -12,24 +12,24 @@ from collections.abc import Mapping
 from typing import Any
 
 from bpm.definitions.boundaries import code_variable, error_variables
+from bpm.definitions.conditions import parse_condition
 from bpm.definitions.model import Node, NodeType
-from bpm.definitions.parse.patterns import MESSAGE_PATTERN
+from bpm.definitions.parse.patterns import MESSAGE_PATTERN, signal_name
 from bpm.definitions.timers import parse_timer
 from bpm.errors import InvalidDefinition
 
 #: The triggers an event subprocess's start event may have (one of them).
-TRIGGERS = ("error", "message", "timer", "escalation")
+TRIGGERS = ("error", "message", "timer", "escalation", "condition", "signal")
 #: Triggers BPMN allows that bpm refuses for now, with what to do instead.
 LATER = {
-    "signal": "signal start events come with signal broadcasts",
-    "conditional": "conditional start events come later",
+    "conditional": "write the condition as 'condition'",
     "compensation": (
         "compensation start events are not supported yet; give the activities of the "
         "scope a 'compensation' and throw it from the scope instead"
     ),
 }
 #: The triggers the engine runs today.
-RUNNING = frozenset({"error", "message", "timer", "escalation"})
+RUNNING = frozenset({"error", "message", "timer", "escalation", "condition", "signal"})
 START_KEYS = {
     *TRIGGERS,
     *LATER,
@@ -93,6 +93,10 @@ def trigger_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str
             )
         fields["escalation"] = code
         fields["escalation_code_variable"] = code_variable(raw, where, node_id)
+    elif kind == "condition":
+        fields["condition"] = parse_condition(raw["condition"], where, node_id)
+    elif kind == "signal":
+        fields["signal"] = signal_name(raw, where, node_id)
     elif kind == "message":
         name = raw["message"]
         if not isinstance(name, str) or not MESSAGE_PATTERN.match(name):
@@ -126,6 +130,8 @@ def has_trigger(node: Node) -> bool:
         or node.message is not None
         or node.timer is not None
         or node.escalation is not None
+        or node.condition is not None
+        or node.signal is not None
     )
 
 
@@ -133,13 +139,19 @@ def check(nodes: Mapping[str, Node], starts: Mapping[str | None, str]) -> None:
     """The rules only the whole graph shows (see the module's docstring)."""
     seen_codes: dict[tuple[str | None, str], str] = {}
     seen_messages: dict[tuple[str | None, str], str] = {}
+    seen_signals: dict[tuple[str | None, str], str] = {}
     for scope, start_id in starts.items():
         start = nodes[start_id]
         host = nodes[scope] if scope is not None else None
         triggered = host is not None and host.triggered_by_event
         where = f"node {start_id!r} (startEvent)"
-        if scope is None and (start.message is not None or start.timer is not None):
-            continue  # the process's own message or timer start event (``graph``)
+        if scope is None and (
+            start.message is not None
+            or start.timer is not None
+            or start.condition is not None
+            or start.signal is not None
+        ):
+            continue  # the process's own message, timer, conditional or signal start event
         if not triggered and has_trigger(start):
             raise InvalidDefinition(
                 f"{where}: only the start event of an event subprocess (triggeredByEvent) "
@@ -160,6 +172,8 @@ def check(nodes: Mapping[str, Node], starts: Mapping[str | None, str]) -> None:
             _once(seen_codes, (outer, start.catches), host.id, f"catches error {start.catches!r}")
         if start.message is not None:
             _once(seen_messages, (outer, start.message), host.id, f"waits for {start.message!r}")
+        if start.signal is not None:
+            _once(seen_signals, (outer, start.signal), host.id, f"waits for {start.signal!r}")
     for node in nodes.values():
         if not node.triggered_by_event:
             continue

@@ -30,6 +30,13 @@ from bpm.script_values import compile_script, is_script
 MAX_NODES = 2000
 
 
+#: What may undo an activity: a task that runs, or a plain or manual task (which does
+#: nothing: the compensation is done at once, as Camunda 7 passes through one).
+COMPENSATION_HANDLERS = frozenset(
+    {NodeType.SERVICE_TASK, NodeType.USER_TASK, NodeType.TASK, NodeType.MANUAL_TASK}
+)
+
+
 class GraphBuilder:
     """Collects nodes and flows of every scope, then checks the graph as a whole."""
 
@@ -41,6 +48,8 @@ class GraphBuilder:
         self.starts: dict[str | None, str] = {}
         self.message_starts: dict[str, str] = {}
         self.timer_starts: list[str] = []
+        self.conditional_starts: list[str] = []
+        self.signal_starts: dict[str, str] = {}
         self.boundaries: dict[str, tuple[str, ...]] = {}
 
     def add_scope(self, raw: Mapping[str, Any], scope: str | None) -> None:
@@ -150,6 +159,11 @@ class GraphBuilder:
                 self._add_message_start(node)
             elif node.type is NodeType.START and scope is None and node.timer is not None:
                 self._add_timer_start(node)
+            elif node.type is NodeType.START and scope is None and node.condition is not None:
+                self._only_interrupting(node)
+                self.conditional_starts.append(node.id)
+            elif node.type is NodeType.START and scope is None and node.signal is not None:
+                self._add_signal_start(node)
             elif node.type is NodeType.START:
                 if scope in self.starts:
                     raise InvalidDefinition(
@@ -163,7 +177,12 @@ class GraphBuilder:
             n for n, (raw, _) in self.raw_nodes.items() if raw.get("type") == NodeType.SUBPROCESS
         }
         for scope in scopes:
-            triggered = [*self.message_starts.values(), *self.timer_starts]
+            triggered = [
+                *self.message_starts.values(),
+                *self.timer_starts,
+                *self.conditional_starts,
+                *self.signal_starts.values(),
+            ]
             if scope is None and scope not in self.starts and triggered:
                 # Without a none start event, a start without a message begins at the only
                 # start event, as in Camunda 7 (``lifecycle.start`` refuses when there are
@@ -219,11 +238,11 @@ class GraphBuilder:
                 if (
                     handler is None
                     or handler.scope != node.scope
-                    or handler.type not in (NodeType.SERVICE_TASK, NodeType.USER_TASK)
+                    or handler.type not in COMPENSATION_HANDLERS
                 ):
                     raise InvalidDefinition(
-                        f"{where}: compensation node {spec.node!r} must be a serviceTask or "
-                        f"userTask of the same scope",
+                        f"{where}: compensation node {spec.node!r} must be a serviceTask, "
+                        f"userTask, task or manualTask of the same scope",
                         node.id,
                     )
                 if handler.listeners or handler.multi_instance:
@@ -283,6 +302,24 @@ class GraphBuilder:
             )
         self.message_starts[node.message] = node.id
 
+    def _add_signal_start(self, node: Node) -> None:
+        """A process's signal start event: one per signal name (a second would start the
+        process twice for one broadcast)."""
+        assert node.signal is not None
+        if not node.interrupting:
+            raise InvalidDefinition(
+                f"node {node.id!r} (startEvent): 'interrupting' belongs to the start event of "
+                f"an event subprocess",
+                node.id,
+            )
+        if node.signal in self.signal_starts:
+            raise InvalidDefinition(
+                f"node {node.id!r} (startEvent): signal start event "
+                f"{self.signal_starts[node.signal]!r} already waits for {node.signal!r}",
+                node.id,
+            )
+        self.signal_starts[node.signal] = node.id
+
     def _add_timer_start(self, node: Node) -> None:
         assert node.timer is not None
         if node.timer.expression is not None:
@@ -292,13 +329,16 @@ class GraphBuilder:
                 f"{node.timer.source!r}",
                 node.id,
             )
+        self._only_interrupting(node)
+        self.timer_starts.append(node.id)
+
+    def _only_interrupting(self, node: Node) -> None:
         if not node.interrupting:
             raise InvalidDefinition(
                 f"node {node.id!r} (startEvent): 'interrupting' belongs to the start event of "
                 f"an event subprocess",
                 node.id,
             )
-        self.timer_starts.append(node.id)
 
     def _check_reachable(self) -> None:
         seen: set[str] = set()
@@ -308,6 +348,8 @@ class GraphBuilder:
                 *self.starts.values(),
                 *self.message_starts.values(),
                 *self.timer_starts,
+                *self.conditional_starts,
+                *self.signal_starts.values(),
                 *(n for n in self.nodes if self.nodes[n].triggered_by_event),
             ]
         )

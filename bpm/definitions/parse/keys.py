@@ -53,6 +53,8 @@ NODE_KEYS: dict[NodeType, set[str]] = {
         "activity",
         "waitForCompletion",
         "escalation",
+        "signal",
+        "in",
     },
     NodeType.SERVICE_TASK: {
         "handler",
@@ -82,10 +84,12 @@ NODE_KEYS: dict[NodeType, set[str]] = {
         "message",
         "escalation",
         "escalationCodeVariable",
+        "signal",
         "error",
         "interrupting",
         "errorCodeVariable",
         "errorMessageVariable",
+        "condition",
     },
     NodeType.USER_TASK: {
         "assignee",
@@ -100,8 +104,11 @@ NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.RECEIVE_TASK: {"message"},
     NodeType.TIMER: {"duration", "date", "cycle"},
     NodeType.MESSAGE: {"message"},
+    NodeType.CONDITIONAL: {"condition"},
     NodeType.COMPENSATION_THROW: {"activity", "waitForCompletion"},
     NodeType.ESCALATION_THROW: {"escalation"},
+    NodeType.SIGNAL: {"signal"},
+    NodeType.SIGNAL_THROW: {"signal", "in"},
     NodeType.CALL_ACTIVITY: CALL_KEYS | {"compensation"},
 }
 #: Nodes that may declare ``inputs`` and ``outputs`` (local variables in, results out).

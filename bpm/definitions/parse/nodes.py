@@ -13,7 +13,8 @@ from typing import Any
 from bpm.definitions import transactions
 from bpm.definitions.assignments import parse_date, parse_people, parse_priority, parse_text
 from bpm.definitions.boundaries import boundary_fields
-from bpm.definitions.calls import parse_call
+from bpm.definitions.calls import parse_call, parse_in
+from bpm.definitions.conditions import parse_condition
 from bpm.definitions.forms import parse_form
 from bpm.definitions.mappings import VARIABLE_NAME, parse_mappings
 from bpm.definitions.model import ACTIVITIES, Flow, Node, NodeType
@@ -21,7 +22,7 @@ from bpm.definitions.multi_instance import MultiInstance, parse_multi_instance
 from bpm.definitions.parse import event_starts
 from bpm.definitions.parse.keys import DEFAULTED, MAPPED
 from bpm.definitions.parse.listeners import parse_listeners
-from bpm.definitions.parse.patterns import MESSAGE_PATTERN, NAME_PATTERN, node_label
+from bpm.definitions.parse.patterns import MESSAGE_PATTERN, NAME_PATTERN, node_label, signal_name
 from bpm.definitions.parse.policies import parse_compensation, parse_saga
 from bpm.definitions.parse.service_task import service_task_fields
 from bpm.definitions.parse.shape import check_conditions, check_shape, default_flow
@@ -57,6 +58,8 @@ def compile_node(
         fields = boundary_fields(raw, where, node_id, incoming)
     elif node_type is NodeType.TIMER:
         fields = {"timer": parse_timer(raw, where, node_id)}
+    elif node_type is NodeType.CONDITIONAL:
+        fields = {"condition": parse_condition(raw.get("condition"), where, node_id)}
     elif node_type in (NodeType.RECEIVE_TASK, NodeType.MESSAGE):
         fields = {"message": _message_name(raw, where, node_id)}
     elif node_type is NodeType.USER_TASK:
@@ -80,6 +83,10 @@ def compile_node(
         }
     elif node_type is NodeType.ESCALATION_THROW:
         fields = {"escalation": _escalation(raw, where, node_id)}
+    elif node_type is NodeType.SIGNAL:
+        fields = {"signal": signal_name(raw, where, node_id)}
+    elif node_type is NodeType.SIGNAL_THROW:
+        fields = signal_fields(raw, where, node_id)
     if node_type in DEFAULTED:
         fields.update(default_flow(raw, where, node_id, outgoing, flows))
     fields["properties"] = dict(raw.get("properties", {}))
@@ -178,7 +185,7 @@ def _end_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, A
         raise InvalidDefinition(f"{where}: 'compensate' must be true or false", node_id)
     if "activity" in raw and not compensate:
         raise InvalidDefinition(f"{where}: 'activity' needs 'compensate': true", node_id)
-    if compensate and (raw.get("terminate") or "error" in raw):
+    if compensate and (raw.get("terminate") or "error" in raw or "signal" in raw):
         raise InvalidDefinition(
             f"{where}: an end event compensates, terminates or throws an error, only one of them",
             node_id,
@@ -203,9 +210,13 @@ def _end_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, A
     if message is not None and (not isinstance(message, str) or error is None):
         raise InvalidDefinition(f"{where}: 'errorMessage' is text, with an 'error'", node_id)
     escalation = _escalation(raw, where, node_id) if "escalation" in raw else None
-    if escalation is not None and (terminate or error is not None):
+    if "in" in raw and "signal" not in raw:
+        raise InvalidDefinition(f"{where}: 'in' belongs to a signal end event", node_id)
+    signal = signal_fields(raw, where, node_id) if "signal" in raw else {}
+    if sum((terminate, error is not None, escalation is not None, bool(signal))) > 1:
         raise InvalidDefinition(
-            f"{where}: an end event escalates, terminates or throws an error, only one of them",
+            f"{where}: an end event escalates, signals, terminates or throws an error, only "
+            "one of them",
             node_id,
         )
     return {
@@ -213,6 +224,7 @@ def _end_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, A
         "error_code": error,
         "error_message": message,
         "escalation": escalation,
+        **signal,
     }
 
 
@@ -223,3 +235,17 @@ def _escalation(raw: Mapping[str, Any], where: str, node_id: str) -> str:
             f"{where}: 'escalation' must be the escalation code it throws", node_id
         )
     return code
+
+
+def signal_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, Any]:
+    """A throw's ``signal`` and its ``in`` variables (as a call activity's); with ``${...}``
+    (or Camunda's ``#{...}``) also the expression that gives the name when the token throws."""
+    name = signal_name(raw, where, node_id, thrown=True)
+    fields: dict[str, Any] = {
+        "signal": name,
+        "signal_inputs": parse_in(raw.get("in"), where, node_id),
+    }
+    if "${" in name or "#{" in name:
+        text = name.replace("#{", "${")
+        [fields["signal_expression"]] = parse_mappings({"signal": text}, "signal", where, node_id)
+    return fields

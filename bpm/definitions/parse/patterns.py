@@ -43,3 +43,23 @@ def check_keys(raw: Mapping[str, Any], allowed: set[str], where: str, element: s
 def node_label(node_id: str, kind: str) -> str:
     """How an error names a node: its id and its type."""
     return f"node {node_id!r} ({kind})"
+
+
+def signal_name(raw: Mapping[str, Any], where: str, node_id: str, *, thrown: bool = False) -> str:
+    """A node's ``signal``: a literal name as a message's. ``${...}`` is refused on what
+    catches a signal (bpm finds subscriptions by their name in SQL, docs/bpmn.md); on a throw
+    (``thrown``) it is evaluated when the token throws (``nodes.signal_fields``)."""
+    value = raw.get("signal")
+    if not isinstance(value, str) or not MESSAGE_PATTERN.match(value):
+        raise InvalidDefinition(
+            f"{where}: 'signal' must be a name of 1 to 255 characters without control "
+            "characters or spaces at either end",
+            node_id,
+        )
+    if ("${" in value or "#{" in value) and not thrown:
+        raise InvalidDefinition(
+            f"{where}: signal {value!r} is an expression; bpm supports literal signal names "
+            "only (use a fixed name)",
+            node_id,
+        )
+    return value

@@ -27,6 +27,7 @@ from bpm.dispatch import ADVANCE_TOKEN, RUN_HANDLER, Dispatcher, Job
 from bpm.engine.core.causes import current_cause
 from bpm.engine.core.held import HeldTasks
 from bpm.engine.core.tx import Conflict, Next, NextToken, RunTask, Tx
+from bpm.engine.semantics import condition_changes
 from bpm.errors import NotFound
 from bpm.events import EventListeners
 from bpm.events import listeners as default_listeners
@@ -121,6 +122,7 @@ class EngineCore:
             tx.cause = current_cause()
             with evaluated_at(tx.now):  # dateTime() in expressions: the transaction's time
                 yield tx
+                condition_changes.settle(tx)  # the one hook after variable writes
             wanted = [
                 row
                 for table, row in tx.history.rows

@@ -82,9 +82,15 @@ class Tx:
     #: Scopes (token id, node id) this transaction gave local variables: they end when the
     #: token leaves, even at a node without input mappings.
     local_scopes: set[tuple[UUID, str]] = field(default_factory=set)
+    #: Tokens whose conditional subscriptions began in this transaction and were evaluated
+    #: then: the variable changes this transaction made came before them, so
+    #: ``semantics/condition_changes`` leaves them out.
+    conditions_seen: set[UUID] = field(default_factory=set)
     #: Per instance (by ``UUID.int``: hashing a UUID is a Python call, an int's is not):
     #: whether its definition declares mappings, asked on every token move.
     _mapped: dict[int, bool] = field(default_factory=dict)
+    #: Per instance, as ``_mapped``: whether its definition has conditional events.
+    _conditional: dict[int, bool] = field(default_factory=dict)
 
     def may_have_locals(self, instance_id: UUID) -> bool:
         """Whether a token of this instance can hold local variables: this transaction made
@@ -99,8 +105,19 @@ class Tx:
 
     def know_graph(self, instance_id: UUID, graph: ProcessGraph) -> bool:
         """Note what the caller already knows about an instance's definition."""
+        self._conditional[instance_id.int] = graph.has_conditions
         mapped = self._mapped[instance_id.int] = graph.has_mappings
         return mapped
+
+    def may_have_conditions(self, instance_id: UUID) -> bool:
+        """Whether the instance's definition has conditional events (its variable changes
+        are then evaluated before the flush: ``semantics/condition_changes``)."""
+        known = self._conditional.get(instance_id.int)
+        if known is None:
+            graph = self.graph_for(instance_id) if self.graph_for is not None else None
+            known = graph is not None and graph.has_conditions
+            self._conditional[instance_id.int] = known
+        return known
 
     #: Instances whose row this transaction has locked (see ``lock_instance``).
     instance_locks: set[UUID] = field(default_factory=set)

@@ -92,6 +92,8 @@ class JobSettings:
 
     scan: ScanConfig = field(default_factory=ScanConfig)
     history_ttl: timedelta | None = None
+    #: Signal deliveries per transaction (``bpm.deliver_signal``).
+    signal_batch: int = 200
 
 
 @dataclass(frozen=True)

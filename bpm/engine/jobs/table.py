@@ -38,7 +38,7 @@ from bpm.engine.jobs.spec import (
     Scan,
     StartRefused,
 )
-from bpm.engine.operations import retention, scans, timers
+from bpm.engine.operations import retention, scans, signal_deliveries, signals, timers
 from bpm.engine.operations.scans import ScanConfig
 
 # --- what each job runs -------------------------------------------------------------------
@@ -88,6 +88,24 @@ def _correlate(call: Call) -> Done:
         message_id=call.message_id,
     )
     return Done("correlated " + ",".join(str(t) for t in woken))
+
+
+def _throw_signal(call: Call) -> Done:
+    """Throw once per request: the message's id is the throw's key."""
+    a = call.args
+    key = a["throw_key"] or call.message_id
+    thrown = signals.throw(call.engine.core, a["name"], a["variables"], throw_key=key)
+    made = "thrown" if thrown.created else "existing"
+    answer = {"signal_id": str(thrown.signal_id), "recipients": thrown.recipients}
+    return Done(f"{made} {thrown.signal_id} recipients={thrown.recipients}", answer)
+
+
+def _deliver_signal(call: Call) -> Done:
+    """One bounded batch; the rest in a fresh run of this job, so other work gets its turn."""
+    core, batch = call.engine.core, call.settings.signal_batch
+    done = signal_deliveries.deliver(core, call.args["signal_id"], batch)
+    outcome = f"delivered={done.delivered} skipped={done.skipped} more={done.more}"
+    return Done(outcome, again=done.more)
 
 
 def _cleanup_history(call: Call) -> Done:
@@ -172,6 +190,23 @@ JOBS: Mapping[str, JobSpec] = {
             refusal=CorrelationRefused,
             keyed_by_message=True,
         ),
+        JobSpec(
+            JobName.THROW_SIGNAL,
+            JobQueue.STARTS,
+            _throw_signal,
+            (
+                Arg("name", as_str, logged=True),
+                Arg("variables", as_sent, required=False),
+                Arg("throw_key", as_optional_str, required=False),
+            ),
+            keyed_by_message=True,
+        ),
+        JobSpec(
+            JobName.DELIVER_SIGNAL,
+            JobQueue.TOKENS,
+            _deliver_signal,
+            (Arg("signal_id", as_uuid, logged=True),),
+        ),
         # Recovery: the order a starting worker sends them and ``run_scans`` runs them.
         _scan_job(JobName.SCAN_TIMERS, Period.TIMERS, Scan("timers", _fire_timers)),
         _scan_job(
@@ -185,6 +220,7 @@ JOBS: Mapping[str, JobSpec] = {
             _counted("stalled_tokens", scans.scan_stalled_tokens),
             _counted("ready_tasks", scans.scan_ready_tasks),
             _counted("waiting_parents", scans.scan_waiting_parents),
+            _counted("unfinished_signals", scans.scan_unfinished_signals),
         ),
         JobSpec(JobName.CLEANUP_HISTORY, JobQueue.SCANS, _cleanup_history, every=Period.CLEANUP),
     )

@@ -20,9 +20,9 @@ from enum import StrEnum
 from typing import Any, TypedDict, Unpack
 from uuid import UUID
 
-from bpm.definitions import requirements
 from bpm.definitions.bpmn import compile_bpmn
-from bpm.definitions.parse.document import compile_definition
+from bpm.definitions.requirements import compile_definition, compile_for_deploy
+from bpm.definitions.signals import Subscription, subscriptions
 from bpm.dmn import Decision, parse_dmn
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Conflict, Tx
@@ -30,7 +30,7 @@ from bpm.engine.operations import start_timers as timer_starts
 from bpm.errors import DeploymentInvalid, InputRefused, InvalidDefinition, InvalidOperation
 from bpm.limits import NAME_MAX, RESOURCE_MAX_BYTES, check_text, quoted
 from bpm.states import EngineEvent
-from bpm.store import decisions, definitions, deployments, message_starts
+from bpm.store import decisions, definitions, deployments, message_starts, signals
 from bpm.store.decisions import DecisionVersionTaken
 from bpm.store.definitions import VersionTaken
 from bpm.store.deployments import DeploymentRow
@@ -81,18 +81,15 @@ class Resource:
 
 @dataclass(frozen=True)
 class Deployed:
+    """A process (or decision: ``DeployedDecision``) definition a deployment holds."""
+
     id: UUID
     key: str
     version: int
     created: bool
 
 
-@dataclass(frozen=True)
-class DeployedDecision:
-    id: UUID
-    key: str
-    version: int
-    created: bool
+DeployedDecision = Deployed
 
 
 @dataclass(frozen=True)
@@ -118,6 +115,7 @@ class _Process:
     #: message name -> start event id
     message_starts: dict[str, str] = field(default_factory=dict)
     timer_starts: tuple[str, ...] = ()
+    signals: list[Subscription] = field(default_factory=list)
 
 
 @dataclass
@@ -149,7 +147,7 @@ def _ttl_seconds(ttl: timedelta | None) -> int | None:
 
 
 def _process(resource: str, document: Any, source: str, fmt: str) -> _Process:
-    graph = requirements.compile_for_deploy(document)
+    graph = compile_for_deploy(document)
     digest = checksum(graph.document)
     ttl = _ttl_seconds(graph.history_ttl)
     return _Process(
@@ -163,6 +161,7 @@ def _process(resource: str, document: Any, source: str, fmt: str) -> _Process:
         ttl,
         dict(graph.message_starts),
         graph.timer_starts,
+        subscriptions(graph),
     )
 
 
@@ -363,6 +362,7 @@ def _insert_process(tx: Tx, p: _Process, latest: Any, deployment_id: UUID) -> De
         resource=p.resource,
     )
     message_starts.record(tx.conn, row.id, p.message_starts)
+    signals.record(tx.conn, row.id, p.signals)
     timer_starts.arm(tx, row, compile_definition(p.document) if p.timer_starts else None)
     tx.history.engine(
         instance_id=None,

@@ -1,18 +1,24 @@
-"""An instance's message subscriptions, as Camunda's ``/event-subscription`` lists them: the
-tokens waiting for a message (receive tasks, message catch events), the message boundary
-events listening on the activities tokens work at, the message events after an event-based
-gateway a token waits at, and the message starts of the event subprocesses of the running
-scopes. Each is derived from the tokens as they stand, so the list is exactly what a
-correlation would find now; its ids are stable for as long as the subscription lasts."""
+"""An instance's message, signal and conditional subscriptions, as Camunda's
+``/event-subscription`` lists them: the tokens waiting for a message, a signal or a condition
+(receive tasks, message, signal and conditional catch events), the boundary events of those
+kinds on the activities tokens work at, the events after an event-based gateway a token
+waits at, and the starts of the event subprocesses of the running scopes. Each is derived
+from the tokens as they stand, so the list is exactly what a correlation, a throw or a
+variable change would find now; its ids are stable for as long as the subscription lasts."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 from uuid import NAMESPACE_URL, UUID, uuid5
 
 from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.engine_core import EngineCore
-from bpm.engine.semantics import event_gateways, event_subprocesses, message_boundaries
+from bpm.engine.semantics import (
+    event_gateways,
+    event_subprocesses,
+    message_boundaries,
+)
 from bpm.engine.semantics.tree import Tree
 from bpm.errors import NotFound
 from bpm.states import LIVE_TOKEN, TokenState, WaitKind
@@ -33,6 +39,10 @@ def of_instance(core: EngineCore, instance_id: UUID) -> list[dict[str, Any]]:
         trigger = graph.trigger_of(sub.esp.id)
         if trigger.message is not None:
             found.append(_view(sub.host, trigger.id, trigger.message))
+        elif trigger.signal is not None:
+            found.append(_view(sub.host, trigger.id, trigger.signal, EventType.SIGNAL))
+        elif trigger.condition is not None:
+            found.append(_view(sub.host, trigger.id, None, EventType.CONDITIONAL))
     return found
 
 
@@ -42,21 +52,58 @@ def _of_token(g: ProcessGraph, tok: TokenRow) -> list[dict[str, Any]]:
     waiting = tok.state == TokenState.WAITING
     if waiting and tok.wait_kind == WaitKind.MESSAGE and node.message is not None:
         out.append(_view(tok, node.id, node.message))
-    for boundary in message_boundaries.listening(g, tok):
-        assert boundary.message is not None
-        out.append(_view(tok, boundary.id, boundary.message))
+    if waiting and tok.wait_kind == WaitKind.CONDITION:
+        out.append(_view(tok, node.id, None, EventType.CONDITIONAL))
+    for boundary in message_boundaries.armed(g, tok):
+        if boundary.message is not None:
+            out.append(_view(tok, boundary.id, boundary.message))
+        elif boundary.signal is not None:
+            out.append(_view(tok, boundary.id, boundary.signal, EventType.SIGNAL))
+        elif boundary.condition is not None:
+            out.append(_view(tok, boundary.id, None, EventType.CONDITIONAL))
     if waiting and tok.wait_kind == WaitKind.EVENT:
         for event in event_gateways.events_after(g, node):
             if event.message is not None:
                 out.append(_view(tok, event.id, event.message))
+            elif event.condition is not None:
+                out.append(_view(tok, event.id, None, EventType.CONDITIONAL))
+    out.extend(_view(tok, n, s, EventType.SIGNAL) for n, s in signal_waits(g, tok))
     return out
 
 
-def _view(tok: TokenRow, node_id: str, message: str) -> dict[str, Any]:
+def signal_waits(g: ProcessGraph, tok: TokenRow) -> list[tuple[str, str]]:
+    """(signal catch event, signal) ``tok`` waits for: at the event, or after the event-based
+    gateway it waits at."""
+    if tok.state != TokenState.WAITING:
+        return []
+    node = g.node(tok.node_id)
+    if tok.wait_kind == WaitKind.SIGNAL and node.signal is not None:
+        return [(node.id, node.signal)]
+    if tok.wait_kind == WaitKind.EVENT:
+        after = event_gateways.events_after(g, node)
+        return [(e.id, e.signal) for e in after if e.signal is not None]
+    return []
+
+
+class EventType(StrEnum):
+    """Camunda's ``eventType`` of a subscription."""
+
+    MESSAGE = "message"
+    SIGNAL = "signal"
+    CONDITIONAL = "conditional"
+
+
+def _view(
+    tok: TokenRow, node_id: str, name: str | None, kind: EventType = EventType.MESSAGE
+) -> dict[str, Any]:
+    """A subscription; a conditional one has no name (Camunda lists those with
+    ``eventType: "conditional"`` and no event name). A message subscription's id keeps the
+    form it had before the other kinds."""
+    tail = {EventType.MESSAGE: name, EventType.SIGNAL: f"signal:{name}"}.get(kind, str(kind))
     return {
-        "id": str(uuid5(NAMESPACE_URL, f"bpm:subscription:{tok.id}:{node_id}:{message}")),
-        "event_type": "message",
-        "event_name": message,
+        "id": str(uuid5(NAMESPACE_URL, f"bpm:subscription:{tok.id}:{node_id}:{tail}")),
+        "event_type": kind.value,
+        "event_name": name,
         "token_id": str(tok.id),
         "instance_id": str(tok.instance_id),
         "node_id": node_id,

@@ -223,15 +223,23 @@ def activity_type(node: Node | None) -> str:
                 return "terminateEndEvent"
             if node.error_code is not None:
                 return "errorEndEvent"
+            if node.signal is not None:
+                return "signalEndEvent"
             return "compensationEndEvent" if node.compensate else "noneEndEvent"
         case NodeType.TIMER:
             return "intermediateTimer"
         case NodeType.MESSAGE:
             return "intermediateMessageCatch"
+        case NodeType.CONDITIONAL:
+            return "intermediateConditional"
         case NodeType.COMPENSATION_THROW:
             return "intermediateCompensationThrowEvent"
         case NodeType.ESCALATION_THROW:
             return "intermediateEscalationThrowEvent"
+        case NodeType.SIGNAL:
+            return "intermediateSignalCatch"
+        case NodeType.SIGNAL_THROW:
+            return "intermediateSignalThrow"
         case NodeType.BOUNDARY:
             if node.cancel:
                 return "cancelBoundaryCatch"
@@ -241,6 +249,10 @@ def activity_type(node: Node | None) -> str:
                 return "boundaryMessage"
             if node.escalation is not None:
                 return "boundaryEscalation"
+            if node.condition is not None:
+                return "boundaryConditional"
+            if node.signal is not None:
+                return "boundarySignal"
             return "boundaryError" if node.catches is not None else "boundaryEvent"
     return node.type.value
 

@@ -142,12 +142,16 @@ def start(
                 return Started(existing.id, key, existing.business_key, existing.state, False), None
         graph = core.graph(row.id, tx.conn)
         first = graph.start_of(None)
-        if (first.message or first.timer) and len(graph.message_starts) + len(
-            graph.timer_starts
-        ) > 1:
+        triggered = [
+            *graph.message_starts,
+            *graph.timer_starts,
+            *graph.conditional_starts,
+            *graph.signal_starts,
+        ]
+        if (first.message or first.timer or first.condition or first.signal) and len(triggered) > 1:
             raise InvalidOperation(
-                f"process {key!r} has no none start event: it starts by its message or timer "
-                f"start events ({', '.join(sorted([*graph.message_starts, *graph.timer_starts]))})"
+                f"process {key!r} has no none start event: it starts by its message, timer, "
+                f"conditional or signal start events ({', '.join(sorted(triggered))})"
             )
         initiator = graph.start_of(None).initiator
         if initiator is not None and (options.get("user") is not None or initiator not in checked):

@@ -8,7 +8,15 @@ from uuid import UUID
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Next, Tx
 from bpm.engine.operations.lifecycle import OPERATOR
-from bpm.engine.semantics import calls, gateways, multi_instance, nodes, steps, task_moves
+from bpm.engine.semantics import (
+    calls,
+    gateways,
+    multi_instance,
+    nodes,
+    signal_throws,
+    steps,
+    task_moves,
+)
 from bpm.engine.semantics.cancelling import resolve_incidents
 from bpm.engine.semantics.instance_state import resume_if_clear
 from bpm.engine.semantics.moves import move
@@ -101,6 +109,7 @@ def _retry_txn(core: EngineCore, tx: Tx, tok: TokenRow, retries: int | None) -> 
         node.type.value == "exclusiveGateway"
         or "decision" in kinds
         or calls.INCIDENT in kinds
+        or signal_throws.INCIDENT in kinds
         or kinds & LEAVING
     ):
         # Resolved first, so a second failure opens an incident of its own.

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from bpm.dispatch import ADVANCE_TOKEN, RUN_HANDLER, Job
+from bpm.dispatch import ADVANCE_TOKEN, RUN_HANDLER, Job, JobName
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Stale
 from bpm.engine.semantics import handler_runs
-from bpm.store import tasks, tokens
+from bpm.store import signals, tasks, tokens
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,16 @@ def scan_waiting_parents(core: EngineCore, now: datetime, cfg: ScanConfig = Scan
     with core.db.transaction() as conn:
         found = tokens.parents_to_recheck(conn, now - cfg.grace, cfg.batch, now)
     _send(core, [Job(ADVANCE_TOKEN, {"token_id": str(t), "expected_version": v}) for t, v in found])
+    return len(found)
+
+
+def scan_unfinished_signals(core: EngineCore, now: datetime, cfg: ScanConfig = ScanConfig()) -> int:
+    """Signals thrown more than the grace period ago with deliveries left (their job was
+    lost, or its worker killed): send their delivery job again. A second run beside a live
+    one only skips the rows that one holds."""
+    with core.db.transaction() as conn:
+        found = signals.unfinished(conn, now - cfg.grace, cfg.batch)
+    _send(core, [Job(JobName.DELIVER_SIGNAL, {"signal_id": str(s)}) for s in found])
     return len(found)
 
 

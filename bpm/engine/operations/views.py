@@ -7,8 +7,9 @@ from typing import Any, TypedDict, Unpack
 from uuid import UUID
 
 from bpm import diagram as drawing
-from bpm.definitions.model import ProcessGraph
+from bpm.definitions.model import Node, ProcessGraph
 from bpm.engine.core.engine_core import EngineCore
+from bpm.engine.operations import event_subscriptions
 from bpm.engine.semantics import event_subprocesses, message_boundaries
 from bpm.engine.semantics.tree import Tree
 from bpm.errors import NotFound
@@ -202,18 +203,28 @@ def subscription_views(
 ) -> list[dict[str, Any]]:
     """The event subprocesses that can start now, with what starts each (a timer start's
     SCHEDULED timer row; a message start is found from its scope's token when correlated),
-    then the message boundary events listening on the activities tokens work at."""
+    then the message, signal and conditional boundary events listening on the activities
+    tokens work at and the signal catches tokens wait at (itself or after an event-based
+    gateway; a conditional catch event's token waits with ``wait_kind`` CONDITION)."""
     out = [
         {
             "boundary": boundary.id,
             "activity": tok.node_id,
             "token": str(tok.id),
             "interrupting": boundary.interrupting,
-            "message": boundary.message,
+            **_trigger(boundary),
         }
         for tok in token_rows
-        for boundary in message_boundaries.listening(g, tok)
+        for boundary in message_boundaries.armed(g, tok)
+        if boundary.message is not None
+        or boundary.signal is not None
+        or boundary.condition is not None
     ]
+    out.extend(
+        {"event": node, "token": str(tok.id), "signal": signal}
+        for tok in token_rows
+        for node, signal in event_subscriptions.signal_waits(g, tok)
+    )
     if not g.event_subprocesses:
         return out
     for sub in event_subprocesses.subscriptions(g, Tree(token_rows)):
@@ -224,8 +235,8 @@ def subscription_views(
             "token": str(sub.host.id),
             "interrupting": trigger.interrupting,
         }
-        if trigger.message is not None:
-            view["message"] = trigger.message
+        if trigger.message is not None or trigger.condition is not None or trigger.signal:
+            view.update(_trigger(trigger))
         elif trigger.catches is not None:
             view["error"] = trigger.catches
         else:
@@ -244,6 +255,16 @@ def subscription_views(
             view["timer"] = {"id": str(timer.id), "fire_at": timer.fire_at.isoformat()}
         out.append(view)
     return out
+
+
+def _trigger(event: Node) -> dict[str, Any]:
+    """A message, signal or conditional event's trigger: the message, the signal, or the
+    condition's text."""
+    if event.condition is not None:
+        return {"condition": event.condition.expression.source}
+    if event.signal is not None:
+        return {"signal": event.signal}
+    return {"message": event.message}
 
 
 def trace(core: EngineCore, instance_id: UUID) -> list[dict[str, Any]]:

@@ -7,12 +7,13 @@ from dataclasses import replace
 from typing import assert_never
 
 from bpm.definitions import mappings
-from bpm.definitions.model import Node, NodeType, ProcessGraph
+from bpm.definitions.model import PASS_THROUGH, Node, NodeType, ProcessGraph
 from bpm.definitions.parse import TOPIC_PATTERN
 from bpm.engine.core.tx import Next, NextToken, RunTask, Tx
 from bpm.engine.semantics import (
     call_mappings,
     called_compensation,
+    sagas,
     scopes,
     task_moves,
     waits,
@@ -51,8 +52,11 @@ def enter(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             | NodeType.PARALLEL
             | NodeType.TIMER
             | NodeType.MESSAGE
+            | NodeType.CONDITIONAL
             | NodeType.COMPENSATION_THROW
             | NodeType.ESCALATION_THROW
+            | NodeType.SIGNAL
+            | NodeType.SIGNAL_THROW
             | NodeType.BOUNDARY
         ):
             raise AssertionError(f"{node.type.value} {node.id!r} is not an activity")
@@ -68,6 +72,8 @@ def enter_compensation(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Ne
         return called_compensation.start(tx, tok)
     if spec.node is not None:
         handler = g.node(spec.node)
+        if handler.type in PASS_THROUGH:  # a task or manual task: nothing to run, it is undone
+            return sagas.compensated(tx, tok)
         stand_in = replace(handler, id=node.id, retry=spec.retry, compensation=None)
     else:
         stand_in = replace(

@@ -47,7 +47,7 @@ def decide(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     if child is None:
         return None
     _mirror_incident(tx, locked, child)
-    escalated = escalations.receive(tx, g, locked, child.id)
+    escalated = escalations.receive(tx, g, locked, child)
     if escalated is not None:
         return escalated.next  # an interrupting catch ended the call
     locked = tx.current(locked)

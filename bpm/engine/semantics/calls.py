@@ -67,7 +67,7 @@ def enter(
                 f"calls nest {depth} deep, the most {MAX_DEPTH_VARIABLE} allows ({max_depth()})"
                 "; does the process call itself without end?"
             )
-        values = {**_inputs(tx, g, tok, spec.inputs, view), **(extra or {})}
+        values = {**inputs(tx, g, tok, spec.inputs, view), **(extra or {})}
         business_key = _business_key(spec, view, tx, tok)
     except BpmError as exc:
         fail_token(tx, tok, kind=INCIDENT, message=f"call activity {node.id!r}: {exc}")
@@ -147,9 +147,10 @@ def _depth(tx: Tx, tok: TokenRow) -> int:
 # --- what crosses the call -----------------------------------------------------------------
 
 
-def _inputs(
+def inputs(
     tx: Tx, g: ProcessGraph, tok: TokenRow, mappings: tuple[CallMapping, ...], view: dict[str, Any]
 ) -> dict[str, Any]:
+    """What ``in`` mappings give from ``tok``'s side (a signal throw's variables too)."""
     values: dict[str, Any] = {}
     for m in mappings:
         if m.all:

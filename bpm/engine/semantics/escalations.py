@@ -10,7 +10,6 @@ escalation nobody catches is not an error: the thrower goes on (an end event end
 from __future__ import annotations
 
 from dataclasses import dataclass
-from uuid import UUID
 
 from bpm.definitions.model import Node, ProcessGraph, by_code
 from bpm.engine.core.tx import Next, NextToken, Tx
@@ -22,7 +21,7 @@ from bpm.engine.semantics import (
 )
 from bpm.engine.semantics.tree import Tree
 from bpm.states import EngineEvent, TokenEvent
-from bpm.store.rows import TokenRow
+from bpm.store.rows import InstanceRow, TokenRow
 
 
 @dataclass(frozen=True)
@@ -40,13 +39,28 @@ def throw(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str) -> Caught | None:
     return _search(tx, g, tok, code, own=False)
 
 
-def receive(tx: Tx, g: ProcessGraph, calling: TokenRow, called: UUID) -> Caught | None:
+def throw_going_on(tx: Tx, g: ProcessGraph, tok: TokenRow, code: str) -> Caught | None:
+    """Escalate from a throw or end event: an interrupting catch is returned (the thrower
+    ended with it); after a non-interrupting one, started beside it, or none, the thrower
+    goes on (None)."""
+    caught = throw(tx, g, tok, code)
+    if caught is not None and caught.interrupting:
+        return caught
+    if caught is not None:
+        go_on_beside(tx, caught)
+    return None
+
+
+def receive(tx: Tx, g: ProcessGraph, calling: TokenRow, called: InstanceRow) -> Caught | None:
     """A call activity's token takes the escalations its called instance sent up and it has
     not received yet, in order: each escalates from the call activity (its own boundary
     first). Returns the interrupting catch, if one ended the call; non-interrupting catches
-    have been started beside it."""
-    for escalation in called_escalations.pending(tx, called):
-        called_escalations.mark_received(tx, called, calling, escalation)
+    have been started beside it. A called process that cannot escalate costs no read."""
+    if tx.graph_of_definition is not None:
+        if not tx.graph_of_definition(called.process_def_id).may_escalate_up:
+            return None
+    for escalation in called_escalations.pending(tx, called.id):
+        called_escalations.mark_received(tx, called.id, calling, escalation)
         _record(tx, tx.current(calling), escalation.code)
         caught = _search(tx, g, tx.current(calling), escalation.code, own=True)
         if caught is not None and caught.interrupting:

@@ -1,6 +1,6 @@
-"""The event that wins at an event-based gateway (``event_gateways``): a timer that fires
-or a message correlated first moves the gateway's token to it under its version, cancels the
-other timers, and leaves the event by its flow.
+"""The event that wins at an event-based gateway (``event_gateways``): a timer that fires,
+a message correlated or a condition come true first moves the gateway's token to it under
+its version, cancels the other timers, and leaves the event by its flow.
 
 Apart from ``event_gateways`` because leaving goes through ``nodes``, which reaches the
 gateway through ``event_gateways``.
@@ -15,7 +15,7 @@ from bpm.definitions.model import Node, ProcessGraph
 from bpm.engine.core.tx import Next, Tx
 from bpm.engine.semantics.cancelling import cancel_timers
 from bpm.engine.semantics.event_gateways import GatewaySubscription
-from bpm.engine.semantics.message_arrivals import arrived
+from bpm.engine.semantics.message_arrivals import arrived, signalled
 from bpm.engine.semantics.moves import move
 from bpm.engine.semantics.nodes import leave
 from bpm.states import TokenEvent, TokenState
@@ -28,6 +28,18 @@ def message_won(
     tok = tx.current(sub.token)
     arrived(tx, g, tok, sub.event.id, message, values)
     return _won(tx, g, tok, sub.event, TokenEvent.MESSAGE_RECEIVED)
+
+
+def condition_won(tx: Tx, g: ProcessGraph, tok: TokenRow, event: Node) -> Next:
+    return _won(tx, g, tok, event, TokenEvent.CONDITION_MET)
+
+
+def signal_won(
+    tx: Tx, g: ProcessGraph, tok: TokenRow, event: Node, signal: str, values: Mapping[str, Any]
+) -> Next:
+    tok = tx.current(tok)
+    signalled(tx, g, tok, event.id, signal, values)
+    return _won(tx, g, tok, event, TokenEvent.SIGNAL_RECEIVED)
 
 
 def timer_won(tx: Tx, g: ProcessGraph, tok: TokenRow, timer_event: Node) -> Next:

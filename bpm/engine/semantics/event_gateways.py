@@ -2,7 +2,8 @@
 the events its flows lead to; that event wins and the others are gone in the same
 transaction.
 
-On arrival the timers of the timer events after it are scheduled, owned by the gateway's
+On arrival a conditional event after it whose condition already holds wins at once;
+otherwise the timers of the timer events after it are scheduled, owned by the gateway's
 token; the messages of the message events (and receive tasks) after it are listened for
 through the token itself, read by a correlation in its own transaction. Whichever comes
 first, a timer firing or a message correlated, moves the token under its version to the
@@ -19,13 +20,15 @@ from uuid import UUID
 
 from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.engine.core.tx import Next, Tx
-from bpm.engine.semantics import waits
-from bpm.engine.semantics.moves import move
+from bpm.engine.semantics import conditions, waits
+from bpm.engine.semantics.moves import move, take
 from bpm.states import TokenEvent, TokenState, WaitKind
 from bpm.store.rows import TokenRow
 
 #: The events an event-based gateway's flows may lead to (checked at deploy).
-CATCHES = frozenset({NodeType.TIMER, NodeType.MESSAGE, NodeType.RECEIVE_TASK})
+CATCHES = frozenset(
+    {NodeType.TIMER, NodeType.MESSAGE, NodeType.SIGNAL, NodeType.RECEIVE_TASK, NodeType.CONDITIONAL}
+)
 
 
 @dataclass(frozen=True)
@@ -41,10 +44,20 @@ class GatewaySubscription:
 
 
 def wait(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
+    """Wait at the gateway; a conditional event after it whose condition already holds
+    wins at once (the token goes to it and passes it: it is evaluated there again)."""
+    events = events_after(g, node)
+    if g.has_conditions:
+        first = conditions.first_after_gateway(tx, g, tok, events)
+        if isinstance(first, Node):
+            flow = next(f for f in g.outgoing(node.id) if f.target == first.id)
+            return take(tx, tok, flow)
+        if first:
+            return None  # the condition could not be evaluated: the token failed
     waiting = move(
         tx, tok, state=TokenState.WAITING, event=TokenEvent.WAITING, wait_kind=WaitKind.EVENT
     )
-    for event in events_after(g, node):
+    for event in events:
         if event.type is NodeType.TIMER and not waits.schedule(tx, waiting, event, node):
             return None  # the timer could not be computed: the token failed with an incident
     return None

@@ -60,6 +60,7 @@ def create(
     )
     if not instances.insert(tx.conn, inst):
         return None
+    tx.know_graph(inst.id, graph)  # saves asking for it again (its local variables, its conditions)
     root = new_token(
         tx,
         instance_id=inst.id,

@@ -48,6 +48,8 @@ def listener_done(tx: Tx, g: ProcessGraph, tok: TokenRow, step: listeners.Step) 
         if boundary.timer is not None
         else TokenEvent.MESSAGE_RECEIVED
         if boundary.message is not None
+        else TokenEvent.SIGNAL_RECEIVED
+        if boundary.signal is not None
         else TokenEvent.ESCALATED
         if boundary.escalation is not None
         else TokenEvent.TRANSACTION_CANCELLED

@@ -1,7 +1,8 @@
 """A message arriving at a token: its variables are written from the token (to the nearest
 scope that has each name, else the instance) and ``MessageCorrelated`` is recorded at the
 element that received it, whatever received it (a receive task or message event, a message
-boundary event, an event after an event-based gateway, an event subprocess's start)."""
+boundary event, an event after an event-based gateway, an event subprocess's start). A
+broadcast signal arrives the same way, recorded as ``SignalReceived`` (``signalled``)."""
 
 from __future__ import annotations
 
@@ -32,4 +33,24 @@ def arrived(
         token_id=tok.id,
         actor=tx.actor,
         data={"message": message, "variables": dict(values or {}) or None},
+    )
+
+
+def signalled(
+    tx: Tx,
+    g: ProcessGraph,
+    tok: TokenRow,
+    node_id: str,
+    signal: str,
+    values: Mapping[str, Any] | None,
+) -> None:
+    scopes.write(tx, g, tok, dict(values or {}))
+    tx.history.engine(
+        instance_id=tok.instance_id,
+        at=tx.now,
+        type=EngineEvent.SIGNAL_RECEIVED,
+        node_id=node_id,
+        token_id=tok.id,
+        actor=tx.actor,
+        data={"signal": signal, "variables": dict(values or {}) or None},
     )

@@ -42,16 +42,28 @@ class BoundarySubscription:
 
 def listening(g: ProcessGraph, tok: TokenRow) -> list[Node]:
     """The message boundary events that listen while ``tok`` is where it is."""
+    return [b for b in armed(g, tok) if b.message is not None]
+
+
+def armed(g: ProcessGraph, tok: TokenRow) -> list[Node]:
+    """The boundary events of the activity ``tok`` works at, while it works there (none for
+    a multi-instance iteration: its body holds them); signal boundaries ask this too."""
+    if not at_work(g, tok):
+        return []
+    return [g.node(b) for b in g.boundaries.get(tok.node_id, ())]
+
+
+def at_work(g: ProcessGraph, tok: TokenRow) -> bool:
+    """Whether ``tok`` works at an activity, so the boundary events on it listen (message,
+    signal and conditional alike)."""
     node = g.node(tok.node_id)
-    if (
+    return not (
         node.type not in ACTIVITIES
         or tok.state != TokenState.WAITING
         or tok.wait_kind not in _WORKING
         or tok.scope_id == tok.node_id  # a multi-instance iteration: its body listens
         or (tok.wait_kind == WaitKind.CHILDREN and not node.is_scope)
-    ):
-        return []
-    return [g.node(b) for b in g.boundaries.get(node.id, ()) if g.node(b).message is not None]
+    )
 
 
 def subscriptions(

@@ -12,6 +12,7 @@ from bpm.definitions.model import ACTIVITIES, ListenerEvent, Node, NodeType, Pro
 from bpm.engine.core.tx import Next, NextToken, Tx
 from bpm.engine.semantics import (
     activities,
+    conditions,
     decisions,
     escalations,
     event_gateways,
@@ -24,6 +25,7 @@ from bpm.engine.semantics import (
     records,
     sagas,
     scopes,
+    signal_throws,
     waits,
 )
 from bpm.engine.semantics.bpmn_errors import throw_from_end
@@ -53,6 +55,10 @@ def _arrive_now(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     node = g.node(tok.node_id)
     if tok.mode == TokenMode.COMPENSATION:
         return activities.enter_compensation(tx, g, tok, node)
+    if g.has_conditions:
+        if (fired := conditions.enter(tx, g, tok, node)) is not None:
+            return fired.next  # a conditional boundary on the activity held as it began
+        tok = tx.current(tok)
     if node.multi_instance is not None and not multi_instance.is_iteration(tok):
         return depart(tx, g, multi_instance.enter(tx, g, tok, node), node)
     if node.inputs and not _mapped(tx, tok, scopes.enter(tx, g, tok, node)):
@@ -143,11 +149,8 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             return _throw_compensation(tx, g, tok, node)
         case NodeType.ESCALATION_THROW:
             assert node.escalation is not None
-            escalated = escalations.throw(tx, g, tok, node.escalation)
-            if escalated is not None and escalated.interrupting:
-                return escalated.next
-            if escalated is not None:
-                escalations.go_on_beside(tx, escalated)
+            if (caught := escalations.throw_going_on(tx, g, tok, node.escalation)) is not None:
+                return caught.next
             return leave(tx, g, tx.current(tok), node)
         case NodeType.END:
             if node.cancel:
@@ -161,6 +164,13 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             return waits.wait_for_timer(tx, tok, node)
         case NodeType.MESSAGE:
             return waits.wait_for_message(tx, tok, node)
+        case NodeType.CONDITIONAL:
+            return leave(tx, g, tok, node) if conditions.arrive(tx, g, tok, node) else None
+        case NodeType.SIGNAL:
+            return waits.wait_for_signal(tx, tok, node)
+        case NodeType.SIGNAL_THROW:
+            thrown = signal_throws.throw_at(tx, g, tok, node)
+            return leave(tx, g, tok, node) if thrown else None
         case NodeType.EXCLUSIVE:
             return gateways.exclusive(tx, g, tok, node)
         case NodeType.EVENT_GATEWAY:
@@ -176,7 +186,9 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
         case NodeType.START:
             if g.event_subprocesses:  # a scope begins: its event subprocesses' timers
                 event_subprocess_timers.arm(tx, g, tok, node)
-            return leave(tx, g, tok, node)
+                if g.has_conditions and (fired := conditions.scope_started(tx, g, tok, node)):
+                    return fired.next
+            return leave(tx, g, tx.current(tok), node)
         case NodeType.TASK | NodeType.MANUAL_TASK | NodeType.BOUNDARY:
             return leave(tx, g, tok, node)  # nothing to do here: pass through
         case (
@@ -269,23 +281,17 @@ def _end_event(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
             return caught
         if propagate(tx, tok, node.error_code, node.error_message or ""):
             return None  # the call activity that started this instance catches it
-        fail_token(
-            tx,
-            tok,
-            kind="error-end",
-            message=f"error end event {node.id!r} threw {node.error_code!r} and no error "
-            f"boundary catches it",
-        )
+        why = f"error end event {node.id!r} threw {node.error_code!r} and no boundary catches it"
+        fail_token(tx, tok, kind="error-end", message=why)
         return None
     if node.terminate:
         return _terminate(tx, g, tok)
     if node.escalation is not None:
-        escalated = escalations.throw(tx, g, tok, node.escalation)
-        if escalated is not None and escalated.interrupting:
+        if (escalated := escalations.throw_going_on(tx, g, tok, node.escalation)) is not None:
             return escalated.next
-        if escalated is not None:
-            escalations.go_on_beside(tx, escalated)
         return end_token(tx, tx.current(tok), g)
+    if node.signal is not None and not signal_throws.throw_at(tx, g, tok, node):
+        return None
     return end_token(tx, tok, g)
 
 

@@ -53,6 +53,20 @@ def wait_for_message(tx: Tx, tok: TokenRow, node: Node) -> Next:
     return None
 
 
+def wait_for_signal(tx: Tx, tok: TokenRow, node: Node) -> Next:
+    """signalEvent: WAITING until a signal of this name is broadcast (only one thrown after
+    the token waits reaches it: the throw snapshots the tokens waiting then)."""
+    move(
+        tx,
+        tok,
+        state=TokenState.WAITING,
+        event=TokenEvent.WAITING,
+        wait_kind=WaitKind.SIGNAL,
+        data={"signal": node.signal},
+    )
+    return None
+
+
 def create_user_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
     """A READY user task; it stays READY (claimed or not) until someone completes it. Its
     people, dates, priority and form defaults are evaluated now, over what the token sees; a

@@ -149,6 +149,11 @@ DIFFERENCES: dict[str, dict[str, Difference]] = {
             SPAWNED_END,
         ),
     },
+    "scopes-and-events:sig-boundary-non-interrupting": {
+        "step 6: expect_active [theUserTask2]": Difference(["theEnd", "theUserTask2"], SPAWNED_END),
+        "completed_in_order": Difference(["signal", "theUserTask"], SPAWNED_END),
+        "active_at_end": Difference(["theEnd", "theUserTask2"], SPAWNED_END),
+    },
     "scopes-and-events:es-message-non-interrupting": {
         "step 5: expect_active [eventSubProcessTask]": Difference(
             ["eventSubProcessTask", "theEnd"], SPAWNED_END

@@ -348,11 +348,10 @@ class Run:
         raise NoMatchingWait(f"no instance of the scenario waits for message {message!r}")
 
     def broadcast(self, signal: str) -> None:
-        raise MissingOperation(
-            f"broadcasting signal {signal!r} needs a signal broadcast operation on the engine "
-            "(Camunda's runtimeService.signalEventReceived); bpm has none yet (POST /signal "
-            "answers 501), so the step cannot run"
-        )
+        """Camunda's ``runtimeService.signalEventReceived``: a broadcast to every subscription
+        of the test's database (``Engine.throw_signal``), then its deliveries and their jobs."""
+        self.rt.engine.throw_signal(signal)
+        self.rt.drain()
 
     def set_variables(self, process: str | None, values: dict[str, Any]) -> None:
         self.rt.engine.set_variables(self.instance_of(process), values)
