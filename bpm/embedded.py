@@ -14,6 +14,7 @@ from collections.abc import Callable
 from datetime import datetime
 from uuid import UUID
 
+from bpm.beans import BeanRegistry
 from bpm.clock import SYSTEM_CLOCK, Clock
 from bpm.dispatch import InProcessDispatcher, Job
 from bpm.engine.engine import Engine
@@ -37,6 +38,7 @@ class EmbeddedRuntime:
         clock: Clock = SYSTEM_CLOCK,
         migrate: bool | None = None,
         db: Database | None = None,
+        beans: BeanRegistry | None = None,
     ) -> None:
         self.db = db or Database(url)
         if migrate if migrate is not None else not self.db.is_postgres:
@@ -44,7 +46,7 @@ class EmbeddedRuntime:
         else:
             require_current(self.db)
         self.dispatcher = InProcessDispatcher()
-        self.engine = Engine(self.db, self.dispatcher, handlers=handlers, clock=clock)
+        self.engine = Engine(self.db, self.dispatcher, handlers=handlers, clock=clock, beans=beans)
 
     def run_until_idle(
         self, *, timeout: float = 60.0, until: Callable[[], bool] | None = None, wait: bool = True

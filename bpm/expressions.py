@@ -19,6 +19,20 @@ from typing import Any, NoReturn
 import simpleeval
 
 from bpm.errors import ExpressionEvalError, InvalidExpression, MissingVariable
+from bpm.juel_methods import (
+    RESERVED,
+    VALUE_METHODS,
+    BeanRef,
+    CallScope,
+    ExecutionView,
+    Invocation,
+    MethodError,
+    call_method,
+    check_call,
+    getter_key,
+)
+from bpm.juel_syntax import execution_reads, translate
+from bpm.juel_values import DateTime, Spin, plain
 
 MAX_SOURCE_LENGTH = 2000
 MAX_DEPTH = 50
@@ -31,6 +45,11 @@ FUNCTIONS: Mapping[str, Any] = {
     # JUEL's execution.getVariable('x'): the variable, or null when there is none (the
     # evaluator binds it to the variables it evaluates over).
     "getVariable": lambda name: None,
+    # Camunda's date functions (a Joda DateTime) and Spin's JSON readers.
+    "dateTime": lambda: None,
+    "now": lambda: None,
+    "S": Spin.of,
+    "JSON": Spin.of,
 }
 
 # fmt: off
@@ -58,7 +77,7 @@ _JSON_TYPES: tuple[tuple[type | tuple[type, ...], str], ...] = (
     ((list, tuple), "a list"), (type(None), "null"),
 )
 # fmt: on
-_WRAPPED = re.compile(r"\s*\$\{(.*)\}\s*", re.DOTALL)
+_WRAPPED = re.compile(r"\s*[$#]\{(.*)\}\s*", re.DOTALL)
 
 
 class _Rejected(Exception):
@@ -75,14 +94,21 @@ class Expression:
     tree: ast.Expression = field(repr=False, compare=False)  # made by compile_expression
     where: str = ""
     kind: str = "condition"
+    scope: CallScope = CallScope.INLINE
+    #: The beans it calls (``bean.method(...)``), checked before an instance starts.
+    beans: frozenset[str] = frozenset()
 
-    def evaluate(self, variables: Mapping[str, Any]) -> Any:
-        """Evaluate over ``variables``; any failure becomes an ExpressionEvalError with context."""
+    def evaluate(self, variables: Mapping[str, Any], invocation: Invocation | None = None) -> Any:
+        """Evaluate over ``variables``; any failure becomes an ExpressionEvalError with context.
+
+        ``invocation``: the ``execution`` (writable, with its facts), ``task`` and beans of a
+        task that runs the expression; without one, ``execution`` only reads the variables."""
         try:
-            return _Evaluator(variables).eval(self.python, previously_parsed=self.tree.body)
+            evaluator = _Evaluator(variables, invocation)
+            return plain(evaluator.eval(self.python, previously_parsed=self.tree.body))
         except MissingVariable as exc:
             raise MissingVariable(f"{self._context()} {exc}", exc.name) from exc.__cause__
-        except _Rejected as exc:
+        except (_Rejected, MethodError) as exc:
             raise ExpressionEvalError(f"{self._context()} failed: {exc}") from exc.__cause__ or exc
         except Exception as exc:  # simpleeval's size limits, errors inside len(), int(), ...
             raise ExpressionEvalError(f"{self._context()} failed: {exc}") from exc
@@ -91,11 +117,15 @@ class Expression:
         return f"{self.where}: {self.kind} {_quote(self.source)}"
 
 
-def compile_expression(source: str, *, where: str, kind: str = "condition") -> Expression:
+def compile_expression(
+    source: str, *, where: str, kind: str = "condition", scope: CallScope = CallScope.INLINE
+) -> Expression:
     """Parse and validate once (at deploy time) so bad expressions never reach a running token.
 
     ``where`` names the owning element (e.g. ``"flow 'f_big'"``) and ``kind`` what the
     expression is (``"condition"``, ``"timer expression"``); both appear in every error.
+    ``scope`` says whether it runs as a task of its own (and so may set variables and call
+    beans) or inside the engine's transaction.
     """
     if not isinstance(source, str):
         raise InvalidExpression(f"{where}: {kind} must be a string, not {_json_type(source)}")
@@ -106,7 +136,7 @@ def compile_expression(source: str, *, where: str, kind: str = "condition") -> E
         )
     wrapped = _WRAPPED.fullmatch(source)
     python, shown = (
-        _translate(_execution_reads(wrapped[1]), context) if wrapped else (source.strip(), "")
+        translate(execution_reads(wrapped[1]), context) if wrapped else (source.strip(), "")
     )
     if not python:
         raise InvalidExpression(f"{context} is empty")
@@ -116,8 +146,8 @@ def compile_expression(source: str, *, where: str, kind: str = "condition") -> E
             if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
                 node.op = ast.Not()
         python = ast.unparse(tree)
-    names = _validate(tree, context, kind)
-    return Expression(source, python, names, tree, where, kind)
+    names, beans = _validate(tree, context, kind, scope)
+    return Expression(source, python, names - RESERVED, tree, where, kind, scope, beans)
 
 
 def evaluate_condition(expr: Expression, variables: Mapping[str, Any]) -> bool:
@@ -128,124 +158,6 @@ def evaluate_condition(expr: Expression, variables: Mapping[str, Any]) -> bool:
             f"{expr._context()} gave {_json_type(result)} {result!r:.80}, not true or false"
         )
     return result
-
-
-#: JUEL's operator words and the symbols they stand for (``not`` binds like ``!``).
-_WORDS: Mapping[str, str] = {
-    "gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==", "ne": "!=",
-    "and": "and", "or": "or", "not": "~", "div": "/", "mod": "%",
-}  # fmt: skip
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-_EXECUTION_READ = re.compile(
-    r"""\bexecution\s*\.\s*getVariable(?:Local)?\s*\(\s*(['"])([A-Za-z_][A-Za-z0-9_]*)\1\s*\)"""
-)
-
-
-def _execution_reads(text: str) -> str:
-    """JUEL's ``execution.getVariable('x')`` (or ``getVariableLocal``) reads the variable
-    ``x``, or null when the instance has none, as in Camunda; any other use of ``execution``
-    stays a method call, which the validator refuses. Inside a string literal the text is
-    left as it is."""
-    out, last = [], 0
-    for match in _EXECUTION_READ.finditer(text):
-        if _inside_quotes(text, match.start()):
-            continue
-        out += [text[last : match.start()], f"getVariable('{match[2]}')"]
-        last = match.end()
-    return "".join(out) + text[last:]
-
-
-def _inside_quotes(text: str, at: int) -> bool:
-    quote, i = "", 0
-    while i < at:
-        ch = text[i]
-        if quote and ch == "\\":
-            i += 2
-            continue
-        if ch in "'\"" and (not quote or ch == quote):
-            quote = "" if quote else ch
-        i += 1
-    return bool(quote)
-
-
-def _translate(text: str, context: str) -> tuple[str, str]:
-    """Turn the inside of ``${...}`` into Python (and the same with ``!`` kept, for errors).
-
-    ``&&``/``||`` become ``and``/``or`` outside string literals. ``!`` becomes ``~`` rather
-    than ``not`` because ``~`` binds as tightly as JUEL's ``!`` (``!a == b`` is ``(!a) == b``);
-    the parsed ``~`` become ``not``. A ``~`` the author wrote is refused. JUEL's operator
-    words (``gt``, ``eq``, ``not``, ...) are its symbols; ``empty x`` is ``empty(x)``. A word
-    after a ``.`` is a key (``order.gt``), not an operator.
-    """
-    out, shown, quote, i = [], [], "", 0
-    while i < len(text):
-        ch, pair, step, piece = text[i], text[i : i + 2], 1, text[i]
-        word = None if quote else _IDENT.match(text, i)
-        if quote:
-            step = 2 if ch == "\\" else 1
-            piece = text[i : i + step]
-            quote = "" if ch == quote else quote
-        elif word is not None:
-            step, piece = len(word[0]), _word(text, i, word[0], context)
-        elif pair in ("&&", "||"):
-            step, piece = 2, " and " if pair == "&&" else " or "
-        elif ch == "~":
-            raise InvalidExpression(f"{context} uses the '~' operator, which is not allowed")
-        else:
-            quote = ch if ch in "'\"" else ""
-            piece = "~" if ch == "!" and pair != "!=" else ch
-        out.append(piece)
-        shown.append("!" if piece == "~" else piece)
-        i += step
-    return _call_empty("".join(out).strip(), context), "".join(shown).strip()
-
-
-def _word(text: str, at: int, word: str, context: str) -> str:
-    """A name as written, or the symbol of a JUEL operator word (not after a ``.``)."""
-    before = text[:at].rstrip()
-    if before.endswith(".") or word not in (*_WORDS, "empty"):
-        return word
-    if word == "empty":
-        return " \x00 "  # a marker, replaced by a call around its operand
-    return f" {_WORDS[word]} "
-
-
-def _call_empty(python: str, context: str) -> str:
-    """``empty x`` -> ``empty(x)``: JUEL's ``empty`` is a unary operator over one operand (a
-    name with its ``.key`` and ``[index]`` parts, a literal, or a parenthesised expression)."""
-    while "\x00" in python:
-        at = python.index("\x00")
-        rest = python[at + 1 :].lstrip()
-        end = _operand_end(rest)
-        if end == 0:
-            raise InvalidExpression(f"{context} uses 'empty' without an operand")
-        python = f"{python[:at]}empty({rest[:end]}){rest[end:]}"
-    return python
-
-
-def _operand_end(text: str) -> int:
-    """Where the operand at the start of ``text`` ends (0: there is none)."""
-    i, depth, quote = 0, 0, ""
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            i += 2 if ch == "\\" else 1
-            quote = "" if ch == quote else quote
-            continue
-        if ch in "'\"":
-            quote = ch
-        elif ch in "([":
-            depth += 1
-        elif ch in ")]":
-            if depth == 0:
-                return i
-            depth -= 1
-        elif depth == 0 and not (ch.isalnum() or ch in "_."):
-            return i
-        i += 1
-    return i
 
 
 def _is_empty(value: Any) -> bool:
@@ -271,9 +183,13 @@ def _parse(python: str, shown: str, context: str) -> ast.Expression:
         raise InvalidExpression(f"{context} does not parse: {exc}") from exc
 
 
-def _validate(tree: ast.Expression, context: str, kind: str) -> frozenset[str]:
-    """Whitelist walk; also enforces size limits and returns the variable names read."""
+def _validate(
+    tree: ast.Expression, context: str, kind: str, scope: CallScope
+) -> tuple[frozenset[str], frozenset[str]]:
+    """Whitelist walk; also enforces size limits and returns the variable names read and the
+    beans called."""
     names: set[str] = set()
+    beans: set[str] = set()
     stack: list[tuple[ast.AST, int]] = [(tree, 0)]
     count = 0
     while stack:
@@ -282,15 +198,30 @@ def _validate(tree: ast.Expression, context: str, kind: str) -> frozenset[str]:
         if depth > MAX_DEPTH or count > MAX_NODES:
             limit = f"deeper than {MAX_DEPTH}" if depth > MAX_DEPTH else f"over {MAX_NODES} nodes"
             raise InvalidExpression(f"{context} is too complex ({limit})")
-        _check_node(node, context, kind)
+        _check_node(node, context, kind, scope)
         if isinstance(node, ast.Name) and node.id not in CONSTANTS:
             names.add(node.id)
-        children = node.args if isinstance(node, ast.Call) else ast.iter_child_nodes(node)
+        children: list[ast.AST] = list(ast.iter_child_nodes(node))
+        if isinstance(node, ast.Call):
+            children = list(node.args)
+            if isinstance(node.func, ast.Attribute):
+                children.append(node.func.value)
+                receiver = node.func.value
+                method, arguments = node.func.attr, len(node.args)
+                if isinstance(receiver, ast.Name) and _bean_call(receiver.id, method, arguments):
+                    beans.add(receiver.id)
         stack.extend((child, depth + 1) for child in children)
-    return frozenset(names)
+    return frozenset(names), frozenset(beans)
 
 
-def _check_node(node: ast.AST, context: str, kind: str) -> None:
+def _bean_call(receiver: str, method: str, arguments: int) -> bool:
+    """A call that can only be a bean's (a getter may read a variable's field instead)."""
+    plain_name = receiver not in RESERVED and receiver not in CONSTANTS
+    getter = getter_key(method) is not None and arguments == 0
+    return plain_name and method not in VALUE_METHODS and not getter
+
+
+def _check_node(node: ast.AST, context: str, kind: str, scope: CallScope) -> None:
     """Reject one node that is outside the whitelist, with a reason an author understands."""
     if not isinstance(node, _ALLOWED):
         what = _DESCRIPTIONS.get(type(node), f"'{type(node).__name__}'")
@@ -301,15 +232,24 @@ def _check_node(node: ast.AST, context: str, kind: str) -> None:
         raise InvalidExpression(
             f"{context} reads '.{node.attr}'; names starting with '_' are not allowed"
         )
-    if isinstance(node, ast.Call):
-        func = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
-        if func not in FUNCTIONS:
-            raise InvalidExpression(
-                f"{context} uses a function call '{func}', which {kind}s may not use "
-                f"(allowed: {', '.join(sorted(FUNCTIONS))})"
-            )
-        if node.keywords:
-            raise InvalidExpression(f"{context} uses a keyword argument, which {kind}s may not use")
+    if not isinstance(node, ast.Call):
+        return
+    if node.keywords:
+        raise InvalidExpression(f"{context} uses a keyword argument, which {kind}s may not use")
+    if isinstance(node.func, ast.Attribute):
+        value, method = node.func.value, node.func.attr
+        receiver = value.id if isinstance(value, ast.Name) else None
+        why = check_call(receiver, method, scope, len(node.args))
+        if why is not None:
+            column = (node.func.end_col_offset or 0) - len(method) + 1
+            raise InvalidExpression(f"{context} {why} (at column {column})")
+        return
+    func = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
+    if func not in FUNCTIONS:
+        raise InvalidExpression(
+            f"{context} uses a function call '{func}', which {kind}s may not use "
+            f"(allowed: {', '.join(sorted(FUNCTIONS))})"
+        )
 
 
 class _Evaluator(simpleeval.SimpleEval):  # type: ignore[misc]  # simpleeval is untyped
@@ -317,23 +257,72 @@ class _Evaluator(simpleeval.SimpleEval):  # type: ignore[misc]  # simpleeval is 
 
     nodes: dict[type[ast.AST], Callable[[Any], Any]]
 
-    def __init__(self, variables: Mapping[str, Any]) -> None:
+    def __init__(self, variables: Mapping[str, Any], invocation: Invocation | None) -> None:
         ops = {k: _guarded(_SYMBOLS[k], simpleeval.DEFAULT_OPERATORS[k]) for k in _SYMBOLS}
-        functions = dict(FUNCTIONS, getVariable=self._variable_or_null)
+        self._invocation = invocation
+        functions = dict(
+            FUNCTIONS,
+            getVariable=self._variable_or_null,
+            dateTime=self._now,
+            now=self._now,
+        )
         super().__init__(operators=ops, functions=functions, names={})
         self.variables = variables
         self.nodes = {k: v for k, v in self.nodes.items() if k in _ALLOWED}
+        self.nodes[ast.Call] = self._eval_method_or_function
         self.nodes[ast.List] = lambda node: [self._eval(e) for e in node.elts]
         self.nodes[ast.Tuple] = lambda node: tuple(self._eval(e) for e in node.elts)
+
+    @property
+    def invocation(self) -> Invocation:
+        """The task's ``execution`` and beans; without a task, a read-only ``execution`` over
+        the variables (made only when an expression uses it)."""
+        if self._invocation is None:
+            self._invocation = Invocation(ExecutionView(self.variables))
+        return self._invocation
+
+    def _now(self) -> DateTime:
+        return DateTime.now(self.invocation.now)
 
     def _variable_or_null(self, name: Any) -> Any:
         if not isinstance(name, str):
             _fail(f"getVariable takes a variable name, got {_json_type(name)}")
-        return self.variables.get(name)
+        return self.invocation.execution.get(name)
+
+    def _eval_method_or_function(self, node: ast.Call) -> Any:
+        args = [self._eval(a) for a in node.args]
+        if isinstance(node.func, ast.Name):
+            return self.functions[node.func.id](*args)
+        assert isinstance(node.func, ast.Attribute)  # the validator allows nothing else
+        value = node.func.value
+        if isinstance(value, ast.Name) and _bean_call(value.id, node.func.attr, len(args)):
+            receiver: Any = self._bean(value.id)
+        elif isinstance(value, ast.Name) and self._is_bean(value.id):
+            receiver = self._bean(value.id)
+        else:
+            receiver = self._eval(value)
+        is_task = receiver is self.invocation.task and receiver is not None
+        return call_method(receiver, node.func.attr, args, task=is_task)
+
+    def _is_bean(self, name: str) -> bool:
+        beans = self.invocation.beans
+        return name not in self.variables and beans is not None and name in beans
+
+    def _bean(self, name: str) -> Any:
+        if name in self.variables:
+            return self.variables[name]
+        found = self.invocation.beans.get(name) if self.invocation.beans else None
+        if found is None:
+            raise MissingVariable(f"calls bean '{name}', which is not registered", name)
+        return BeanRef(name, found)
 
     def _eval_name(self, node: ast.Name) -> Any:
         if node.id in CONSTANTS:
             return CONSTANTS[node.id]
+        if node.id == "execution" and node.id not in self.variables:
+            return self.invocation.execution
+        if node.id == "task" and self.invocation.task is not None:
+            return self.invocation.task
         try:
             return self.variables[node.id]
         except KeyError as exc:
@@ -342,6 +331,9 @@ class _Evaluator(simpleeval.SimpleEval):  # type: ignore[misc]  # simpleeval is 
 
     def _eval_attribute(self, node: ast.Attribute) -> Any:
         container = self._eval(node.value)
+        if isinstance(container, ExecutionView | Spin | DateTime):  # JUEL's bean properties
+            getter = "get" + node.attr[:1].upper() + node.attr[1:]
+            return call_method(container, getter, [], task=container is self.invocation.task)
         if not isinstance(container, dict):
             owner = ast.unparse(node.value)
             _fail(f"{owner} is {_json_type(container)}, so it has no field '{node.attr}'")

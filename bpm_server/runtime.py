@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from typing import TypeVar
+from uuid import UUID
 
 from starlette.requests import Request
 
@@ -44,6 +45,14 @@ class ServerRuntime:
             raise ConfigError(
                 "bpm serve needs PostgreSQL (BPM_DATABASE_URL=postgresql+psycopg://...)"
             )
+
+    def missing(self, def_id: UUID) -> list[str]:
+        """What a process calls that this server, which runs the steps itself (no broker),
+        cannot: handlers, beans and delegates no module of ``BPM_IMPORTS`` registered. With a
+        broker the workers run them, so nothing is checked here."""
+        if self._embedded is None:
+            return []
+        return self.engine.unregistered(def_id)
 
     def run(self, call: Callable[[], T]) -> T:
         if self._embedded is None:

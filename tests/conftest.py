@@ -18,6 +18,7 @@ import pytest
 from psycopg import sql
 from sqlalchemy.engine import URL, make_url
 
+from bpm.beans import BeanRegistry
 from bpm.handlers import HandlerRegistry
 from bpm.store import Database
 from bpm.store.migrate import upgrade
@@ -213,14 +214,22 @@ def handlers() -> HandlerRegistry:
 
 
 @pytest.fixture
+def beans() -> BeanRegistry:
+    """A fresh bean registry per test: the module-level one is never touched."""
+    return BeanRegistry()
+
+
+@pytest.fixture
 def calls(handlers: HandlerRegistry) -> Calls:
     return Calls(handlers)
 
 
 @pytest.fixture
-def engine_factory(pg_db: Database, handlers: HandlerRegistry, clock: FakeClock) -> EngineFactory:
+def engine_factory(
+    pg_db: Database, handlers: HandlerRegistry, clock: FakeClock, beans: BeanRegistry
+) -> EngineFactory:
     """Make engines (each with its own in-process dispatcher) on this test's database."""
-    return EngineFactory(pg_db, handlers, clock)
+    return EngineFactory(pg_db, handlers, clock, beans)
 
 
 @pytest.fixture

@@ -20,15 +20,13 @@ SHOWN_MATCHES = 5
 
 
 def missing_handlers(rt: EmbeddedRuntime, key: str) -> list[str]:
-    """Handler names the latest version of ``key`` calls that no imported module registered."""
+    """Handlers (of tasks, listeners and call mappings) and beans the latest version of
+    ``key`` calls that no imported module registered."""
     with rt.db.transaction() as conn:
         row = definitions.latest(conn, key)
     if row is None:
         return []  # Engine.start reports the unknown key with its own message
-    graph = rt.engine.core.graph(row.id)
-    names = {node.handler for node in graph.nodes.values() if node.handler}
-    names |= {n.call.mapping for n in graph.nodes.values() if n.call and n.call.mapping}
-    return sorted(name for name in names if name not in rt.engine.handlers)
+    return rt.engine.unregistered(row.id)
 
 
 def instance_of_token(engine: Engine, token_id: UUID) -> UUID | None:

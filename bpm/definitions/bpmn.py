@@ -25,9 +25,11 @@ from bpm.definitions.bpmn_multi_instance import LOOPS
 from bpm.definitions.bpmn_names import BPM, BPMN, CAMUNDA, CAMUNDA_ALIASES
 from bpm.definitions.bpmn_reader import Reader, not_yet, problems_of, refusal, reject
 from bpm.definitions.bpmn_xml import XmlElement, parse_xml
+from bpm.definitions.code import inline_script
 from bpm.definitions.parse.document import compile_definition
 from bpm.definitions.parse.policies import SAGA_SCOPES
 from bpm.errors import InvalidDefinition
+from bpm.script_values import SCRIPT_KEY
 
 __all__ = ["compile_bpmn", "handler_name"]
 Mapped = dict[str, Any]
@@ -291,10 +293,13 @@ class _File:
         compensated[attached] = el
 
 
-def _condition(flow: XmlElement, condition: XmlElement) -> str:
+def _condition(flow: XmlElement, condition: XmlElement) -> Any:
     reader = Reader(condition)
     language = reader.attr("language")
     reader.finish()
+    script = inline_script(language or "", condition.text) if language else None
+    if script is not None and "script" in script:  # JavaScript: its last value decides
+        return {SCRIPT_KEY: script["script"]}
     if language and language.lower() not in {"juel", "feel", "${juel}"}:
         raise reject(
             flow,

@@ -13,8 +13,10 @@ from typing import Any
 from bpm.definitions.bpmn_names import BPM, BPMN, CAMUNDA, FOX
 from bpm.definitions.bpmn_reader import Reader, name, reject
 from bpm.definitions.bpmn_xml import XmlElement
+from bpm.definitions.code import inline_script
 from bpm.definitions.durations import parse_duration
 from bpm.errors import InvalidDefinition
+from bpm.script_values import SCRIPT_KEY
 
 Mapped = dict[str, Any]
 #: ``R3/PT5M``: three runs in all, five minutes apart.
@@ -171,6 +173,18 @@ def input_output(r: Reader, *, direct: bool = False) -> Mapped:
     return out
 
 
+def _script_value(el: XmlElement) -> Any:
+    """An inline JavaScript (or JUEL) ``camunda:script`` value, evaluated as an expression;
+    None for another language or a script resource (refused)."""
+    sr = Reader(el)
+    fmt, resource = sr.attr("scriptFormat") or "", sr.attr("resource")
+    sr.finish()
+    found = None if resource else inline_script(fmt, el.text)
+    if found is None:
+        return None
+    return {SCRIPT_KEY: found["script"]} if "script" in found else found["expression"]
+
+
 def value_of(el: XmlElement, reader: Reader) -> Any:
     """A parameter's value: text (``${...}`` an expression), ``camunda:list``,
     ``camunda:map``, or nothing (null). A ``camunda:script`` value is refused: scripts never
@@ -183,6 +197,9 @@ def value_of(el: XmlElement, reader: Reader) -> Any:
     kid = kids[0]
     reader.used_children.add(id(kid))
     if kid.tag == "script":
+        script = _script_value(kid)
+        if script is not None:
+            return script
         raise reject(
             el,
             "has a camunda:script value, which bpm never runs",

@@ -13,6 +13,7 @@ from bpm.definitions.bpmn_names import CAMUNDA
 from bpm.definitions.bpmn_reader import Reader, reject
 from bpm.definitions.bpmn_timers import timer
 from bpm.definitions.bpmn_xml import XmlElement
+from bpm.definitions.code import inline_script
 
 Mapped = dict[str, Any]
 
@@ -64,27 +65,31 @@ def _listener(el: XmlElement, on_flow: bool = False) -> Mapped:
         if (value := reader.attr(attr)) is not None and value.strip()
     ]
     script = reader.child("script", CAMUNDA)
+    inline = None
     if script is not None:
         sr = Reader(script)
         fmt, resource = sr.attr("scriptFormat") or "script", sr.attr("resource")
         sr.finish()
-        if not resource:
+        inline = None if resource else inline_script(fmt, script.text)
+        if not resource and inline is None:
             raise reject(
                 el,
                 f"runs an inline {fmt} script, which bpm never runs",
                 "give the script a camunda:resource and register a handler under its name",
             )
-        given.append(("script", resource))
+        given.append(("script", resource or ""))
     if len(given) != 1:
         raise reject(el, "needs exactly one of class, expression, delegateExpression or script")
     kind, value = given[0]
-    if kind == "class":
-        handler = value.strip().rsplit(".", 1)[-1]
+    listener: Mapped = {"event": event}
+    if inline is not None:
+        listener.update(inline)
+    elif kind == "class":
+        listener["handler"] = value.strip().rsplit(".", 1)[-1]
     elif kind == "script":
-        handler = handler_name(script_stem(value) or value)
-    else:
-        handler = handler_name(value)
-    listener: Mapped = {"event": event, "handler": handler}
+        listener["handler"] = handler_name(script_stem(value) or value)
+    else:  # an expression or a bean, evaluated: never a handler's name
+        listener[kind] = value.strip()
     field_values = named_fields(reader.children("field", CAMUNDA))
     if field_values:
         listener["fields"] = field_values

@@ -12,8 +12,10 @@ from bpm.definitions.bpmn_declarations import Declarations, message
 from bpm.definitions.bpmn_handlers import handler_name, script_stem
 from bpm.definitions.bpmn_names import BPM, CAMUNDA, ZEEBE
 from bpm.definitions.bpmn_reader import Reader, reject
+from bpm.definitions.code import JAVASCRIPT, inline_script
 from bpm.errors import InvalidExpression
 from bpm.expressions import compile_expression
+from bpm.scripts import SCRIPTS_SETTING, scripts_enabled
 
 Mapped = dict[str, Any]
 SERVICE_LIKE = frozenset({"serviceTask", "sendTask", "businessRuleTask"})
@@ -62,8 +64,8 @@ def service(decl: Declarations, r: Reader) -> Mapped:
         found.append(("handler", java.strip().rsplit(".", 1)[-1], "camunda:class"))
     for attr in ("expression", "delegateExpression"):
         value = r.attr(attr, CAMUNDA)
-        if value is not None:
-            found.append(("handler", handler_name(value), f"camunda:{attr}"))
+        if value is not None and value.strip():  # evaluated, never a handler's name; an
+            found.append((attr, value.strip(), f"camunda:{attr}"))  # empty one is absent
     result_variable = r.attr("resultVariable", CAMUNDA)
     if not found and (alien := _foreign_implementation(r)):
         raise reject(
@@ -145,16 +147,22 @@ def business_rule(decl: Declarations, r: Reader) -> Mapped:
 
 
 def script(decl: Declarations, r: Reader, handlers: Collection[str] | None) -> Mapped:
-    """A script task never runs its script: it runs a handler in its place. The handler is
+    """An inline JavaScript script runs, sandboxed (``bpm.scripts``), and a ``juel`` one is an
+    expression. Any other script never runs: a handler runs in its place. The handler is
     ``bpm:handler``; else, with a ``camunda:resultVariable`` (the script's result, which the
     handler returns), the one named after the script resource or the task; else a registered
     handler named like the task's id or name. Anything else is refused."""
-    r.attr("scriptFormat")
+    fmt = (r.attr("scriptFormat") or "").strip()
     body = r.child("script")
     if body is not None:
         Reader(body).finish()
     resource = r.attr("resource", CAMUNDA)
     result = r.attr("resultVariable", CAMUNDA)
+    inline = inline_script(fmt, body.text if body is not None else None)
+    if inline is not None and resource is None and r.attr("handler", BPM) is None:
+        if result is not None and result.strip():
+            inline["resultVariable"] = result.strip()
+        return {"type": "serviceTask", **inline}
     named = [
         n
         for n in (script_stem(resource), r.el.attrib.get("id"), r.el.attrib.get("name"))
@@ -167,9 +175,11 @@ def script(decl: Declarations, r: Reader, handlers: Collection[str] | None) -> M
         handler = next((handler_name(n) for n in named if handler_name(n) in handlers), None)
     if handler is None:
         fmt = r.el.attrib.get("scriptFormat") or "script"
+        off = fmt.lower() in JAVASCRIPT and not scripts_enabled() and resource is None
+        why = f" ({SCRIPTS_SETTING}=off here)" if off else ""
         raise reject(
             r.el,
-            f"holds a {fmt} script, which bpm never runs",
+            f"holds a {fmt} script, which bpm never runs{why}",
             f"register a handler named {handler_name(named[0])!r} that does its work and deploy "
             f"with it imported (BPM_IMPORTS), or name one with bpm:handler",
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from bpm.definitions.code import Code
 from bpm.definitions.mappings import VariableMapping
 from bpm.definitions.timers import TimerSpec
 
@@ -44,3 +45,5 @@ class Listener:
     fields: tuple[VariableMapping, ...] = ()
     #: A ``timeout`` listener's timer, counted from when its user task is created.
     timer: TimerSpec | None = None
+    #: An expression, bean or script run in place of a registered handler.
+    code: Code | None = None

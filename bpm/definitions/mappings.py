@@ -19,6 +19,7 @@ from typing import Any
 
 from bpm.errors import InvalidDefinition, InvalidExpression
 from bpm.expressions import Expression, compile_expression
+from bpm.script_values import compile_script, is_script
 
 #: A variable name a mapping may create (the names the expression language can read).
 VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -82,6 +83,8 @@ def parse_mappings(raw: Any, key: str, where: str, node_id: str) -> tuple[Variab
 
 
 def _compile(value: Any, where: str, kind: str) -> MappingValue:
+    if is_script(value):
+        return compile_script(value, where=where, kind=kind)
     if isinstance(value, str):
         if _WRAPPED.fullmatch(value) and len(_PART.findall(value)) <= 1:
             return compile_expression(value, where=where, kind=kind)

@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import Any
 
 from bpm.definitions.assignments import Text
+from bpm.definitions.code import Code
 from bpm.definitions.conditions import Condition
 from bpm.definitions.forms import FormSpec
 from bpm.definitions.listener_specs import BESIDE_EVENTS
@@ -157,6 +158,8 @@ class Node:
     connector_outputs: tuple[VariableMapping, ...] | None = None
     #: serviceTask evaluating a DMN decision (a business rule task) instead of running code.
     decision: DecisionRef | None = None
+    #: serviceTask: an expression, bean or script run in place of a registered handler.
+    code: Code | None = None
     candidate_users: tuple[Text, ...] = ()
     due_date: Text | None = None
     follow_up_date: Text | None = None

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any, Unpack
 from uuid import UUID
 
+from bpm.definitions import requirements
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.ids import as_id, maybe_id
 from bpm.engine.operations import (
@@ -255,6 +256,12 @@ class EngineReads:
         """By id, or the latest version of ``key``."""
         did = maybe_id(definition_id, "process definition")
         return deployment_views.definition_row(self.core, did, key)
+
+    def unregistered(self, definition_id: UUID | str) -> list[str]:
+        """What that definition calls that this engine has not registered: handlers (of
+        tasks, listeners, call mappings), beans and delegates (``requirements.missing``)."""
+        graph = self.core.graph(as_id(definition_id, "process definition"))
+        return requirements.missing(graph, self.core.handlers, self.core.beans)
 
     def definition_source(self, definition_id: UUID | str) -> tuple[str, str]:
         """The text it was deployed from and its format (``bpmn`` or ``json``)."""

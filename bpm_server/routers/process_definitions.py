@@ -236,6 +236,12 @@ def _start(
             raise InvalidRequest(f"{name}=true: bpm cannot skip them on a start")
     values = decode_variables(wire(body.variables))
     runtime = runtime_of(request)
+    missing = runtime.missing(row.id)
+    if missing:
+        raise InvalidOperation(
+            f"process {row.key!r} calls what no imported module registers: "
+            f"{', '.join(missing)}; name the module that registers them in BPM_IMPORTS"
+        )
     started = runtime.run(
         lambda: runtime.engine.start(
             row.key,

@@ -138,6 +138,40 @@ def test_start__refuses_when_handlers_are_not_registered(bpm: Bpm, tmp_path: Pat
     assert bpm.json("instances") == []
 
 
+def test_start__refuses_missing_listener_handlers_and_beans(bpm: Bpm, tmp_path: Path) -> None:
+    """Every handler, bean and delegate the process will call is checked, not only the
+    service tasks' handlers: listeners, an expression's beans, a delegate expression."""
+    doc = {
+        "key": "needs_beans",
+        "nodes": [
+            {"id": "s", "type": "startEvent"},
+            {
+                "id": "work",
+                "type": "serviceTask",
+                "expression": "${ledgerService.book(execution)}",
+                "listeners": [{"event": "end", "handler": "audit_listener_nobody_has"}],
+            },
+            {"id": "mail", "type": "serviceTask", "delegateExpression": "${mailerBean}"},
+            {"id": "set", "type": "serviceTask", "expression": "${execution.setVariable('a', 1)}"},
+            {"id": "e", "type": "endEvent"},
+        ],
+        "flows": [
+            {"id": "f1", "source": "s", "target": "work"},
+            {"id": "f2", "source": "work", "target": "mail"},
+            {"id": "f3", "source": "mail", "target": "set"},
+            {"id": "f4", "source": "set", "target": "e"},
+        ],
+    }
+    path = tmp_path / "needs_beans.json"
+    path.write_text(json.dumps(doc))
+    bpm.ok("deploy", str(path))
+    line = bpm.error("start", "needs_beans")
+    assert "handler 'audit_listener_nobody_has'" in line
+    assert "bean 'ledgerService'" in line and "bean 'mailerBean'" in line
+    assert "setVariable" not in line  # an expression is evaluated, never a handler's name
+    assert bpm.json("instances") == []
+
+
 def test_start__import_of_a_missing_module(bpm: Bpm) -> None:
     line = bpm.error("start", "x", "--import", "no_such_module_here")
     assert "no_such_module_here" in line

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from bpm.beans import BeanRegistry
 from bpm.dispatch import (
     ADVANCE_TOKEN,
     RUN_COMPENSATION,
@@ -127,8 +128,15 @@ class Harness:
 class EngineFactory:
     """Engines on one database, each with its own dispatcher, sharing handlers and clock."""
 
-    def __init__(self, db: Database, handlers: HandlerRegistry, clock: FakeClock) -> None:
+    def __init__(
+        self,
+        db: Database,
+        handlers: HandlerRegistry,
+        clock: FakeClock,
+        beans: BeanRegistry | None = None,
+    ) -> None:
         self.db, self.handlers, self.clock = db, handlers, clock
+        self.beans = beans if beans is not None else BeanRegistry()
         self._count = 0
 
     def __call__(
@@ -149,6 +157,7 @@ class EngineFactory:
             worker_id=worker_id or f"test-worker-{self._count}",
             chain_limit=chain_limit,
             run_handlers_inline=run_handlers_inline,
+            beans=self.beans,
         )
         return Harness(engine, engine.dispatcher, self.clock)
 

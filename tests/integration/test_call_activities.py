@@ -294,7 +294,8 @@ MODELER_FILE = """<?xml version="1.0" encoding="UTF-8"?>
   </bpmn:process>
   <bpmn:process id="payment" name="Payment" isExecutable="true" camunda:versionTag="v2">
     <bpmn:startEvent id="s2"><bpmn:outgoing>g1</bpmn:outgoing></bpmn:startEvent>
-    <bpmn:serviceTask id="charge" camunda:expression="${charge}" camunda:resultVariable="receipt">
+    <bpmn:serviceTask id="charge" camunda:delegateExpression="${charge}"
+      camunda:resultVariable="receipt">
       <bpmn:incoming>g1</bpmn:incoming><bpmn:outgoing>g2</bpmn:outgoing>
     </bpmn:serviceTask>
     <bpmn:endEvent id="e2"><bpmn:incoming>g2</bpmn:incoming></bpmn:endEvent>

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from bpm.beans import BeanRegistry
 from bpm.engine.operations.external import TopicRequest
 from bpm.errors import BpmnError, InvalidDefinition
 from bpm.handlers import HandlerContext, HandlerRegistry
@@ -76,8 +77,12 @@ def test_a_field_that_cannot_be_evaluated_is_an_incident_naming_it(
     assert "field of task 'T'" in incident["message"] and "subject" in incident["message"]
 
 
-def test_result_variable_stores_the_whole_result(rt: Harness, handlers: HandlerRegistry) -> None:
-    handlers.register("pricing.quote_order", lambda ctx: [ctx.variables["order"], 12.5])
+def test_result_variable_stores_the_whole_result(rt: Harness, beans: BeanRegistry) -> None:
+    class Pricing:
+        def quote(self, order: str) -> list[Any]:
+            return [order, 12.5]
+
+    beans.register("pricing", Pricing())
     deploy(
         rt,
         around(

@@ -166,9 +166,9 @@ MODELER = """<?xml version="1.0" encoding="UTF-8"?>
   <bpmn:process id="checks" isExecutable="true">
     <bpmn:startEvent id="s" />
     <bpmn:inclusiveGateway id="which" default="f_none" />
-    <bpmn:serviceTask id="credit" camunda:expression="${a}" />
-    <bpmn:serviceTask id="fraud" camunda:expression="${b}" />
-    <bpmn:serviceTask id="none" camunda:expression="${d}" />
+    <bpmn:serviceTask id="credit" camunda:delegateExpression="${a}" />
+    <bpmn:serviceTask id="fraud" camunda:delegateExpression="${b}" />
+    <bpmn:serviceTask id="none" camunda:delegateExpression="${d}" />
     <bpmn:inclusiveGateway id="merge" />
     <bpmn:endEvent id="e" />
     <bpmn:sequenceFlow id="f0" sourceRef="s" targetRef="which" />

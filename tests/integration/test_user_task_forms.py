@@ -208,15 +208,21 @@ def test_an_expression_that_fails_is_an_incident_naming_the_task_and_attribute(
 
 
 def test_a_due_date_written_as_a_java_call_is_refused_saying_what_to_write() -> None:
+    """Camunda's ``dateTime().plusDays(2).toDate()`` runs (an allowlisted call); a call
+    outside the allowlist is refused, naming the attribute and what to write."""
     body = (
         '    <bpmn:startEvent id="S" />\n'
-        '    <bpmn:userTask id="T" camunda:dueDate="${dateTime().plusDays(2).toDate()}" />\n'
+        '    <bpmn:userTask id="T" camunda:dueDate="{due}" />\n'
         '    <bpmn:endEvent id="E" />\n' + chain("S", "T", "E")
     )
+    [doc] = compile_bpmn(modeler_file("p", body.format(due="${dateTime().plusDays(2).toDate()}")))
+    assert next(n for n in doc["nodes"] if n["id"] == "T")["due_date"] == (
+        "${dateTime().plusDays(2).toDate()}"
+    )
     with pytest.raises(InvalidDefinition) as info:
-        compile_bpmn(modeler_file("p", body))
+        compile_bpmn(modeler_file("p", body.format(due="${dateTime().toGregorianCalendar()}")))
     message = str(info.value)
-    assert "camunda:dueDate='${dateTime().plusDays(2).toDate()}'" in message
+    assert "camunda:dueDate='${dateTime().toGregorianCalendar()}'" in message
     assert "write an ISO 8601 duration such as P2D" in message
 
 

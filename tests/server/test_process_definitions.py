@@ -208,3 +208,35 @@ def test_who_may_read_and_start(defs: dict[str, object]) -> None:
     by_id = only_b.post(f"/process-definition/{defs['a1']}/start", json={})
     assert by_id.status_code == 403
     assert only_b.post("/process-definition/key/pd_b/start", json={}).status_code == 200
+
+
+def test_a_start_is_refused_when_a_handler_or_bean_it_calls_is_missing(
+    defs: dict[str, object], server: Server
+) -> None:
+    """The server runs the steps itself (no broker): a listener's handler or an
+    expression's bean that no imported module registers refuses the start, as ``bpm
+    start`` does, before any instance exists."""
+    server.runtime.engine.deploy(
+        {
+            "key": "pd_needs_bean",
+            "nodes": [
+                {"id": "s", "type": "startEvent"},
+                {
+                    "id": "t",
+                    "type": "serviceTask",
+                    "expression": "${creditService.check(execution)}",
+                    "listeners": [{"event": "start", "handler": "pd_missing_listener"}],
+                },
+                {"id": "e", "type": "endEvent"},
+            ],
+            "flows": [
+                {"id": "f1", "source": "s", "target": "t"},
+                {"id": "f2", "source": "t", "target": "e"},
+            ],
+        }
+    )
+    got = _c(defs).post("/process-definition/key/pd_needs_bean/start", json={})
+    assert got.status_code == 400, got.text
+    message = got.json()["message"]
+    assert "bean 'creditService'" in message and "handler 'pd_missing_listener'" in message
+    assert server.runtime.engine.instances(key="pd_needs_bean", limit=10) == []

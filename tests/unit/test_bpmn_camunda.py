@@ -201,7 +201,7 @@ def test_input_output_mappings_compile_to_inputs_and_outputs() -> None:
             "camunda:inputParameter in serviceTask 'T' has a camunda:script value, which bpm "
             "never runs",
         ),
-        ("${bean.compute(x)}", "uses a function call 'bean.compute'"),
+        ("${bean.compute(x)}", "calls 'bean.compute'"),
     ],
 )
 def test_input_values_that_would_run_code_or_lose_text_are_refused(
@@ -253,7 +253,7 @@ def test_result_variable_and_initiator() -> None:
         )
     )
     assert node(doc, "T")["resultVariable"] == "quote"
-    assert node(doc, "T")["handler"] == "pricing.quote_order"
+    assert node(doc, "T")["expression"] == "${pricing.quote(order)}"
     assert node(doc, "S")["initiator"] == "who"
     message = refused(
         around(
@@ -312,7 +312,7 @@ def test_conditions_reading_execution_variables_compile_and_method_calls_are_ref
         "${execution.getVariable('x') == 1}"
     )
     message = refused(body.format(cond="${approvalService.isApproved(execution)}"))
-    assert "uses a function call 'approvalService.isApproved'" in message
+    assert "calls 'approvalService.isApproved'" in message
 
 
 def test_a_connector_maps_to_the_handler_of_its_id() -> None:

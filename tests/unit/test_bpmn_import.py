@@ -112,12 +112,12 @@ def test_minimal_process__key_name_and_flows() -> None:
         ('<serviceTask id="t" camunda:class="org.example.ChargeCard"/>', {"handler": "ChargeCard"}),
         (
             '<serviceTask id="t" camunda:expression="${bean.run(execution)}"/>',
-            {"handler": "bean.run_execution"},
+            {"expression": "${bean.run(execution)}"},
         ),
         (
             '<serviceTask id="t" camunda:delegateExpression="${chargeDelegate}" '
             'camunda:async="true"/>',
-            {"handler": "chargeDelegate"},
+            {"delegateExpression": "${chargeDelegate}"},
         ),
     ],
 )

@@ -151,7 +151,7 @@ def _start_and_run(
     missing = missing_handlers(rt, key)
     if missing:
         raise ConfigError(
-            f"process {key!r} calls handlers that no imported module registers: "
+            f"process {key!r} calls what no imported module registers: "
             f"{', '.join(missing)}; name the module that registers them in "
             f"BPM_IMPORTS or with --import MODULE"
         )

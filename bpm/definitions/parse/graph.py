@@ -25,7 +25,8 @@ from bpm.definitions.parse.shape import check_metadata
 from bpm.definitions.signal_names import is_template
 from bpm.definitions.transactions import check_transactions
 from bpm.errors import InvalidDefinition, InvalidExpression
-from bpm.expressions import compile_expression
+from bpm.expressions import Expression, compile_expression
+from bpm.script_values import compile_script, is_script
 
 MAX_NODES = 2000
 
@@ -127,12 +128,15 @@ class GraphBuilder:
                 )
             ends[end] = ref
         condition = item.get("condition")
-        expr = None
+        expr: Expression | None = None
         if condition is not None:
-            if not isinstance(condition, str):
+            if not isinstance(condition, str) and not is_script(condition):
                 raise InvalidDefinition(f"flow {flow_id!r}: 'condition' must be a string", flow_id)
             try:
-                expr = compile_expression(condition, where=f"flow {flow_id!r}")
+                if is_script(condition):
+                    expr = compile_script(condition, where=f"flow {flow_id!r}", kind="condition")
+                else:
+                    expr = compile_expression(condition, where=f"flow {flow_id!r}")
             except InvalidExpression as exc:
                 raise InvalidDefinition(str(exc), flow_id) from exc
         taken = parse_listeners(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from bpm.definitions.code import CODE_KEYS, parse_code
 from bpm.definitions.mappings import parse_mappings
 from bpm.definitions.model import GATEWAYS, Listener, ListenerEvent, NodeType
 from bpm.definitions.parse.patterns import NAME_PATTERN, check_keys
@@ -27,7 +28,7 @@ _USER_TASK_EVENTS = (
     ListenerEvent.UPDATE,
     ListenerEvent.TIMEOUT,
 )
-LISTENER_KEYS = {"event", "handler", "fields", "timer"}
+LISTENER_KEYS = {"event", "handler", "fields", "timer", *CODE_KEYS}
 
 
 def parse_listeners(
@@ -69,14 +70,21 @@ def parse_listeners(
                 f"{where}: listener event {event!r} is not one this node has (it has: {names})",
                 node_id,
             )
-        handler = item.get("handler")
-        if not isinstance(handler, str) or not NAME_PATTERN.match(handler):
+        code = parse_code(item, f"{where} {event} listener", node_id)
+        handler = item.get("handler") if code is None else code.kind.value
+        if (
+            not isinstance(handler, str)
+            or not NAME_PATTERN.match(handler)
+            or (code is not None and "handler" in item)
+        ):
             raise InvalidDefinition(
-                f"{where}: listener 'handler' must be a name matching {NAME_PATTERN.pattern}",
+                f"{where}: listener 'handler' must be a name matching {NAME_PATTERN.pattern} "
+                f"(or give 'expression', 'delegateExpression' or 'script' instead)",
                 node_id,
             )
         fields = parse_mappings(item.get("fields"), "fields", f"{where} listener", node_id or "")
-        out.append(Listener(ListenerEvent(event), handler, fields, _listener_timer(item, where)))
+        timer = _listener_timer(item, where)
+        out.append(Listener(ListenerEvent(event), handler, fields, timer, code))
     return tuple(out)
 
 

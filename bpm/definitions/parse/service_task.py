@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
+from bpm.definitions.code import CODE_KEYS, parse_code
 from bpm.definitions.durations import parse_duration
 from bpm.definitions.mappings import VARIABLE_NAME, VariableMapping, parse_mappings
 from bpm.definitions.parse.decisions import parse_decision_ref
@@ -29,13 +30,17 @@ def service_task_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dic
         "retry": parse_retry(raw.get("retry"), where, node_id),
         "compensation": parse_compensation(raw, where, node_id),
     }
-    if sum(k in raw for k in ("handler", "topic", "decision", "connector")) != 1:
+    if sum(k in raw for k in ("handler", "topic", "decision", "connector", *CODE_KEYS)) != 1:
         raise InvalidDefinition(
             f"{where}: needs exactly one of 'handler' (an in-process handler name), 'topic' "
-            f"(an external worker topic), 'decision' (a DMN decision to evaluate) or "
-            f"'connector' (a handler given its inputs, whose outputs map its result)",
+            f"(an external worker topic), 'decision' (a DMN decision to evaluate), "
+            f"'connector' (a handler given its inputs, whose outputs map its result), "
+            f"'expression', 'delegateExpression' (a bean) or 'script'",
             node_id,
         )
+    code = parse_code(raw, where, node_id)
+    if code is not None:
+        fields["code"], fields["handler"] = code, code.kind.value
     if "connector" in raw:
         fields.update(_connector(raw, where, node_id))
     if "decision" in raw:
@@ -63,7 +68,7 @@ def service_task_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dic
             raise InvalidDefinition(f"{where}: 'resultVariable' must be a variable name", node_id)
         if "topic" in raw:
             raise InvalidDefinition(
-                f"{where}: 'resultVariable' needs a 'handler' or a 'decision' (an external "
+                f"{where}: 'resultVariable' needs a 'handler', code or a 'decision' (an external "
                 f"worker completes with the variables it sets)",
                 node_id,
             )

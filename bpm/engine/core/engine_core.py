@@ -17,7 +17,10 @@ from contextlib import contextmanager
 from typing import TypedDict, TypeVar
 from uuid import UUID
 
+from bpm.beans import BeanRegistry
+from bpm.beans import beans as default_beans
 from bpm.clock import SYSTEM_CLOCK, Clock
+from bpm.definitions.code import BUILT_IN
 from bpm.definitions.model import ProcessGraph
 from bpm.definitions.parse.document import compile_definition
 from bpm.dispatch import ADVANCE_TOKEN, RUN_HANDLER, Dispatcher, Job
@@ -30,6 +33,7 @@ from bpm.events import EventListeners
 from bpm.events import listeners as default_listeners
 from bpm.handlers import HandlerRegistry
 from bpm.handlers import registry as default_registry
+from bpm.juel_values import evaluated_at
 from bpm.store import Connection, Database, RetryableDatabaseError, definitions, instances
 from bpm.store.rows import InstanceRow
 
@@ -51,6 +55,7 @@ class CoreOptions(TypedDict, total=False):
     worker_id: str | None
     run_handlers_inline: bool
     listeners: EventListeners | None
+    beans: BeanRegistry | None
 
 
 class InstanceInfo:
@@ -83,8 +88,10 @@ class EngineCore:
         worker_id: str | None = None,
         run_handlers_inline: bool = True,
         listeners: EventListeners | None = None,
+        beans: BeanRegistry | None = None,
     ) -> None:
         self.db = db
+        self.beans = beans if beans is not None else default_beans
         self.dispatcher = dispatcher
         self.handlers = handlers if handlers is not None else default_registry
         self.clock = clock
@@ -113,8 +120,9 @@ class EngineCore:
             tx.graph_of_definition = lambda def_id: self.graph(def_id, tx.conn)
             tx.caller_of = lambda iid: self.info(tx, iid).caller
             tx.cause = current_cause()
-            yield tx
-            condition_changes.settle(tx)  # the one hook after variable writes
+            with evaluated_at(tx.now):  # dateTime() in expressions: the transaction's time
+                yield tx
+                condition_changes.settle(tx)  # the one hook after variable writes
             wanted = [
                 row
                 for table, row in tx.history.rows
@@ -145,7 +153,7 @@ class EngineCore:
     def runs_inline(self, handler: str) -> bool:
         """Whether this process runs ``handler`` itself right after the commit that made its
         task (then the task is created already locked)."""
-        return self.run_handlers_inline and handler in self.handlers
+        return self.run_handlers_inline and (handler in self.handlers or handler in BUILT_IN)
 
     def send_next(self, nxt: Next) -> None:
         """Queue what comes after a commit: the rest of a chain, or an external worker's

@@ -15,7 +15,7 @@ from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.causes import because
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Conflict, Next, NextToken, RunTask, Stale
-from bpm.engine.semantics import call_mappings, handler_runs, listeners, steps
+from bpm.engine.semantics import call_mappings, code_runs, handler_runs, listeners, steps
 from bpm.errors import NotFound
 from bpm.handlers import HandlerContext
 from bpm.store.outages import until_available
@@ -132,10 +132,17 @@ class JobRunner:
             step.event.value if step is not None else call_mappings.event_of(task),
         )
         started = time.perf_counter()
+        code = step.listener.code if step is not None else node.code
+        handlers, result_variable = self.core.handlers, node.result_variable
+        if code is not None:  # the model's own expression, bean or script
+            kept = node.result_variable if step is None else None
+            now = self.core.clock.now()
+            run = code_runs.RunsCode(self.core.beans, self.core.handlers, now, kept, node.name)
+            handlers, result_variable = run.as_registry(task, code), None
         if step is not None:  # a listener sets the variables it returns
-            outcome = handler_runs.invoke(self.core.handlers, task, ctx, None)
+            outcome = handler_runs.invoke(handlers, task, ctx, None)
         else:
-            outcome = handler_runs.invoke(self.core.handlers, task, ctx, node.result_variable)
+            outcome = handler_runs.invoke(handlers, task, ctx, result_variable)
             outcome = handler_runs.connector_result(node, outcome, values)
         log.debug("handler %s ran in %.1f ms", task.handler, (time.perf_counter() - started) * 1000)
         return self._record(g, task, outcome, token, inline)

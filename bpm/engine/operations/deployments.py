@@ -21,7 +21,7 @@ from typing import Any, TypedDict, Unpack
 from uuid import UUID
 
 from bpm.definitions.bpmn import compile_bpmn
-from bpm.definitions.parse.document import compile_definition
+from bpm.definitions.requirements import compile_definition, compile_for_deploy
 from bpm.definitions.signals import Subscription, subscriptions
 from bpm.dmn import Decision, parse_dmn
 from bpm.engine.core.engine_core import EngineCore
@@ -147,7 +147,7 @@ def _ttl_seconds(ttl: timedelta | None) -> int | None:
 
 
 def _process(resource: str, document: Any, source: str, fmt: str) -> _Process:
-    graph = compile_definition(document)
+    graph = compile_for_deploy(document)
     digest = checksum(graph.document)
     ttl = _ttl_seconds(graph.history_ttl)
     return _Process(
