@@ -190,7 +190,7 @@ def test_an_error_thrown_inside_an_event_subprocess_is_not_caught_by_it_again(
 @pytest.mark.parametrize(
     ("change", "problem"),
     [
-        ({"signal": "go-${execution.getVariables()}"}, "uses a function call"),
+        ({"signal": "go-${execution.getClass()}"}, "a reflection or engine API method"),
         ({"compensation": True}, "compensation start events are not supported yet"),
         ({"error": "E", "interrupting": False}, "always interrupts"),
         ({"timer": {"cycle": "every minute"}}, "neither an ISO 8601 repeating interval"),

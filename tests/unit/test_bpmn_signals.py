@@ -247,8 +247,8 @@ def test_a_template_is_refused_on_a_process_start_and_when_it_does_not_compile()
     found = rejected(xml(body, '<signal id="x" name="go-${key}"/>'))
     assert "not supported on a process's signal start event" in found and "line " in found
     bad = catch('<signalEventDefinition signalRef="x"/>')
-    with pytest.raises(InvalidDefinition, match="function call"):
-        one(linear(bad, extra='<signal id="x" name="go-${execution.getVariables()}"/>'))
+    with pytest.raises(InvalidDefinition, match="reflection"):
+        one(linear(bad, extra='<signal id="x" name="go-${execution.getClass()}"/>'))
     doc = ProcessBuilder("p").start().signal_event("w", signal="go-${a +}").end()
     with pytest.raises(InvalidDefinition):
         compile_definition(doc.sequence("start", "w", "end").build())
