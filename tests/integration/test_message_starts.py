@@ -97,18 +97,16 @@ def test_a_waiting_token_wins_over_a_start_and_start_only_skips_it(
     assert rows.state(pg_db, iid2) == "RUNNING"  # still waiting
 
 
-def test_a_start_happens_once_per_business_key_even_when_raced(
-    rt: Harness, shipping: Calls, pg_db: Database, engine_factory: Any
-) -> None:
-    rt.deploy(orders())
-    engines = [engine_factory() for _ in range(4)]
+def correlate_at_once(engines: list[Any], message: str, business_key: str) -> list[UUID]:
+    """Each engine correlates ``message`` in its own thread, all let go at the same instant;
+    the token each correlation reached."""
     barrier = threading.Barrier(len(engines))
     got: list[UUID] = []
     lock = threading.Lock()
 
     def send(engine: Any) -> None:
         barrier.wait()
-        (token,) = engine.engine.correlate("Order placed", business_key="order-7")
+        (token,) = engine.engine.correlate(message, business_key=business_key)
         with lock:
             got.append(token)
 
@@ -117,6 +115,15 @@ def test_a_start_happens_once_per_business_key_even_when_raced(
         t.start()
     for t in threads:
         t.join()
+    return got
+
+
+def test_a_start_happens_once_per_business_key_even_when_raced(
+    rt: Harness, shipping: Calls, pg_db: Database, engine_factory: Any
+) -> None:
+    rt.deploy(orders())
+    engines = [engine_factory() for _ in range(4)]
+    got = correlate_at_once(engines, "Order placed", "order-7")
     (inst,) = instances_of(pg_db, "orders")
     assert inst.business_key == "order-7" and len(set(got)) == 1
 
@@ -140,21 +147,7 @@ def test_a_start_and_a_correlation_in_the_same_instant_each_take_one_message(
     iid = rt.engine.start("waiter", business_key="order-9").id
     rt.drain()
     engines = [engine_factory() for _ in range(2)]
-    barrier = threading.Barrier(len(engines))
-    got: list[UUID] = []
-    lock = threading.Lock()
-
-    def send(engine: Any) -> None:
-        barrier.wait()
-        (token,) = engine.engine.correlate("Order placed", business_key="order-9")
-        with lock:
-            got.append(token)
-
-    threads = [threading.Thread(target=send, args=(e,)) for e in engines]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    got = correlate_at_once(engines, "Order placed", "order-9")
     for engine in engines:
         engine.drain()
     rt.drain()

@@ -10,6 +10,7 @@ transaction then throws the error at the call activity (``call_returns``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from uuid import UUID
 
 from bpm.engine.core.tx import Tx
@@ -21,24 +22,37 @@ from bpm.states import LIVE_TOKEN, EngineEvent, InstanceState, TokenEvent, Token
 from bpm.store import history, tokens
 from bpm.store.rows import TokenRow
 
+#: How far up a chain of calls a search goes (a guard against a cycle of rows).
+_DEPTH = 1000
+
+
+def waiting_callers(tx: Tx, instance_id: UUID) -> Iterator[tuple[UUID, TokenRow]]:
+    """Up the chain of calls above ``instance_id``: each calling instance and its token
+    waiting at the call activity, for as long as each waits there (reads only)."""
+    for _ in range(_DEPTH):
+        if tx.caller_of is None:
+            return
+        caller = tx.caller_of(instance_id)
+        if caller is None:
+            return
+        waiting = tokens.get(tx.conn, caller[1])
+        if waiting is None or waiting.state != TokenState.WAITING:
+            return
+        if waiting.wait_kind != WaitKind.CALLED:
+            return
+        yield caller[0], waiting
+        instance_id = caller[0]
+
 
 def caller_catches(tx: Tx, instance_id: UUID, code: str) -> bool:
     """Whether an error of ``code`` leaving ``instance_id`` is caught by its caller's call
     activity, a scope around it, or further up the chain of calls (reads only)."""
-    seen = 0
-    while tx.caller_of is not None and tx.graph_for is not None and seen < 1000:
-        caller = tx.caller_of(instance_id)
-        if caller is None:
-            return False
-        waiting = tokens.get(tx.conn, caller[1])
-        if waiting is None or waiting.state != TokenState.WAITING:
-            return False
-        if waiting.wait_kind != WaitKind.CALLED:
-            return False
-        if caught_anywhere(tx.graph_for(caller[0]), waiting.node_id, code):
-            return True
-        instance_id, seen = caller[0], seen + 1
-    return False
+    if tx.graph_for is None:
+        return False
+    return any(
+        caught_anywhere(tx.graph_for(caller), waiting.node_id, code)
+        for caller, waiting in waiting_callers(tx, instance_id)
+    )
 
 
 def propagate(tx: Tx, thrower: TokenRow, code: str, message: str) -> bool:

@@ -21,15 +21,13 @@ from uuid import UUID
 
 from bpm.definitions.model import Node, NodeType, ProcessGraph, by_code
 from bpm.engine.core.tx import Tx
+from bpm.engine.semantics.called_errors import waiting_callers
 from bpm.engine.semantics.cancelling import cancel_timers, cancel_token
 from bpm.engine.semantics.instance_state import nudge_caller, set_instance_state
 from bpm.engine.semantics.moves import move
-from bpm.states import LIVE_TOKEN, EngineEvent, InstanceState, TokenEvent, TokenState, WaitKind
-from bpm.store import history, tokens
+from bpm.states import LIVE_TOKEN, EngineEvent, InstanceState, TokenEvent, TokenState
+from bpm.store import history
 from bpm.store.rows import TokenRow
-
-#: How far up a chain of calls the search goes (a guard against a cycle of rows).
-_DEPTH = 1000
 
 
 def catcher_from(g: ProcessGraph, node_id: str, code: str) -> Node | None:
@@ -59,22 +57,13 @@ def interrupts(g: ProcessGraph, catcher: Node) -> bool:
 def caller_catch(tx: Tx, instance_id: UUID, code: str) -> bool | None:
     """Whether the chain of callers above ``instance_id`` catches ``code``: None when none
     does, else whether the catcher that does interrupts (reads only)."""
-    for _ in range(_DEPTH):
-        if tx.caller_of is None or tx.graph_for is None:
-            return None
-        caller = tx.caller_of(instance_id)
-        if caller is None:
-            return None
-        waiting = tokens.get(tx.conn, caller[1])
-        if waiting is None or waiting.state != TokenState.WAITING:
-            return None
-        if waiting.wait_kind != WaitKind.CALLED:
-            return None
-        g = tx.graph_for(caller[0])
+    if tx.graph_for is None:
+        return None
+    for caller, waiting in waiting_callers(tx, instance_id):
+        g = tx.graph_for(caller)
         catcher = catcher_from(g, waiting.node_id, code)
         if catcher is not None:
             return interrupts(g, catcher)
-        instance_id = caller[0]
     return None
 
 

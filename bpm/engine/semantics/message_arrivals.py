@@ -24,16 +24,7 @@ def arrived(
     message: str,
     values: Mapping[str, Any] | None,
 ) -> None:
-    scopes.write(tx, g, tok, dict(values or {}))
-    tx.history.engine(
-        instance_id=tok.instance_id,
-        at=tx.now,
-        type=EngineEvent.MESSAGE_CORRELATED,
-        node_id=node_id,
-        token_id=tok.id,
-        actor=tx.actor,
-        data={"message": message, "variables": dict(values or {}) or None},
-    )
+    _received(tx, g, tok, node_id, EngineEvent.MESSAGE_CORRELATED, {"message": message}, values)
 
 
 def signalled(
@@ -44,13 +35,26 @@ def signalled(
     signal: str,
     values: Mapping[str, Any] | None,
 ) -> None:
+    _received(tx, g, tok, node_id, EngineEvent.SIGNAL_RECEIVED, {"signal": signal}, values)
+
+
+def _received(
+    tx: Tx,
+    g: ProcessGraph,
+    tok: TokenRow,
+    node_id: str,
+    kind: EngineEvent,
+    what: dict[str, Any],
+    values: Mapping[str, Any] | None,
+) -> None:
+    """What arrived is written from the receiving token, with its history row."""
     scopes.write(tx, g, tok, dict(values or {}))
     tx.history.engine(
         instance_id=tok.instance_id,
         at=tx.now,
-        type=EngineEvent.SIGNAL_RECEIVED,
+        type=kind,
         node_id=node_id,
         token_id=tok.id,
         actor=tx.actor,
-        data={"signal": signal, "variables": dict(values or {}) or None},
+        data={**what, "variables": dict(values or {}) or None},
     )
