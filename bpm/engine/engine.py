@@ -190,8 +190,9 @@ class Engine(ExternalTaskCalls, EngineReads):
         idempotency_key: str | None = None,
         message_id: str | None = None,
     ) -> list[UUID]:
-        """Deliver a message to the token(s) waiting for it, or, when none does and no
-        instance is named, start an instance at the message start event waiting for it
+        """Deliver a message to the token(s) waiting for it (in the named instance, the
+        instances of the business key, or, naming neither, any instance), or, when none
+        does and no instance is named, start an instance at the message start event waiting for it
         (once per ``idempotency_key``, else business key, else the transport's
         ``message_id``); returns the tokens moved on (a
         started instance's root token). Raises ``NoMatchingWait`` when nothing takes it,

@@ -31,6 +31,8 @@ _COLS = (
     t.c.super_token_id,
     t.c.root_instance_id,
 )
+#: The columns of an ``InstanceRow``, in its field order.
+COLUMNS = _COLS
 _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
 _BY_IDEMPOTENCY = select(*_COLS).where(
     t.c.process_key == bindparam("key"), t.c.idempotency_key == bindparam("ikey")

@@ -225,8 +225,8 @@ def test_correlate__takes_at_most_one_of_business_key_and_instance(cli: Bpm) -> 
     result = cli("correlate", "paid", "--business-key", "BK-1", "--instance", instance)
     assert result.exit_code == 2
     assert "--business-key" in result.stderr and "--instance" in result.stderr
-    # With neither, only a message start event could take it, and none waits for "paid".
-    assert "no process starts with message 'paid'" in cli.error("correlate", "paid")
+    # With neither, it goes to whichever instance waits for it: none waits for "refund".
+    assert "no process starts with message 'refund'" in cli.error("correlate", "refund")
     assert _dict(cli.json("show", instance))["state"] == "RUNNING"
 
 

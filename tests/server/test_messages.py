@@ -105,7 +105,7 @@ def test_all_and_ambiguity(server: Server, clients: dict[str, httpx.Client]) -> 
     ("body", "needle"),
     [
         ({"messageName": "paid", "businessKey": "nobody"}, "Cannot correlate message 'paid'"),
-        ({"messageName": "paid"}, "no process starts with message 'paid'"),
+        ({"messageName": "refund"}, "no process starts with message 'refund'"),
         ({"messageName": "paid", "processInstanceId": "nope"}, "Cannot correlate"),
         ({"messageName": "paid", "businessKey": "x", "tenantId": "t"}, "tenant"),
         (

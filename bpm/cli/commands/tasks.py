@@ -204,9 +204,9 @@ def correlate(
     as_json: bool,
 ) -> None:
     """Deliver MESSAGE to the token waiting for it in the instance named by --business-key or
-    --instance, and move that token on; when none waits (or with --start-only) and no
-    --instance is given, start an instance at the message start event waiting for MESSAGE
-    (with the business key, once per key).
+    --instance (naming neither: in whichever instance waits for it), and move that token on;
+    when none waits (or with --start-only) and no --instance is given, start an instance at
+    the message start event waiting for MESSAGE (with the business key, once per key).
 
     Nothing taking the message is an error, and so are several waiting tokens unless --all
     is given: in both cases nothing changes. The work that follows runs as with bpm

@@ -1,6 +1,7 @@
 """Message correlation: wake the tokens waiting for a named message.
 
-A correlation names the instance (by id or business key); a message that no token waits for
+A correlation names the instance (by id or business key), or none, and then goes to whichever
+instance waits for the message; a message that no token waits for (and no start event takes)
 is an error the caller sees, never a silent drop, and one that several tokens wait for is an
 error unless the caller asks for all of them.
 """
@@ -15,7 +16,7 @@ from uuid import UUID
 from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Next, NextToken, Tx
-from bpm.engine.operations import message_starts
+from bpm.engine.operations import message_listeners, message_starts
 from bpm.engine.semantics import (
     event_gateway_wins,
     event_gateways,
@@ -41,7 +42,8 @@ Waiting = (
     | message_boundaries.BoundarySubscription
     | event_gateways.GatewaySubscription
 )
-#: How many instances one business key may select before the correlation is refused.
+#: How many instances one correlation may select (by business key, or as those listening
+#: for its message) before it is refused: a correlation is one transaction.
 MAX_INSTANCES = 1000
 
 
@@ -120,7 +122,11 @@ def correlate_tokens(
         )
     checked = check_variables(values, where=f"correlation of {message!r}")
     target = (
-        f"instance {instance_id}" if instance_id is not None else f"business key {business_key!r}"
+        f"instance {instance_id}"
+        if instance_id is not None
+        else f"business key {business_key!r}"
+        if business_key is not None
+        else "any instance"
     )
 
     keys = dict(correlation_keys or {})
@@ -131,7 +137,7 @@ def correlate_tokens(
         with core.transaction("message") as tx:
             waiting = (
                 []
-                if start_only or (business_key is None and instance_id is None)
+                if start_only
                 else _waiting(core, tx, message, (business_key, instance_id), keys, allowed)
             )
             if not waiting and instance_id is None:
@@ -191,10 +197,7 @@ def _nothing_waits(
     message: str, target: str, business_key: str | None, instance_id: UUID | None
 ) -> str:
     if business_key is None and instance_id is None:
-        return (
-            f"no process starts with message {message!r}, and a waiting instance is found "
-            "by its business key or instance id"
-        )
+        return f"no process starts with message {message!r}, and no instance waits for it"
     return f"no token of {target} waits for message {message!r}"
 
 
@@ -213,9 +216,19 @@ def _waiting(
     if instance_id is not None:
         row = instances.get(tx.conn, instance_id)
         candidates = [row] if row is not None else []
-    else:
+    elif business_key is not None:
         candidates = instances.search(
-            tx.conn, business_key=business_key, keys=allowed, limit=MAX_INSTANCES
+            tx.conn, business_key=business_key, keys=allowed, limit=MAX_INSTANCES + 1
+        )
+    else:
+        candidates = message_listeners.instances_listening(
+            core, tx, message, allowed, MAX_INSTANCES + 1
+        )
+    if len(candidates) > MAX_INSTANCES:
+        where = "of that business key" if business_key is not None else "listening for it"
+        raise InvalidOperation(
+            f"correlating {message!r}: more than {MAX_INSTANCES} instances {where}; narrow "
+            f"the correlation with correlation keys or a business key"
         )
     out: list[Waiting] = []
     for inst in candidates:
