@@ -44,9 +44,10 @@ _SHIFTS = {
 }
 DATE_METHODS = frozenset(
     {f"{sign}{unit}" for sign in ("plus", "minus") for unit in _SHIFTS}
-    | {"withTimeAtStartOfDay", "toDate", "toString", "isBefore", "isAfter", "isEqual",
-       "getTime", "getMillis", "isBeforeNow", "isAfterNow", "getYear", "getMonthOfYear",
-       "getDayOfMonth", "getDayOfWeek", "getHourOfDay", "getMinuteOfHour"}
+    | {"withTimeAtStartOfDay", "toDate", "toDateTime", "toDateTimeISO", "toString",
+       "isBefore", "isAfter", "isEqual", "getTime", "getMillis", "isBeforeNow", "isAfterNow",
+       "getYear", "getMonthOfYear", "getDayOfMonth", "getDayOfWeek", "getHourOfDay",
+       "getMinuteOfHour"}
 )  # fmt: skip
 SPIN_METHODS = frozenset(
     {"prop", "elements", "hasProp", "stringValue", "numberValue", "boolValue", "toString",
@@ -127,6 +128,9 @@ _DATE: Mapping[str, Callable[..., Any]] = {
         d.at.replace(hour=0, minute=0, second=0, microsecond=0)
     ),
     "toDate": lambda d: d,
+    # Joda's conversions to a DateTime in the ISO chronology: bpm's dates are always that.
+    "toDateTime": lambda d: d,
+    "toDateTimeISO": lambda d: d,
     "toString": DateTime.format,
     "isBefore": lambda d, o: d.at < _instant(o),
     "isAfter": lambda d, o: d.at > _instant(o),

@@ -112,7 +112,7 @@ def _type_problem(f: FormField, value: Any) -> str | None:
     if f.type == FieldType.BOOLEAN and not isinstance(value, bool):
         return "true or false"
     if f.type == FieldType.ENUM and value not in f.values:
-        return f"one of {', '.join(f.values)}"
+        return f"one of {', '.join(f.values)}" if f.values else "no value (the enum has none)"
     if f.type == FieldType.DATE:
         assert f.date_format is not None
         wanted = f"a date in the pattern {f.date_pattern}"

@@ -227,8 +227,10 @@ def _values(raw: Mapping[str, Any], kind: str, at: str, node_id: str) -> tuple[s
         if values is not None:
             raise InvalidDefinition(f"{at}: 'values' belong to an enum field", node_id)
         return ()
-    if not isinstance(values, list) or not values:
-        raise InvalidDefinition(f"{at}: an enum field needs 'values', a non-empty list", node_id)
+    if values is None:  # Camunda 7 takes an enum with no values: no value is then valid
+        return ()
+    if not isinstance(values, list):
+        raise InvalidDefinition(f"{at}: an enum field's 'values' must be a list", node_id)
     ids = []
     for value in values:
         if (
@@ -351,14 +353,17 @@ def _default(raw: Any, kind: str, at: str, node_id: str) -> Any:
 
 def literal_default(raw: Any, kind: str) -> Any:
     """A default as the field's type reads it (text ``"5"`` is 5 for a long field, ``"true"``
-    true for a boolean one), or None when it is none of that type."""
+    true and any other text false for a boolean one), or None when it is none of that
+    type."""
     if kind == FieldType.LONG:
         if isinstance(raw, str) and re.fullmatch(r"-?\d+", raw.strip()):
             return int(raw)
         return raw if isinstance(raw, int) and not isinstance(raw, bool) else None
     if kind == FieldType.BOOLEAN:
-        if isinstance(raw, str) and raw.strip() in ("true", "false"):
-            return raw.strip() == "true"
+        # Text reads as Camunda 7's boolean form type reads it: true when it is "true" in
+        # any case, false for any other text ("False", "no", "testdrive").
+        if isinstance(raw, str):
+            return raw.strip().lower() == "true"
         return raw if isinstance(raw, bool) else None
     if kind in (FieldType.STRING, FieldType.DATE, FieldType.ENUM):
         return raw if isinstance(raw, str) else None
