@@ -161,3 +161,11 @@ def test_an_enum_with_no_values_deploys_and_takes_no_value() -> None:
         check_submission(spec, {"k": "x"}, {}, {}, "completing T")
     assert "field 'k' must be no value (the enum has none)" in info.value.problems[0]
     assert check_submission(spec, {}, {}, {}, "completing T") == {}
+
+
+def test_a_binding_left_behind_without_a_form_ref_binds_nothing() -> None:
+    """Camunda Modeler keeps formRefBinding when a form reference becomes a form key."""
+    node = task_node(
+        user_task('camunda:formKey="embedded:app:x.html" camunda:formRefBinding="latest"')
+    )
+    assert node["form"] == {"key": "embedded:app:x.html"}
