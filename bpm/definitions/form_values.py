@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from bpm.definitions.forms import FieldType, FormField, FormSpec, Rule, literal_default
+from bpm.definitions.mappings import Composite
 from bpm.errors import FormInvalid
 from bpm.expressions import Expression
 
@@ -22,7 +23,7 @@ def shown_defaults(spec: FormSpec, view: Mapping[str, Any]) -> dict[str, Any]:
     the evaluator's errors, which name the field."""
     out: dict[str, Any] = {}
     for f in spec.fields:
-        if isinstance(f.default, Expression):
+        if isinstance(f.default, Expression | Composite):
             value = f.default.evaluate(view)
             read = literal_default(value, f.type) if isinstance(value, str) else None
             out[f.id] = value if read is None else read

@@ -9,7 +9,7 @@ import pytest
 
 from bpm.definitions import compile_definition
 from bpm.definitions.bpmn import compile_bpmn
-from bpm.definitions.form_values import check_submission
+from bpm.definitions.form_values import check_submission, shown_defaults
 from bpm.definitions.forms import date_format, parse_form
 from bpm.errors import FormInvalid, InvalidDefinition
 from tests.helpers.modeler import chain, modeler_file
@@ -169,3 +169,12 @@ def test_a_binding_left_behind_without_a_form_ref_binds_nothing() -> None:
         user_task('camunda:formKey="embedded:app:x.html" camunda:formRefBinding="latest"')
     )
     assert node["form"] == {"key": "embedded:app:x.html"}
+
+
+def test_a_default_with_text_around_expressions_is_a_composite() -> None:
+    node = task_node(
+        user_task("", '<camunda:formField id="n" defaultValue="${first} ${last}, Dr." />')
+    )
+    spec = parse_form(node["form"], "node 'T' (userTask)", "T")
+    assert spec is not None and spec.evaluates
+    assert shown_defaults(spec, {"first": "Ada", "last": "Byron"}) == {"n": "Ada Byron, Dr."}
