@@ -134,6 +134,17 @@ def assign(tx: Tx, task: TaskRow, user: str | None, event: str) -> None:
     _history(tx, task, event, task.state, task.state, {"assignee": user, "was": task.assignee})
 
 
+def edit(
+    tx: Tx, task: TaskRow, fields: dict[str, Any], rows: list[tuple[str, dict[str, Any]]]
+) -> None:
+    """Change a user task's people, dates or priority (``fields``) under its version, its
+    state unchanged, with a history row per ``(event, data)`` of ``rows``."""
+    if not tasks.edit_user_task(tx.conn, task, tx.now, **fields):
+        raise Conflict(f"user task {task.id} changed meanwhile")
+    for event, data in rows:
+        _history(tx, task, event, task.state, task.state, data)
+
+
 def _history(
     tx: Tx,
     task: TaskRow,

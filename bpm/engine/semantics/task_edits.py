@@ -1,0 +1,111 @@
+"""What a task listener's ``task`` is (:func:`facts`) and how its setters' edits are applied
+(:func:`apply`), with the listener's outcome, in the transaction that completes its task.
+
+Which user task a listener stands for: during the task's creation (``create``, then
+``assignment``), the task to be that the listener's own handler task carries
+(``listeners.carried``): the edits make the carried task the next listener gets, or the one
+created. Beside an open task (``update`` and ``assignment`` after a claim), the task its marker
+names; at ``complete``, the task the token just completed. The edits are written to that row
+under its version (a concurrent change rolls the whole outcome back and it is tried again from
+fresh reads), with history: a new assignee as ``CLAIMED``/``UNCLAIMED`` (as a claim is), the
+other fields as ``UPDATED``. A ``delete`` or ``timeout`` listener's setters are refused. A
+duplicate delivery of the listener's job finds its task done, so the edits apply once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from bpm.definitions.assignments import Assigned
+from bpm.definitions.model import ListenerEvent, ProcessGraph
+from bpm.engine.core.tx import Tx
+from bpm.engine.semantics import listeners, task_moves
+from bpm.states import TaskEvent
+from bpm.store import tasks
+from bpm.store.rows import TaskRow
+from bpm.task_view import TaskFacts
+
+_TASK_EVENTS = frozenset(
+    {
+        ListenerEvent.CREATE,
+        ListenerEvent.ASSIGNMENT,
+        ListenerEvent.COMPLETE,
+        ListenerEvent.DELETE,
+        ListenerEvent.UPDATE,
+        ListenerEvent.TIMEOUT,
+    }
+)
+
+
+def facts(tx: Tx, g: ProcessGraph, task: TaskRow) -> TaskFacts | None:
+    """The user task listener ``task`` (a handler task) sees; None when ``task`` runs no task
+    listener."""
+    step = listeners.step_of(g, task)
+    if step is None or step.event not in _TASK_EVENTS:
+        return None
+    node = g.node(task.node_id)
+    known = TaskFacts(
+        id=str(task.id), name=node.name, definition_key=node.id, event=step.event.value
+    )
+    if step.creating:
+        if not step.carries:
+            return replace(known, refusal="the task was created before bpm applied task changes")
+        return _from(known, listeners.carried(task))
+    subject = _subject(tx, task, step)
+    if subject is None:
+        event = step.event.value
+        return replace(known, refusal=f"bpm applies no task changes in a {event} listener")
+    return _from(replace(known, id=str(subject.id)), listeners.carried(subject))
+
+
+def _from(known: TaskFacts, who: Assigned) -> TaskFacts:
+    return replace(
+        known,
+        assignee=who.assignee,
+        candidate_users=tuple(who.candidate_users),
+        candidate_groups=tuple(who.candidate_groups),
+        due_date=who.due_date,
+        follow_up_date=who.follow_up_date,
+        priority=who.priority,
+    )
+
+
+def _subject(tx: Tx, task: TaskRow, step: listeners.Step) -> TaskRow | None:
+    """The existing user task a listener changes: beside it, or at its completion."""
+    if step.then is not None and step.user_task is not None:
+        return tasks.get(tx.conn, step.user_task)
+    if step.event is ListenerEvent.COMPLETE and step.then is None and step.flow is None:
+        return tasks.user_task_of(tx.conn, task.token_id, task.node_id)
+    return None
+
+
+def apply(tx: Tx, task: TaskRow, step: listeners.Step, edits: dict[str, Any]) -> Assigned | None:
+    """Apply a listener's ``edits``; for a creation listener, the task to be they leave."""
+    if step.creating:
+        return replace(listeners.carried(task), **edits) if step.carries else None
+    subject = _subject(tx, task, step) if edits else None
+    if subject is None:
+        return None
+    columns = {k: v or None if k.startswith("candidate") else v for k, v in edits.items()}
+    task_moves.edit(tx, subject, columns, _history(subject, edits))
+    return None
+
+
+def _history(row: TaskRow, edits: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """``CLAIMED``/``UNCLAIMED`` for a new assignee (as a claim writes it), ``UPDATED`` with
+    the other fields; dates as ISO 8601 text."""
+    rows: list[tuple[str, dict[str, Any]]] = []
+    if "assignee" in edits and edits["assignee"] != row.assignee:
+        user = edits["assignee"]
+        event = TaskEvent.CLAIMED if user is not None else TaskEvent.UNCLAIMED
+        rows.append((event, {"assignee": user, "was": row.assignee, "by": "listener"}))
+    others = {k: _shown(v) for k, v in edits.items() if k != "assignee"}
+    if others:
+        rows.append((TaskEvent.UPDATED, {"changes": others, "by": "listener"}))
+    return rows
+
+
+def _shown(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
