@@ -11,6 +11,7 @@ from typing import Any
 from uuid import UUID
 
 from bpm.beans import BeanRegistry
+from bpm.engine.operations import replay
 from bpm.task_view import TaskView
 from tests.helpers.modeler import chain, modeler_file
 from tests.helpers.runtime import EngineFactory, Harness
@@ -76,6 +77,7 @@ def test_a_create_listener_assigns_the_task_and_the_assignment_listener_follows(
     shown = rt.engine.show(iid)
     assert shown["state"] == "COMPLETED"
     assert shown["variables"]["completedBy"] == "demo"
+    assert replay.check(rt.engine.core, iid) == []
 
 
 def test_a_script_sets_due_date_priority_and_a_candidate_group_seen_by_the_task_query(
@@ -147,6 +149,7 @@ def test_listeners_after_a_claim_edit_the_open_task_once_under_duplicate_deliver
         {"priority": 90},
         {"candidate_groups": ["reviewers"]},
     ]
+    assert replay.check(rt.engine.core, iid) == []
 
 
 def test_a_bad_call_in_a_create_listener_is_an_incident_and_no_task_appears(
@@ -176,3 +179,18 @@ def test_a_bad_date_after_a_claim_is_an_incident_and_the_task_is_unchanged(rt: H
     assert "task.setDueDate('not a date')" in incident["message"]
     assert "Activity_review" in incident["message"]
     assert _task_rows(rt, iid, task["id"], "UPDATED") == []
+    assert replay.check(rt.engine.core, iid) == []
+
+
+def test_a_complete_listener_reassigns_the_done_task_with_a_claimed_row(rt: Harness) -> None:
+    listener = _task_listener("complete", "${task.setAssignee('auditor')}")
+    rt.engine.deploy_bpmn(_model("audit", listener, attrs='camunda:assignee="ann"'))
+    iid = rt.engine.start("audit").id
+    rt.drain()
+    task = _only_task(rt, iid)
+    rt.engine.complete_user_task(task["id"], {}, user="ann")
+    rt.drain()
+    assert rt.engine.show(iid)["state"] == "COMPLETED"
+    [claimed] = _task_rows(rt, iid, task["id"], "CLAIMED")
+    assert claimed["data"] == {"assignee": "auditor", "was": "ann", "by": "listener"}
+    assert replay.check(rt.engine.core, iid) == []

@@ -88,23 +88,27 @@ def apply(tx: Tx, task: TaskRow, step: listeners.Step, edits: dict[str, Any]) ->
     subject = _subject(tx, task, step) if edits else None
     if subject is None:
         return None
-    columns = {k: v or None if k.startswith("candidate") else v for k, v in edits.items()}
-    task_moves.edit(tx, subject, columns, _history(subject, edits))
+    task_moves.edit(tx, subject, _changes(subject, edits))
     return None
 
 
-def _history(row: TaskRow, edits: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """``CLAIMED``/``UNCLAIMED`` for a new assignee (as a claim writes it), ``UPDATED`` with
-    the other fields; dates as ISO 8601 text."""
-    rows: list[tuple[str, dict[str, Any]]] = []
-    if "assignee" in edits and edits["assignee"] != row.assignee:
-        user = edits["assignee"]
+Change = tuple[str, dict[str, Any], dict[str, Any]]
+
+
+def _changes(row: TaskRow, edits: dict[str, Any]) -> list[Change]:
+    """A new assignee as ``CLAIMED``/``UNCLAIMED`` (as a claim writes it), the other fields as
+    ``UPDATED``, each with the columns it sets (no candidates: NULL, as a new task has)."""
+    columns = {k: v or None if k.startswith("candidate") else v for k, v in edits.items()}
+    changes: list[Change] = []
+    user = columns.pop("assignee", row.assignee)
+    if user != row.assignee:
         event = TaskEvent.CLAIMED if user is not None else TaskEvent.UNCLAIMED
-        rows.append((event, {"assignee": user, "was": row.assignee, "by": "listener"}))
-    others = {k: _shown(v) for k, v in edits.items() if k != "assignee"}
-    if others:
-        rows.append((TaskEvent.UPDATED, {"changes": others, "by": "listener"}))
-    return rows
+        data = {"assignee": user, "was": row.assignee, "by": "listener"}
+        changes.append((event, data, {"assignee": user}))
+    if columns:
+        shown = {k: _shown(v) for k, v in edits.items() if k in columns}
+        changes.append((TaskEvent.UPDATED, {"changes": shown, "by": "listener"}, columns))
+    return changes
 
 
 def _shown(value: Any) -> Any:
