@@ -97,8 +97,10 @@ Change = tuple[str, dict[str, Any], dict[str, Any]]
 
 def _changes(row: TaskRow, edits: dict[str, Any]) -> list[Change]:
     """A new assignee as ``CLAIMED``/``UNCLAIMED`` (as a claim writes it), the other fields as
-    ``UPDATED``, each with the columns it sets (no candidates: NULL, as a new task has)."""
+    ``UPDATED``, each with the columns it sets (no candidates: NULL, as a new task has); a
+    field set to the value it has changes nothing."""
     columns = {k: v or None if k.startswith("candidate") else v for k, v in edits.items()}
+    columns = {k: v for k, v in columns.items() if v != getattr(row, k)}
     changes: list[Change] = []
     user = columns.pop("assignee", row.assignee)
     if user != row.assignee:
