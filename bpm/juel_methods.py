@@ -19,6 +19,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from bpm.juel_values import DATE_METHODS, SPIN_METHODS, DateTime, Spin, plain
+from bpm.spin_xml import SpinAttribute, SpinXml
 
 if TYPE_CHECKING:
     from bpm.beans import BeanRegistry
@@ -271,7 +272,7 @@ def call_method(receiver: Any, method: str, args: list[Any], *, task: bool = Fal
         result = receiver.call(method, args, allowed)
     elif isinstance(receiver, BeanRef):
         result = _call_bean(receiver, method, args)
-    elif isinstance(receiver, DateTime | Spin):
+    elif isinstance(receiver, DateTime | Spin | SpinXml | SpinAttribute):
         result = receiver.call(method, args)
     else:
         result = _value_method(receiver, method, args)

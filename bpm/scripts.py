@@ -68,7 +68,8 @@ _PRELUDE = r"""
   function S(source) {
     if (source && source.__bpm_spin) return source;
     if (typeof source === 'string') {
-      if (source.trim().startsWith('<')) throw new Error("S() of XML is not supported: JSON only");
+      if (source.trim().startsWith('<'))
+        throw new Error("S() of XML is not supported in scripts (JUEL's S() reads XML)");
       return spin(JSON.parse(source));
     }
     return spin(source === undefined ? null : source);
