@@ -22,28 +22,18 @@ from bpm.definitions.assignments import Assigned
 from bpm.definitions.model import ListenerEvent, ProcessGraph
 from bpm.engine.core.tx import Tx
 from bpm.engine.semantics import listeners, task_moves
+from bpm.engine.semantics.code_runs import TASK_EVENTS
 from bpm.states import TaskEvent
 from bpm.store import tasks
 from bpm.store.rows import TaskRow
 from bpm.task_view import TaskFacts
-
-_TASK_EVENTS = frozenset(
-    {
-        ListenerEvent.CREATE,
-        ListenerEvent.ASSIGNMENT,
-        ListenerEvent.COMPLETE,
-        ListenerEvent.DELETE,
-        ListenerEvent.UPDATE,
-        ListenerEvent.TIMEOUT,
-    }
-)
 
 
 def facts(tx: Tx, g: ProcessGraph, task: TaskRow) -> TaskFacts | None:
     """The user task listener ``task`` (a handler task) sees; None when ``task`` runs no task
     listener."""
     step = listeners.step_of(g, task)
-    if step is None or step.event not in _TASK_EVENTS:
+    if step is None or step.event not in TASK_EVENTS:
         return None
     node = g.node(task.node_id)
     known = TaskFacts(
@@ -51,12 +41,13 @@ def facts(tx: Tx, g: ProcessGraph, task: TaskRow) -> TaskFacts | None:
     )
     if step.creating:
         if not step.carries:
-            return replace(known, refusal="the task was created before bpm applied task changes")
+            why = "its listener task was made by an older bpm, which kept no task to be"
+            return replace(known, refusal=why)
         return _from(known, listeners.carried(task))
     subject = _subject(tx, task, step)
     if subject is None:
-        event = step.event.value
-        return replace(known, refusal=f"bpm applies no task changes in a {event} listener")
+        why = f"bpm changes no user task from a '{step.event.value}' listener here"
+        return replace(known, refusal=why)
     return _from(replace(known, id=str(subject.id)), listeners.carried(subject))
 
 
