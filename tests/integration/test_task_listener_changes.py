@@ -194,3 +194,20 @@ def test_a_complete_listener_reassigns_the_done_task_with_a_claimed_row(rt: Harn
     [claimed] = _task_rows(rt, iid, task["id"], "CLAIMED")
     assert claimed["data"] == {"assignee": "auditor", "was": "ann", "by": "listener"}
     assert replay.check(rt.engine.core, iid) == []
+
+
+def test_an_assignee_set_by_an_assignment_listener_fires_no_further_assignment(
+    rt: Harness,
+) -> None:
+    source = (
+        "execution.setVariable('fired', (execution.getVariable('fired') || 0) + 1);"
+        " task.setAssignee('bob');"
+    )
+    model = _model(
+        "reassign", _script_listener("assignment", source), attrs='camunda:assignee="ann"'
+    )
+    rt.engine.deploy_bpmn(model)
+    iid = rt.engine.start("reassign").id
+    rt.drain()
+    assert _only_task(rt, iid)["assignee"] == "bob"
+    assert rt.engine.show(iid)["variables"]["fired"] == 1
