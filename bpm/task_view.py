@@ -15,7 +15,7 @@ bpm's user tasks have no owner, description or own name (the name is the node's)
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -59,14 +59,6 @@ EDITABLE = (
 )
 
 
-@dataclass
-class _Current:
-    """The task's fields as the listener's calls so far left them."""
-
-    values: dict[str, Any]
-    changed: set[str] = field(default_factory=set)
-
-
 class TaskView(ExecutionView):
     """``task`` in a task listener: the execution's variable methods (sharing its writes)
     and the task's own getters and setters; ``edits`` are the fields the setters changed."""
@@ -80,24 +72,24 @@ class TaskView(ExecutionView):
     ) -> None:
         super().__init__(variables, facts, writable=True, writes=writes)
         self.task = task
-        self._current = _Current(
-            {
-                "assignee": task.assignee,
-                "candidate_users": list(task.candidate_users),
-                "candidate_groups": list(task.candidate_groups),
-                "due_date": task.due_date,
-                "follow_up_date": task.follow_up_date,
-                "priority": task.priority,
-            }
-        )
+        #: The task's fields as the calls so far left them, and which of them they set.
+        self._values: dict[str, Any] = {
+            "assignee": task.assignee,
+            "candidate_users": list(task.candidate_users),
+            "candidate_groups": list(task.candidate_groups),
+            "due_date": task.due_date,
+            "follow_up_date": task.follow_up_date,
+            "priority": task.priority,
+        }
+        self._changed: set[str] = set()
 
     @property
     def edits(self) -> dict[str, Any]:
         """The fields the setters changed, with their new values."""
-        return {k: self._current.values[k] for k in EDITABLE if k in self._current.changed}
+        return {k: self._values[k] for k in EDITABLE if k in self._changed}
 
     def value(self, name: str) -> Any:
-        return self._current.values[name]
+        return self._values[name]
 
     def call(self, method: str, args: list[Any], allowed: frozenset[str]) -> Any:
         if method not in allowed or method not in _METHODS:
@@ -116,8 +108,8 @@ class TaskView(ExecutionView):
         return lambda *args: self.call(method, list(args), TASK_READS | TASK_WRITES | TASK_CHANGES)
 
     def change(self, name: str, value: Any) -> None:
-        self._current.values[name] = value
-        self._current.changed.add(name)
+        self._values[name] = value
+        self._changed.add(name)
 
     def facts_for_scripts(self) -> dict[str, Any]:
         """The getters' values as JSON, for a script's ``task``."""
