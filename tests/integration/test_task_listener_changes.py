@@ -6,13 +6,14 @@ call is an incident that changes nothing."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 from bpm.beans import BeanRegistry
 from bpm.engine.operations import replay
 from bpm.task_view import TaskView
+from tests.helpers.clock import FakeClock
 from tests.helpers.modeler import chain, modeler_file
 from tests.helpers.runtime import EngineFactory, Harness
 
@@ -211,3 +212,28 @@ def test_an_assignee_set_by_an_assignment_listener_fires_no_further_assignment(
     rt.drain()
     assert _only_task(rt, iid)["assignee"] == "bob"
     assert rt.engine.show(iid)["variables"]["fired"] == 1
+
+
+def test_a_timeout_listener_escalates_the_open_task(rt: Harness, clock: FakeClock) -> None:
+    listener = (
+        '<camunda:taskListener event="timeout" id="Escalate">'
+        '<camunda:script scriptFormat="javascript">'
+        "task.setAssignee('boss'); task.setPriority(task.getPriority() + 40);"
+        "</camunda:script>"
+        '<bpmn:timerEventDefinition id="TimerEventDefinition_1">'
+        '<bpmn:timeDuration xsi:type="bpmn:tFormalExpression">PT1H</bpmn:timeDuration>'
+        "</bpmn:timerEventDefinition></camunda:taskListener>"
+    )
+    rt.engine.deploy_bpmn(_model("escalate", listener, attrs='camunda:assignee="ann"'))
+    iid = rt.engine.start("escalate").id
+    rt.drain()
+    task = _only_task(rt, iid)
+    clock.advance(timedelta(hours=2))
+    assert rt.engine.fire_due_timers() == 1
+    rt.drain()
+    escalated = _only_task(rt, iid)
+    assert (escalated["id"], escalated["assignee"]) == (task["id"], "boss")
+    assert escalated["priority"] == task["priority"] + 40
+    [claimed] = _task_rows(rt, iid, task["id"], "CLAIMED")
+    assert claimed["data"]["was"] == "ann"
+    assert replay.check(rt.engine.core, iid) == []

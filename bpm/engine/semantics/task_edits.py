@@ -5,10 +5,11 @@ Which user task a listener stands for: during the task's creation (``create``, t
 ``assignment``), the task to be that the listener's own handler task carries
 (``listeners.carried``): the edits make the carried task the next listener gets, or the one
 created. Beside an open task (``update`` and ``assignment`` after a claim), the task its marker
-names; at ``complete``, the task the token just completed. The edits are written to that row
-under its version (a concurrent change rolls the whole outcome back and it is tried again from
-fresh reads), with history: a new assignee as ``CLAIMED``/``UNCLAIMED`` (as a claim is), the
-other fields as ``UPDATED``. A ``delete`` or ``timeout`` listener's setters are refused. A
+names; at ``complete``, the task the token just completed; at ``timeout``, the open task of
+the token the listener's token was spawned beside (its timer boundary's). The edits are
+written to that row under its version (a concurrent change rolls the whole outcome back and it
+is tried again from fresh reads), with history: a new assignee as ``CLAIMED``/``UNCLAIMED`` (as
+a claim is), the other fields as ``UPDATED``. A ``delete`` listener's setters are refused. A
 duplicate delivery of the listener's job finds its task done, so the edits apply once.
 """
 
@@ -23,8 +24,8 @@ from bpm.definitions.model import ListenerEvent, ProcessGraph
 from bpm.engine.core.tx import Tx
 from bpm.engine.semantics import listeners, task_moves
 from bpm.engine.semantics.code_runs import TASK_EVENTS
-from bpm.states import TaskEvent
-from bpm.store import tasks
+from bpm.states import TaskEvent, TaskKind
+from bpm.store import tasks, tokens
 from bpm.store.rows import TaskRow
 from bpm.task_view import TaskFacts
 
@@ -69,6 +70,10 @@ def _subject(tx: Tx, task: TaskRow, step: listeners.Step) -> TaskRow | None:
         return tasks.get(tx.conn, step.user_task)
     if step.event is ListenerEvent.COMPLETE and step.then is None and step.flow is None:
         return tasks.user_task_of(tx.conn, task.token_id, task.node_id)
+    if step.event is ListenerEvent.TIMEOUT:  # beside the task's token, at its timer boundary
+        waiting = tokens.forked_from(tx.conn, task.token_id)
+        row = tasks.open_of_token(tx.conn, waiting) if waiting is not None else None
+        return row if row is not None and row.kind == TaskKind.USER else None
     return None
 
 
