@@ -22,6 +22,7 @@ Settings: ``BPM_SCRIPTS`` (``on``; ``off`` refuses scripts at deploy), ``BPM_SCR
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from typing import Any
@@ -42,6 +43,7 @@ from bpm.juel_methods import (
 )
 from bpm.task_view import TaskFacts, TaskView
 
+log = logging.getLogger("bpm.scripts")
 SCRIPTS_SETTING = "BPM_SCRIPTS"
 TIMEOUT_SETTING = "BPM_SCRIPT_TIMEOUT_MS"
 MEMORY_SETTING = "BPM_SCRIPT_MEMORY_MB"
@@ -91,7 +93,16 @@ _PRELUDE = r"""
       else if (name === 'removeVariable' || name === 'removeVariableLocal')
         out[name] = (n) => { writes[String(n)] = null; };
     }
-    return Object.freeze(out);
+    return guarded('execution', Object.freeze(out));
+  }
+  function guarded(label, target) {
+    // A method the object does not offer fails naming it, not as "not a function".
+    return new Proxy(target, { get(t, name) {
+      if (typeof name !== 'string' || name in t || name === 'toJSON' || name === 'then')
+        return t[name];
+      throw new TypeError(label + '.' + name + ' is not a method scripts may call (they may: '
+        + Object.keys(t).sort().join(', ') + ')');
+    } });
   }
   function taskView(input, writes, calls) {
     const f = Object.assign({}, input.taskFacts);
@@ -118,14 +129,18 @@ _PRELUDE = r"""
     for (const name of input.taskChanges)
       out[name] = (...args) => { calls.push([name, args]); try { edits[name](...args); }
         catch (e) { /* refused when replayed */ } };
-    return Object.freeze(out);
+    return guarded('task', Object.freeze(out));
   }
   function plain(key, value) { return value && value.__bpm_spin ? value.value : value; }
   const baseline = new Set(Object.getOwnPropertyNames(g));
   const run = function (input, source) {
     const writes = {};
     const calls = [];
+    const printed = [];
     const scope = Object.assign(Object.create(null), input.variables);
+    // print() as the JVM's script engines give it; its lines go to the engine's log.
+    scope.print = (...parts) => { if (printed.length < 100)
+      printed.push(parts.map((p) => String(p)).join(' ').slice(0, 1000)); };
     scope.execution = view(input, writes, input.execution);
     if (input.task) scope.task = taskView(input, writes, calls);
     scope.S = S;
@@ -137,7 +152,7 @@ _PRELUDE = r"""
         if (!baseline.has(name)) delete g[name];
     }
     return JSON.stringify({ value: value === undefined ? null : value, writes: writes,
-      calls: calls }, plain);
+      calls: calls, printed: printed }, plain);
   };
   for (const name of Object.getOwnPropertyNames(g)) {
     const value = g[name];
@@ -228,6 +243,8 @@ def run_script(source: str, where: str, variables: dict[str, Any], invocation: I
     if not isinstance(out, str) or len(out) > MAX_RESULT:
         raise ScriptFailed(f"{where}: javascript script gave a result over {MAX_RESULT} bytes")
     result = json.loads(out)
+    for line in result["printed"]:
+        log.info("%s: print: %s", where, line)
     if isinstance(task, TaskView):
         _replay(task, result["calls"], where)
     if execution.writable:

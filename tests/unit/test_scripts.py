@@ -51,6 +51,18 @@ def test_task_in_task_listeners() -> None:
         run("task.getId()")
 
 
+def test_print_goes_to_the_log_and_an_unknown_method_is_named(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level("INFO", logger="bpm.scripts"):
+        assert run("print('total', amount); amount")[0] == 150
+    assert "scriptTask 'T': print: total 150" in caplog.text
+    with pytest.raises(ScriptFailed) as info:
+        run("execution.setBusinessKey('x')")
+    assert "execution.setBusinessKey is not a method scripts may call" in str(info.value)
+    assert "getProcessInstanceId" in str(info.value)
+
+
 def test_a_script_leaves_nothing_for_the_next() -> None:
     run("leaked = 5; var mine = 6; Array.prototype.evil = 1; JSON.stringify = null; 1")
     assert run("typeof leaked + typeof mine + typeof [].evil + typeof JSON.stringify")[0] == (
