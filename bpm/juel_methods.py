@@ -18,7 +18,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from bpm.juel_values import DATE_METHODS, SPIN_METHODS, DateTime, Spin, plain
+from bpm.juel_values import DATE_METHODS, DECISION_RESULT, SPIN_METHODS, DateTime, Spin, plain
 from bpm.spin_xml import SpinAttribute, SpinXml
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ STRING_METHODS = frozenset(
 )  # fmt: skip
 COLLECTION_METHODS = frozenset(
     {"size", "isEmpty", "get", "contains", "containsKey", "containsValue", "indexOf",
-     "keySet", "values", "equals", "toString"}
+     "keySet", "values", "equals", "toString", *DECISION_RESULT}
 )  # fmt: skip
 NUMBER_METHODS = frozenset({"intValue", "longValue", "doubleValue", "toString", "equals"})
 VALUE_METHODS = STRING_METHODS | COLLECTION_METHODS | NUMBER_METHODS | DATE_METHODS | SPIN_METHODS
@@ -376,6 +376,7 @@ _LIST: Mapping[str, Callable[..., Any]] = {
     "indexOf": lambda v, o: list(v).index(o) if o in v else -1,
     "equals": lambda v, o: list(v) == o,
     "toString": _text,
+    **DECISION_RESULT,
 }
 _MAP: Mapping[str, Callable[..., Any]] = {
     "size": len,

@@ -245,3 +245,30 @@ def plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items()}
     return value
+
+
+def _single(entries: list[Any]) -> Any:
+    if len(entries) > 1:
+        raise ValueError(f"the decision result has {len(entries)} entries, not one")
+    return entries[0] if entries else None
+
+
+def _single_entry(entries: list[Any]) -> Any:
+    found = _single(entries)
+    if found is None:
+        return None
+    if not isinstance(found, dict) or len(found) != 1:
+        raise ValueError("the decision result's entry has not exactly one value")
+    return next(iter(found.values()))
+
+
+#: Camunda's ``DmnDecisionResult`` methods over a decision's result list (one map of output
+#: name -> value per matched rule), as a business rule task's ``decisionResult`` holds it
+#: while its output mappings run.
+DECISION_RESULT: Mapping[str, Callable[..., Any]] = {
+    "getSingleResult": _single,
+    "getFirstResult": lambda v: v[0] if v else None,
+    "getResultList": list,
+    "getSingleEntry": _single_entry,
+    "collectEntries": lambda v, name: [e[name] for e in v if isinstance(e, dict) and name in e],
+}

@@ -164,3 +164,40 @@ def test_deployment_binding_without_a_decision_is_an_incident(rt: Harness) -> No
     shown = run(rt, {"season": "Spring", "guestCount": 6})
     [incident] = shown["incidents"]
     assert "no decision 'dish' (deployed with the process)" in incident["message"]
+
+
+def test_output_mappings_read_the_whole_result_as_decision_result(rt: Harness) -> None:
+    """Camunda 7 sets ``decisionResult`` (local) before a business rule task's output
+    mappings: ``getSingleResult()``, ``getSingleEntry()``, ``getResultList()``,
+    ``collectEntries(name)``."""
+    rt.engine.deploy_dmn(model("dish.dmn"))
+    outputs = {
+        "meal": "${decisionResult.getSingleResult().desiredDish}",
+        "entry": "${decisionResult.getSingleEntry()}",
+        "count": "${decisionResult.getResultList().size()}",
+        "dishes": "${decisionResult.collectEntries('desiredDish')}",
+    }
+    params = "".join(
+        f'<camunda:outputParameter name="{k}">{v}</camunda:outputParameter>'
+        for k, v in outputs.items()
+    )
+    rt.engine.deploy_bpmn(
+        modeler_file(
+            "dinner",
+            '    <bpmn:startEvent id="S" />\n'
+            '<bpmn:businessRuleTask id="Decide" camunda:decisionRef="dish">'
+            f"<bpmn:extensionElements><camunda:inputOutput>{params}</camunda:inputOutput>"
+            "</bpmn:extensionElements></bpmn:businessRuleTask>"
+            '<bpmn:endEvent id="E" />' + chain("S", "Decide", "E"),
+        )
+    )
+    shown = run(rt, {"season": "Summer", "guestCount": 2})
+    assert shown["state"] == "COMPLETED"
+    dish = "Light Salad and a nice Steak"
+    assert {k: shown["variables"][k] for k in outputs} == {
+        "meal": dish,
+        "entry": dish,
+        "count": 1,
+        "dishes": [dish],
+    }
+    assert "decisionResult" not in shown["variables"] and not shown.get("local_variables")

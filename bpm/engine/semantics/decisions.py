@@ -61,6 +61,8 @@ def evaluate(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> bool:
     )
     if node.result_variable is not None:
         scopes.write(tx, g, tok, {node.result_variable: value})
+    if node.outputs:  # as Camunda 7: the whole result, local, for the output mappings
+        scopes.write(tx, g, tok, {"decisionResult": jsonable(result.entries)}, local=True)
     return True
 
 
