@@ -3,7 +3,8 @@
 The mapping is one to one (docs/bpmn.md lists it): every supported element becomes the node or
 flow of the same id, every unsupported element or attribute value is refused with its line,
 qualified name and id, and each document then goes through ``compile_definition`` like a JSON
-file. The import goes on past a refused element, so one refusal lists every problem in the file.
+file. The import goes on past a refused element, and the structural checks run over what it
+could read (refused nodes stand as placeholders), so one refusal lists every problem in the file.
 """
 
 from __future__ import annotations
@@ -14,22 +15,21 @@ from typing import Any
 from bpm.definitions import bpmn_calls, bpmn_common, bpmn_listeners
 from bpm.definitions import bpmn_camunda as camunda
 from bpm.definitions import bpmn_events as events
+from bpm.definitions import bpmn_placeholders as placeholders
 from bpm.definitions import bpmn_tasks as tasks
 from bpm.definitions import bpmn_transactions as transactions
 from bpm.definitions.bpmn_compensation import attach_compensation, is_compensation
+from bpm.definitions.bpmn_conditions import flow_condition
 from bpm.definitions.bpmn_declarations import Declarations
-from bpm.definitions.bpmn_feel import FeelUnsupported, translate_condition
 from bpm.definitions.bpmn_handlers import handler_name
 from bpm.definitions.bpmn_links import join_links
 from bpm.definitions.bpmn_multi_instance import LOOPS
 from bpm.definitions.bpmn_names import BPM, BPMN, CAMUNDA, CAMUNDA_ALIASES
 from bpm.definitions.bpmn_reader import Reader, not_yet, problems_of, refusal, reject
 from bpm.definitions.bpmn_xml import XmlElement, parse_xml
-from bpm.definitions.code import inline_script
 from bpm.definitions.parse.document import compile_definition
 from bpm.definitions.parse.policies import SAGA_SCOPES
 from bpm.errors import InvalidDefinition
-from bpm.script_values import SCRIPT_KEY
 
 __all__ = ["compile_bpmn", "handler_name"]
 Mapped = dict[str, Any]
@@ -98,6 +98,8 @@ class _File:
         #: The element of each problem line whose element is known.
         self.elements: dict[str, str] = {}
         self.decl = Declarations(root, self.problems)
+        #: Ids of the refused nodes and flows standing as placeholders (``placeholders``).
+        self.placeholders: set[str] = set()
 
     def record(self, exc: InvalidDefinition) -> None:
         if self.first_element is None:
@@ -130,17 +132,31 @@ class _File:
         if self.data_objects:
             doc["dataObjects"] = self.data_objects
         self.attempt(reader.finish)
-        if len(self.problems) > before:
-            return doc  # the validator would only repeat what is refused already
+        self.validate(doc, lines, el.line, refused=len(self.problems) > before)
+        return doc
+
+    def validate(self, doc: Mapped, lines: dict[str, int], line: int, *, refused: bool) -> None:
+        """The structural checks, over what the import could read: a refused node stands
+        there as a placeholder, so the flows around it still hold, and a problem the
+        validator finds at a placeholder (or a flow touching one) is not reported, since
+        it follows from the refusal already listed."""
+        key = doc["key"]
         try:
             compile_definition(doc)
         except InvalidDefinition as exc:
-            line = lines.get(exc.element or "", el.line)
+            if refused and self.follows_from_refusal(exc):
+                return
             text = str(exc)
             if not text.startswith(f"process {key!r}"):
                 text = f"process {key!r}: {text}"
-            self.record(InvalidDefinition(f"line {line}: {text}", exc.element))
-        return doc
+            at = lines.get(exc.element or "", line)
+            self.record(InvalidDefinition(f"line {at}: {text}", exc.element))
+
+    def follows_from_refusal(self, exc: InvalidDefinition) -> bool:
+        text = str(exc)
+        return exc.element in self.placeholders or any(
+            f"{found!r}" in text for found in self.placeholders
+        )
 
     def attempt(self, step: Any) -> Any:
         """Run one import step; a refusal is recorded and the import goes on."""
@@ -172,7 +188,11 @@ class _File:
                     self.data_objects.append(found)
             elif child.tag == "sequenceFlow":
                 flow = self.attempt(lambda child=child: self.flow(child, lines, flows))
+                if flow is None:
+                    flow = placeholders.flow(child)
+                    self.placeholders.update(p["id"] for p in [flow] if p is not None)
                 if flow is not None:
+                    lines.setdefault(flow["id"], child.line)
                     flows.append(flow)
             elif child.tag == "boundaryEvent" and is_compensation(child):
                 self.attempt(
@@ -181,7 +201,10 @@ class _File:
             else:
                 node = self.attempt(lambda child=child: self.node(child, lines))
                 if node is None:
-                    continue
+                    node = placeholders.node(child)
+                    if node is None:
+                        continue
+                    self.placeholders.add(node["id"])
                 if child.attrib.get("isForCompensation") == "true":
                     for_compensation.add(node["id"])
                 lines[node["id"]] = child.line
@@ -224,7 +247,7 @@ class _File:
             flow["name"] = el.attrib["name"]
         condition = reader.child("conditionExpression")
         if condition is not None:
-            flow["condition"] = _condition(el, condition)
+            flow["condition"] = flow_condition(el, condition)
         flow.update(camunda.properties(reader))
         if (text := camunda.documentation(el)) is not None:
             flow["documentation"] = text
@@ -291,33 +314,6 @@ class _File:
         if attached in compensated:
             raise reject(el, f"is a second compensation boundary on {attached!r}", "keep one")
         compensated[attached] = el
-
-
-def _condition(flow: XmlElement, condition: XmlElement) -> Any:
-    reader = Reader(condition)
-    language = reader.attr("language")
-    reader.finish()
-    script = inline_script(language or "", condition.text) if language else None
-    if script is not None and "script" in script:  # JavaScript: its last value decides
-        return {SCRIPT_KEY: script["script"]}
-    if language and language.lower() not in {"juel", "feel", "${juel}"}:
-        raise reject(
-            flow,
-            f"has a condition in language {language!r}, which is not supported",
-            "write it as JUEL ${...}, FEEL =... or a plain condition",
-        )
-    try:
-        text = translate_condition(condition.text)
-    except FeelUnsupported as exc:
-        raise reject(
-            flow,
-            f"has a FEEL condition {condition.text.strip()!r} that cannot be translated: {exc}",
-        ) from None
-    if not text:
-        raise reject(
-            flow, "has an empty conditionExpression", "remove it for an unconditional flow"
-        )
-    return text
 
 
 def _read_aliases_as_camunda(root: XmlElement) -> XmlElement:

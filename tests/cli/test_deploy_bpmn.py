@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.cli.conftest import Bpm
+from tests.unit.test_bpmn_every_problem import SEVERAL
 
 TWO_PROCESSES = """<?xml version="1.0" encoding="UTF-8"?>
 <definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
@@ -78,3 +79,23 @@ def test_deploy_check__a_good_file_is_named_and_not_deployed(bpm: Bpm, tmp_path:
         "processes": ["first", "second"],
     }
     assert "first" in bpm.error("start", "first")  # nothing was deployed
+
+
+def test_deploy_check__lists_importer_and_structural_problems_of_every_process(
+    bpm: Bpm, tmp_path: Path
+) -> None:
+    path = tmp_path / "several.bpmn"
+    path.write_text(SEVERAL)
+    result = bpm("deploy", "--check", str(path))
+    assert result.exit_code != 0
+    lines = result.stderr.splitlines()
+    assert [line.split(": ")[2] for line in lines] == [
+        "line 5",
+        "line 7",
+        "line 13",
+        "line 20",
+        "line 21",
+    ], result.stderr
+    assert "complexGateway 'A_g'" in lines[0] and "'A_lost': unreachable" in lines[1]
+    assert "second startEvent" in lines[2] and "camunda:nonsense" in lines[3]
+    assert "signalEventDefinition without signalRef" in lines[4]
