@@ -33,6 +33,8 @@ from bpm.errors import InvalidDefinition
 
 __all__ = ["compile_bpmn", "handler_name"]
 Mapped = dict[str, Any]
+#: The node type of a BPMN element whose mapper refused it, for reading its extensions.
+_TYPE_OF = {**dict.fromkeys((*tasks.SERVICE_LIKE, "scriptTask", "businessRuleTask"), "serviceTask")}
 _SCOPE_PARTS = {"documentation", "extensionElements", "laneSet", "incoming", "outgoing", *LOOPS}
 
 
@@ -267,11 +269,19 @@ class _File:
         mapper = _MAPPERS.get(el.tag)
         if mapper is None:
             raise not_yet(el)
+        found: list[str] = []
         try:
             node.update(mapper(self, reader, lines))
+        except InvalidDefinition as exc:
+            found += problems_of(exc)
+        # read even when the mapper refused: a supported extension around the refused
+        # construct is read (and refused only for a cause of its own), never listed unread
+        node.setdefault("type", _TYPE_OF.get(el.tag, el.tag))
+        try:
             node.update(bpmn_common.common(reader, node))
         except InvalidDefinition as exc:
-            found = problems_of(exc)
+            found += problems_of(exc)
+        if found:
             extra = reader.leftovers(extensions_only=True)
             raise refusal([*found, *extra], node_id) from None
         reader.finish()

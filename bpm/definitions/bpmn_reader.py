@@ -9,7 +9,8 @@ several problems, one per line, so a user fixing a model sees them all at once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
 
 from bpm.definitions.bpmn_names import (
     BPMN,
@@ -22,6 +23,8 @@ from bpm.definitions.bpmn_names import (
 )
 from bpm.definitions.bpmn_xml import XmlElement
 from bpm.errors import InvalidDefinition
+
+T = TypeVar("T")
 
 
 def qualified(ns: str, local: str, root: XmlElement | None = None) -> str:
@@ -75,6 +78,27 @@ def refusal(
 
 def problems_of(exc: InvalidDefinition) -> list[str]:
     return str(exc).splitlines()
+
+
+class Gathered:
+    """The refusals of several independent reads of one element, so a refused part does not
+    leave the parts after it unread (and listed as unsupported when they are not)."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def attempt(self, step: Callable[[], T], instead: T) -> T:
+        """``step()``, or ``instead`` with its refusal noted."""
+        try:
+            return step()
+        except InvalidDefinition as exc:
+            self.problems += problems_of(exc)
+            return instead
+
+    def check(self, element: str | None) -> None:
+        """Raise one refusal listing every problem noted, if any."""
+        if self.problems:
+            raise refusal(self.problems, element)
 
 
 def _owner_id(el: XmlElement | None) -> str | None:
