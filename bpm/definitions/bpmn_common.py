@@ -34,6 +34,10 @@ MAPPED_TYPES = frozenset(
 DEFAULTED_TYPES = MAPPED_TYPES | {"boundaryEvent"}
 #: BPMN data flow inside an activity: Camunda 7 gives it no behaviour, and neither does bpm.
 DATA_FLOW = ("dataInputAssociation", "dataOutputAssociation", "ioSpecification", "property")
+#: Children of an activity or event for people and tools only: its data flow, and who
+#: performs it (``performer``; Camunda 7 reads only ``humanPerformer`` and
+#: ``potentialOwner``, on a user task).
+METADATA = (*DATA_FLOW, "performer")
 
 
 def common(r: Reader, node: Mapped) -> Mapped:
@@ -44,7 +48,7 @@ def common(r: Reader, node: Mapped) -> Mapped:
     if (text := documentation(r.el)) is not None:
         out["documentation"] = text
     out.update(gathered.attempt(lambda: properties(r), none))
-    for tag in DATA_FLOW:
+    for tag in METADATA:
         r.children(tag)
     kind = node.get("type")
     out.update(gathered.attempt(lambda: listeners(r, task_listeners=kind == "userTask"), none))
