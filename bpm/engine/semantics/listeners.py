@@ -30,6 +30,11 @@ PREFIX = "listener:"
 _TO_BOUNDARY = "!"
 #: Marks a listener that runs under a token of its own beside an open user task.
 _BESIDE = "+"
+#: Marks one of the process's own ``end`` listeners, run under the root token as the
+#: instance ends.
+_PROCESS = "^process"
+#: Marks one of those run because the instance is being cancelled.
+_CANCELLING = "^cancelling"
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,10 @@ class Step:
     boundary: str | None = None
     #: Runs under a token beside an open user task; these events' listeners follow it.
     then: tuple[ListenerEvent, ...] | None = None
+    #: One of the process's own ``end`` listeners (``ProcessGraph.end_listeners``).
+    process: bool = False
+    #: A process ``end`` listener run because the instance is being cancelled.
+    cancelling: bool = False
 
 
 def run(
@@ -76,6 +85,27 @@ def run(
     return _task(tx, tok, node, Step(listener, event, index, flow_id, boundary, then))
 
 
+def run_process_end(
+    tx: Tx, g: ProcessGraph, root: TokenRow, index: int = 0, *, cancelling: bool = False
+) -> RunTask:
+    """The root token waits, where its path ended, while the process's ``end`` listener
+    ``index`` runs; when the last one is done the instance ends (``nodes.end_token``), or
+    with ``cancelling`` is cancelled (``process_ends.cancel_listener_done``)."""
+    if root.state != TokenState.WAITING or root.wait_kind != WaitKind.TASK:
+        root = move(
+            tx,
+            root,
+            state=TokenState.WAITING,
+            event=TokenEvent.WAITING,
+            wait_kind=WaitKind.TASK,
+            data={"listener": ListenerEvent.END.value, "of": "process"},
+        )
+    step = Step(
+        g.end_listeners[index], ListenerEvent.END, index, process=True, cancelling=cancelling
+    )
+    return _task(tx, root, g.node(root.node_id), step)
+
+
 def _listener(node: Node, event: ListenerEvent, index: int, flow: Flow | None) -> Listener:
     return (flow.listeners if flow is not None else node.listeners_of(event))[index]
 
@@ -88,6 +118,8 @@ def _marker(step: Step) -> str:
         return f"{marker}:{_TO_BOUNDARY}{step.boundary}"
     if step.then is not None:
         return f"{marker}:{_BESIDE}" + ",".join(e.value for e in step.then)
+    if step.process:
+        return f"{marker}:{_CANCELLING if step.cancelling else _PROCESS}"
     return marker
 
 
@@ -122,6 +154,9 @@ def step_of(g: ProcessGraph, task: TaskRow) -> Step | None:
     event_name, _, rest = marker[len(PREFIX) :].partition(":")
     index, _, after = rest.partition(":")
     event = ListenerEvent(event_name)
+    if after in (_PROCESS, _CANCELLING):
+        found_end, at = g.end_listeners, int(index)
+        return Step(found_end[at], event, at, process=True, cancelling=after == _CANCELLING)
     found = g.node(task.node_id).listeners_of(event)
     if after.startswith(_BESIDE):
         then = tuple(ListenerEvent(e) for e in after[len(_BESIDE) :].split(",") if e)
