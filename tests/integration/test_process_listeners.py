@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
+from bpm.engine.operations import replay
 from bpm.handlers import HandlerContext, HandlerRegistry
+from tests.helpers.invariants import assert_history_consistent
 from tests.helpers.modeler import chain, modeler_file
 from tests.helpers.runtime import Harness
 
@@ -89,6 +91,8 @@ def test_start_and_end_listeners_of_the_process_frame_the_instance(
     rt.drain()
     assert rt.engine.show(iid)["state"] == "COMPLETED"
     assert log == ["Opened@start", "Work@task", "LastNode@end", "Closed@end", "Closed2@end"]
+    assert replay.check(rt.engine.core, iid) == []
+    assert_history_consistent(rt.engine.core.db, iid)
 
 
 def test_the_instance_is_running_while_its_end_listener_waits_to_run(
@@ -135,9 +139,8 @@ def test_a_terminate_end_event_runs_the_process_end_listeners(
     assert log == ["Work@task", "Closed@end"]
 
 
-WAITING = (
-    '<bpmn:startEvent id="S" /><bpmn:userTask id="U" /><bpmn:endEvent id="E" />'
-    + chain("S", "U", "E")
+WAITING = '<bpmn:startEvent id="S" /><bpmn:userTask id="U" /><bpmn:endEvent id="E" />' + chain(
+    "S", "U", "E"
 )
 
 
@@ -158,6 +161,8 @@ def test_a_cancel_runs_the_process_end_listeners_then_the_instance_is_cancelled(
     shown = rt.engine.show(iid)
     assert log == ["Closed@end", "Closed2@end"]
     assert shown["state"] == "CANCELLED"
+    assert replay.check(rt.engine.core, iid) == []
+    assert_history_consistent(rt.engine.core.db, iid)
     assert all(t["state"] != "READY" for t in shown["tasks"])  # the user task went with it
 
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.tx import Next, Tx
-from bpm.engine.semantics import listeners
+from bpm.engine.semantics import listeners, records
 from bpm.engine.semantics.cancelling import cancel_token, end_work
 from bpm.engine.semantics.instance_state import set_instance_state
-from bpm.states import LIVE_TOKEN, InstanceState, TokenState
+from bpm.engine.semantics.moves import move
+from bpm.states import LIVE_TOKEN, InstanceState, TokenEvent, TokenState
 from bpm.store import tasks
 from bpm.store.rows import TokenRow
 
@@ -52,7 +53,8 @@ def cancel_listener_done(tx: Tx, g: ProcessGraph, root: TokenRow, step: listener
     following = step.index + 1
     if following < len(g.end_listeners):
         return listeners.run_process_end(tx, g, root, following, cancelling=True)
-    if root.state != TokenState.CANCELLED:
-        cancel_token(tx, root, _REASON)
+    # its work ended at the cancel; its one task, the listener's, is done in this step
+    records.cut_short(tx, root, _REASON)
+    move(tx, root, state=TokenState.CANCELLED, event=TokenEvent.CANCELLED, data={"reason": _REASON})
     set_instance_state(tx, root.instance_id, InstanceState.CANCELLED)
     return None
