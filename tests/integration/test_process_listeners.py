@@ -195,3 +195,27 @@ def test_a_cancel_without_process_end_listeners_is_immediate(
     rt.drain()
     rt.engine.cancel(iid)
     assert rt.engine.show(iid)["state"] == "CANCELLED"
+
+
+def test_a_process_start_listener_runs_for_a_message_start_too(
+    rt: Harness, handlers: HandlerRegistry
+) -> None:
+    log = recording(handlers, "Opened")
+    listeners = process_listeners(
+        '<camunda:executionListener event="start" class="org.acme.Opened" />'
+    )
+    body = (
+        '<bpmn:startEvent id="S" /><bpmn:endEvent id="E" />'
+        '<bpmn:startEvent id="M"><bpmn:messageEventDefinition messageRef="Msg" />'
+        '</bpmn:startEvent><bpmn:endEvent id="E2" />' + chain("S", "E") + chain("M", "E2")
+    )
+    rt.engine.deploy_bpmn(
+        modeler_file(
+            "p", listeners + body, declarations='<bpmn:message id="Msg" name="order placed" />'
+        )
+    )
+    rt.engine.start("p")
+    rt.drain()
+    rt.engine.correlate("order placed")
+    rt.drain()
+    assert log == ["Opened@start", "Opened@start"]

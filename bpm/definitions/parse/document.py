@@ -72,9 +72,9 @@ def compile_definition(doc: Mapping[str, Any]) -> ProcessGraph:
     builder.check()
     own = parse_listeners(doc.get("listeners"), None, f"process {key!r}", None)
     starting = tuple(x for x in own if x.event is ListenerEvent.START)
-    if starting:  # the process starts as its start event does: its listeners run first
-        first = builder.nodes[builder.starts[None]]
-        builder.nodes[first.id] = replace(first, listeners=starting + first.listeners)
+    for node in list(builder.nodes.values()):  # the process starts as a start event of
+        if starting and node.type is NodeType.START and node.scope is None:  # its does
+            builder.nodes[node.id] = replace(node, listeners=starting + node.listeners)
     return ProcessGraph(
         key=key,
         name=name,
