@@ -196,3 +196,21 @@ def test_another_vendors_extensions_are_listed_as_ignored() -> None:
     assert node(found) == {"id": "T", "type": "task"}
     assert "triso:userConstraints='true'" in found.ignored[0]
     assert "zeebe:properties in task 'T'" in found.ignored[1]
+
+
+@pytest.mark.parametrize(
+    ("kind", "literal"),
+    [
+        ("timeDuration", "PT7D"),  # days after the T: java's DatatypeFactory refuses it too
+        ("timeDuration", "P5H"),  # hours need the T: refused by it as well
+        ("timeDate", "2024-13-01T10:00:00Z"),  # no 13th month, for Joda either
+        ("timeDate", "2024-01-01T24:00:00Z"),  # Joda's hours end at 23
+    ],
+)
+def test_literals_camunda_refuses_stay_refused(kind: str, literal: str) -> None:
+    with pytest.raises(InvalidDefinition, match=f"'{literal}' is not an ISO 8601"):
+        imported(
+            '<bpmn:intermediateCatchEvent id="T"><bpmn:timerEventDefinition>'
+            f"<bpmn:{kind}>{literal}</bpmn:{kind}>"
+            "</bpmn:timerEventDefinition></bpmn:intermediateCatchEvent>"
+        )
