@@ -185,17 +185,17 @@ class _File:
         try:
             compile_definition(doc)
         except InvalidDefinition as exc:
-            if refused and self.follows_from_refusal(exc):
-                return
-            text = str(exc)
-            if not text.startswith(f"process {key!r}"):
-                text = f"process {key!r}: {text}"
-            at = lines.get(exc.element or "", line)
-            self.record(InvalidDefinition(f"line {at}: {text}", exc.element))
+            for text in problems_of(exc):  # each node's own problems, one line each
+                element = exc.element_of(text)
+                if refused and self.follows_from_refusal(text, element):
+                    continue
+                if not text.startswith(f"process {key!r}"):
+                    text = f"process {key!r}: {text}"
+                at = lines.get(element or "", line)
+                self.record(InvalidDefinition(f"line {at}: {text}", element))
 
-    def follows_from_refusal(self, exc: InvalidDefinition) -> bool:
-        text = str(exc)
-        return exc.element in self.placeholders or any(
+    def follows_from_refusal(self, text: str, element: str | None) -> bool:
+        return element in self.placeholders or any(
             f"{found!r}" in text for found in self.placeholders
         )
 

@@ -93,12 +93,13 @@ def test_deploy_check__lists_importer_and_structural_problems_of_every_process(
         "line 5",
         "line 7",
         "line 13",
-        "line 20",
+        "line 14",
         "line 21",
+        "line 22",
     ], result.stderr
     assert "complexGateway 'A_g'" in lines[0] and "'A_lost': unreachable" in lines[1]
-    assert "second startEvent" in lines[2] and "camunda:nonsense" in lines[3]
-    assert "signalEventDefinition without signalRef" in lines[4]
+    assert "second startEvent" in lines[2] and "'B_g' (exclusiveGateway)" in lines[3]
+    assert "camunda:nonsense" in lines[4] and "without signalRef" in lines[5]
 
 
 OTHER_VENDORS = TWO_PROCESSES.replace(

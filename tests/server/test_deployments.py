@@ -294,6 +294,7 @@ def test_a_refused_deployment_lists_every_problem_of_every_process(
     got = c.post("/deployment/create", data={"deployment-name": "several"}, files=files)
     assert got.status_code == 400
     errors = got.json()["details"]["several.bpmn"]["errors"]
-    assert [e["line"] for e in errors] == [5, 7, 13, 20, 21]
+    assert [e["line"] for e in errors] == [5, 7, 13, 14, 21, 22]
     assert "unreachable" in errors[1]["message"] and "second startEvent" in errors[2]["message"]
+    assert "B_g" in errors[3]["message"]
     assert _versions(c, "A") == [] and _versions(c, "B") == []

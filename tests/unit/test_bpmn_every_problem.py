@@ -11,8 +11,8 @@ from bpm.errors import InvalidDefinition
 from tests.helpers.modeler import chain, modeler_processes
 
 #: A: an importer refusal (a complex gateway) in the middle of its flow, and a task nobody
-#: reaches (a structural problem of the same process). B: a structural problem only (two
-#: start events). C: two importer refusals.
+#: reaches (a structural problem of the same process). B: two structural problems of two
+#: nodes (a second start event, a gateway leading nowhere). C: two importer refusals.
 SEVERAL = modeler_processes(
     {
         "A": '    <bpmn:startEvent id="A_s" />\n'
@@ -21,6 +21,7 @@ SEVERAL = modeler_processes(
         '    <bpmn:task id="A_lost" />\n' + chain("A_s", "A_g", "A_e"),
         "B": '    <bpmn:startEvent id="B_s" />\n'
         '    <bpmn:startEvent id="B_s2" />\n'
+        '    <bpmn:exclusiveGateway id="B_g" />\n'
         '    <bpmn:endEvent id="B_e" />\n' + chain("B_s", "B_e") + "\n" + chain("B_s2", "B_e"),
         "C": '    <bpmn:startEvent id="C_s" />\n'
         '    <bpmn:serviceTask id="C_t" camunda:class="a.B" camunda:nonsense="1" />\n'
@@ -38,12 +39,13 @@ def problems(xml: str) -> list[str]:
 
 def test_every_problem_of_every_process_is_listed_once() -> None:
     found = problems(SEVERAL)
-    assert len(found) == 5, found
+    assert len(found) == 6, found
     assert all(line.startswith("line ") for line in found)
     text = "\n".join(found)
     assert "complexGateway 'A_g' is not supported yet" in text
     assert "process 'A': node 'A_lost': unreachable" in text
     assert "process 'B'" in text and "second startEvent" in text
+    assert "node 'B_g' (exclusiveGateway): a gateway needs at least one outgoing flow" in text
     assert "camunda:nonsense" in text
     assert "endEvent 'C_e' has a signalEventDefinition without signalRef" in text
 
