@@ -219,3 +219,19 @@ def test_a_process_start_listener_runs_for_a_message_start_too(
     rt.engine.correlate("order placed")
     rt.drain()
     assert log == ["Opened@start", "Opened@start"]
+
+
+def test_a_cancel_that_skips_custom_listeners_is_immediate(
+    rt: Harness, handlers: HandlerRegistry
+) -> None:
+    log = recording(handlers, "Closed")
+    listeners = process_listeners(
+        '<camunda:executionListener event="end" class="org.acme.Closed" />'
+    )
+    rt.engine.deploy_bpmn(modeler_file("p", listeners + WAITING))
+    iid = rt.engine.start("p").id
+    rt.drain()
+    rt.engine.cancel(iid, skip_listeners=True)
+    assert rt.engine.show(iid)["state"] == "CANCELLED"
+    rt.drain()
+    assert log == []

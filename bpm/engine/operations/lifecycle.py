@@ -200,8 +200,15 @@ def _definition(tx: Tx, key: str, version: int | None) -> DefinitionRow:
     return row
 
 
-def cancel(core: EngineCore, instance_id: UUID, reason: str = "cancelled by an operator") -> None:
-    """Cancel every live token, task and incident, and the instance (one transaction).
+def cancel(
+    core: EngineCore,
+    instance_id: UUID,
+    reason: str = "cancelled by an operator",
+    skip_listeners: bool = False,
+) -> None:
+    """Cancel every live token, task and incident, and the instance (one transaction); when
+    the process has ``end`` listeners (and ``skip_listeners`` is false, Camunda's
+    ``skipCustomListeners``), the instance is CANCELLED once they ran (``process_ends``).
 
     The instance's row is locked first, as every transaction that locks it does (the
     engine's lock order, ``Tx.lock_instance``), so a cancel racing a worker queues at that
@@ -220,7 +227,7 @@ def cancel(core: EngineCore, instance_id: UUID, reason: str = "cancelled by an o
                 )
             tokens = tx.tokens_of(instance_id)
             g = core.graph(inst.process_def_id, tx.conn)
-            root = process_ends.listening_root(tx, g, tokens)
+            root = None if skip_listeners else process_ends.listening_root(tx, g, tokens)
             if root is not None:  # the process's end listeners run first, then it is over
                 process_ends.cancel_listening(tx, g, root, reason)
                 return
