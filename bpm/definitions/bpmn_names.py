@@ -35,6 +35,25 @@ PRESENTATIONAL = frozenset(
 #: Trisotech, Flowable, Zeebe where bpm reads nothing of it...): ignored, as Camunda 7 ignores
 #: it, and listed as ignored.
 READ = frozenset({"", BPMN, CAMUNDA, BPM, XSI, FOX})
+#: The extension elements some element's mapper reads (``Reader.extension``): after a mapper
+#: refused its element, one it did not come to read is not named as unsupported.
+READ_EXTENSIONS = frozenset(
+    {
+        "assignmentDefinition",
+        "connector",
+        "executionListener",
+        "failedJobRetryTimeCycle",
+        "field",
+        "formData",
+        "in",
+        "inputOutput",
+        "loopCharacteristics",
+        "out",
+        "properties",
+        "taskDefinition",
+        "taskListener",
+    }
+)
 #: Attributes of a user task that Camunda 7 reads nowhere else: on another element they are
 #: ignored (and listed as ignored), as Camunda 7 ignores them.
 USER_TASK_ONLY = frozenset(

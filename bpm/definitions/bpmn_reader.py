@@ -21,6 +21,7 @@ from bpm.definitions.bpmn_names import (
     PREFIXES,
     PRESENTATIONAL,
     READ,
+    READ_EXTENSIONS,
     USER_TASK_ONLY,
     XSI,
 )
@@ -202,6 +203,8 @@ class Reader:
                 for ext in child.children:
                     if id(ext) in self.used_children or ext.ns in PRESENTATIONAL:
                         continue
+                    if extensions_only and ext.tag in READ_EXTENSIONS and not foreign(ext.ns):
+                        continue  # the refused mapper would have read it: not the cause
                     self.used_children.add(id(ext))
                     if foreign(ext.ns):
                         ignore_element(ext)

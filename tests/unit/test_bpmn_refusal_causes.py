@@ -4,8 +4,12 @@ that holds it, and never a supported sibling left unread after it."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
+from bpm.definitions import bpmn_names
 from bpm.definitions.bpmn import compile_bpmn
 from bpm.errors import InvalidDefinition
 from tests.helpers.modeler import chain, modeler_file
@@ -123,3 +127,44 @@ def test_a_refused_listener_and_a_refused_mapping_are_both_named() -> None:
     )
     assert len(found) == 2, found
     assert "groovy" in found[0] and "python" in found[1]
+
+
+@pytest.mark.parametrize(
+    ("task", "cause"),
+    [
+        (
+            '<bpmn:serviceTask id="T" camunda:type="mail"><bpmn:extensionElements>'
+            "<camunda:connector><camunda:connectorId>mail</camunda:connectorId>"
+            "</camunda:connector></bpmn:extensionElements></bpmn:serviceTask>",
+            "camunda:type='mail'",
+        ),
+        (
+            '<bpmn:callActivity id="T" calledElement="x" camunda:calledElementBinding="bogus">'
+            '<bpmn:extensionElements><camunda:in variables="all" /><camunda:out variables="all" />'
+            "</bpmn:extensionElements></bpmn:callActivity>",
+            "camunda:calledElementBinding='bogus'",
+        ),
+        (
+            '<bpmn:userTask id="T" camunda:formRef="f" camunda:formRefBinding="bogus">'
+            '<bpmn:extensionElements><camunda:formData><camunda:formField id="a" type="string" />'
+            "</camunda:formData></bpmn:extensionElements></bpmn:userTask>",
+            "camunda:formRefBinding='bogus'",
+        ),
+    ],
+)
+def test_extensions_a_refused_element_did_not_come_to_read_are_not_named(
+    task: str, cause: str
+) -> None:
+    only(refused(task), cause)
+
+
+def test_every_extension_a_mapper_reads_is_known_as_read() -> None:
+    """``READ_EXTENSIONS`` must hold every tag a mapper reads with ``Reader.extension(s)``,
+    else a refused element's unread extension would be named as unsupported."""
+    source = Path(bpmn_names.__file__).parent
+    read = {
+        tag
+        for path in source.glob("*.py")
+        for tag in re.findall(r"\.extensions?\(\s*\"(\w+)\"", path.read_text())
+    }
+    assert read <= bpmn_names.READ_EXTENSIONS, read - bpmn_names.READ_EXTENSIONS
