@@ -11,7 +11,7 @@ from typing import Any
 from bpm.definitions.bpmn_camunda import named_fields
 from bpm.definitions.bpmn_handlers import handler_name, script_stem
 from bpm.definitions.bpmn_names import CAMUNDA
-from bpm.definitions.bpmn_reader import Gathered, Reader, reject
+from bpm.definitions.bpmn_reader import Gathered, Reader, ignore, reject
 from bpm.definitions.bpmn_timers import timer
 from bpm.definitions.bpmn_xml import XmlElement
 from bpm.definitions.code import inline_script
@@ -32,6 +32,9 @@ def listeners(r: Reader, *, task_listeners: bool, on_flow: bool = False) -> Mapp
     found = [*r.extensions("executionListener", CAMUNDA)]
     if task_listeners:
         found += r.extensions("taskListener", CAMUNDA)
+    else:  # Camunda 7 reads task listeners on user tasks only, and so passes over these
+        for el in r.extensions("taskListener", CAMUNDA):
+            ignore(el, "is a task listener outside a user task, which Camunda 7 never runs")
     gathered = Gathered()
     read: list[Mapped | None] = []
     for el in found:

@@ -214,3 +214,14 @@ def test_literals_camunda_refuses_stay_refused(kind: str, literal: str) -> None:
             f"<bpmn:{kind}>{literal}</bpmn:{kind}>"
             "</bpmn:timerEventDefinition></bpmn:intermediateCatchEvent>"
         )
+
+
+def test_a_task_listener_outside_a_user_task_is_ignored_as_camunda_ignores_it() -> None:
+    found = imported(
+        '<bpmn:serviceTask id="T" camunda:class="org.acme.Charge"><bpmn:extensionElements>'
+        '<camunda:taskListener event="create" class="org.acme.Never" />'
+        "</bpmn:extensionElements></bpmn:serviceTask>"
+    )
+    assert "listeners" not in node(found)
+    [note] = found.ignored
+    assert "camunda:taskListener in serviceTask 'T' is a task listener outside a user task" in note
