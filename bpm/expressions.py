@@ -45,11 +45,12 @@ FUNCTIONS: Mapping[str, Any] = {
     # JUEL's execution.getVariable('x'): the variable, or null when there is none (the
     # evaluator binds it to the variables it evaluates over).
     "getVariable": lambda name: None,
-    # Camunda's date functions (a Joda DateTime) and Spin's JSON readers.
+    # Camunda's date functions (a Joda DateTime) and Spin's JSON and XML readers.
     "dateTime": lambda: None,
     "now": lambda: None,
     "S": Spin.of,
-    "JSON": Spin.of,
+    "JSON": Spin.json,
+    "XML": Spin.xml,
 }
 
 # fmt: off

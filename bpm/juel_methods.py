@@ -19,6 +19,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from bpm.juel_values import DATE_METHODS, SPIN_METHODS, DateTime, Spin, plain
+from bpm.spin_xml import SpinAttribute, SpinXml
 
 if TYPE_CHECKING:
     from bpm.beans import BeanRegistry
@@ -53,10 +54,32 @@ EXECUTION_READS = frozenset(
 EXECUTION_WRITES = frozenset(
     {"setVariable", "setVariableLocal", "removeVariable", "removeVariableLocal"}
 )
-TASK_READS = frozenset({"getId", "getName", "getAssignee", "getVariable", "getTaskDefinitionKey"})
-TASK_WRITES = frozenset({"setVariable"})
-#: Task methods Camunda has that change the user task itself; refused until bpm applies them.
-TASK_CHANGES = frozenset({"setAssignee", "addCandidateGroup", "setDueDate", "setPriority"})
+#: A task listener's ``task`` (:mod:`bpm.task_view`): what it reads of the user task.
+TASK_READS = frozenset(
+    {
+        "getId", "getName", "getAssignee", "getTaskDefinitionKey", "getEventName",
+        "getProcessInstanceId", "getPriority", "getDueDate", "getFollowUpDate",
+        "getCandidates", "getCandidateUsers", "getCandidateGroups",
+        "getVariable", "getVariableLocal", "hasVariable", "getVariables",
+    }
+)  # fmt: skip
+TASK_WRITES = frozenset({"setVariable", "setVariableLocal"})
+#: What changes the user task itself: applied with the listener's outcome.
+TASK_CHANGES = frozenset(
+    {
+        "setAssignee", "setPriority", "setDueDate", "setFollowUpDate",
+        "addCandidateUser", "addCandidateGroup", "addCandidateUsers", "addCandidateGroups",
+        "deleteCandidateUser", "deleteCandidateGroup",
+    }
+)  # fmt: skip
+#: Camunda's task methods over what bpm's user tasks do not have.
+TASK_ABSENT = {
+    "setOwner": "an owner",
+    "getOwner": "an owner",
+    "setName": "a name of their own (the name is the node's)",
+    "setDescription": "a description",
+    "getDescription": "a description",
+}
 STRING_METHODS = frozenset(
     {
         "equals", "equalsIgnoreCase", "contains", "startsWith", "endsWith", "isEmpty",
@@ -78,6 +101,7 @@ REFLECTION = frozenset(
      "getProcessEngineServices", "getProcessEngine"}
 )  # fmt: skip
 RESERVED = frozenset({"execution", "task"})
+TASK_METHODS = TASK_READS | TASK_WRITES | TASK_CHANGES
 
 
 def check_call(
@@ -94,9 +118,12 @@ def check_call(
             return None if scope is CallScope.TASK else _inline(f"execution.{method}")
         return None if method in EXECUTION_READS else _unknown("execution", method)
     if receiver == "task" and scope is CallScope.TASK:
-        if method in TASK_CHANGES:
-            return f"calls task.{method}, which bpm does not apply yet (set a variable instead)"
-        return None if method in TASK_READS | TASK_WRITES else _unknown("task", method)
+        if method in TASK_ABSENT:
+            return (
+                f"calls task.{method}, but bpm's user tasks have no {TASK_ABSENT[method]}; "
+                f"keep it in a variable instead"
+            )
+        return None if method in TASK_METHODS else _unknown("task", method)
     if method in VALUE_METHODS or (getter_key(method) is not None and arguments == 0):
         return None  # a getter reads a JSON object's field (a bean's, in a task)
     if receiver is not None and receiver not in RESERVED:
@@ -118,7 +145,7 @@ def _inline(what: str) -> str:
 
 
 def _unknown(owner: str, method: str) -> str:
-    known = sorted(EXECUTION_READS | EXECUTION_WRITES if owner == "execution" else TASK_READS)
+    known = sorted(EXECUTION_READS | EXECUTION_WRITES if owner == "execution" else TASK_METHODS)
     return f"calls {owner}.{method}, which is not one bpm offers ({', '.join(known)})"
 
 
@@ -241,11 +268,11 @@ def call_method(receiver: Any, method: str, args: list[Any], *, task: bool = Fal
     """Call an allowlisted ``method`` on ``receiver`` (``task``: the receiver is a task
     listener's ``task``); the result is bounded in size."""
     if isinstance(receiver, ExecutionView):
-        allowed = TASK_READS | TASK_WRITES if task else EXECUTION_READS | EXECUTION_WRITES
+        allowed = TASK_METHODS if task else EXECUTION_READS | EXECUTION_WRITES
         result = receiver.call(method, args, allowed)
     elif isinstance(receiver, BeanRef):
         result = _call_bean(receiver, method, args)
-    elif isinstance(receiver, DateTime | Spin):
+    elif isinstance(receiver, DateTime | Spin | SpinXml | SpinAttribute):
         result = receiver.call(method, args)
     else:
         result = _value_method(receiver, method, args)

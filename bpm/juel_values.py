@@ -1,5 +1,6 @@
 """The values JUEL functions give: Camunda's ``dateTime()``/``now()`` (a Joda ``DateTime``) and
-Spin's ``S(json)``/``JSON(text)``, each with only the methods Camunda models call on them.
+Spin's ``S(json)``/``JSON(text)`` (and ``S(xml)``'s reads, :mod:`bpm.spin_xml`), each with only
+the methods Camunda models call on them.
 
 They live only while an expression runs: :func:`plain` turns what is left at the end into a
 JSON value (a date into ISO 8601 text, a Spin node into the JSON it wraps), because variables,
@@ -18,6 +19,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bpm.clock import SYSTEM_CLOCK
+from bpm.spin_xml import SPIN_XML_METHODS, SpinAttribute, SpinXml
+from bpm.spin_xml import parse as parse_xml
 
 #: The time ``dateTime()`` gives inside an engine transaction (its ``now``, from the engine's
 #: clock), so expressions evaluated deep in the semantics need no clock passed down to them.
@@ -44,15 +47,16 @@ _SHIFTS = {
 }
 DATE_METHODS = frozenset(
     {f"{sign}{unit}" for sign in ("plus", "minus") for unit in _SHIFTS}
-    | {"withTimeAtStartOfDay", "toDate", "toString", "isBefore", "isAfter", "isEqual",
-       "getTime", "getMillis", "isBeforeNow", "isAfterNow", "getYear", "getMonthOfYear",
-       "getDayOfMonth", "getDayOfWeek", "getHourOfDay", "getMinuteOfHour"}
+    | {"withTimeAtStartOfDay", "toDate", "toDateTime", "toDateTimeISO", "toString",
+       "isBefore", "isAfter", "isEqual", "getTime", "getMillis", "isBeforeNow", "isAfterNow",
+       "getYear", "getMonthOfYear", "getDayOfMonth", "getDayOfWeek", "getHourOfDay",
+       "getMinuteOfHour"}
 )  # fmt: skip
 SPIN_METHODS = frozenset(
     {"prop", "elements", "hasProp", "stringValue", "numberValue", "boolValue", "toString",
      "value", "isNull", "isString", "isNumber", "isBoolean", "isObject", "isArray",
      "fieldNames"}
-)  # fmt: skip
+) | SPIN_XML_METHODS  # fmt: skip
 #: Joda-Time pattern letters and the strftime directives they stand for.
 _PATTERN = re.compile(r"yyyy|yy|MM|dd|HH|hh|mm|ss|SSS|a|Z+|'[^']*'|.", re.DOTALL)
 _DIRECTIVES = {
@@ -127,6 +131,9 @@ _DATE: Mapping[str, Callable[..., Any]] = {
         d.at.replace(hour=0, minute=0, second=0, microsecond=0)
     ),
     "toDate": lambda d: d,
+    # Joda's conversions to a DateTime in the ISO chronology: bpm's dates are always that.
+    "toDateTime": lambda d: d,
+    "toDateTimeISO": lambda d: d,
     "toString": DateTime.format,
     "isBefore": lambda d, o: d.at < _instant(o),
     "isAfter": lambda d, o: d.at > _instant(o),
@@ -151,12 +158,12 @@ class Spin:
         self.value = value
 
     @staticmethod
-    def of(source: Any) -> Spin:
-        if isinstance(source, Spin):
+    def of(source: Any) -> Spin | SpinXml:
+        if isinstance(source, Spin | SpinXml):
             return source
         if isinstance(source, str):
             if source.lstrip().startswith("<"):
-                raise ValueError("S() of XML is not supported: bpm's Spin reads JSON only")
+                return parse_xml(source)
             try:
                 return Spin(json.loads(source))
             except json.JSONDecodeError as exc:
@@ -164,6 +171,23 @@ class Spin:
         if source is None or isinstance(source, bool | int | float | list | dict):
             return Spin(source)
         raise ValueError(f"S() takes JSON text or a JSON value, got {type(source).__name__}")
+
+    @staticmethod
+    def json(source: Any) -> Spin:
+        """``JSON(text)``: JSON only."""
+        node = Spin.of(source)
+        if isinstance(node, SpinXml):
+            raise ValueError("JSON() got XML; read it with S() or XML()")
+        return node
+
+    @staticmethod
+    def xml(source: Any) -> SpinXml:
+        """``XML(text)``: XML only."""
+        if isinstance(source, SpinXml):
+            return source
+        if not isinstance(source, str):
+            raise ValueError(f"XML() takes XML text, got {type(source).__name__}")
+        return parse_xml(source)
 
     def call(self, method: str, args: list[Any]) -> Any:
         fn = _SPIN.get(method)
@@ -211,6 +235,10 @@ def plain(value: Any) -> Any:
     if isinstance(value, DateTime):
         return value.iso()
     if isinstance(value, Spin):
+        return value.value
+    if isinstance(value, SpinXml):
+        return value.xml()
+    if isinstance(value, SpinAttribute):
         return value.value
     if isinstance(value, list | tuple):
         return [plain(v) for v in value]

@@ -33,12 +33,14 @@ from bpm.juel_methods import (
     EXECUTION_METHODS,
     EXECUTION_READS,
     EXECUTION_WRITES,
+    TASK_CHANGES,
     TASK_READS,
     TASK_WRITES,
     ExecutionView,
     Invocation,
     MethodError,
 )
+from bpm.task_view import TaskFacts, TaskView
 
 SCRIPTS_SETTING = "BPM_SCRIPTS"
 TIMEOUT_SETTING = "BPM_SCRIPT_TIMEOUT_MS"
@@ -66,7 +68,8 @@ _PRELUDE = r"""
   function S(source) {
     if (source && source.__bpm_spin) return source;
     if (typeof source === 'string') {
-      if (source.trim().startsWith('<')) throw new Error("S() of XML is not supported: JSON only");
+      if (source.trim().startsWith('<'))
+        throw new Error("S() of XML is not supported in scripts (JUEL's S() reads XML)");
       return spin(JSON.parse(source));
     }
     return spin(source === undefined ? null : source);
@@ -90,13 +93,41 @@ _PRELUDE = r"""
     }
     return Object.freeze(out);
   }
+  function taskView(input, writes, calls) {
+    const f = Object.assign({}, input.taskFacts);
+    const out = Object.assign({}, view(input, writes, input.task));
+    for (const name of Object.keys(f)) out[name] = () => f[name];
+    const names = (k) => (f[k] || []);
+    const links = () => names('getCandidateUsers').map((u) => ({ type: 'candidate', userId: u,
+      groupId: null })).concat(names('getCandidateGroups').map((g) => ({ type: 'candidate',
+      userId: null, groupId: g })));
+    out.getCandidates = links;
+    const add = (k, n) => names(k).filter((x) => x !== n).concat([n]);
+    const edits = {
+      setAssignee: (v) => { f.getAssignee = v; }, setPriority: (v) => { f.getPriority = v; },
+      setDueDate: (v) => { f.getDueDate = v; }, setFollowUpDate: (v) => { f.getFollowUpDate = v; },
+      addCandidateUser: (n) => { f.getCandidateUsers = add('getCandidateUsers', n); },
+      addCandidateGroup: (n) => { f.getCandidateGroups = add('getCandidateGroups', n); },
+      addCandidateUsers: (l) => { for (const n of l) edits.addCandidateUser(n); },
+      addCandidateGroups: (l) => { for (const n of l) edits.addCandidateGroup(n); },
+      deleteCandidateUser: (n) => {
+        f.getCandidateUsers = names('getCandidateUsers').filter((x) => x !== n); },
+      deleteCandidateGroup: (n) => {
+        f.getCandidateGroups = names('getCandidateGroups').filter((x) => x !== n); },
+    };
+    for (const name of input.taskChanges)
+      out[name] = (...args) => { calls.push([name, args]); try { edits[name](...args); }
+        catch (e) { /* refused when replayed */ } };
+    return Object.freeze(out);
+  }
   function plain(key, value) { return value && value.__bpm_spin ? value.value : value; }
   const baseline = new Set(Object.getOwnPropertyNames(g));
   const run = function (input, source) {
     const writes = {};
+    const calls = [];
     const scope = Object.assign(Object.create(null), input.variables);
     scope.execution = view(input, writes, input.execution);
-    if (input.task) scope.task = view(input, writes, input.task);
+    if (input.task) scope.task = taskView(input, writes, calls);
     scope.S = S;
     let value;
     try {
@@ -105,7 +136,8 @@ _PRELUDE = r"""
       for (const name of Object.getOwnPropertyNames(g))
         if (!baseline.has(name)) delete g[name];
     }
-    return JSON.stringify({ value: value === undefined ? null : value, writes: writes }, plain);
+    return JSON.stringify({ value: value === undefined ? null : value, writes: writes,
+      calls: calls }, plain);
   };
   for (const name of Object.getOwnPropertyNames(g)) {
     const value = g[name];
@@ -176,9 +208,14 @@ def run_script(source: str, where: str, variables: dict[str, Any], invocation: I
         "facts": _facts(execution, names),
         "execution": sorted(names),
     }
-    if invocation.task is not None:
+    task = invocation.task
+    if task is not None and not isinstance(task, TaskView):  # no user task known: reads only
+        refusal = TaskFacts(event=task.facts.event, refusal="no user task is known here")
+        task = TaskView(task.variables, task.facts, refusal, task.writes)
+    if isinstance(task, TaskView):
         given["task"] = sorted(TASK_READS | TASK_WRITES)
-        given["facts"].update(_facts(invocation.task, TASK_READS))
+        given["taskChanges"] = sorted(TASK_CHANGES)
+        given["taskFacts"] = task.facts_for_scripts()
     call = f"__bpm_run({json.dumps(given)}, {json.dumps(source)})"
     try:
         out = _context().eval(call)
@@ -191,10 +228,22 @@ def run_script(source: str, where: str, variables: dict[str, Any], invocation: I
     if not isinstance(out, str) or len(out) > MAX_RESULT:
         raise ScriptFailed(f"{where}: javascript script gave a result over {MAX_RESULT} bytes")
     result = json.loads(out)
+    if isinstance(task, TaskView):
+        _replay(task, result["calls"], where)
     if execution.writable:
         for name, value in result["writes"].items():
             execution.set(name, value)
     return result["value"]
+
+
+def _replay(task: TaskView, calls: list[list[Any]], where: str) -> None:
+    """The script's task setters, made again on the one ``task`` (which checks them and
+    records the edits): scripts and expressions change a task one way."""
+    for method, args in calls:
+        try:
+            task.call(method, args, TASK_CHANGES)
+        except MethodError as exc:
+            raise ScriptFailed(f"{where}: javascript script failed: {exc}") from None
 
 
 def _limit_reason(reason: str) -> str:

@@ -182,6 +182,8 @@ class TaskEvent(StrEnum):
     UNLOCKED = "UNLOCKED"
     CLAIMED = "CLAIMED"
     UNCLAIMED = "UNCLAIMED"
+    #: A task listener changed a user task's candidates, dates or priority (``data.changes``).
+    UPDATED = "UPDATED"
     COMPLETED = "COMPLETED"
     FAILED = "FAILED"
     BPMN_ERROR = "BPMN_ERROR"

@@ -26,12 +26,23 @@ from bpm.definitions.bpmn_xml import XmlElement
 
 Mapped = dict[str, Any]
 
-#: Node types (of the definition document) that may carry input and output mappings.
-MAPPED_TYPES = frozenset(
+_ACTIVITY_TYPES = frozenset(
     {"serviceTask", "userTask", "receiveTask", "subProcess", "callActivity", "task", "manualTask"}
 )
+#: Node types (of the definition document) that may carry input and output mappings: the
+#: activities, intermediate events and end events (``parse/keys.py`` MAPPED).
+MAPPED_TYPES = _ACTIVITY_TYPES | {
+    "endEvent",
+    "timerEvent",
+    "messageEvent",
+    "signalEvent",
+    "conditionalEvent",
+    "signalThrow",
+    "escalationThrow",
+    "compensationThrow",
+}
 #: Node types whose ``default`` attribute names the flow taken when no condition holds.
-DEFAULTED_TYPES = MAPPED_TYPES | {"boundaryEvent"}
+DEFAULTED_TYPES = _ACTIVITY_TYPES | {"boundaryEvent"}
 #: BPMN data flow inside an activity: Camunda 7 gives it no behaviour, and neither does bpm.
 DATA_FLOW = ("dataInputAssociation", "dataOutputAssociation", "ioSpecification", "property")
 #: Children of an activity or event for people and tools only: its data flow, and who

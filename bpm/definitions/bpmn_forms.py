@@ -33,8 +33,8 @@ def form(r: Reader) -> Mapped:
         out["key"] = key.strip()
     if ref is not None and ref.strip():
         out["ref"] = _ref(r, ref.strip(), binding, version)
-    elif binding is not None or version is not None:
-        raise reject(r.el, "has camunda:formRefBinding or formRefVersion without camunda:formRef")
+    # Without a formRef, a binding or version binds nothing: Camunda Modeler leaves them
+    # behind when a form reference is switched to a form key, and Camunda 7 ignores them.
     data = r.extension("formData", CAMUNDA)
     if data is not None:
         dr = Reader(data)

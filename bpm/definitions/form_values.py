@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from bpm.definitions.forms import FieldType, FormField, FormSpec, Rule, literal_default
+from bpm.definitions.mappings import Composite
 from bpm.errors import FormInvalid
 from bpm.expressions import Expression
 
@@ -22,7 +23,7 @@ def shown_defaults(spec: FormSpec, view: Mapping[str, Any]) -> dict[str, Any]:
     the evaluator's errors, which name the field."""
     out: dict[str, Any] = {}
     for f in spec.fields:
-        if isinstance(f.default, Expression):
+        if isinstance(f.default, Expression | Composite):
             value = f.default.evaluate(view)
             read = literal_default(value, f.type) if isinstance(value, str) else None
             out[f.id] = value if read is None else read
@@ -112,7 +113,7 @@ def _type_problem(f: FormField, value: Any) -> str | None:
     if f.type == FieldType.BOOLEAN and not isinstance(value, bool):
         return "true or false"
     if f.type == FieldType.ENUM and value not in f.values:
-        return f"one of {', '.join(f.values)}"
+        return f"one of {', '.join(f.values)}" if f.values else "no value (the enum has none)"
     if f.type == FieldType.DATE:
         assert f.date_format is not None
         wanted = f"a date in the pattern {f.date_pattern}"

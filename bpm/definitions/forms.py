@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from bpm.definitions.mappings import VARIABLE_NAME
+from bpm.definitions.mappings import VARIABLE_NAME, Composite, composite
 from bpm.errors import InvalidDefinition, InvalidExpression
 from bpm.expressions import Expression, compile_expression
 
@@ -28,6 +28,7 @@ FIELD_KEYS |= {"properties"}
 DEFAULT_DATE_PATTERN = "dd/MM/yyyy"
 _TYPE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
 _WRAPPED = re.compile(r"\s*\$\{.*\}\s*", re.DOTALL)
+_PART = re.compile(r"\$\{[^}]*\}")
 
 
 class FieldType(StrEnum):
@@ -124,7 +125,7 @@ class FormSpec:
     @property
     def evaluates(self) -> bool:
         """Whether showing the form evaluates an expression (a default written as one)."""
-        return any(isinstance(f.default, Expression) for f in self.fields)
+        return any(isinstance(f.default, Expression | Composite) for f in self.fields)
 
 
 def parse_form(raw: Any, where: str, node_id: str) -> FormSpec | None:
@@ -213,7 +214,7 @@ def _field(raw: Any, what: str, node_id: str) -> FormField:
     pattern, date_format = _date_pattern(raw, kind, at, node_id)
     rules = _rules(raw.get("validation", {}), kind, at, node_id)
     default = _default(raw.get("defaultValue"), kind, at, node_id)
-    if values and not isinstance(default, Expression | None) and default not in values:
+    if values and not isinstance(default, Expression | Composite | None) and default not in values:
         raise InvalidDefinition(
             f"{at}: defaultValue {default!r} is not one of its values ({', '.join(values)})",
             node_id,
@@ -227,8 +228,10 @@ def _values(raw: Mapping[str, Any], kind: str, at: str, node_id: str) -> tuple[s
         if values is not None:
             raise InvalidDefinition(f"{at}: 'values' belong to an enum field", node_id)
         return ()
-    if not isinstance(values, list) or not values:
-        raise InvalidDefinition(f"{at}: an enum field needs 'values', a non-empty list", node_id)
+    if values is None:  # Camunda 7 takes an enum with no values: no value is then valid
+        return ()
+    if not isinstance(values, list):
+        raise InvalidDefinition(f"{at}: an enum field's 'values' must be a list", node_id)
     ids = []
     for value in values:
         if (
@@ -338,9 +341,12 @@ def _default(raw: Any, kind: str, at: str, node_id: str) -> Any:
     the form is shown (a task created, a start checked)."""
     if raw is None:
         return None
-    if isinstance(raw, str) and _WRAPPED.fullmatch(raw):
+    if isinstance(raw, str) and "${" in raw:
         try:
-            return compile_expression(raw, where=at, kind="defaultValue expression")
+            if _WRAPPED.fullmatch(raw) and len(_PART.findall(raw)) <= 1:
+                return compile_expression(raw, where=at, kind="defaultValue expression")
+            # text around ${...} parts ("${first} ${last}"): a JUEL composite, always text
+            return composite(raw, at, "defaultValue expression")
         except InvalidExpression as exc:
             raise InvalidDefinition(str(exc), node_id) from exc
     value = literal_default(raw, kind)
@@ -351,14 +357,17 @@ def _default(raw: Any, kind: str, at: str, node_id: str) -> Any:
 
 def literal_default(raw: Any, kind: str) -> Any:
     """A default as the field's type reads it (text ``"5"`` is 5 for a long field, ``"true"``
-    true for a boolean one), or None when it is none of that type."""
+    true and any other text false for a boolean one), or None when it is none of that
+    type."""
     if kind == FieldType.LONG:
         if isinstance(raw, str) and re.fullmatch(r"-?\d+", raw.strip()):
             return int(raw)
         return raw if isinstance(raw, int) and not isinstance(raw, bool) else None
     if kind == FieldType.BOOLEAN:
-        if isinstance(raw, str) and raw.strip() in ("true", "false"):
-            return raw.strip() == "true"
+        # Text reads as Camunda 7's boolean form type reads it: true when it is "true" in
+        # any case, false for any other text ("False", "no", "testdrive").
+        if isinstance(raw, str):
+            return raw.strip().lower() == "true"
         return raw if isinstance(raw, bool) else None
     if kind in (FieldType.STRING, FieldType.DATE, FieldType.ENUM):
         return raw if isinstance(raw, str) else None

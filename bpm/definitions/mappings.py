@@ -49,13 +49,16 @@ class _Map:
 
 
 @dataclass(frozen=True)
-class _Composite:
+class Composite:
     """Text with expressions in it: each expression's value joins the text as JUEL coerces
     it (null is empty, true and false are words, numbers as written, lists and objects as
     JSON)."""
 
     parts: tuple[str | Expression, ...]
     source: str
+
+    def evaluate(self, view: Mapping[str, Any]) -> str:
+        return "".join(p if isinstance(p, str) else as_text(p.evaluate(view)) for p in self.parts)
 
 
 def parse_mappings(raw: Any, key: str, where: str, node_id: str) -> tuple[VariableMapping, ...]:
@@ -89,7 +92,7 @@ def _compile(value: Any, where: str, kind: str) -> MappingValue:
         if _WRAPPED.fullmatch(value) and len(_PART.findall(value)) <= 1:
             return compile_expression(value, where=where, kind=kind)
         if "${" in value:
-            return _composite(value, where, kind)
+            return composite(value, where, kind)
         return value
     if value is None or isinstance(value, bool | int | float):
         return value
@@ -103,7 +106,7 @@ def _compile(value: Any, where: str, kind: str) -> MappingValue:
     raise InvalidDefinition(f"{where}: {type(value).__name__} is not a JSON value")
 
 
-def _composite(value: str, where: str, kind: str) -> _Composite:
+def composite(value: str, where: str, kind: str) -> Composite:
     parts: list[str | Expression] = []
     last = 0
     for match in _PART.finditer(value):
@@ -116,7 +119,7 @@ def _composite(value: str, where: str, kind: str) -> _Composite:
         raise InvalidExpression(f"{where}: {kind} {value!r} has a '${{' without its '}}'")
     if rest:
         parts.append(rest)
-    return _Composite(tuple(parts), value)
+    return Composite(tuple(parts), value)
 
 
 def as_text(value: Any) -> str:
@@ -141,8 +144,8 @@ def evaluate(mappings: tuple[VariableMapping, ...], view: Mapping[str, Any]) -> 
 def _value(value: MappingValue, view: Mapping[str, Any]) -> Any:
     if isinstance(value, Expression):
         return value.evaluate(view)
-    if isinstance(value, _Composite):
-        return "".join(p if isinstance(p, str) else as_text(p.evaluate(view)) for p in value.parts)
+    if isinstance(value, Composite):
+        return value.evaluate(view)
     if isinstance(value, _List):
         return [_value(v, view) for v in value.items]
     if isinstance(value, _Map):
@@ -158,7 +161,7 @@ def describe(mappings: tuple[VariableMapping, ...]) -> dict[str, Any]:
 def _source(value: MappingValue) -> Any:
     if isinstance(value, Expression):
         return value.source
-    if isinstance(value, _Composite):
+    if isinstance(value, Composite):
         return value.source
     if isinstance(value, _List):
         return [_source(v) for v in value.items]

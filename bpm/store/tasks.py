@@ -235,6 +235,29 @@ def set_assignee(conn: Connection, task: TaskRow, assignee: str | None, now: dat
     return done.rowcount == 1
 
 
+def edit_user_task(conn: Connection, task: TaskRow, now: datetime, **fields: Any) -> bool:
+    """Change a user task's people, dates or priority (``fields``: those columns) under its
+    version; False when it changed meanwhile."""
+    stmt = (
+        t.update()
+        .where(t.c.id == task.id, t.c.version == task.version)
+        .values(**fields, version=t.c.version + 1, updated_at=now)
+    )
+    return conn.execute(stmt).rowcount == 1
+
+
+def user_task_of(conn: Connection, token_id: UUID, node_id: str) -> TaskRow | None:
+    """The latest user task ``token_id`` had at ``node_id`` (open or done)."""
+    stmt = (
+        select(*_COLS)
+        .where(t.c.token_id == token_id, t.c.node_id == node_id, t.c.kind == TaskKind.USER)
+        .order_by(t.c.created_at.desc())
+        .limit(1)
+    )
+    row = conn.execute(stmt).first()
+    return from_row(TaskRow, row) if row else None
+
+
 def open_user_tasks(
     conn: Connection,
     *,

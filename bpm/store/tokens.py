@@ -25,6 +25,7 @@ from bpm.states import (
     EngineEvent,
     IncidentState,
     InstanceState,
+    LinkType,
     TokenMode,
     TokenState,
     WaitKind,
@@ -157,6 +158,14 @@ def link(conn: Connection, links: Sequence[tuple[UUID, UUID, str]]) -> None:
                 for p, c, kind in links
             ],
         )
+
+
+def forked_from(conn: Connection, child_id: UUID) -> UUID | None:
+    """The token ``child_id`` was spawned beside (its ``FORK`` link), if any."""
+    stmt = select(token_links.c.parent_token_id).where(
+        token_links.c.child_token_id == child_id, token_links.c.link_type == LinkType.FORK
+    )
+    return conn.execute(stmt.limit(1)).scalar()
 
 
 def move(conn: Connection, expected_version: int, row: TokenRow) -> bool:

@@ -29,8 +29,6 @@ KINDS = (PG_CRASH, REDIS_RESTART, KILL_WORKER, KILL_EXT, CUT)
 #: Seconds after a window's recorded end during which its consequences still count: the
 #: test sees a server back before every worker has noticed (its next connect or ping).
 SETTLE = 1.0
-#: After a broker outage the sender sends again what it sent this long before the outage.
-UNSURE = 2.0
 
 
 @dataclass(frozen=True)
@@ -60,8 +58,8 @@ class Faults:
     proxy: TcpProxy
     cluster: ChaosCluster
     windows: list[Window] = field(default_factory=list)
-    #: Called with a time once the broker is back: the sender resends what it sent since.
-    on_broker_back: Callable[[float], int] | None = None
+    #: Called once the broker is back: the sender resends the starts it cannot confirm.
+    on_broker_back: Callable[[], int] | None = None
 
     @contextmanager
     def _window(self, kind: str, detail: str) -> Iterator[None]:
@@ -94,16 +92,15 @@ class Faults:
     def redis_restart(self, seconds: float) -> None:
         """Redis shuts down (SIGTERM: it writes its append-only file), stays down
         ``seconds``, then starts on the same directory and reloads every message. The sender
-        then sends again the starts of the last moments before (it cannot know whether they
-        were stored)."""
+        then sends again the starts it cannot confirm (a worker may have popped one and lost
+        it with the connection)."""
         with self._window(REDIS_RESTART, f"down {seconds:.1f} s"):
-            start = time.time()
             try:
                 self.redis.shutdown()
                 time.sleep(seconds)
             finally:
                 self.redis.start()
-        resent = self.on_broker_back(start - UNSURE) if self.on_broker_back else 0
+        resent = self.on_broker_back() if self.on_broker_back else 0
         last = self.windows[-1]
         self.windows[-1] = Window(
             last.kind, last.start, last.end, f"{last.detail}, {resent} starts sent again"

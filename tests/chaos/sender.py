@@ -5,8 +5,10 @@ They go out at an even pace on a thread of their own, so they keep coming while 
 injects faults. The sender behaves like a caller that must not lose an order:
 
 - a send that raises (Redis is down) is sent again after a pause;
-- after the broker went away, the starts sent in the seconds before are sent again
-  (``resend_since``): it cannot tell whether they were stored before Redis stopped.
+- after the broker went away, every start it sent that has no instance yet is sent again
+  (``resend_unconfirmed``, asking the engine by business key as a caller asks the API): a
+  start may be lost however early it was sent, since a worker that had just popped it from
+  its queue, and had not yet recorded it as unacknowledged, loses it when Redis stops.
 
 Every send is a new Celery message with its own task id, as ``send_task`` makes one per
 call, and the same business key: nothing but the business key can tell a resend from a new
@@ -19,7 +21,7 @@ import queue
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from uuid import uuid4
 
 from celery import Celery
@@ -60,10 +62,13 @@ class Sender:
         self._thread.start()
         return self.started_at
 
-    def resend_since(self, since: float) -> int:
-        """Send again every start whose send returned at or after ``since``; returns how
-        many (called when the broker is back after an outage)."""
-        again = [order for at, order in list(self._sent) if at >= since]
+    def resend_unconfirmed(self, confirmed: Set[str]) -> int:
+        """Send again every start sent so far whose business key is not in ``confirmed``
+        (those with an instance); returns how many (called when the broker is back after an
+        outage). One still queued becomes a duplicate the engine answers with the existing
+        instance."""
+        sent = {order.business_key: order for _at, order in list(self._sent)}
+        again = [order for key, order in sent.items() if key not in confirmed]
         for order in again:
             self._again.put(order)
         return len(again)

@@ -107,7 +107,9 @@ def test_nothing_is_lost_or_done_twice_under_faults(chaos: ChaosRun) -> None:
     todo = orders(plan.instances)
     sender = Sender(chaos.services.redis.url, cluster.prefix, todo, plan.spread)
     rng = random.Random(plan.seed)
-    faults.on_broker_back = sender.resend_since
+    faults.on_broker_back = lambda: sender.resend_unconfirmed(
+        {i.business_key for i in checks.instances_of(chaos.db)}
+    )
     t0 = sender.start()
     try:
         for planned in plan.faults:

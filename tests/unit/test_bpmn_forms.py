@@ -9,7 +9,7 @@ import pytest
 
 from bpm.definitions import compile_definition
 from bpm.definitions.bpmn import compile_bpmn
-from bpm.definitions.form_values import check_submission
+from bpm.definitions.form_values import check_submission, shown_defaults
 from bpm.definitions.forms import date_format, parse_form
 from bpm.errors import FormInvalid, InvalidDefinition
 from tests.helpers.modeler import chain, modeler_file
@@ -84,7 +84,6 @@ def test_form_key_ref_and_people_are_read() -> None:
             '<camunda:formField id="d" type="date" datePattern="yyyy-MM-dd Q" />',
             "uses 'Q', which bpm cannot read",
         ),
-        ("", '<camunda:formField id="k" type="enum" />', "an enum field needs 'values'"),
         ('camunda:formKey="a" camunda:formRef="b"', "", "has both camunda:formKey and"),
         (
             'camunda:formRef="b" camunda:formRefBinding="version"',
@@ -140,3 +139,42 @@ def test_a_custom_type_is_not_type_checked_and_a_good_submission_passes() -> Non
     assert FORM is not None
     good = {"name": "ann", "ok": True, "when": "2027-02-28", "score": {"any": ["thing"]}}
     assert check_submission(FORM, good, {}, {}, "completing T") == {}
+
+
+def test_a_boolean_default_reads_as_camunda_reads_it() -> None:
+    """Camunda 7's boolean form type: "true" in any case is true, any other text false."""
+    fields = "".join(
+        f'<camunda:formField id="{name}" type="boolean" defaultValue="{text}" />'
+        for name, text in (("a", "TRUE"), ("b", "False"), ("c", "testdrive"), ("d", "true"))
+    )
+    node = task_node(user_task("", fields))
+    spec = parse_form(node["form"], "node 'T' (userTask)", "T")
+    assert spec is not None
+    assert [f.default for f in spec.fields] == [True, False, False, True]
+
+
+def test_an_enum_with_no_values_deploys_and_takes_no_value() -> None:
+    node = task_node(user_task("", '<camunda:formField id="k" type="enum" />'))
+    spec = parse_form(node["form"], "node 'T' (userTask)", "T")
+    assert spec is not None and spec.fields[0].values == ()
+    with pytest.raises(FormInvalid) as info:
+        check_submission(spec, {"k": "x"}, {}, {}, "completing T")
+    assert "field 'k' must be no value (the enum has none)" in info.value.problems[0]
+    assert check_submission(spec, {}, {}, {}, "completing T") == {}
+
+
+def test_a_binding_left_behind_without_a_form_ref_binds_nothing() -> None:
+    """Camunda Modeler keeps formRefBinding when a form reference becomes a form key."""
+    node = task_node(
+        user_task('camunda:formKey="embedded:app:x.html" camunda:formRefBinding="latest"')
+    )
+    assert node["form"] == {"key": "embedded:app:x.html"}
+
+
+def test_a_default_with_text_around_expressions_is_a_composite() -> None:
+    node = task_node(
+        user_task("", '<camunda:formField id="n" defaultValue="${first} ${last}, Dr." />')
+    )
+    spec = parse_form(node["form"], "node 'T' (userTask)", "T")
+    assert spec is not None and spec.evaluates
+    assert shown_defaults(spec, {"first": "Ada", "last": "Byron"}) == {"n": "Ada Byron, Dr."}

@@ -198,7 +198,7 @@ def test_calls_outside_whitelist_are_rejected(source: str) -> None:
     message = rejected(source)
     assert "uses a function call" in message
     assert (
-        "(allowed: JSON, S, abs, bool, dateTime, empty, float, getVariable, int, len, max, "
+        "(allowed: JSON, S, XML, abs, bool, dateTime, empty, float, getVariable, int, len, max, "
         "min, now, round, str)" in message
     )
 

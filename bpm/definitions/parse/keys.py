@@ -111,8 +111,8 @@ NODE_KEYS: dict[NodeType, set[str]] = {
     NodeType.SIGNAL_THROW: {"signal", "in"},
     NodeType.CALL_ACTIVITY: CALL_KEYS | {"compensation"},
 }
-#: Nodes that may declare ``inputs`` and ``outputs`` (local variables in, results out).
-MAPPED = (
+#: Activities that may declare ``inputs`` and ``outputs`` (local variables in, results out).
+MAPPED_ACTIVITIES = (
     NodeType.SERVICE_TASK,
     NodeType.USER_TASK,
     NodeType.RECEIVE_TASK,
@@ -121,10 +121,24 @@ MAPPED = (
     NodeType.TASK,
     NodeType.MANUAL_TASK,
 )
+#: Every node that may declare them: the activities, and the intermediate and end events
+#: (their inputs live while the token is at the event; start and boundary events and
+#: gateways take none, as in Camunda 7).
+MAPPED = (
+    *MAPPED_ACTIVITIES,
+    NodeType.END,
+    NodeType.TIMER,
+    NodeType.MESSAGE,
+    NodeType.SIGNAL,
+    NodeType.CONDITIONAL,
+    NodeType.SIGNAL_THROW,
+    NodeType.ESCALATION_THROW,
+    NodeType.COMPENSATION_THROW,
+)
 for _mapped in MAPPED:
     NODE_KEYS[_mapped] = NODE_KEYS[_mapped] | {"inputs", "outputs"}
 #: Nodes whose outgoing flows may carry conditions, with a default flow taken when none holds.
-DEFAULTED = (*MAPPED, NodeType.EXCLUSIVE, NodeType.INCLUSIVE, NodeType.BOUNDARY)
+DEFAULTED = (*MAPPED_ACTIVITIES, NodeType.EXCLUSIVE, NodeType.INCLUSIVE, NodeType.BOUNDARY)
 for _defaulted in DEFAULTED:
     NODE_KEYS[_defaulted] = NODE_KEYS[_defaulted] | {"default"}
 #: Activities: any of them may run as a multi-instance activity.

@@ -101,6 +101,12 @@ def compile_node(
     if node_type in ACTIVITIES:
         fields["multi_instance"] = _multi_instance(raw, fields, where, node_id)
     if node_type in MAPPED:
+        if node_type is NodeType.END and raw.get("outputs"):
+            raise InvalidDefinition(
+                f"{where}: an end event takes no 'outputs': nothing after it could read them "
+                f"(Camunda 7 refuses them too); map them on the activity before it",
+                node_id,
+            )
         fields["inputs"] = parse_mappings(raw.get("inputs"), "inputs", where, node_id)
         fields["outputs"] = parse_mappings(raw.get("outputs"), "outputs", where, node_id)
     return Node(node_id, node_type, scope, incoming, outgoing, name=name, **fields)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
@@ -15,11 +16,19 @@ from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.causes import because
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Conflict, Next, NextToken, RunTask, Stale
-from bpm.engine.semantics import call_mappings, code_runs, handler_runs, listeners, steps
+from bpm.engine.semantics import (
+    call_mappings,
+    code_runs,
+    handler_runs,
+    listeners,
+    steps,
+    task_edits,
+)
 from bpm.errors import NotFound
 from bpm.handlers import HandlerContext
 from bpm.store.outages import until_available
 from bpm.store.rows import TaskRow, TokenRow
+from bpm.task_view import TaskFacts
 
 log = logging.getLogger("bpm.engine")
 
@@ -102,12 +111,19 @@ class JobRunner:
             g = self.core.graph_of(tx, task.instance_id)
             task = handler_runs.fit_lock(tx, task, g.node(task.node_id).timeout)
             values = call_mappings.seen_by(tx, g, task)
-        return self._invoke_and_record(task, values, None, inline)
+            user_task = task_edits.facts(tx, g, task)
+        return self._invoke_and_record(task, values, None, inline, user_task)
 
     def _invoke_and_record(
-        self, task: TaskRow, values: dict[str, Any], token: TokenRow | None, inline: bool
+        self,
+        task: TaskRow,
+        values: dict[str, Any],
+        token: TokenRow | None,
+        inline: bool,
+        user_task: TaskFacts | None = None,
     ) -> Next:
-        """Run the handler with no transaction open, then commit its outcome."""
+        """Run the handler with no transaction open, then commit its outcome (``user_task``:
+        what a task listener's ``task`` is)."""
         info = self.core.cached_info(task.instance_id)
         if info is None:
             with self.core.transaction() as tx:
@@ -134,13 +150,18 @@ class JobRunner:
         started = time.perf_counter()
         code = step.listener.code if step is not None else node.code
         handlers, result_variable = self.core.handlers, node.result_variable
+        run: code_runs.RunsCode | None = None
         if code is not None:  # the model's own expression, bean or script
             kept = node.result_variable if step is None else None
             now = self.core.clock.now()
-            run = code_runs.RunsCode(self.core.beans, self.core.handlers, now, kept, node.name)
+            run = code_runs.RunsCode(
+                self.core.beans, self.core.handlers, now, kept, node.name, user_task
+            )
             handlers, result_variable = run.as_registry(task, code), None
         if step is not None:  # a listener sets the variables it returns
             outcome = handler_runs.invoke(handlers, task, ctx, None)
+            if run is not None and outcome.variables is not None and run.edits:
+                outcome = replace(outcome, task_edits=dict(run.edits))
         else:
             outcome = handler_runs.invoke(handlers, task, ctx, result_variable)
             outcome = handler_runs.connector_result(node, outcome, values)
@@ -166,7 +187,9 @@ class JobRunner:
             with self.core.transaction(inline=inline) as tx:
                 tx.know_graph(task.instance_id, g)
                 if outcome.variables is not None:
-                    result = handler_runs.complete_task(tx, g, task, outcome.variables, tok)
+                    result = handler_runs.complete_task(
+                        tx, g, task, outcome.variables, tok, edits=outcome.task_edits
+                    )
                     return steps.carry_through(tx, g, result)
                 return handler_runs.fail_task(tx, g, task, outcome)
 

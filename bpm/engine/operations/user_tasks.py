@@ -119,7 +119,7 @@ def _assigned(core: EngineCore, tx: Tx, task: TaskRow, assignee: str | None) -> 
     tok = tx.token(task.token_id) if events else None
     if tok is None:
         return None
-    return task_events.run_beside(tx, tok, node, events)
+    return task_events.run_beside(tx, tok, node, events, task.id)
 
 
 def complete(

@@ -9,7 +9,7 @@ results, BPMN errors and failures take the handlers' one path.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +20,7 @@ from bpm.handlers import HandlerContext, HandlerRegistry, HandlerResult
 from bpm.juel_methods import ExecutionView, Facts, Invocation
 from bpm.scripts import run_script
 from bpm.store.rows import TaskRow
+from bpm.task_view import TaskFacts, TaskView
 
 #: The events of a task listener, whose code sees ``task`` as well as ``execution``.
 TASK_EVENTS = frozenset(
@@ -49,6 +50,10 @@ class RunsCode:
     result_variable: str | None
     #: The node's name: a task listener's ``task.getName()``.
     node_name: str | None = None
+    #: A task listener's user task (``engine/semantics/task_edits.facts``).
+    task: TaskFacts | None = None
+    #: What the run's ``task`` setters changed (``TaskView.edits``), once it ran.
+    edits: dict[str, Any] = field(default_factory=dict)
 
     def as_registry(self, task: TaskRow, code: Code) -> HandlerRegistry:
         registry = HandlerRegistry()
@@ -61,9 +66,12 @@ class RunsCode:
             if handler is not None:  # a handler is Python's delegate: it runs as before
                 result = handler(ctx)
                 return {self.result_variable: result} if self.result_variable else result
-        execution, task = views(ctx, self.node_name)
+        execution, task = views(ctx, self.node_name, self.task)
         invocation = Invocation(execution, task, self.beans, self.now)
         value = self._value(code, ctx, invocation)
+        if isinstance(task, TaskView):
+            self.edits.clear()
+            self.edits.update(task.edits)
         result = dict(execution.writes)
         if self.result_variable is not None:
             result[self.result_variable] = value
@@ -90,9 +98,10 @@ class RunsCode:
 
 
 def views(
-    ctx: HandlerContext, node_name: str | None = None
+    ctx: HandlerContext, node_name: str | None = None, task: TaskFacts | None = None
 ) -> tuple[ExecutionView, ExecutionView | None]:
-    """The ``execution`` (and a task listener's ``task``, sharing its writes) of a run."""
+    """The ``execution`` (and a task listener's ``task``, sharing its writes) of a run;
+    ``task``: the user task as the listener sees it (else only what the context knows)."""
     facts = Facts(
         instance_id=str(ctx.instance_id),
         business_key=ctx.business_key,
@@ -105,4 +114,12 @@ def views(
     execution = ExecutionView(ctx.variables, facts, writable=True)
     if ctx.event not in TASK_EVENTS:
         return execution, None
-    return execution, ExecutionView(ctx.variables, facts, writable=True, writes=execution.writes)
+    if task is None:
+        task = TaskFacts(
+            id=str(ctx.task_id),
+            name=node_name,
+            definition_key=ctx.node_id,
+            event=ctx.event,
+            refusal="bpm does not know the user task here",
+        )
+    return execution, TaskView(ctx.variables, facts, task, execution.writes)

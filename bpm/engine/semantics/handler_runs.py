@@ -24,6 +24,7 @@ from bpm.engine.semantics import (
     interruptions,
     listeners,
     scopes,
+    task_edits,
     task_moves,
 )
 from bpm.engine.semantics.bpmn_errors import caught_anywhere, throw_from_task
@@ -55,6 +56,8 @@ class Outcome:
     error_variables: dict[str, Any] | None = None
     #: The BPMN error's own message, as the thrower gave it (``errorMessageVariable``).
     bpmn_message: str = ""
+    #: What a task listener's ``task`` setters changed (``task_edits.apply``).
+    task_edits: dict[str, Any] | None = None
 
 
 def lock_task(tx: Tx, task_id: UUID, lock_for: timedelta) -> TaskRow | None:
@@ -159,12 +162,14 @@ def complete_task(
     values: dict[str, Any],
     token: TokenRow | None = None,
     local_values: dict[str, Any] | None = None,
+    edits: dict[str, Any] | None = None,
 ) -> Next:
     """Task DONE, result variables written, token moved on: one transaction.
 
     ``token`` is the token row as the transaction that locked the task left it, when that
     is known; its version is checked when the move is written, so no read is needed.
     ``local_values`` go to the task's own scope (its output mappings can read them).
+    ``edits``: a task listener's changes to its user task.
     """
     task_moves.change(
         tx,
@@ -186,7 +191,7 @@ def complete_task(
         scopes.write(tx, g, tok, local_values, local=True)
     step = listeners.step_of(g, task)
     if step is not None:
-        return listener_done(tx, g, tok, step)
+        return listener_done(tx, g, tok, step, task_edits.apply(tx, task, step, edits or {}))
     return leave(tx, g, tok, g.node(task.node_id))
 
 

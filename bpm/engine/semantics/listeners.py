@@ -11,13 +11,24 @@ The task's ``topic`` column, unused by handler tasks, names the listener it runs
 ``listener:<event>:<index>`` (``...:<flow id>`` for a flow's ``take`` listener, and
 ``...:!<boundary id>`` for a listener that runs because that interrupting boundary event
 takes the token away: ``!`` never appears in an XML id; ``...:+<event>,...`` for a listener
-that runs under a token beside an open user task, with the events that follow it).
+that runs under a token beside an open user task, with the events that follow it, and
+``@<user task id>`` after them: the task its ``task`` changes; ``...:^process`` for one of the
+process's own ``end`` listeners, ``...:^cancelling`` when a cancel runs it).
+
+A listener of a user task's creation (``create``, then ``assignment`` when the task will have
+an assignee, as Camunda 7.12+ fires them) runs before the task exists, so its handler task
+carries the task to be, in the user-task columns it otherwise leaves empty (assignee,
+candidates, dates; its ``priority`` is the task's), each listener's changes applied to the
+next one's; its marker ends in ``:=``. The last one creates the task with them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
 
+from bpm.definitions.assignments import Assigned
 from bpm.definitions.model import Flow, Listener, ListenerEvent, Node, ProcessGraph
 from bpm.engine.core.tx import RunTask, Tx
 from bpm.engine.semantics import task_moves
@@ -30,6 +41,10 @@ PREFIX = "listener:"
 _TO_BOUNDARY = "!"
 #: Marks a listener that runs under a token of its own beside an open user task.
 _BESIDE = "+"
+#: Before the id of the open user task a listener beside it changes.
+_OF_TASK = "@"
+#: Marks a listener of a user task's creation whose task carries the task to be.
+_CARRIES = "="
 #: Marks one of the process's own ``end`` listeners, run under the root token as the
 #: instance ends.
 _PROCESS = "^process"
@@ -51,10 +66,21 @@ class Step:
     boundary: str | None = None
     #: Runs under a token beside an open user task; these events' listeners follow it.
     then: tuple[ListenerEvent, ...] | None = None
+    #: The open user task a listener beside it changes.
+    user_task: UUID | None = None
+    #: A creation listener whose task carries the task to be (``carried``).
+    carries: bool = False
     #: One of the process's own ``end`` listeners (``ProcessGraph.end_listeners``).
     process: bool = False
     #: A process ``end`` listener run because the instance is being cancelled.
     cancelling: bool = False
+
+    @property
+    def creating(self) -> bool:
+        """Whether it is a listener of a user task's creation (the task does not exist)."""
+        creation = (ListenerEvent.CREATE, ListenerEvent.ASSIGNMENT)
+        plain = self.flow is None and self.boundary is None and self.then is None
+        return plain and self.event in creation
 
 
 def run(
@@ -67,6 +93,8 @@ def run(
     *,
     boundary: str | None = None,
     then: tuple[ListenerEvent, ...] | None = None,
+    user_task: UUID | None = None,
+    carrying: Assigned | None = None,
 ) -> RunTask:
     """The token waits while listener ``index`` of ``event`` runs (of ``flow``, for a
     ``take``: the token waits at the flow's target, not yet arrived; for a ``boundary``
@@ -82,7 +110,8 @@ def run(
         )
     listener = _listener(node, event, index, flow)
     flow_id = flow.id if flow is not None else None
-    return _task(tx, tok, node, Step(listener, event, index, flow_id, boundary, then))
+    step = Step(listener, event, index, flow_id, boundary, then, user_task, carrying is not None)
+    return _task(tx, tok, node, step, carrying)
 
 
 def run_process_end(
@@ -103,7 +132,7 @@ def run_process_end(
     step = Step(
         g.end_listeners[index], ListenerEvent.END, index, process=True, cancelling=cancelling
     )
-    return _task(tx, root, g.node(root.node_id), step)
+    return _task(tx, root, g.node(root.node_id), step, None)
 
 
 def _listener(node: Node, event: ListenerEvent, index: int, flow: Flow | None) -> Listener:
@@ -117,13 +146,14 @@ def _marker(step: Step) -> str:
     if step.boundary is not None:
         return f"{marker}:{_TO_BOUNDARY}{step.boundary}"
     if step.then is not None:
-        return f"{marker}:{_BESIDE}" + ",".join(e.value for e in step.then)
+        marker = f"{marker}:{_BESIDE}" + ",".join(e.value for e in step.then)
+        return marker if step.user_task is None else f"{marker}{_OF_TASK}{step.user_task}"
     if step.process:
         return f"{marker}:{_CANCELLING if step.cancelling else _PROCESS}"
-    return marker
+    return f"{marker}:{_CARRIES}" if step.carries else marker
 
 
-def _task(tx: Tx, tok: TokenRow, node: Node, step: Step) -> RunTask:
+def _task(tx: Tx, tok: TokenRow, node: Node, step: Step, carrying: Assigned | None) -> RunTask:
     listener, event, index = step.listener, step.event, step.index
     marker = _marker(step)
     task = task_moves.new_task(
@@ -134,7 +164,7 @@ def _task(tx: Tx, tok: TokenRow, node: Node, step: Step) -> RunTask:
         handler=listener.handler,
         topic=marker,
         retries=node.retry.max_attempts,
-        priority=node.priority,
+        **_carried_columns(carrying, node.priority),
     )
     data = {
         "handler": listener.handler,
@@ -144,6 +174,31 @@ def _task(tx: Tx, tok: TokenRow, node: Node, step: Step) -> RunTask:
     }
     task_moves.create(tx, task, data)
     return RunTask(task.id)
+
+
+def _carried_columns(who: Assigned | None, priority: int) -> dict[str, Any]:
+    if who is None:
+        return {"priority": priority}
+    return {
+        "priority": who.priority,
+        "assignee": who.assignee,
+        "candidate_users": who.candidate_users or None,
+        "candidate_groups": who.candidate_groups or None,
+        "due_date": who.due_date,
+        "follow_up_date": who.follow_up_date,
+    }
+
+
+def carried(task: TaskRow) -> Assigned:
+    """The task to be that a creation listener's ``task`` carries."""
+    return Assigned(
+        task.assignee,
+        list(task.candidate_users or []),
+        list(task.candidate_groups or []),
+        task.due_date,
+        task.follow_up_date,
+        task.priority,
+    )
 
 
 def step_of(g: ProcessGraph, task: TaskRow) -> Step | None:
@@ -159,23 +214,18 @@ def step_of(g: ProcessGraph, task: TaskRow) -> Step | None:
         return Step(found_end[at], event, at, process=True, cancelling=after == _CANCELLING)
     found = g.node(task.node_id).listeners_of(event)
     if after.startswith(_BESIDE):
-        then = tuple(ListenerEvent(e) for e in after[len(_BESIDE) :].split(",") if e)
-        return Step(found[int(index)], event, int(index), then=then)
+        names, _, of_task = after[len(_BESIDE) :].partition(_OF_TASK)
+        then = tuple(ListenerEvent(e) for e in names.split(",") if e)
+        user_task = UUID(of_task) if of_task else None
+        return Step(found[int(index)], event, int(index), then=then, user_task=user_task)
     if after.startswith(_TO_BOUNDARY):
         boundary = after[len(_TO_BOUNDARY) :]
         return Step(found[int(index)], event, int(index), boundary=boundary)
+    if after == _CARRIES:
+        return Step(found[int(index)], event, int(index), carries=True)
     if after:
         return Step(g.flows[after].listeners[int(index)], event, int(index), after)
     return Step(found[int(index)], event, int(index))
-
-
-def creation_events(node: Node) -> tuple[ListenerEvent, ...]:
-    """The listener events a user task's creation fires, in order: ``assignment`` (when it
-    is created with an assignee) before ``create``, as Camunda fires them."""
-    events = [ListenerEvent.CREATE]
-    if node.assignee is not None:
-        events.insert(0, ListenerEvent.ASSIGNMENT)
-    return tuple(e for e in events if node.listeners_of(e))
 
 
 def interruption_events(node: Node) -> tuple[ListenerEvent, ...]:

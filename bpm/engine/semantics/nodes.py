@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import assert_never
 
+from bpm.definitions.assignments import Assigned
 from bpm.definitions.model import ACTIVITIES, ListenerEvent, Node, NodeType, ProcessGraph
 from bpm.engine.core.tx import Next, NextToken, Tx
 from bpm.engine.semantics import (
@@ -26,6 +27,8 @@ from bpm.engine.semantics import (
     sagas,
     scopes,
     signal_throws,
+    task_creation,
+    task_events,
     waits,
 )
 from bpm.engine.semantics.bpmn_errors import throw_from_end
@@ -78,8 +81,8 @@ def begin(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node, *, armed: bool = F
         return leave(tx, g, tok, node) if decisions.evaluate(tx, g, tok, node) else None
     if node.type in ACTIVITIES:
         result: Next
-        if node.type is NodeType.USER_TASK and (events := listeners.creation_events(node)):
-            result = listeners.run(tx, tok, node, events[0])
+        if node.type is NodeType.USER_TASK and task_creation.has_listeners(node):
+            result = task_creation.begin(tx, tok, node)
         else:
             result = activities.enter(tx, g, tok, node)
         if not armed:
@@ -98,8 +101,11 @@ def _arm(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> None:
             waits.arm_boundaries(tx, g, current, node)
 
 
-def listener_done(tx: Tx, g: ProcessGraph, tok: TokenRow, step: listeners.Step) -> Next:
-    """A listener finished: the next one of its event, or what the event leads to."""
+def listener_done(
+    tx: Tx, g: ProcessGraph, tok: TokenRow, step: listeners.Step, who: Assigned | None = None
+) -> Next:
+    """A listener finished: the next one of its event, or what the event leads to (``who``:
+    the task to be a creation listener left)."""
     if step.boundary is not None:
         return interruptions.listener_done(tx, g, tok, step)
     following = step.index + 1
@@ -109,16 +115,14 @@ def listener_done(tx: Tx, g: ProcessGraph, tok: TokenRow, step: listeners.Step) 
         return end_token(tx, tok, g, listened=following)
     node = g.node(tok.node_id)
     if step.then is not None:  # a token beside an open user task: its listeners, then it ends
-        if following < len(node.listeners_of(step.event)):
-            return listeners.run(tx, tok, node, step.event, following, then=step.then)
-        if step.then:
-            return listeners.run(tx, tok, node, step.then[0], then=step.then[1:])
-        return end_token(tx, tok, g)
+        return task_events.next_beside(tx, tok, node, step) or end_token(tx, tok, g)
     if step.flow is not None:  # a flow's take listeners: then the token arrives
         flow = g.flows[step.flow]
         if following < len(flow.listeners):
             return listeners.run(tx, tok, node, step.event, following, flow)
         return _arrive_now(tx, g, tok)
+    if step.creating:
+        return task_creation.listener_done(tx, tok, node, step, who)
     if following < len(node.listeners_of(step.event)):
         return listeners.run(tx, tok, node, step.event, following)
     if step.event is ListenerEvent.START:
@@ -129,12 +133,7 @@ def listener_done(tx: Tx, g: ProcessGraph, tok: TokenRow, step: listeners.Step) 
             if node.type is NodeType.END
             else _leave_now(tx, g, tok, node)
         )
-    if step.event in (ListenerEvent.COMPLETE, ListenerEvent.TIMEOUT):
-        return leave(tx, g, tok, node)
-    events = listeners.creation_events(node)
-    if step.event is not events[-1]:
-        return listeners.run(tx, tok, node, events[events.index(step.event) + 1])
-    return activities.enter(tx, g, tok, node)
+    return leave(tx, g, tok, node)  # complete, timeout
 
 
 def after_user_task(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:

@@ -10,6 +10,7 @@ stays open throughout, and the scope around it waits for that token before it co
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 from bpm.definitions.model import ListenerEvent, Node
 from bpm.engine.core.tx import RunTask, Tx
@@ -28,12 +29,27 @@ def after_assignment(node: Node, assignee: str | None) -> tuple[ListenerEvent, .
 
 
 def run_beside(
-    tx: Tx, tok: TokenRow, node: Node, events: tuple[ListenerEvent, ...]
+    tx: Tx, tok: TokenRow, node: Node, events: tuple[ListenerEvent, ...], user_task: UUID
 ) -> RunTask | None:
     """Spawn a token beside ``tok`` (waiting at the user task ``node``) that runs the
-    listeners of ``events``; None when there are none."""
+    listeners of ``events``; None when there are none. Their ``task`` is ``user_task``."""
     if not events:
         return None
     data: dict[str, Any] = {"listeners": [e.value for e in events]}
     beside = spawn_beside(tx, tok, node.id, data)
-    return listeners.run(tx, tx.current(beside), node, events[0], then=events[1:])
+    first, then = events[0], events[1:]
+    return listeners.run(tx, tx.current(beside), node, first, then=then, user_task=user_task)
+
+
+def next_beside(tx: Tx, tok: TokenRow, node: Node, step: listeners.Step) -> RunTask | None:
+    """The listener that follows ``step`` under a token beside an open user task; None when
+    it was the last (the token ends)."""
+    assert step.then is not None
+    following = step.index + 1
+    if following < len(node.listeners_of(step.event)):
+        event, then = step.event, step.then
+    elif step.then:
+        event, then, following = step.then[0], step.then[1:], 0
+    else:
+        return None
+    return listeners.run(tx, tok, node, event, following, then=then, user_task=step.user_task)

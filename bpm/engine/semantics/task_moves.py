@@ -134,6 +134,17 @@ def assign(tx: Tx, task: TaskRow, user: str | None, event: str) -> None:
     _history(tx, task, event, task.state, task.state, {"assignee": user, "was": task.assignee})
 
 
+def edit(tx: Tx, task: TaskRow, changes: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> None:
+    """Change a user task's people, dates or priority under its version, its state unchanged:
+    one version per ``(event, data, columns)`` of ``changes``, each with its history row (so
+    replay counts the versions as the rows)."""
+    for event, data, columns in changes:
+        if not tasks.edit_user_task(tx.conn, task, tx.now, **columns):
+            raise Conflict(f"user task {task.id} changed meanwhile")
+        _history(tx, task, event, task.state, task.state, data)
+        task = replace(task, version=task.version + 1)
+
+
 def _history(
     tx: Tx,
     task: TaskRow,

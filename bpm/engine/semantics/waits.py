@@ -67,13 +67,27 @@ def wait_for_signal(tx: Tx, tok: TokenRow, node: Node) -> Next:
     return None
 
 
-def create_user_task(tx: Tx, tok: TokenRow, node: Node) -> Next:
-    """A READY user task; it stays READY (claimed or not) until someone completes it. Its
-    people, dates, priority and form defaults are evaluated now, over what the token sees; a
-    value that cannot be evaluated fails the token with an incident naming the attribute."""
+def assigned(tx: Tx, tok: TokenRow, node: Node) -> assignments.Assigned | None:
+    """A user task's people, dates and priority, evaluated now over what the token sees;
+    None when one cannot be evaluated (the token failed with an incident naming it)."""
     try:
-        view = _view(tx, tok) if _evaluates(node) else {}
-        who = assignments.resolve(node, view, tx.now)
+        return assignments.resolve(node, _view(tx, tok) if _evaluates(node) else {}, tx.now)
+    except ExpressionEvalError as exc:
+        fail_token(tx, tok, kind="user-task", message=str(exc))
+        return None
+
+
+def create_user_task(
+    tx: Tx, tok: TokenRow, node: Node, who: assignments.Assigned | None = None
+) -> Next:
+    """A READY user task; it stays READY (claimed or not) until someone completes it. Its
+    people, dates and priority are ``who`` (as its creation listeners left them), else
+    evaluated now; its form defaults are evaluated now, over what the token sees; a value that
+    cannot be evaluated fails the token with an incident naming the attribute."""
+    if who is None and (who := assigned(tx, tok, node)) is None:
+        return None
+    try:
+        view = _view(tx, tok) if node.form and node.form.evaluates else {}
         defaults = form_values.shown_defaults(node.form, view) if node.form else {}
     except ExpressionEvalError as exc:
         fail_token(tx, tok, kind="user-task", message=str(exc))
