@@ -235,3 +235,27 @@ def test_a_cancel_that_skips_custom_listeners_is_immediate(
     assert rt.engine.show(iid)["state"] == "CANCELLED"
     rt.drain()
     assert log == []
+
+
+def test_a_cancel_of_a_failed_instance_runs_the_end_listeners_too(
+    rt: Harness, handlers: HandlerRegistry
+) -> None:
+    log = recording(handlers, "Closed", "LastNode")
+
+    def work(ctx: HandlerContext) -> dict[str, Any]:
+        raise RuntimeError("the payment service is down")
+
+    handlers.register("Work", work)
+    listeners = process_listeners(
+        '<camunda:executionListener event="end" class="org.acme.Closed" />'
+    )
+    rt.engine.deploy_bpmn(modeler_file("p", listeners + task_flow()))
+    iid = rt.engine.start("p").id
+    rt.drain()
+    assert rt.engine.show(iid)["state"] == "FAILED"
+    rt.engine.cancel(iid)
+    assert rt.engine.show(iid)["state"] == "RUNNING"  # its incident went; its listener runs
+    rt.drain()
+    assert rt.engine.show(iid)["state"] == "CANCELLED"
+    assert log == ["Closed@end"]
+    assert replay.check(rt.engine.core, iid) == []

@@ -14,7 +14,7 @@ from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.tx import Next, Tx
 from bpm.engine.semantics import listeners, records
 from bpm.engine.semantics.cancelling import cancel_token, end_work
-from bpm.engine.semantics.instance_state import set_instance_state
+from bpm.engine.semantics.instance_state import resume_if_clear, set_instance_state
 from bpm.engine.semantics.moves import move
 from bpm.states import LIVE_TOKEN, InstanceState, TokenEvent, TokenState
 from bpm.store import tasks
@@ -46,6 +46,7 @@ def cancel_listening(tx: Tx, g: ProcessGraph, root: TokenRow, reason: str) -> No
     end_work(tx, root, reason)
     ran = listeners.run_process_end(tx, g, tx.current(root), cancelling=True)
     tx.run_handler_later(ran.task_id)
+    resume_if_clear(tx, root.instance_id)  # a FAILED instance's incidents all went with it
 
 
 def cancel_listener_done(tx: Tx, g: ProcessGraph, root: TokenRow, step: listeners.Step) -> Next:
