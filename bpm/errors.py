@@ -42,6 +42,17 @@ class InvalidDefinition(DefinitionError):
         self.element = element
         self.elements = dict(elements or {})
 
+    @classmethod
+    def joined(cls, errors: Sequence[InvalidDefinition]) -> InvalidDefinition:
+        """Several problems as one error, one line each, each line's element named."""
+        if len(errors) == 1:
+            return errors[0]
+        return cls(
+            "\n".join(str(exc) for exc in errors),
+            errors[0].element,
+            {str(exc): exc.element for exc in errors if exc.element is not None},
+        )
+
     def element_of(self, line: str) -> str | None:
         """The element the problem ``line`` of the message is about, if known."""
         found = self.elements.get(line)

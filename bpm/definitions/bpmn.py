@@ -3,37 +3,71 @@
 The mapping is one to one (docs/bpmn.md lists it): every supported element becomes the node or
 flow of the same id, every unsupported element or attribute value is refused with its line,
 qualified name and id, and each document then goes through ``compile_definition`` like a JSON
-file. The import goes on past a refused element, so one refusal lists every problem in the file.
+file. The import goes on past a refused element, and the structural checks run over what it
+could read (refused nodes stand as placeholders), so one refusal lists every problem in the file.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import Any
 
 from bpm.definitions import bpmn_calls, bpmn_common, bpmn_listeners
 from bpm.definitions import bpmn_camunda as camunda
 from bpm.definitions import bpmn_events as events
+from bpm.definitions import bpmn_placeholders as placeholders
 from bpm.definitions import bpmn_tasks as tasks
 from bpm.definitions import bpmn_transactions as transactions
-from bpm.definitions.bpmn_compensation import attach_compensation, is_compensation
+from bpm.definitions.bpmn_compensation import (
+    attach_compensation,
+    compensation_boundary,
+    is_compensation,
+)
+from bpm.definitions.bpmn_conditions import flow_condition
 from bpm.definitions.bpmn_declarations import Declarations
-from bpm.definitions.bpmn_feel import FeelUnsupported, translate_condition
 from bpm.definitions.bpmn_handlers import handler_name
 from bpm.definitions.bpmn_links import join_links
 from bpm.definitions.bpmn_multi_instance import LOOPS
-from bpm.definitions.bpmn_names import BPM, BPMN, CAMUNDA, CAMUNDA_ALIASES
-from bpm.definitions.bpmn_reader import Reader, not_yet, problems_of, refusal, reject
+from bpm.definitions.bpmn_names import BPM, BPMN, CAMUNDA
+from bpm.definitions.bpmn_reader import (
+    Reader,
+    foreign,
+    ignore_element,
+    not_yet,
+    problems_of,
+    read_aliases_as_camunda,
+    refusal,
+    reject,
+)
 from bpm.definitions.bpmn_xml import XmlElement, parse_xml
-from bpm.definitions.code import inline_script
 from bpm.definitions.parse.document import compile_definition
 from bpm.definitions.parse.policies import SAGA_SCOPES
 from bpm.errors import InvalidDefinition
-from bpm.script_values import SCRIPT_KEY
 
-__all__ = ["compile_bpmn", "handler_name"]
+__all__ = ["BpmnImport", "compile_bpmn", "handler_name", "import_bpmn"]
 Mapped = dict[str, Any]
-_SCOPE_PARTS = {"documentation", "extensionElements", "laneSet", "incoming", "outgoing", *LOOPS}
+#: The node type of a BPMN element whose mapper refused it, for reading its extensions.
+_TYPE_OF = {**dict.fromkeys((*tasks.SERVICE_LIKE, "scriptTask", "businessRuleTask"), "serviceTask")}
+_SCOPE_PARTS = {
+    "documentation",
+    "extensionElements",
+    "laneSet",
+    "incoming",
+    "outgoing",
+    *LOOPS,
+    *bpmn_common.METADATA,
+}
+
+
+@dataclass(frozen=True)
+class BpmnImport:
+    """What a BPMN file compiles to: one validated document per process, and what the
+    import accepted without behaviour and says so (``line N: <what>`` each: another
+    vendor's extensions, attributes Camunda 7 ignores where they are)."""
+
+    documents: list[dict[str, Any]]
+    ignored: list[str]
 
 
 def compile_bpmn(
@@ -45,7 +79,12 @@ def compile_bpmn(
     named like it (scripts never run). Raises ``InvalidDefinition`` listing every problem
     found, one ``line N: ...`` per line.
     """
-    root = _read_aliases_as_camunda(parse_xml(xml))
+    return import_bpmn(xml, handlers=handlers).documents
+
+
+def import_bpmn(xml: str | bytes, *, handlers: Collection[str] | None = None) -> BpmnImport:
+    """``compile_bpmn``, with the list of what was ignored (``bpm deploy --check`` prints it)."""
+    root = read_aliases_as_camunda(parse_xml(xml))
     if root.ns != BPMN or root.tag != "definitions":
         raise InvalidDefinition(
             f"line {root.line}: the root element is {root.tag!r} in "
@@ -65,7 +104,7 @@ def compile_bpmn(
                 else "the BPMN file's processes are all empty (black-box pools)"
             )
         )
-    return documents
+    return BpmnImport(documents, list(dict.fromkeys(root.ignored)))
 
 
 def _runnable(processes: list[XmlElement]) -> list[XmlElement]:
@@ -79,8 +118,8 @@ def _runnable(processes: list[XmlElement]) -> list[XmlElement]:
 
 
 def _black_box(process: XmlElement) -> bool:
-    """A process with no flow elements: the pool of a partner drawn as a black box. It has no
-    behaviour, so it compiles to nothing (a file of only such processes is refused)."""
+    """A process with no flow elements: a partner's pool drawn as a black box, compiled to
+    nothing (a file of only such processes is refused)."""
     return process.attrib.get("isExecutable") == "false" and all(
         c.ns != BPMN or c.tag in {"documentation", "extensionElements", "laneSet"}
         for c in process.children
@@ -98,6 +137,8 @@ class _File:
         #: The element of each problem line whose element is known.
         self.elements: dict[str, str] = {}
         self.decl = Declarations(root, self.problems)
+        #: Ids of the refused nodes and flows standing as placeholders (``placeholders``).
+        self.placeholders: set[str] = set()
 
     def record(self, exc: InvalidDefinition) -> None:
         if self.first_element is None:
@@ -127,28 +168,43 @@ class _File:
         lines: dict[str, int] = {key: el.line}
         doc["nodes"], doc["flows"] = self.scope(reader, lines)
         reader.children("laneSet")  # lanes only group nodes for the reader of the diagram
+        for tag in bpmn_common.METADATA:
+            reader.children(tag)
         if self.data_objects:
             doc["dataObjects"] = self.data_objects
         self.attempt(reader.finish)
-        if len(self.problems) > before:
-            return doc  # the validator would only repeat what is refused already
+        self.validate(doc, lines, el.line, refused=len(self.problems) > before)
+        return doc
+
+    def validate(self, doc: Mapped, lines: dict[str, int], line: int, *, refused: bool) -> None:
+        """The structural checks, over what the import could read: a refused node stands
+        there as a placeholder, so the flows around it still hold, and a problem the
+        validator finds at a placeholder (or a flow touching one) is not reported, since
+        it follows from the refusal already listed."""
+        key = doc["key"]
         try:
             compile_definition(doc)
         except InvalidDefinition as exc:
-            line = lines.get(exc.element or "", el.line)
-            text = str(exc)
-            if not text.startswith(f"process {key!r}"):
-                text = f"process {key!r}: {text}"
-            self.record(InvalidDefinition(f"line {line}: {text}", exc.element))
-        return doc
+            for text in problems_of(exc):  # each node's own problems, one line each
+                element = exc.element_of(text)
+                if refused and self.follows_from_refusal(text, element):
+                    continue
+                if not text.startswith(f"process {key!r}"):
+                    text = f"process {key!r}: {text}"
+                at = lines.get(element or "", line)
+                self.record(InvalidDefinition(f"line {at}: {text}", element))
+
+    def follows_from_refusal(self, text: str, element: str | None) -> bool:
+        return element in self.placeholders or any(
+            f"{found!r}" in text for found in self.placeholders
+        )
 
     def attempt(self, step: Any) -> Any:
         """Run one import step; a refusal is recorded and the import goes on."""
         try:
             return step()
         except InvalidDefinition as exc:
-            self.record(exc)
-            return None
+            return self.record(exc)
 
     def scope(self, reader: Reader, lines: dict[str, int]) -> tuple[list[Mapped], list[Mapped]]:
         """Nodes and flows of a process or subprocess, in document order."""
@@ -161,6 +217,9 @@ class _File:
         reader.children("textAnnotation")  # comments on the diagram
         reader.children("group")
         for child in reader.el.children:
+            if child.ns != BPMN and foreign(child.ns) and id(child) not in reader.used_children:
+                reader.used_children.add(id(child))
+                ignore_element(child)
             if child.ns != BPMN or id(child) in reader.used_children:
                 continue
             if child.tag in _SCOPE_PARTS or child.tag.endswith("EventDefinition"):
@@ -172,16 +231,23 @@ class _File:
                     self.data_objects.append(found)
             elif child.tag == "sequenceFlow":
                 flow = self.attempt(lambda child=child: self.flow(child, lines, flows))
+                if flow is None:
+                    flow = placeholders.flow(child)
+                    self.placeholders.update(p["id"] for p in [flow] if p is not None)
                 if flow is not None:
+                    lines.setdefault(flow["id"], child.line)
                     flows.append(flow)
             elif child.tag == "boundaryEvent" and is_compensation(child):
                 self.attempt(
-                    lambda child=child: self.compensation_boundary(child, associations, compensated)
+                    lambda child=child: compensation_boundary(child, associations, compensated)
                 )
             else:
                 node = self.attempt(lambda child=child: self.node(child, lines))
                 if node is None:
-                    continue
+                    node = placeholders.node(child)
+                    if node is None:
+                        continue
+                    self.placeholders.add(node["id"])
                 if child.attrib.get("isForCompensation") == "true":
                     for_compensation.add(node["id"])
                 lines[node["id"]] = child.line
@@ -224,7 +290,7 @@ class _File:
             flow["name"] = el.attrib["name"]
         condition = reader.child("conditionExpression")
         if condition is not None:
-            flow["condition"] = _condition(el, condition)
+            flow["condition"] = flow_condition(el, condition)
         flow.update(camunda.properties(reader))
         if (text := camunda.documentation(el)) is not None:
             flow["documentation"] = text
@@ -244,98 +310,23 @@ class _File:
         mapper = _MAPPERS.get(el.tag)
         if mapper is None:
             raise not_yet(el)
+        found: list[str] = []
         try:
             node.update(mapper(self, reader, lines))
+        except InvalidDefinition as exc:
+            found += problems_of(exc)
+        # read even when the mapper refused: a supported extension around the refused
+        # construct is read (and refused only for a cause of its own), never listed unread
+        node.setdefault("type", _TYPE_OF.get(el.tag, el.tag))
+        try:
             node.update(bpmn_common.common(reader, node))
         except InvalidDefinition as exc:
-            found = problems_of(exc)
+            found += problems_of(exc)
+        if found:
             extra = reader.leftovers(extensions_only=True)
             raise refusal([*found, *extra], node_id) from None
         reader.finish()
         return node
-
-    # --- compensation boundaries -----------------------------------------------------------
-
-    def compensation_boundary(
-        self,
-        el: XmlElement,
-        associations: dict[str, XmlElement],
-        compensated: dict[str, XmlElement],
-    ) -> None:
-        reader = Reader(el)
-        attached = reader.attr("attachedToRef")
-        reader.attr("cancelActivity")
-        definition = events.event_definition(reader)
-        reader.finish()
-        if definition is not None:
-            dr = Reader(definition)
-            if dr.attr("waitForCompletion") not in (None, "true"):
-                raise reject(el, 'has waitForCompletion="false", which is not supported')
-            if dr.attr("activityRef") is not None:
-                raise reject(
-                    el,
-                    "is a compensation boundary with an activityRef (only a "
-                    "throw event names the activity to compensate)",
-                    "remove the activityRef",
-                )
-            dr.finish()
-        if not attached:
-            raise reject(el, "needs attachedToRef")
-        if el.attrib.get("id", "") not in associations:
-            raise reject(
-                el,
-                "is a compensation boundary without an association to its "
-                'compensation handler (isForCompensation="true")',
-                "draw the association",
-            )
-        if attached in compensated:
-            raise reject(el, f"is a second compensation boundary on {attached!r}", "keep one")
-        compensated[attached] = el
-
-
-def _condition(flow: XmlElement, condition: XmlElement) -> Any:
-    reader = Reader(condition)
-    language = reader.attr("language")
-    reader.finish()
-    script = inline_script(language or "", condition.text) if language else None
-    if script is not None and "script" in script:  # JavaScript: its last value decides
-        return {SCRIPT_KEY: script["script"]}
-    if language and language.lower() not in {"juel", "feel", "${juel}"}:
-        raise reject(
-            flow,
-            f"has a condition in language {language!r}, which is not supported",
-            "write it as JUEL ${...}, FEEL =... or a plain condition",
-        )
-    try:
-        text = translate_condition(condition.text)
-    except FeelUnsupported as exc:
-        raise reject(
-            flow,
-            f"has a FEEL condition {condition.text.strip()!r} that cannot be translated: {exc}",
-        ) from None
-    if not text:
-        raise reject(
-            flow, "has an empty conditionExpression", "remove it for an unconditional flow"
-        )
-    return text
-
-
-def _read_aliases_as_camunda(root: XmlElement) -> XmlElement:
-    """Elements and attributes in ``CAMUNDA_ALIASES`` become Camunda's, everywhere."""
-    todo = [root]
-    while todo:
-        el = todo.pop()
-        if el.ns in CAMUNDA_ALIASES:
-            el.ns = CAMUNDA
-        if any(key.startswith("{") for key in el.attrib):
-            el.attrib = {_camunda_key(key): value for key, value in el.attrib.items()}
-        todo.extend(el.children)
-    return root
-
-
-def _camunda_key(key: str) -> str:
-    ns, _, local = key[1:].partition("}") if key.startswith("{") else ("", "", key)
-    return f"{{{CAMUNDA}}}{local}" if ns in CAMUNDA_ALIASES else key
 
 
 def _subprocess(file: _File, r: Reader, lines: dict[str, int]) -> Mapped:

@@ -200,9 +200,13 @@ def value_of(el: XmlElement, reader: Reader) -> Any:
         script = _script_value(kid)
         if script is not None:
             return script
+        fmt = (kid.attrib.get("scriptFormat") or "").strip() or "unnamed-language"
+        resource = kid.attrib.get("resource")
+        what = f"the {fmt} script resource {resource!r}" if resource else f"an inline {fmt} script"
         raise reject(
             el,
-            "has a camunda:script value, which bpm never runs",
+            f"has a camunda:script value, {what}, which bpm never runs (only inline JavaScript "
+            f"and JUEL scripts run)",
             "write the value as ${...} or compute it in a handler",
         )
     if kid.tag == "list":
@@ -287,6 +291,13 @@ def _field_value(field: XmlElement, fr: Reader) -> Any:
         if child is not None:
             Reader(child).finish()
             given.append((kind, child.text))
+    if (script := fr.child("script", CAMUNDA)) is not None:
+        raise reject(
+            script,
+            f"is a {script.attrib.get('scriptFormat') or 'script'} script as a field's value, "
+            "which Camunda 7 does not inject and bpm never runs",
+            "give the field a camunda:string or a camunda:expression",
+        )
     if len(given) != 1:
         raise reject(
             field,

@@ -21,7 +21,7 @@ from bpm.definitions.bpmn_camunda import (
 from bpm.definitions.bpmn_listeners import listeners
 from bpm.definitions.bpmn_multi_instance import multi_instance
 from bpm.definitions.bpmn_names import CAMUNDA
-from bpm.definitions.bpmn_reader import Reader, reject
+from bpm.definitions.bpmn_reader import Gathered, Reader, reject
 from bpm.definitions.bpmn_xml import XmlElement
 
 Mapped = dict[str, Any]
@@ -45,36 +45,47 @@ MAPPED_TYPES = _ACTIVITY_TYPES | {
 DEFAULTED_TYPES = _ACTIVITY_TYPES | {"boundaryEvent"}
 #: BPMN data flow inside an activity: Camunda 7 gives it no behaviour, and neither does bpm.
 DATA_FLOW = ("dataInputAssociation", "dataOutputAssociation", "ioSpecification", "property")
+#: Children of an activity or event for people and tools only: its data flow, and who
+#: performs it (``performer``; Camunda 7 reads only ``humanPerformer`` and
+#: ``potentialOwner``, on a user task).
+METADATA = (*DATA_FLOW, "performer")
 
 
 def common(r: Reader, node: Mapped) -> Mapped:
-    """The extensions every flow node may carry, read after the element's own mapper."""
+    """The extensions every flow node may carry, read after the element's own mapper. Each
+    is read even when one before it is refused, and the refusals are raised together."""
     out: Mapped = {}
+    gathered, none = Gathered(), Mapped()
     if (text := documentation(r.el)) is not None:
         out["documentation"] = text
-    out.update(properties(r))
-    for tag in DATA_FLOW:
+    out.update(gathered.attempt(lambda: properties(r), none))
+    for tag in METADATA:
         r.children(tag)
     kind = node.get("type")
-    out.update(listeners(r, task_listeners=kind == "userTask"))
+    out.update(gathered.attempt(lambda: listeners(r, task_listeners=kind == "userTask"), none))
     if kind in DEFAULTED_TYPES and (default := r.attr("default")):
         out["default"] = default
     runs = kind == "serviceTask" and "decision" not in node
-    out.update(retry(r, has_runs=runs))
+    out.update(gathered.attempt(lambda: retry(r, has_runs=runs), none))
     if runs:
-        out.update(priority(r))
-        found = fields(r)
-        if found and "topic" in node:
-            raise reject(
-                r.el,
-                "has camunda:field on an external task, which its worker cannot read",
-                "give the worker its configuration as camunda:properties or inputOutput",
-            )
-        out.update(found)
+        out.update(gathered.attempt(lambda: priority(r), none))
+        out.update(gathered.attempt(lambda: _fields(r, node), none))
     if kind in MAPPED_TYPES:
-        out.update(input_output(r))
-    out.update(multi_instance(r, kind))
+        out.update(gathered.attempt(lambda: input_output(r), none))
+    out.update(gathered.attempt(lambda: multi_instance(r, kind), none))
+    gathered.check(node.get("id"))
     return out
+
+
+def _fields(r: Reader, node: Mapped) -> Mapped:
+    found = fields(r)
+    if found and "topic" in node:
+        raise reject(
+            r.el,
+            "has camunda:field on an external task, which its worker cannot read",
+            "give the worker its configuration as camunda:properties or inputOutput",
+        )
+    return found
 
 
 def process_metadata(r: Reader) -> Mapped:

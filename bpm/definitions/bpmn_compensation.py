@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from bpm.definitions import bpmn_events as events
 from bpm.definitions.bpmn_declarations import local_id
 from bpm.definitions.bpmn_names import BPMN
-from bpm.definitions.bpmn_reader import reject
+from bpm.definitions.bpmn_reader import Reader, ignore, reject
 from bpm.definitions.bpmn_xml import XmlElement
 
 Mapped = dict[str, Any]
@@ -46,3 +47,36 @@ def attach_compensation(
 
 def is_compensation(el: XmlElement) -> bool:
     return any(c.ns == BPMN and c.tag == "compensateEventDefinition" for c in el.children)
+
+
+def compensation_boundary(
+    el: XmlElement,
+    associations: dict[str, XmlElement],
+    compensated: dict[str, XmlElement],
+) -> None:
+    """A compensation boundary event on ``attachedToRef``, noted in ``compensated`` for the
+    association to its handler; Camunda 7 ignores (with a warning) ``waitForCompletion`` and
+    ``activityRef`` on a catching compensation event, and so does the import (listing them)."""
+    reader = Reader(el)
+    attached = reader.attr("attachedToRef")
+    reader.attr("cancelActivity")
+    definition = events.event_definition(reader)
+    reader.finish()
+    if definition is not None:  # Camunda 7 warns of and ignores both on a catch
+        dr = Reader(definition)
+        for attr in ("waitForCompletion", "activityRef"):
+            if (value := dr.attr(attr)) is not None:
+                ignore(definition, f"has {attr}={value!r}, which a catching event ignores")
+        dr.finish()
+    if not attached:
+        raise reject(el, "needs attachedToRef")
+    if el.attrib.get("id", "") not in associations:
+        raise reject(
+            el,
+            "is a compensation boundary without an association to its "
+            'compensation handler (isForCompensation="true")',
+            "draw the association",
+        )
+    if attached in compensated:
+        raise reject(el, f"is a second compensation boundary on {attached!r}", "keep one")
+    compensated[attached] = el

@@ -10,6 +10,8 @@ from bpm.definitions.bpmn_feel import FeelUnsupported, translate_condition
 from bpm.definitions.bpmn_names import CAMUNDA
 from bpm.definitions.bpmn_reader import Reader, reject
 from bpm.definitions.bpmn_xml import XmlElement
+from bpm.definitions.code import inline_script
+from bpm.script_values import SCRIPT_KEY
 
 
 def condition(event: XmlElement, definition: XmlElement) -> dict[str, Any]:
@@ -41,3 +43,31 @@ def condition(event: XmlElement, definition: XmlElement) -> dict[str, Any]:
     if events is not None and events.strip():
         spec["variableEvents"] = [e.strip() for e in events.split(",") if e.strip()]
     return spec
+
+
+def flow_condition(flow: XmlElement, condition: XmlElement) -> Any:
+    """A sequence flow's ``conditionExpression``: JavaScript, JUEL, FEEL or plain."""
+    reader = Reader(condition)
+    language = reader.attr("language")
+    reader.finish()
+    script = inline_script(language or "", condition.text) if language else None
+    if script is not None and "script" in script:  # JavaScript: its last value decides
+        return {SCRIPT_KEY: script["script"]}
+    if language and language.lower() not in {"juel", "feel", "${juel}"}:
+        raise reject(
+            flow,
+            f"has a condition in language {language!r}, which is not supported",
+            "write it as JUEL ${...}, FEEL =... or a plain condition",
+        )
+    try:
+        text = translate_condition(condition.text)
+    except FeelUnsupported as exc:
+        raise reject(
+            flow,
+            f"has a FEEL condition {condition.text.strip()!r} that cannot be translated: {exc}",
+        ) from None
+    if not text:
+        raise reject(
+            flow, "has an empty conditionExpression", "remove it for an unconditional flow"
+        )
+    return text

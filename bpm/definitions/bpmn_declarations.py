@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from bpm.definitions.bpmn_names import BPMN, CAMUNDA, PRESENTATIONAL
-from bpm.definitions.bpmn_reader import Reader, not_yet, problems_of, reject
+from bpm.definitions.bpmn_reader import (
+    Reader,
+    foreign,
+    ignore_element,
+    not_yet,
+    problems_of,
+    reject,
+)
 from bpm.definitions.bpmn_xml import XmlElement
 from bpm.definitions.parse.patterns import MESSAGE_PATTERN
 from bpm.errors import InvalidDefinition
@@ -26,6 +33,7 @@ _PLAIN = {
     "interface",
     "resource",
     "import",
+    "relationship",
 }
 #: What each declaration may carry besides ``id`` and ``name``.
 _ATTRIBUTES = {
@@ -61,6 +69,9 @@ class Declarations:
                 continue
             if child.ns == BPMN and child.tag == "process":
                 continue
+            if foreign(child.ns):
+                ignore_element(child)
+                continue
             try:
                 self._declare(child)
             except InvalidDefinition as exc:
@@ -82,6 +93,9 @@ class Declarations:
             self.escalations[key] = values["escalationCode"]
         elif el.tag == "signal":
             self.signals[key] = label
+        elif el.tag == "dataStore":
+            for state in reader.children("dataState"):  # for people, as on a reference
+                Reader(state).finish()
         reader.finish()
 
     @staticmethod

@@ -5,12 +5,13 @@ document's ``listeners``."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from bpm.definitions.bpmn_camunda import named_fields
 from bpm.definitions.bpmn_handlers import handler_name, script_stem
 from bpm.definitions.bpmn_names import CAMUNDA
-from bpm.definitions.bpmn_reader import Reader, reject
+from bpm.definitions.bpmn_reader import Gathered, Reader, ignore, reject
 from bpm.definitions.bpmn_timers import timer
 from bpm.definitions.bpmn_xml import XmlElement
 from bpm.definitions.code import inline_script
@@ -31,8 +32,21 @@ def listeners(r: Reader, *, task_listeners: bool, on_flow: bool = False) -> Mapp
     found = [*r.extensions("executionListener", CAMUNDA)]
     if task_listeners:
         found += r.extensions("taskListener", CAMUNDA)
-    out = [_listener(el, on_flow) for el in found if not _empty_listener(el)]
+    else:  # Camunda 7 reads task listeners on user tasks only, and so passes over these
+        for el in r.extensions("taskListener", CAMUNDA):
+            ignore(el, "is a task listener outside a user task, which Camunda 7 never runs")
+    gathered = Gathered()
+    read: list[Mapped | None] = []
+    for el in found:
+        if not _empty_listener(el):
+            read.append(gathered.attempt(partial(_listener, el, on_flow), None))
+    gathered.check(_owner(r))
+    out = [listener for listener in read if listener is not None]
     return {"listeners": out} if out else {}
+
+
+def _owner(r: Reader) -> str | None:
+    return r.el.attrib.get("id")
 
 
 def _empty_listener(el: XmlElement) -> bool:

@@ -67,7 +67,15 @@ def multi_instance(r: Reader, kind: str | None) -> Mapped:
     _collection(mr, el, out)
     condition = mr.child("completionCondition")
     if condition is not None:
-        Reader(condition).finish()
+        cr = Reader(condition)
+        language = (cr.attr("language") or "juel").strip()
+        cr.finish()
+        if language.lower() not in {"juel", "feel", "${juel}"}:
+            raise reject(
+                condition,
+                f"is written in {language}, which bpm never runs as a completion condition",
+                "write it as JUEL ${...}, FEEL =... or a plain condition",
+            )
         try:
             out["completionCondition"] = translate_condition(_text(condition))
         except FeelUnsupported as exc:

@@ -27,9 +27,37 @@ PRESENTATIONAL = frozenset(
         "http://www.omg.org/spec/DD/20100524/DI",
         "http://bpmn.io/schema/bpmn/biocolor/1.0",
         "http://www.omg.org/spec/BPMN/non-normative/color/1.0",
-        "http://www.signavio.com",
         "http://camunda.org/schema/modeler/1.0",
     }
+)
+#: Namespaces whose elements and attributes the importer reads (what it does not read of
+#: them is refused); any other but the presentational ones is another vendor's (Signavio,
+#: Trisotech, Flowable, Zeebe where bpm reads nothing of it...): ignored, as Camunda 7 ignores
+#: it, and listed as ignored.
+READ = frozenset({"", BPMN, CAMUNDA, BPM, XSI, FOX})
+#: The extension elements some element's mapper reads (``Reader.extension``): after a mapper
+#: refused its element, one it did not come to read is not named as unsupported.
+READ_EXTENSIONS = frozenset(
+    {
+        "assignmentDefinition",
+        "connector",
+        "executionListener",
+        "failedJobRetryTimeCycle",
+        "field",
+        "formData",
+        "in",
+        "inputOutput",
+        "loopCharacteristics",
+        "out",
+        "properties",
+        "taskDefinition",
+        "taskListener",
+    }
+)
+#: Attributes of a user task that Camunda 7 reads nowhere else: on another element they are
+#: ignored (and listed as ignored), as Camunda 7 ignores them.
+USER_TASK_ONLY = frozenset(
+    {"assignee", "candidateUsers", "candidateGroups", "dueDate", "followUpDate", "formKey"}
 )
 #: The prefix a refusal names each namespace by, whatever prefix the file used.
 PREFIXES = {CAMUNDA: "camunda", ZEEBE: "zeebe", BPM: "bpm", XSI: "xsi", FOX: "fox"}
@@ -56,6 +84,7 @@ HARMLESS: dict[str, frozenset[str] | None] = {
     "itemRef": None,
     "capacity": None,
     "isUnlimited": None,
+    "categoryValueRef": None,
 }
 #: Camunda attributes accepted and ignored: with no behaviour here (every step is already its
 #: own transaction; a version tag and tasklist flag are the modeler's bookkeeping).

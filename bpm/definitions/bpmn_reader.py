@@ -9,19 +9,26 @@ several problems, one per line, so a user fixing a model sees them all at once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
 
 from bpm.definitions.bpmn_names import (
     BPMN,
     CAMUNDA,
+    CAMUNDA_ALIASES,
     CAMUNDA_IGNORED,
     HARMLESS,
     PREFIXES,
     PRESENTATIONAL,
+    READ,
+    READ_EXTENSIONS,
+    USER_TASK_ONLY,
     XSI,
 )
 from bpm.definitions.bpmn_xml import XmlElement
 from bpm.errors import InvalidDefinition
+
+T = TypeVar("T")
 
 
 def qualified(ns: str, local: str, root: XmlElement | None = None) -> str:
@@ -58,6 +65,21 @@ def problem(el: XmlElement, why: str, instead: str | None = None) -> str:
     return f"line {el.line}: {name(el)} {why}{hint}"
 
 
+def ignore(el: XmlElement, what: str) -> None:
+    """Note that ``el`` has something the import accepts without behaviour (the file's
+    ``ignored`` list, which ``bpm deploy --check`` prints)."""
+    _root(el).ignored.append(problem(el, what))
+
+
+def foreign(ns: str) -> bool:
+    """Another vendor's namespace: ignored wherever it appears (and said so)."""
+    return ns not in READ and ns not in PRESENTATIONAL
+
+
+def ignore_element(el: XmlElement) -> None:
+    ignore(el, f"is an element of the namespace {el.ns!r}, which bpm does not read")
+
+
 def reject(el: XmlElement, why: str, instead: str | None = None) -> InvalidDefinition:
     return InvalidDefinition(problem(el, why, instead), _owner_id(el))
 
@@ -75,6 +97,27 @@ def refusal(
 
 def problems_of(exc: InvalidDefinition) -> list[str]:
     return str(exc).splitlines()
+
+
+class Gathered:
+    """The refusals of several independent reads of one element, so a refused part does not
+    leave the parts after it unread (and listed as unsupported when they are not)."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def attempt(self, step: Callable[[], T], instead: T) -> T:
+        """``step()``, or ``instead`` with its refusal noted."""
+        try:
+            return step()
+        except InvalidDefinition as exc:
+            self.problems += problems_of(exc)
+            return instead
+
+    def check(self, element: str | None) -> None:
+        """Raise one refusal listing every problem noted, if any."""
+        if self.problems:
+            raise refusal(self.problems, element)
 
 
 def _owner_id(el: XmlElement | None) -> str | None:
@@ -157,13 +200,21 @@ class Reader:
             if child.ns == BPMN and child.tag in {"documentation", "incoming", "outgoing"}:
                 continue
             if child.ns == BPMN and child.tag == "extensionElements":
-                out += [
-                    str(not_yet(ext))
-                    for ext in child.children
-                    if id(ext) not in self.used_children and ext.ns not in PRESENTATIONAL
-                ]
+                for ext in child.children:
+                    if id(ext) in self.used_children or ext.ns in PRESENTATIONAL:
+                        continue
+                    if extensions_only and ext.tag in READ_EXTENSIONS and not foreign(ext.ns):
+                        continue  # the refused mapper would have read it: not the cause
+                    self.used_children.add(id(ext))
+                    if foreign(ext.ns):
+                        ignore_element(ext)
+                    else:
+                        out.append(str(not_yet(ext)))
                 continue
-            if not extensions_only:
+            if foreign(child.ns):
+                self.used_children.add(id(child))
+                ignore_element(child)
+            elif not extensions_only:
                 out.append(str(not_yet(child)))
         return out
 
@@ -183,5 +234,33 @@ class Reader:
             allowed = HARMLESS.get(local, frozenset()) if not ns else frozenset()
             if not ns and local in HARMLESS and (allowed is None or value in allowed):
                 continue
-            out.append((qualified(ns, local, _root(self.el)), value))
+            shown = qualified(ns, local, _root(self.el))
+            if foreign(ns) or (ns == CAMUNDA and local in USER_TASK_ONLY):
+                self.used.add(key)
+                why = (
+                    f"in another vendor's namespace {ns!r}"
+                    if foreign(ns)
+                    else "which Camunda 7 reads on a user task only"
+                )
+                ignore(self.el, f"has the attribute {shown}={value!r}, {why}")
+                continue
+            out.append((shown, value))
         return out
+
+
+def read_aliases_as_camunda(root: XmlElement) -> XmlElement:
+    """Elements and attributes in ``CAMUNDA_ALIASES`` become Camunda's, everywhere."""
+    todo = [root]
+    while todo:
+        el = todo.pop()
+        if el.ns in CAMUNDA_ALIASES:
+            el.ns = CAMUNDA
+        if any(key.startswith("{") for key in el.attrib):
+            el.attrib = {_camunda_key(key): value for key, value in el.attrib.items()}
+        todo.extend(el.children)
+    return root
+
+
+def _camunda_key(key: str) -> str:
+    ns, _, local = key[1:].partition("}") if key.startswith("{") else ("", "", key)
+    return f"{{{CAMUNDA}}}{local}" if ns in CAMUNDA_ALIASES else key

@@ -11,7 +11,7 @@ from bpm.definitions import bpmn_forms
 from bpm.definitions.bpmn_declarations import Declarations, message
 from bpm.definitions.bpmn_handlers import handler_name, script_stem
 from bpm.definitions.bpmn_names import BPM, CAMUNDA, ZEEBE
-from bpm.definitions.bpmn_reader import Reader, reject
+from bpm.definitions.bpmn_reader import Reader, ignore, reject
 from bpm.definitions.code import JAVASCRIPT, inline_script
 from bpm.errors import InvalidExpression
 from bpm.expressions import compile_expression
@@ -37,9 +37,9 @@ def service(decl: Declarations, r: Reader) -> Mapped:
                 f"has camunda:type={camunda_type!r}; only 'external' is supported",
                 'use camunda:type="external" with camunda:topic, or bpm:handler',
             )
-        if not topic:
+        if not topic or not topic.strip():
             raise reject(r.el, 'has camunda:type="external" without camunda:topic', "add one")
-        found.append(("topic", topic, "camunda:topic"))
+        found.append(("topic", topic.strip(), "camunda:topic"))  # a topic has no edge spaces
     elif topic is not None:
         raise reject(r.el, 'has camunda:topic without camunda:type="external"', "add it")
     task_definition = r.extension("taskDefinition", ZEEBE)
@@ -75,6 +75,7 @@ def service(decl: Declarations, r: Reader) -> Mapped:
         )
     if not found:
         raise reject(r.el, "has no implementation", _IMPLEMENTATIONS)
+    found = _camunda_precedence(r, found)
     if len(found) > 1:
         raise reject(
             r.el, f"has several implementations ({', '.join(f[2] for f in found)})", "give one"
@@ -95,6 +96,30 @@ def service(decl: Declarations, r: Reader) -> Mapped:
             )
         node["retry"] = {"max_attempts": int(retries)}
     return node
+
+
+#: Camunda 7's choice among its own implementations of one task: its connect plugin sets a
+#: connector's behaviour after the parser set the others (so a connector wins), and the
+#: parser takes ``type`` (external), then ``class``, then ``delegateExpression``, then
+#: ``expression``.
+_CAMUNDA_ORDER = (
+    "camunda:connector",
+    "camunda:topic",
+    "camunda:class",
+    "camunda:delegateExpression",
+    "camunda:expression",
+)
+
+
+def _camunda_precedence(r: Reader, found: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """Of several Camunda implementations, the one Camunda 7 runs; the others are listed as
+    ignored. bpm's and Zeebe's stay beside it (and two of those are refused)."""
+    camunda = sorted(
+        (f for f in found if f[2] in _CAMUNDA_ORDER), key=lambda f: _CAMUNDA_ORDER.index(f[2])
+    )
+    for _key, value, origin in camunda[1:]:
+        ignore(r.el, f"has {origin}={value!r}, which Camunda 7 ignores for {camunda[0][2]}")
+    return [f for f in found if f[2] not in _CAMUNDA_ORDER] + camunda[:1]
 
 
 _BINDINGS = {

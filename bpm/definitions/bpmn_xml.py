@@ -59,6 +59,9 @@ class XmlElement:
     parent: XmlElement | None = field(default=None, repr=False, compare=False)
     #: Root only: the prefix the document declared for each namespace.
     prefixes: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    #: Root only: what the import accepted without behaviour and says so, ``line N: <what>``
+    #: each (another vendor's extensions, attributes Camunda 7 ignores where they are).
+    ignored: list[str] = field(default_factory=list, repr=False, compare=False)
 
     def find(self, ns: str, tag: str) -> XmlElement | None:
         return next((c for c in self.children if c.ns == ns and c.tag == tag), None)

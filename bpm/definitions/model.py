@@ -249,6 +249,9 @@ class ProcessGraph:
     #: ``historyTimeToLive``: how long an ended instance is kept; None: the installation's
     #: default (``BPM_HISTORY_TTL_DAYS``), or for ever.
     history_ttl: timedelta | None = None
+    #: The process's own ``end`` listeners: they run when the instance ends (its last path
+    #: completed, or a terminate end event at process level), before it is COMPLETED.
+    end_listeners: tuple[Listener, ...] = ()
     #: The process's message start events: message name -> start event id (a correlation
     #: that no waiting token takes starts an instance there).
     message_starts: dict[str, str] = field(default_factory=dict)

@@ -137,9 +137,15 @@ class Engine(ExternalTaskCalls, EngineReads):
                 definition_id=maybe_id(definition_id, "definition"),
             )
 
-    def cancel(self, instance_id: UUID | str, reason: str = "cancelled by an operator") -> None:
+    def cancel(
+        self,
+        instance_id: UUID | str,
+        reason: str = "cancelled by an operator",
+        *,
+        skip_listeners: bool = False,
+    ) -> None:
         with because("operator cancel"):
-            lifecycle.cancel(self.core, as_id(instance_id, "instance"), reason)
+            lifecycle.cancel(self.core, as_id(instance_id, "instance"), reason, skip_listeners)
 
     def retry(self, token_or_task: UUID | str, retries: int | None = None) -> UUID:
         with because(f"operator retry {token_or_task}"):

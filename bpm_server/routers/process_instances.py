@@ -138,8 +138,8 @@ def delete_instance(
     skip_io_mappings: Annotated[bool, Query(alias="skipIoMappings")] = False,
     skip_subprocesses: Annotated[bool, Query(alias="skipSubprocesses")] = False,
 ) -> Response:
-    """Cancel it. bpm runs no listeners and no output mappings on a cancel, so the skip
-    flags are what it does anyway; it has no called subprocesses."""
+    """Cancel it: the process's ``end`` listeners run unless ``skipCustomListeners``; bpm
+    runs no output mappings on a cancel and has no called subprocesses to skip."""
     only_params(
         request,
         {
@@ -156,7 +156,11 @@ def delete_instance(
         if fail_if_not_exists:
             raise
         return no_content()
-    runtime.run(lambda: runtime.engine.cancel(instance_id, "deleted through the REST API"))
+    runtime.run(
+        lambda: runtime.engine.cancel(
+            instance_id, "deleted through the REST API", skip_listeners=skip_custom_listeners
+        )
+    )
     return no_content()
 
 

@@ -154,6 +154,7 @@ def trace_problems(db: Database, iid: UUID) -> list[str]:
                 "COMPENSATED",
                 "FAILED",
                 "CALLED",  # a call activity's mapping handler ran: the call starts
+                "CANCELLED",  # the last process end listener a cancel runs: the end
             ):
                 problems.append(
                     f"task {done.node_id!r} completed, then its token did "

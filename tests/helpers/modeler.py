@@ -46,6 +46,20 @@ def modeler_file(key: str, body: str, *, declarations: str = "", attrs: str = ""
     )
 
 
+def modeler_processes(processes: dict[str, str]) -> str:
+    """A file of several processes (key -> body), each with its diagram."""
+    first = next(iter(processes))
+    return (
+        HEADER.format(key=first)
+        + "".join(
+            f'  <bpmn:process id="{key}" isExecutable="true">\n{body}\n  </bpmn:process>\n'
+            for key, body in processes.items()
+        )
+        + "".join(_diagram(key, body) for key, body in processes.items())
+        + "</bpmn:definitions>\n"
+    )
+
+
 def _diagram(key: str, body: str) -> str:
     shapes, edges = [], []
     x = 150

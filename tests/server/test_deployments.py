@@ -12,6 +12,7 @@ from bpm.states import Role
 from tests.helpers.dmn import model
 from tests.server.conftest import Server
 from tests.server.processes import error_boundary_bpmn, message_bpmn
+from tests.unit.test_bpmn_every_problem import SEVERAL
 
 BOUNDARY = "--------------------------493286427118632805713794"
 
@@ -283,3 +284,17 @@ def test_delete_only_a_deployment_nothing_was_started_from(
     assert _versions(c, "del_unused") == []
     assert c.delete(f"/deployment/{unused}").status_code == 404
     assert _versions(c, "del_used") == [1]
+
+
+def test_a_refused_deployment_lists_every_problem_of_every_process(
+    clients: dict[str, httpx.Client],
+) -> None:
+    c = clients["operator"]
+    files = [("x", ("several.bpmn", SEVERAL.encode(), "application/octet-stream"))]
+    got = c.post("/deployment/create", data={"deployment-name": "several"}, files=files)
+    assert got.status_code == 400
+    errors = got.json()["details"]["several.bpmn"]["errors"]
+    assert [e["line"] for e in errors] == [5, 7, 13, 14, 21, 22]
+    assert "unreachable" in errors[1]["message"] and "second startEvent" in errors[2]["message"]
+    assert "B_g" in errors[3]["message"]
+    assert _versions(c, "A") == [] and _versions(c, "B") == []

@@ -11,6 +11,7 @@ import pytest
 
 from bpm.definitions import ProcessBuilder
 from bpm.states import Role
+from tests.helpers.modeler import chain, modeler_file
 from tests.server.conftest import Server
 from tests.server.processes import error_boundary_bpmn, message_bpmn, nested_bpmn
 
@@ -339,3 +340,28 @@ def test_activity_instances_of_a_multi_instance_activity(
         ["inner"],
         ["inner"],
     ]
+
+
+def test_delete_runs_the_process_end_listeners_unless_told_to_skip_them(
+    world: dict[str, object], server: Server
+) -> None:
+    listener = (
+        '<bpmn:extensionElements><camunda:executionListener event="end" '
+        "expression=\"${execution.setVariable('closed', true)}\" /></bpmn:extensionElements>"
+    )
+    body = '<bpmn:startEvent id="S" /><bpmn:userTask id="U" /><bpmn:endEvent id="E" />'
+    server.runtime.engine.deploy_bpmn(
+        modeler_file("pi_closing", listener + body + chain("S", "U", "E"))
+    )
+    c = _c(world)
+    engine = server.runtime.engine
+    heard = str(engine.start("pi_closing", {}).id)
+    assert c.delete(f"/process-instance/{heard}").status_code == 204
+    server.runtime.run_until_idle(timeout=5)
+    shown = engine.show(heard)
+    assert shown["state"] == "CANCELLED" and shown["variables"]["closed"] is True
+    skipped = str(engine.start("pi_closing", {}).id)
+    got = c.delete(f"/process-instance/{skipped}", params={"skipCustomListeners": "true"})
+    assert got.status_code == 204
+    shown = engine.show(skipped)
+    assert shown["state"] == "CANCELLED" and "closed" not in shown["variables"]

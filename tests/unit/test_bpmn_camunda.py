@@ -198,8 +198,8 @@ def test_input_output_mappings_compile_to_inputs_and_outputs() -> None:
     [
         (
             '<camunda:script scriptFormat="groovy">1 + 1</camunda:script>',
-            "camunda:inputParameter in serviceTask 'T' has a camunda:script value, which bpm "
-            "never runs",
+            "camunda:inputParameter in serviceTask 'T' has a camunda:script value, an inline "
+            "groovy script, which bpm never runs",
         ),
         ("${bean.compute(x)}", "calls 'bean.compute'"),
     ],

@@ -1,6 +1,8 @@
 """Nothing with behaviour is dropped in silence: every element type the importer reads, given
-an unknown attribute and an unknown extension element, is refused naming them, unless
-docs/bpmn.md lists the element as accepted without behaviour (its content is not read)."""
+an unknown attribute and an unknown extension element of Camunda's, is refused naming them,
+unless docs/bpmn.md lists the element as accepted without behaviour (its content is not read);
+another vendor's (a namespace bpm does not read) are ignored, as Camunda 7 ignores them, and
+listed as ignored."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bpm.definitions.bpmn import compile_bpmn
+from bpm.definitions.bpmn import compile_bpmn, import_bpmn
 from bpm.errors import InvalidDefinition
 from tests.helpers.modeler import chain, modeler_file
 
@@ -330,15 +332,23 @@ def test_every_case_is_valid_without_the_unknown_content() -> None:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_an_unknown_attribute_is_refused_naming_it(name: str) -> None:
     with pytest.raises(InvalidDefinition) as info:
-        compile_bpmn(_build(CASES[name], ' acme:flag="1"', ""), handlers={"h"})
-    assert "acme:flag='1'" in str(info.value), str(info.value)
+        compile_bpmn(_build(CASES[name], ' camunda:flag="1"', ""), handlers={"h"})
+    assert "camunda:flag='1'" in str(info.value), str(info.value)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_an_unknown_extension_element_is_refused_naming_it(name: str) -> None:
     with pytest.raises(InvalidDefinition) as info:
-        compile_bpmn(_build(CASES[name], "", "<acme:rule />"), handlers={"h"})
-    assert re.search(r"acme:rule in \S+", str(info.value)), str(info.value)
+        compile_bpmn(_build(CASES[name], "", "<camunda:rule />"), handlers={"h"})
+    assert re.search(r"camunda:rule in \S+", str(info.value)), str(info.value)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_another_vendors_attribute_and_element_are_listed_as_ignored(name: str) -> None:
+    imported = import_bpmn(_build(CASES[name], ' acme:flag="1"', "<acme:rule />"), handlers={"h"})
+    ignored = "\n".join(imported.ignored)
+    assert "acme:flag='1'" in ignored and "'urn:acme'" in ignored, ignored
+    assert re.search(r"acme:rule in \S+", ignored), ignored
 
 
 @pytest.mark.parametrize("name", sorted(IGNORED))

@@ -62,3 +62,17 @@ def test_a_creation_listener_task_carries_the_task_to_be_in_its_columns() -> Non
         priority=70,
     )
     assert listeners.carried(task) == who
+
+
+def test_the_process_end_listener_markers_as_it_ends_and_as_it_is_cancelled() -> None:
+    own = (
+        '<bpmn:extensionElements><camunda:executionListener event="end" expression="${true}" />'
+        '<camunda:executionListener event="end" class="org.acme.Audit" /></bpmn:extensionElements>'
+    )
+    [doc] = compile_bpmn(modeler_file("markers", own + BODY))
+    g = compile_definition(doc)
+    ending = listeners.step_of(g, _task("listener:end:1:^process"))
+    assert ending is not None and ending.process and not ending.cancelling
+    assert ending.listener is g.end_listeners[1] and not ending.creating
+    cancelling = listeners.step_of(g, _task("listener:end:0:^cancelling"))
+    assert cancelling is not None and cancelling.process and cancelling.cancelling

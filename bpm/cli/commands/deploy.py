@@ -11,7 +11,7 @@ import click
 from bpm.cli import render
 from bpm.cli.runtime import embedded, import_handlers
 from bpm.definitions import compile_definition, load_document
-from bpm.definitions.bpmn import compile_bpmn
+from bpm.definitions.bpmn import import_bpmn
 from bpm.dmn import parse_dmn
 from bpm.errors import ConfigError, InvalidDefinition
 from bpm.handlers import registry
@@ -68,12 +68,20 @@ def deploy(file: Path, as_json: bool, check: bool) -> None:
         )
 
 
-def _checked(file: Path, documents: list[dict[str, Any]], as_json: bool) -> None:
+def _checked(
+    file: Path, documents: list[dict[str, Any]], as_json: bool, ignored: Sequence[str] = ()
+) -> None:
+    """The processes FILE holds and what their import ignored (another vendor's
+    extensions...), one ``ignored: line N: ...`` each; nothing is deployed."""
     keys = [str(doc["key"]) for doc in documents]
     if as_json:
-        render.emit_json({"file": str(file), "ok": True, "processes": keys})
-    else:
-        render.line(f"{file}: ok, {len(keys)} process(es): {', '.join(keys)}; nothing deployed")
+        render.emit_json(
+            {"file": str(file), "ok": True, "processes": keys, "ignored": list(ignored)}
+        )
+        return
+    for note in ignored:
+        render.line(f"ignored: {note}")
+    render.line(f"{file}: ok, {len(keys)} process(es): {', '.join(keys)}; nothing deployed")
 
 
 def _read_checked(file: Path, compile_file: Callable[[bytes], Any]) -> tuple[bytes, Any]:
@@ -122,9 +130,9 @@ def _print_results(kind: str, results: Sequence[Any], as_json: bool) -> None:
 def _deploy_bpmn(file: Path, as_json: bool, check: bool) -> None:
     import_handlers()  # a script task runs the handler registered under its name
     known = registry.names()
-    xml, documents = _read_checked(file, lambda data: compile_bpmn(data, handlers=known))
+    xml, imported = _read_checked(file, lambda data: import_bpmn(data, handlers=known))
     if check:
-        _checked(file, documents, as_json)
+        _checked(file, imported.documents, as_json, imported.ignored)
         return
     with embedded() as rt:  # one deployment of the file, named for it
         results = rt.engine.deploy_bpmn(xml, name=file.name, resource=file.name)

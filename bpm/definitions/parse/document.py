@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bpm.definitions.durations import MAX_DURATION, MAX_YEARS, parse_duration
-from bpm.definitions.model import Node, NodeType, ProcessGraph
+from bpm.definitions.model import ListenerEvent, Node, NodeType, ProcessGraph
 from bpm.definitions.parse.graph import GraphBuilder
 from bpm.definitions.parse.keys import PROCESS_KEYS
 from bpm.definitions.parse.listeners import parse_listeners
@@ -71,9 +71,10 @@ def compile_definition(doc: Mapping[str, Any]) -> ProcessGraph:
     builder.add_scope(doc, None)
     builder.check()
     own = parse_listeners(doc.get("listeners"), None, f"process {key!r}", None)
-    if own:  # the process starts as its start event does: its listeners run first
-        first = builder.nodes[builder.starts[None]]
-        builder.nodes[first.id] = replace(first, listeners=own + first.listeners)
+    starting = tuple(x for x in own if x.event is ListenerEvent.START)
+    for node in list(builder.nodes.values()):  # the process starts as a start event of
+        if starting and node.type is NodeType.START and node.scope is None:  # its does
+            builder.nodes[node.id] = replace(node, listeners=starting + node.listeners)
     return ProcessGraph(
         key=key,
         name=name,
@@ -89,6 +90,7 @@ def compile_definition(doc: Mapping[str, Any]) -> ProcessGraph:
         document=json.loads(json.dumps(doc)),
         boundaries=builder.boundaries,
         history_ttl=history_ttl,
+        end_listeners=tuple(x for x in own if x.event is ListenerEvent.END),
     )
 
 

@@ -151,29 +151,46 @@ class GraphBuilder:
         for flow in self.flows.values():
             outgoing[flow.source].append(flow.id)
             incoming[flow.target].append(flow.id)
+        refused: list[InvalidDefinition] = []
         for node_id, (raw, scope) in self.raw_nodes.items():
-            node = compile_node(
-                node_id, raw, scope, tuple(incoming[node_id]), tuple(outgoing[node_id]), self.flows
-            )
-            self.nodes[node_id] = node
-            if node.type is NodeType.START and scope is None and node.message is not None:
-                self._add_message_start(node)
-            elif node.type is NodeType.START and scope is None and node.timer is not None:
-                self._add_timer_start(node)
-            elif node.type is NodeType.START and scope is None and node.condition is not None:
-                self._only_interrupting(node)
-                self.conditional_starts.append(node.id)
-            elif node.type is NodeType.START and scope is None and node.signal is not None:
-                self._add_signal_start(node)
-            elif node.type is NodeType.START:
-                if scope in self.starts:
-                    raise InvalidDefinition(
-                        f"node {node_id!r}: a second startEvent in "
-                        f"{'the process' if scope is None else repr(scope)} "
-                        f"(the first is {self.starts[scope]!r})",
-                        node_id,
-                    )
-                self.starts[scope] = node_id
+            try:
+                self._add_node(node_id, raw, scope, incoming[node_id], outgoing[node_id])
+            except InvalidDefinition as exc:  # every node's own problems, then the rest
+                refused.append(exc)
+        if refused:
+            raise InvalidDefinition.joined(refused)
+        self._check_scopes()
+
+    def _add_node(
+        self,
+        node_id: str,
+        raw: Mapping[str, Any],
+        scope: str | None,
+        incoming: list[str],
+        outgoing: list[str],
+    ) -> None:
+        node = compile_node(node_id, raw, scope, tuple(incoming), tuple(outgoing), self.flows)
+        self.nodes[node_id] = node
+        if node.type is NodeType.START and scope is None and node.message is not None:
+            self._add_message_start(node)
+        elif node.type is NodeType.START and scope is None and node.timer is not None:
+            self._add_timer_start(node)
+        elif node.type is NodeType.START and scope is None and node.condition is not None:
+            self._only_interrupting(node)
+            self.conditional_starts.append(node.id)
+        elif node.type is NodeType.START and scope is None and node.signal is not None:
+            self._add_signal_start(node)
+        elif node.type is NodeType.START:
+            if scope in self.starts:
+                raise InvalidDefinition(
+                    f"node {node_id!r}: a second startEvent in "
+                    f"{'the process' if scope is None else repr(scope)} "
+                    f"(the first is {self.starts[scope]!r})",
+                    node_id,
+                )
+            self.starts[scope] = node_id
+
+    def _check_scopes(self) -> None:
         scopes = {None} | {
             n for n, (raw, _) in self.raw_nodes.items() if raw.get("type") == NodeType.SUBPROCESS
         }

@@ -40,8 +40,8 @@ def parse_listeners(
     on_flow: bool = False,
 ) -> tuple[Listener, ...]:
     """``listeners``: a list of ``{"event", "handler", "fields"}``, run in list order for
-    each event. ``node_type`` None: the process's own (``start`` only), or with ``on_flow``
-    a flow's (``take`` only)."""
+    each event. ``node_type`` None: the process's own (``start`` and ``end``), or with
+    ``on_flow`` a flow's (``take`` only)."""
     if raw is None:
         return ()
     if not isinstance(raw, list):
@@ -49,7 +49,7 @@ def parse_listeners(
     if on_flow:
         allowed: tuple[ListenerEvent, ...] = (ListenerEvent.TAKE,)
     elif node_type is None:
-        allowed = (ListenerEvent.START,)
+        allowed = (ListenerEvent.START, ListenerEvent.END)
     elif node_type is NodeType.PARALLEL:
         allowed = ()
     elif node_type in GATEWAYS:

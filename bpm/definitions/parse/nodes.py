@@ -72,6 +72,8 @@ def compile_node(
             "triggered_by_event": event_starts.triggered_by_event(raw, where, node_id),
             "transaction": transactions.transaction_flag(raw, where, node_id),
         }
+    elif node_type in (NodeType.TASK, NodeType.MANUAL_TASK):  # done as it passes: then
+        fields = {"compensation": parse_compensation(raw, where, node_id)}  # undoable
     elif node_type is NodeType.CALL_ACTIVITY:
         fields = {
             "call": parse_call(raw, where, node_id),

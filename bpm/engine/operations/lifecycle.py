@@ -15,6 +15,7 @@ from bpm.engine.core.tx import Conflict, Tx
 from bpm.engine.operations import deployments
 from bpm.engine.operations.deployments import Deployed as Deployed
 from bpm.engine.semantics import instances as instances_semantics
+from bpm.engine.semantics import process_ends
 from bpm.engine.semantics.cancelling import cancel_token
 from bpm.engine.semantics.instance_state import set_instance_state
 from bpm.errors import DeploymentInvalid, InvalidOperation, NotFound, UnknownProcess
@@ -199,8 +200,15 @@ def _definition(tx: Tx, key: str, version: int | None) -> DefinitionRow:
     return row
 
 
-def cancel(core: EngineCore, instance_id: UUID, reason: str = "cancelled by an operator") -> None:
-    """Cancel every live token, task and incident, and the instance (one transaction).
+def cancel(
+    core: EngineCore,
+    instance_id: UUID,
+    reason: str = "cancelled by an operator",
+    skip_listeners: bool = False,
+) -> None:
+    """Cancel every live token, task and incident, and the instance (one transaction); when
+    the process has ``end`` listeners (and ``skip_listeners`` is false, Camunda's
+    ``skipCustomListeners``), the instance is CANCELLED once they ran (``process_ends``).
 
     The instance's row is locked first, as every transaction that locks it does (the
     engine's lock order, ``Tx.lock_instance``), so a cancel racing a worker queues at that
@@ -217,7 +225,13 @@ def cancel(core: EngineCore, instance_id: UUID, reason: str = "cancelled by an o
                     f"instance {instance_id} is {inst.state}; only RUNNING "
                     f"or FAILED instances can be cancelled"
                 )
-            for tok in tx.tokens_of(instance_id):
+            tokens = tx.tokens_of(instance_id)
+            g = core.graph(inst.process_def_id, tx.conn)
+            root = None if skip_listeners else process_ends.listening_root(tx, g, tokens)
+            if root is not None:  # the process's end listeners run first, then it is over
+                process_ends.cancel_listening(tx, g, root, reason)
+                return
+            for tok in tokens:
                 if tok.state in (TokenState.ACTIVE, TokenState.WAITING, TokenState.FAILED):
                     cancel_token(tx, tok, reason)
             if not set_instance_state(tx, instance_id, InstanceState.CANCELLED):

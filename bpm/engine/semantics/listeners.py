@@ -12,7 +12,8 @@ The task's ``topic`` column, unused by handler tasks, names the listener it runs
 ``...:!<boundary id>`` for a listener that runs because that interrupting boundary event
 takes the token away: ``!`` never appears in an XML id; ``...:+<event>,...`` for a listener
 that runs under a token beside an open user task, with the events that follow it, and
-``@<user task id>`` after them: the task its ``task`` changes).
+``@<user task id>`` after them: the task its ``task`` changes; ``...:^process`` for one of the
+process's own ``end`` listeners, ``...:^cancelling`` when a cancel runs it).
 
 A listener of a user task's creation (``create``, then ``assignment`` when the task will have
 an assignee, as Camunda 7.12+ fires them) runs before the task exists, so its handler task
@@ -44,6 +45,11 @@ _BESIDE = "+"
 _OF_TASK = "@"
 #: Marks a listener of a user task's creation whose task carries the task to be.
 _CARRIES = "="
+#: Marks one of the process's own ``end`` listeners, run under the root token as the
+#: instance ends.
+_PROCESS = "^process"
+#: Marks one of those run because the instance is being cancelled.
+_CANCELLING = "^cancelling"
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,10 @@ class Step:
     user_task: UUID | None = None
     #: A creation listener whose task carries the task to be (``carried``).
     carries: bool = False
+    #: One of the process's own ``end`` listeners (``ProcessGraph.end_listeners``).
+    process: bool = False
+    #: A process ``end`` listener run because the instance is being cancelled.
+    cancelling: bool = False
 
     @property
     def creating(self) -> bool:
@@ -104,6 +114,27 @@ def run(
     return _task(tx, tok, node, step, carrying)
 
 
+def run_process_end(
+    tx: Tx, g: ProcessGraph, root: TokenRow, index: int = 0, *, cancelling: bool = False
+) -> RunTask:
+    """The root token waits, where its path ended, while the process's ``end`` listener
+    ``index`` runs; when the last one is done the instance ends (``nodes.end_token``), or
+    with ``cancelling`` is cancelled (``process_ends.cancel_listener_done``)."""
+    if root.state != TokenState.WAITING or root.wait_kind != WaitKind.TASK:
+        root = move(
+            tx,
+            root,
+            state=TokenState.WAITING,
+            event=TokenEvent.WAITING,
+            wait_kind=WaitKind.TASK,
+            data={"listener": ListenerEvent.END.value, "of": "process"},
+        )
+    step = Step(
+        g.end_listeners[index], ListenerEvent.END, index, process=True, cancelling=cancelling
+    )
+    return _task(tx, root, g.node(root.node_id), step, None)
+
+
 def _listener(node: Node, event: ListenerEvent, index: int, flow: Flow | None) -> Listener:
     return (flow.listeners if flow is not None else node.listeners_of(event))[index]
 
@@ -117,6 +148,8 @@ def _marker(step: Step) -> str:
     if step.then is not None:
         marker = f"{marker}:{_BESIDE}" + ",".join(e.value for e in step.then)
         return marker if step.user_task is None else f"{marker}{_OF_TASK}{step.user_task}"
+    if step.process:
+        return f"{marker}:{_CANCELLING if step.cancelling else _PROCESS}"
     return f"{marker}:{_CARRIES}" if step.carries else marker
 
 
@@ -176,6 +209,9 @@ def step_of(g: ProcessGraph, task: TaskRow) -> Step | None:
     event_name, _, rest = marker[len(PREFIX) :].partition(":")
     index, _, after = rest.partition(":")
     event = ListenerEvent(event_name)
+    if after in (_PROCESS, _CANCELLING):
+        found_end, at = g.end_listeners, int(index)
+        return Step(found_end[at], event, at, process=True, cancelling=after == _CANCELLING)
     found = g.node(task.node_id).listeners_of(event)
     if after.startswith(_BESIDE):
         names, _, of_task = after[len(_BESIDE) :].partition(_OF_TASK)

@@ -1,8 +1,7 @@
 """What happens when a token is ACTIVE at a node.
 
 Each function runs inside one transaction that moves exactly one existing token, and returns
-what the job should do next (go on with a token, run a task, or stop).
-"""
+what the job should do next (go on with a token, run a task, or stop)."""
 
 from __future__ import annotations
 
@@ -23,6 +22,7 @@ from bpm.engine.semantics import (
     interruptions,
     listeners,
     multi_instance,
+    process_ends,
     records,
     sagas,
     scopes,
@@ -76,8 +76,7 @@ def _arrive_now(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
 
 
 def begin(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node, *, armed: bool = False) -> Next:
-    """The node's own work, once its start listeners ran (``armed``: its boundary timers
-    already are)."""
+    """The node's own work, once its start listeners ran (``armed``: its timers already are)."""
     if node.decision is not None:
         return leave(tx, g, tok, node) if decisions.evaluate(tx, g, tok, node) else None
     if node.type in ACTIVITIES:
@@ -109,8 +108,12 @@ def listener_done(
     the task to be a creation listener left)."""
     if step.boundary is not None:
         return interruptions.listener_done(tx, g, tok, step)
-    node = g.node(tok.node_id)
     following = step.index + 1
+    if step.process:  # the process's next end listener, or the instance's end
+        if step.cancelling:  # as it is cancelled
+            return process_ends.cancel_listener_done(tx, g, tok, step)
+        return end_token(tx, tok, g, listened=following)
+    node = g.node(tok.node_id)
     if step.then is not None:  # a token beside an open user task: its listeners, then it ends
         return task_events.next_beside(tx, tok, node, step) or end_token(tx, tok, g)
     if step.flow is not None:  # a flow's take listeners: then the token arrives
@@ -203,8 +206,7 @@ def _pass(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
 
 
 def _spawned_beside(tx: Tx, g: ProcessGraph, tok: TokenRow) -> bool:
-    """Whether paths a non-interrupting boundary started hang from this lone token: an
-    inclusive join must wait for them as for concurrent branches."""
+    """Paths a non-interrupting boundary started hang from this lone token (a join waits)."""
     return g.spawns_tokens and has_live_children(tx, tok)
 
 
@@ -220,9 +222,8 @@ def leave(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     several, or a conditional one, along each whose condition holds (``gateways``).
 
     Leaving an activity disarms its boundary timers in the same transaction, and an activity
-    that declares a compensation gets its record. A COMPENSATION token leaving is
-    its compensation done.
-    """
+    that declares a compensation gets its record. A COMPENSATION token leaving is its
+    compensation done."""
     if tok.mode == TokenMode.COMPENSATION:
         return sagas.compensated(tx, tok)
     if node.listeners_of(ListenerEvent.END):
@@ -294,11 +295,12 @@ def _end_event(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:
     return end_token(tx, tok, g)
 
 
-def end_token(tx: Tx, tok: TokenRow, g: ProcessGraph | None = None) -> Next:
+def end_token(tx: Tx, tok: TokenRow, g: ProcessGraph | None = None, *, listened: int = 0) -> Next:
     """The token's path is over; its parent (or the instance) decides what that means.
 
     A scope token with tokens a non-interrupting boundary spawned beside it waits for them
-    (WAITING for CHILDREN at its end) before its scope completes.
+    (WAITING for CHILDREN at its end) before its scope completes. Before the root token's
+    end (the instance's), the process's ``end`` listeners run (``listened``: how many ran).
     """
     if g is not None and g.spawns_tokens and not tok.concurrent and has_live_children(tx, tok):
         move(
@@ -310,6 +312,8 @@ def end_token(tx: Tx, tok: TokenRow, g: ProcessGraph | None = None) -> Next:
             data={"until": "spawned tokens end"},
         )
         return None
+    if tok.parent_token_id is None and g is not None and listened < len(g.end_listeners):
+        return listeners.run_process_end(tx, g, tok, listened)
     move(tx, tok, state=TokenState.COMPLETED, event=TokenEvent.COMPLETED)
     if tok.parent_token_id is None:
         if g is not None and g.event_subprocesses.get(None):

@@ -1,0 +1,227 @@
+"""What Camunda 7 accepts, the importer accepts, in Camunda Modeler's XML: with Camunda's
+behaviour, or as metadata without behaviour; what Camunda ignores is listed as ignored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bpm.definitions import compile_definition
+from bpm.definitions.bpmn import BpmnImport, import_bpmn
+from bpm.errors import InvalidDefinition
+from tests.helpers.modeler import chain, modeler_file
+
+DATA = '<bpmn:dataObjectReference id="DO" dataObjectRef="DObj" /><bpmn:dataObject id="DObj" />'
+
+
+def imported(task: str, declarations: str = "") -> BpmnImport:
+    body = (
+        '    <bpmn:startEvent id="S" />\n'
+        + task
+        + '\n    <bpmn:endEvent id="E" />\n'
+        + chain("S", "T", "E")
+    )
+    found = import_bpmn(modeler_file("p", body, declarations=declarations))
+    for doc in found.documents:
+        compile_definition(doc)
+    return found
+
+
+def node(found: BpmnImport, node_id: str = "T") -> dict[str, Any]:
+    [doc] = found.documents
+    [got] = [n for n in doc["nodes"] if n["id"] == node_id]
+    assert isinstance(got, dict)
+    return got
+
+
+COMPENSATED = (
+    '<bpmn:serviceTask id="T" camunda:class="org.acme.Book" />'
+    '<bpmn:boundaryEvent id="cb" attachedToRef="T">'
+    '<bpmn:compensateEventDefinition id="ced"{attrs} /></bpmn:boundaryEvent>'
+    '<bpmn:serviceTask id="undo" isForCompensation="true" camunda:class="org.acme.Cancel" />'
+    '<bpmn:association id="as" associationDirection="One" sourceRef="cb" targetRef="undo" />'
+)
+
+
+def test_wait_for_completion_and_activity_ref_on_a_compensation_boundary_are_ignored() -> None:
+    found = imported(COMPENSATED.format(attrs=' waitForCompletion="false" activityRef="T"'))
+    assert node(found)["compensation"] == {"node": "undo"}
+    assert len(found.ignored) == 2
+    assert "waitForCompletion='false', which a catching event ignores" in found.ignored[0]
+    assert "activityRef='T', which a catching event ignores" in found.ignored[1]
+
+
+@pytest.mark.parametrize(
+    ("task", "declarations"),
+    [
+        (  # data flow out of a subprocess and into an event
+            '<bpmn:subProcess id="T"><bpmn:startEvent id="ss" /><bpmn:endEvent id="se" />'
+            '<bpmn:sequenceFlow id="sf" sourceRef="ss" targetRef="se" />'
+            '<bpmn:dataOutputAssociation id="doa"><bpmn:targetRef>DO</bpmn:targetRef>'
+            f"</bpmn:dataOutputAssociation></bpmn:subProcess>{DATA}",
+            "",
+        ),
+        (
+            '<bpmn:intermediateThrowEvent id="T"><bpmn:dataInputAssociation id="dia">'
+            "<bpmn:sourceRef>DO</bpmn:sourceRef></bpmn:dataInputAssociation>"
+            f"</bpmn:intermediateThrowEvent>{DATA}",
+            "",
+        ),
+        (
+            '<bpmn:intermediateCatchEvent id="T"><bpmn:dataOutputAssociation id="doa">'
+            "<bpmn:targetRef>DO</bpmn:targetRef></bpmn:dataOutputAssociation>"
+            "<bpmn:timerEventDefinition><bpmn:timeDuration>PT1H</bpmn:timeDuration>"
+            f"</bpmn:timerEventDefinition></bpmn:intermediateCatchEvent>{DATA}",
+            "",
+        ),
+        (  # dataState in a data store and in references
+            '<bpmn:task id="T" /><bpmn:dataStoreReference id="DS" dataStoreRef="Store">'
+            '<bpmn:dataState id="ds1" name="filled" /></bpmn:dataStoreReference>'
+            '<bpmn:dataObjectReference id="DO" dataObjectRef="DObj">'
+            '<bpmn:dataState id="ds2" name="draft" /></bpmn:dataObjectReference>'
+            '<bpmn:dataObject id="DObj" />',
+            '<bpmn:dataStore id="Store"><bpmn:dataState id="ds0" name="open" /></bpmn:dataStore>',
+        ),
+        (  # performer, on a task and on a user task
+            '<bpmn:userTask id="T"><bpmn:performer id="pf"><bpmn:resourceAssignmentExpression>'
+            "<bpmn:formalExpression>clerk</bpmn:formalExpression>"
+            "</bpmn:resourceAssignmentExpression></bpmn:performer></bpmn:userTask>",
+            "",
+        ),
+        ('<bpmn:task id="T"><bpmn:performer id="pf" /></bpmn:task>', ""),
+        (  # a relationship, categories on a group and on a task
+            '<bpmn:task id="T" categoryValueRef="cv" /><bpmn:group id="g" categoryValueRef="cv" />',
+            '<bpmn:category id="c"><bpmn:categoryValue id="cv" value="sales" /></bpmn:category>'
+            '<bpmn:relationship id="r" type="trace" direction="Forward">'
+            "<bpmn:source>a</bpmn:source><bpmn:target>b</bpmn:target></bpmn:relationship>",
+        ),
+    ],
+)
+def test_metadata_is_accepted_without_behaviour(task: str, declarations: str) -> None:
+    found = imported(task, declarations)
+    assert node(found)["id"] == "T" and found.ignored == []
+
+
+def test_people_on_a_task_that_is_not_a_user_task_are_ignored_as_camunda_ignores_them() -> None:
+    found = imported(
+        '<bpmn:serviceTask id="T" camunda:class="org.acme.Charge" camunda:assignee="ann" '
+        'camunda:candidateGroups="sales" camunda:candidateUsers="bob" camunda:dueDate="P1D" />'
+    )
+    assert node(found) == {"id": "T", "type": "serviceTask", "handler": "Charge"}
+    assert len(found.ignored) == 4
+    assert all("which Camunda 7 reads on a user task only" in n for n in found.ignored)
+    assert "camunda:assignee='ann'" in found.ignored[0]
+
+
+CONNECTOR = (
+    "<bpmn:extensionElements><camunda:connector>"
+    "<camunda:connectorId>http-connector</camunda:connectorId>"
+    "</camunda:connector></bpmn:extensionElements>"
+)
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        'camunda:class="org.acme.Charge"',
+        'camunda:expression="${charge.run()}"',
+        'camunda:delegateExpression="${charger}"',
+        'camunda:type="external" camunda:topic="charge"',
+    ],
+)
+def test_a_connector_wins_over_the_other_camunda_implementations(attrs: str) -> None:
+    found = imported(f'<bpmn:serviceTask id="T" {attrs}>{CONNECTOR}</bpmn:serviceTask>')
+    assert node(found)["connector"] == {"id": "http-connector"}
+    [note] = found.ignored
+    assert "which Camunda 7 ignores for camunda:connector" in note
+
+
+def test_camunda_picks_class_then_delegate_expression_then_expression() -> None:
+    found = imported(
+        '<bpmn:serviceTask id="T" camunda:expression="${a.run()}" '
+        'camunda:delegateExpression="${b}" camunda:class="org.acme.C" />'
+    )
+    assert node(found)["handler"] == "C"
+    assert len(found.ignored) == 2
+    found = imported(
+        '<bpmn:serviceTask id="T" camunda:expression="${a.run()}" '
+        'camunda:delegateExpression="${b}" />'
+    )
+    assert node(found)["delegateExpression"] == "${b}"
+
+
+def test_bpm_and_camunda_implementations_together_are_still_refused() -> None:
+    with pytest.raises(InvalidDefinition, match="several implementations"):
+        imported('<bpmn:serviceTask id="T" bpm:handler="h" camunda:class="org.acme.C" />')
+
+
+def test_a_topic_is_trimmed() -> None:
+    found = imported(
+        '<bpmn:serviceTask id="T" camunda:type="external" camunda:topic=" charge\n" />'
+    )
+    assert node(found)["topic"] == "charge"
+
+
+@pytest.mark.parametrize(
+    "task",
+    [
+        '<bpmn:receiveTask id="T" messageRef="M" />',
+        '<bpmn:intermediateCatchEvent id="T"><bpmn:messageEventDefinition messageRef="M" />'
+        "</bpmn:intermediateCatchEvent>",
+    ],
+)
+def test_message_names_with_spaces(task: str) -> None:
+    found = imported(task, '<bpmn:message id="M" name="order placed by customer" />')
+    assert node(found)["message"] == "order placed by customer"
+
+
+def test_a_plain_task_with_a_compensation_boundary_is_undoable() -> None:
+    found = imported(
+        COMPENSATED.format(attrs="").replace(
+            '<bpmn:serviceTask id="T" camunda:class="org.acme.Book" />', '<bpmn:task id="T" />'
+        )
+    )
+    assert node(found) == {"id": "T", "type": "task", "compensation": {"node": "undo"}}
+
+
+def test_another_vendors_extensions_are_listed_as_ignored() -> None:
+    found = imported(
+        '<bpmn:task id="T" xmlns:triso="http://www.trisotech.com/2015/triso/modeling" '
+        'xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" '
+        'triso:userConstraints="true"><bpmn:extensionElements>'
+        '<zeebe:properties><zeebe:property name="a" value="b" /></zeebe:properties>'
+        "</bpmn:extensionElements></bpmn:task>"
+    )
+    assert node(found) == {"id": "T", "type": "task"}
+    assert "triso:userConstraints='true'" in found.ignored[0]
+    assert "zeebe:properties in task 'T'" in found.ignored[1]
+
+
+@pytest.mark.parametrize(
+    ("kind", "literal"),
+    [
+        ("timeDuration", "PT7D"),  # days after the T: java's DatatypeFactory refuses it too
+        ("timeDuration", "P5H"),  # hours need the T: refused by it as well
+        ("timeDate", "2024-13-01T10:00:00Z"),  # no 13th month, for Joda either
+        ("timeDate", "2024-01-01T24:00:00Z"),  # Joda's hours end at 23
+    ],
+)
+def test_literals_camunda_refuses_stay_refused(kind: str, literal: str) -> None:
+    with pytest.raises(InvalidDefinition, match=f"'{literal}' is not an ISO 8601"):
+        imported(
+            '<bpmn:intermediateCatchEvent id="T"><bpmn:timerEventDefinition>'
+            f"<bpmn:{kind}>{literal}</bpmn:{kind}>"
+            "</bpmn:timerEventDefinition></bpmn:intermediateCatchEvent>"
+        )
+
+
+def test_a_task_listener_outside_a_user_task_is_ignored_as_camunda_ignores_it() -> None:
+    found = imported(
+        '<bpmn:serviceTask id="T" camunda:class="org.acme.Charge"><bpmn:extensionElements>'
+        '<camunda:taskListener event="create" class="org.acme.Never" />'
+        "</bpmn:extensionElements></bpmn:serviceTask>"
+    )
+    assert "listeners" not in node(found)
+    [note] = found.ignored
+    assert "camunda:taskListener in serviceTask 'T' is a task listener outside a user task" in note
