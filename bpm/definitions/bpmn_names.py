@@ -59,6 +59,13 @@ READ_EXTENSIONS = frozenset(
 USER_TASK_ONLY = frozenset(
     {"assignee", "candidateUsers", "candidateGroups", "dueDate", "followUpDate", "formKey"}
 )
+#: Camunda extension elements with every attribute Camunda 7 defines on them: any other plain
+#: attribute there (``camunda:properties fields="..."``, left by a modeler plug-in) means
+#: nothing to Camunda either, so it is ignored and listed, not refused.
+CAMUNDA_ELEMENT_ATTRIBUTES: dict[str, frozenset[str]] = {
+    "properties": frozenset(),
+    "formData": frozenset({"businessKey"}),
+}
 #: The prefix a refusal names each namespace by, whatever prefix the file used.
 PREFIXES = {CAMUNDA: "camunda", ZEEBE: "zeebe", BPM: "bpm", XSI: "xsi", FOX: "fox"}
 #: Plain attributes without behaviour here, with the values accepted (None: any value).

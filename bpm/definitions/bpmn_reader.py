@@ -16,6 +16,7 @@ from bpm.definitions.bpmn_names import (
     BPMN,
     CAMUNDA,
     CAMUNDA_ALIASES,
+    CAMUNDA_ELEMENT_ATTRIBUTES,
     CAMUNDA_IGNORED,
     HARMLESS,
     PREFIXES,
@@ -235,6 +236,15 @@ class Reader:
             if not ns and local in HARMLESS and (allowed is None or value in allowed):
                 continue
             shown = qualified(ns, local, _root(self.el))
+            if not ns and local not in CAMUNDA_ELEMENT_ATTRIBUTES.get(self.el.tag, {local}):
+                if self.el.ns == CAMUNDA:
+                    self.used.add(key)
+                    ignore(
+                        self.el,
+                        f"has the attribute {shown}={value!r}, which Camunda 7 "
+                        "does not define there either",
+                    )
+                    continue
             if foreign(ns) or (ns == CAMUNDA and local in USER_TASK_ONLY):
                 self.used.add(key)
                 why = (

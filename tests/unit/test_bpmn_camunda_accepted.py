@@ -225,3 +225,30 @@ def test_a_task_listener_outside_a_user_task_is_ignored_as_camunda_ignores_it() 
     assert "listeners" not in node(found)
     [note] = found.ignored
     assert "camunda:taskListener in serviceTask 'T' is a task listener outside a user task" in note
+
+
+def test_a_plain_attribute_camunda_does_not_define_on_its_extension_is_ignored() -> None:
+    """A modeler plug-in's ``fields="[object Object]"`` on ``camunda:properties`` means
+    nothing to Camunda 7; an attribute Camunda defines but bpm does not read is still
+    refused."""
+    found = imported(
+        '<bpmn:userTask id="T"><bpmn:extensionElements>'
+        '<camunda:properties fields="[object Object]"><camunda:property name="a" value="1" />'
+        '</camunda:properties><camunda:formData type="camunda-form">'
+        '<camunda:formField id="x" /></camunda:formData></bpmn:extensionElements></bpmn:userTask>'
+    )
+    assert node(found)["properties"] == {"a": "1"}
+    ignored = sorted(found.ignored, key=lambda n: "formData" in n)
+    assert len(ignored) == 2
+    assert (
+        "camunda:properties in userTask 'T' has the attribute fields='[object Object]'"
+        in (ignored[0])
+    )
+    assert "type='camunda-form', which Camunda 7 does not define there either" in (ignored[1])
+    with pytest.raises(InvalidDefinition) as info:
+        imported(
+            '<bpmn:userTask id="T"><bpmn:extensionElements><camunda:formData>'
+            '<camunda:formField id="x" secret="y" /></camunda:formData>'
+            "</bpmn:extensionElements></bpmn:userTask>"
+        )
+    assert "has the attribute secret='y', which is not supported yet" in str(info.value)
