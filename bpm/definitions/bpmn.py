@@ -40,6 +40,7 @@ from bpm.definitions.bpmn_reader import (
     refusal,
     reject,
 )
+from bpm.definitions.bpmn_unreachable import drop_unreachable
 from bpm.definitions.bpmn_xml import XmlElement, parse_xml
 from bpm.definitions.parse.document import compile_definition
 from bpm.definitions.parse.policies import SAGA_SCOPES
@@ -132,6 +133,7 @@ class _File:
 
     def __init__(self, root: XmlElement, handlers: Collection[str] | None) -> None:
         self.handlers = handlers
+        self.root = root
         self.problems: list[str] = []
         self.first_element: str | None = None
         #: The element of each problem line whose element is known.
@@ -182,6 +184,13 @@ class _File:
         validator finds at a placeholder (or a flow touching one) is not reported, since
         it follows from the refusal already listed."""
         key = doc["key"]
+        if not refused:
+            for node_id in drop_unreachable(doc, compile_definition):
+                self.root.ignored.append(
+                    f"line {lines.get(node_id, line)}: process {key!r}: node {node_id!r} is "
+                    "unreachable from the start event of its scope, so it never runs (as in "
+                    "Camunda 7); left out"
+                )
         try:
             compile_definition(doc)
         except InvalidDefinition as exc:

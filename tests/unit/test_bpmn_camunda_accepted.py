@@ -252,3 +252,32 @@ def test_a_plain_attribute_camunda_does_not_define_on_its_extension_is_ignored()
             "</bpmn:extensionElements></bpmn:userTask>"
         )
     assert "has the attribute secret='y', which is not supported yet" in str(info.value)
+
+
+def test_a_node_no_start_leads_to_is_left_out_as_camunda_leaves_it() -> None:
+    found = imported(
+        '<bpmn:userTask id="T" /><bpmn:userTask id="Orphan" /><bpmn:task id="After" />'
+        '<bpmn:boundaryEvent id="B" attachedToRef="Orphan"><bpmn:timerEventDefinition>'
+        "<bpmn:timeDuration>PT1H</bpmn:timeDuration></bpmn:timerEventDefinition>"
+        "</bpmn:boundaryEvent>" + chain("Orphan", "After") + chain("B", "E")
+    )
+    [doc] = found.documents
+    assert [n["id"] for n in doc["nodes"]] == ["S", "T", "E"]
+    assert [f["id"] for f in doc["flows"]] == ["Flow_S_T", "Flow_T_E"]
+    assert len(found.ignored) == 3
+    assert "node 'B' is unreachable from the start event of its scope" in found.ignored[0]
+    assert "'Orphan' is unreachable" in found.ignored[1]
+    assert "'After' is unreachable" in found.ignored[2]
+
+
+def test_an_unreachable_node_feeding_a_join_stays_refused() -> None:
+    """Camunda 7 would wait at the join for that flow for ever."""
+    with pytest.raises(InvalidDefinition) as info:
+        imported(
+            '<bpmn:parallelGateway id="F" /><bpmn:userTask id="T" /><bpmn:task id="Orphan" />'
+            '<bpmn:parallelGateway id="J" />'
+            + chain("S", "F", "T", "J", "E")
+            + chain("F", "J").replace("Flow_F_J", "Flow_F_J2")
+            + chain("Orphan", "J")
+        )
+    assert "node 'Orphan': unreachable" in str(info.value)
