@@ -177,7 +177,8 @@ def script(decl: Declarations, r: Reader, handlers: Collection[str] | None) -> M
     ``bpm:handler``; else, with a ``camunda:resultVariable`` (the script's result, which the
     handler returns), the one named after the script resource or the task; else a registered
     handler named like the task's id or name. Anything else is refused."""
-    fmt = (r.attr("scriptFormat") or "").strip()
+    # Without a scriptFormat Camunda 7 reads the script as its default language, JUEL.
+    fmt = (r.attr("scriptFormat") or "").strip() or "juel"
     body = r.child("script")
     if body is not None:
         Reader(body).finish()
@@ -199,7 +200,6 @@ def script(decl: Declarations, r: Reader, handlers: Collection[str] | None) -> M
     if handler is None and handlers is not None:
         handler = next((handler_name(n) for n in named if handler_name(n) in handlers), None)
     if handler is None:
-        fmt = r.el.attrib.get("scriptFormat") or "script"
         off = fmt.lower() in JAVASCRIPT and not scripts_enabled() and resource is None
         why = f" ({SCRIPTS_SETTING}=off here)" if off else ""
         raise reject(

@@ -148,6 +148,12 @@ def test_a_juel_script_is_an_expression_and_groovy_stays_refused() -> None:
         compile_bpmn(without_result.format(fmt="groovy"))
 
 
+def test_a_script_without_a_format_is_juel_as_camunda_reads_it() -> None:
+    [doc] = compile_bpmn(SCRIPT_TASK.replace(' scriptFormat="{fmt}"', ""))
+    [task] = [n for n in doc["nodes"] if n["id"] == "T"]
+    assert task["expression"] == "amount * 2"
+
+
 def test_scripts_off_refuses_them_at_deploy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BPM_SCRIPTS", "off")
     without_result = SCRIPT_TASK.replace(' camunda:resultVariable="r"', "")
