@@ -198,7 +198,13 @@ class Reader:
         for child in el.children:
             if id(child) in self.used_children or child.ns in PRESENTATIONAL:
                 continue
-            if child.ns == BPMN and child.tag in {"documentation", "incoming", "outgoing"}:
+            # a group's category: how a diagram is grouped, no behaviour in Camunda 7 either
+            if child.ns == BPMN and child.tag in {
+                "documentation",
+                "incoming",
+                "outgoing",
+                "categoryValueRef",
+            }:
                 continue
             if child.ns == BPMN and child.tag == "extensionElements":
                 for ext in child.children:

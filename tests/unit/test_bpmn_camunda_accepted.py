@@ -281,3 +281,11 @@ def test_an_unreachable_node_feeding_a_join_stays_refused() -> None:
             + chain("Orphan", "J")
         )
     assert "node 'Orphan': unreachable" in str(info.value)
+
+
+def test_a_category_value_on_a_flow_or_node_is_metadata() -> None:
+    found = imported(
+        '<bpmn:userTask id="T"><bpmn:categoryValueRef>cv1</bpmn:categoryValueRef></bpmn:userTask>',
+        '<bpmn:category id="c"><bpmn:categoryValue id="cv1" value="Sales" /></bpmn:category>',
+    )
+    assert node(found)["type"] == "userTask" and found.ignored == []
