@@ -13,7 +13,9 @@ from bpm.definitions.signal_names import caught as caught_signal
 from bpm.definitions.timers import TIMER_KINDS, parse_timer
 from bpm.errors import InvalidDefinition
 
-ATTACHABLE = ACTIVITIES
+#: Where a boundary event may sit: an activity, or a task or manual task, which a token passes
+#: at once, so a boundary there never fires (Camunda 7 deploys it and it never fires either).
+ATTACHABLE = ACTIVITIES | {NodeType.TASK, NodeType.MANUAL_TASK}
 
 
 def boundary_fields(
@@ -104,8 +106,7 @@ def check_attachments(nodes: Mapping[str, Node]) -> dict[str, tuple[str, ...]]:
             )
         if host.type not in ATTACHABLE:
             raise InvalidDefinition(
-                f"{where}: can only be attached to a serviceTask, "
-                f"userTask, receiveTask or subProcess, not a "
+                f"{where}: can only be attached to an activity (a task or subprocess), not a "
                 f"{host.type.value}",
                 node.id,
             )

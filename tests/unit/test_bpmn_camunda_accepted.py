@@ -289,3 +289,14 @@ def test_a_category_value_on_a_flow_or_node_is_metadata() -> None:
         '<bpmn:category id="c"><bpmn:categoryValue id="cv1" value="Sales" /></bpmn:category>',
     )
     assert node(found)["type"] == "userTask" and found.ignored == []
+
+
+@pytest.mark.parametrize("kind", ["task", "manualTask"])
+def test_a_boundary_on_a_task_a_token_passes_at_once_deploys(kind: str) -> None:
+    """It never fires: the token leaves the task in the step it arrives (as in Camunda 7)."""
+    found = imported(
+        f'<bpmn:{kind} id="T" /><bpmn:boundaryEvent id="B" attachedToRef="T">'
+        '<bpmn:errorEventDefinition /></bpmn:boundaryEvent><bpmn:endEvent id="E2" />'
+        + chain("B", "E2")
+    )
+    assert node(found, "B")["attachedTo"] == "T"
