@@ -131,3 +131,18 @@ def _take_boundary(
     scopes.write(tx, g, replace(tok, node_id=catcher.id), caught)
     data = {"code": code, "thrown_at": thrown_at}
     return interruptions.leave_for(tx, g, tx.current(tok), catcher, TokenEvent.ERROR_CAUGHT, data)
+
+
+def exception_code(g: ProcessGraph, node_id: str, class_names: tuple[str, ...]) -> str | None:
+    """The error code a catching error event around ``node_id`` declares for a handler's
+    exception, or None. Camunda 7 lets an error code name an exception class
+    (``com.acme.PaymentRefused``, ``java.lang.Exception``), caught from delegate code as a
+    BPMN error would be; here the code's last dotted part names the class of the exception
+    or of one of its bases (``class_names``, most specific first), so ``java.lang.Exception``
+    catches any exception a handler raises. A catch-all catches BPMN errors only."""
+    declared = sorted({n.catches for n in g.nodes.values() if n.catches not in (None, "*")})
+    for name in class_names:
+        for code in declared:
+            if code.rsplit(".", 1)[-1] == name and caught_anywhere(g, node_id, code):
+                return code
+    return None

@@ -27,7 +27,7 @@ from bpm.engine.semantics import (
     task_edits,
     task_moves,
 )
-from bpm.engine.semantics.bpmn_errors import caught_anywhere, throw_from_task
+from bpm.engine.semantics.bpmn_errors import caught_anywhere, exception_code, throw_from_task
 from bpm.engine.semantics.called_errors import caller_catches, propagate
 from bpm.engine.semantics.failures import fail_token
 from bpm.engine.semantics.nodes import leave, listener_done
@@ -58,6 +58,9 @@ class Outcome:
     bpmn_message: str = ""
     #: What a task listener's ``task`` setters changed (``task_edits.apply``).
     task_edits: dict[str, Any] | None = None
+    #: The class names of the exception a handler raised and its bases, most specific first
+    #: (an error code may name one: ``bpmn_errors.exception_code``).
+    exception_types: tuple[str, ...] = ()
 
 
 def lock_task(tx: Tx, task_id: UUID, lock_for: timedelta) -> TaskRow | None:
@@ -120,7 +123,8 @@ def invoke(
         return _bpmn_outcome(task, exc)
     except Exception as exc:
         details = traceback.format_exc()[-MAX_DETAILS:]
-        return Outcome(error=f"{type(exc).__name__}: {exc}", details=details)
+        kinds = tuple(c.__name__ for c in type(exc).__mro__ if c not in (BaseException, object))
+        return Outcome(error=f"{type(exc).__name__}: {exc}", details=details, exception_types=kinds)
     if result_variable is not None:
         return _check_result(task, {result_variable: result})
     return _check_result(task, result)
@@ -204,6 +208,11 @@ def fail_task(tx: Tx, g: ProcessGraph, task: TaskRow, outcome: Outcome) -> Next:
     if outcome.bpmn_code is not None:
         scopes.write_for_task(tx, g, task, outcome.error_variables or {})
         handled = catch_bpmn_error(tx, g, task, outcome.bpmn_code, outcome.bpmn_message)
+        if handled is not None:
+            return handled.next
+    elif code := exception_code(g, task.node_id, outcome.exception_types):
+        # caught as a BPMN error at once, without retries, as Camunda 7 catches it
+        handled = catch_bpmn_error(tx, g, task, code, outcome.error or "")
         if handled is not None:
             return handled.next
     node = g.node(task.node_id)
