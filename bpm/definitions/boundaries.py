@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bpm.definitions.conditions import parse_condition
-from bpm.definitions.mappings import VARIABLE_NAME
+from bpm.definitions.mappings import any_variable_name
 from bpm.definitions.model import ACTIVITIES, Node, NodeType
 from bpm.definitions.parse.patterns import MESSAGE_PATTERN
 from bpm.definitions.signal_names import caught as caught_signal
@@ -129,7 +129,7 @@ def error_variables(raw: Mapping[str, Any], where: str, node_id: str) -> dict[st
         ("errorMessageVariable", "error_message_variable"),
     ):
         name = raw.get(key)
-        if name is not None and (not isinstance(name, str) or not VARIABLE_NAME.match(name)):
+        if name is not None and not any_variable_name(name):
             raise InvalidDefinition(f"{where}: {key!r} must be a variable name", node_id)
         fields[field] = name
     return fields
@@ -138,7 +138,7 @@ def error_variables(raw: Mapping[str, Any], where: str, node_id: str) -> dict[st
 def code_variable(raw: Mapping[str, Any], where: str, node_id: str) -> str | None:
     """An escalation catch's ``escalationCodeVariable``: the variable that gets the code."""
     name = raw.get("escalationCodeVariable")
-    if name is not None and (not isinstance(name, str) or not VARIABLE_NAME.match(name)):
+    if name is not None and not any_variable_name(name):
         raise InvalidDefinition(
             f"{where}: 'escalationCodeVariable' must be a variable name", node_id
         )

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from bpm.definitions.mappings import VARIABLE_NAME, Composite, composite
+from bpm.definitions.mappings import Composite, any_variable_name, composite
 from bpm.errors import InvalidDefinition, InvalidExpression
 from bpm.expressions import Expression, compile_expression
 
@@ -194,12 +194,13 @@ def _field(raw: Any, what: str, node_id: str) -> FormField:
     if not isinstance(raw, Mapping):
         raise InvalidDefinition(f"{what}: every field is an object", node_id)
     field_id = raw.get("id")
-    if not isinstance(field_id, str) or not VARIABLE_NAME.match(field_id):
+    if not any_variable_name(field_id):
         raise InvalidDefinition(
-            f"{what}: a field's 'id' is the variable it fills, a name matching "
-            f"{VARIABLE_NAME.pattern}, got {field_id!r}",
+            f"{what}: a field's 'id' is the variable it fills, a printable text of 1 to 255 "
+            f"characters, got {field_id!r}",
             node_id,
         )
+    assert isinstance(field_id, str)
     at = f"{what} field {field_id!r}"
     _keys(raw, FIELD_KEYS, at, node_id)
     kind = raw.get("type", FieldType.STRING)

@@ -23,6 +23,18 @@ from bpm.script_values import compile_script, is_script
 
 #: A variable name a mapping may create (the names the expression language can read).
 VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: The longest name any variable may have (``bpm.variables``).
+_NAME_MAX = 255
+
+
+def any_variable_name(value: object) -> bool:
+    """A name Camunda 7 takes for a variable the engine fills by name (a form field's id, the
+    variable a caught error's code or message goes to): any printable text, such as
+    ``jaar-omzet`` or ``Error in risk model``, though an expression can read it only with
+    ``execution.getVariable('...')``."""
+    return isinstance(value, str) and 0 < len(value) <= _NAME_MAX and value.isprintable()
+
+
 _WRAPPED = re.compile(r"\s*\$\{.*\}\s*", re.DOTALL)
 #: One ``${...}`` part of a composite (no ``}`` inside, as in JUEL's composite expressions).
 _PART = re.compile(r"\$\{([^}]*)\}")

@@ -300,3 +300,12 @@ def test_a_boundary_on_a_task_a_token_passes_at_once_deploys(kind: str) -> None:
         + chain("B", "E2")
     )
     assert node(found, "B")["attachedTo"] == "T"
+
+
+def test_a_caught_errors_variables_may_be_any_printable_name() -> None:
+    found = imported(
+        '<bpmn:userTask id="T" /><bpmn:boundaryEvent id="B" attachedToRef="T">'
+        '<bpmn:errorEventDefinition camunda:errorMessageVariable="Error in risk model" />'
+        '</bpmn:boundaryEvent><bpmn:endEvent id="E2" />' + chain("B", "E2")
+    )
+    assert node(found, "B")["errorMessageVariable"] == "Error in risk model"

@@ -178,3 +178,11 @@ def test_a_default_with_text_around_expressions_is_a_composite() -> None:
     spec = parse_form(node["form"], "node 'T' (userTask)", "T")
     assert spec is not None and spec.evaluates
     assert shown_defaults(spec, {"first": "Ada", "last": "Byron"}) == {"n": "Ada Byron, Dr."}
+
+
+def test_a_field_id_is_any_printable_name_as_camunda_takes_it() -> None:
+    node = task_node(user_task("", '<camunda:formField id="jaar-omzet" type="long" />'))
+    spec = parse_form(node["form"], "node 'T' (userTask)", "T")
+    assert spec is not None and spec.fields[0].id == "jaar-omzet"
+    with pytest.raises(FormInvalid):
+        check_submission(spec, {"jaar-omzet": "veel"}, {}, {}, "completing T")
