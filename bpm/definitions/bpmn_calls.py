@@ -21,6 +21,10 @@ Mapped = dict[str, Any]
 _BINDINGS = tuple(b.value for b in CallBinding)
 #: The caller's business key, as Camunda models pass it on.
 _CALLER_KEY = re.compile(r"^\s*[$#]\{\s*execution\.(processBusinessKey|businessKey)\s*\}\s*$")
+#: The caller's own tenant: an instance here has none, so naming it is naming no tenant,
+#: and the definition resolves as without the attribute (as Camunda 7 resolves it for an
+#: instance that has no tenant).
+OWN_TENANT = re.compile(r"^\s*[$#]\{\s*execution\.(tenantId|getTenantId\(\))\s*\}\s*$")
 _REFUSED = {
     "calledElementTenantId": "bpm has no tenants; leave calledElementTenantId out",
     "caseRef": "call activities start processes only; CMMN cases are not supported",
@@ -32,7 +36,8 @@ _MAPPING = ("variableMappingClass", "variableMappingDelegateExpression")
 
 def call_activity(r: Reader) -> Mapped:
     for attr, instead in _REFUSED.items():
-        if r.attr(attr, CAMUNDA) is not None:
+        value = r.attr(attr, CAMUNDA)
+        if value is not None and not (attr.endswith("TenantId") and OWN_TENANT.match(value)):
             raise reject(r.el, f"has camunda:{attr}", instead)
     called = r.attr("calledElement")
     if called is None or not called.strip():

@@ -8,6 +8,7 @@ from typing import Any
 
 from bpm.definitions import bpmn_camunda as camunda
 from bpm.definitions import bpmn_forms
+from bpm.definitions.bpmn_calls import OWN_TENANT
 from bpm.definitions.bpmn_declarations import Declarations, message
 from bpm.definitions.bpmn_handlers import handler_name, script_stem
 from bpm.definitions.bpmn_names import BPM, CAMUNDA, ZEEBE
@@ -150,6 +151,9 @@ def business_rule(decl: Declarations, r: Reader) -> Mapped:
             f"has camunda:decisionRefBinding={binding!r}",
             "use latest, version, versionTag or deployment",
         )
+    tenant = r.attr("decisionRefTenantId", CAMUNDA)
+    if tenant is not None and not OWN_TENANT.match(tenant):
+        raise reject(r.el, "has camunda:decisionRefTenantId", "bpm has no tenants; leave it out")
     decision: Mapped = {"key": ref, "binding": _BINDINGS[binding]}
     version = r.attr("decisionRefVersion", CAMUNDA)
     tag = r.attr("decisionRefVersionTag", CAMUNDA)

@@ -309,3 +309,16 @@ def test_a_caught_errors_variables_may_be_any_printable_name() -> None:
         '</bpmn:boundaryEvent><bpmn:endEvent id="E2" />' + chain("B", "E2")
     )
     assert node(found, "B")["errorMessageVariable"] == "Error in risk model"
+
+
+@pytest.mark.parametrize("own", ["${execution.tenantId}", "${ execution.getTenantId() }"])
+def test_the_callers_own_tenant_is_no_tenant_here(own: str) -> None:
+    """An instance here has no tenant: naming the caller's own resolves as naming none."""
+    found = imported(
+        f'<bpmn:callActivity id="T" calledElement="c" camunda:calledElementTenantId="{own}" />'
+    )
+    assert node(found)["process"] == "c"
+    with pytest.raises(InvalidDefinition, match="bpm has no tenants"):
+        imported(
+            '<bpmn:callActivity id="T" calledElement="c" camunda:calledElementTenantId="t1" />'
+        )
