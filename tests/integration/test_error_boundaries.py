@@ -418,7 +418,7 @@ def test_uncaught_error_end_event_fails_the_instance_with_an_incident(
     ("change", "message"),
     [
         ({"attachedTo": "nowhere"}, "is not a node of its scope"),
-        ({"attachedTo": "start"}, "only be attached to an activity (a task or subprocess), not a startEvent"),
+        ({"attachedTo": "start"}, "only be attached to an activity"),
         ({"timer": {"duration": "PT1H"}}, "exactly one of 'error'"),
         ({"interrupting": False}, "always interrupting"),
         ({"error": ""}, "'error' must be the error code"),
