@@ -6,6 +6,7 @@ to the same events while a worker and beat run, with one instance whose timer fi
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import threading
@@ -29,17 +30,17 @@ def task_events(broker_url: str) -> Iterator[list[dict[str, Any]]]:
     app = Celery(broker=broker_url, set_as_current=False)
     seen: list[dict[str, Any]] = []
     listening = threading.Event()
-    stop = threading.Event()
+    receivers: list[Any] = []
 
     def listen() -> None:
+        # One capture for the whole block, as Flower runs it: each capture subscribes anew,
+        # and on Redis an event published between two of them is lost to the listener.
         with app.connection() as conn:
             receiver = app.events.Receiver(conn, handlers={"*": seen.append})
+            receivers.append(receiver)
             listening.set()
-            while not stop.is_set():
-                try:
-                    receiver.capture(limit=None, timeout=0.5, wakeup=False)
-                except (TimeoutError, OSError):
-                    continue
+            with contextlib.suppress(OSError):
+                receiver.capture(limit=None, timeout=None, wakeup=False)
 
     thread = threading.Thread(target=listen, daemon=True)
     thread.start()
@@ -55,7 +56,7 @@ def task_events(broker_url: str) -> Iterator[list[dict[str, Any]]]:
     try:
         yield seen
     finally:
-        stop.set()
+        receivers[0].should_stop = True  # the capture loop checks it every second
         thread.join(5)
 
 
