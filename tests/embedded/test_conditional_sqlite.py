@@ -3,15 +3,8 @@ catch that waits, a non-interrupting boundary firing on each true change, one th
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
 from bpm.definitions import ProcessBuilder
 from bpm.embedded import EmbeddedRuntime
-from bpm.handlers import HandlerRegistry
-from tests.helpers.clock import FakeClock
 from tests.helpers.runtime import Calls
 
 DOC = (
@@ -27,17 +20,6 @@ DOC = (
     .sequence("low", "reorder", "reordered")
     .build()
 )
-
-
-@pytest.fixture
-def embedded(
-    tmp_path: Path, handlers: HandlerRegistry, clock: FakeClock
-) -> Iterator[EmbeddedRuntime]:
-    rt = EmbeddedRuntime(f"sqlite:///{tmp_path / 'bpm.db'}", handlers=handlers, clock=clock)
-    try:
-        yield rt
-    finally:
-        rt.close()
 
 
 def test_conditional_catch_and_boundary_on_sqlite(embedded: EmbeddedRuntime, calls: Calls) -> None:

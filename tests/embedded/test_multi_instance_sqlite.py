@@ -3,15 +3,8 @@ PostgreSQL (the body's lock is SQLite's one writer at a time)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
 from bpm.definitions import ProcessBuilder
 from bpm.embedded import EmbeddedRuntime
-from bpm.handlers import HandlerRegistry
-from tests.helpers.clock import FakeClock
 from tests.helpers.invariants import assert_finished_cleanly
 from tests.helpers.runtime import Calls
 
@@ -33,17 +26,6 @@ DOC = (
     .sequence("start", "each", "review", "end")
     .build()
 )
-
-
-@pytest.fixture
-def embedded(
-    tmp_path: Path, handlers: HandlerRegistry, clock: FakeClock
-) -> Iterator[EmbeddedRuntime]:
-    rt = EmbeddedRuntime(f"sqlite:///{tmp_path / 'bpm.db'}", handlers=handlers, clock=clock)
-    try:
-        yield rt
-    finally:
-        rt.close()
 
 
 def test_parallel_and_sequential_iterations_on_sqlite(

@@ -4,31 +4,13 @@ as it is cancelled: the same engine code as on PostgreSQL
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
 from bpm.embedded import EmbeddedRuntime
-from bpm.handlers import HandlerRegistry
-from tests.helpers.clock import FakeClock
 from tests.helpers.modeler import chain, modeler_file
 
 OWN = (
     '<bpmn:extensionElements><camunda:executionListener event="end" '
     "expression=\"${execution.setVariable('closed', true)}\" /></bpmn:extensionElements>"
 )
-
-
-@pytest.fixture
-def embedded(
-    tmp_path: Path, handlers: HandlerRegistry, clock: FakeClock
-) -> Iterator[EmbeddedRuntime]:
-    rt = EmbeddedRuntime(f"sqlite:///{tmp_path / 'bpm.db'}", handlers=handlers, clock=clock)
-    try:
-        yield rt
-    finally:
-        rt.close()
 
 
 def test_process_end_listeners_on_sqlite(embedded: EmbeddedRuntime) -> None:

@@ -3,15 +3,8 @@ SQLite: the snapshot's template read and the evaluation are the same code as on 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
 from bpm.definitions import ProcessBuilder
 from bpm.embedded import EmbeddedRuntime
-from bpm.handlers import HandlerRegistry
-from tests.helpers.clock import FakeClock
 
 DOC = (
     ProcessBuilder("waiter")
@@ -21,17 +14,6 @@ DOC = (
     .sequence("start", "wait", "end")
     .build()
 )
-
-
-@pytest.fixture
-def embedded(
-    tmp_path: Path, handlers: HandlerRegistry, clock: FakeClock
-) -> Iterator[EmbeddedRuntime]:
-    rt = EmbeddedRuntime(f"sqlite:///{tmp_path / 'bpm.db'}", handlers=handlers, clock=clock)
-    try:
-        yield rt
-    finally:
-        rt.close()
 
 
 def test_a_template_signal_moves_only_its_instance_on_sqlite(embedded: EmbeddedRuntime) -> None:

@@ -3,26 +3,8 @@ PostgreSQL (tests/integration/test_task_listener_changes.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
 from bpm.embedded import EmbeddedRuntime
-from bpm.handlers import HandlerRegistry
-from tests.helpers.clock import FakeClock
 from tests.integration.test_task_listener_changes import _model, _script_listener, _task_listener
-
-
-@pytest.fixture
-def embedded(
-    tmp_path: Path, handlers: HandlerRegistry, clock: FakeClock
-) -> Iterator[EmbeddedRuntime]:
-    rt = EmbeddedRuntime(f"sqlite:///{tmp_path / 'bpm.db'}", handlers=handlers, clock=clock)
-    try:
-        yield rt
-    finally:
-        rt.close()
 
 
 def test_creation_and_claim_listeners_change_the_task_on_sqlite(

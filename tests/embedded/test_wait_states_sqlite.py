@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -31,17 +30,6 @@ DOC = (
     .sequence("late", "late_end")
     .build()
 )
-
-
-@pytest.fixture
-def embedded(
-    tmp_path: Path, handlers: HandlerRegistry, clock: FakeClock
-) -> Iterator[EmbeddedRuntime]:
-    rt = EmbeddedRuntime(f"sqlite:///{tmp_path / 'bpm.db'}", handlers=handlers, clock=clock)
-    try:
-        yield rt
-    finally:
-        rt.close()
 
 
 def test_timer_user_task_and_message_on_sqlite(
