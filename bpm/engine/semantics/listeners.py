@@ -99,15 +99,7 @@ def run(
     """The token waits while listener ``index`` of ``event`` runs (of ``flow``, for a
     ``take``: the token waits at the flow's target, not yet arrived; for a ``boundary``
     that interrupts the node, the token waits at the node it is leaving)."""
-    if tok.state != TokenState.WAITING or tok.wait_kind != WaitKind.TASK:
-        tok = move(
-            tx,
-            tok,
-            state=TokenState.WAITING,
-            event=TokenEvent.WAITING,
-            wait_kind=WaitKind.TASK,
-            data={"listener": event.value},
-        )
+    tok = _waiting_for_task(tx, tok, {"listener": event.value})
     listener = _listener(node, event, index, flow)
     flow_id = flow.id if flow is not None else None
     step = Step(listener, event, index, flow_id, boundary, then, user_task, carrying is not None)
@@ -120,19 +112,25 @@ def run_process_end(
     """The root token waits, where its path ended, while the process's ``end`` listener
     ``index`` runs; when the last one is done the instance ends (``nodes.end_token``), or
     with ``cancelling`` is cancelled (``process_ends.cancel_listener_done``)."""
-    if root.state != TokenState.WAITING or root.wait_kind != WaitKind.TASK:
-        root = move(
-            tx,
-            root,
-            state=TokenState.WAITING,
-            event=TokenEvent.WAITING,
-            wait_kind=WaitKind.TASK,
-            data={"listener": ListenerEvent.END.value, "of": "process"},
-        )
+    root = _waiting_for_task(tx, root, {"listener": ListenerEvent.END.value, "of": "process"})
     step = Step(
         g.end_listeners[index], ListenerEvent.END, index, process=True, cancelling=cancelling
     )
     return _task(tx, root, g.node(root.node_id), step, None)
+
+
+def _waiting_for_task(tx: Tx, tok: TokenRow, data: dict[str, str]) -> TokenRow:
+    """The token waits for a listener's task (a no-op when it already does)."""
+    if tok.state == TokenState.WAITING and tok.wait_kind == WaitKind.TASK:
+        return tok
+    return move(
+        tx,
+        tok,
+        state=TokenState.WAITING,
+        event=TokenEvent.WAITING,
+        wait_kind=WaitKind.TASK,
+        data=data,
+    )
 
 
 def _listener(node: Node, event: ListenerEvent, index: int, flow: Flow | None) -> Listener:
