@@ -30,7 +30,7 @@ _SPIN_ELEMENTS = re.compile(
 )
 #: Node types (of the definition document) that may be multi-instance: the activities.
 MULTI_INSTANCE_TYPES = frozenset(
-    {"serviceTask", "userTask", "receiveTask", "subProcess", "callActivity"}
+    {"serviceTask", "userTask", "receiveTask", "subProcess", "callActivity", "task", "manualTask"}
 )
 
 #: Loop markers: a subprocess's own, read (or refused) by its node's reader, not body nodes.

@@ -64,7 +64,8 @@ GATEWAYS = frozenset(
     {NodeType.EXCLUSIVE, NodeType.PARALLEL, NodeType.INCLUSIVE, NodeType.EVENT_GATEWAY}
 )
 PASS_THROUGH = frozenset({NodeType.START, NodeType.TASK, NodeType.MANUAL_TASK})
-#: Activities a boundary event may sit on.
+#: Activities with work of their own (a task, a wait, a scope); a task or manual task,
+#: which a token passes at once, is not one of them.
 ACTIVITIES = frozenset(
     {
         NodeType.SERVICE_TASK,
@@ -74,6 +75,9 @@ ACTIVITIES = frozenset(
         NodeType.CALL_ACTIVITY,
     }
 )
+#: Nodes that may be multi-instance: the activities, and a task or manual task, whose
+#: iterations each pass at once (as in Camunda 7).
+MULTI_INSTANCE_NODES = ACTIVITIES | {NodeType.TASK, NodeType.MANUAL_TASK}
 #: Nodes whose token waits for a body of tokens of its own (``scope_id`` = the node's id):
 #: the one list ``Node.is_scope`` reads, so a new kind of scope is added here.
 SCOPES = frozenset({NodeType.SUBPROCESS})

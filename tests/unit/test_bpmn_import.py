@@ -517,9 +517,8 @@ def test_the_order_saga_example_in_bpmn_behaves_like_the_json_one() -> None:
             "line 10: standardLoopCharacteristics in userTask 'u' (loop) is not supported yet",
         ),
         (
-            '<task id="u"><multiInstanceLoopCharacteristics/></task>',
-            "line 10: multiInstanceLoopCharacteristics in task 'u' (multi-instance) is "
-            "not supported yet",
+            '<task id="u"><standardLoopCharacteristics/></task>',
+            "line 10: standardLoopCharacteristics in task 'u' (loop) is not supported yet",
         ),
         (
             '<userTask id="u"><multiInstanceLoopCharacteristics behavior="None"/></userTask>',

@@ -9,7 +9,7 @@ an unknown key is refused before any field is read.
 from __future__ import annotations
 
 from bpm.definitions.calls import CALL_KEYS
-from bpm.definitions.model import ACTIVITIES, NodeType
+from bpm.definitions.model import MULTI_INSTANCE_NODES, NodeType
 from bpm.definitions.parse.event_starts import START_KEYS
 
 #: Process keys without behaviour: kept for people and tools (``bpm definition``, the API).
@@ -142,7 +142,7 @@ DEFAULTED = (*MAPPED_ACTIVITIES, NodeType.EXCLUSIVE, NodeType.INCLUSIVE, NodeTyp
 for _defaulted in DEFAULTED:
     NODE_KEYS[_defaulted] = NODE_KEYS[_defaulted] | {"default"}
 #: Activities: any of them may run as a multi-instance activity.
-for _activity in ACTIVITIES:
+for _activity in MULTI_INSTANCE_NODES:
     NODE_KEYS[_activity] = NODE_KEYS[_activity] | {"multiInstance"}
 #: Transactions (``bpm.definitions.transactions``): a subprocess's flag, and the cancel end
 #: and cancel boundary events' own.

@@ -17,7 +17,7 @@ from bpm.definitions.calls import parse_call, parse_in
 from bpm.definitions.conditions import parse_condition
 from bpm.definitions.forms import parse_form
 from bpm.definitions.mappings import VARIABLE_NAME, parse_mappings
-from bpm.definitions.model import ACTIVITIES, Flow, Node, NodeType
+from bpm.definitions.model import MULTI_INSTANCE_NODES, Flow, Node, NodeType
 from bpm.definitions.multi_instance import MultiInstance, parse_multi_instance
 from bpm.definitions.parse import event_starts
 from bpm.definitions.parse.keys import DEFAULTED, MAPPED
@@ -98,7 +98,7 @@ def compile_node(
         fields["initiator"] = _initiator(raw, where, node_id)
         fields["form"] = parse_form(raw.get("form"), where, node_id)
         fields.update(event_starts.trigger_fields(raw, where, node_id))
-    if node_type in ACTIVITIES:
+    if node_type in MULTI_INSTANCE_NODES:
         fields["multi_instance"] = _multi_instance(raw, fields, where, node_id)
     if node_type in MAPPED:
         if node_type is NodeType.END and raw.get("outputs"):
