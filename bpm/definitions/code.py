@@ -38,6 +38,11 @@ SCRIPT_KEYS = {"format", "source"}
 #: The script formats bpm runs (case-insensitive), all JavaScript.
 JAVASCRIPT = frozenset({"javascript", "ecmascript", "js"})
 _BEAN = re.compile(r"\s*[$#]\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\s*")
+#: ``${orderApproval.loadOrder()}``: a bean method, without arguments, that gives the
+#: delegate to run (as a Spring bean's method returning a ``JavaDelegate``).
+_BEAN_FACTORY = re.compile(
+    r"\s*[$#]\{\s*([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)\(\s*\)\s*\}\s*"
+)
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,8 @@ class Code:
     expression: Expression | None = None
     bean: str | None = None
     script: Script | None = None
+    #: The bean's method that gives the delegate, for ``${bean.method()}``.
+    factory: str | None = None
 
     @property
     def beans(self) -> frozenset[str]:
@@ -70,6 +77,8 @@ class Code:
             return self.expression.source
         if self.script is not None:
             return f"{self.script.format} script"
+        if self.factory is not None:
+            return f"${{{self.bean}.{self.factory}()}}"
         return f"${{{self.bean}}}"
 
 
@@ -87,11 +96,16 @@ def parse_code(raw: Mapping[str, Any], where: str, node_id: str | None) -> Code 
         raise InvalidDefinition(f"{where}: {given[0]!r} must be text", node_id)
     if given[0] == "delegateExpression":
         bean = _BEAN.fullmatch(value)
-        if bean is None:
+        if bean is not None:
+            return Code(CodeKind.DELEGATE, bean=bean[1])
+        made = _BEAN_FACTORY.fullmatch(value)
+        if made is None:
             raise InvalidDefinition(
-                f"{where}: delegateExpression {value!r} must name a bean: ${{beanName}}", node_id
+                f"{where}: delegateExpression {value!r} must name a bean (${{beanName}}) or "
+                f"a bean method that gives the delegate (${{beanName.method()}})",
+                node_id,
             )
-        return Code(CodeKind.DELEGATE, bean=bean[1])
+        return Code(CodeKind.DELEGATE, bean=made[1], factory=made[2])
     if "${" not in value and "#{" not in value:  # JUEL literal text: nothing to run, as in
         value = json.dumps(value)  # Camunda, where its value is the text itself
     try:

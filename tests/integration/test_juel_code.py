@@ -12,6 +12,7 @@ from typing import Any
 
 from bpm.beans import BeanRegistry
 from bpm.juel_methods import ExecutionView
+from tests.helpers.modeler import chain, modeler_file
 from tests.helpers.runtime import Harness
 
 MODEL = """<?xml version="1.0" encoding="UTF-8"?>
@@ -155,3 +156,37 @@ def test_a_missing_bean_is_an_incident_naming_it(rt: Harness, beans: BeanRegistr
     shown = rt.engine.show(iid)
     [incident] = shown["incidents"]
     assert "shippingDelegate" in incident["message"]
+
+
+class OrderApproval:
+    """A Spring bean whose methods give the delegates (``${orderApproval.loadOrder()}``)."""
+
+    def load_order(self) -> Any:
+        def run(execution: ExecutionView) -> None:
+            execution.set("order", {"id": "A-1"})
+
+        return run
+
+    def calculateOrderPositions(self) -> ShippingDelegate:
+        return ShippingDelegate()
+
+
+def test_a_delegate_expression_may_call_the_bean_method_that_gives_the_delegate(
+    rt: Harness, beans: BeanRegistry
+) -> None:
+    beans.register("orderApproval", OrderApproval())
+    rt.engine.deploy_bpmn(
+        modeler_file(
+            "approval",
+            '    <bpmn:startEvent id="S" />\n'
+            '    <bpmn:serviceTask id="Load" camunda:delegateExpression="${ orderApproval.loadOrder() }" />\n'
+            '    <bpmn:serviceTask id="Calc" '
+            'camunda:delegateExpression="${orderApproval.calculateOrderPositions()}" />\n'
+            '    <bpmn:endEvent id="E" />\n' + chain("S", "Load", "Calc", "E"),
+        )
+    )
+    iid = rt.engine.start("approval").id
+    rt.drain()
+    shown = rt.engine.show(iid)
+    assert shown["state"] == "COMPLETED"
+    assert shown["variables"] == {"order": {"id": "A-1"}, "orderStatus": "STANDARD"}

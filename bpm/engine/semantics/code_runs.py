@@ -89,12 +89,28 @@ class RunsCode:
             raise CodeFailed(
                 f"delegateExpression ${{{code.bean}}}: no bean (nor handler) is registered so"
             )
+        if code.factory is not None:
+            bean = _made_delegate(bean, code)
         method = "notify" if ctx.event is not None else "execute"
         fn = getattr(bean, method, None)
+        if not callable(fn) and code.factory is not None and callable(bean):
+            fn = bean  # the method gave a function: the delegate itself
         if not callable(fn):
             raise CodeFailed(f"bean {code.bean!r} has no {method}() method to run as a delegate")
         given = invocation.task if invocation.task is not None else invocation.execution
         return fn(given)
+
+
+def _made_delegate(bean: Any, code: Code) -> Any:
+    """What ``${bean.method()}`` gives: the delegate to run (an object with ``execute`` or
+    ``notify``, or a function of the execution)."""
+    method = code.factory or ""
+    snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in method)
+    for name in (method, snake):
+        factory = getattr(bean, name, None)
+        if callable(factory) and not name.startswith("_"):
+            return factory()
+    raise CodeFailed(f"bean {code.bean!r} has no {method}() method")
 
 
 def views(
