@@ -13,11 +13,12 @@ the variables that cross the call each way.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from bpm.definitions.assignments import is_expression, parse_text
-from bpm.definitions.mappings import VARIABLE_NAME
+from bpm.definitions.mappings import VARIABLE_NAME, any_variable_name
 from bpm.definitions.model import CallBinding, CallMapping, CallSpec
 from bpm.definitions.parse.patterns import NAME_PATTERN
 from bpm.errors import InvalidDefinition, InvalidExpression
@@ -162,6 +163,8 @@ def _mapping(item: Any, where: str, node_id: str) -> CallMapping:
 
 
 def _name(raw: Any, key: str, where: str, node_id: str) -> str:
+    if key == "target" and any_variable_name(raw):  # Camunda writes any name it is given
+        return str(raw)
     if not isinstance(raw, str) or not VARIABLE_NAME.match(raw):
         raise InvalidDefinition(
             f"{where}: {key!r} must be a variable name ({VARIABLE_NAME.pattern}), got {raw!r}",
@@ -171,6 +174,8 @@ def _name(raw: Any, key: str, where: str, node_id: str) -> str:
 
 
 def _expression(raw: Any, key: str, where: str, node_id: str) -> Expression:
+    if isinstance(raw, str) and "${" not in raw and "#{" not in raw:
+        raw = "${" + json.dumps(raw) + "}"  # JUEL text without ${...} is that text
     if not isinstance(raw, str) or not is_expression(raw):
         raise InvalidDefinition(f"{where}: {key!r} must be a ${{...}} expression", node_id)
     try:
