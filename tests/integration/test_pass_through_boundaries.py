@@ -1,5 +1,6 @@
-"""A boundary event on a task or manual task, which a token passes in the step it arrives:
-it deploys and never fires, as in Camunda 7, whatever its trigger."""
+"""Nodes a token passes at once: a boundary event on a task or manual task deploys and never
+fires, whatever its trigger, and a forking parallel gateway's start listener runs once, as in
+Camunda 7."""
 
 from __future__ import annotations
 
@@ -37,3 +38,25 @@ def test_boundaries_on_a_manual_task_never_fire(rt: Harness) -> None:
     assert shown["state"] == "COMPLETED"
     visited = [e["node_id"] for e in rt.engine.history(instance_id=iid) if e.get("node_id")]
     assert "Late" not in visited and "Broken" not in visited and "E2" not in visited
+
+
+def test_a_forking_parallel_gateway_runs_its_start_listener_once(rt: Harness) -> None:
+    listener = (
+        '<bpmn:extensionElements><camunda:executionListener event="start" '
+        "expression=\"${execution.setVariable('forked', true)}\" /></bpmn:extensionElements>"
+    )
+    rt.engine.deploy_bpmn(
+        modeler_file(
+            "fork",
+            '    <bpmn:startEvent id="S" />\n'
+            f'    <bpmn:parallelGateway id="F">{listener}</bpmn:parallelGateway>\n'
+            '    <bpmn:userTask id="A" /><bpmn:userTask id="B" />\n'
+            '    <bpmn:endEvent id="EA" /><bpmn:endEvent id="EB" />\n'
+            + chain("S", "F", "A", "EA")
+            + chain("F", "B", "EB"),
+        )
+    )
+    iid = rt.engine.start("fork").id
+    rt.drain()
+    assert sorted(t["node_id"] for t in rt.engine.user_tasks(instance_id=iid)) == ["A", "B"]
+    assert rt.engine.show(iid)["variables"] == {"forked": True}

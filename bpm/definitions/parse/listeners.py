@@ -38,10 +38,12 @@ def parse_listeners(
     node_id: str | None,
     *,
     on_flow: bool = False,
+    joins: bool = False,
 ) -> tuple[Listener, ...]:
     """``listeners``: a list of ``{"event", "handler", "fields"}``, run in list order for
     each event. ``node_type`` None: the process's own (``start`` and ``end``), or with
-    ``on_flow`` a flow's (``take`` only)."""
+    ``on_flow`` a flow's (``take`` only). A parallel gateway that only forks takes ``start``
+    (it starts once); one that ``joins`` takes none (which of its arrivals would start it?)."""
     if raw is None:
         return ()
     if not isinstance(raw, list):
@@ -50,7 +52,7 @@ def parse_listeners(
         allowed: tuple[ListenerEvent, ...] = (ListenerEvent.TAKE,)
     elif node_type is None:
         allowed = (ListenerEvent.START, ListenerEvent.END)
-    elif node_type is NodeType.PARALLEL:
+    elif node_type is NodeType.PARALLEL and joins:
         allowed = ()
     elif node_type in GATEWAYS:
         allowed = (ListenerEvent.START,)

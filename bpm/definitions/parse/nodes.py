@@ -93,7 +93,9 @@ def compile_node(
     if node_type in DEFAULTED:
         fields.update(default_flow(raw, where, node_id, outgoing, flows))
     fields["properties"] = dict(raw.get("properties", {}))
-    fields["listeners"] = parse_listeners(raw.get("listeners"), node_type, where, node_id)
+    fields["listeners"] = parse_listeners(
+        raw.get("listeners"), node_type, where, node_id, joins=len(incoming) > 1
+    )
     if node_type is NodeType.START:
         fields["initiator"] = _initiator(raw, where, node_id)
         fields["form"] = parse_form(raw.get("form"), where, node_id)
