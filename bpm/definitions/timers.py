@@ -15,6 +15,7 @@ from typing import Any
 
 from bpm.definitions.cycles import Cycle, configured_zone, parse_cycle
 from bpm.definitions.durations import parse_duration
+from bpm.definitions.mappings import Composite, composite
 from bpm.errors import BpmError, ConfigError, InvalidDefinition, InvalidExpression
 from bpm.expressions import Expression, compile_expression
 
@@ -31,7 +32,7 @@ class TimerSpec:
     source: str
     duration: timedelta | None = None
     date: datetime | None = None
-    expression: Expression | None = None
+    expression: Expression | Composite | None = None
     #: A cycle: it fires again after each tick while its activity is open (a non-interrupting
     #: boundary event); anywhere else only its first tick counts. A duration or date written
     #: as a repeating interval has one too: only its first tick counts.
@@ -96,6 +97,12 @@ def parse_timer(raw: Mapping[str, Any], where: str, element: str) -> TimerSpec:
         except InvalidExpression as exc:
             raise InvalidDefinition(str(exc), element) from exc
         return TimerSpec(kind, value, expression=expr)
+    if "${" in value:  # text around ${...} parts (PT${days}D): a JUEL composite, read as text
+        try:
+            made = composite(value.strip(), where, f"timer {kind} expression")
+        except InvalidExpression as exc:
+            raise InvalidDefinition(str(exc), element) from exc
+        return TimerSpec(kind, value, expression=made)
     if kind == "cycle" or value.strip().startswith("R"):
         # A repeating interval given as a duration or date fires at its first tick and does
         # not repeat, as Camunda 7 reads it (only a cycle repeats).

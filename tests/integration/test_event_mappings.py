@@ -116,3 +116,21 @@ def test_mappings_where_camunda_refuses_them_are_refused(
     with pytest.raises(InvalidDefinition) as info:
         deploy(rt, body)
     assert expected in str(info.value)
+
+
+def test_a_timer_written_with_text_around_an_expression_reads_it_as_text(rt: Harness) -> None:
+    """``PT${hours}H``: a JUEL composite, as Camunda 7 evaluates it when the timer starts."""
+    deploy(
+        rt,
+        '    <bpmn:startEvent id="S" />\n'
+        '    <bpmn:intermediateCatchEvent id="Pause"><bpmn:timerEventDefinition id="Def_c">'
+        '<bpmn:timeDuration xsi:type="bpmn:tFormalExpression">PT${hours}H</bpmn:timeDuration>'
+        "</bpmn:timerEventDefinition></bpmn:intermediateCatchEvent>\n"
+        '    <bpmn:endEvent id="E" />\n' + chain("S", "Pause", "E"),
+    )
+    iid = rt.engine.start("payment", {"hours": 3}).id
+    rt.drain()
+    rt.pass_time(timedelta(minutes=179))
+    assert rt.engine.show(iid)["state"] == "RUNNING"
+    rt.pass_time(timedelta(minutes=2))
+    assert rt.engine.show(iid)["state"] == "COMPLETED"
