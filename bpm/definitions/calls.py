@@ -20,7 +20,7 @@ from typing import Any
 from bpm.definitions.assignments import is_expression, parse_text
 from bpm.definitions.mappings import VARIABLE_NAME, any_variable_name
 from bpm.definitions.model import CallBinding, CallMapping, CallSpec
-from bpm.definitions.parse.patterns import NAME_PATTERN
+from bpm.definitions.parse.patterns import NAME_PATTERN, NAME_RULE
 from bpm.errors import InvalidDefinition, InvalidExpression
 from bpm.expressions import Expression, compile_expression
 
@@ -88,9 +88,7 @@ def _handler(value: Any, where: str, node_id: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not NAME_PATTERN.match(value):
-        raise InvalidDefinition(
-            f"{where}: 'mapping' must be a handler name matching {NAME_PATTERN.pattern}", node_id
-        )
+        raise InvalidDefinition(f"{where}: 'mapping' must be a handler name: {NAME_RULE}", node_id)
     return value
 
 

@@ -322,3 +322,8 @@ def test_the_callers_own_tenant_is_no_tenant_here(own: str) -> None:
         imported(
             '<bpmn:callActivity id="T" calledElement="c" camunda:calledElementTenantId="t1" />'
         )
+
+
+def test_a_class_named_in_another_script_is_a_handler_of_that_name() -> None:
+    found = imported('<bpmn:serviceTask id="T" camunda:class="loanapproval.Zielort_prüfen" />')
+    assert node(found)["handler"] == "Zielort_prüfen"

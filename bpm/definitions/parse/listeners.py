@@ -13,7 +13,7 @@ from typing import Any
 from bpm.definitions.code import CODE_KEYS, parse_code
 from bpm.definitions.mappings import parse_mappings
 from bpm.definitions.model import GATEWAYS, Listener, ListenerEvent, NodeType
-from bpm.definitions.parse.patterns import NAME_PATTERN, check_keys
+from bpm.definitions.parse.patterns import NAME_PATTERN, NAME_RULE, check_keys
 from bpm.definitions.timers import TIMER_KINDS, TimerSpec, parse_timer
 from bpm.errors import InvalidDefinition
 
@@ -80,7 +80,7 @@ def parse_listeners(
             or (code is not None and "handler" in item)
         ):
             raise InvalidDefinition(
-                f"{where}: listener 'handler' must be a name matching {NAME_PATTERN.pattern} "
+                f"{where}: listener 'handler' must be a name: {NAME_RULE} "
                 f"(or give 'expression', 'delegateExpression' or 'script' instead)",
                 node_id,
             )

@@ -22,7 +22,13 @@ from bpm.definitions.multi_instance import MultiInstance, parse_multi_instance
 from bpm.definitions.parse import event_starts
 from bpm.definitions.parse.keys import DEFAULTED, MAPPED
 from bpm.definitions.parse.listeners import parse_listeners
-from bpm.definitions.parse.patterns import MESSAGE_PATTERN, NAME_PATTERN, node_label, signal_name
+from bpm.definitions.parse.patterns import (
+    MESSAGE_PATTERN,
+    NAME_PATTERN,
+    NAME_RULE,
+    node_label,
+    signal_name,
+)
 from bpm.definitions.parse.policies import parse_compensation, parse_saga
 from bpm.definitions.parse.service_task import service_task_fields
 from bpm.definitions.parse.shape import check_conditions, check_shape, default_flow
@@ -156,9 +162,7 @@ def _activity(raw: Mapping[str, Any], where: str, node_id: str) -> str | None:
 def _name(raw: Mapping[str, Any], key: str, where: str, node_id: str) -> str:
     value = raw.get(key)
     if not isinstance(value, str) or not NAME_PATTERN.match(value):
-        raise InvalidDefinition(
-            f"{where}: needs '{key}', a name matching {NAME_PATTERN.pattern}", node_id
-        )
+        raise InvalidDefinition(f"{where}: needs '{key}', a name: {NAME_RULE}", node_id)
     return value
 
 

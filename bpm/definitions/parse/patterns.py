@@ -15,7 +15,11 @@ from bpm.errors import InvalidDefinition
 
 KEY_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 ID_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
-NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
+#: A handler's (or connector's) name: a Python name's letters in any script (Camunda's
+#: ``camunda:class="loan.Zielort_prüfen"`` names ``Zielort_prüfen``), digits, ``.:-``.
+NAME_PATTERN = re.compile(r"^[^\W\d][\w.:-]*$")
+#: ``NAME_PATTERN`` in words, for messages.
+NAME_RULE = "a letter (of any script) or '_', then letters, digits and '_.:-'"
 #: A message name: any text a person writes (Camunda's are free text, "Order received"),
 #: without control characters or spaces at either end, at most 255 characters.
 MESSAGE_PATTERN = re.compile(r"^(?=\S)[^\x00-\x1f\x7f]{1,255}(?<=\S)$")

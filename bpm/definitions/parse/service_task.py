@@ -18,6 +18,7 @@ from bpm.definitions.parse.decisions import parse_decision_ref
 from bpm.definitions.parse.patterns import (
     MAX_INT,
     NAME_PATTERN,
+    NAME_RULE,
     TOPIC_PATTERN,
     check_keys,
 )
@@ -48,9 +49,7 @@ def service_task_fields(raw: Mapping[str, Any], where: str, node_id: str) -> dic
     if "handler" in raw:
         value = raw["handler"]
         if not isinstance(value, str) or not NAME_PATTERN.match(value):
-            raise InvalidDefinition(
-                f"{where}: 'handler' must be a name matching {NAME_PATTERN.pattern}", node_id
-            )
+            raise InvalidDefinition(f"{where}: 'handler' must be a name: {NAME_RULE}", node_id)
         fields["handler"] = value
     if "topic" in raw:
         fields["topic"] = _topic(raw["topic"], where, node_id)
@@ -118,9 +117,7 @@ def _connector(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, An
     check_keys(spec, CONNECTOR_KEYS, f"{where} 'connector'", node_id)
     ident = spec.get("id")
     if not isinstance(ident, str) or not NAME_PATTERN.match(ident):
-        raise InvalidDefinition(
-            f"{where}: connector 'id' must be a name matching {NAME_PATTERN.pattern}", node_id
-        )
+        raise InvalidDefinition(f"{where}: connector 'id' must be a name: {NAME_RULE}", node_id)
     if "fields" in raw:
         raise InvalidDefinition(
             f"{where}: a connector's handler gets the connector's inputs as its fields; "
