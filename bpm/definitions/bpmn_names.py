@@ -66,6 +66,13 @@ CAMUNDA_ELEMENT_ATTRIBUTES: dict[str, frozenset[str]] = {
     "properties": frozenset(),
     "formData": frozenset({"businessKey"}),
 }
+#: Attributes in Camunda's namespace that Camunda 7 itself never reads, with why: ignored
+#: and listed, as Camunda ignores them.
+CAMUNDA_UNREAD: dict[str, str] = {
+    "failedJobRetryTimeCycle": "which Camunda 7 reads only as an extension element "
+    "(camunda:failedJobRetryTimeCycle inside extensionElements), never as an attribute",
+    "calledElementType": "which Camunda 7 does not define (a call activity calls a process)",
+}
 #: The prefix a refusal names each namespace by, whatever prefix the file used.
 PREFIXES = {CAMUNDA: "camunda", ZEEBE: "zeebe", BPM: "bpm", XSI: "xsi", FOX: "fox"}
 #: Plain attributes without behaviour here, with the values accepted (None: any value).

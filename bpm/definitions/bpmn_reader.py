@@ -18,6 +18,7 @@ from bpm.definitions.bpmn_names import (
     CAMUNDA_ALIASES,
     CAMUNDA_ELEMENT_ATTRIBUTES,
     CAMUNDA_IGNORED,
+    CAMUNDA_UNREAD,
     HARMLESS,
     PREFIXES,
     PRESENTATIONAL,
@@ -251,6 +252,10 @@ class Reader:
                         "does not define there either",
                     )
                     continue
+            if ns == CAMUNDA and local in CAMUNDA_UNREAD:
+                self.used.add(key)
+                ignore(self.el, f"has the attribute {shown}={value!r}, {CAMUNDA_UNREAD[local]}")
+                continue
             if foreign(ns) or (ns == CAMUNDA and local in USER_TASK_ONLY):
                 self.used.add(key)
                 why = (

@@ -327,3 +327,13 @@ def test_the_callers_own_tenant_is_no_tenant_here(own: str) -> None:
 def test_a_class_named_in_another_script_is_a_handler_of_that_name() -> None:
     found = imported('<bpmn:serviceTask id="T" camunda:class="loanapproval.Zielort_prüfen" />')
     assert node(found)["handler"] == "Zielort_prüfen"
+
+
+def test_camunda_attributes_camunda_never_reads_are_listed_as_ignored() -> None:
+    found = imported(
+        '<bpmn:serviceTask id="T" camunda:class="org.acme.Pay" '
+        'camunda:failedJobRetryTimeCycle="R3/PT0S" />'
+    )
+    assert node(found) == {"id": "T", "type": "serviceTask", "handler": "Pay"}
+    [note] = found.ignored
+    assert "failedJobRetryTimeCycle='R3/PT0S', which Camunda 7 reads only as an extension" in note
