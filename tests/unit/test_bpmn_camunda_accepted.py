@@ -337,3 +337,14 @@ def test_camunda_attributes_camunda_never_reads_are_listed_as_ignored() -> None:
     assert node(found) == {"id": "T", "type": "serviceTask", "handler": "Pay"}
     [note] = found.ignored
     assert "failedJobRetryTimeCycle='R3/PT0S', which Camunda 7 reads only as an extension" in note
+
+
+def test_a_connector_id_is_any_text_and_its_handler_has_that_name() -> None:
+    found = imported(
+        '<bpmn:serviceTask id="T"><bpmn:extensionElements><camunda:connector>'
+        "<camunda:connectorId>Interview Scheduling</camunda:connectorId></camunda:connector>"
+        "</bpmn:extensionElements></bpmn:serviceTask>"
+    )
+    [doc] = found.documents
+    graph = compile_definition(doc)
+    assert graph.node("T").handler == "Interview Scheduling"

@@ -17,6 +17,7 @@ from bpm.definitions.mappings import VARIABLE_NAME, VariableMapping, parse_mappi
 from bpm.definitions.parse.decisions import parse_decision_ref
 from bpm.definitions.parse.patterns import (
     MAX_INT,
+    MESSAGE_PATTERN,
     NAME_PATTERN,
     NAME_RULE,
     TOPIC_PATTERN,
@@ -116,8 +117,14 @@ def _connector(raw: Mapping[str, Any], where: str, node_id: str) -> dict[str, An
         raise InvalidDefinition(f"{where}: 'connector' must be an object", node_id)
     check_keys(spec, CONNECTOR_KEYS, f"{where} 'connector'", node_id)
     ident = spec.get("id")
-    if not isinstance(ident, str) or not NAME_PATTERN.match(ident):
-        raise InvalidDefinition(f"{where}: connector 'id' must be a name: {NAME_RULE}", node_id)
+    # Camunda looks a connector up by any id it is given ("Interview Scheduling"): the
+    # handler registered under that text runs.
+    if not isinstance(ident, str) or not MESSAGE_PATTERN.match(ident):
+        raise InvalidDefinition(
+            f"{where}: connector 'id' must be text of 1 to 255 characters, without control "
+            f"characters or spaces at either end",
+            node_id,
+        )
     if "fields" in raw:
         raise InvalidDefinition(
             f"{where}: a connector's handler gets the connector's inputs as its fields; "
