@@ -178,6 +178,23 @@ def start_by_key(
     return _start(request, caller, row, body or StartDto(), idempotency_key, None)
 
 
+@router.post("/key/{key}/submit-form", response_model=ProcessInstanceWithVariablesDto)
+def submit_form_by_key(
+    key: str,
+    request: Request,
+    caller: Starter,
+    body: StartDto | None = None,
+    idempotency_key: IdempotencyKey = None,
+) -> ProcessInstanceWithVariablesDto:
+    """Start the latest version of ``key`` with its start form submitted: the variables are
+    checked against the form, its defaults filled and its business key field read (a plain
+    ``start`` checks nothing, as in Camunda)."""
+    caller.check_process(key)
+    row = _by_key(request, key)
+    body = body or StartDto()
+    return _start(request, caller, row, body, idempotency_key, None, submit_form=True)
+
+
 @router.get("/{definition_id}", response_model=ProcessDefinitionDto)
 def get_definition(definition_id: str, request: Request, caller: Reader) -> ProcessDefinitionDto:
     return definition_dto(definition_by_id(request, definition_id))
@@ -202,6 +219,21 @@ def start_by_id(
     return _start(request, caller, row, body or StartDto(), idempotency_key, row.version)
 
 
+@router.post("/{definition_id}/submit-form", response_model=ProcessInstanceWithVariablesDto)
+def submit_form_by_id(
+    definition_id: str,
+    request: Request,
+    caller: Starter,
+    body: StartDto | None = None,
+    idempotency_key: IdempotencyKey = None,
+) -> ProcessInstanceWithVariablesDto:
+    """This very version, started with its start form submitted."""
+    row = definition_by_id(request, definition_id)
+    caller.check_process(row.key, given=definition_id)
+    body = body or StartDto()
+    return _start(request, caller, row, body, idempotency_key, row.version, submit_form=True)
+
+
 def _xml(request: Request, row: DefinitionRow) -> ProcessDefinitionXmlDto:
     text, fmt = runtime_of(request).engine.definition_source(row.id)
     if fmt != "bpmn":
@@ -219,6 +251,8 @@ def _start(
     body: StartDto,
     idempotency_key: str | None,
     version: int | None,
+    *,
+    submit_form: bool = False,
 ) -> ProcessInstanceWithVariablesDto:
     """Idempotent as every bpm start: the ``Idempotency-Key`` header, else the business
     key, names the start; sent again, it answers the instance the first one made. Its
@@ -249,6 +283,7 @@ def _start(
             business_key=body.business_key,
             idempotency_key=idempotency_key,
             version=version,
+            submit_form=submit_form,
         )
     )
     shown = runtime.engine.show(started.id)

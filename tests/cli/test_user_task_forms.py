@@ -67,3 +67,27 @@ def test_complete__refuses_a_submission_that_breaks_the_form(bpm: Bpm, tmp_path:
     assert bpm.json("tasks", "--candidate-user", "bob") != []  # still open
     done = bpm.json("complete", task["id"], "--var", "days=3", "--json")
     assert isinstance(done, dict) and done["state"] == "COMPLETED"
+
+
+START_FORM = modeler_file(
+    "order",
+    '    <bpmn:startEvent id="S"><bpmn:extensionElements><camunda:formData businessKey="ref">\n'
+    '        <camunda:formField id="ref"><camunda:validation>\n'
+    '          <camunda:constraint name="required" />\n'
+    "        </camunda:validation></camunda:formField>\n"
+    "      </camunda:formData></bpmn:extensionElements></bpmn:startEvent>\n"
+    '    <bpmn:endEvent id="E" />\n' + chain("S", "E"),
+)
+
+
+def test_start__with_form_submits_the_start_form_and_without_checks_nothing(
+    bpm: Bpm, tmp_path: Path
+) -> None:
+    path = tmp_path / "order.bpmn"
+    path.write_text(START_FORM)
+    bpm.ok("deploy", str(path))
+    assert "field 'ref' is required" in bpm.error("start", "order", "--form")
+    doc = bpm.json("start", "order", "--form", "--var", "ref=PO-7")
+    assert isinstance(doc, dict) and doc["business_key"] == "PO-7"
+    plain = bpm.json("start", "order")
+    assert isinstance(plain, dict) and plain["state"] == "COMPLETED"

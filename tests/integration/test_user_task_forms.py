@@ -74,7 +74,7 @@ START_VARIABLES = {
 
 def review_task(rt: Harness, variables: dict[str, Any] | None = None) -> dict[str, Any]:
     rt.engine.deploy_bpmn(LEAVE)
-    iid = rt.engine.start("leave", variables or START_VARIABLES, user="ann").id
+    iid = rt.engine.start("leave", variables or START_VARIABLES, user="ann", submit_form=True).id
     rt.drain()
     [task] = rt.engine.user_tasks(instance_id=iid)
     return task
@@ -182,8 +182,12 @@ def test_a_start_form_checks_the_start_variables(rt: Harness) -> None:
     rt.engine.deploy_bpmn(LEAVE)
     before = snapshot(rt.engine.db)
     with pytest.raises(FormInvalid, match="starting 'leave' breaks its form"):
-        rt.engine.start("leave", {**START_VARIABLES, "reason": "x" * 41})
+        rt.engine.start("leave", {**START_VARIABLES, "reason": "x" * 41}, submit_form=True)
     assert snapshot(rt.engine.db) == before
+    # A plain start is not a form submission: Camunda's startProcessInstanceByKey checks
+    # nothing either.
+    plain = rt.engine.start("leave", {**START_VARIABLES, "reason": "x" * 41})
+    assert "days" not in rt.engine.show(plain.id)["variables"]
     view = rt.engine.definition("leave")
     start = next(n for n in view["nodes"] if n["id"] == "S")
     assert start["form"]["key"] == "embedded:app:forms/leave.html"
@@ -233,13 +237,13 @@ def test_a_start_forms_business_key_field_names_the_instance_and_starts_it_once(
     and starting again with it returns the instance it started."""
     keyed = LEAVE.replace("<camunda:formData>", '<camunda:formData businessKey="reason">', 1)
     rt.engine.deploy_bpmn(keyed)
-    first = rt.engine.start("leave", {**START_VARIABLES, "reason": "wedding"})
+    first = rt.engine.start("leave", {**START_VARIABLES, "reason": "wedding"}, submit_form=True)
     assert first.business_key == "wedding"
-    again = rt.engine.start("leave", {**START_VARIABLES, "reason": "wedding"})
+    again = rt.engine.start("leave", {**START_VARIABLES, "reason": "wedding"}, submit_form=True)
     assert again.id == first.id
     assert (
         rt.engine.start(
-            "leave", {**START_VARIABLES, "reason": "x"}, business_key="given"
+            "leave", {**START_VARIABLES, "reason": "x"}, business_key="given", submit_form=True
         ).business_key
         == "given"
     )

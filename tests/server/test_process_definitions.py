@@ -240,3 +240,47 @@ def test_a_start_is_refused_when_a_handler_or_bean_it_calls_is_missing(
     message = got.json()["message"]
     assert "bean 'creditService'" in message and "handler 'pd_missing_listener'" in message
     assert server.runtime.engine.instances(key="pd_needs_bean", limit=10) == []
+
+
+def test_submit_form_checks_the_start_form_and_start_does_not(
+    defs: dict[str, object], server: Server
+) -> None:
+    """Camunda's ``submit-form`` submits the start form (checked, defaults filled, its
+    business key field read); ``start`` is ``startProcessInstanceByKey`` and checks nothing."""
+    server.runtime.engine.deploy(
+        {
+            "key": "pd_form",
+            "nodes": [
+                {
+                    "id": "s",
+                    "type": "startEvent",
+                    "form": {
+                        "businessKey": "ref",
+                        "fields": [
+                            {"id": "ref", "validation": {"required": True}},
+                            {"id": "amount", "type": "long", "defaultValue": 10},
+                        ],
+                    },
+                },
+                {"id": "u", "type": "userTask"},
+                {"id": "e", "type": "endEvent"},
+            ],
+            "flows": [
+                {"id": "f1", "source": "s", "target": "u"},
+                {"id": "f2", "source": "u", "target": "e"},
+            ],
+        }
+    )
+    c = _c(defs)
+    refused = c.post("/process-definition/key/pd_form/submit-form", json={"variables": {}})
+    assert refused.status_code == 400, refused.text
+    assert "field 'ref' is required" in refused.json()["message"]
+    body = {"variables": {"ref": {"value": "PO-7", "type": "String"}}}
+    got = c.post("/process-definition/key/pd_form/submit-form", json=body)
+    assert got.status_code == 200, got.text
+    assert got.json()["businessKey"] == "PO-7"
+    shown = server.runtime.engine.show(got.json()["id"])
+    assert shown["variables"] == {"ref": "PO-7", "amount": 10}
+    plain = c.post("/process-definition/key/pd_form/start", json={"variables": {}})
+    assert plain.status_code == 200, plain.text
+    assert server.runtime.engine.show(plain.json()["id"])["variables"] == {}

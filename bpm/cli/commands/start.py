@@ -58,6 +58,13 @@ FAILED_EXIT = 3
     help=f"Exit with status {FAILED_EXIT} when the instance ends FAILED (with --wait, or in "
     "embedded mode).",
 )
+@click.option(
+    "--form",
+    "submit_form",
+    is_flag=True,
+    help="The variables submit the start form: checked against it, its defaults filled "
+    "(a plain start checks nothing, as in Camunda).",
+)
 @IMPORT_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print {id, key, business_key, state}.")
 def start(
@@ -68,6 +75,7 @@ def start(
     idempotency_key: str | None,
     wait: float | None,
     fail_on_failure: bool,
+    submit_form: bool,
     imports: tuple[str, ...],
     as_json: bool,
 ) -> None:
@@ -81,14 +89,19 @@ def start(
     if broker_mode():
         with distributed() as engine:
             started = engine.start(
-                key, values, business_key=business_key, idempotency_key=idempotency_key
+                key,
+                values,
+                business_key=business_key,
+                idempotency_key=idempotency_key,
+                submit_form=submit_form,
             )
             doc = _doc(started, _watch(engine, started.id, wait))
     else:
         import_handlers(imports)
         with embedded() as rt:
             began = time.monotonic()
-            doc = _start_and_run(rt, key, values, business_key, idempotency_key, wait or IDLE_LIMIT)
+            keys = (business_key, idempotency_key)
+            doc = _start_and_run(rt, key, values, keys, wait or IDLE_LIMIT, submit_form)
             if wait is not None and doc["state"] not in END_STATES:
                 # Nothing left to run here: what is left is another process's (an external
                 # worker's, a user's), so watch for the rest of --wait.
@@ -144,10 +157,12 @@ def _start_and_run(
     rt: EmbeddedRuntime,
     key: str,
     values: dict[str, Any],
-    business_key: str | None,
-    idempotency_key: str | None,
+    keys: tuple[str | None, str | None],
     limit: float,
+    submit_form: bool,
 ) -> dict[str, Any]:
+    """``keys``: the business key and the idempotency key."""
+    business_key, idempotency_key = keys
     missing = missing_handlers(rt, key)
     if missing:
         raise ConfigError(
@@ -156,7 +171,11 @@ def _start_and_run(
             f"BPM_IMPORTS or with --import MODULE"
         )
     started = rt.engine.start(
-        key, values, business_key=business_key, idempotency_key=idempotency_key
+        key,
+        values,
+        business_key=business_key,
+        idempotency_key=idempotency_key,
+        submit_form=submit_form,
     )
     rt.run_until_idle(timeout=limit)
     return _doc(started, rt.state(started.id))

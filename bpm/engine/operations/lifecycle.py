@@ -105,6 +105,10 @@ class StartOptions(TypedDict, total=False):
     message_id: str | None
     #: Who starts it: the start event's ``initiator`` variable receives this id.
     user: str | None
+    #: The variables are a submission of the start form: checked against it, defaults
+    #: filled, its business key field read (Camunda's ``submitStartForm``). A plain start,
+    #: as Camunda's ``startProcessInstanceByKey``, is not checked.
+    submit_form: bool
 
 
 def start(
@@ -158,7 +162,7 @@ def start(
         if initiator is not None and (options.get("user") is not None or initiator not in checked):
             checked = {**checked, initiator: options.get("user")}
         start_form = graph.start_of(None).form
-        if start_form is not None:  # the start variables are what the start form submits
+        if start_form is not None and options.get("submit_form"):
             defaults = shown_defaults(start_form, checked)
             fill = check_submission(start_form, checked, {}, defaults, f"starting {key!r}")
             checked = {**fill, **checked}
