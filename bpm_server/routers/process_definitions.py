@@ -165,6 +165,7 @@ def xml_by_key(key: str, request: Request, caller: Reader) -> ProcessDefinitionX
 
 
 @router.post("/key/{key}/start", response_model=ProcessInstanceWithVariablesDto)
+@router.post("/key/{key}/submit-form", response_model=ProcessInstanceWithVariablesDto)
 def start_by_key(
     key: str,
     request: Request,
@@ -172,27 +173,13 @@ def start_by_key(
     body: StartDto | None = None,
     idempotency_key: IdempotencyKey = None,
 ) -> ProcessInstanceWithVariablesDto:
-    """Start the latest version of ``key``; no body is a start without variables."""
-    caller.check_process(key)
-    row = _by_key(request, key)
-    return _start(request, caller, row, body or StartDto(), idempotency_key, None)
-
-
-@router.post("/key/{key}/submit-form", response_model=ProcessInstanceWithVariablesDto)
-def submit_form_by_key(
-    key: str,
-    request: Request,
-    caller: Starter,
-    body: StartDto | None = None,
-    idempotency_key: IdempotencyKey = None,
-) -> ProcessInstanceWithVariablesDto:
-    """Start the latest version of ``key`` with its start form submitted: the variables are
-    checked against the form, its defaults filled and its business key field read (a plain
-    ``start`` checks nothing, as in Camunda)."""
+    """Start the latest version of ``key``; no body is a start without variables. By
+    ``submit-form`` the variables submit the start form (checked, defaults filled, its
+    business key field read); a plain start checks nothing, as in Camunda."""
     caller.check_process(key)
     row = _by_key(request, key)
     body = body or StartDto()
-    return _start(request, caller, row, body, idempotency_key, None, submit_form=True)
+    return _start(request, caller, row, body, idempotency_key, None, _submits(request))
 
 
 @router.get("/{definition_id}", response_model=ProcessDefinitionDto)
@@ -206,6 +193,7 @@ def xml_by_id(definition_id: str, request: Request, caller: Reader) -> ProcessDe
 
 
 @router.post("/{definition_id}/start", response_model=ProcessInstanceWithVariablesDto)
+@router.post("/{definition_id}/submit-form", response_model=ProcessInstanceWithVariablesDto)
 def start_by_id(
     definition_id: str,
     request: Request,
@@ -213,25 +201,17 @@ def start_by_id(
     body: StartDto | None = None,
     idempotency_key: IdempotencyKey = None,
 ) -> ProcessInstanceWithVariablesDto:
-    """Start this very version; no body is a start without variables."""
-    row = definition_by_id(request, definition_id)
-    caller.check_process(row.key, given=definition_id)
-    return _start(request, caller, row, body or StartDto(), idempotency_key, row.version)
-
-
-@router.post("/{definition_id}/submit-form", response_model=ProcessInstanceWithVariablesDto)
-def submit_form_by_id(
-    definition_id: str,
-    request: Request,
-    caller: Starter,
-    body: StartDto | None = None,
-    idempotency_key: IdempotencyKey = None,
-) -> ProcessInstanceWithVariablesDto:
-    """This very version, started with its start form submitted."""
+    """Start this very version; no body is a start without variables (``submit-form``:
+    as for a key)."""
     row = definition_by_id(request, definition_id)
     caller.check_process(row.key, given=definition_id)
     body = body or StartDto()
-    return _start(request, caller, row, body, idempotency_key, row.version, submit_form=True)
+    return _start(request, caller, row, body, idempotency_key, row.version, _submits(request))
+
+
+def _submits(request: Request) -> bool:
+    """Whether the start came by ``submit-form``: a submission of the start form."""
+    return request.url.path.endswith("/submit-form")
 
 
 def _xml(request: Request, row: DefinitionRow) -> ProcessDefinitionXmlDto:
@@ -251,7 +231,6 @@ def _start(
     body: StartDto,
     idempotency_key: str | None,
     version: int | None,
-    *,
     submit_form: bool = False,
 ) -> ProcessInstanceWithVariablesDto:
     """Idempotent as every bpm start: the ``Idempotency-Key`` header, else the business
