@@ -282,12 +282,18 @@ def call_method(receiver: Any, method: str, args: list[Any], *, task: bool = Fal
 
 
 def _call_bean(bean: BeanRef, method: str, args: list[Any]) -> Any:
+    fn = bean_method(bean.obj, method)
+    if fn is None:
+        raise MethodError(f"bean {bean.name!r} has no method {method!r}")
+    return fn(*args)
+
+
+def bean_method(obj: object, method: str) -> Callable[..., Any] | None:
+    """A bean's public method by its Java name (``isValid``) or its Python one
+    (``is_valid``); None when it has neither."""
     snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in method)
-    for name in (method, snake):
-        fn = getattr(bean.obj, name, None)
-        if callable(fn) and not name.startswith("_"):
-            return fn(*args)
-    raise MethodError(f"bean {bean.name!r} has no method {method!r}")
+    found = [getattr(obj, n, None) for n in (method, snake) if not n.startswith("_")]
+    return next((fn for fn in found if callable(fn)), None)
 
 
 def getter_key(method: str) -> str | None:

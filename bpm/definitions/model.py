@@ -169,7 +169,7 @@ class Node:
     follow_up_date: Text | None = None
     priority_expression: Expression | None = None
     #: userTask and startEvent: the form (key or reference, and the fields checked when the
-    #: task is completed or the instance started).
+    #: task is completed, or the start form submitted).
     form: FormSpec | None = None
     #: Error boundary events: the variables that receive the caught error's code and message.
     error_code_variable: str | None = None

@@ -69,3 +69,17 @@ def test_an_exception_no_code_names_fails_as_before(rt: Harness, handlers: Handl
     assert shown["state"] == "FAILED"
     [incident] = shown["incidents"]
     assert "ValueError: bad amount" in incident["message"]
+
+
+def test_a_catch_all_takes_bpmn_errors_only_not_exceptions(
+    rt: Harness, handlers: HandlerRegistry
+) -> None:
+    def charge(ctx: HandlerContext) -> None:
+        raise CardExpired("card expired in 2025")
+
+    handlers.register("Charge", charge)
+    catch_all = model("x").replace(' errorRef="Error_refused"', "")
+    rt.engine.deploy_bpmn(catch_all)
+    iid = rt.engine.start("pay").id
+    rt.drain()
+    assert rt.engine.show(iid)["state"] == "FAILED"

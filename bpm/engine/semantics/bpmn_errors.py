@@ -41,14 +41,20 @@ def catch_at_activity(
 def caught_anywhere(g: ProcessGraph, node_id: str, code: str) -> bool:
     """Whether a boundary on ``node_id`` or on a subprocess around it, or an event subprocess
     of a scope around it, catches ``code``."""
+    return _innermost_catch(g, node_id, code) is not None
+
+
+def _innermost_catch(g: ProcessGraph, node_id: str, code: str) -> str | None:
+    """What the innermost catch of ``code`` around ``node_id`` declares it catches: ``code``
+    itself, or ``"*"`` for a catch-all; None when nothing catches it."""
     scope: str | None = node_id
     while scope is not None:
-        if g.catcher(scope, code) is not None:
-            return True
+        if (boundary := g.catcher(scope, code)) is not None:
+            return boundary.catches
         inner, scope = scope, g.node(scope).scope
-        if event_subprocesses.error_catcher(g, scope, code, skip=inner) is not None:
-            return True
-    return False
+        if (esp := event_subprocesses.error_catcher(g, scope, code, skip=inner)) is not None:
+            return g.trigger_of(esp.id).catches
+    return None
 
 
 def throw_from_task(
@@ -143,6 +149,7 @@ def exception_code(g: ProcessGraph, node_id: str, class_names: tuple[str, ...]) 
     declared = sorted({n.catches for n in g.nodes.values() if n.catches not in (None, "*")})
     for name in class_names:
         for code in declared:
-            if code.rsplit(".", 1)[-1] == name and caught_anywhere(g, node_id, code):
+            # the innermost catch must name it: a catch-all there would take it instead
+            if code.rsplit(".", 1)[-1] == name and _innermost_catch(g, node_id, code) == code:
                 return code
     return None

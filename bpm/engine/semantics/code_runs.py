@@ -17,7 +17,7 @@ from bpm.beans import BeanRegistry
 from bpm.definitions.code import Code, CodeKind
 from bpm.definitions.model import ListenerEvent
 from bpm.handlers import HandlerContext, HandlerRegistry, HandlerResult
-from bpm.juel_methods import ExecutionView, Facts, Invocation
+from bpm.juel_methods import ExecutionView, Facts, Invocation, bean_method
 from bpm.scripts import run_script
 from bpm.store.rows import TaskRow
 from bpm.task_view import TaskFacts, TaskView
@@ -104,13 +104,10 @@ class RunsCode:
 def _made_delegate(bean: Any, code: Code) -> Any:
     """What ``${bean.method()}`` gives: the delegate to run (an object with ``execute`` or
     ``notify``, or a function of the execution)."""
-    method = code.factory or ""
-    snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in method)
-    for name in (method, snake):
-        factory = getattr(bean, name, None)
-        if callable(factory) and not name.startswith("_"):
-            return factory()
-    raise CodeFailed(f"bean {code.bean!r} has no {method}() method")
+    factory = bean_method(bean, code.factory or "")
+    if factory is None:
+        raise CodeFailed(f"bean {code.bean!r} has no {code.factory}() method")
+    return factory()
 
 
 def views(
