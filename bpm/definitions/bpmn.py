@@ -184,24 +184,23 @@ class _File:
         validator finds at a placeholder (or a flow touching one) is not reported, since
         it follows from the refusal already listed."""
         key = doc["key"]
-        if not refused:
-            for node_id in drop_unreachable(doc, compile_definition):
-                self.root.ignored.append(
-                    f"line {lines.get(node_id, line)}: process {key!r}: node {node_id!r} is "
-                    "unreachable from the start event of its scope, so it never runs (as in "
-                    "Camunda 7); left out"
-                )
-        try:
-            compile_definition(doc)
-        except InvalidDefinition as exc:
-            for text in problems_of(exc):  # each node's own problems, one line each
-                element = exc.element_of(text)
-                if refused and self.follows_from_refusal(text, element):
-                    continue
-                if not text.startswith(f"process {key!r}"):
-                    text = f"process {key!r}: {text}"
-                at = lines.get(element or "", line)
-                self.record(InvalidDefinition(f"line {at}: {text}", element))
+        dropped, problem = drop_unreachable(doc, compile_definition, allow=not refused)
+        for node_id in dropped:
+            self.root.ignored.append(
+                f"line {lines.get(node_id, line)}: process {key!r}: node {node_id!r} is "
+                "unreachable from the start event of its scope, so it never runs (as in "
+                "Camunda 7); left out"
+            )
+        if problem is None:
+            return
+        for text in problems_of(problem):  # each node's own problems, one line each
+            element = problem.element_of(text)
+            if refused and self.follows_from_refusal(text, element):
+                continue
+            if not text.startswith(f"process {key!r}"):
+                text = f"process {key!r}: {text}"
+            at = lines.get(element or "", line)
+            self.record(InvalidDefinition(f"line {at}: {text}", element))
 
     def follows_from_refusal(self, text: str, element: str | None) -> bool:
         return element in self.placeholders or any(

@@ -24,25 +24,29 @@ _JOINS = frozenset({"parallelGateway", "inclusiveGateway"})
 _ROUNDS = 200
 
 
-def drop_unreachable(doc: dict[str, Any], compile_doc: Callable[[Any], Any]) -> list[str]:
-    """Drop the unreachable nodes of ``doc`` (in place); returns their ids, in the order
-    found. Stops at the first round whose problems are not (only) unreachable nodes, or
-    whose unreachable node feeds a join."""
+def drop_unreachable(
+    doc: dict[str, Any], compile_doc: Callable[[Any], Any], *, allow: bool = True
+) -> tuple[list[str], InvalidDefinition | None]:
+    """Validate ``doc`` once, and while ``allow``, drop its unreachable nodes (in place) and
+    validate again; returns the ids dropped, in the order found, and what the last
+    validation refused (None: the process is valid), so the caller validates no more. Stops
+    at the first round whose problems are not (only) unreachable nodes, or whose unreachable
+    node feeds a join."""
     dropped: list[str] = []
-    for _ in range(_ROUNDS):
+    for round_ in range(_ROUNDS):
         try:
             compile_doc(doc)
-            return dropped
+            return dropped, None
         except InvalidDefinition as exc:
             found = {
                 element
                 for text in problems_of(exc)
                 if UNREACHABLE in text and (element := exc.element_of(text)) is not None
             }
-        if not found or _feeds_a_join(doc, found):
-            return dropped
+            if not allow or not found or _feeds_a_join(doc, found) or round_ == _ROUNDS - 1:
+                return dropped, exc
         dropped += sorted(_drop(doc, found))
-    return dropped
+    raise AssertionError("every round returns or drops")
 
 
 def _scopes(container: dict[str, Any]) -> list[dict[str, Any]]:
