@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from bpm import __version__, credentials
+from bpm.api import __version__, credentials
 from bpm_server import problems
 from bpm_server.auth import Authenticator
 from bpm_server.browsers import BrowserGuard

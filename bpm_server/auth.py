@@ -31,12 +31,7 @@ from typing import TypeVar
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
-from bpm import credentials
-from bpm.credentials import CredentialRow
-from bpm.errors import Forbidden, NotAuthenticated
-from bpm.limits import quoted
-from bpm.states import Role
-from bpm.store import Database
+from bpm.api import CredentialRow, Database, Forbidden, NotAuthenticated, Role, credentials, quoted
 
 DEFAULT_TTL = 10.0
 _MAX_CACHED = 10_000

@@ -13,9 +13,7 @@ import re
 from typing import Any
 from uuid import UUID
 
-from bpm.store.decisions import DecisionRow
-from bpm.store.deployments import DeploymentRow, ResourceRow
-from bpm.store.rows import DefinitionRow
+from bpm.api import DecisionRow, DefinitionRow, DeploymentRow, ResourceRow
 from bpm_server.dates import format_date
 from bpm_server.models import INT_MAX, Dto
 
@@ -87,10 +85,6 @@ class ResourceDto(Dto):
 class ProcessDefinitionXmlDto(Dto):
     id: str
     bpmn20_xml: str
-
-
-class CountDto(Dto):
-    count: int
 
 
 def definition_uuid(text: str) -> tuple[UUID | None, str | None, int | None]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from bpm_server.models import (
     INT_MAX,
@@ -157,20 +157,3 @@ class LockDto(Dto):
 
 class RetriesDto(Dto):
     retries: Count
-
-
-class ExternalTaskQueryDto(Dto):
-    """The body of ``POST /external-task/count``: the filters ``GET /external-task`` reads.
-    Another Camunda filter is kept (``extra="allow"``) so the endpoint can refuse it by name
-    rather than count without it."""
-
-    model_config = ConfigDict(extra="allow")
-
-    topic_name: str | None = None
-    worker_id: str | None = None
-    locked: bool | None = None
-    not_locked: bool | None = None
-    with_retries_left: bool | None = None
-    no_retries_left: bool | None = None
-    process_instance_id: str | None = None
-    external_task_id: str | None = None

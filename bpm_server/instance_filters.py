@@ -7,36 +7,47 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from fastapi import Request
-
-from bpm.errors import InvalidRequest
-from bpm.limits import quoted
-from bpm.store.instance_queries import LiveInstanceFilter, VariableCondition, VariableOp
+from bpm.api import InvalidRequest, LiveInstanceQuery, VariableCondition, VariableOp, quoted
 from bpm_server.definition_models import definition_uuid
-from bpm_server.instance_models import InstanceQueryDto, VariableQueryDto
-from bpm_server.paging import only_params, split, uuids
+from bpm_server.ids import split, uuids
+from bpm_server.query_params import Kind, QuerySpec
 
-FILTERS = {
-    "processInstanceIds",
-    "businessKey",
-    "businessKeyLike",
-    "processDefinitionKey",
-    "processDefinitionKeyIn",
-    "processDefinitionId",
-    "active",
-    "suspended",
-    "withIncident",
-    "incidentId",
-    "superProcessInstance",
-    "subProcessInstance",
-    "rootProcessInstances",
-    "variables",
-    "variableNamesIgnoreCase",
-    "variableValuesIgnoreCase",
-}
+SPEC = QuerySpec(
+    "process instance",
+    {
+        "processInstanceIds": Kind.TEXTS,
+        "businessKey": Kind.TEXT,
+        "businessKeyLike": Kind.TEXT,
+        "processDefinitionKey": Kind.TEXT,
+        "processDefinitionKeyIn": Kind.TEXTS,
+        "processDefinitionId": Kind.TEXT,
+        "active": Kind.BOOL,
+        "suspended": Kind.BOOL,
+        "withIncident": Kind.BOOL,
+        "incidentId": Kind.TEXT,
+        "superProcessInstance": Kind.TEXT,
+        "subProcessInstance": Kind.TEXT,
+        "rootProcessInstances": Kind.BOOL,
+        "variables": Kind.CONDITIONS,
+        "variableNamesIgnoreCase": Kind.BOOL,
+        "variableValuesIgnoreCase": Kind.BOOL,
+    },
+    {
+        "instanceId": "instanceId",
+        "definitionKey": "definitionKey",
+        "definitionId": "definitionId",
+        "businessKey": "businessKey",
+        "tenantId": None,
+    },
+    {
+        "tenantIdIn": "bpm has no tenants",
+        "withoutTenantId": "bpm has no tenants",
+        "caseInstanceId": "bpm has no CMMN cases",
+    },
+)
 _CONDITION = re.compile(r"^(.+?)_(eq|neq|gteq|gt|lteq|lt|like)_(.*)$", re.DOTALL)
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?([eE][-+]?\d+)?$", re.ASCII)
 #: The digits of the longest 64-bit integer.
@@ -44,7 +55,7 @@ _INT_DIGITS = 19
 _RANGE = "is not a 64-bit integer or a finite floating-point number"
 
 
-def live_filter(q: Mapping[str, Any]) -> LiveInstanceFilter | None:
+def live_filter(q: Mapping[str, Any]) -> LiveInstanceQuery | None:
     """A filter from Camunda's query fields (the GET parameters as strings, or the POST
     body's values); None when it can match nothing."""
     if _true(q.get("suspended")):
@@ -70,7 +81,7 @@ def live_filter(q: Mapping[str, Any]) -> LiveInstanceFilter | None:
     super_ids, sub_ids = (None if c is None else uuids([str(c)]) for c in calls)
     if (ids is not None and not uuids(ids)) or [] in (incident_ids, super_ids, sub_ids):
         return None
-    return LiveInstanceFilter(
+    return LiveInstanceQuery(
         ids=None if ids is None else uuids(ids),
         business_key=q.get("businessKey"),
         business_key_like=q.get("businessKeyLike"),
@@ -81,7 +92,7 @@ def live_filter(q: Mapping[str, Any]) -> LiveInstanceFilter | None:
         called_by=super_ids[0] if super_ids else None,
         calling=sub_ids[0] if sub_ids else None,
         only_roots=_true(q.get("rootProcessInstances")),
-        variables=tuple(q.get("variables") or ()),
+        variables=tuple(_conditions(q.get("variables"))),
     )
 
 
@@ -123,21 +134,29 @@ def _get_conditions(text: str | None) -> list[VariableCondition]:
     return out
 
 
-def _body_conditions(items: list[VariableQueryDto] | None) -> list[VariableCondition]:
+def _conditions(given: str | list[Mapping[str, Any]] | None) -> list[VariableCondition]:
+    """A query string's conditions (text) or a body's (a list of {name, operator, value})."""
+    if given is None or isinstance(given, str):
+        return _get_conditions(given)
+    return _body_conditions(given)
+
+
+def _body_conditions(items: list[Mapping[str, Any]]) -> list[VariableCondition]:
     out = []
-    for item in items or []:
+    for item in items:
+        name, operator, value = item["name"], item["operator"], item.get("value")
         try:
-            op = VariableOp(item.operator)
+            op = VariableOp(operator)
         except ValueError:
             raise InvalidRequest(
-                f"variables: operator {item.operator!r} of {item.name!r} is not supported"
+                f"variables: operator {operator!r} of {name!r} is not supported"
                 " (eq, neq, gt, gteq, lt, lteq, like)"
             ) from None
-        if op != VariableOp.EQ and op != VariableOp.NEQ and isinstance(item.value, dict | list):
-            raise InvalidRequest(f"variables: {op} compares numbers or strings, not {item.value!r}")
-        if isinstance(item.value, int | float) and not isinstance(item.value, bool):
-            _check_number(item.value, item.name)
-        out.append(VariableCondition(item.name, op, item.value))
+        if op != VariableOp.EQ and op != VariableOp.NEQ and isinstance(value, dict | list):
+            raise InvalidRequest(f"variables: {op} compares numbers or strings, not {value!r}")
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            _check_number(value, name)
+        out.append(VariableCondition(name, op, value))
     return out
 
 
@@ -162,26 +181,3 @@ def _check_number(value: int | float, name: str) -> None:
         ok = -(2**63) <= value < 2**63
     if not ok:
         raise InvalidRequest(f"variables: the value of {quoted(name)}, {quoted(value)}, {_RANGE}")
-
-
-def query_params(request: Request, extra: Collection[str]) -> dict[str, Any]:
-    only_params(request, FILTERS | set(extra))
-    q: dict[str, Any] = dict(request.query_params)
-    q["variables"] = _get_conditions(request.query_params.get("variables"))
-    return q
-
-
-def query_body(body: InstanceQueryDto) -> dict[str, Any]:
-    extra = sorted(
-        name
-        for name, value in (body.model_extra or {}).items()
-        if name not in ("firstResult", "maxResults")
-        and value is not None
-        and value is not False
-        and value not in ("", [], {})  # filters nothing: accepted whatever its name
-    )
-    if extra:
-        raise InvalidRequest(f"query property {', '.join(extra)} is not supported by bpm")
-    q = body.model_dump(by_alias=True, exclude_none=True, exclude={"variables", "sorting"})
-    q["variables"] = _body_conditions(body.variables)
-    return q

@@ -1,14 +1,14 @@
 """The bodies of the process-instance endpoints and of a start (Camunda 7's
 ProcessInstanceDto, ProcessInstanceWithVariablesDto, StartProcessInstanceDto,
-ProcessInstanceQueryDto, PatchVariablesDto, ActivityInstanceDto, ...)."""
+PatchVariablesDto, ActivityInstanceDto, ...)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
-from bpm.store.rows import InstanceRow
+from bpm.api import InstanceRow
 from bpm_server.definition_models import LinkDto
 from bpm_server.models import Dto, Name, VariableMap, WithoutNullVariables
 
@@ -37,40 +37,6 @@ class ProcessInstanceDto(Dto):
 
 class ProcessInstanceWithVariablesDto(ProcessInstanceDto, WithoutNullVariables):
     """A start's answer; ``variables`` only with ``withVariablesInReturn``."""
-
-
-class VariableQueryDto(Dto):
-    name: str
-    operator: str
-    value: Any = None
-
-
-class SortDto(Dto):
-    sort_by: str
-    sort_order: str | None = None
-
-
-class InstanceQueryDto(Dto):
-    """The query body of ``POST /process-instance``; a property Camunda has and bpm does not
-    is kept (``extra="allow"``) so the endpoint can refuse it by name."""
-
-    model_config = ConfigDict(extra="allow")
-
-    process_instance_ids: list[str] | None = None
-    business_key: str | None = None
-    business_key_like: str | None = None
-    process_definition_key: str | None = None
-    process_definition_key_in: list[str] | None = None
-    process_definition_id: str | None = None
-    active: bool | None = None
-    suspended: bool | None = None
-    with_incident: bool | None = None
-    incident_id: str | None = None
-    super_process_instance: str | None = None
-    sub_process_instance: str | None = None
-    root_process_instances: bool | None = None
-    variables: list[VariableQueryDto] | None = None
-    sorting: list[SortDto] | None = None
 
 
 class PatchVariablesDto(Dto):

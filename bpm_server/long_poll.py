@@ -22,8 +22,7 @@ from datetime import datetime
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
-from bpm.engine.engine import Engine
-from bpm.engine.operations.external import LockedTask
+from bpm.api import Engine, LockedTask
 from bpm_server.signals import TaskSignals
 
 log = logging.getLogger("bpm.server")

@@ -18,7 +18,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from bpm.limits import ERROR_DETAILS_MAX, ERROR_MESSAGE_MAX, NAME_MAX
+from bpm.api import ERROR_DETAILS_MAX, ERROR_MESSAGE_MAX, NAME_MAX
 from bpm_server.variables import not_typed
 
 #: Camunda's Java ``int`` (paging, retries, priorities): larger numbers are a 400, not a

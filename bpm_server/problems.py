@@ -19,10 +19,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from bpm.errors import (
+from bpm.api import (
     AccessDenied,
     BadVariables,
     BpmError,
+    DatabaseUnavailable,
     DeploymentInvalid,
     Forbidden,
     InputRefused,
@@ -36,9 +37,8 @@ from bpm.errors import (
     TaskClaimed,
     TaskLockError,
     UnknownProcess,
+    shortened,
 )
-from bpm.limits import shortened
-from bpm.store import DatabaseUnavailable
 
 log = logging.getLogger("bpm.server")
 REALM = 'Basic realm="bpm"'

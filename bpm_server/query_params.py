@@ -12,14 +12,15 @@ a list holds at most ``MAX_RESULTS`` rows (``/count`` tells how many match).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 from uuid import UUID
 
-from bpm.errors import InvalidRequest
-from bpm.store.paging import Page
+from fastapi import Request
+
+from bpm.api import InvalidRequest, Page
 from bpm_server.dates import parse_date
 from bpm_server.models import INT_MAX, nul_at
 
@@ -36,16 +37,20 @@ class Kind(Enum):
     #: Ids: one, or a list (comma-separated in a query string). An id that is not a bpm id
     #: (a UUID) names nothing, so it is dropped: the filter then matches fewer rows.
     IDS = "a list of ids"
+    #: Variable conditions: ``name_op_value`` texts, comma-separated, in a query string, or a
+    #: list of {name, operator, value} in a body; the resource reads them (as given).
+    CONDITIONS = "a list of {name, operator, value}"
 
 
 @dataclass(frozen=True)
 class QuerySpec:
     """``filters``: Camunda name -> kind; ``sorts``: Camunda ``sortBy`` -> the engine's sort
-    name; ``refused``: Camunda name -> why bpm cannot honour it."""
+    name (None: a property bpm does not have); ``refused``: Camunda name -> why bpm cannot
+    honour it."""
 
     resource: str
     filters: Mapping[str, Kind]
-    sorts: Mapping[str, str]
+    sorts: Mapping[str, str | None]
     refused: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -56,7 +61,18 @@ _SCHEMAS: dict[Kind, dict[str, Any]] = {
     Kind.INT: {"type": "integer"},
     Kind.DATE: {"type": "string", "format": "date-time"},
     Kind.IDS: {"type": "array", "items": {"type": "string", "format": "uuid"}},
+    Kind.CONDITIONS: {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "operator": {"type": "string"}, "value": {}},
+            "required": ["name", "operator"],
+        },
+    },
 }
+
+
+_LISTS = (Kind.TEXTS, Kind.IDS, Kind.CONDITIONS)
 
 
 def openapi(spec: QuerySpec, *, body: bool = False, paged: bool = True) -> dict[str, Any]:
@@ -74,8 +90,8 @@ def openapi(spec: QuerySpec, *, body: bool = False, paged: bool = True) -> dict[
                 "name": name,
                 "in": "query",
                 "required": False,
-                "schema": {"type": "string"} if kind in (Kind.TEXTS, Kind.IDS) else _SCHEMAS[kind],
-                "description": "comma-separated" if kind in (Kind.TEXTS, Kind.IDS) else "",
+                "schema": {"type": "string"} if kind in _LISTS else _SCHEMAS[kind],
+                "description": "comma-separated" if kind in _LISTS else "",
             }
             for name, kind in spec.filters.items()
         ]
@@ -95,20 +111,25 @@ def openapi(spec: QuerySpec, *, body: bool = False, paged: bool = True) -> dict[
     }
 
 
-def from_query(spec: QuerySpec, params: Mapping[str, str]) -> tuple[dict[str, Any], Page]:
-    """A ``GET``'s filters (as Camunda names -> values) and its page."""
+def from_query(
+    spec: QuerySpec, params: Mapping[str, str], *, paged: bool = True
+) -> tuple[dict[str, Any], Page]:
+    """A ``GET``'s filters (as Camunda names -> values) and its page (``paged``: False for
+    a count, which ignores paging and sorting as Camunda's counts do)."""
     filters: dict[str, Any] = {}
     for name, raw in params.items():
         if name in _PAGING or name in ("sortBy", "sortOrder"):
             continue
         if name not in spec.filters and raw in ("", "false"):
             continue  # filters nothing
-        kind = _kind(spec, name)
+        kind = _kind(spec, name, paged)
         filters[name] = _from_text(name, raw, kind)
     order: list[tuple[str, str | None]] = []
     if "sortBy" in params or "sortOrder" in params:
         if "sortBy" not in params or "sortOrder" not in params:
-            raise InvalidRequest("sortBy and sortOrder go together: give both or neither")
+            raise InvalidRequest(
+                "Only a single sorting parameter specified. sortBy and sortOrder required"
+            )
         order.append((params["sortBy"], params["sortOrder"]))
     return filters, _page(spec, params, order)
 
@@ -141,7 +162,7 @@ def from_body(spec: QuerySpec, body: Any, params: Mapping[str, str]) -> tuple[di
                 raise InvalidRequest("sorting must be a list of {sortBy, sortOrder}")
             order += [(str(s.get("sortBy")), s.get("sortOrder")) for s in value]
             continue
-        filters[name] = _from_json(name, value, _kind(spec, name))
+        filters[name] = _from_json(name, value, _kind(spec, name, True))
     return filters, _page(spec, params, order)
 
 
@@ -157,16 +178,21 @@ def both(f: Mapping[str, Any], one: str, many: str, *, single: bool = False) -> 
     return [x for x in first if x in second]
 
 
-def _kind(spec: QuerySpec, name: str) -> Kind:
+def _kind(spec: QuerySpec, name: str, paged: bool) -> Kind:
     kind = spec.filters.get(name)
     if kind is not None:
         return kind
     why = spec.refused.get(name)
     if why is not None:
         raise InvalidRequest(f"{spec.resource}: bpm cannot filter by {name}: {why}")
-    raise InvalidRequest(
-        f"{spec.resource}: unknown filter {name!r}; bpm filters by "
-        f"{', '.join(sorted(spec.filters))}"
+    raise InvalidRequest(_unknown(spec, name, paged))
+
+
+def _unknown(spec: QuerySpec, name: str, paged: bool) -> str:
+    reads = sorted(spec.filters) + (sorted((*_PAGING, "sortBy", "sortOrder")) if paged else [])
+    return (
+        f"{spec.resource}: {name!r} is not supported by bpm (this endpoint reads"
+        f" {', '.join(reads)})"
     )
 
 
@@ -184,7 +210,10 @@ def _page(spec: QuerySpec, params: Mapping[str, str], order: list[tuple[str, str
             )
         if sort_order not in ("asc", "desc"):
             raise InvalidRequest(f"sortOrder must be asc or desc, got {sort_order!r}")
-        sorts.append((spec.sorts[sort_by], sort_order == "desc"))
+        sort = spec.sorts[sort_by]
+        if sort is None:
+            raise InvalidRequest(f"sortBy {sort_by!r}: bpm has no such property to sort by")
+        sorts.append((sort, sort_order == "desc"))
     return Page(first, limit, tuple(sorts))
 
 
@@ -203,7 +232,7 @@ def _int_param(params: Mapping[str, str], name: str, default: int) -> int:
 
 def _from_text(name: str, raw: str, kind: Kind) -> Any:
     match kind:
-        case Kind.TEXT:
+        case Kind.TEXT | Kind.CONDITIONS:
             return raw
         case Kind.TEXTS:
             return [part for part in raw.split(",") if part]
@@ -238,7 +267,18 @@ def _from_json(name: str, value: Any, kind: Kind) -> Any:
             return _java_int(name, value)
         case Kind.DATE if isinstance(value, str):
             return _date(name, value)
+        case Kind.CONDITIONS if isinstance(value, list) and all(_condition(v) for v in value):
+            return list(value)
     raise InvalidRequest(f"{name} must be {kind.value}, got {value!r}")
+
+
+def _condition(value: Any) -> bool:
+    return (
+        isinstance(value, Mapping)
+        and isinstance(value.get("name"), str)
+        and isinstance(value.get("operator"), str)
+        and set(value) <= {"name", "operator", "value"}
+    )
 
 
 def _java_int(name: str, value: int) -> int:
@@ -263,3 +303,56 @@ def _ids(texts: Any) -> list[UUID]:
         except ValueError:
             continue
     return out
+
+
+# --- the parameters of an endpoint that is not a list (a delete's flags, say) ---
+
+
+def only_params(request: Request, accepted: Collection[str]) -> None:
+    """Refuse a query parameter the endpoint does not read, naming it; one whose value
+    filters nothing (empty, ``false``) is let through whatever its name, as tools such as
+    Camunda's Tasklist send them with every query."""
+    params = request.query_params
+    unknown = sorted(
+        name
+        for name in set(params) - set(accepted)
+        if any(value not in ("", "false") for value in params.getlist(name))
+    )
+    if unknown:
+        raise InvalidRequest(
+            f"query parameter {', '.join(unknown)} is not supported by bpm"
+            f" (this endpoint reads {', '.join(sorted(accepted))})"
+        )
+
+
+#: Filters that read as booleans; every other declared filter is a text.
+_BOOLEANS = frozenset(
+    {
+        "active",
+        "suspended",
+        "withIncident",
+        "latestVersion",
+        "variableNamesIgnoreCase",
+        "variableValuesIgnoreCase",
+        "cascade",
+        "skipCustomListeners",
+        "skipIoMappings",
+    }
+)
+
+
+def declare(names: Collection[str]) -> dict[str, Any]:
+    """``openapi_extra`` for an endpoint that reads its filters from ``request.query_params``
+    by hand: each one declared, so clients generated from the document and the fuzz test
+    know them."""
+    return {
+        "parameters": [
+            {
+                "name": name,
+                "in": "query",
+                "required": False,
+                "schema": {"type": "boolean" if name in _BOOLEANS else "string"},
+            }
+            for name in sorted(names)
+        ]
+    }

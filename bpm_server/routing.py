@@ -1,25 +1,38 @@
 """What every router of the Camunda resources shares: the runtime of the request, the
-callers by permission, and the empty answer."""
+callers by permission (each router names its callers by these, never by its own alias), a
+list query's body, and the empty answer."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import Body, Depends, Request, Response
+from fastapi import Body, Depends, Response
 
 from bpm_server.auth import Permission, Principal, require
-from bpm_server.runtime import ServerRuntime
+from bpm_server.runtime import runtime_of
 
 Reader = Annotated[Principal, Depends(require(Permission.READ))]
 Operator = Annotated[Principal, Depends(require(Permission.OPERATE))]
 TaskWorker = Annotated[Principal, Depends(require(Permission.WORK_USER_TASKS))]
+Starter = Annotated[Principal, Depends(require(Permission.START))]
+Correlator = Annotated[Principal, Depends(require(Permission.CORRELATE))]
+Fetcher = Annotated[Principal, Depends(require(Permission.FETCH_TASKS))]
+Reporter = Annotated[Principal, Depends(require(Permission.REPORT_TASKS))]
 #: A list query's JSON body (``bpm_server.query_params`` reads it); none: no filters.
 QueryBody = Annotated[dict[str, Any] | None, Body()]
 
-
-def runtime_of(request: Request) -> ServerRuntime:
-    runtime: ServerRuntime = request.app.state.runtime
-    return runtime
+__all__ = [
+    "Correlator",
+    "Fetcher",
+    "Operator",
+    "QueryBody",
+    "Reader",
+    "Reporter",
+    "Starter",
+    "TaskWorker",
+    "no_content",
+    "runtime_of",
+]
 
 
 def no_content() -> Response:

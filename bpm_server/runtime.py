@@ -15,13 +15,16 @@ from uuid import UUID
 
 from starlette.requests import Request
 
-from bpm.cli.runtime import broker_mode, import_handlers
-from bpm.dispatch import broker_dispatcher
-from bpm.embedded import EmbeddedRuntime
-from bpm.engine.engine import Engine
-from bpm.errors import ConfigError
-from bpm.store import Database
-from bpm.store.migrate import require_current
+from bpm.api import (
+    ConfigError,
+    Database,
+    EmbeddedRuntime,
+    Engine,
+    broker_dispatcher,
+    broker_mode,
+    import_handlers,
+    require_current,
+)
 
 T = TypeVar("T")
 

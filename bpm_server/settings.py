@@ -11,8 +11,7 @@ import ipaddress
 import os
 from dataclasses import dataclass
 
-from bpm.errors import ConfigError
-from bpm.store.db import database_url
+from bpm.api import ConfigError, database_url
 from bpm_server.auth import DEFAULT_TTL
 
 BIND_HOST_ENV = "BPM_SERVER_BIND_HOST"

@@ -23,7 +23,7 @@ from contextlib import asynccontextmanager, suppress
 import psycopg
 from sqlalchemy.engine import make_url
 
-from bpm.store.tasks import NOTIFY_CHANNEL
+from bpm.api import NOTIFY_CHANNEL
 
 log = logging.getLogger("bpm.server")
 _RECONNECT_DELAY = 1.0

@@ -30,7 +30,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from bpm.errors import InvalidRequest
+from bpm.api import InvalidRequest
 from bpm_server.dates import format_date, parse_date
 
 JSON_FORMAT = "application/json"

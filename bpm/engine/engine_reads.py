@@ -27,19 +27,21 @@ from bpm.engine.operations import (
     views,
 )
 from bpm.engine.operations.deployment_views import DeploymentView
-from bpm.engine.operations.external_views import ExternalTaskView, TaskFilter
+from bpm.engine.operations.event_subscriptions import EventSubscriptionQuery
+from bpm.engine.operations.external_views import ExternalTaskView
 from bpm.engine.operations.history_views import InstanceHistory, Visit, VisitQuery
 from bpm.engine.operations.instance_views import ActivityTree
 from bpm.engine.operations.task_views import FormValue, UserTaskView
-from bpm.store.definition_queries import DefinitionFilter
-from bpm.store.deployments import DeploymentFilter, DeploymentRow
+from bpm.store.definition_queries import DefinitionQuery
+from bpm.store.deployments import DeploymentQuery, DeploymentRow
 from bpm.store.history_queries import FoundVariable, InstanceHistoryQuery, VariableQuery
 from bpm.store.incident_queries import FoundIncident, IncidentQuery
-from bpm.store.instance_queries import LiveInstanceFilter
+from bpm.store.instance_queries import LiveInstanceQuery
 from bpm.store.job_queries import FoundJob, JobQuery
 from bpm.store.paging import Page
 from bpm.store.queries import InstanceFields, InstanceFilter
 from bpm.store.rows import DefinitionRow, InstanceRow
+from bpm.store.task_queries import ExternalTaskQuery
 from bpm.store.user_task_queries import UserTaskQuery
 
 #: The first rows of a list (``Page``'s default limit).
@@ -117,15 +119,14 @@ class EngineReads:
         documentation and who may start it, node by node (latest version unless given)."""
         return definitions.definition(self.core, key, version)
 
-    def external_tasks(
-        self, *, limit: int = 100, offset: int = 0, **match: Unpack[TaskFilter]
+    def find_external_tasks(
+        self, query: ExternalTaskQuery, page: Page = FIRST
     ) -> list[ExternalTaskView]:
         """Open external tasks (waiting, locked, failed), oldest first."""
-        return external_views.find(self.core, limit, offset, **match)
+        return external_views.find(self.core, query, page)
 
-    def external_task_count(self, **match: Unpack[TaskFilter]) -> int:
-        """How many open external tasks ``external_tasks`` would list without a page."""
-        return external_views.count(self.core, **match)
+    def count_external_tasks(self, query: ExternalTaskQuery) -> int:
+        return external_views.count(self.core, query)
 
     def external_task(self, task_id: UUID | str) -> ExternalTaskView:
         return external_views.get(self.core, as_id(task_id, "task"))
@@ -176,6 +177,14 @@ class EngineReads:
         token_id, instance_id, node_id, created_at}``."""
         return event_subscriptions.of_instance(self.core, as_id(instance_id, "instance"))
 
+    def find_event_subscriptions(
+        self, query: EventSubscriptionQuery, page: Page = FIRST
+    ) -> list[dict[str, Any]]:
+        return event_subscriptions.find(self.core, query, page)
+
+    def count_event_subscriptions(self, query: EventSubscriptionQuery) -> int:
+        return event_subscriptions.count(self.core, query)
+
     def scheduled_starts(self, key: str | None = None) -> list[dict[str, Any]]:
         """The timer start events armed now (of each key's latest version), next due
         first: ``{key, definition_id, node_id, fire_at, fired}``."""
@@ -199,9 +208,12 @@ class EngineReads:
     def instance_history(self, instance_id: UUID | str) -> InstanceHistory:
         return history_views.instance(self.core, as_id(instance_id, "instance"))
 
-    def find_visits(self, query: VisitQuery, page: Page = FIRST) -> tuple[list[Visit], int]:
-        """An instance's node visits (from its token history) that match, and their count."""
+    def find_visits(self, query: VisitQuery, page: Page = FIRST) -> list[Visit]:
+        """An instance's node visits (from its token history) that match."""
         return history_views.find_visits(self.core, query, page)
+
+    def count_visits(self, query: VisitQuery) -> int:
+        return history_views.count_visits(self.core, query)
 
     def find_variable_history(
         self, query: VariableQuery, page: Page = FIRST
@@ -213,19 +225,11 @@ class EngineReads:
 
     # --- what the Camunda-compatible HTTP API reads (sort names: the store's SORTS) ----
 
-    def deployments(
-        self,
-        f: DeploymentFilter,
-        *,
-        sort: str = "deploymentTime",
-        descending: bool = False,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> list[DeploymentRow]:
-        return deployment_views.find_deployments(self.core, f, sort, descending, limit, offset)
+    def find_deployments(self, query: DeploymentQuery, page: Page = FIRST) -> list[DeploymentRow]:
+        return deployment_views.find_deployments(self.core, query, page)
 
-    def deployment_count(self, f: DeploymentFilter) -> int:
-        return deployment_views.count_deployments(self.core, f)
+    def count_deployments(self, query: DeploymentQuery) -> int:
+        return deployment_views.count_deployments(self.core, query)
 
     def deployment(self, deployment_id: UUID | str) -> DeploymentView:
         """A deployment with its files and the definitions it made."""
@@ -236,19 +240,13 @@ class EngineReads:
         did, rid = as_id(deployment_id, "deployment"), as_id(resource_id, "resource")
         return deployment_views.resource_data(self.core, did, rid)
 
-    def process_definitions(
-        self,
-        f: DefinitionFilter,
-        *,
-        sort: str | None = None,
-        descending: bool = False,
-        limit: int = 100,
-        offset: int = 0,
+    def find_process_definitions(
+        self, query: DefinitionQuery, page: Page = FIRST
     ) -> list[DefinitionRow]:
-        return deployment_views.find_definitions(self.core, f, sort, descending, limit, offset)
+        return deployment_views.find_definitions(self.core, query, page)
 
-    def process_definition_count(self, f: DefinitionFilter) -> int:
-        return deployment_views.count_definitions(self.core, f)
+    def count_process_definitions(self, query: DefinitionQuery) -> int:
+        return deployment_views.count_definitions(self.core, query)
 
     def process_definition(
         self, definition_id: UUID | str | None = None, *, key: str | None = None
@@ -268,20 +266,14 @@ class EngineReads:
         did = as_id(definition_id, "process definition")
         return deployment_views.definition_source(self.core, did)
 
-    def live_instances(
-        self,
-        f: LiveInstanceFilter,
-        *,
-        sort: str | None = None,
-        descending: bool = False,
-        limit: int = 100,
-        offset: int = 0,
+    def find_live_instances(
+        self, query: LiveInstanceQuery, page: Page = FIRST
     ) -> list[InstanceRow]:
         """Running and failed instances (variable conditions need PostgreSQL)."""
-        return instance_views.find(self.core, f, sort, descending, limit, offset)
+        return instance_views.find(self.core, query, page)
 
-    def live_instance_count(self, f: LiveInstanceFilter) -> int:
-        return instance_views.count(self.core, f)
+    def count_live_instances(self, query: LiveInstanceQuery) -> int:
+        return instance_views.count(self.core, query)
 
     def live_instance(self, instance_id: UUID | str) -> InstanceRow:
         """A running or failed instance; ``NotFound`` once it has ended."""

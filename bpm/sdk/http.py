@@ -19,11 +19,18 @@ from uuid import UUID
 
 import httpx
 
-from bpm.engine.operations.external import LockedTask, TopicRequest
-from bpm.errors import BadVariables, BpmError, Forbidden, NotAuthenticated, TaskLockError
+from bpm.api import (
+    BadVariables,
+    BpmError,
+    DatabaseUnavailable,
+    Forbidden,
+    Listener,
+    LockedTask,
+    NotAuthenticated,
+    TaskLockError,
+    TopicRequest,
+)
 from bpm.sdk import http_values
-from bpm.store.db import DatabaseUnavailable
-from bpm.store.notify import Listener
 
 #: Camunda's date format: milliseconds and a numeric offset.
 DATE_FORMAT = "%Y-%m-%dT%H:%M:%S.%f%z"

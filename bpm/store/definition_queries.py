@@ -10,13 +10,13 @@ from uuid import UUID
 from sqlalchemy import Connection, func, select
 
 from bpm.store.definitions import _COLS
-from bpm.store.paging import like
+from bpm.store.paging import Page, like, ordered
 from bpm.store.rows import DefinitionRow, from_row
 from bpm.store.schema import process_definitions as t
 
 
 @dataclass(frozen=True)
-class DefinitionFilter:
+class DefinitionQuery:
     """Which definitions: every field that is set must match (``*_like``: SQL LIKE)."""
 
     ids: Sequence[UUID] | None = None
@@ -45,7 +45,7 @@ SORTS = {
 }
 
 
-def _where(stmt: Any, f: DefinitionFilter) -> Any:
+def _where(stmt: Any, f: DefinitionQuery) -> Any:
     if f.ids is not None:
         stmt = stmt.where(t.c.id.in_(list(f.ids)))
     if f.key is not None:
@@ -77,23 +77,11 @@ def _where(stmt: Any, f: DefinitionFilter) -> Any:
 _n = t.alias("newest")
 
 
-def find(
-    conn: Connection,
-    f: DefinitionFilter,
-    *,
-    sort: str | None = None,
-    descending: bool = False,
-    limit: int = 100,
-    offset: int = 0,
-) -> list[DefinitionRow]:
-    """Sorted by ``sort`` (a ``SORTS`` name), then key and version."""
-    order: list[Any] = []
-    if sort is not None:
-        order.append(SORTS[sort].desc() if descending else SORTS[sort].asc())
-    order += [t.c.key, t.c.version]
-    stmt = _where(select(*_COLS), f).order_by(*order).limit(limit).offset(offset)
+def find(conn: Connection, f: DefinitionQuery, page: Page) -> list[DefinitionRow]:
+    """In ``page``'s order, then by key and version."""
+    stmt = ordered(_where(select(*_COLS), f), page, SORTS, (t.c.key, t.c.version))
     return [from_row(DefinitionRow, row) for row in conn.execute(stmt)]
 
 
-def count(conn: Connection, f: DefinitionFilter) -> int:
+def count(conn: Connection, f: DefinitionQuery) -> int:
     return int(conn.execute(_where(select(func.count()).select_from(t), f)).scalar_one())

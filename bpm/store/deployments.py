@@ -11,7 +11,7 @@ from uuid import UUID, uuid4
 from sqlalchemy import Connection, func, select
 
 from bpm.store import message_starts, signals
-from bpm.store.paging import like
+from bpm.store.paging import Page, like, ordered
 from bpm.store.schema import decision_definitions as decisions_t
 from bpm.store.schema import deployment_resources as r
 from bpm.store.schema import deployments as t
@@ -36,7 +36,7 @@ class ResourceRow:
 
 
 @dataclass(frozen=True)
-class DeploymentFilter:
+class DeploymentQuery:
     """Which deployments: every field that is set must match (``*_like``: SQL LIKE)."""
 
     id: UUID | None = None
@@ -93,7 +93,7 @@ def get_many(conn: Connection, ids: Sequence[UUID]) -> list[DeploymentRow]:
     return [DeploymentRow(*row) for row in conn.execute(select(*_COLS).where(t.c.id.in_(ids)))]
 
 
-def _where(stmt: Any, f: DeploymentFilter) -> Any:
+def _where(stmt: Any, f: DeploymentQuery) -> Any:
     if f.id is not None:
         stmt = stmt.where(t.c.id == f.id)
     if f.name is not None:
@@ -109,22 +109,13 @@ def _where(stmt: Any, f: DeploymentFilter) -> Any:
     return stmt
 
 
-def find(
-    conn: Connection,
-    f: DeploymentFilter,
-    *,
-    sort: str = "deploymentTime",
-    descending: bool = False,
-    limit: int = 100,
-    offset: int = 0,
-) -> list[DeploymentRow]:
-    column = SORTS[sort]
-    order = column.desc() if descending else column.asc()
-    stmt = _where(select(*_COLS), f).order_by(order, t.c.id).limit(limit).offset(offset)
+def find(conn: Connection, f: DeploymentQuery, page: Page) -> list[DeploymentRow]:
+    """Oldest first unless ``page`` orders them (then by id)."""
+    stmt = ordered(_where(select(*_COLS), f), page, SORTS, (t.c.deployment_time, t.c.id))
     return [DeploymentRow(*row) for row in conn.execute(stmt)]
 
 
-def count(conn: Connection, f: DeploymentFilter) -> int:
+def count(conn: Connection, f: DeploymentQuery) -> int:
     return int(conn.execute(_where(select(func.count()).select_from(t), f)).scalar_one())
 
 

@@ -18,7 +18,7 @@ from sqlalchemy import Connection, Numeric, Text, cast, exists, func, literal_co
 
 from bpm.states import LIVE_INSTANCE, IncidentState
 from bpm.store.instances import _COLS
-from bpm.store.paging import like
+from bpm.store.paging import Page, like, ordered
 from bpm.store.rows import InstanceRow, from_row
 from bpm.store.schema import incidents as incident_t
 from bpm.store.schema import process_instances as t
@@ -45,7 +45,7 @@ class VariableCondition:
 
 
 @dataclass(frozen=True)
-class LiveInstanceFilter:
+class LiveInstanceQuery:
     """Which live (running or failed) instances: every field that is set must match."""
 
     ids: Sequence[UUID] | None = None
@@ -96,7 +96,7 @@ def _condition(c: VariableCondition) -> Any:
     return exists().where(v.c.instance_id == t.c.id, v.c.name == c.name, test)
 
 
-def _where(stmt: Any, f: LiveInstanceFilter) -> Any:
+def _where(stmt: Any, f: LiveInstanceQuery) -> Any:
     stmt = stmt.where(t.c.state.in_(sorted(LIVE_INSTANCE)))
     if f.ids is not None:
         stmt = stmt.where(t.c.id.in_(list(f.ids)))
@@ -129,23 +129,11 @@ def _where(stmt: Any, f: LiveInstanceFilter) -> Any:
     return stmt
 
 
-def find(
-    conn: Connection,
-    f: LiveInstanceFilter,
-    *,
-    sort: str | None = None,
-    descending: bool = False,
-    limit: int = 100,
-    offset: int = 0,
-) -> list[InstanceRow]:
-    """Sorted by ``sort`` (a ``SORTS`` name), then oldest first."""
-    order: list[Any] = []
-    if sort is not None:
-        order.append(SORTS[sort].desc() if descending else SORTS[sort].asc())
-    order += [t.c.started_at, t.c.id]
-    stmt = _where(select(*_COLS), f).order_by(*order).limit(limit).offset(offset)
+def find(conn: Connection, f: LiveInstanceQuery, page: Page) -> list[InstanceRow]:
+    """In ``page``'s order, then oldest first."""
+    stmt = ordered(_where(select(*_COLS), f), page, SORTS, (t.c.started_at, t.c.id))
     return [from_row(InstanceRow, row) for row in conn.execute(stmt)]
 
 
-def count(conn: Connection, f: LiveInstanceFilter) -> int:
+def count(conn: Connection, f: LiveInstanceQuery) -> int:
     return int(conn.execute(_where(select(func.count()).select_from(t), f)).scalar_one())

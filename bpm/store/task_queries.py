@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypedDict, Unpack
+from typing import Any
 from uuid import UUID
 
 from sqlalchemy import Connection, and_, func, or_, select
 
 from bpm.states import TaskKind, TaskState
+from bpm.store.paging import Page, ordered
 from bpm.store.rows import TaskRow
 from bpm.store.schema import external_tasks as t
 from bpm.store.schema import process_instances as p
@@ -27,46 +28,46 @@ class FoundTask:
     business_key: str | None
 
 
-class ExternalTaskFilter(TypedDict, total=False):
-    """What a search of open external tasks may ask for; a key left out matches every task.
-    ``locked``: held by an unexpired lock (False: not); ``with_retries_left``: fetchable
-    again (False: failed with an incident)."""
+@dataclass(frozen=True)
+class ExternalTaskQuery:
+    """Which open external tasks: every field that is set must match. ``locked``: held by an
+    unexpired lock (False: not); ``with_retries_left``: fetchable again (False: failed with
+    an incident)."""
 
-    topic: str
-    worker_id: str
-    locked: bool
-    with_retries_left: bool
-    instance_id: UUID
-    task_ids: Sequence[UUID]
+    topic: str | None = None
+    worker_id: str | None = None
+    locked: bool | None = None
+    with_retries_left: bool | None = None
+    instance_id: UUID | None = None
+    task_ids: Sequence[UUID] | None = None
+
+
+#: Oldest first unless the page orders otherwise.
+SORTS = {"id": t.c.id, "createTime": t.c.created_at, "priority": t.c.priority}
 
 
 def find_external(
-    conn: Connection, now: datetime, limit: int, offset: int, **match: Unpack[ExternalTaskFilter]
+    conn: Connection, now: datetime, q: ExternalTaskQuery, page: Page
 ) -> list[FoundTask]:
-    """Open external tasks, oldest first."""
-    stmt: Any = (
-        select(*_COLS, p.c.process_def_id, p.c.process_key, p.c.business_key)
-        .join_from(t, p, p.c.id == t.c.instance_id)
-        .order_by(t.c.created_at, t.c.id)
-        .limit(limit)
-        .offset(offset)
+    """Open external tasks, oldest first unless ``page`` orders them."""
+    stmt: Any = select(*_COLS, p.c.process_def_id, p.c.process_key, p.c.business_key).join_from(
+        t, p, p.c.id == t.c.instance_id
     )
-    stmt = _matching(stmt, now, match)
+    stmt = ordered(_matching(stmt, now, q), page, SORTS, (t.c.created_at, t.c.id))
     n = len(_COLS)
     return [FoundTask(TaskRow(*r[:n]), r[n], r[n + 1], r[n + 2]) for r in conn.execute(stmt).all()]
 
 
-def count_external(conn: Connection, now: datetime, **match: Unpack[ExternalTaskFilter]) -> int:
+def count_external(conn: Connection, now: datetime, q: ExternalTaskQuery) -> int:
     """How many open external tasks ``find_external`` would list without a page."""
     stmt: Any = select(func.count()).select_from(t)
-    stmt = _matching(stmt, now, match)
+    stmt = _matching(stmt, now, q)
     return int(conn.execute(stmt).scalar_one())
 
 
-def _matching(stmt: Any, now: datetime, match: ExternalTaskFilter) -> Any:
-    topic, worker_id = match.get("topic"), match.get("worker_id")
-    locked, with_retries_left = match.get("locked"), match.get("with_retries_left")
-    instance_id, task_ids = match.get("instance_id"), match.get("task_ids")
+def _matching(stmt: Any, now: datetime, q: ExternalTaskQuery) -> Any:
+    topic, worker_id, locked = q.topic, q.worker_id, q.locked
+    with_retries_left, instance_id, task_ids = q.with_retries_left, q.instance_id, q.task_ids
     stmt = stmt.where(t.c.kind == TaskKind.EXTERNAL, t.c.state.in_(OPEN))
     held = and_(t.c.state == TaskState.LOCKED, t.c.lock_expire_at > now)
     if topic is not None:

@@ -5,20 +5,17 @@ answer lists them, as Camunda's ``ProcessInstanceDto`` list (docs/http-api.md)."
 
 from __future__ import annotations
 
-from typing import Annotated
+from fastapi import APIRouter, Request
 
-from fastapi import APIRouter, Depends, Request
-
-from bpm.errors import InvalidRequest
-from bpm_server.auth import Permission, Principal, require
+from bpm.api import InvalidRequest
 from bpm_server.instance_models import ProcessInstanceDto, instance_dto
 from bpm_server.models import Dto, Name, VariableMap, wire
 from bpm_server.routers.process_definitions import definition_by_id
+from bpm_server.routing import Starter
 from bpm_server.runtime import base_of, runtime_of
 from bpm_server.variables import decode_variables
 
 router = APIRouter(tags=["Condition"])
-Starter = Annotated[Principal, Depends(require(Permission.START))]
 
 
 class EvaluationConditionDto(Dto):

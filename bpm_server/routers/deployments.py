@@ -3,22 +3,25 @@ reading deployments and their files back (docs/http-api.md lists the differences
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from bpm.engine.operations.deployments import DeploymentResult, Resource, kind_of
-from bpm.errors import InvalidRequest
-from bpm.store.deployments import DeploymentFilter
-from bpm_server.auth import Permission, Principal, require
+from bpm.api import (
+    DeploymentQuery,
+    DeploymentResult,
+    DeploymentRow,
+    Engine,
+    InvalidRequest,
+    Resource,
+    kind_of,
+)
 from bpm_server.browsers import UNTRUSTED_CONTENT
-from bpm_server.dates import parse_date
 from bpm_server.definition_models import (
-    CountDto,
     DeploymentDto,
     DeploymentWithDefinitionsDto,
     ResourceDto,
@@ -27,12 +30,13 @@ from bpm_server.definition_models import (
     deployment_dto,
     resource_dto,
 )
-from bpm_server.paging import PAGING, SORTING, declare, maybe_uuid, only_params, sorting, window
+from bpm_server.ids import maybe_uuid
+from bpm_server.lists import ListResource, add_list_routes
+from bpm_server.query_params import Kind, QuerySpec, declare, only_params
+from bpm_server.routing import Operator, Reader
 from bpm_server.runtime import base_of, runtime_of
 
 router = APIRouter(prefix="/deployment", tags=["Deployment"])
-Reader = Annotated[Principal, Depends(require(Permission.READ))]
-Operator = Annotated[Principal, Depends(require(Permission.OPERATE))]
 
 #: The form's text parts; every other part is a file and must carry a filename.
 TEXT_PARTS = {
@@ -42,13 +46,6 @@ TEXT_PARTS = {
     "deployment-source",
     "tenant-id",
     "deployment-activation-time",
-}
-FILTERS = {"id", "name", "nameLike", "source", "after", "before"}
-SORTS: dict[str, str | None] = {
-    "id": "id",
-    "name": "name",
-    "deploymentTime": "deploymentTime",
-    "tenantId": None,
 }
 #: Content types of a file's data by its suffix, as Camunda serves them.
 MEDIA = {
@@ -133,74 +130,46 @@ def _flag(texts: dict[str, str], name: str) -> bool:
     return value == "true"
 
 
-def _filter(
-    id: str | None,
-    name: str | None,
-    name_like: str | None,
-    source: str | None,
-    after: str | None,
-    before: str | None,
-) -> DeploymentFilter | None:
+def deployment_query(f: Mapping[str, Any]) -> DeploymentQuery | None:
     """None: the filter names no deployment (an id that is not a bpm id)."""
-    found = None if id is None else maybe_uuid(id)
-    if id is not None and found is None:
+    found = None if "id" not in f else maybe_uuid(f["id"])
+    if "id" in f and found is None:
         return None
-    return DeploymentFilter(
+    return DeploymentQuery(
         id=found,
-        name=name,
-        name_like=name_like,
-        source=source,
-        after=_date(after),
-        before=_date(before),
+        name=f.get("name"),
+        name_like=f.get("nameLike"),
+        source=f.get("source"),
+        after=f.get("after"),
+        before=f.get("before"),
     )
 
 
-def _date(text: str | None) -> datetime | None:
-    return None if text is None else parse_date(text)
-
-
-@router.get("", response_model=list[DeploymentDto])
-def list_deployments(
-    request: Request,
-    caller: Reader,
-    id: str | None = None,
-    name: str | None = None,
-    name_like: Annotated[str | None, Query(alias="nameLike")] = None,
-    source: str | None = None,
-    after: str | None = None,
-    before: str | None = None,
-    sort_by: Annotated[str | None, Query(alias="sortBy")] = None,
-    sort_order: Annotated[str | None, Query(alias="sortOrder")] = None,
-    first_result: Annotated[int | None, Query(alias="firstResult")] = None,
-    max_results: Annotated[int | None, Query(alias="maxResults")] = None,
-) -> list[DeploymentDto]:
-    only_params(request, FILTERS | PAGING | SORTING)
-    sort, descending = sorting(sort_by, sort_order, SORTS)
-    limit, offset = window(first_result, max_results)
-    f = _filter(id, name, name_like, source, after, before)
-    if f is None:
-        return []
-    rows = runtime_of(request).engine.deployments(
-        f, sort=sort or "deploymentTime", descending=descending, limit=limit, offset=offset
-    )
-    base = base_of(request)
-    return [DeploymentDto(**deployment_dto(base, row)) for row in rows]
-
-
-@router.get("/count", response_model=CountDto)
-def count_deployments(
-    request: Request,
-    caller: Reader,
-    id: str | None = None,
-    name: str | None = None,
-    name_like: Annotated[str | None, Query(alias="nameLike")] = None,
-    source: str | None = None,
-    after: str | None = None,
-    before: str | None = None,
-) -> CountDto:
-    only_params(request, FILTERS)
-    f = _filter(id, name, name_like, source, after, before)
-    return CountDto(count=0 if f is None else runtime_of(request).engine.deployment_count(f))
+DEPLOYMENTS: ListResource[DeploymentQuery, DeploymentRow] = ListResource(
+    QuerySpec(
+        "deployment",
+        {
+            "id": Kind.TEXT,
+            "name": Kind.TEXT,
+            "nameLike": Kind.TEXT,
+            "source": Kind.TEXT,
+            "after": Kind.DATE,
+            "before": Kind.DATE,
+        },
+        {"id": "id", "name": "name", "deploymentTime": "deploymentTime", "tenantId": None},
+        {
+            "tenantIdIn": "bpm has no tenants",
+            "withoutTenantId": "bpm has no tenants",
+            "includeDeploymentsWithoutTenantId": "bpm has no tenants",
+        },
+    ),
+    deployment_query,
+    Engine.find_deployments,
+    Engine.count_deployments,
+    lambda request, row: DeploymentDto(**deployment_dto(base_of(request), row)),
+    DeploymentDto,
+)
+add_list_routes(router, "", DEPLOYMENTS, post=False)
 
 
 @router.get("/{deployment_id}", response_model=DeploymentDto)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from bpm import __version__
+from bpm.api import __version__
 from bpm_server.history_models import EngineDto, VersionDto
 from bpm_server.routing import Reader
 

@@ -3,139 +3,78 @@ operators and dashboards (the worker side, fetch and reports, is ``external_task
 
 from __future__ import annotations
 
-from typing import Annotated, Any
-from uuid import UUID
+from collections.abc import Mapping
+from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse
 
-from bpm.engine.operations.external_views import ExternalTaskView
-from bpm.errors import InvalidRequest
-from bpm_server.auth import Permission, Principal, require
+from bpm.api import Engine, ExternalTaskQuery, ExternalTaskView
 from bpm_server.dates import format_date
-from bpm_server.external_task_models import ExternalTaskDto, ExternalTaskQueryDto
-from bpm_server.models import INT_MAX, CountDto
-from bpm_server.runtime import ServerRuntime
+from bpm_server.external_task_models import ExternalTaskDto
+from bpm_server.ids import maybe_uuid
+from bpm_server.lists import ListResource, add_list_routes
+from bpm_server.query_params import Kind, QuerySpec
+from bpm_server.routing import Reader, runtime_of
 
 router = APIRouter(prefix="/external-task", tags=["External Task"])
-Reader = Annotated[Principal, Depends(require(Permission.READ))]
 
 
-def _runtime(request: Request) -> ServerRuntime:
-    runtime: ServerRuntime = request.app.state.runtime
-    return runtime
-
-
-def _query(
-    topic_name: Annotated[str | None, Query(alias="topicName")] = None,
-    worker_id: Annotated[str | None, Query(alias="workerId")] = None,
-    locked: bool = False,
-    not_locked: Annotated[bool, Query(alias="notLocked")] = False,
-    with_retries_left: Annotated[bool, Query(alias="withRetriesLeft")] = False,
-    no_retries_left: Annotated[bool, Query(alias="noRetriesLeft")] = False,
-    process_instance_id: Annotated[str | None, Query(alias="processInstanceId")] = None,
-    external_task_id: Annotated[str | None, Query(alias="externalTaskId")] = None,
-) -> ExternalTaskQueryDto:
-    """The filters of ``GET /external-task`` and ``GET /external-task/count``."""
-    return ExternalTaskQueryDto(
-        topic_name=topic_name,
-        worker_id=worker_id,
-        locked=locked,
-        not_locked=not_locked,
-        with_retries_left=with_retries_left,
-        no_retries_left=no_retries_left,
-        process_instance_id=process_instance_id,
-        external_task_id=external_task_id,
-    )
-
-
-QueryParams = Annotated[ExternalTaskQueryDto, Depends(_query)]
-
-
-@router.get("", response_model=list[ExternalTaskDto])
-def list_tasks(
-    request: Request,
-    caller: Reader,
-    query: QueryParams,
-    first_result: Annotated[int, Query(alias="firstResult", ge=0, le=INT_MAX)] = 0,
-    max_results: Annotated[int, Query(alias="maxResults", ge=0, le=1000)] = 1000,
-) -> list[ExternalTaskDto]:
-    match = _match(query)
-    if match is None:
-        return []
-    engine = _runtime(request).engine
-    views = engine.external_tasks(limit=max_results, offset=first_result, **match)
-    return [ExternalTaskDto(**_common(v)) for v in views]
-
-
-@router.get("/count", response_model=CountDto)
-def count_tasks(request: Request, caller: Reader, query: QueryParams) -> CountDto:
-    """How many tasks ``GET /external-task`` lists with the same filters, unpaged."""
-    return _count(request, query)
-
-
-@router.post("/count", response_model=CountDto)
-def query_count(
-    request: Request, caller: Reader, body: ExternalTaskQueryDto | None = None
-) -> CountDto:
-    """The filters as a JSON body; one bpm does not have is refused by name."""
-    query = body or ExternalTaskQueryDto()
-    unread = sorted(
-        name
-        for name, value in (query.model_extra or {}).items()
-        if value not in (None, False, "", [], {})  # filters nothing: accepted by any name
-    )
-    if unread:
-        raise InvalidRequest(
-            f"query property {', '.join(unread)} is not supported by bpm (it filters by"
-            " topicName, workerId, locked, notLocked, withRetriesLeft, noRetriesLeft,"
-            " processInstanceId and externalTaskId)"
-        )
-    return _count(request, query)
-
-
-def _count(request: Request, query: ExternalTaskQueryDto) -> CountDto:
-    match = _match(query)
-    engine = _runtime(request).engine
-    return CountDto(count=0 if match is None else engine.external_task_count(**match))
-
-
-def _match(q: ExternalTaskQueryDto) -> dict[str, Any] | None:
-    """The engine's filter for ``q``; None when no task can match (an id that is not one).
-    A flag and its opposite both set filter nothing, as each is read alone."""
-    match: dict[str, Any] = {}
-    if q.topic_name is not None:
-        match["topic"] = q.topic_name
-    if q.worker_id is not None:
-        match["worker_id"] = q.worker_id
-    if q.locked or q.not_locked:
-        match["locked"] = bool(q.locked)
-    if q.with_retries_left or q.no_retries_left:
-        match["with_retries_left"] = bool(q.with_retries_left)
-    try:
-        if q.process_instance_id is not None:
-            match["instance_id"] = _uuid(q.process_instance_id)
-        if q.external_task_id is not None:
-            match["task_ids"] = [_uuid(q.external_task_id)]
-    except ValueError:
+def task_query(f: Mapping[str, Any]) -> ExternalTaskQuery | None:
+    """The engine's query; None when no task can match (an id that is not one). A flag and
+    its opposite both set filter nothing, as each is read alone."""
+    locked, not_locked = f.get("locked"), f.get("notLocked")
+    left, none_left = f.get("withRetriesLeft"), f.get("noRetriesLeft")
+    instance, task = f.get("processInstanceId"), f.get("externalTaskId")
+    instance_id = None if instance is None else maybe_uuid(instance)
+    task_id = None if task is None else maybe_uuid(task)
+    if (instance is not None and instance_id is None) or (task is not None and task_id is None):
         return None
-    return match
+    return ExternalTaskQuery(
+        topic=f.get("topicName"),
+        worker_id=f.get("workerId"),
+        locked=bool(locked) if locked or not_locked else None,
+        with_retries_left=bool(left) if left or none_left else None,
+        instance_id=instance_id,
+        task_ids=None if task_id is None else [task_id],
+    )
+
+
+TASKS: ListResource[ExternalTaskQuery, ExternalTaskView] = ListResource(
+    QuerySpec(
+        "external task",
+        {
+            "topicName": Kind.TEXT,
+            "workerId": Kind.TEXT,
+            "locked": Kind.BOOL,
+            "notLocked": Kind.BOOL,
+            "withRetriesLeft": Kind.BOOL,
+            "noRetriesLeft": Kind.BOOL,
+            "processInstanceId": Kind.TEXT,
+            "externalTaskId": Kind.TEXT,
+        },
+        {"id": "id", "createTime": "createTime", "taskPriority": "priority", "tenantId": None},
+        {"tenantIdIn": "bpm has no tenants", "suspended": "bpm suspends no external task"},
+    ),
+    task_query,
+    Engine.find_external_tasks,
+    Engine.count_external_tasks,
+    lambda request, view: ExternalTaskDto(**_common(view)),
+    ExternalTaskDto,
+)
+add_list_routes(router, "", TASKS)
 
 
 @router.get("/{task_id}", response_model=ExternalTaskDto)
 def get_task(task_id: str, request: Request, caller: Reader) -> ExternalTaskDto:
-    return ExternalTaskDto(**_common(_runtime(request).engine.external_task(task_id)))
+    return ExternalTaskDto(**_common(runtime_of(request).engine.external_task(task_id)))
 
 
 @router.get("/{task_id}/errorDetails", response_class=PlainTextResponse)
 def error_details(task_id: str, request: Request, caller: Reader) -> PlainTextResponse:
     """The ``errorDetails`` of the task's last failure as plain text; empty before one."""
-    view = _runtime(request).engine.external_task(task_id)
+    view = runtime_of(request).engine.external_task(task_id)
     return PlainTextResponse(view.error_details or "")
-
-
-def _uuid(text: str) -> UUID:
-    return UUID(text)
 
 
 def _common(v: ExternalTaskView) -> dict[str, Any]:

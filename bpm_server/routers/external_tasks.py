@@ -4,17 +4,23 @@ Camunda external-task clients call them (docs/http-api.md lists the differences)
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from bpm.engine.operations.external import LockedTask, TopicRequest
-from bpm.errors import Forbidden, InvalidOperation, InvalidRequest, TaskLockError
-from bpm.states import Role, TaskState
-from bpm.store.task_filters import InstanceMatch
-from bpm_server.auth import ANONYMOUS, Authenticator, Permission, Principal, require
+from bpm.api import (
+    Forbidden,
+    InstanceMatch,
+    InvalidOperation,
+    InvalidRequest,
+    LockedTask,
+    Role,
+    TaskLockError,
+    TaskState,
+    TopicRequest,
+)
+from bpm_server.auth import ANONYMOUS, Authenticator, Permission, Principal
 from bpm_server.dates import format_date
 from bpm_server.definition_models import definition_uuid
 from bpm_server.external_task_models import (
@@ -30,15 +36,11 @@ from bpm_server.external_task_models import (
 )
 from bpm_server.long_poll import fetch_waiting
 from bpm_server.models import wire
-from bpm_server.routing import no_content
+from bpm_server.routing import Fetcher, Operator, Reporter, no_content
 from bpm_server.runtime import ServerRuntime
 from bpm_server.variables import decode_variables, encode_variables
 
 router = APIRouter(prefix="/external-task", tags=["External Task"])
-Fetcher = Annotated[Principal, Depends(require(Permission.FETCH_TASKS))]
-Reporter = Annotated[Principal, Depends(require(Permission.REPORT_TASKS))]
-Reader = Annotated[Principal, Depends(require(Permission.READ))]
-Operator = Annotated[Principal, Depends(require(Permission.OPERATE))]
 
 
 def _runtime(request: Request) -> ServerRuntime:

@@ -10,18 +10,25 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from bpm.engine.operations.history_views import InstanceHistory, Visit, VisitQuery
-from bpm.errors import InvalidRequest
-from bpm.states import InstanceState
-from bpm.store.history_queries import FoundVariable, InstanceHistoryQuery, VariableQuery
+from bpm.api import (
+    Engine,
+    FoundVariable,
+    InstanceHistory,
+    InstanceHistoryQuery,
+    InstanceState,
+    InvalidRequest,
+    VariableQuery,
+    Visit,
+    VisitQuery,
+)
 from bpm_server.dates import format_date
 from bpm_server.history_models import (
     HistoricActivityInstanceDto,
     HistoricProcessInstanceDto,
     HistoricVariableInstanceDto,
 )
-from bpm_server.models import CountDto
-from bpm_server.query_params import Kind, QuerySpec, both, from_query, openapi
+from bpm_server.lists import ListResource, add_list_routes
+from bpm_server.query_params import Kind, QuerySpec, both
 from bpm_server.routing import Reader, runtime_of
 from bpm_server.variables import encode_value
 
@@ -178,26 +185,15 @@ def instance_query(f: Mapping[str, Any]) -> InstanceHistoryQuery:
     )
 
 
-@router.get(
-    "/process-instance",
-    response_model=list[HistoricProcessInstanceDto],
-    openapi_extra=openapi(INSTANCE_SPEC),
+INSTANCES: ListResource[InstanceHistoryQuery, InstanceHistory] = ListResource(
+    INSTANCE_SPEC,
+    instance_query,
+    Engine.find_instance_history,
+    Engine.count_instance_history,
+    lambda request, h: instance_dto(h),
+    HistoricProcessInstanceDto,
 )
-def list_instances(request: Request, caller: Reader) -> list[HistoricProcessInstanceDto]:
-    filters, page = from_query(INSTANCE_SPEC, request.query_params)
-    found = runtime_of(request).engine.find_instance_history(instance_query(filters), page)
-    return [instance_dto(i) for i in found]
-
-
-@router.get(
-    "/process-instance/count",
-    response_model=CountDto,
-    openapi_extra=openapi(INSTANCE_SPEC, paged=False),
-)
-def count_instances(request: Request, caller: Reader) -> CountDto:
-    filters, _ = from_query(INSTANCE_SPEC, request.query_params)
-    engine = runtime_of(request).engine
-    return CountDto(count=engine.count_instance_history(instance_query(filters)))
+add_list_routes(router, "/process-instance", INSTANCES)
 
 
 @router.get("/process-instance/{instance_id}", response_model=HistoricProcessInstanceDto)
@@ -250,32 +246,22 @@ def visit_query(f: Mapping[str, Any]) -> VisitQuery:
     )
 
 
-def _visits(request: Request) -> tuple[list[Visit], int]:
-    filters, page = from_query(ACTIVITY_SPEC, request.query_params)
-    if filters.get("processInstanceId") == [] or (
-        filters.get("finished") and filters.get("unfinished")
-    ):
-        return [], 0  # an id that is no instance's, or two flags that exclude each other
-    query = visit_query(filters)
-    return runtime_of(request).engine.find_visits(query, page)
+def visit_query_or_none(f: Mapping[str, Any]) -> VisitQuery | None:
+    """None for an id that is no instance's, or two flags that exclude each other."""
+    if f.get("processInstanceId") == [] or (f.get("finished") and f.get("unfinished")):
+        return None
+    return visit_query(f)
 
 
-@router.get(
-    "/activity-instance",
-    response_model=list[HistoricActivityInstanceDto],
-    openapi_extra=openapi(ACTIVITY_SPEC),
+VISITS: ListResource[VisitQuery, Visit] = ListResource(
+    ACTIVITY_SPEC,
+    visit_query_or_none,
+    Engine.find_visits,
+    Engine.count_visits,
+    lambda request, v: visit_dto(v),
+    HistoricActivityInstanceDto,
 )
-def list_visits(request: Request, caller: Reader) -> list[HistoricActivityInstanceDto]:
-    return [visit_dto(v) for v in _visits(request)[0]]
-
-
-@router.get(
-    "/activity-instance/count",
-    response_model=CountDto,
-    openapi_extra=openapi(ACTIVITY_SPEC, paged=False),
-)
-def count_visits(request: Request, caller: Reader) -> CountDto:
-    return CountDto(count=_visits(request)[1])
+add_list_routes(router, "/activity-instance", VISITS)
 
 
 def visit_dto(v: Visit) -> HistoricActivityInstanceDto:
@@ -312,26 +298,15 @@ def variable_query(f: Mapping[str, Any]) -> VariableQuery:
     )
 
 
-@router.get(
-    "/variable-instance",
-    response_model=list[HistoricVariableInstanceDto],
-    openapi_extra=openapi(VARIABLE_SPEC),
+VARIABLES: ListResource[VariableQuery, FoundVariable] = ListResource(
+    VARIABLE_SPEC,
+    variable_query,
+    Engine.find_variable_history,
+    Engine.count_variable_history,
+    lambda request, v: variable_dto(v),
+    HistoricVariableInstanceDto,
 )
-def list_variables(request: Request, caller: Reader) -> list[HistoricVariableInstanceDto]:
-    filters, page = from_query(VARIABLE_SPEC, request.query_params)
-    found = runtime_of(request).engine.find_variable_history(variable_query(filters), page)
-    return [variable_dto(v) for v in found]
-
-
-@router.get(
-    "/variable-instance/count",
-    response_model=CountDto,
-    openapi_extra=openapi(VARIABLE_SPEC, paged=False),
-)
-def count_variables(request: Request, caller: Reader) -> CountDto:
-    filters, _ = from_query(VARIABLE_SPEC, request.query_params)
-    engine = runtime_of(request).engine
-    return CountDto(count=engine.count_variable_history(variable_query(filters)))
+add_list_routes(router, "/variable-instance", VARIABLES)
 
 
 def variable_dto(v: FoundVariable) -> HistoricVariableInstanceDto:

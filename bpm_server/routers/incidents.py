@@ -5,16 +5,16 @@ bpm's other incidents keep bpm's kind as their type (docs/http-api.md)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from bpm.states import IncidentState
-from bpm.store.incident_queries import FoundIncident, IncidentQuery
+from bpm.api import Engine, FoundIncident, IncidentQuery, IncidentState
 from bpm_server.dates import format_date
 from bpm_server.incident_models import HistoricIncidentDto, IncidentDto
-from bpm_server.models import CountDto
-from bpm_server.query_params import Kind, QuerySpec, both, from_query, openapi
+from bpm_server.lists import ListResource, add_list_routes
+from bpm_server.query_params import Kind, QuerySpec, both
 from bpm_server.routing import Operator, Reader, no_content, runtime_of
 
 router = APIRouter(tags=["Incident"])
@@ -105,17 +105,15 @@ def incident_query(f: Mapping[str, Any], *, history: bool = False) -> IncidentQu
     )
 
 
-@router.get("/incident", response_model=list[IncidentDto], openapi_extra=openapi(SPEC))
-def list_incidents(request: Request, caller: Reader) -> list[IncidentDto]:
-    filters, page = from_query(SPEC, request.query_params)
-    found = runtime_of(request).engine.find_incidents(incident_query(filters), page)
-    return [IncidentDto(**_common(i)) for i in found]
-
-
-@router.get("/incident/count", response_model=CountDto, openapi_extra=openapi(SPEC, paged=False))
-def count_incidents(request: Request, caller: Reader) -> CountDto:
-    filters, _ = from_query(SPEC, request.query_params)
-    return CountDto(count=runtime_of(request).engine.count_incidents(incident_query(filters)))
+INCIDENTS: ListResource[IncidentQuery, FoundIncident] = ListResource(
+    SPEC,
+    incident_query,
+    Engine.find_incidents,
+    Engine.count_incidents,
+    lambda request, i: IncidentDto(**_common(i)),
+    IncidentDto,
+)
+add_list_routes(router, "/incident", INCIDENTS, post=False)
 
 
 @router.get("/incident/{incident_id}", response_model=IncidentDto)
@@ -133,26 +131,15 @@ def resolve_incident(incident_id: str, request: Request, caller: Operator) -> Re
     return no_content()
 
 
-@router.get(
-    "/history/incident",
-    response_model=list[HistoricIncidentDto],
-    openapi_extra=openapi(HISTORY_SPEC),
+HISTORIC: ListResource[IncidentQuery, FoundIncident] = ListResource(
+    HISTORY_SPEC,
+    partial(incident_query, history=True),
+    Engine.find_incidents,
+    Engine.count_incidents,
+    lambda request, i: _historic(i),
+    HistoricIncidentDto,
 )
-def list_historic(request: Request, caller: Reader) -> list[HistoricIncidentDto]:
-    filters, page = from_query(HISTORY_SPEC, request.query_params)
-    query = incident_query(filters, history=True)
-    return [_historic(i) for i in runtime_of(request).engine.find_incidents(query, page)]
-
-
-@router.get(
-    "/history/incident/count",
-    response_model=CountDto,
-    openapi_extra=openapi(HISTORY_SPEC, paged=False),
-)
-def count_historic(request: Request, caller: Reader) -> CountDto:
-    filters, _ = from_query(HISTORY_SPEC, request.query_params)
-    query = incident_query(filters, history=True)
-    return CountDto(count=runtime_of(request).engine.count_incidents(query))
+add_list_routes(router, "/history/incident", HISTORIC, post=False)
 
 
 def _common(found: FoundIncident) -> dict[str, Any]:

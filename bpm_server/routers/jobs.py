@@ -10,14 +10,12 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import PlainTextResponse
 
-from bpm.errors import InvalidOperation
-from bpm.states import TaskState
-from bpm.store.job_queries import FoundJob, JobKind, JobQuery
+from bpm.api import Engine, FoundJob, InvalidOperation, JobKind, JobQuery, TaskState
 from bpm_server.dates import format_date
 from bpm_server.incident_models import JobDto, JobRetriesDto
-from bpm_server.models import CountDto
-from bpm_server.query_params import Kind, QuerySpec, both, from_body, from_query, openapi
-from bpm_server.routing import Operator, QueryBody, Reader, no_content, runtime_of
+from bpm_server.lists import ListResource, add_list_routes
+from bpm_server.query_params import Kind, QuerySpec, both
+from bpm_server.routing import Operator, Reader, no_content, runtime_of
 
 router = APIRouter(prefix="/job", tags=["Job"])
 
@@ -90,28 +88,10 @@ def job_query(f: Mapping[str, Any]) -> JobQuery:
     )
 
 
-@router.get("", response_model=list[JobDto], openapi_extra=openapi(SPEC))
-def list_jobs(request: Request, caller: Reader) -> list[JobDto]:
-    filters, page = from_query(SPEC, request.query_params)
-    return [job_dto(j) for j in runtime_of(request).engine.find_jobs(job_query(filters), page)]
-
-
-@router.post("", response_model=list[JobDto], openapi_extra=openapi(SPEC, body=True))
-def query_jobs(request: Request, caller: Reader, body: QueryBody = None) -> list[JobDto]:
-    filters, page = from_body(SPEC, body, request.query_params)
-    return [job_dto(j) for j in runtime_of(request).engine.find_jobs(job_query(filters), page)]
-
-
-@router.get("/count", response_model=CountDto, openapi_extra=openapi(SPEC, paged=False))
-def count_jobs(request: Request, caller: Reader) -> CountDto:
-    filters, _ = from_query(SPEC, request.query_params)
-    return CountDto(count=runtime_of(request).engine.count_jobs(job_query(filters)))
-
-
-@router.post("/count", response_model=CountDto, openapi_extra=openapi(SPEC, body=True, paged=False))
-def query_count(request: Request, caller: Reader, body: QueryBody = None) -> CountDto:
-    filters, _ = from_body(SPEC, body, request.query_params)
-    return CountDto(count=runtime_of(request).engine.count_jobs(job_query(filters)))
+JOBS: ListResource[JobQuery, FoundJob] = ListResource(
+    SPEC, job_query, Engine.find_jobs, Engine.count_jobs, lambda request, j: job_dto(j), JobDto
+)
+add_list_routes(router, "", JOBS)
 
 
 @router.get("/{job_id}", response_model=JobDto)

@@ -3,22 +3,19 @@ broadcasting a signal to every subscription that exists when it is thrown (docs/
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Request, Response
 
-from bpm.engine.operations.messages import Correlated
-from bpm.errors import AmbiguousCorrelation, InvalidRequest, NoMatchingWait
-from bpm.states import LIVE_INSTANCE
-from bpm_server.auth import Permission, Principal, require
+from bpm.api import LIVE_INSTANCE, AmbiguousCorrelation, Correlated, InvalidRequest, NoMatchingWait
+from bpm_server.ids import maybe_uuid
 from bpm_server.message_models import CorrelationMessageDto, MessageResultDto, SignalDto
 from bpm_server.models import wire
-from bpm_server.paging import maybe_uuid
+from bpm_server.routing import Correlator
 from bpm_server.runtime import ServerRuntime, runtime_of
 from bpm_server.variables import decode_variables, encode_variables
 
 router = APIRouter(tags=["Message"])
-Correlator = Annotated[Principal, Depends(require(Permission.CORRELATE))]
 
 
 @router.post("/message", response_model=list[MessageResultDto] | None)

@@ -4,130 +4,117 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi import APIRouter, Header, Request
 
-from bpm.errors import InvalidOperation, InvalidRequest, UnknownProcess
-from bpm.limits import NAME_MAX
-from bpm.states import LIVE_INSTANCE
-from bpm.store.definition_queries import DefinitionFilter
-from bpm.store.rows import DefinitionRow
-from bpm_server.auth import Permission, Principal, require
+from bpm.api import (
+    LIVE_INSTANCE,
+    NAME_MAX,
+    DefinitionQuery,
+    DefinitionRow,
+    Engine,
+    InvalidOperation,
+    InvalidRequest,
+    UnknownProcess,
+)
+from bpm_server.auth import Permission, Principal
 from bpm_server.definition_models import (
-    CountDto,
     ProcessDefinitionDto,
     ProcessDefinitionXmlDto,
     definition_dto,
     definition_uuid,
 )
+from bpm_server.ids import uuids
 from bpm_server.instance_models import ProcessInstanceWithVariablesDto, StartDto, instance_dto
+from bpm_server.lists import ListResource, add_list_routes
 from bpm_server.models import INT_MAX, wire
-from bpm_server.paging import PAGING, SORTING, declare, only_params, sorting, split, uuids, window
+from bpm_server.query_params import Kind, QuerySpec
+from bpm_server.routing import Reader, Starter
 from bpm_server.runtime import base_of, runtime_of
 from bpm_server.variables import decode_variables, encode_variables
 
 router = APIRouter(prefix="/process-definition", tags=["Process Definition"])
-Reader = Annotated[Principal, Depends(require(Permission.READ))]
-Starter = Annotated[Principal, Depends(require(Permission.START))]
 IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key", max_length=NAME_MAX)]
 
-FILTERS = {
-    "processDefinitionId",
-    "processDefinitionIdIn",
-    "key",
-    "keysIn",
-    "keyLike",
-    "name",
-    "nameLike",
-    "version",
-    "latestVersion",
-    "deploymentId",
-    "resourceName",
-    "versionTag",
-    "versionTagLike",
-    "active",
-    "suspended",
-}
-SORTS: dict[str, str | None] = {
-    "id": "id",
-    "key": "key",
-    "name": "name",
-    "version": "version",
-    "deploymentId": "deploymentId",
-    "deployTime": "deployTime",
-    "versionTag": "versionTag",
-    "category": None,
-    "tenantId": None,
-}
 
-
-def _filter(request: Request) -> DefinitionFilter | None:
-    """The query's filter; None when it can match nothing (ids that are not bpm ids,
-    ``active=false``: bpm never suspends a definition)."""
-    q = request.query_params
-    if q.get("suspended", "false").lower() == "true":
+def definition_query(f: Mapping[str, Any]) -> DefinitionQuery | None:
+    """None when the filters can match nothing (ids that are not bpm ids, ``active=false``:
+    bpm never suspends a definition)."""
+    if f.get("suspended"):
         raise InvalidRequest("suspended=true: bpm has no suspended process definitions")
-    if q.get("active", "true").lower() == "false":
+    if f.get("active") is False:
         return None
     ids: list[str] | None = None
-    if "processDefinitionId" in q or "processDefinitionIdIn" in q:
-        ids = [
-            *(split(q.get("processDefinitionId")) or []),
-            *(split(q.get("processDefinitionIdIn")) or []),
-        ]
-    deployment = q.get("deploymentId")
-    deployment_ids = None if deployment is None else uuids([deployment])
+    if "processDefinitionId" in f or "processDefinitionIdIn" in f:
+        ids = [*f.get("processDefinitionId", []), *f.get("processDefinitionIdIn", [])]
+    deployment_ids = None if "deploymentId" not in f else uuids([f["deploymentId"]])
     if deployment_ids == []:
         return None
-    version = q.get("version")
+    version = f.get("version")
     if version is not None and not (re.fullmatch(r"[0-9]+", version) and int(version) <= INT_MAX):
         raise InvalidRequest(f"version: {version!r} is not a version number (1 to {INT_MAX})")
-    return DefinitionFilter(
+    return DefinitionQuery(
         ids=None if ids is None else [u for u, _, _ in map(definition_uuid, ids) if u],
-        key=q.get("key"),
-        keys=split(q.get("keysIn")),
-        key_like=q.get("keyLike"),
-        name=q.get("name"),
-        name_like=q.get("nameLike"),
+        key=f.get("key"),
+        keys=f.get("keysIn"),
+        key_like=f.get("keyLike"),
+        name=f.get("name"),
+        name_like=f.get("nameLike"),
         version=None if version is None else int(version),
-        latest_only=q.get("latestVersion", "false").lower() == "true",
+        latest_only=bool(f.get("latestVersion")),
         deployment_id=None if deployment_ids is None else deployment_ids[0],
-        version_tag=q.get("versionTag"),
-        version_tag_like=q.get("versionTagLike"),
-        resource=q.get("resourceName"),
+        version_tag=f.get("versionTag"),
+        version_tag_like=f.get("versionTagLike"),
+        resource=f.get("resourceName"),
     )
 
 
-@router.get("", response_model=list[ProcessDefinitionDto], openapi_extra=declare(FILTERS))
-def list_definitions(
-    request: Request,
-    caller: Reader,
-    sort_by: Annotated[str | None, Query(alias="sortBy")] = None,
-    sort_order: Annotated[str | None, Query(alias="sortOrder")] = None,
-    first_result: Annotated[int | None, Query(alias="firstResult")] = None,
-    max_results: Annotated[int | None, Query(alias="maxResults")] = None,
-) -> list[ProcessDefinitionDto]:
-    """Every filter is a query parameter as Camunda names it (``FILTERS``)."""
-    only_params(request, FILTERS | PAGING | SORTING)
-    sort, descending = sorting(sort_by, sort_order, SORTS)
-    limit, offset = window(first_result, max_results)
-    f = _filter(request)
-    if f is None:
-        return []
-    engine = runtime_of(request).engine
-    rows = engine.process_definitions(
-        f, sort=sort, descending=descending, limit=limit, offset=offset
-    )
-    return [definition_dto(row) for row in rows]
-
-
-@router.get("/count", response_model=CountDto, openapi_extra=declare(FILTERS))
-def count_definitions(request: Request, caller: Reader) -> CountDto:
-    only_params(request, FILTERS)
-    f = _filter(request)
-    engine = runtime_of(request).engine
-    return CountDto(count=0 if f is None else engine.process_definition_count(f))
+DEFINITIONS: ListResource[DefinitionQuery, DefinitionRow] = ListResource(
+    QuerySpec(
+        "process definition",
+        {
+            "processDefinitionId": Kind.TEXTS,
+            "processDefinitionIdIn": Kind.TEXTS,
+            "key": Kind.TEXT,
+            "keysIn": Kind.TEXTS,
+            "keyLike": Kind.TEXT,
+            "name": Kind.TEXT,
+            "nameLike": Kind.TEXT,
+            "version": Kind.TEXT,
+            "latestVersion": Kind.BOOL,
+            "deploymentId": Kind.TEXT,
+            "resourceName": Kind.TEXT,
+            "versionTag": Kind.TEXT,
+            "versionTagLike": Kind.TEXT,
+            "active": Kind.BOOL,
+            "suspended": Kind.BOOL,
+        },
+        {
+            "id": "id",
+            "key": "key",
+            "name": "name",
+            "version": "version",
+            "deploymentId": "deploymentId",
+            "deployTime": "deployTime",
+            "versionTag": "versionTag",
+            "category": None,
+            "tenantId": None,
+        },
+        {
+            "tenantIdIn": "bpm has no tenants",
+            "withoutTenantId": "bpm has no tenants",
+            "includeProcessDefinitionsWithoutTenantId": "bpm has no tenants",
+        },
+    ),
+    definition_query,
+    Engine.find_process_definitions,
+    Engine.count_process_definitions,
+    lambda request, row: definition_dto(row),
+    ProcessDefinitionDto,
+)
+add_list_routes(router, "", DEFINITIONS, post=False)
 
 
 def definition_by_id(request: Request, definition_id: str) -> DefinitionRow:

@@ -6,48 +6,36 @@ from __future__ import annotations
 from typing import Annotated, Any
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 
-from bpm.engine.operations.instance_views import ActivityNode
-from bpm.errors import InvalidRequest, NotFound
-from bpm.store.incident_queries import IncidentQuery
-from bpm.store.paging import Page
-from bpm_server.auth import Permission, Principal, require
-from bpm_server.definition_models import CountDto
-from bpm_server.instance_filters import FILTERS, live_filter, query_body, query_params
+from bpm.api import (
+    ActivityNode,
+    Engine,
+    IncidentQuery,
+    InstanceRow,
+    InvalidRequest,
+    LiveInstanceQuery,
+    NotFound,
+    Page,
+)
+from bpm_server.instance_filters import SPEC, live_filter
 from bpm_server.instance_models import (
     ActivityInstanceDto,
     ActivityInstanceIncidentDto,
-    InstanceQueryDto,
     PatchVariablesDto,
     ProcessInstanceDto,
     TransitionInstanceDto,
     row_dto,
 )
+from bpm_server.lists import ListResource, add_list_routes
 from bpm_server.models import VariableValueDto, wire
-from bpm_server.paging import (
-    PAGING,
-    SORTING,
-    declare,
-    only_params,
-    sorting,
-    window,
-)
-from bpm_server.routing import no_content
+from bpm_server.query_params import only_params
+from bpm_server.routing import Operator, Reader, no_content
 from bpm_server.runtime import base_of, runtime_of
 from bpm_server.variables import decode_value, decode_variables, encode_value, encode_variables
 
 router = APIRouter(prefix="/process-instance", tags=["Process Instance"])
-Reader = Annotated[Principal, Depends(require(Permission.READ))]
-Operator = Annotated[Principal, Depends(require(Permission.OPERATE))]
 
-SORTS: dict[str, str | None] = {
-    "instanceId": "instanceId",
-    "definitionKey": "definitionKey",
-    "definitionId": "definitionId",
-    "businessKey": "businessKey",
-    "tenantId": None,
-}
 #: Camunda's activity types where bpm's node types are named otherwise.
 ACTIVITY_TYPES = {
     "timerEvent": "intermediateTimer",
@@ -57,69 +45,15 @@ ACTIVITY_TYPES = {
 }
 
 
-def _list_instances(
-    request: Request, q: dict[str, Any], sort: tuple[str | None, bool], page: tuple[int, int]
-) -> list[ProcessInstanceDto]:
-    f = live_filter(q)
-    if f is None:
-        return []
-    engine = runtime_of(request).engine
-    rows = engine.live_instances(f, sort=sort[0], descending=sort[1], limit=page[0], offset=page[1])
-    base = base_of(request)
-    return [row_dto(base, row) for row in rows]
-
-
-def _count(request: Request, q: dict[str, Any]) -> CountDto:
-    f = live_filter(q)
-    return CountDto(count=0 if f is None else runtime_of(request).engine.live_instance_count(f))
-
-
-Paging = Annotated[int | None, Query(alias="firstResult")]
-MaxResults = Annotated[int | None, Query(alias="maxResults")]
-
-
-@router.get("", response_model=list[ProcessInstanceDto], openapi_extra=declare(FILTERS))
-def list_instances(
-    request: Request,
-    caller: Reader,
-    sort_by: Annotated[str | None, Query(alias="sortBy")] = None,
-    sort_order: Annotated[str | None, Query(alias="sortOrder")] = None,
-    first_result: Paging = None,
-    max_results: MaxResults = None,
-) -> list[ProcessInstanceDto]:
-    """Running and failed instances (an ended one is history), oldest first."""
-    q = query_params(request, PAGING | SORTING)
-    sort = sorting(sort_by, sort_order, SORTS)
-    return _list_instances(request, q, sort, window(first_result, max_results))
-
-
-@router.post("", response_model=list[ProcessInstanceDto])
-def query_instances(
-    body: InstanceQueryDto,
-    request: Request,
-    caller: Reader,
-    first_result: Paging = None,
-    max_results: MaxResults = None,
-) -> list[ProcessInstanceDto]:
-    only_params(request, PAGING)
-    sorts = body.sorting or []
-    if len(sorts) > 1:
-        raise InvalidRequest("sorting: bpm sorts by one property")
-    sort = (
-        sorting(sorts[0].sort_by, sorts[0].sort_order or "asc", SORTS) if sorts else (None, False)
-    )
-    return _list_instances(request, query_body(body), sort, window(first_result, max_results))
-
-
-@router.get("/count", response_model=CountDto, openapi_extra=declare(FILTERS))
-def count_instances(request: Request, caller: Reader) -> CountDto:
-    return _count(request, query_params(request, set()))
-
-
-@router.post("/count", response_model=CountDto)
-def count_query(body: InstanceQueryDto, request: Request, caller: Reader) -> CountDto:
-    only_params(request, set())
-    return _count(request, query_body(body))
+INSTANCES: ListResource[LiveInstanceQuery, InstanceRow] = ListResource(
+    SPEC,
+    live_filter,
+    Engine.find_live_instances,
+    Engine.count_live_instances,
+    lambda request, row: row_dto(base_of(request), row),
+    ProcessInstanceDto,
+)
+add_list_routes(router, "", INSTANCES)
 
 
 @router.get("/{instance_id}", response_model=ProcessInstanceDto)

@@ -8,16 +8,15 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Request, Response
 
-from bpm.engine.operations.task_views import UserTaskView
-from bpm.errors import Forbidden, InvalidRequest
-from bpm.store.user_task_queries import UserTaskQuery
+from bpm.api import Engine, Forbidden, InvalidRequest, UserTaskQuery, UserTaskView
 from bpm_server import hal
 from bpm_server.auth import Principal
 from bpm_server.dates import format_date
 from bpm_server.definition_models import definition_dto
-from bpm_server.models import CountDto, wire
-from bpm_server.query_params import Kind, QuerySpec, both, from_body, from_query, openapi
-from bpm_server.routing import QueryBody, Reader, TaskWorker, no_content, runtime_of
+from bpm_server.lists import ListResource, add_list_routes
+from bpm_server.models import wire
+from bpm_server.query_params import Kind, QuerySpec, both, from_query, openapi
+from bpm_server.routing import Reader, TaskWorker, no_content, runtime_of
 from bpm_server.task_models import (
     CamundaFormRefDto,
     CompleteTaskDto,
@@ -191,23 +190,15 @@ def _hal_task(v: UserTaskView) -> dict[str, Any]:
     return hal.resource(task_dto(v).model_dump(mode="json", by_alias=True), links)
 
 
-@router.post("", response_model=list[TaskDto], openapi_extra=openapi(SPEC, body=True))
-def query_tasks(request: Request, caller: Reader, body: QueryBody = None) -> list[TaskDto]:
-    filters, page = from_body(SPEC, body, request.query_params)
-    engine = runtime_of(request).engine
-    return [task_dto(v) for v in engine.find_user_tasks(task_query(filters), page)]
-
-
-@router.get("/count", response_model=CountDto, openapi_extra=openapi(SPEC, paged=False))
-def count_tasks(request: Request, caller: Reader) -> CountDto:
-    filters, _ = from_query(SPEC, request.query_params)
-    return CountDto(count=runtime_of(request).engine.count_user_tasks(task_query(filters)))
-
-
-@router.post("/count", response_model=CountDto, openapi_extra=openapi(SPEC, body=True, paged=False))
-def query_count(request: Request, caller: Reader, body: QueryBody = None) -> CountDto:
-    filters, _ = from_body(SPEC, body, request.query_params)
-    return CountDto(count=runtime_of(request).engine.count_user_tasks(task_query(filters)))
+TASKS: ListResource[UserTaskQuery, UserTaskView] = ListResource(
+    SPEC,
+    task_query,
+    Engine.find_user_tasks,
+    Engine.count_user_tasks,
+    lambda request, v: task_dto(v),
+    TaskDto,
+)
+add_list_routes(router, "", TASKS, get=False)
 
 
 @router.get("/{task_id}", response_model=TaskDto)

@@ -601,7 +601,7 @@ def test_history_shows_the_body_and_each_iteration_as_camunda_does(
     rt.drain()
     rt.engine.complete_user_task(open_tasks(rt, iid)[0]["id"])
     rt.drain()
-    visits, _ = rt.engine.find_visits(VisitQuery(instance_id=iid))
+    visits = rt.engine.find_visits(VisitQuery(instance_id=iid))
     at_mi = [(v.node_id, v.type, v.canceled) for v in visits if v.node_id.startswith("mi")]
     assert at_mi[0] == ("mi#multiInstanceBody", "multiInstanceBody", False)
     assert sorted(at_mi[1:]) == [

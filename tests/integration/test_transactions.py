@@ -119,7 +119,7 @@ def test_a_cancel_end_compensates_latest_first_then_leaves_by_the_cancel_boundar
     ]
     assert rows.state(db, iid) == "COMPLETED"
     assert records(db, iid) == {"hotel": "COMPLETED", "flight": "COMPLETED"}
-    visits, _ = rt.engine.find_visits(VisitQuery(instance_id=iid))
+    visits = rt.engine.find_visits(VisitQuery(instance_id=iid))
     kinds = {v.node_id: (v.type, v.canceled) for v in visits}
     assert kinds["tx"][0] == "transaction"  # left by the boundary, as any interrupted activity
     assert kinds["t_cancelled"] == ("cancelEndEvent", True)

@@ -112,8 +112,10 @@ def test_every_count_ignores_paging_and_sorting(server: Server, op: httpx.Client
     for path, method in counts:
         sub = path.removeprefix("/engine-rest")
         per_instance = ("/history/activity-instance/count", "/event-subscription/count")
-        query = {**params, **one} if sub in per_instance else params
-        body: dict[str, Any] | None = {} if method == "post" else None
+        query = {**params, **one} if sub in per_instance and method == "get" else params
+        body: dict[str, Any] | None = None
+        if method == "post":
+            body = dict(one) if sub in per_instance else {}
         got = op.request(method.upper(), sub, params=query, json=body)
         assert got.status_code == 200, (method, path, got.text)
         assert isinstance(got.json()["count"], int)

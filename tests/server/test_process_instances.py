@@ -109,7 +109,7 @@ def test_post_query_and_count(world: dict[str, object]) -> None:
             {"variables": [{"name": "a", "operator": "notLike", "value": "x"}]},
             "notLike",
         ),
-        ("POST", {}, {"sorting": [{"sortBy": "a"}, {"sortBy": "b"}]}, "one property"),
+        ("POST", {}, {"sorting": [{"sortBy": "a", "sortOrder": "asc"}]}, "cannot sort by 'a'"),
     ],
 )
 def test_filters_bpm_cannot_honour_are_refused(

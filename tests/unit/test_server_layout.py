@@ -9,42 +9,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 HTTP = ("fastapi", "starlette", "uvicorn", "pydantic", "httpx", "bpm_server")
-#: What the server may import from bpm: the facade, the values it takes and returns, the
-#: credential and runtime helpers every process uses.
-ALLOWED = {
-    "bpm",
-    "bpm.credentials",
-    "bpm.errors",
-    "bpm.limits",  # the text limits, defined once for the engine and the server
-    "bpm.states",
-    "bpm.store",
-    "bpm.store.db",
-    "bpm.store.migrate",
-    "bpm.store.tasks",  # NOTIFY_CHANNEL, the channel the long polls listen on
-    "bpm.store.task_filters",  # InstanceMatch, part of a TopicRequest
-    "bpm.dispatch",
-    "bpm.embedded",
-    "bpm.cli.runtime",
-    "bpm.engine.engine",
-    "bpm.engine.operations.external",  # TopicRequest, LockedTask
-    "bpm.engine.operations.external_views",  # ExternalTaskView
-    "bpm.engine.operations.deployments",  # Resource, kind_of, DeploymentResult
-    "bpm.engine.operations.instance_views",  # ActivityNode
-    "bpm.engine.operations.messages",  # Correlated
-    "bpm.store.rows",  # DefinitionRow, InstanceRow
-    "bpm.store.deployments",  # DeploymentFilter, DeploymentRow, ResourceRow
-    "bpm.store.decisions",  # DecisionRow
-    "bpm.store.definition_queries",  # DefinitionFilter
-    "bpm.store.instance_queries",  # LiveInstanceFilter, VariableCondition, VariableOp
-    "bpm.engine.operations.task_views",  # UserTaskView
-    "bpm.engine.operations.history_views",  # InstanceHistory, Visit, VisitQuery
-    # The queries and pages the facade's list reads take, and the rows they return.
-    "bpm.store.paging",
-    "bpm.store.user_task_queries",
-    "bpm.store.incident_queries",
-    "bpm.store.job_queries",
-    "bpm.store.history_queries",
-}
+#: What the server may import from bpm: its public face, which exports the facade, every value
+#: it takes and returns, the errors, and the runtime helpers every process uses.
+ALLOWED = {"bpm.api"}
 
 
 def _imports(path: Path, top_level_only: bool) -> set[str]:

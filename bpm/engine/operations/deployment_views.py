@@ -9,8 +9,9 @@ from bpm.engine.core.engine_core import EngineCore
 from bpm.errors import NotFound, UnknownProcess
 from bpm.store import decisions, definition_queries, definitions, deployments
 from bpm.store.decisions import DecisionRow
-from bpm.store.definition_queries import DefinitionFilter
-from bpm.store.deployments import DeploymentFilter, DeploymentRow, ResourceRow
+from bpm.store.definition_queries import DefinitionQuery
+from bpm.store.deployments import DeploymentQuery, DeploymentRow, ResourceRow
+from bpm.store.paging import Page
 from bpm.store.rows import DefinitionRow
 
 
@@ -22,16 +23,12 @@ class DeploymentView:
     decisions: list[DecisionRow]
 
 
-def find_deployments(
-    core: EngineCore, f: DeploymentFilter, sort: str, descending: bool, limit: int, offset: int
-) -> list[DeploymentRow]:
+def find_deployments(core: EngineCore, f: DeploymentQuery, page: Page) -> list[DeploymentRow]:
     with core.db.transaction() as conn:
-        return deployments.find(
-            conn, f, sort=sort, descending=descending, limit=limit, offset=offset
-        )
+        return deployments.find(conn, f, page)
 
 
-def count_deployments(core: EngineCore, f: DeploymentFilter) -> int:
+def count_deployments(core: EngineCore, f: DeploymentQuery) -> int:
     with core.db.transaction() as conn:
         return deployments.count(conn, f)
 
@@ -61,21 +58,12 @@ def resource_data(core: EngineCore, deployment_id: UUID, resource_id: UUID) -> b
     return found
 
 
-def find_definitions(
-    core: EngineCore,
-    f: DefinitionFilter,
-    sort: str | None,
-    descending: bool,
-    limit: int,
-    offset: int,
-) -> list[DefinitionRow]:
+def find_definitions(core: EngineCore, f: DefinitionQuery, page: Page) -> list[DefinitionRow]:
     with core.db.transaction() as conn:
-        return definition_queries.find(
-            conn, f, sort=sort, descending=descending, limit=limit, offset=offset
-        )
+        return definition_queries.find(conn, f, page)
 
 
-def count_definitions(core: EngineCore, f: DefinitionFilter) -> int:
+def count_definitions(core: EngineCore, f: DefinitionQuery) -> int:
     with core.db.transaction() as conn:
         return definition_queries.count(conn, f)
 

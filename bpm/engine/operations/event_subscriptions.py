@@ -8,6 +8,7 @@ variable change would find now; its ids are stable for as long as the subscripti
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 from uuid import NAMESPACE_URL, UUID, uuid5
@@ -23,7 +24,43 @@ from bpm.engine.semantics.tree import Tree
 from bpm.errors import NotFound
 from bpm.states import LIVE_TOKEN, TokenState, WaitKind
 from bpm.store import instances, tokens
+from bpm.store.paging import Page
 from bpm.store.rows import TokenRow
+
+
+@dataclass(frozen=True)
+class EventSubscriptionQuery:
+    """An instance's subscriptions that match every field that is set (bpm derives them
+    from one instance's tokens, so the instance is always named)."""
+
+    instance_id: UUID
+    event_type: str | None = None
+    event_name: str | None = None
+    node_id: str | None = None
+    token_id: str | None = None
+
+
+def find(core: EngineCore, q: EventSubscriptionQuery, page: Page) -> list[dict[str, Any]]:
+    """In the order ``of_instance`` derives them (``page``'s order is not read)."""
+    return _matching(core, q)[page.offset : page.offset + page.limit]
+
+
+def count(core: EngineCore, q: EventSubscriptionQuery) -> int:
+    return len(_matching(core, q))
+
+
+def _matching(core: EngineCore, q: EventSubscriptionQuery) -> list[dict[str, Any]]:
+    wanted = {
+        "event_type": q.event_type,
+        "event_name": q.event_name,
+        "node_id": q.node_id,
+        "token_id": q.token_id,
+    }
+    return [
+        s
+        for s in of_instance(core, q.instance_id)
+        if all(value is None or s[name] == value for name, value in wanted.items())
+    ]
 
 
 def of_instance(core: EngineCore, instance_id: UUID) -> list[dict[str, Any]]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Unpack
 from uuid import UUID
 
 from bpm.engine.core.engine_core import EngineCore
@@ -20,10 +19,9 @@ from bpm.errors import TaskLockError, TaskNotFound, TaskNotLocked, WrongWorker
 from bpm.limits import NAME_MAX, check_text
 from bpm.states import TaskEvent, TaskKind, TaskState
 from bpm.store import task_queries, tasks
+from bpm.store.paging import Page
 from bpm.store.rows import TaskRow
-
-#: What a search of external tasks may ask for (the store's filter, as the facade takes it).
-TaskFilter = task_queries.ExternalTaskFilter
+from bpm.store.task_queries import ExternalTaskQuery
 
 
 @dataclass(frozen=True)
@@ -47,22 +45,19 @@ class ExternalTaskView:
     priority: int
 
 
-def find(
-    core: EngineCore, limit: int, offset: int, **match: Unpack[TaskFilter]
-) -> list[ExternalTaskView]:
+def find(core: EngineCore, q: ExternalTaskQuery, page: Page) -> list[ExternalTaskView]:
     with core.db.transaction() as conn:
-        now = core.clock.now()
-        rows = task_queries.find_external(conn, now, limit, offset, **match)
+        rows = task_queries.find_external(conn, core.clock.now(), q, page)
         return [_view(r) for r in rows]
 
 
-def count(core: EngineCore, **match: Unpack[TaskFilter]) -> int:
+def count(core: EngineCore, q: ExternalTaskQuery) -> int:
     with core.db.transaction() as conn:
-        return task_queries.count_external(conn, core.clock.now(), **match)
+        return task_queries.count_external(conn, core.clock.now(), q)
 
 
 def get(core: EngineCore, task_id: UUID) -> ExternalTaskView:
-    found = find(core, 1, 0, task_ids=[task_id])
+    found = find(core, ExternalTaskQuery(task_ids=[task_id]), Page(limit=1))
     if not found:
         raise TaskNotFound(f"External task with id {task_id} does not exist")
     return found[0]

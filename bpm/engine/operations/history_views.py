@@ -110,21 +110,29 @@ def count_variables(core: EngineCore, q: VariableQuery) -> int:
 VISIT_SORTS = ("id", "token_id", "node_id", "name", "type", "started", "ended", "duration")
 
 
-def find_visits(core: EngineCore, q: VisitQuery, page: Page) -> tuple[list[Visit], int]:
-    """The visits that match, ordered and paged, and how many match in all (none for an
-    instance that does not exist: a filter that matches nothing)."""
-    try:
-        every = visits(core, q.instance_id)
-    except NotFound:
-        return [], 0
-    found = [v for v in every if _matches(v, q)]
+def find_visits(core: EngineCore, q: VisitQuery, page: Page) -> list[Visit]:
+    """The visits that match, ordered and paged (none for an instance that does not exist:
+    a filter that matches nothing)."""
+    found = _matching_visits(core, q)
     for name, descending in reversed(page.order):
         if name not in VISIT_SORTS:
             raise InvalidRequest(
                 f"cannot sort by {name!r}; sortBy is one of {', '.join(VISIT_SORTS)}"
             )
         found.sort(key=partial(_sort_key, name=name), reverse=descending)
-    return found[page.offset : page.offset + page.limit], len(found)
+    return found[page.offset : page.offset + page.limit]
+
+
+def count_visits(core: EngineCore, q: VisitQuery) -> int:
+    return len(_matching_visits(core, q))
+
+
+def _matching_visits(core: EngineCore, q: VisitQuery) -> list[Visit]:
+    try:
+        every = visits(core, q.instance_id)
+    except NotFound:
+        return []
+    return [v for v in every if _matches(v, q)]
 
 
 def visits(core: EngineCore, instance_id: UUID) -> list[Visit]:

@@ -12,7 +12,8 @@ from bpm.engine.semantics import multi_instance
 from bpm.errors import InvalidOperation, NotFound
 from bpm.states import LIVE_INSTANCE, LIVE_TOKEN, TokenState, WaitKind
 from bpm.store import instance_queries, instances, tokens, variables
-from bpm.store.instance_queries import LiveInstanceFilter
+from bpm.store.instance_queries import LiveInstanceQuery
+from bpm.store.paging import Page
 from bpm.store.rows import InstanceRow, TokenRow
 
 #: Camunda's activity id suffix and activity type of a multi-instance body.
@@ -41,27 +42,18 @@ class ActivityTree:
     children: list[ActivityNode]
 
 
-def _check_filter(core: EngineCore, f: LiveInstanceFilter) -> None:
+def _check_filter(core: EngineCore, f: LiveInstanceQuery) -> None:
     if f.variables and not core.db.is_postgres:
         raise InvalidOperation("variable conditions in an instance search need PostgreSQL")
 
 
-def find(
-    core: EngineCore,
-    f: LiveInstanceFilter,
-    sort: str | None,
-    descending: bool,
-    limit: int,
-    offset: int,
-) -> list[InstanceRow]:
+def find(core: EngineCore, f: LiveInstanceQuery, page: Page) -> list[InstanceRow]:
     _check_filter(core, f)
     with core.db.transaction() as conn:
-        return instance_queries.find(
-            conn, f, sort=sort, descending=descending, limit=limit, offset=offset
-        )
+        return instance_queries.find(conn, f, page)
 
 
-def count(core: EngineCore, f: LiveInstanceFilter) -> int:
+def count(core: EngineCore, f: LiveInstanceQuery) -> int:
     _check_filter(core, f)
     with core.db.transaction() as conn:
         return instance_queries.count(conn, f)

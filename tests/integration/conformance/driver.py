@@ -16,7 +16,10 @@ from typing import Any
 from uuid import UUID
 
 from bpm.errors import BpmError, NoMatchingWait
+from bpm.states import TaskState
 from bpm.store.job_queries import FoundJob, JobKind, JobQuery
+from bpm.store.paging import Page
+from bpm.store.task_queries import ExternalTaskQuery
 from tests.helpers.runtime import Harness
 from tests.integration.conformance.corpus import Scenario
 from tests.integration.conformance.logs import Event, compensation_handlers, completion_log, merged
@@ -295,8 +298,8 @@ class Run:
         if "topic" in node:
             external = [
                 t.id
-                for t in engine.external_tasks(limit=LIMIT)
-                if str(t.id) in at and t.state == "READY"
+                for t in engine.find_external_tasks(ExternalTaskQuery(), Page(limit=LIMIT))
+                if str(t.id) in at and t.state == TaskState.READY
             ]
             if not external:
                 return f"no external task open at {label}"
