@@ -33,6 +33,7 @@ from bpm.engine.operations.lifecycle import Started, StartOptions
 from bpm.engine.operations.messages import Correlated, CorrelateOptions
 from bpm.engine.operations.scans import ScanConfig
 from bpm.engine.operations.signals import Thrown
+from bpm.engine.operations.statistics import DefinitionStatistics, NodeStatistics
 from bpm.engine.operations.task_views import FormValue, UserTaskView
 from bpm.engine.operations.views import ListFields
 from bpm.errors import (
@@ -80,6 +81,7 @@ from bpm.store.notify import Listener
 from bpm.store.paging import Page
 from bpm.store.queries import InstanceFields
 from bpm.store.rows import DefinitionRow, IncidentRow, InstanceRow, TaskRow
+from bpm.store.statistics import IncidentCount, InstanceCounts
 from bpm.store.task_filters import InstanceMatch
 from bpm.store.task_queries import ExternalTaskQuery
 from bpm.store.tasks import NOTIFY_CHANNEL
@@ -106,6 +108,7 @@ __all__ = [
     "DecisionRow",
     "DefinitionQuery",
     "DefinitionRow",
+    "DefinitionStatistics",
     "Deployed",
     "DeploymentInvalid",
     "DeploymentQuery",
@@ -122,10 +125,12 @@ __all__ = [
     "FoundIncident",
     "FoundJob",
     "FoundVariable",
+    "IncidentCount",
     "IncidentQuery",
     "IncidentRow",
     "IncidentState",
     "InputRefused",
+    "InstanceCounts",
     "InstanceFields",
     "InstanceHistory",
     "InstanceHistoryQuery",
@@ -144,6 +149,7 @@ __all__ = [
     "LiveInstanceQuery",
     "LockedTask",
     "NoMatchingWait",
+    "NodeStatistics",
     "NotAuthenticated",
     "NotFound",
     "NotSupported",

@@ -28,6 +28,7 @@ from bpm_server.routers import (
     messages,
     process_definitions,
     process_instances,
+    statistics,
     tasks,
 )
 from bpm_server.runtime import ServerRuntime
@@ -90,6 +91,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         jobs.router,
         history.router,
         deployments.router,
+        statistics.router,  # before /process-definition/{id} takes /statistics as an id
         process_definitions.router,
         process_instances.router,
         messages.router,

@@ -22,6 +22,7 @@ from bpm.engine.operations import (
     instance_views,
     queries,
     start_timers,
+    statistics,
     task_views,
     user_tasks,
     views,
@@ -31,6 +32,7 @@ from bpm.engine.operations.event_subscriptions import EventSubscriptionQuery
 from bpm.engine.operations.external_views import ExternalTaskView
 from bpm.engine.operations.history_views import InstanceHistory, Visit, VisitQuery
 from bpm.engine.operations.instance_views import ActivityTree
+from bpm.engine.operations.statistics import DefinitionStatistics, NodeStatistics
 from bpm.engine.operations.task_views import FormValue, UserTaskView
 from bpm.store.definition_queries import DefinitionQuery
 from bpm.store.deployments import DeploymentQuery, DeploymentRow
@@ -281,6 +283,15 @@ class EngineReads:
 
     def live_variables(self, instance_id: UUID | str) -> dict[str, Any]:
         return instance_views.live_variables(self.core, as_id(instance_id, "instance"))
+
+    def definition_statistics(self, *, ended: bool = False) -> list[DefinitionStatistics]:
+        """Every definition, its running and failed instances (and ended ones, if asked: a
+        read of every one) and open incidents."""
+        return statistics.by_definition(self.core, ended=ended)
+
+    def node_statistics(self, definition_id: UUID | str) -> list[NodeStatistics]:
+        """The definition's nodes with tokens at work or open incidents, and how many."""
+        return statistics.by_node(self.core, as_id(definition_id, "process definition"))
 
     def activity_tree(self, instance_id: UUID | str) -> ActivityTree:
         """Where a live instance's tokens are, subprocesses holding their inner tokens."""

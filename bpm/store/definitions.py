@@ -53,6 +53,12 @@ def latest_of_each_key(conn: Connection) -> list[DefinitionRow]:
     return [from_row(DefinitionRow, row) for row in conn.execute(_LATEST_OF_EACH)]
 
 
+def every(conn: Connection) -> list[DefinitionRow]:
+    """Every deployed definition, by key and version."""
+    stmt = select(*_COLS).order_by(t.c.key, t.c.version)
+    return [from_row(DefinitionRow, row) for row in conn.execute(stmt)]
+
+
 def by_id(conn: Connection, def_id: UUID) -> DefinitionRow | None:
     row = conn.execute(_BY_ID, {"id": def_id}).first()
     return from_row(DefinitionRow, row) if row else None

@@ -93,6 +93,16 @@ process_instances = Table(
         postgresql_where=text("state IN ('RUNNING', 'FAILED')"),
         sqlite_where=text("state IN ('RUNNING', 'FAILED')"),
     ),
+    # Statistics: the live instances of each definition, by state, counted from the index
+    # (and their ids, so the per-node counts find their tokens without reading the rows).
+    Index(
+        "ix_process_instances_live_definition",
+        "process_def_id",
+        "state",
+        "id",
+        postgresql_where=text("state IN ('RUNNING', 'FAILED')"),
+        sqlite_where=text("state IN ('RUNNING', 'FAILED')"),
+    ),
     # Retention: the ended instances of one definition, oldest first.
     Index(
         "ix_process_instances_ended",
