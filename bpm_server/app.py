@@ -30,6 +30,7 @@ from bpm_server.routers import (
     process_instances,
     statistics,
     tasks,
+    variable_instances,
 )
 from bpm_server.runtime import ServerRuntime
 from bpm_server.settings import ServerSettings
@@ -97,6 +98,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         messages.router,
         conditions.router,
         event_subscriptions.router,
+        variable_instances.router,
     ):
         app.include_router(router, prefix=BASE)
     app.include_router(engine_info.router, prefix=BASE)

@@ -5,6 +5,7 @@ changes state, so nothing here names a cause."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Unpack
 from uuid import UUID
@@ -224,6 +225,13 @@ class EngineReads:
 
     def count_variable_history(self, query: VariableQuery) -> int:
         return history_views.count_variables(self.core, query)
+
+    def find_variables(self, query: VariableQuery, page: Page = FIRST) -> list[FoundVariable]:
+        """The variables of running and failed instances (``find_variable_history``: of all)."""
+        return history_views.find_variables(self.core, replace(query, live_only=True), page)
+
+    def count_variables(self, query: VariableQuery) -> int:
+        return history_views.count_variables(self.core, replace(query, live_only=True))
 
     # --- what the Camunda-compatible HTTP API reads (sort names: the store's SORTS) ----
 

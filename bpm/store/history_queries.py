@@ -11,7 +11,7 @@ from uuid import UUID
 
 from sqlalchemy import ColumnElement, Connection, and_, exists, func, select
 
-from bpm.states import IncidentState
+from bpm.states import LIVE_INSTANCE, IncidentState
 from bpm.store.paging import Page, like, ordered
 from bpm.store.queries import _COLS
 from bpm.store.rows import InstanceRow
@@ -60,6 +60,8 @@ class VariableQuery:
     name_like: str | None = None
     definition_ids: Sequence[UUID] | None = None
     process_keys: Sequence[str] | None = None
+    #: Only the variables of running and failed instances (Camunda's runtime variables).
+    live_only: bool = False
     none: bool = False
 
 
@@ -171,4 +173,6 @@ def _variables(stmt: Any, q: VariableQuery) -> Any:
             conds.append(column.in_(list(wanted)))
     if q.name_like is not None:
         conds.append(like(v.c.name, q.name_like))
+    if q.live_only:
+        conds.append(t.c.state.in_(sorted(LIVE_INSTANCE)))
     return stmt.where(and_(*conds)) if conds else stmt
