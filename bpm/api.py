@@ -35,6 +35,7 @@ from bpm.engine.operations.scans import ScanConfig
 from bpm.engine.operations.signals import Thrown
 from bpm.engine.operations.statistics import DefinitionStatistics, NodeStatistics
 from bpm.engine.operations.task_views import FormValue, UserTaskView
+from bpm.engine.operations.variable_updates import VariableUpdate, VariableUpdateQuery
 from bpm.engine.operations.views import ListFields
 from bpm.errors import (
     AccessDenied,
@@ -176,6 +177,8 @@ __all__ = [
     "VariableCondition",
     "VariableOp",
     "VariableQuery",
+    "VariableUpdate",
+    "VariableUpdateQuery",
     "Visit",
     "VisitQuery",
     "__version__",

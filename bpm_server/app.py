@@ -23,6 +23,7 @@ from bpm_server.routers import (
     external_task_queries,
     external_tasks,
     history,
+    history_details,
     incidents,
     jobs,
     messages,
@@ -91,6 +92,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         incidents.router,
         jobs.router,
         history.router,
+        history_details.router,
         deployments.router,
         statistics.router,  # before /process-definition/{id} takes /statistics as an id
         process_definitions.router,

@@ -26,6 +26,7 @@ from bpm.engine.operations import (
     statistics,
     task_views,
     user_tasks,
+    variable_updates,
     views,
 )
 from bpm.engine.operations.deployment_views import DeploymentView
@@ -35,6 +36,7 @@ from bpm.engine.operations.history_views import InstanceHistory, Visit, VisitQue
 from bpm.engine.operations.instance_views import ActivityTree
 from bpm.engine.operations.statistics import DefinitionStatistics, NodeStatistics
 from bpm.engine.operations.task_views import FormValue, UserTaskView
+from bpm.engine.operations.variable_updates import VariableUpdate, VariableUpdateQuery
 from bpm.store.definition_queries import DefinitionQuery
 from bpm.store.deployments import DeploymentQuery, DeploymentRow
 from bpm.store.history_queries import FoundVariable, InstanceHistoryQuery, VariableQuery
@@ -147,6 +149,13 @@ class EngineReads:
     def count_user_tasks(self, query: UserTaskQuery) -> int:
         return task_views.count(self.core, query)
 
+    def find_task_history(self, query: UserTaskQuery, page: Page = FIRST) -> list[UserTaskView]:
+        """User tasks open and ended (``query.states`` narrows them)."""
+        return task_views.find_history(self.core, query, page)
+
+    def count_task_history(self, query: UserTaskQuery) -> int:
+        return task_views.count_history(self.core, query)
+
     def user_task(self, task_id: UUID | str) -> UserTaskView:
         return task_views.get(self.core, as_id(task_id, "task"))
 
@@ -225,6 +234,15 @@ class EngineReads:
 
     def count_variable_history(self, query: VariableQuery) -> int:
         return history_views.count_variables(self.core, query)
+
+    def find_variable_updates(
+        self, query: VariableUpdateQuery, page: Page = FIRST
+    ) -> list[VariableUpdate]:
+        """Each change of the named instances' variables, as written."""
+        return variable_updates.find(self.core, query, page)
+
+    def count_variable_updates(self, query: VariableUpdateQuery) -> int:
+        return variable_updates.count(self.core, query)
 
     def find_variables(self, query: VariableQuery, page: Page = FIRST) -> list[FoundVariable]:
         """The variables of running and failed instances (``find_variable_history``: of all)."""

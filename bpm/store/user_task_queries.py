@@ -56,6 +56,11 @@ class UserTaskQuery:
     priority: int | None = None
     min_priority: int | None = None
     max_priority: int | None = None
+    #: The tasks' states: None, the open ones (READY); the task history asks for every state.
+    states: Sequence[TaskState] | None = None
+    #: Ended (completed or cancelled) between these times (a task's last update is its end).
+    ended_before: datetime | None = None
+    ended_after: datetime | None = None
     #: Nothing matches (a filter no bpm task can meet, e.g. Camunda's ``suspended``).
     none: bool = False
 
@@ -97,7 +102,8 @@ def count(conn: Connection, q: UserTaskQuery) -> int:
 
 def _where(conn: Connection, stmt: Any, q: UserTaskQuery) -> Any:
     stmt = stmt.select_from(t).join(p, p.c.id == t.c.instance_id)
-    stmt = stmt.where(t.c.kind == TaskKind.USER, t.c.state == TaskState.READY)
+    states = [TaskState.READY] if q.states is None else list(q.states)
+    stmt = stmt.where(t.c.kind == TaskKind.USER, t.c.state.in_(states))
     conds: list[Any] = []
     if q.none:
         conds.append(t.c.id.is_(None))
@@ -162,6 +168,11 @@ def _dates(q: UserTaskQuery) -> list[Any]:
             conds.append(column > after)
     if q.without_due_date:
         conds.append(t.c.due_date.is_(None))
+    ended = t.c.state.in_([TaskState.DONE, TaskState.CANCELLED])
+    if q.ended_before is not None:
+        conds.append(ended & (t.c.updated_at < q.ended_before))
+    if q.ended_after is not None:
+        conds.append(ended & (t.c.updated_at > q.ended_after))
     return conds
 
 

@@ -9,7 +9,7 @@ tasks"); its name and documentation stay in the definition, so they are read fro
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -45,6 +45,9 @@ class UserTaskView:
     candidate_users: tuple[str, ...]
     #: The form as stored on the task: ``key``, ``ref`` ({id, binding, version}), ``fields``.
     form: Mapping[str, Any] | None
+    #: READY while open; DONE or CANCELLED in the task history (``ended_at``: when).
+    state: TaskState = TaskState.READY
+    ended_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,20 @@ def variables(core: EngineCore, task_id: UUID) -> dict[str, Any]:
         return scopes.view_of_task(tx, g, row)
 
 
+_ENDED = (TaskState.DONE, TaskState.CANCELLED)
+#: Every state a user task passes through (the task history reads them all).
+EVERY_STATE = (TaskState.READY, *_ENDED)
+
+
+def find_history(core: EngineCore, q: UserTaskQuery, page: Page) -> list[UserTaskView]:
+    """User tasks open and ended (until retention deletes their instance)."""
+    return find(core, replace(q, states=q.states or EVERY_STATE), page)
+
+
+def count_history(core: EngineCore, q: UserTaskQuery) -> int:
+    return count(core, replace(q, states=q.states or EVERY_STATE))
+
+
 def _view(found: FoundUserTask, g: ProcessGraph) -> UserTaskView:
     t = found.task
     node = g.nodes.get(t.node_id)
@@ -128,6 +145,8 @@ def _view(found: FoundUserTask, g: ProcessGraph) -> UserTaskView:
         tuple(t.candidate_groups or ()),
         tuple(t.candidate_users or ()),
         t.form,
+        TaskState(t.state),
+        t.updated_at if t.state in _ENDED else None,
     )
 
 
