@@ -83,6 +83,7 @@ from bpm.store.paging import Page
 from bpm.store.queries import InstanceFields
 from bpm.store.rows import DefinitionRow, IncidentRow, InstanceRow, TaskRow
 from bpm.store.statistics import IncidentCount, InstanceCounts
+from bpm.store.task_comments import CommentRow
 from bpm.store.task_filters import InstanceMatch
 from bpm.store.task_queries import ExternalTaskQuery
 from bpm.store.tasks import NOTIFY_CHANNEL
@@ -100,6 +101,7 @@ __all__ = [
     "AmbiguousCorrelation",
     "BadVariables",
     "BpmError",
+    "CommentRow",
     "ConfigError",
     "CorrelateOptions",
     "Correlated",

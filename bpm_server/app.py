@@ -30,6 +30,7 @@ from bpm_server.routers import (
     process_definitions,
     process_instances,
     statistics,
+    task_people,
     tasks,
     variable_instances,
 )
@@ -89,6 +90,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     app.include_router(external_task_queries.router, prefix=BASE)
     for router in (
         tasks.router,
+        task_people.router,
         incidents.router,
         jobs.router,
         history.router,

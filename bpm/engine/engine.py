@@ -14,6 +14,7 @@ from bpm.engine.core.engine_core import CoreOptions, EngineCore
 from bpm.engine.core.ids import as_id, maybe_id
 from bpm.engine.engine_external import ExternalTaskCalls
 from bpm.engine.engine_reads import EngineReads
+from bpm.engine.engine_tasks import UserTaskCalls
 from bpm.engine.jobs import table
 from bpm.engine.jobs.runner import JobRunner
 from bpm.engine.operations import (
@@ -29,7 +30,6 @@ from bpm.engine.operations import (
     scans,
     signals,
     timers,
-    user_tasks,
 )
 from bpm.engine.operations.lifecycle import StartOptions
 from bpm.store import Database
@@ -37,7 +37,7 @@ from bpm.store import Database
 __all__ = ["Engine", "as_id", "because"]
 
 
-class Engine(ExternalTaskCalls, EngineReads):
+class Engine(UserTaskCalls, ExternalTaskCalls, EngineReads):
     """Runs process instances stored in ``db``; hands follow-up work to ``dispatcher``."""
 
     def __init__(
@@ -163,26 +163,6 @@ class Engine(ExternalTaskCalls, EngineReads):
 
     def next_timer_due(self) -> datetime | None:
         return timers.next_due(self.core)
-
-    def claim(self, task_id: UUID | str, user: str) -> None:
-        with because(f"api claim task={task_id}"):
-            user_tasks.claim(self.core, as_id(task_id, "task"), user)
-
-    def unclaim(self, task_id: UUID | str) -> None:
-        with because(f"api unclaim task={task_id}"):
-            user_tasks.unclaim(self.core, as_id(task_id, "task"))
-
-    def complete_user_task(
-        self,
-        task_id: UUID | str,
-        variables: Mapping[str, Any] | None = None,
-        *,
-        user: str | None = None,
-        local_variables: Mapping[str, Any] | None = None,
-    ) -> None:
-        with because(f"api complete_user_task task={task_id}"):
-            tid, local = as_id(task_id, "task"), local_variables
-            user_tasks.complete(self.core, tid, variables, user, local)
 
     def correlate(
         self,

@@ -32,3 +32,18 @@ def _history(name: str, *extra: Column[object]) -> Table:
 token_events = _history("token_events", Column("token_id", Uuid))
 task_events = _history("task_events", Column("task_id", Uuid), Column("token_id", Uuid))
 engine_events = _history("engine_events", Column("token_id", Uuid))
+
+#: Comments people left on user tasks (Camunda's task comments): kept with the instance's
+#: history, after the task ends, until retention deletes the instance.
+task_comments = Table(
+    "task_comments",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("task_id", Uuid, nullable=False),
+    Column("instance_id", Uuid, nullable=False),
+    Column("user_id", Text),
+    Column("message", Text, nullable=False),
+    Column("at", UtcDateTime, nullable=False),
+    Index("ix_task_comments_task_id", "task_id"),
+    Index("ix_task_comments_instance_id", "instance_id"),
+)

@@ -236,7 +236,7 @@ def task_variables(task_id: str, request: Request, caller: Reader) -> dict[str, 
 def claim(task_id: str, body: UserIdDto, request: Request, caller: TaskWorker) -> Response:
     """Someone else's claim is a 409 ``TaskAlreadyClaimedException`` (Camunda: 500)."""
     runtime = runtime_of(request)
-    _check_process(runtime.engine.user_task(task_id), caller)
+    check_process(runtime.engine.user_task(task_id), caller)
     if not body.user_id:
         raise InvalidRequest("userId is required to claim a task")
     user = body.user_id
@@ -247,7 +247,7 @@ def claim(task_id: str, body: UserIdDto, request: Request, caller: TaskWorker) -
 @router.post("/{task_id}/unclaim", status_code=204, response_class=Response)
 def unclaim(task_id: str, request: Request, caller: TaskWorker) -> Response:
     runtime = runtime_of(request)
-    _check_process(runtime.engine.user_task(task_id), caller)
+    check_process(runtime.engine.user_task(task_id), caller)
     runtime.run(lambda: runtime.engine.unclaim(task_id))
     return no_content()
 
@@ -274,7 +274,7 @@ def _complete(
 ) -> Response | dict[str, dict[str, Any]]:
     runtime = runtime_of(request)
     view = runtime.engine.user_task(task_id)
-    _check_process(view, caller)
+    check_process(view, caller)
     if body.with_variables_in_return:
         caller.check_variables_read("withVariablesInReturn")
     values = decode_variables(wire(body.variables))
@@ -284,7 +284,7 @@ def _complete(
     return encode_variables(runtime.engine.show(view.instance_id)["variables"])
 
 
-def _check_process(view: UserTaskView, caller: Principal) -> None:
+def check_process(view: UserTaskView, caller: Principal) -> None:
     if caller.processes is not None and view.process_key not in caller.processes:
         # The task's process is not the caller's to see: the refusal names the task only.
         raise Forbidden(f"{caller.name} may not work on task {view.id}")

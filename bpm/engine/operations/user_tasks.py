@@ -67,7 +67,7 @@ def listing(
     return [describe(row) for row in rows]
 
 
-def _open(tx: Tx, task_id: UUID) -> TaskRow:
+def open_task(tx: Tx, task_id: UUID) -> TaskRow:
     task = tasks.get(tx.conn, task_id)
     if task is None or task.kind != TaskKind.USER:
         raise TaskNotFound(f"no user task has id {task_id}")
@@ -85,7 +85,7 @@ def claim(core: EngineCore, task_id: UUID, user: str) -> None:
 
     def body() -> Next:
         with core.transaction(user) as tx:
-            task = _open(tx, task_id)
+            task = open_task(tx, task_id)
             if task.assignee == user:
                 return None
             if task.assignee is not None:
@@ -94,7 +94,7 @@ def claim(core: EngineCore, task_id: UUID, user: str) -> None:
                     f"must be unclaimed before {user!r} can claim it"
                 )
             task_moves.assign(tx, task, user, TaskEvent.CLAIMED)
-            return _assigned(core, tx, task, user)
+            return after_assignment(core, tx, task, user)
 
     core.send_next(core.retrying(body))
 
@@ -102,16 +102,16 @@ def claim(core: EngineCore, task_id: UUID, user: str) -> None:
 def unclaim(core: EngineCore, task_id: UUID) -> None:
     def body() -> Next:
         with core.transaction("operator") as tx:
-            task = _open(tx, task_id)
+            task = open_task(tx, task_id)
             if task.assignee is None:
                 return None
             task_moves.assign(tx, task, None, TaskEvent.UNCLAIMED)
-            return _assigned(core, tx, task, None)
+            return after_assignment(core, tx, task, None)
 
     core.send_next(core.retrying(body))
 
 
-def _assigned(core: EngineCore, tx: Tx, task: TaskRow, assignee: str | None) -> Next:
+def after_assignment(core: EngineCore, tx: Tx, task: TaskRow, assignee: str | None) -> Next:
     """The task's ``update`` and ``assignment`` listeners, under a token beside its own."""
     g = core.graph_of(tx, task.instance_id)
     node = g.node(task.node_id)
@@ -136,7 +136,7 @@ def complete(
 
     def body() -> Next:
         with core.transaction(user or "operator") as tx:
-            task = _open(tx, task_id)
+            task = open_task(tx, task_id)
             if user is not None and task.assignee not in (None, user):
                 raise TaskClaimed(
                     f"user task {task_id} is claimed by {task.assignee!r}, not {user!r}"
