@@ -73,6 +73,7 @@ from bpm.store.db import database_url
 from bpm.store.decisions import DecisionRow
 from bpm.store.definition_queries import DefinitionQuery
 from bpm.store.deployments import DeploymentQuery, DeploymentRow, ResourceRow
+from bpm.store.filters import FilterQuery, FilterRow
 from bpm.store.history_queries import FoundVariable, InstanceHistoryQuery, VariableQuery
 from bpm.store.incident_queries import FoundIncident, IncidentQuery
 from bpm.store.instance_queries import LiveInstanceQuery, VariableCondition, VariableOp
@@ -123,6 +124,8 @@ __all__ = [
     "EventSubscriptionQuery",
     "ExternalTaskQuery",
     "ExternalTaskView",
+    "FilterQuery",
+    "FilterRow",
     "Forbidden",
     "FormValue",
     "FoundIncident",

@@ -22,6 +22,7 @@ from bpm_server.routers import (
     event_subscriptions,
     external_task_queries,
     external_tasks,
+    filters,
     history,
     history_details,
     incidents,
@@ -103,6 +104,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         conditions.router,
         event_subscriptions.router,
         variable_instances.router,
+        filters.router,
     ):
         app.include_router(router, prefix=BASE)
     app.include_router(engine_info.router, prefix=BASE)

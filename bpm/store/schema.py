@@ -54,6 +54,7 @@ from bpm.store.schema_definitions import deployment_resources as deployment_reso
 from bpm.store.schema_definitions import deployments as deployments
 from bpm.store.schema_definitions import process_definitions as process_definitions
 from bpm.store.schema_history import engine_events as engine_events
+from bpm.store.schema_history import filters as filters
 from bpm.store.schema_history import task_comments as task_comments
 from bpm.store.schema_history import task_events as task_events
 from bpm.store.schema_history import token_events as token_events

@@ -47,3 +47,17 @@ task_comments = Table(
     Index("ix_task_comments_task_id", "task_id"),
     Index("ix_task_comments_instance_id", "instance_id"),
 )
+
+#: Saved task queries (Camunda's filters): a name, an owner, the query as Camunda's task query
+#: JSON, and the properties Tasklist shows them with (colour, priority, description).
+filters = Table(
+    "filters",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("resource_type", Text, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("owner", Text),
+    Column("query", JsonValue, nullable=False),
+    Column("properties", JsonValue),
+    Column("created_at", UtcDateTime, nullable=False),
+)
