@@ -9,7 +9,7 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Request, Response
 
-from bpm.api import Engine, FilterQuery, FilterRow, Forbidden, InvalidRequest, Role
+from bpm.api import Engine, FilterQuery, FilterRow, Forbidden, InvalidRequest, Page, Role
 from bpm_server.auth import Principal
 from bpm_server.ids import maybe_uuid
 from bpm_server.lists import ListResource, add_list_routes
@@ -33,7 +33,7 @@ class FilterDto(Dto):
     name: str
     owner: str | None
     query: dict[str, Any]
-    properties: dict[str, Any] | None
+    properties: dict[str, Any]
     item_count: int | None = None
 
 
@@ -68,7 +68,7 @@ def filter_dto(row: FilterRow, count: int | None = None) -> FilterDto:
         name=row.name,
         owner=row.owner,
         query=row.query,
-        properties=row.properties,
+        properties=row.properties or {},
         item_count=count,
     )
 
@@ -167,6 +167,26 @@ def run_post(
     return _run(request, filter_id, body, caller)
 
 
+@router.get("/{filter_id}/singleResult", response_model=TaskDto | None)
+def single_get(filter_id: str, request: Request, caller: Reader) -> TaskDto | None:
+    return _single(_run(request, filter_id, None, caller, most=2))
+
+
+@router.post("/{filter_id}/singleResult", response_model=TaskDto | None)
+def single_post(
+    filter_id: str, request: Request, caller: Reader, body: QueryBody = None
+) -> TaskDto | None:
+    return _single(_run(request, filter_id, body, caller, most=2))
+
+
+def _single(found: list[TaskDto]) -> TaskDto | None:
+    """The one task the filter finds, null for none; more than one is refused, as Camunda
+    refuses a single result of many."""
+    if len(found) > 1:
+        raise InvalidRequest("the filter finds more than one task; ask /list for them")
+    return found[0] if found else None
+
+
 @router.get("/{filter_id}/count", response_model=CountDto)
 def count_get(filter_id: str, request: Request, caller: Reader) -> CountDto:
     row = runtime_of(request).engine.filter(filter_id)
@@ -182,10 +202,17 @@ def count_post(
 
 
 def _run(
-    request: Request, filter_id: str, extra: Mapping[str, Any] | None, caller: Principal
+    request: Request,
+    filter_id: str,
+    extra: Mapping[str, Any] | None,
+    caller: Principal,
+    *,
+    most: int | None = None,
 ) -> list[TaskDto]:
     engine = runtime_of(request).engine
     filters, page = _task_filters(request, engine.filter(filter_id), extra, caller)
+    if most is not None:
+        page = Page(0, most, page.order)
     query = task_query(filters)
     return [task_dto(v) for v in engine.find_user_tasks(query, page)]
 

@@ -131,7 +131,7 @@ def definition_by_id(request: Request, definition_id: str) -> DefinitionRow:
     return row
 
 
-def _by_key(request: Request, key: str) -> DefinitionRow:
+def definition_by_key(request: Request, key: str) -> DefinitionRow:
     try:
         return runtime_of(request).engine.process_definition(key=key)
     except UnknownProcess:
@@ -143,12 +143,12 @@ def _by_key(request: Request, key: str) -> DefinitionRow:
 @router.get("/key/{key}", response_model=ProcessDefinitionDto)
 def get_by_key(key: str, request: Request, caller: Reader) -> ProcessDefinitionDto:
     """The latest version of ``key``."""
-    return definition_dto(_by_key(request, key))
+    return definition_dto(definition_by_key(request, key))
 
 
 @router.get("/key/{key}/xml", response_model=ProcessDefinitionXmlDto)
 def xml_by_key(key: str, request: Request, caller: Reader) -> ProcessDefinitionXmlDto:
-    return _xml(request, _by_key(request, key))
+    return _xml(request, definition_by_key(request, key))
 
 
 @router.post("/key/{key}/start", response_model=ProcessInstanceWithVariablesDto)
@@ -164,7 +164,7 @@ def start_by_key(
     ``submit-form`` the variables submit the start form (checked, defaults filled, its
     business key field read); a plain start checks nothing, as in Camunda."""
     caller.check_process(key)
-    row = _by_key(request, key)
+    row = definition_by_key(request, key)
     body = body or StartDto()
     return _start(request, caller, row, body, idempotency_key, None, _submits(request))
 

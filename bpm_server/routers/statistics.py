@@ -5,13 +5,14 @@ tokens are at work, as Camunda's Cockpit reads them (docs/http-api.md)."""
 from __future__ import annotations
 
 from typing import Annotated
+from uuid import UUID
 
 from fastapi import APIRouter, Query, Request
 
 from bpm.api import IncidentCount, InvalidRequest
 from bpm_server.definition_models import ProcessDefinitionDto, definition_dto
 from bpm_server.models import Dto
-from bpm_server.routers.process_definitions import definition_by_id
+from bpm_server.routers.process_definitions import definition_by_id, definition_by_key
 from bpm_server.routing import Reader, runtime_of
 
 router = APIRouter(prefix="/process-definition", tags=["Process Definition"])
@@ -80,6 +81,20 @@ def definition_statistics(
     ]
 
 
+@router.get("/key/{key}/statistics", response_model=list[ActivityStatisticsDto])
+def activity_statistics_by_key(
+    key: str,
+    request: Request,
+    caller: Reader,
+    failed_jobs: FailedJobs = False,
+    incidents: Incidents = False,
+    incidents_for_type: ForType = None,
+) -> list[ActivityStatisticsDto]:
+    """Of the latest version of ``key``."""
+    row = definition_by_key(request, key)
+    return _activities(request, row.id, failed_jobs, incidents, incidents_for_type)
+
+
 @router.get("/{definition_id}/statistics", response_model=list[ActivityStatisticsDto])
 def activity_statistics(
     definition_id: str,
@@ -92,7 +107,17 @@ def activity_statistics(
     """The activities with tokens at work or open incidents (by bpm's id or Camunda's
     ``key:version:uuid``)."""
     row = definition_by_id(request, definition_id)
-    found = runtime_of(request).engine.node_statistics(row.id)
+    return _activities(request, row.id, failed_jobs, incidents, incidents_for_type)
+
+
+def _activities(
+    request: Request,
+    definition_id: UUID,
+    failed_jobs: bool,
+    incidents: bool,
+    incidents_for_type: str | None,
+) -> list[ActivityStatisticsDto]:
+    found = runtime_of(request).engine.node_statistics(definition_id)
     return [
         ActivityStatisticsDto(
             id=s.node_id,

@@ -1,6 +1,6 @@
 """pycamunda (PyPI, unmodified) against ``bpm serve`` for every call whose endpoint bpm serves:
 deployments, definitions, starts, instances and their variables, external tasks, messages,
-user tasks, incidents. Each scenario runs in pycamunda's own virtualenv (outside the
+user tasks, incidents, statistics, filters, identity links, assignees and comments. Each scenario runs in pycamunda's own virtualenv (outside the
 repository) and fails on the first call that raises."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import os, sys, uuid
 import requests.auth
 import pycamunda.deployment as deployment
 import pycamunda.externaltask as externaltask
+import pycamunda.filter as taskfilter
 import pycamunda.incident as incident
 import pycamunda.message as message
 import pycamunda.processdef as processdef
@@ -156,6 +157,49 @@ def user_tasks():
     call(complete)
 
 
+def statistics():
+    instance = start("pc_ext")
+    locked(instance)
+    stats = call(processdef.GetProcessInstanceStats(URL, failed_jobs=True, incidents=True))
+    (mine,) = [s for s in stats if s.definition.key == "pc_ext"]
+    assert mine.instances >= 1 and mine.failed_jobs == 0
+    nodes = call(processdef.GetActivityInstanceStats(URL, key="pc_ext", failed_jobs=True))
+    assert "work" in {n.id_ for n in nodes}
+    by_id = call(processdef.GetActivityInstanceStats(URL, id_=mine.id_))
+    assert {n.id_ for n in by_id} == {n.id_ for n in nodes}
+
+
+def filters():
+    made = taskfilter.Create(URL, name="pc signing", owner=os.environ["USER_NAME"])
+    made.process_definition_key = "pc_sign"
+    created = call(made)
+    instance = start("pc_sign")
+    assert created.id_ in {f.id_ for f in call(taskfilter.GetList(URL, name="pc signing"))}
+    found = call(taskfilter.Execute(URL, id_=created.id_))
+    assert instance.id_ in {t.process_instance_id for t in found}
+    assert call(taskfilter.ExecuteCount(URL, id_=created.id_)) == len(found)
+    call(taskfilter.Update(URL, id_=created.id_, name="pc renamed", owner=os.environ["USER_NAME"]))
+    assert call(taskfilter.Get(URL, id_=created.id_)).name == "pc renamed"
+    call(taskfilter.Delete(URL, id_=created.id_))
+
+
+def task_people():
+    instance = start("pc_sign")
+    (found,) = call(task.GetList(URL, process_instance_id=instance.id_))
+    call(task.IdentityLinksAdd(URL, task_id=found.id_, type_="candidate", group_id="pc-clerks"))
+    call(task.SetAssignee(URL, id_=found.id_, user_id="cid"))
+    links = call(task.IdentityLinksGetList(URL, task_id=found.id_))
+    assert {(l.user_id, l.group_id, l.type_) for l in links} >= {
+        ("cid", None, "assignee"), (None, "pc-clerks", "candidate")
+    }, links
+    call(task.IdentityLinksDelete(URL, task_id=found.id_, type_="candidate", group_id="pc-clerks"))
+    made = call(task.CommentCreate(URL, task_id=found.id_, message="looked at it"))
+    assert [c.message for c in call(task.CommentGetList(URL, task_id=found.id_))] == [
+        "looked at it"
+    ]
+    assert call(task.CommentGet(URL, task_id=found.id_, comment_id=made.id_)).id_ == made.id_
+
+
 def engine_version():
     assert call(version.Get(URL))
 
@@ -188,6 +232,9 @@ SCENARIOS = [
     ),
     "messages",
     "user_tasks",
+    "statistics",
+    "filters",
+    "task_people",
     "engine_version",
 ]
 
