@@ -1,7 +1,8 @@
 """pycamunda (PyPI, unmodified) against ``bpm serve`` for every call whose endpoint bpm serves:
 deployments, definitions, starts, instances and their variables, external tasks, messages,
-user tasks, incidents, statistics, filters, identity links, assignees and comments. Each scenario runs in pycamunda's own virtualenv (outside the
-repository) and fails on the first call that raises."""
+user tasks, incidents, statistics, filters, identity links, assignees and comments. Each
+scenario runs in pycamunda's own virtualenv (outside the repository) and fails on the first
+call that raises."""
 
 from __future__ import annotations
 
