@@ -81,7 +81,8 @@ def minus(whole: RowSet, part: RowSet) -> RowSet:
 
 
 #: Local variables end with their scope, and signal deliveries with their delivery, so an
-#: ended instance holds none (retention deletes them all the same, in case one is left). API
+#: ended instance holds none (retention deletes them all the same, in case one is left). Saved
+#: task queries (filters) belong to no instance. API
 #: credentials, deployments and signal subscriptions belong to no instance.
 INSTANCE_TABLES = {t.name for t in metadata.sorted_tables} - {
     "process_definitions",
@@ -94,6 +95,7 @@ INSTANCE_TABLES = {t.name for t in metadata.sorted_tables} - {
     "signal_deliveries",
     "local_variables",
     "api_credentials",
+    "filters",
 }
 
 
@@ -170,6 +172,8 @@ def ended_of_every_kind(rt: Harness) -> list[UUID]:
     terminated = rt.run(saga())
     assert rows.state(db, terminated) == "TERMINATED"
     cancelled = rt.run(review())
+    (task,) = rt.engine.user_tasks(instance_id=cancelled)
+    rt.engine.add_comment(task["id"], "looked at it", user="ann")  # comments go with it
     rt.engine.cancel(cancelled)
     assert rows.state(db, cancelled) == "CANCELLED"
     return [completed, terminated, cancelled]
