@@ -86,8 +86,13 @@ def definition_svg(
     diagram = modeler_layout(graph, source)
     if diagram is not None:
         return render_di(diagram, overlay, name=graph.name or graph.key, title=title)
-    marks = Marks(
+    return render_svg(graph, heat_marks(graph, counts), title=title)
+
+
+def heat_marks(graph: ProcessGraph, counts: HeatCounts) -> Marks:
+    """The heatmap as marks, for the automatic layout and Mermaid."""
+    overlay = heatmap(graph.nodes, graph.flows, counts)
+    return Marks(
         {n: NodeMark(status=o.status, entered=o.entered) for n, o in overlay.nodes.items()},
         overlay.flows,
     )
-    return render_svg(graph, marks, title=title)
