@@ -259,19 +259,21 @@ def _flow(svg: Svg, edge: DiEdge, taken: int) -> None:
     )
     edge_label(svg, edge)
     if taken and len(edge.waypoints) > 1:
-        mid = len(edge.waypoints) // 2
-        (x1, y1), (x2, y2) = edge.waypoints[mid - 1], edge.waypoints[mid]
-        svg.text(
-            (x1 + x2) / 2 + 4,
-            (y1 + y2) / 2 - 4,
-            f"{taken}x",
-            size=10,
-            fill=TAKEN,
-            weight="bold",
-            halo=True,
-            anchor="start",
-        )
+        x, y, anchor = _count_spot(edge)
+        svg.text(x, y, f"{taken}x", size=10, fill=TAKEN, weight="bold", halo=True, anchor=anchor)
     svg.add("</g>")
+
+
+def _count_spot(edge: DiEdge) -> tuple[float, float, str]:
+    """Where a flow's count goes: on its last segment, just before the arrowhead (a flow's
+    name sits at its middle), above a level segment and beside an upright one."""
+    (x1, y1), (x2, y2) = edge.waypoints[-2], edge.waypoints[-1]
+    length = max(((x2 - x1) ** 2 + (y2 - y1) ** 2) ** 0.5, 1.0)
+    back = min(26.0, length / 2) / length
+    x, y = x2 - (x2 - x1) * back, y2 - (y2 - y1) * back
+    if abs(x2 - x1) >= abs(y2 - y1):
+        return x, y - 5, "middle"
+    return x + 5, y + 4, "start"
 
 
 def _legend_items(overlay: Overlay) -> list[str]:
