@@ -12,14 +12,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bpm.diagram import ACTIVE, FAILED, LIVE, NOT_VISITED, VISITED, Marks
+from bpm.diagram import ACTIVE, FAILED, LIVE, NOT_VISITED, VISITED, Marks, Status
+from bpm.states import TokenMode, TokenState, WaitKind
 
 
 @dataclass
 class NodeOverlay:
     """One node's status and numbers."""
 
-    status: str = NOT_VISITED
+    status: Status = NOT_VISITED
     entered: int = 0
     runs: int = 0
     #: Live tokens at the node now (failed ones counted apart).
@@ -84,11 +85,11 @@ def of_instance(
     }
     for token in tokens:
         found = nodes.get(str(token.get("node_id")))
-        if found is None or token.get("mode", "FORWARD") != "FORWARD":
+        if found is None or token.get("mode", TokenMode.FORWARD) != TokenMode.FORWARD:
             continue
-        if token.get("state") in LIVE and token.get("wait_kind") != "CHILDREN":
+        if token.get("state") in LIVE and token.get("wait_kind") != WaitKind.CHILDREN:
             found.here += 1
-        elif token.get("state") == "FAILED":
+        elif token.get("state") == TokenState.FAILED:
             found.failed_here += 1
     for node_id, message in incidents:
         if node_id in nodes and message not in nodes[node_id].reasons:

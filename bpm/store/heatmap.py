@@ -14,20 +14,13 @@ from uuid import UUID
 
 from sqlalchemy import ColumnElement, Connection, Select, String, and_, func, literal, or_, select
 
+from bpm.history_reading import COUNTED_ARRIVALS
 from bpm.states import IncidentState, TokenEvent, TokenMode, TokenState, WaitKind
 from bpm.store.schema import incidents as inc
 from bpm.store.schema import process_instances as pi
 from bpm.store.schema import token_events as te
 from bpm.store.schema import tokens as tk
 
-#: Token events that put a token at their node (as ``bpm.diagram`` counts arrivals).
-ARRIVALS = (
-    TokenEvent.CREATED,
-    TokenEvent.MOVED,
-    TokenEvent.ERROR_CAUGHT,
-    TokenEvent.TIMER_FIRED,
-    TokenEvent.TRANSACTION_CANCELLED,
-)
 #: The most incident messages kept per node (a tooltip, not a report).
 REASONS_PER_NODE = 3
 
@@ -59,7 +52,7 @@ def of_definition(conn: Connection, def_id: UUID) -> DefinitionHeat:
     history = te.join(pi, pi.c.id == te.c.instance_id)
     iteration = func.coalesce(_field(conn, te.c.data, "scope"), "") == te.c.node_id
     entered = select(te.c.node_id, func.count()).select_from(history)
-    entered = entered.where(mine, te.c.type.in_(ARRIVALS), forward, ~iteration)
+    entered = entered.where(mine, te.c.type.in_(COUNTED_ARRIVALS), forward, ~iteration)
     flow = func.coalesce(_field(conn, te.c.data, "flow"), _field(conn, te.c.data, "via"))
     taken = select(flow, func.count()).select_from(history)
     taken = taken.where(
