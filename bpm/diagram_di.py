@@ -166,6 +166,10 @@ class DiEdge:
     name: str
     waypoints: tuple[tuple[float, float], ...]
     label: Bounds | None
+    #: A sequence flow: its gateway's or activity's default flow (a slash at its start), or
+    #: one with a condition leaving an activity (a small diamond at its start).
+    default: bool = False
+    conditional: bool = False
 
 
 @dataclass(frozen=True)
@@ -226,7 +230,7 @@ def read_diagram(xml: str | bytes, process_id: str) -> Diagram | None:
             if shape is not None:
                 shapes.append(shape)
         elif di.ns == BPMNDI and di.tag == "BPMNEdge":
-            edges.append(_edge(di, drawn))
+            edges.append(_edge(di, drawn, found))
     return Diagram(process_id, tuple(shapes), tuple(edges))
 
 
@@ -299,7 +303,7 @@ def _shape(di: XmlElement, el: XmlElement) -> DiShape | None:
     return DiShape(element, bounds, expanded, _true(di, "isHorizontal", True), label)
 
 
-def _edge(di: XmlElement, el: XmlElement) -> DiEdge:
+def _edge(di: XmlElement, el: XmlElement, found: dict[str, XmlElement]) -> DiEdge:
     points: list[tuple[float, float]] = []
     for wp in di.children:
         if wp.tag == "waypoint" and wp.ns in (DI, DC, ""):
@@ -308,8 +312,15 @@ def _edge(di: XmlElement, el: XmlElement) -> DiEdge:
             except ValueError:
                 continue
     label = _bounds(di.find(BPMNDI, "BPMNLabel"))
-    name = el.attrib.get("name", "")
-    return DiEdge(str(el.attrib.get("id")), el.tag, name, tuple(points), label)
+    ident, name = str(el.attrib.get("id")), el.attrib.get("name", "")
+    source = found.get(el.attrib.get("sourceRef", ""))
+    default = source is not None and source.attrib.get("default") == ident
+    conditional = (
+        source is not None
+        and _family(source.tag) in (Shape.TASK, Shape.SUBPROCESS)
+        and el.find(BPMN, "conditionExpression") is not None
+    )
+    return DiEdge(ident, el.tag, name, tuple(points), label, default, conditional)
 
 
 def _family(tag: str) -> Shape | None:

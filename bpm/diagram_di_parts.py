@@ -177,4 +177,14 @@ def defs(svg: Svg, taken: str, untaken: str) -> None:
         'markerHeight="10" markerUnits="userSpaceOnUse" orient="auto"><path '
         f'd="M0,1 L10,5 L0,9 z" fill="{PAPER}" stroke="{INK}"/></marker>'
     )
+    for name, colour in (("taken", taken), ("untaken", untaken)):
+        svg.add(
+            f'<marker id="default-{name}" viewBox="0 0 20 20" refX="2" refY="10" '
+            f'markerWidth="20" markerHeight="20" markerUnits="userSpaceOnUse" orient="auto">'
+            f'<path d="M6,4 L12,16" stroke="{colour}" stroke-width="1.5"/></marker>'
+            f'<marker id="conditional-{name}" viewBox="0 0 20 12" refX="0" refY="6" '
+            f'markerWidth="20" markerHeight="12" markerUnits="userSpaceOnUse" orient="auto">'
+            f'<path d="M0,6 L8,1 L16,6 L8,11 Z" fill="{PAPER}" stroke="{colour}" '
+            f'stroke-width="1.2"/></marker>'
+        )
     svg.add("</defs>")

@@ -253,9 +253,12 @@ def _flow(svg: Svg, edge: DiEdge, taken: int) -> None:
         f'data-count="{taken}">'
     )
     svg.add(f"<title>{escape(f'{edge.name or edge.id}: taken {taken}x')}</title>")
+    look = "taken" if taken else "untaken"
+    start = "default" if edge.default else "conditional" if edge.conditional else ""
+    begin = f' marker-start="url(#{start}-{look})"' if start else ""
     svg.add(
         f'<polyline points="{points(edge)}" fill="none" stroke="{colour}" {style} '
-        f'stroke-linejoin="round" marker-end="url(#arrow-{"taken" if taken else "untaken"})"/>'
+        f'stroke-linejoin="round" marker-end="url(#arrow-{look})"{begin}/>'
     )
     edge_label(svg, edge)
     if taken and len(edge.waypoints) > 1:

@@ -298,3 +298,10 @@ def test_every_conformance_model_with_di_renders(path: Path) -> None:
 
 
 CONNECTORS = ("message-flow", "association")
+
+
+def test_a_default_flow_starts_with_a_slash() -> None:
+    root = plain("gateways", "routing")
+    default = first(group(root, "data-flow", "Flow_ToEvent"), "polyline")
+    assert default.get("marker-start") == "url(#default-untaken)"
+    assert first(group(root, "data-flow", "Flow_ToFork"), "polyline").get("marker-start") is None
