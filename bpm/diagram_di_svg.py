@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from xml.sax.saxutils import escape, quoteattr
 
-from bpm.diagram import COLOURS, NOT_VISITED, STATUSES
+from bpm.diagram import COLOURS, NOT_VISITED, STATUSES, Status
 from bpm.diagram_di import Bounds, Diagram, DiEdge, DiShape, Shape, Trigger
 from bpm.diagram_di_parts import (
     artifact,
@@ -121,7 +121,7 @@ def _look(o: NodeOverlay, heatmap: bool) -> tuple[str, str, str]:
         fill = heat_colour(o.heat) if o.entered else "#ffffff"
     if o.status == NOT_VISITED and not heatmap:
         fill = "#ffffff"
-    width = "3" if o.status in (STATUSES[0], STATUSES[1]) else "1.5"  # failed, active
+    width = "3" if o.status in (Status.FAILED, Status.ACTIVE) else "1.5"
     return fill, stroke, width
 
 
