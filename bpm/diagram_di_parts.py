@@ -6,6 +6,7 @@ middle)."""
 
 from __future__ import annotations
 
+import textwrap
 from xml.sax.saxutils import quoteattr
 
 from bpm.diagram_di import Bounds, DiEdge, DiShape, Shape
@@ -22,7 +23,17 @@ def points(edge: DiEdge) -> str:
 
 
 def lines_of(text: str, width: float, size: float, most: int = 3) -> list[str]:
-    return wrap(" ".join(text.split()), int(width / (CHAR_W * size / 12)), most)
+    """``text`` in at most ``most`` lines of about ``width`` px; a long word stays whole (it
+    may run past the width, as in the modeler) unless it is over twice as long."""
+    chars = max(int(width / (CHAR_W * size / 12)), 4)
+    words = " ".join(text.split())
+    lines = textwrap.wrap(words, chars, break_long_words=False) or [""]
+    if any(len(line) > 2 * chars for line in lines):
+        return wrap(words, chars, most)
+    if len(lines) > most:
+        lines = lines[:most]
+        lines[-1] = lines[-1][: max(chars - 1, 1)].rstrip() + "…"
+    return lines
 
 
 def text_block(svg: Svg, box: Bounds, text: str, size: float, ink: str = INK) -> None:
