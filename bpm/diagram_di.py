@@ -16,6 +16,7 @@ importer's does; a file without a plane for the process gives ``None``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
@@ -280,10 +281,20 @@ def _bounds(el: XmlElement | None) -> Bounds | None:
     box = el.find(DC, "Bounds") if el is not None else None
     if box is None:
         return None
+    values = [_number(box.attrib.get(k, "0")) for k in ("x", "y", "width", "height")]
+    if any(v is None for v in values):
+        return None
+    x, y, w, h = (float(v or 0) for v in values)
+    return Bounds(x, y, w, h)
+
+
+def _number(text: str) -> float | None:
+    """A coordinate; ``None`` for text that is not a finite number (no ``nan`` in an SVG)."""
     try:
-        return Bounds(*(float(box.attrib.get(k, "0")) for k in ("x", "y", "width", "height")))
+        value = float(text)
     except ValueError:
         return None
+    return value if math.isfinite(value) else None
 
 
 def _true(el: XmlElement, name: str, default: bool) -> bool:
@@ -307,10 +318,9 @@ def _edge(di: XmlElement, el: XmlElement, found: dict[str, XmlElement]) -> DiEdg
     points: list[tuple[float, float]] = []
     for wp in di.children:
         if wp.tag == "waypoint" and wp.ns in (DI, DC, ""):
-            try:
-                points.append((float(wp.attrib.get("x", "")), float(wp.attrib.get("y", ""))))
-            except ValueError:
-                continue
+            x, y = _number(wp.attrib.get("x", "")), _number(wp.attrib.get("y", ""))
+            if x is not None and y is not None:
+                points.append((x, y))
     label = _bounds(di.find(BPMNDI, "BPMNLabel"))
     ident, name = str(el.attrib.get("id")), el.attrib.get("name", "")
     source = found.get(el.attrib.get("sourceRef", ""))

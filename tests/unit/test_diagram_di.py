@@ -305,3 +305,20 @@ def test_a_default_flow_starts_with_a_slash() -> None:
     default = first(group(root, "data-flow", "Flow_ToEvent"), "polyline")
     assert default.get("marker-start") == "url(#default-untaken)"
     assert first(group(root, "data-flow", "Flow_ToFork"), "polyline").get("marker-start") is None
+
+
+def test_coordinates_that_are_not_numbers_are_left_out() -> None:
+    broken = (
+        source("gateways")
+        .replace(
+            '<dc:Bounds x="470" y="80" width="100" height="80" />',
+            '<dc:Bounds x="nan" y="80" width="100" height="80" />',
+        )
+        .replace('<di:waypoint x="415" y="120" />', '<di:waypoint x="inf" y="120" />')
+    )
+    diagram = read_diagram(broken, "routing")
+    assert diagram is not None
+    assert "Activity_All" not in diagram.ids()  # no shape: the automatic layout draws it
+    [flow] = [e for e in diagram.edges if e.id == "Flow_P"]
+    assert flow.waypoints == ((470, 120),)
+    assert "nan" not in render_di(diagram, Overlay({}, {}), name="routing")
