@@ -29,18 +29,30 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from bpm.definitions.model import GATEWAYS, SCOPES, Node, NodeType, ProcessGraph
 from bpm.diagram_marker import marker_text
+from bpm.history_reading import HistoryEvent, HistoryTable
+from bpm.states import EngineEvent, TaskEvent, TokenEvent, TokenMode, TokenState, WaitKind
 
-ACTIVE, FAILED, COMPENSATED = "active", "failed", "compensated"
-VISITED, NOT_VISITED = "visited", "not visited"
+
+class Status(StrEnum):
+    """A node's status on a diagram (see the module docstring)."""
+
+    FAILED = "failed"
+    ACTIVE = "active"
+    COMPENSATED = "compensated"
+    VISITED = "visited"
+    NOT_VISITED = "not visited"
+
+
+ACTIVE, FAILED, COMPENSATED = Status.ACTIVE, Status.FAILED, Status.COMPENSATED
+VISITED, NOT_VISITED = Status.VISITED, Status.NOT_VISITED
 #: Every status, the one that wins first.
-STATUSES = (FAILED, ACTIVE, COMPENSATED, VISITED, NOT_VISITED)
-#: Token events that put a token at their ``node_id``.
-ARRIVALS = frozenset({"CREATED", "MOVED", "ERROR_CAUGHT", "TIMER_FIRED", "TRANSACTION_CANCELLED"})
-LIVE = frozenset({"ACTIVE", "WAITING"})
+STATUSES = tuple(Status)
+LIVE = frozenset({TokenState.ACTIVE, TokenState.WAITING})
 FORMATS = ("mermaid", "svg")
 #: Mermaid class names (a class name cannot hold a space).
 MERMAID_CLASSES = {
@@ -68,7 +80,7 @@ Token = Mapping[str, Any]
 class NodeMark:
     """What happened at one node."""
 
-    status: str = NOT_VISITED
+    status: Status = NOT_VISITED
     entered: int = 0
     runs: int = 0
     #: A call activity's called instances (ids), in the order it started them.
@@ -100,11 +112,6 @@ class Marks:
         return sum(1 for m in self.nodes.values() if m.status == status)
 
 
-def _data(event: Event) -> Mapping[str, Any]:
-    data = event.get("data")
-    return data if isinstance(data, Mapping) else {}
-
-
 @dataclass
 class _Seen:
     """What the history says, before the tokens are looked at."""
@@ -116,57 +123,46 @@ class _Seen:
 
 
 def _read_history(events: Iterable[Event], marks: Marks) -> _Seen:
-    events = list(events)
+    read = [HistoryEvent.of_view(e) for e in events]
     seen = _Seen(set(), set(), {}, set())
-    for e in events:  # first: which tokens run backwards (they do not walk the flow)
-        data = _data(e)
-        if (
-            e.get("kind") == "token"
-            and e.get("type") == "CREATED"
-            and (data.get("mode") == "COMPENSATION")
-        ):
-            token_id = str(e.get("token_id"))
+    for e in read:  # first: which tokens run backwards (they do not walk the flow)
+        if e.runs_backward:
+            token_id = str(e.token_id)
             seen.backward.add(token_id)
-            if data.get("record_id"):
+            if e.data.get("record_id"):
                 seen.undoing.add(token_id)
-                at = str(e.get("node_id"))
+                at = str(e.node_id)
                 seen.undo_runs[at] = seen.undo_runs.get(at, 0) + 1
     nodes, flows = marks.nodes, marks.flows
-    for e in events:
-        kind, kind_of, node_id, data = e.get("kind"), e.get("type"), e.get("node_id"), _data(e)
-        backward = str(e.get("token_id")) in seen.backward
-        if kind == "token" and not backward:
-            if kind_of in ARRIVALS and node_id in nodes and data.get("scope") == node_id:
+    for e in read:
+        node_id, backward = e.node_id, str(e.token_id) in seen.backward
+        if e.is_token and not backward:
+            if e.arrives and node_id in nodes and e.iteration:
                 nodes[node_id].iterations += 1  # a multi-instance iteration (at its own node)
-            elif kind_of in ARRIVALS and node_id in nodes:
+            elif e.arrives and node_id in nodes:
                 nodes[node_id].entered += 1
-            flow = (
-                data.get("flow")
-                if kind_of == "MOVED"
-                else data.get("via")
-                if kind_of == "CREATED"
-                else None
-            )
-            if isinstance(flow, str) and flow in flows:
-                flows[flow] += 1
-        if kind == "token" and kind_of == "CALLED" and node_id in nodes:
-            nodes[node_id].called.append(str(data.get("instance")))
-        if kind == "token":
+            if e.flow is not None and e.flow in flows:
+                flows[e.flow] += 1
+        if e.is_token and e.type == TokenEvent.CALLED and node_id in nodes:
+            nodes[node_id].called.append(str(e.data.get("instance")))
+        if e.is_token or node_id is None:
             continue
-        if kind == "task" and kind_of == "LOCKED" and not backward and node_id in nodes:
-            nodes[node_id].runs += 1
-        elif kind == "engine" and kind_of == "CompensationCompleted" and node_id in nodes:
-            seen.compensated.add(str(node_id))
+        if e.table is HistoryTable.TASK and e.type == TaskEvent.LOCKED and not backward:
+            if node_id in nodes:
+                nodes[node_id].runs += 1
+        elif e.table is HistoryTable.ENGINE and e.type == EngineEvent.COMPENSATION_COMPLETED:
+            if node_id in nodes:
+                seen.compensated.add(node_id)
     return seen
 
 
 def _at_work(node: Node, token: Token, undoing: set[str]) -> bool:
     """Whether a live token makes its node active."""
-    if token.get("mode", "FORWARD") != "FORWARD":
+    if token.get("mode", TokenMode.FORWARD) != TokenMode.FORWARD:
         return str(token.get("id")) in undoing
     # A scope token waiting for its children is at work only as a subprocess (a fork's or an
     # end event's waiting token is not where anything happens).
-    return token.get("wait_kind") != "CHILDREN" or node.is_scope
+    return token.get("wait_kind") != WaitKind.CHILDREN or node.is_scope
 
 
 def mark(graph: ProcessGraph, events: Iterable[Event], tokens: Iterable[Token]) -> Marks:
@@ -183,9 +179,9 @@ def mark(graph: ProcessGraph, events: Iterable[Event], tokens: Iterable[Token]) 
         if node_id not in graph.nodes:
             continue
         undoing = str(token.get("id")) in seen.undoing
-        if token.get("mode", "FORWARD") == "FORWARD":
+        if token.get("mode", TokenMode.FORWARD) == TokenMode.FORWARD:
             holding.add(node_id)
-        if state == "FAILED":
+        if state == TokenState.FAILED:
             failed.add(node_id)
             if undoing:
                 undo_failed.add(node_id)
@@ -222,7 +218,7 @@ def _inside(graph: ProcessGraph, node_id: str, subprocess: str) -> bool:
 
 def _status(
     node_id: str, failed: set[str], active: set[str], compensated: set[str], visited: bool
-) -> str:
+) -> Status:
     if node_id in failed:
         return FAILED
     if node_id in active:

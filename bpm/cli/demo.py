@@ -24,6 +24,8 @@ from bpm.embedded import EmbeddedRuntime
 from bpm.engine.operations.external import LockedTask, TopicRequest
 from bpm.engine.operations.lifecycle import Deployed
 from bpm.handlers import registry
+from bpm.history_reading import HistoryEvent, HistoryTable
+from bpm.states import EngineEvent, TaskEvent
 
 RUN_LIMIT = 30.0
 #: The demo acts as the external worker of the saga's card payments and refunds.
@@ -113,7 +115,7 @@ class SagaRun:
         return [
             str(e["node_id"])
             for e in self.events
-            if e["kind"] == "engine" and e["type"] == "CompensationCompleted"
+            if e["kind"] == HistoryTable.ENGINE and e["type"] == EngineEvent.COMPENSATION_COMPLETED
         ]
 
     @property
@@ -123,7 +125,11 @@ class SagaRun:
         (``{"node": ID}``, as a BPMN compensation boundary does)."""
         undo, found = self._undo_tokens(), {}
         for e in self.events:
-            if e["kind"] == "task" and e["type"] == "CREATED" and e.get("token_id") in undo:
+            if (
+                e["kind"] == HistoryTable.TASK
+                and e["type"] == TaskEvent.CREATED
+                and e.get("token_id") in undo
+            ):
                 data = e.get("data", {})
                 kind = "topic" if "topic" in data else "handler"
                 found[str(e["node_id"])] = f"{kind}:{data.get(kind, '?')}"
@@ -143,7 +149,12 @@ class SagaRun:
 
     def _failed(self) -> dict[str, Any] | None:
         return next(
-            (e for e in self.events if e["kind"] == "engine" and e["type"] == "TokenFailed"), None
+            (
+                e
+                for e in self.events
+                if e["kind"] == HistoryTable.ENGINE and e["type"] == EngineEvent.TOKEN_FAILED
+            ),
+            None,
         )
 
     @property
@@ -153,13 +164,7 @@ class SagaRun:
         return paths.build(e for e in self.events if e.get("token_id") not in undo)
 
     def _undo_tokens(self) -> set[Any]:
-        return {
-            e.get("token_id")
-            for e in self.events
-            if e["kind"] == "token"
-            and e["type"] == "CREATED"
-            and e.get("data", {}).get("mode") == "COMPENSATION"
-        }
+        return {e.get("token_id") for e in self.events if HistoryEvent.of_view(e).runs_backward}
 
 
 @dataclass

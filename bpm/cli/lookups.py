@@ -13,6 +13,7 @@ from bpm.cli.parsing import IdPrefix
 from bpm.embedded import EmbeddedRuntime
 from bpm.engine.engine import Engine
 from bpm.errors import InvalidOperation, NotFound, TaskNotFound
+from bpm.states import TaskKind, TaskState, TokenState
 from bpm.store import definitions, instances, tasks, tokens
 
 #: How many of the instances an ambiguous prefix matches are named in the error.
@@ -88,10 +89,10 @@ def handler_of_retry(engine: Engine, token_or_task: UUID) -> RetriedHandler | No
         if tok is None:
             task = tasks.get(conn, token_or_task)
             tok = tokens.get(conn, task.token_id) if task else None
-        if tok is None or tok.state != "FAILED":
+        if tok is None or tok.state != TokenState.FAILED:
             return None
         failed = tasks.open_of_token(conn, tok.id)
-    if failed is None or failed.state != "FAILED" or failed.kind != "HANDLER":
+    if failed is None or failed.state != TaskState.FAILED or failed.kind != TaskKind.HANDLER:
         return None
     if not failed.handler:
         return None

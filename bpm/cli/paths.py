@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bpm.cli.render import Glyphs
+from bpm.history_reading import HistoryEvent, HistoryTable
+from bpm.states import TaskEvent, TokenEvent
 
 
 @dataclass
@@ -70,22 +72,23 @@ def build(events: Iterable[Mapping[str, Any]]) -> PathTree:
     """
     tree = PathTree()
     found: dict[str, _TaskInfo] = {}
-    for event in events:
-        token_id = event.get("token_id")
+    for view in events:
+        event = HistoryEvent.of_view(view)
+        token_id = event.token_id
         if not token_id:
             continue
-        if event.get("kind") == "task" and event.get("task_id"):
+        if event.table is HistoryTable.TASK and event.task_id:
             _task_event(found, token_id, event)
-        elif event.get("kind") == "token":
+        elif event.is_token:
             _token_event(tree, token_id, event)
     _attach(tree, found.values())
     return tree
 
 
-def _token_event(tree: PathTree, token_id: str, event: Mapping[str, Any]) -> None:
-    data = event.get("data") or {}
-    kind, node_id = event.get("type"), event.get("node_id") or "?"
-    if kind == "CREATED":
+def _token_event(tree: PathTree, token_id: str, event: HistoryEvent) -> None:
+    data = event.data
+    kind, node_id = event.type, event.node_id or "?"
+    if kind == TokenEvent.CREATED:
         tree.tokens[token_id] = TokenPath(token_id, [Step(node_id)])
         parent = tree.tokens.get(data.get("parent") or "")
         if parent is None:
@@ -99,24 +102,24 @@ def _token_event(tree: PathTree, token_id: str, event: Mapping[str, Any]) -> Non
     if path is None:
         return
     last = path.last_step()
-    if kind == "MOVED":
+    if kind == TokenEvent.MOVED:
         origin = data.get("from")
         if origin and (last is None or last.node_id != origin):
             path.items.append(Step(origin))  # e.g. the scope token resuming past a join
         path.items.append(Step(node_id))
-    elif kind == "FAILED" and last is not None:
+    elif kind == TokenEvent.FAILED and last is not None:
         last.failed = True
-    elif kind == "RETRIED" and last is not None:
+    elif kind == TokenEvent.RETRIED and last is not None:
         last.failed = False
 
 
-def _task_event(found: dict[str, _TaskInfo], token_id: str, event: Mapping[str, Any]) -> None:
-    task_id = str(event["task_id"])
-    info = found.setdefault(task_id, _TaskInfo(token_id, str(event.get("node_id"))))
-    data = event.get("data") or {}
-    if event.get("type") == "LOCKED":
+def _task_event(found: dict[str, _TaskInfo], token_id: str, event: HistoryEvent) -> None:
+    task_id = str(event.task_id)
+    info = found.setdefault(task_id, _TaskInfo(token_id, str(event.node_id)))
+    data = event.data
+    if event.type == TaskEvent.LOCKED:
         info.attempts = max(info.attempts, int(data.get("attempt") or 1))
-    elif event.get("type") == "FAILED" and data.get("error"):
+    elif event.type == TaskEvent.FAILED and data.get("error"):
         info.errors.append(f"attempt {data.get('attempt', '?')}: {data['error']}")
 
 

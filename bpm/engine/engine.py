@@ -12,6 +12,7 @@ from bpm.dispatch import Dispatcher, Job
 from bpm.engine.core.causes import because
 from bpm.engine.core.engine_core import CoreOptions, EngineCore
 from bpm.engine.core.ids import as_id, maybe_id
+from bpm.engine.engine_diagrams import EngineDiagrams
 from bpm.engine.engine_external import ExternalTaskCalls
 from bpm.engine.engine_filters import FilterCalls
 from bpm.engine.engine_reads import EngineReads
@@ -38,7 +39,7 @@ from bpm.store import Database
 __all__ = ["Engine", "as_id", "because"]
 
 
-class Engine(UserTaskCalls, FilterCalls, ExternalTaskCalls, EngineReads):
+class Engine(UserTaskCalls, FilterCalls, ExternalTaskCalls, EngineReads, EngineDiagrams):
     """Runs process instances stored in ``db``; hands follow-up work to ``dispatcher``."""
 
     def __init__(

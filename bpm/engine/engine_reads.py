@@ -66,7 +66,8 @@ class EngineReads:
 
     def diagram(self, instance_id: UUID | str, fmt: str = "mermaid") -> str:
         """The definition drawn with the path the instance took: ``"mermaid"`` text or an
-        ``"svg"`` document (``bpm.diagram``)."""
+        ``"svg"`` document (in the deployed BPMN's own layout when it has one:
+        ``bpm.diagram_views``)."""
         return views.diagram(self.core, as_id(instance_id, "instance"), fmt)
 
     def instances(

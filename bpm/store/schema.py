@@ -105,6 +105,8 @@ process_instances = Table(
         postgresql_where=text("state IN ('RUNNING', 'FAILED')"),
         sqlite_where=text("state IN ('RUNNING', 'FAILED')"),
     ),
+    # A definition's instances (its heatmap: ``bpm.store.heatmap``).
+    Index("ix_process_instances_definition", "process_def_id"),
     # Retention: the ended instances of one definition, oldest first.
     Index(
         "ix_process_instances_ended",

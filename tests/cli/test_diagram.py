@@ -73,3 +73,18 @@ def test_diagram_refusals_are_one_line(bpm: Bpm, order_id: str, tmp_path: Path) 
 def test_json_still_prints_the_events(bpm: Bpm, order_id: str) -> None:
     events = bpm.json("trace", order_id)
     assert isinstance(events, list) and events[0]["type"] == "InstanceStarted"
+
+
+def test_a_bpmn_file_with_di_is_drawn_in_its_modeler_layout(bpm: Bpm, tmp_path: Path) -> None:
+    model = Path(__file__).resolve().parents[1] / "fixtures" / "diagrams" / "subprocess_events.bpmn"
+    bpm.ok("deploy", str(model))
+    started = bpm.json("start", "claims")
+    assert isinstance(started, dict)
+    target = tmp_path / "claims.svg"
+    bpm.ok("trace", str(started["id"]), "--out", str(target))
+    root = ET.fromstring(target.read_bytes())
+    assert root.get("class") == "bpmn-diagram"
+    drawn = {e.get("data-node"): e for e in root.iter() if e.get("data-node")}
+    assert drawn["Activity_Assess"].get("data-status") == "active"
+    box = next(c for c in drawn["Activity_Review"] if c.tag.endswith("rect"))
+    assert (box.get("x"), box.get("y"), box.get("width")) == ("250", "80", "420")

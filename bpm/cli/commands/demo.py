@@ -8,6 +8,7 @@ from bpm.cli import paths, render
 from bpm.cli.demo import WORKER_ID, DemoResult, DemoRun, SagaRun, new_database, run_demo
 from bpm.cli.invocation import bpm_invocation
 from bpm.demo import ORDER_FULFILMENT, ORDER_SAGA, ORDER_SAGA_BPMN
+from bpm.states import InstanceState
 
 OUTLINE = (
     "validate; then in parallel: reserve stock | charge payment (up to 3 attempts) |",
@@ -129,10 +130,10 @@ def _epilogue(result: DemoResult) -> None:
     ``make demo`` the virtualenv is not active and plain ``bpm`` is not found."""
     runs = result.runs
     bpm = bpm_invocation()
-    done = [r for r in runs if r.instance["state"] == "COMPLETED"]
+    done = [r for r in runs if r.instance["state"] == InstanceState.COMPLETED]
     render.line(f"{len(done)} of {len(runs)} orders COMPLETED in {result.seconds:.1f} s")
     for run in runs:
-        if run.instance["state"] != "COMPLETED":
+        if run.instance["state"] != InstanceState.COMPLETED:
             render.line(
                 f"{run.order.business_key} is {run.instance['state']}: its incident "
                 f"waits for an operator ({bpm.command} retry TOKEN_ID, or "

@@ -13,8 +13,9 @@ from bpm.cli.lookups import resolve_instance
 from bpm.cli.parsing import INSTANCE_ID, IdPrefix
 from bpm.cli.runtime import embedded
 from bpm.errors import InvalidOperation
+from bpm.states import InstanceState
 
-STATES = ("RUNNING", "COMPLETED", "FAILED", "TERMINATED", "CANCELLED")
+STATES = tuple(state.value for state in InstanceState)
 
 
 def parse_time(value: str | None, option: str) -> datetime | None:

@@ -20,8 +20,9 @@ from bpm.cli.errors import fail
 from bpm.cli.lookups import resolve_instance
 from bpm.cli.parsing import INSTANCE_ID, IdPrefix
 from bpm.cli.runtime import embedded
+from bpm.states import InstanceState
 
-STATES = ("RUNNING", "COMPLETED", "FAILED", "TERMINATED", "CANCELLED")
+STATES = tuple(state.value for state in InstanceState)
 DETAIL_WIDTH = 90
 #: ``trace --out``: the diagram format by file suffix.
 DIAGRAM_SUFFIXES = {

@@ -15,6 +15,7 @@ from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.operations.instance_views import BODY, BODY_TYPE
 from bpm.errors import InvalidRequest, NotFound
+from bpm.history_reading import VISIT_STARTS, HistoryEvent, HistoryTable
 from bpm.states import TokenEvent, TokenState
 from bpm.store import history, history_queries, instances
 from bpm.store.history_queries import FoundVariable, InstanceHistoryQuery, VariableQuery
@@ -146,7 +147,6 @@ def visits(core: EngineCore, instance_id: UUID) -> list[Visit]:
     return _derive(row, g, events)
 
 
-_ARRIVALS = {TokenEvent.CREATED, TokenEvent.MOVED, TokenEvent.SPAWNED}
 _GONE = {TokenState.COMPLETED, TokenState.CANCELLED}
 
 
@@ -160,7 +160,7 @@ def _derive(row: InstanceRow, g: ProcessGraph, events: list[EventRow]) -> list[V
     seen: dict[tuple[UUID, str], int] = {}
     for e in events:
         held = current.get(e.token_id) if e.token_id is not None else None
-        if e.table == "task" and held is not None and e.node_id == held[1].node_id:
+        if e.table == HistoryTable.TASK and held is not None and e.node_id == held[1].node_id:
             if held[1].type != NodeType.USER_TASK.value:
                 continue  # Camunda names the task of a user task's visit only
             assignee = (e.data or {}).get("assignee", held[1].assignee)
@@ -169,12 +169,12 @@ def _derive(row: InstanceRow, g: ProcessGraph, events: list[EventRow]) -> list[V
                 replace(held[1], task_id=e.task_id, assignee=assignee),
             )
             continue
-        if e.table != "token" or e.token_id is None or e.node_id is None:
+        if e.table != HistoryTable.TOKEN or e.token_id is None or e.node_id is None:
             continue
         canceled = e.to_state == TokenState.CANCELLED
         ends = e.to_state in _GONE or e.type == TokenEvent.FORKED
         moved = held is not None and held[1].node_id.removesuffix(BODY) != e.node_id
-        arrives = e.type in _ARRIVALS or moved
+        arrives = e.type in VISIT_STARTS or moved
         if held is not None and (arrives or ends):
             del current[e.token_id]
             done.append((held[0], _ended(g, held[1], e.at, canceled and not arrives)))
@@ -196,7 +196,7 @@ def _visit(
     node = g.nodes.get(e.node_id)
     # a multi-instance body (not an iteration, created at its node's own scope) is
     # Camunda's activity of its own, X#multiInstanceBody
-    body = node is not None and node.multi_instance and (e.data or {}).get("scope") != node.id
+    body = node is not None and node.multi_instance and not HistoryEvent.of_row(e).iteration
     node_id = f"{e.node_id}{BODY}" if body else e.node_id
     return Visit(
         f"{node_id}:{e.token_id}" + (f"#{n}" if n > 1 else ""),

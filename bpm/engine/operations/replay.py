@@ -18,6 +18,7 @@ from uuid import UUID
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.semantics.scopes import scopes_of
 from bpm.errors import NotFound
+from bpm.history_reading import HistoryEvent, HistoryTable
 from bpm.states import (
     EngineEvent,
     IncidentState,
@@ -84,9 +85,9 @@ def rebuild(
     for e in events:
         if (upto_id is not None and e.id > upto_id) or (upto_at is not None and e.at > upto_at):
             break
-        if e.table == "token":
+        if e.table == HistoryTable.TOKEN:
             _token(state, e)
-        elif e.table == "task":
+        elif e.table == HistoryTable.TASK:
             _task(state, e)
         else:
             _engine(state, e)
@@ -96,12 +97,12 @@ def rebuild(
 def _token(state: State, e: EventRow) -> None:
     key = str(e.token_id)
     if e.type == TokenEvent.CREATED:
-        data = e.data or {}
+        read = HistoryEvent.of_row(e)
         state.tokens[key] = {
             "node_id": e.node_id,
             "state": e.to_state,
-            "mode": data.get("mode", TokenMode.FORWARD),
-            "parent_token_id": data.get("parent"),
+            "mode": read.mode,
+            "parent_token_id": read.data.get("parent"),
             "version": 0,
         }
         return

@@ -7,10 +7,12 @@ from typing import Any, TypedDict, Unpack
 from uuid import UUID
 
 from bpm import diagram as drawing
+from bpm import diagram_views
 from bpm.definitions.model import Node, ProcessGraph
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.operations import event_subscriptions
 from bpm.engine.semantics import event_subprocesses, message_boundaries
+from bpm.engine.semantics.multi_instance import INSTANCES
 from bpm.engine.semantics.tree import Tree
 from bpm.errors import NotFound
 from bpm.states import TimerState
@@ -328,5 +330,19 @@ def diagram(core: EngineCore, instance_id: UUID, fmt: str = "mermaid") -> str:
         version = core.definition_version(row.process_def_id, conn)
         events = [event_view(e) for e in history.of_instance(conn, instance_id)]
         found = [token_view(t) for t in tokens.of_instance(conn, instance_id)]
+        if fmt == "svg":  # the modeler's layout when the deployed file has one
+            source = definitions.source(conn, row.process_def_id)
+            failures = incidents.of_instance(conn, instance_id, only_open=True)
+            counters = local_variables.of_instance(conn, instance_id)
     title = f"{row.process_key} v{version}, instance {row.id}, {row.state}"
-    return drawing.render(graph, events, found, fmt=fmt, title=title)
+    if fmt != "svg":
+        return drawing.render(graph, events, found, fmt=fmt, title=title)
+    return diagram_views.instance_svg(
+        graph,
+        source,
+        events,
+        found,
+        incidents=[(i.node_id, i.message) for i in failures],
+        instances={v.scope_node_id: v.value for v in counters if v.name == INSTANCES},
+        title=title,
+    )
