@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+import bpm_cockpit
 from bpm import __version__, credentials
 from bpm_server import problems
 from bpm_server.auth import Authenticator
@@ -98,4 +99,5 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     ):
         app.include_router(router, prefix=BASE)
     app.include_router(engine_info.router, prefix=BASE)
+    app.include_router(bpm_cockpit.router, prefix="/cockpit")  # docs/cockpit.md
     return app

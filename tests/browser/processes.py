@@ -1,0 +1,65 @@
+"""The processes the browser tests run: a charge that fails on its first attempt (an incident
+an operator retries), and a review whose generated form has a required number."""
+
+from __future__ import annotations
+
+from bpm.embedded import EmbeddedRuntime
+from bpm.handlers import HandlerContext, HandlerResult, handler
+from tests.helpers.modeler import chain, modeler_file
+
+#: The charge handler: it fails on the first run of each task and works after a retry.
+FLAKY = "cockpitFlaky"
+CHARGE = "cockpit_charge"
+REVIEW = "cockpit_review"
+
+
+@handler(FLAKY)
+def flaky(ctx: HandlerContext) -> HandlerResult:
+    if ctx.attempt == 1:
+        raise RuntimeError(f"card declined for {ctx.variables.get('orderId')}")
+    return {"charged": True}
+
+
+def charge_bpmn() -> str:
+    """start -> charge (fails once, no automatic retry) -> done."""
+    body = f"""    <bpmn:startEvent id="start" name="Order received" />
+    <bpmn:serviceTask id="charge" name="Charge card" camunda:class="com.example.{FLAKY}">
+      <bpmn:extensionElements>
+        <camunda:failedJobRetryTimeCycle>R1/PT1S</camunda:failedJobRetryTimeCycle>
+      </bpmn:extensionElements>
+    </bpmn:serviceTask>
+    <bpmn:endEvent id="done" name="Charged" />
+{chain("start", "charge", "done")}"""
+    return modeler_file(CHARGE, body, attrs=' camunda:historyTimeToLive="P1D"')
+
+
+def review_bpmn() -> str:
+    """start -> review (offered to the user clerk; form: amount, a required number, and
+    approved) -> done."""
+    body = """    <bpmn:startEvent id="start" />
+    <bpmn:userTask id="review" name="Review order" camunda:candidateUsers="clerk">
+      <bpmn:extensionElements>
+        <camunda:formData>
+          <camunda:formField id="amount" label="Amount" type="long">
+            <camunda:validation><camunda:constraint name="required" /></camunda:validation>
+          </camunda:formField>
+          <camunda:formField id="approved" label="Approved" type="boolean" />
+        </camunda:formData>
+      </bpmn:extensionElements>
+    </bpmn:userTask>
+    <bpmn:endEvent id="done" />
+""" + chain("start", "review", "done")
+    return modeler_file(REVIEW, body, attrs=' camunda:historyTimeToLive="P1D"')
+
+
+def deploy(rt: EmbeddedRuntime) -> None:
+    rt.engine.deploy_bpmn(charge_bpmn())
+    rt.engine.deploy_bpmn(review_bpmn())
+
+
+def failed_charge(rt: EmbeddedRuntime, business_key: str) -> str:
+    """An instance whose charge failed into an incident."""
+    started = rt.engine.start(CHARGE, {"orderId": business_key}, business_key=business_key)
+    rt.run_until_idle(timeout=10)
+    assert rt.engine.show(started.id)["state"] == "FAILED"
+    return str(started.id)

@@ -1,0 +1,130 @@
+"""The cockpit in a real browser: log in, find a failed instance, see its failed node, retry
+it from the page, bulk-retry incidents by filter, complete a user task through its form,
+and the refusals (a viewer's change, a form without its CSRF token)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import httpx
+
+from tests.browser import processes
+from tests.browser.conftest import base_of, log_in, shot
+from tests.server.conftest import Server
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
+
+def test_a_login_needs_the_right_secret(page: Page, cockpit: Server) -> None:
+    page.goto(base_of(cockpit) + "/incidents")
+    assert "/cockpit/login" in page.url
+    page.fill("input[name=name]", "ops")
+    page.fill("input[name=secret]", "not-the-secret")
+    page.click("#login")
+    assert page.locator(".error").inner_text().startswith("No credential of that name")
+    cookies = {c["name"]: c for c in page.context.cookies()}
+    assert cookies["bpm_cockpit"]["httpOnly"] and cookies["bpm_cockpit"]["sameSite"] == "Lax"
+    log_in(page, cockpit, "ops")
+    assert page.locator("header .who").inner_text().startswith("ops (operator)")
+
+
+def test_an_operator_finds_a_failed_instance_and_retries_it(page: Page, cockpit: Server) -> None:
+    instance = processes.failed_charge(cockpit.runtime, "order-failed-1")
+    log_in(page, cockpit, "ops")
+    page.goto(base_of(cockpit) + "/instances")
+    page.fill("input[name=business_key]", "order-failed-1")
+    page.click("#search")
+    page.click(f"tr[data-instance='{instance}'] a")
+    assert page.locator("#instance-state").inner_text() == "FAILED"
+    failed = page.locator("#diagram svg g[data-node='charge']")
+    assert failed.get_attribute("data-status") == "failed"
+    assert "card declined for order-failed-1" in page.locator("#failures").inner_text()
+    shot(page, "instance_failed")
+    page.click("#incidents button.retry")
+    assert page.locator("#instance-state").inner_text() == "COMPLETED"
+    assert page.locator("#diagram svg g[data-node='done']").get_attribute("data-status") != (
+        "not-visited"
+    )
+    actors = page.locator("#history td.actor").all_inner_texts()
+    assert "ops" in actors, actors
+    assert cockpit.runtime.engine.show(instance)["state"] == "COMPLETED"
+
+
+def test_an_operator_retries_twenty_incidents_by_filter(page: Page, cockpit: Server) -> None:
+    for n in range(20):
+        processes.failed_charge(cockpit.runtime, f"bulk-{n}")
+    log_in(page, cockpit, "ops")
+    page.goto(base_of(cockpit) + "/incidents")
+    page.fill("input[name=message]", "card declined for bulk-")
+    page.click("#filter")
+    assert page.locator("#incident-count").inner_text().startswith("20 open incidents")
+    page.click("#bulk-retry")
+    assert page.locator("#confirm-count").get_attribute("data-count") == "20"
+    shot(page, "bulk_confirm")
+    page.click("#confirm")
+    assert page.locator("#acted").get_attribute("data-done") == "20"
+    page.goto(base_of(cockpit) + "/incidents?message=card+declined+for+bulk-")
+    assert page.locator("#incident-count").inner_text().startswith("0 open incidents")
+    states = {i["state"] for i in cockpit.runtime.engine.find_instances(key=processes.CHARGE)}
+    assert "FAILED" not in states or _only_other_failures(cockpit)
+
+
+def _only_other_failures(srv: Server) -> bool:
+    failed = srv.runtime.engine.find_instances(key=processes.CHARGE, state="FAILED")
+    return all(not str(i.get("business_key", "")).startswith("bulk-") for i in failed)
+
+
+def test_a_user_completes_a_task_through_its_form(page: Page, cockpit: Server) -> None:
+    started = cockpit.runtime.engine.start(processes.REVIEW, {}, business_key="review-1")
+    cockpit.runtime.run_until_idle(timeout=10)
+    log_in(page, cockpit, "clerk")
+    page.goto(base_of(cockpit) + "/tasks")
+    row = page.locator("#tasks tr", has_text="review-1")
+    row.locator("button.claim").click()
+    page.click("#complete")  # the amount is required and empty
+    error = page.locator("[data-field='amount'] .error")
+    assert "required" in error.inner_text()
+    shot(page, "task_form_error")
+    assert cockpit.runtime.engine.user_tasks(instance_id=started.id)  # nothing completed
+    page.fill("#f-amount", "42")
+    page.check("#f-approved")
+    page.click("#complete")
+    assert "completed Review order" in page.locator(".notice").inner_text()
+    cockpit.runtime.run_until_idle(timeout=10)
+    shown = cockpit.runtime.engine.show(started.id)
+    assert shown["state"] == "COMPLETED"
+    assert shown["variables"]["amount"] == 42 and shown["variables"]["approved"] is True
+
+
+def test_a_viewer_sees_no_buttons_and_is_refused_a_change(page: Page, cockpit: Server) -> None:
+    instance = processes.failed_charge(cockpit.runtime, "order-viewed")
+    log_in(page, cockpit, "viewer")
+    page.goto(base_of(cockpit) + f"/instances/{instance}")
+    assert page.locator("main button").count() == 0
+    page.goto(base_of(cockpit) + "/incidents")
+    assert page.locator("main button").count() == 1  # the filter's (a GET: it changes nothing)
+    assert page.locator("main form[method=post]").count() == 0
+    token = page.locator("header input[name=csrf]").get_attribute("value")
+    incident = cockpit.runtime.engine.show(instance)["incidents"][0]["id"]
+    answer = page.request.post(
+        base_of(cockpit) + "/incidents/act",
+        form={"csrf": token or "", "action": "retry", "incident": incident},
+    )
+    assert answer.status == 403
+    assert cockpit.runtime.engine.show(instance)["state"] == "FAILED"
+
+
+def test_a_form_without_its_csrf_token_is_refused(page: Page, cockpit: Server) -> None:
+    instance = processes.failed_charge(cockpit.runtime, "order-csrf")
+    log_in(page, cockpit, "ops")
+    incident = cockpit.runtime.engine.show(instance)["incidents"][0]["id"]
+    url = base_of(cockpit) + "/incidents/act"
+    missing = page.request.post(url, form={"action": "retry", "incident": incident})
+    wrong = page.request.post(url, form={"csrf": "x", "action": "retry", "incident": incident})
+    assert (missing.status, wrong.status) == (403, 403)
+    # Nor does a request with the token but without the session's cookie.
+    token = page.locator("header input[name=csrf]").get_attribute("value") or ""
+    bare = httpx.post(url, data={"csrf": token, "action": "retry", "incident": incident})
+    assert bare.status_code in (303, 403)
+    assert cockpit.runtime.engine.show(instance)["state"] == "FAILED"
