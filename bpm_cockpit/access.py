@@ -42,11 +42,11 @@ class Caller:
     @property
     def user(self) -> str:
         """The user id the tasklist works as (assignee, candidate user, history actor)."""
-        return self.principal.name
+        return self.principal.user or self.principal.name
 
     @property
     def groups(self) -> tuple[str, ...]:
-        return ()
+        return tuple(sorted(self.principal.groups))
 
     @property
     def anonymous(self) -> bool:

@@ -65,12 +65,15 @@ ROLE_PERMISSIONS: dict[Role, frozenset[Permission]] = {
 
 @dataclass(frozen=True)
 class Principal:
-    """A verified caller. ``topics`` / ``processes`` None: not limited."""
+    """A verified caller. ``topics`` / ``processes`` None: not limited. ``user``: the user
+    it acts as on the tasklist (None: its name), ``groups`` that user's groups."""
 
     name: str
     role: Role
     topics: frozenset[str] | None = None
     processes: frozenset[str] | None = None
+    user: str | None = None
+    groups: frozenset[str] = frozenset()
 
     def can(self, permission: Permission) -> bool:
         return permission in ROLE_PERMISSIONS[self.role]
@@ -104,6 +107,8 @@ class Principal:
             row.role,
             None if row.topics is None else frozenset(row.topics),
             None if row.processes is None else frozenset(row.processes),
+            row.user,
+            frozenset(row.groups),
         )
 
 

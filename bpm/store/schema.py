@@ -364,7 +364,8 @@ incidents = Table(
 
 
 #: Who may call the HTTP API: a name, its role and the topics or process keys it is limited to
-#: (NULL: not limited), and the scrypt hash of its secret (the secret itself is never stored).
+#: (NULL: not limited), and the scrypt hash of its secret (the secret itself is never stored);
+#: the user it acts as on the tasklist (NULL: its name) and that user's groups (NULL: none).
 api_credentials = Table(
     "api_credentials",
     metadata,
@@ -374,5 +375,7 @@ api_credentials = Table(
     Column("processes", JsonValue),
     Column("secret_hash", Text, nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
+    Column("user_id", Text),
+    Column("groups", JsonValue),
     CheckConstraint(_in("role", ROLES), name="role"),
 )

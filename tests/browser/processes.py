@@ -34,10 +34,11 @@ def charge_bpmn() -> str:
 
 
 def review_bpmn() -> str:
-    """start -> review (offered to the user clerk; form: amount, a required number, and
-    approved) -> done."""
+    """start -> review (offered to the user clerk and the group reviewers; form: amount, a
+    required number, and approved) -> done."""
     body = """    <bpmn:startEvent id="start" />
-    <bpmn:userTask id="review" name="Review order" camunda:candidateUsers="clerk">
+    <bpmn:userTask id="review" name="Review order" camunda:candidateUsers="clerk"
+        camunda:candidateGroups="reviewers">
       <bpmn:extensionElements>
         <camunda:formData>
           <camunda:formField id="amount" label="Amount" type="long">

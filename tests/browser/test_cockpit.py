@@ -97,6 +97,19 @@ def test_a_user_completes_a_task_through_its_form(page: Page, cockpit: Server) -
     assert shown["variables"]["amount"] == 42 and shown["variables"]["approved"] is True
 
 
+def test_a_group_member_sees_the_task_and_claims_it_as_their_user(
+    page: Page, cockpit: Server
+) -> None:
+    started = cockpit.runtime.engine.start(processes.REVIEW, {}, business_key="review-group")
+    cockpit.runtime.run_until_idle(timeout=10)
+    log_in(page, cockpit, "desk")
+    page.goto(base_of(cockpit) + "/tasks")
+    page.locator("#tasks tr", has_text="review-group").locator("button.claim").click()
+    assert "assignee: anna" in page.locator("main").inner_text()
+    (task,) = cockpit.runtime.engine.user_tasks(instance_id=started.id)
+    assert task["assignee"] == "anna"
+
+
 def test_a_viewer_sees_no_buttons_and_is_refused_a_change(page: Page, cockpit: Server) -> None:
     instance = processes.failed_charge(cockpit.runtime, "order-viewed")
     log_in(page, cockpit, "viewer")
