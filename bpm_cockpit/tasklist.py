@@ -8,12 +8,16 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
 from starlette.responses import Response
 
+from bpm.engine.engine import Engine
+from bpm.engine.operations.task_views import UserTaskView
 from bpm.errors import FormInvalid
 from bpm.store.definition_queries import DefinitionFilter
 from bpm.store.paging import Page
 from bpm.store.user_task_queries import UserTaskQuery
+from bpm_cockpit import camunda_forms
 from bpm_cockpit.access import Caller, TaskWorker, check_form
 from bpm_cockpit.actions import as_operator
 from bpm_cockpit.forms import fields_of, problems_by_field, submitted
@@ -73,14 +77,44 @@ async def claim(request: Request, caller: TaskWorker, task_id: str) -> Response:
     return back_to(f"/cockpit/tasks/{task_id}")
 
 
+def _camunda_form(engine: Engine, view: UserTaskView) -> Any:
+    """The Camunda Form (``.form`` file) the task names, or None."""
+    deployment = engine.process_definition(view.definition_id).deployment_id
+    return camunda_forms.find(engine, view.form, deployment)
+
+
 @router.get("/tasks/{task_id}")
 def task_page(request: Request, caller: TaskWorker, task_id: str) -> Response:
     engine = runtime_of(request).engine
     view = engine.user_task(task_id)
+    doc = _camunda_form(engine, view)
+    if doc is not None:
+        shown = camunda_forms.components(doc, engine.user_task_variables(task_id))
+        return render(request, caller, "task.html", task=view, fields=[], shown=shown, errors={})
     values = {v.name: v.value for v in engine.user_task_form_values(task_id)}
     return render(
         request, caller, "task.html", task=view, fields=fields_of(view.form, values), errors={}
     )
+
+
+def _complete_camunda_form(
+    request: Request, caller: Caller, view: UserTaskView, doc: Any, form: FormData
+) -> Response:
+    """Complete with a Camunda Form's values, or show its problems (nothing completed)."""
+    runtime = runtime_of(request)
+    values, problems = camunda_forms.read(doc, form)
+    if problems:
+        shown = camunda_forms.components(doc, values)
+        return render(
+            request, caller, "task.html", 400, task=view, fields=[], shown=shown, errors=problems
+        )
+    as_operator(
+        runtime,
+        caller.user,
+        "complete task",
+        lambda: runtime.engine.complete_user_task(view.id, values, user=view.assignee),
+    )
+    return back_to("/cockpit/tasks", done=f"completed {view.name or view.node_id}")
 
 
 @router.post("/tasks/{task_id}/complete")
@@ -92,6 +126,9 @@ async def complete(request: Request, caller: TaskWorker, task_id: str) -> Respon
     def run() -> Response:
         engine = runtime.engine
         view = engine.user_task(task_id)
+        doc = _camunda_form(engine, view)
+        if doc is not None:
+            return _complete_camunda_form(request, caller, view, doc, form)
         values = {v.name: v.value for v in engine.user_task_form_values(task_id)}
         fields = fields_of(view.form, values)
         variables = submitted(fields, form)
@@ -113,7 +150,7 @@ async def complete(request: Request, caller: TaskWorker, task_id: str) -> Respon
 
 def _start_form(request: Request, key: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
     shown = runtime_of(request).engine.definition(key)
-    starts = [n for n in shown["nodes"] if n["type"] == "start" and n.get("scope") is None]
+    starts = [n for n in shown["nodes"] if n["type"] == "startEvent" and n.get("scope") is None]
     return shown, next((n["form"] for n in starts if n.get("form")), None)
 
 
@@ -161,6 +198,7 @@ async def start(request: Request, caller: TaskWorker, key: str) -> Response:
                 process=shown,
                 fields=shown_fields,
                 errors=errors,
+                business_key=business_key or "",
             )
         return back_to("/cockpit/tasks", done=f"started {key} ({started.id})")
 

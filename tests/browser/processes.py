@@ -3,7 +3,10 @@ an operator retries), and a review whose generated form has a required number.""
 
 from __future__ import annotations
 
+import json
+
 from bpm.embedded import EmbeddedRuntime
+from bpm.engine.operations.deployments import Resource, kind_of
 from bpm.handlers import HandlerContext, HandlerResult, handler
 from tests.helpers.modeler import chain, modeler_file
 
@@ -34,9 +37,17 @@ def charge_bpmn() -> str:
 
 
 def review_bpmn() -> str:
-    """start -> review (offered to the user clerk and the group reviewers; form: amount, a
-    required number, and approved) -> done."""
-    body = """    <bpmn:startEvent id="start" />
+    """start (start form: customer, required) -> review (offered to the user clerk and the
+    group reviewers; form: amount, a required number, and approved) -> done."""
+    body = """    <bpmn:startEvent id="start">
+      <bpmn:extensionElements>
+        <camunda:formData>
+          <camunda:formField id="customer" label="Customer" type="string">
+            <camunda:validation><camunda:constraint name="required" /></camunda:validation>
+          </camunda:formField>
+        </camunda:formData>
+      </bpmn:extensionElements>
+    </bpmn:startEvent>
     <bpmn:userTask id="review" name="Review order" camunda:candidateUsers="clerk"
         camunda:candidateGroups="reviewers">
       <bpmn:extensionElements>
@@ -53,9 +64,64 @@ def review_bpmn() -> str:
     return modeler_file(REVIEW, body, attrs=' camunda:historyTimeToLive="P1D"')
 
 
+SHIP = "cockpit_ship"
+#: A Camunda Form as Camunda Modeler saves it (the components the cockpit shows).
+SHIP_FORM = {
+    "id": "shipForm",
+    "type": "default",
+    "schemaVersion": 16,
+    "components": [
+        {"type": "text", "text": "Where does the parcel go?"},
+        {
+            "type": "textfield",
+            "key": "address",
+            "label": "Address",
+            "validate": {"required": True, "minLength": 5},
+        },
+        {"type": "number", "key": "parcels", "label": "Parcels", "validate": {"min": 1}},
+        {
+            "type": "select",
+            "key": "carrier",
+            "label": "Carrier",
+            "values": [
+                {"label": "Post", "value": "post"},
+                {"label": "Courier", "value": "courier"},
+            ],
+        },
+        {"type": "checkbox", "key": "fragile", "label": "Fragile"},
+        {
+            "type": "checklist",
+            "key": "extras",
+            "label": "Extras",
+            "values": [
+                {"label": "Insurance", "value": "insurance"},
+                {"label": "Gift", "value": "gift"},
+            ],
+        },
+        {"type": "textarea", "key": "note", "label": "Note"},
+        {"type": "button", "key": "submit", "label": "Submit", "action": "submit"},
+    ],
+}
+
+
+def ship_bpmn() -> str:
+    """start -> ship (offered to clerk, its form the deployment's ship.form) -> done."""
+    body = """    <bpmn:startEvent id="start" />
+    <bpmn:userTask id="ship" name="Ship parcel" camunda:candidateUsers="clerk"
+        camunda:formRef="shipForm" camunda:formRefBinding="deployment" />
+    <bpmn:endEvent id="done" />
+""" + chain("start", "ship", "done")
+    return modeler_file(SHIP, body, attrs=' camunda:historyTimeToLive="P1D"')
+
+
 def deploy(rt: EmbeddedRuntime) -> None:
     rt.engine.deploy_bpmn(charge_bpmn())
     rt.engine.deploy_bpmn(review_bpmn())
+    files = [
+        Resource("ship.bpmn", ship_bpmn().encode(), kind_of("ship.bpmn")),
+        Resource("ship.form", json.dumps(SHIP_FORM).encode(), kind_of("ship.form")),
+    ]
+    rt.engine.deploy_files(files)
 
 
 def failed_charge(rt: EmbeddedRuntime, business_key: str) -> str:

@@ -141,3 +141,56 @@ def test_a_form_without_its_csrf_token_is_refused(page: Page, cockpit: Server) -
     bare = httpx.post(url, data={"csrf": token, "action": "retry", "incident": incident})
     assert bare.status_code in (303, 403)
     assert cockpit.runtime.engine.show(instance)["state"] == "FAILED"
+
+
+def test_a_user_starts_a_process_through_its_start_form(page: Page, cockpit: Server) -> None:
+    log_in(page, cockpit, "clerk")
+    page.goto(base_of(cockpit) + "/tasks")
+    page.click(f"#startable a[href$='/start/{processes.REVIEW}']")
+    page.fill("#business_key", "started-on-the-page")
+    page.click("#start")  # the customer is required
+    assert "required" in page.locator("[data-field='customer'] .error").inner_text()
+    assert not cockpit.runtime.engine.find_instances(business_key="started-on-the-page")
+    page.fill("#f-customer", "ACME <b>Ltd</b>")
+    page.click("#start")
+    assert "started cockpit_review" in page.locator(".notice").inner_text()
+    cockpit.runtime.run_until_idle(timeout=10)
+    (found,) = cockpit.runtime.engine.find_instances(business_key="started-on-the-page")
+    shown = cockpit.runtime.engine.show(found["id"])
+    assert shown["variables"]["customer"] == "ACME <b>Ltd</b>"
+    page.goto(base_of(cockpit) + "/tasks")
+    assert page.locator("#tasks tr", has_text="started-on-the-page").count() == 1
+
+
+def test_a_user_completes_a_task_through_a_camunda_form(page: Page, cockpit: Server) -> None:
+    started = cockpit.runtime.engine.start(processes.SHIP, {}, business_key="ship-1")
+    cockpit.runtime.run_until_idle(timeout=10)
+    log_in(page, cockpit, "clerk")
+    page.goto(base_of(cockpit) + "/tasks")
+    page.locator("#tasks tr", has_text="ship-1").locator("button.claim").click()
+    assert "Where does the parcel go?" in page.locator("main").inner_text()
+    page.fill("#f-address", "Mai")  # shorter than its minLength
+    page.fill("#f-parcels", "0")  # under its min
+    page.click("#complete")
+    assert "at least 5 characters" in page.locator("[data-field='address'] .error").inner_text()
+    assert "at least 1" in page.locator("[data-field='parcels'] .error").inner_text()
+    shot(page, "camunda_form_error")
+    assert cockpit.runtime.engine.user_tasks(instance_id=started.id)  # nothing completed
+    page.fill("#f-address", "Main Street 1")
+    page.fill("#f-parcels", "2")
+    page.select_option("#f-carrier", "courier")
+    page.check("#f-fragile")
+    page.check("[data-field='extras'] input[value='gift']")
+    page.fill("#f-note", "ring twice")
+    page.click("#complete")
+    assert "completed Ship parcel" in page.locator(".notice").inner_text()
+    cockpit.runtime.run_until_idle(timeout=10)
+    variables = cockpit.runtime.engine.show(started.id)["variables"]
+    assert variables == {
+        "address": "Main Street 1",
+        "parcels": 2,
+        "carrier": "courier",
+        "fragile": True,
+        "extras": ["gift"],
+        "note": "ring twice",
+    }

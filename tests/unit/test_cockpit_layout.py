@@ -23,6 +23,8 @@ ALLOWED = {
     "bpm.store.history_queries",  # InstanceHistoryQuery
     "bpm.store.definition_queries",  # DefinitionFilter
     "bpm.store.user_task_queries",  # UserTaskQuery
+    "bpm.engine.operations.task_views",  # UserTaskView
+    "bpm.store.deployments",  # DeploymentFilter (the deployments holding Camunda Forms)
 }
 
 
