@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -31,9 +31,6 @@ from bpm_server.routing import runtime_of
 router = APIRouter()
 PAGE_SIZE = 50
 NEWEST = (("started", True),)
-#: A search whose variable condition cannot use the history tables' indexes reads live
-#: instances only (``live_instances``), newest first by their start.
-LIVE_NEWEST = (("startTime", True),)
 
 
 @dataclass(frozen=True)
@@ -86,9 +83,42 @@ def _states(s: InstanceSearch) -> list[str] | None:
     return [s.state]
 
 
-def _find(request: Request, s: InstanceSearch, offset: int) -> tuple[list[dict[str, Any]], bool]:
-    """A page of instances (one more is read to know whether a next page exists; nothing
-    counts them all, which would read every matching row)."""
+@dataclass(frozen=True)
+class Cursor:
+    """Where a page starts. The instance history is paged by key, not offset, so a page deep
+    in a million instances costs what the first does: ``before`` is the start time of the
+    last instance shown, ``skip`` how many shown instances started at that very time (they
+    come first among those left). A variable search pages live instances by offset
+    (``skip``) instead: that query has no start-time bound."""
+
+    before: datetime | None = None
+    skip: int = 0
+
+    @classmethod
+    def read(cls, values: dict[str, str]) -> Cursor:
+        skip = values.get("skip") or "0"
+        return cls(_date(values.get("before") or "", "before"), int(skip) if skip.isdigit() else 0)
+
+    def fields(self) -> dict[str, str]:
+        out = {"skip": str(self.skip)}
+        if self.before is not None:
+            out["before"] = self.before.isoformat()
+        return out
+
+
+def _next(rows: list[dict[str, Any]], cursor: Cursor) -> Cursor:
+    """The cursor of the page after ``rows`` (a full page, newest first)."""
+    last = rows[-1]["started_at"]
+    ties = sum(1 for r in rows if r["started_at"] == last)
+    return Cursor(last, ties + (cursor.skip if cursor.before == last else 0))
+
+
+def _find(
+    request: Request, s: InstanceSearch, cursor: Cursor
+) -> tuple[list[dict[str, Any]], Cursor | None]:
+    """A page of instances and the cursor of the next (None: none). One row more than shown
+    is read to know whether a next page exists; nothing counts every match, which would
+    read every matching row."""
     engine = runtime_of(request).engine
     definition_ids = None
     if s.version:
@@ -96,7 +126,6 @@ def _find(request: Request, s: InstanceSearch, offset: int) -> tuple[list[dict[s
             raise InvalidOperation("version: give a process key and a version number")
         f = DefinitionFilter(key=s.process, version=int(s.version))
         definition_ids = [d.id for d in engine.process_definitions(f, limit=1)]
-    page = Page(offset, PAGE_SIZE + 1, NEWEST)
     if s.variable:
         live = LiveInstanceFilter(
             business_key=s.business_key or None,
@@ -106,35 +135,42 @@ def _find(request: Request, s: InstanceSearch, offset: int) -> tuple[list[dict[s
             variables=[_variable(s.variable)],
         )
         rows = engine.live_instances(
-            live, sort="startTime", descending=True, limit=PAGE_SIZE + 1, offset=offset
+            live, sort="startTime", descending=True, limit=PAGE_SIZE + 1, offset=cursor.skip
         )
         found = [
             _row(r.id, r.process_key, None, r.business_key, r.state, r.started_at, r.ended_at)
             for r in rows
         ]
-    else:
-        q = InstanceHistoryQuery(
-            business_key=s.business_key or None,
-            process_keys=[s.process] if s.process else None,
-            definition_ids=definition_ids,
-            states=_states(s),
-            started_after=_date(s.started_after, "started after"),
-            started_before=_date(s.started_before, "started before"),
-            with_open_incidents=bool(s.incidents),
+        more = len(found) > PAGE_SIZE
+        return found[:PAGE_SIZE], Cursor(None, cursor.skip + PAGE_SIZE) if more else None
+    before = _date(s.started_before, "started before")
+    if cursor.before is not None:
+        at_most = cursor.before + timedelta(microseconds=1)  # the bound is strict
+        before = at_most if before is None else min(before, at_most)
+    q = InstanceHistoryQuery(
+        business_key=s.business_key or None,
+        process_keys=[s.process] if s.process else None,
+        definition_ids=definition_ids,
+        states=_states(s),
+        started_after=_date(s.started_after, "started after"),
+        started_before=before,
+        with_open_incidents=bool(s.incidents),
+    )
+    found = [
+        _row(
+            h.instance.id,
+            h.instance.process_key,
+            h.definition_version,
+            h.instance.business_key,
+            h.instance.state,
+            h.instance.started_at,
+            h.instance.ended_at,
         )
-        found = [
-            _row(
-                h.instance.id,
-                h.instance.process_key,
-                h.definition_version,
-                h.instance.business_key,
-                h.instance.state,
-                h.instance.started_at,
-                h.instance.ended_at,
-            )
-            for h in engine.find_instance_history(q, page)
-        ]
-    return found[:PAGE_SIZE], len(found) > PAGE_SIZE
+        for h in engine.find_instance_history(q, Page(cursor.skip, PAGE_SIZE + 1, NEWEST))
+    ]
+    if len(found) <= PAGE_SIZE:
+        return found, None
+    return found[:PAGE_SIZE], _next(found[:PAGE_SIZE], cursor)
 
 
 def _row(
@@ -158,19 +194,18 @@ def _row(
 
 
 @router.get("/instances")
-def instances_page(request: Request, caller: Reader, offset: int = 0) -> Response:
-    search = InstanceSearch.read(dict(request.query_params))
-    offset = max(offset, 0)
-    found, more = _find(request, search, offset)
+def instances_page(request: Request, caller: Reader) -> Response:
+    values = dict(request.query_params)
+    search, cursor = InstanceSearch.read(values), Cursor.read(values)
+    found, after = _find(request, search, cursor)
     return render(
         request,
         caller,
         "instances.html",
         search=search,
         instances=found,
-        offset=offset,
-        more=more,
-        page_size=PAGE_SIZE,
+        first=cursor == Cursor(),
+        after=after,
         states=list(InstanceState),
     )
 
