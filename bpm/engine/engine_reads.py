@@ -19,6 +19,7 @@ from bpm.engine.operations import (
     external_views,
     history_views,
     incident_views,
+    instance_counts,
     instance_views,
     queries,
     start_timers,
@@ -35,6 +36,7 @@ from bpm.store.definition_queries import DefinitionFilter
 from bpm.store.deployments import DeploymentFilter, DeploymentRow
 from bpm.store.history_queries import FoundVariable, InstanceHistoryQuery, VariableQuery
 from bpm.store.incident_queries import FoundIncident, IncidentQuery
+from bpm.store.instance_counts import InstanceCounts
 from bpm.store.instance_queries import LiveInstanceFilter
 from bpm.store.job_queries import FoundJob, JobQuery
 from bpm.store.paging import Page
@@ -293,3 +295,7 @@ class EngineReads:
     def activity_tree(self, instance_id: UUID | str) -> ActivityTree:
         """Where a live instance's tokens are, subprocesses holding their inner tokens."""
         return instance_views.activity_tree(self.core, as_id(instance_id, "instance"))
+
+    def instance_counts(self, definition_ids: Sequence[UUID]) -> InstanceCounts:
+        """Those versions' instances by state and open incidents (the cockpit's processes)."""
+        return instance_counts.counts(self.core, definition_ids)

@@ -87,3 +87,20 @@ def test_logging_out_ends_the_session(cockpit: Server) -> None:
         assert token
         assert client.post("/logout", data={"csrf": token.group(1)}).status_code == 303
         assert client.get("/incidents").status_code == 303  # to the login page again
+
+
+def test_the_processes_page_counts_instances_by_state(cockpit: Server) -> None:
+    before = _charge_row(cockpit)
+    processes.failed_charge(cockpit.runtime, "counted")
+    after = _charge_row(cockpit)
+    running, failed, incidents = (after[n] - before[n] for n in (3, 4, 8))
+    assert (running, failed, incidents) == (0, 1, 1)
+
+
+def _charge_row(srv: Server) -> list[int]:
+    """The cells of cockpit_charge version 1's row (numbers only where they are numbers)."""
+    with closing(_session(srv, "viewer")) as client:
+        page = client.get("/processes").text
+    row = page.split(f'data-definition="{processes.CHARGE}:1"')[1].split("</tr>")[0]
+    cells = [re.sub(r"<[^>]+>", "", c).strip() for c in row.split("<td>")[1:]]
+    return [int(c) if c.isdigit() else -1 for c in cells]

@@ -24,6 +24,7 @@ ALLOWED = {
     "bpm.store.definition_queries",  # DefinitionFilter
     "bpm.store.user_task_queries",  # UserTaskQuery
     "bpm.engine.operations.task_views",  # UserTaskView
+    "bpm.store.instance_counts",  # InstanceCounts
     "bpm.store.deployments",  # DeploymentFilter (the deployments holding Camunda Forms)
 }
 
