@@ -194,3 +194,37 @@ def test_a_user_completes_a_task_through_a_camunda_form(page: Page, cockpit: Ser
         "extras": ["gift"],
         "note": "ring twice",
     }
+
+
+def test_an_operator_resolves_selected_incidents(page: Page, cockpit: Server) -> None:
+    made = [processes.failed_charge(cockpit.runtime, f"picked-{n}") for n in range(3)]
+    log_in(page, cockpit, "ops")
+    page.goto(base_of(cockpit) + "/incidents?message=card+declined+for+picked-")
+    page.check("#select-all")  # the page's script ticks every row
+    assert page.locator("input.pick:checked").count() == 3
+    page.once("dialog", lambda dialog: dialog.accept())  # "Resolve the selected incidents?"
+    page.click("#selected-resolve")
+    assert page.locator("#acted").get_attribute("data-done") == "3"
+    for instance in made:
+        (incident,) = cockpit.runtime.engine.show(instance)["incidents"]
+        assert incident["state"] == "RESOLVED"
+
+
+def test_an_operator_sets_a_variable_and_cancels_the_instance(page: Page, cockpit: Server) -> None:
+    instance = processes.failed_charge(cockpit.runtime, "order-edited")
+    log_in(page, cockpit, "ops")
+    page.goto(base_of(cockpit) + f"/instances/{instance}")
+    page.fill("input[name=name]", "orderId")
+    page.fill("input[name=value]", '"order-fixed"')
+    page.click("#set-variable")
+    assert "variable orderId set" in page.locator(".notice").inner_text()
+    assert cockpit.runtime.engine.show(instance)["variables"]["orderId"] == "order-fixed"
+    page.once("dialog", lambda dialog: dialog.accept())  # "Cancel this instance?"
+    page.click("#cancel-instance")
+    assert page.locator("#instance-state").inner_text() == "CANCELLED"
+    history = cockpit.runtime.engine.trace(instance)
+    changed = [e for e in history if e["type"] == "VariablesChanged"][-1]
+    assert changed["actor"] == "ops" and changed["cause"] == "cockpit set variable orderId by ops"
+    assert any(e["actor"] == "ops" and e["type"] == "InstanceCancelled" for e in history), [
+        (e["type"], e.get("actor")) for e in history
+    ]
