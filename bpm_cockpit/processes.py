@@ -9,7 +9,7 @@ from starlette.responses import Response
 from bpm.states import InstanceState
 from bpm.store.definition_queries import DefinitionFilter
 from bpm_cockpit.access import Reader
-from bpm_cockpit.pages import render
+from bpm_cockpit.pages import render, svg
 from bpm_server.routing import runtime_of
 
 router = APIRouter()
@@ -33,3 +33,20 @@ def processes_page(request: Request, caller: Reader) -> Response:
         for d in rows
     ]
     return render(request, caller, "processes.html", definitions=listed)
+
+
+@router.get("/processes/{definition_id}")
+def process_page(request: Request, caller: Reader, definition_id: str) -> Response:
+    engine = runtime_of(request).engine
+    definition = engine.process_definition(definition_id)
+    found = engine.definition_heatmap(definition.id)
+    now = sorted(found.heat.now.items())
+    return render(
+        request,
+        caller,
+        "process.html",
+        d=definition,
+        diagram=svg(found.svg),
+        now=now,
+        instances=found.heat.instances,
+    )

@@ -13,6 +13,7 @@ from bpm.definitions import requirements
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.ids import as_id, maybe_id
 from bpm.engine.operations import (
+    definition_heatmap,
     definitions,
     deployment_views,
     event_subscriptions,
@@ -27,6 +28,7 @@ from bpm.engine.operations import (
     user_tasks,
     views,
 )
+from bpm.engine.operations.definition_heatmap import Heatmap
 from bpm.engine.operations.deployment_views import DeploymentView
 from bpm.engine.operations.external_views import ExternalTaskView, TaskFilter
 from bpm.engine.operations.history_views import InstanceHistory, Visit, VisitQuery
@@ -299,3 +301,7 @@ class EngineReads:
     def instance_counts(self, definition_ids: Sequence[UUID]) -> InstanceCounts:
         """Those versions' instances by state and open incidents (the cockpit's processes)."""
         return instance_counts.counts(self.core, definition_ids)
+
+    def definition_heatmap(self, definition_id: UUID | str) -> Heatmap:
+        """The version's diagram marked with its newest instances' paths and tokens."""
+        return definition_heatmap.heatmap(self.core, as_id(definition_id, "process definition"))

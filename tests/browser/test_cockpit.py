@@ -43,9 +43,8 @@ def test_an_operator_finds_a_failed_instance_and_retries_it(page: Page, cockpit:
     shot(page, "instance_failed")
     page.click("#incidents button.retry")
     assert page.locator("#instance-state").inner_text() == "COMPLETED"
-    assert page.locator("#diagram svg g[data-node='done']").get_attribute("data-status") != (
-        "not-visited"
-    )
+    done = page.locator("#diagram svg g[data-node='done']")
+    assert done.get_attribute("data-status") == "visited"
     actors = page.locator("#history td.actor").all_inner_texts()
     assert "ops" in actors, actors
     assert cockpit.runtime.engine.show(instance)["state"] == "COMPLETED"
@@ -228,3 +227,20 @@ def test_an_operator_sets_a_variable_and_cancels_the_instance(page: Page, cockpi
     assert any(e["actor"] == "ops" and e["type"] == "InstanceCancelled" for e in history), [
         (e["type"], e.get("actor")) for e in history
     ]
+
+
+def test_a_process_shows_its_heatmap_and_where_instances_are(page: Page, cockpit: Server) -> None:
+    processes.failed_charge(cockpit.runtime, "heat-1")
+    log_in(page, cockpit, "viewer")
+    page.goto(base_of(cockpit) + "/processes")
+    page.locator(f"tr[data-definition='{processes.CHARGE}:1'] a.heatmap").click()
+    charge = page.locator("#diagram svg g[data-node='charge']")
+    assert charge.get_attribute("data-status") == "failed"
+    assert int(charge.get_attribute("data-entered") or 0) >= 1
+    taken = page.locator("#diagram svg g[data-flow='Flow_start_charge']")
+    assert int(taken.get_attribute("data-count") or 0) >= 1
+    assert (
+        int(page.locator("#now tr[data-node='charge'][data-state='FAILED'] td").last.inner_text())
+        >= 1
+    )
+    shot(page, "process_heatmap")
