@@ -17,11 +17,11 @@ from bpm.store.incident_queries import IncidentQuery
 from bpm.store.paging import Page
 from bpm_cockpit.access import Caller, Reader, check_form
 from bpm_cockpit.actions import Action, act
-from bpm_cockpit.pages import back_to, render
+from bpm_cockpit.pages import PageRoute, back_to, render
 from bpm_server.auth import Permission
 from bpm_server.routing import runtime_of
 
-router = APIRouter()
+router = APIRouter(route_class=PageRoute)
 PAGE_SIZE = 50
 #: At most this many incidents are acted on by one "all matching" confirmation.
 BULK_LIMIT = 1000

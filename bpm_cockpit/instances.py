@@ -24,11 +24,11 @@ from bpm.store.instance_queries import LiveInstanceFilter, VariableCondition, Va
 from bpm.store.paging import Page
 from bpm_cockpit.access import Reader, check_form
 from bpm_cockpit.actions import as_operator
-from bpm_cockpit.pages import back_to, render, svg
+from bpm_cockpit.pages import PageRoute, back_to, render, svg
 from bpm_server.auth import Permission
 from bpm_server.routing import runtime_of
 
-router = APIRouter()
+router = APIRouter(route_class=PageRoute)
 PAGE_SIZE = 50
 NEWEST = (("started", True),)
 

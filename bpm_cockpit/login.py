@@ -18,11 +18,11 @@ from bpm import credentials
 from bpm.errors import Forbidden
 from bpm_cockpit import sessions
 from bpm_cockpit.access import identify
-from bpm_cockpit.pages import HEADERS, render_plain
+from bpm_cockpit.pages import HEADERS, PageRoute, render_plain
 from bpm_cockpit.sessions import Session
 from bpm_server.routing import runtime_of
 
-router = APIRouter()
+router = APIRouter(route_class=PageRoute)
 HOME = "/cockpit"
 
 

@@ -4,19 +4,25 @@ session cookie of a fresh session, and the headers every page carries."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable, Coroutine
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
+from fastapi.routing import APIRoute
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from bpm.errors import AccessDenied, BpmError
 from bpm_cockpit import sessions
 from bpm_cockpit.access import Caller
 from bpm_server.auth import Permission
+from bpm_server.problems import status_of
 
+log = logging.getLogger("bpm.server")
 _ENV = Environment(
     loader=PackageLoader("bpm_cockpit", "templates"),
     autoescape=select_autoescape(default=True, default_for_string=True),
@@ -79,3 +85,31 @@ def render_plain(request: Request, template: str, response_status: int, **values
     """A page for someone not logged in (the login page)."""
     html = _ENV.get_template(template).render(request=request, caller=None, **values)
     return HTMLResponse(html, response_status, headers=HEADERS)
+
+
+class PageRoute(APIRoute):
+    """A cockpit route: a refusal or a bad input (a bpm error) is answered with an HTML page
+    saying what was wrong, with the API's status for it (400, 403, 404, 409); a fault is
+    left to the app's handler (500, logged with a reference)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def handle(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except BpmError as exc:
+                status, _ = status_of(exc)
+                if status >= 500:
+                    raise
+                if isinstance(exc, AccessDenied):
+                    log.warning(
+                        "refused %s %s: %s",
+                        request.method,
+                        request.url.path,
+                        exc,
+                        extra={"action": "refused", "status": status},
+                    )
+                return render_plain(request, "error.html", status, status=status, message=str(exc))
+
+        return handle

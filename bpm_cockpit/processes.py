@@ -9,10 +9,10 @@ from starlette.responses import Response
 from bpm.states import InstanceState
 from bpm.store.definition_queries import DefinitionFilter
 from bpm_cockpit.access import Reader
-from bpm_cockpit.pages import render, svg
+from bpm_cockpit.pages import PageRoute, render, svg
 from bpm_server.routing import runtime_of
 
-router = APIRouter()
+router = APIRouter(route_class=PageRoute)
 #: The definitions one page lists (by key, then version).
 LIMIT = 200
 

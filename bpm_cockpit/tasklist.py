@@ -21,11 +21,11 @@ from bpm_cockpit import camunda_forms
 from bpm_cockpit.access import Caller, TaskWorker, check_form
 from bpm_cockpit.actions import as_operator
 from bpm_cockpit.forms import fields_of, problems_by_field, submitted
-from bpm_cockpit.pages import back_to, render
+from bpm_cockpit.pages import PageRoute, back_to, render
 from bpm_server.auth import Permission
 from bpm_server.routing import runtime_of
 
-router = APIRouter()
+router = APIRouter(route_class=PageRoute)
 LIMIT = 200
 
 

@@ -104,3 +104,15 @@ def _charge_row(srv: Server) -> list[int]:
     row = page.split(f'data-definition="{processes.CHARGE}:1"')[1].split("</tr>")[0]
     cells = [re.sub(r"<[^>]+>", "", c).strip() for c in row.split("<td>")[1:]]
     return [int(c) if c.isdigit() else -1 for c in cells]
+
+
+def test_a_bad_input_or_a_refusal_is_an_html_page(cockpit: Server) -> None:
+    with closing(_session(cockpit, "viewer")) as client:
+        bad = client.get("/instances", params={"started_after": "yesterday"})
+        missing = client.get("/instances/00000000-0000-0000-0000-000000000000")
+        refused = client.post("/incidents/act", data={"action": "retry"})
+    assert bad.status_code == 400 and "is not a date" in bad.text
+    assert missing.status_code == 404 and 'id="error-message"' in missing.text
+    assert refused.status_code == 403 and "CSRF token" in refused.text
+    for answer in (bad, missing, refused):
+        assert answer.headers["content-type"].startswith("text/html")
