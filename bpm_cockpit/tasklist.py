@@ -4,6 +4,7 @@ starting a process through its start form. Each change names the user as its act
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -13,7 +14,7 @@ from starlette.responses import Response
 
 from bpm.engine.engine import Engine
 from bpm.engine.operations.task_views import UserTaskView
-from bpm.errors import FormInvalid
+from bpm.errors import Forbidden, FormInvalid
 from bpm.store.definition_queries import DefinitionFilter
 from bpm.store.paging import Page
 from bpm.store.user_task_queries import UserTaskQuery
@@ -37,11 +38,44 @@ def _mine(request: Request, caller: Caller) -> list[Any]:
         queries.append(UserTaskQuery(candidate_groups=list(caller.groups)))
     if caller.anonymous:
         queries = [UserTaskQuery()]  # the open server's visitor sees every task
+    processes = caller.principal.processes
     seen: dict[Any, Any] = {}
     for q in queries:
+        if processes is not None:
+            q = replace(q, process_keys=sorted(processes))
         for view in engine.find_user_tasks(q, Page(0, LIMIT)):
             seen.setdefault(view.id, view)
     return sorted(seen.values(), key=lambda v: v.created_at)
+
+
+def _offered(caller: Caller, view: UserTaskView) -> bool:
+    """Whether the task is the caller's to work on: an operator may work on any; a user on
+    one assigned to them, or unclaimed and offered to them, to one of their groups, or to
+    nobody in particular."""
+    if caller.can(Permission.OPERATE):
+        return True
+    if view.assignee is not None:
+        return view.assignee == caller.user
+    candidates = bool(view.candidate_users or view.candidate_groups)
+    offered = caller.user in view.candidate_users or bool(
+        set(caller.groups) & set(view.candidate_groups)
+    )
+    return offered or not candidates
+
+
+def _task(engine: Engine, caller: Caller, task_id: str) -> UserTaskView:
+    """The task, if the caller may work on it (its process, its candidates), else 403."""
+    view = engine.user_task(task_id)
+    caller.principal.check_process(view.process_key, "work on user tasks of")
+    if not _offered(caller, view):
+        raise Forbidden(f"user task {view.id} is neither assigned nor offered to {caller.user}")
+    return view
+
+
+def _completer(caller: Caller) -> str | None:
+    """Who completes: the caller's user (a task claimed by another is refused); an operator
+    completes any task."""
+    return None if caller.can(Permission.OPERATE) else caller.user
 
 
 def _startable(request: Request) -> list[dict[str, Any]]:
@@ -67,13 +101,14 @@ async def claim(request: Request, caller: TaskWorker, task_id: str) -> Response:
     form = await request.form()
     check_form(caller, form, Permission.WORK_USER_TASKS)
     runtime = runtime_of(request)
-    await run_in_threadpool(
-        as_operator,
-        runtime,
-        caller.user,
-        "claim",
-        lambda: runtime.engine.claim(task_id, caller.user),
-    )
+
+    def run() -> None:
+        view = _task(runtime.engine, caller, task_id)
+        as_operator(
+            runtime, caller.user, "claim", lambda: runtime.engine.claim(view.id, caller.user)
+        )
+
+    await run_in_threadpool(run)
     return back_to(f"/cockpit/tasks/{task_id}")
 
 
@@ -86,7 +121,7 @@ def _camunda_form(engine: Engine, view: UserTaskView) -> Any:
 @router.get("/tasks/{task_id}")
 def task_page(request: Request, caller: TaskWorker, task_id: str) -> Response:
     engine = runtime_of(request).engine
-    view = engine.user_task(task_id)
+    view = _task(engine, caller, task_id)
     doc = _camunda_form(engine, view)
     if doc is not None:
         shown = camunda_forms.components(doc, engine.user_task_variables(task_id))
@@ -112,7 +147,7 @@ def _complete_camunda_form(
         runtime,
         caller.user,
         "complete task",
-        lambda: runtime.engine.complete_user_task(view.id, values, user=view.assignee),
+        lambda: runtime.engine.complete_user_task(view.id, values, user=_completer(caller)),
     )
     return back_to("/cockpit/tasks", done=f"completed {view.name or view.node_id}")
 
@@ -125,7 +160,7 @@ async def complete(request: Request, caller: TaskWorker, task_id: str) -> Respon
 
     def run() -> Response:
         engine = runtime.engine
-        view = engine.user_task(task_id)
+        view = _task(engine, caller, task_id)
         doc = _camunda_form(engine, view)
         if doc is not None:
             return _complete_camunda_form(request, caller, view, doc, form)
@@ -137,7 +172,7 @@ async def complete(request: Request, caller: TaskWorker, task_id: str) -> Respon
                 runtime,
                 caller.user,
                 "complete task",
-                lambda: engine.complete_user_task(task_id, variables, user=view.assignee),
+                lambda: engine.complete_user_task(view.id, variables, user=_completer(caller)),
             )
         except FormInvalid as exc:
             shown = fields_of(view.form, {**values, **variables})

@@ -56,6 +56,7 @@ def cockpit(server: Server) -> Server:
     server.add("ops", Role.OPERATOR)
     server.add("viewer", Role.VIEWER)
     server.add("clerk", Role.STARTER)
+    server.add("shipper", Role.STARTER, processes=(processes.SHIP,))
     # A desk credential acting as user anna of the group reviewers.
     now = SYSTEM_CLOCK.now()
     server.secrets["desk"] = credentials.add(

@@ -116,3 +116,24 @@ def test_a_bad_input_or_a_refusal_is_an_html_page(cockpit: Server) -> None:
     assert refused.status_code == 403 and "CSRF token" in refused.text
     for answer in (bad, missing, refused):
         assert answer.headers["content-type"].startswith("text/html")
+
+
+def test_a_user_works_only_on_the_tasks_offered_to_them(cockpit: Server) -> None:
+    engine = cockpit.runtime.engine
+    review = engine.start(processes.REVIEW, {}, business_key="not-for-anna-limits")
+    ship = engine.start(processes.SHIP, {}, business_key="not-for-anna")
+    cockpit.runtime.run_until_idle(timeout=10)
+    (review_task,) = engine.user_tasks(instance_id=review.id)
+    (ship_task,) = engine.user_tasks(instance_id=ship.id)
+    with closing(_session(cockpit, "desk")) as desk:  # anna of reviewers: not offered ship
+        listed = desk.get("/tasks").text
+        assert "not-for-anna-limits" in listed and "not-for-anna<" not in listed
+        assert desk.get(f"/tasks/{ship_task['id']}").status_code == 403
+        token = _CSRF.search(listed)
+        assert token
+        claim = desk.post(f"/tasks/{ship_task['id']}/claim", data={"csrf": token.group(1)})
+        assert claim.status_code == 403
+    with closing(_session(cockpit, "shipper")) as shipper:  # a starter limited to ship
+        assert "not-for-anna-limits" not in shipper.get("/tasks").text
+        assert shipper.get(f"/tasks/{review_task['id']}").status_code == 403
+    assert engine.user_tasks(instance_id=ship.id)[0]["assignee"] is None
