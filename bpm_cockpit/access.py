@@ -12,6 +12,7 @@ from __future__ import annotations
 import hmac
 from collections.abc import Callable
 from dataclasses import dataclass
+from hmac import compare_digest
 from typing import Annotated
 from urllib.parse import quote
 
@@ -21,7 +22,7 @@ from starlette.datastructures import FormData
 from bpm import credentials
 from bpm.errors import Forbidden
 from bpm_cockpit import sessions
-from bpm_cockpit.sessions import Session
+from bpm_cockpit.sessions import Session, stamp_of
 from bpm_server.auth import ANONYMOUS, Authenticator, Permission, Principal
 from bpm_server.routing import runtime_of
 
@@ -70,9 +71,10 @@ def identify(request: Request) -> Caller | None:
         session = Session.fresh()
     if session.user is not None:
         row = credentials.lookup(runtime_of(request).db, session.user)
-        if row is not None:
+        if row is not None and compare_digest(session.stamp, stamp_of(row.secret_hash)):
             return Caller(Principal.of(row), session, fresh)
-        session, fresh = Session.fresh(), True  # the credential was removed: log in again
+        # The credential was removed, or made again with a new secret: log in again.
+        session, fresh = Session.fresh(), True
     authenticator: Authenticator = request.app.state.authenticator
     if authenticator.is_open():
         return Caller(ANONYMOUS, session, fresh)

@@ -47,10 +47,11 @@ def _stand_in() -> str:
     return credentials.hash_secret(secrets.token_urlsafe(32))
 
 
-def _verified(request: Request, name: str, secret: str) -> bool:
+def _verified(request: Request, name: str, secret: str) -> str | None:
+    """The credential's secret hash when ``secret`` is its secret, else None."""
     row = credentials.lookup(runtime_of(request).db, name)
     ok = credentials.verify_secret(secret, row.secret_hash if row else _stand_in())
-    return ok and row is not None
+    return row.secret_hash if ok and row is not None else None
 
 
 def _token_ok(session: Session | None, token: object) -> bool:
@@ -66,9 +67,10 @@ async def login(request: Request) -> Response:
         raise Forbidden("the login form's CSRF token is missing or wrong; reload the login page")
     target = _safe_next(str(form.get("next") or ""))
     if isinstance(name, str) and isinstance(secret, str) and name and secret:
-        if await run_in_threadpool(_verified, request, name, secret):
+        secret_hash = await run_in_threadpool(_verified, request, name, secret)
+        if secret_hash is not None:
             response = RedirectResponse(target, 303, headers=HEADERS)
-            sessions.write(response, request, Session.fresh(name))
+            sessions.write(response, request, Session.fresh(name, secret_hash))
             return response
     return render_plain(
         request,

@@ -1,7 +1,8 @@
 """The cockpit's session: a signed cookie naming the credential that logged in and the
 session's CSRF token.
 
-The cookie holds no secret of the credential: only its name, the token and when it was
+The cookie holds no secret of the credential: only its name, a digest of its secret's hash
+(a credential made again with a new secret ends the old sessions), the token and when it was
 issued, signed with the server's session secret (``BPM_SESSION_SECRET``; without it a random
 secret made when the process starts, so sessions end with the process and a server run with
 several worker processes needs the variable). A cookie past ``MAX_AGE`` or with a wrong
@@ -11,6 +12,7 @@ signature is no session at all. The cookie is ``HttpOnly`` (no script reads it),
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 from dataclasses import dataclass
@@ -28,14 +30,22 @@ SECRET_VARIABLE = "BPM_SESSION_SECRET"
 
 @dataclass(frozen=True)
 class Session:
-    """``user``: the credential's name, None before a login (or when none is needed)."""
+    """``user``: the credential's name, None before a login (or when none is needed);
+    ``stamp``: a digest of the credential's secret hash when it logged in, so a credential
+    made again under the same name (a new secret) does not inherit the old sessions."""
 
     user: str | None
     csrf: str
+    stamp: str = ""
 
     @classmethod
-    def fresh(cls, user: str | None = None) -> Session:
-        return cls(user, secrets.token_urlsafe(24))
+    def fresh(cls, user: str | None = None, secret_hash: str = "") -> Session:
+        return cls(user, secrets.token_urlsafe(24), stamp_of(secret_hash) if user else "")
+
+
+def stamp_of(secret_hash: str) -> str:
+    """A short digest of a stored secret hash (the hash itself never leaves the server)."""
+    return hashlib.sha256(secret_hash.encode()).hexdigest()[:16]
 
 
 @lru_cache(maxsize=1)
@@ -55,14 +65,18 @@ def read(request: Request) -> Session | None:
         return None
     if not isinstance(data, dict) or not isinstance(data.get("c"), str):
         return None
-    user = data.get("u")
-    return Session(user if isinstance(user, str) else None, data["c"])
+    user, stamp = data.get("u"), data.get("s")
+    return Session(
+        user if isinstance(user, str) else None,
+        data["c"],
+        stamp if isinstance(stamp, str) else "",
+    )
 
 
 def write(response: Response, request: Request, session: Session) -> None:
     response.set_cookie(
         COOKIE,
-        _serializer().dumps({"u": session.user, "c": session.csrf}),
+        _serializer().dumps({"u": session.user, "c": session.csrf, "s": session.stamp}),
         max_age=MAX_AGE,
         path="/cockpit",
         httponly=True,

@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 import httpx
 from sqlalchemy import text
 
+from bpm import credentials
+from bpm.states import Role
 from tests.browser import processes
 from tests.browser.conftest import base_of
 from tests.server.conftest import Server
@@ -137,3 +139,16 @@ def test_a_user_works_only_on_the_tasks_offered_to_them(cockpit: Server) -> None
         assert "not-for-anna-limits" not in shipper.get("/tasks").text
         assert shipper.get(f"/tasks/{review_task['id']}").status_code == 403
     assert engine.user_tasks(instance_id=ship.id)[0]["assignee"] is None
+
+
+def test_a_credential_made_again_with_a_new_secret_ends_the_old_sessions(
+    cockpit: Server,
+) -> None:
+    cockpit.add("temp", Role.VIEWER)
+    with closing(_session(cockpit, "temp")) as old:
+        assert old.get("/incidents").status_code == 200
+        credentials.remove(cockpit.db, "temp")
+        cockpit.add("temp", Role.VIEWER)
+        assert old.get("/incidents").status_code == 303  # to the login page
+    with closing(_session(cockpit, "temp")) as new:
+        assert new.get("/incidents").status_code == 200
