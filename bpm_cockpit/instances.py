@@ -17,7 +17,7 @@ from starlette.datastructures import FormData
 from starlette.responses import Response
 
 from bpm.errors import InvalidOperation
-from bpm.states import InstanceState
+from bpm.states import LIVE_TOKEN, InstanceState, TaskState, TimerState
 from bpm.store.definition_queries import DefinitionFilter
 from bpm.store.history_queries import InstanceHistoryQuery
 from bpm.store.instance_queries import LiveInstanceFilter, VariableCondition, VariableOp
@@ -29,6 +29,8 @@ from bpm_server.auth import Permission
 from bpm_server.routing import runtime_of
 
 router = APIRouter(route_class=PageRoute)
+#: Tasks still to be done (or to be retried): the instance page's open work.
+OPEN_TASK = frozenset({TaskState.READY, TaskState.LOCKED, TaskState.FAILED})
 PAGE_SIZE = 50
 NEWEST = (("started", True),)
 
@@ -230,6 +232,9 @@ def instance_page(request: Request, caller: Reader, instance_id: str) -> Respons
         caller,
         "instance.html",
         i=shown,
+        open_tokens=[t for t in shown["tokens"] if t["state"] in LIVE_TOKEN],
+        open_tasks=[t for t in shown["tasks"] if t["state"] in OPEN_TASK],
+        open_timers=[t for t in shown["timers"] if t["state"] == TimerState.SCHEDULED],
         diagram=svg(engine.diagram(instance_id, "svg")),
         failures=_failures(shown),
         events=events,

@@ -4,16 +4,23 @@ and the refusals (a viewer's change, a form without its CSRF token)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import httpx
 
+import bpm.demo
+from bpm.cli.demo import SAGA_ORDER
+from bpm.cli.demo import _run_saga as run_saga
 from tests.browser import processes
 from tests.browser.conftest import base_of, log_in, shot
 from tests.server.conftest import Server
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
+
+SAGA_BPMN = Path(bpm.demo.__file__).parent / "order_saga.bpmn"
 
 
 def test_a_login_needs_the_right_secret(page: Page, cockpit: Server) -> None:
@@ -244,3 +251,19 @@ def test_a_process_shows_its_heatmap_and_where_instances_are(page: Page, cockpit
         >= 1
     )
     shot(page, "process_heatmap")
+
+
+def test_an_instance_shows_its_saga_in_order(page: Page, cockpit: Server) -> None:
+    """The demo's order saga (BPMN): shipping fails, the card is refunded, then the stock
+    released; the page lists each compensation in order and marks the undone activities."""
+    saga = run_saga(cockpit.runtime, SAGA_BPMN, replace(SAGA_ORDER, business_key="saga-1"))
+    assert saga.compensated == ["charge", "reserve"], saga.compensated
+    log_in(page, cockpit, "viewer")
+    page.goto(base_of(cockpit) + f"/instances/{saga.instance['id']}")
+    steps = page.locator("#saga li").all_inner_texts()
+    done = [s.split()[3] for s in steps if " CompensationCompleted " in s]
+    assert done == ["charge", "reserve"], steps
+    for node in ("charge", "reserve"):
+        marked = page.locator(f"#diagram svg g[data-node='{node}']")
+        assert marked.get_attribute("data-status") == "compensated"
+    shot(page, "instance_saga")
