@@ -183,17 +183,28 @@ async def complete(request: Request, caller: TaskWorker, task_id: str) -> Respon
     return await run_in_threadpool(run)
 
 
-def _start_form(request: Request, key: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    shown = runtime_of(request).engine.definition(key)
+def _start_form(request: Request, key: str) -> tuple[dict[str, Any], dict[str, Any] | None, Any]:
+    """The latest version of ``key`` as a view, its start event's form, and the Camunda
+    Form (``.form`` file) that form names, if it names one."""
+    engine = runtime_of(request).engine
+    shown = engine.definition(key)
     starts = [n for n in shown["nodes"] if n["type"] == "startEvent" and n.get("scope") is None]
-    return shown, next((n["form"] for n in starts if n.get("form")), None)
+    form = next((n["form"] for n in starts if n.get("form")), None)
+    deployment = engine.process_definition(shown["id"]).deployment_id
+    return shown, form, camunda_forms.find(engine, form, deployment)
 
 
 @router.get("/start/{key}")
 def start_page(request: Request, caller: TaskWorker, key: str) -> Response:
-    shown, form = _start_form(request, key)
+    shown, form, doc = _start_form(request, key)
     return render(
-        request, caller, "start.html", process=shown, fields=fields_of(form, {}), errors={}
+        request,
+        caller,
+        "start.html",
+        process=shown,
+        fields=[] if doc is not None else fields_of(form, {}),
+        shown=camunda_forms.components(doc, {}) if doc is not None else [],
+        errors={},
     )
 
 
@@ -205,11 +216,17 @@ async def start(request: Request, caller: TaskWorker, key: str) -> Response:
     runtime = runtime_of(request)
 
     def run() -> Response:
-        shown, start_form = _start_form(request, key)
-        fields = fields_of(start_form, {})
-        variables = submitted(fields, form)
+        shown, start_form, doc = _start_form(request, key)
         business_key = str(form.get("business_key") or "").strip() or None
+        fields = [] if doc is not None else fields_of(start_form, {})
+        problems: dict[str, list[str]] = {}
+        if doc is not None:
+            variables, problems = camunda_forms.read(doc, form)
+        else:
+            variables = submitted(fields, form)
         try:
+            if problems:
+                raise FormInvalid("the start form is not valid")
             started = as_operator(
                 runtime,
                 caller.user,
@@ -223,16 +240,15 @@ async def start(request: Request, caller: TaskWorker, key: str) -> Response:
                 ),
             )
         except FormInvalid as exc:
-            shown_fields = fields_of(start_form, variables)
-            errors = problems_by_field(exc.problems)
             return render(
                 request,
                 caller,
                 "start.html",
                 400,
                 process=shown,
-                fields=shown_fields,
-                errors=errors,
+                fields=fields_of(start_form, variables) if doc is None else [],
+                shown=camunda_forms.components(doc, variables) if doc is not None else [],
+                errors=problems or problems_by_field(exc.problems),
                 business_key=business_key or "",
             )
         return back_to("/cockpit/tasks", done=f"started {key} ({started.id})")

@@ -105,8 +105,10 @@ SHIP_FORM = {
 
 
 def ship_bpmn() -> str:
-    """start -> ship (offered to clerk, its form the deployment's ship.form) -> done."""
-    body = """    <bpmn:startEvent id="start" />
+    """start (its form ship.form, by form key) -> ship (offered to clerk, its form the
+    deployment's ship.form, by reference) -> done."""
+    body = """    <bpmn:startEvent id="start"
+        camunda:formKey="camunda-forms:deployment:ship.form" />
     <bpmn:userTask id="ship" name="Ship parcel" camunda:candidateUsers="clerk"
         camunda:formRef="shipForm" camunda:formRefBinding="deployment" />
     <bpmn:endEvent id="done" />

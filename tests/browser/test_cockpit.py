@@ -267,3 +267,19 @@ def test_an_instance_shows_its_saga_in_order(page: Page, cockpit: Server) -> Non
         marked = page.locator(f"#diagram svg g[data-node='{node}']")
         assert marked.get_attribute("data-status") == "compensated"
     shot(page, "instance_saga")
+
+
+def test_a_user_starts_a_process_through_a_camunda_start_form(page: Page, cockpit: Server) -> None:
+    log_in(page, cockpit, "clerk")
+    page.goto(base_of(cockpit) + f"/start/{processes.SHIP}")
+    page.fill("#business_key", "ship-started")
+    page.fill("#f-address", "x")
+    page.click("#start")
+    assert "at least 5 characters" in page.locator("[data-field='address'] .error").inner_text()
+    assert not cockpit.runtime.engine.find_instances(business_key="ship-started")
+    page.fill("#f-address", "Harbour Road 7")
+    page.click("#start")
+    assert "started cockpit_ship" in page.locator(".notice").inner_text()
+    (found,) = cockpit.runtime.engine.find_instances(business_key="ship-started")
+    variables = cockpit.runtime.engine.show(found["id"])["variables"]
+    assert variables["address"] == "Harbour Road 7" and variables["fragile"] is False
