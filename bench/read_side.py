@@ -136,7 +136,9 @@ def reads(engine: Engine, instances: int) -> dict[str, Callable[[], Any]]:
     page = Page(limit=50)
     return {
         "statistics by definition": engine.definition_statistics,
-        "  with the ended instances counted": lambda: engine.definition_statistics(ended=True),
+        "instances of every version by state (cockpit)": lambda: engine.instance_counts(
+            [d.definition.id for d in engine.definition_statistics()]
+        ),
         "statistics by node (one definition)": lambda: engine.node_statistics(definition),
         "instances by business key": lambda: engine.find_instance_history(
             InstanceHistoryQuery(business_key=f"order-{instances // 3}"), page

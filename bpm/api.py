@@ -14,7 +14,8 @@ from bpm.cli.runtime import broker_mode, import_handlers
 from bpm.credentials import CredentialRow
 from bpm.dispatch import Job, broker_dispatcher
 from bpm.embedded import EmbeddedRuntime
-from bpm.engine.engine import Engine
+from bpm.engine.engine import Engine, acting_as, because
+from bpm.engine.operations.deployed_forms import DeployedForm, StartForm
 from bpm.engine.operations.deployment_views import DeploymentView
 from bpm.engine.operations.deployments import (
     Deployed,
@@ -45,6 +46,7 @@ from bpm.errors import (
     ConfigError,
     DeploymentInvalid,
     Forbidden,
+    FormInvalid,
     InputRefused,
     InvalidDefinition,
     InvalidExpression,
@@ -61,11 +63,13 @@ from bpm.errors import (
 from bpm.limits import ERROR_DETAILS_MAX, ERROR_MESSAGE_MAX, NAME_MAX, quoted, shortened
 from bpm.states import (
     LIVE_INSTANCE,
+    LIVE_TOKEN,
     IncidentState,
     InstanceState,
     Role,
     TaskKind,
     TaskState,
+    TimerState,
     TokenState,
 )
 from bpm.store import Database, DatabaseUnavailable
@@ -76,6 +80,7 @@ from bpm.store.deployments import DeploymentQuery, DeploymentRow, ResourceRow
 from bpm.store.filters import FilterQuery, FilterRow
 from bpm.store.history_queries import FoundVariable, InstanceHistoryQuery, VariableQuery
 from bpm.store.incident_queries import FoundIncident, IncidentQuery
+from bpm.store.instance_counts import InstanceCounts
 from bpm.store.instance_queries import LiveInstanceQuery, VariableCondition, VariableOp
 from bpm.store.job_queries import FoundJob, JobKind, JobQuery
 from bpm.store.migrate import require_current
@@ -83,7 +88,7 @@ from bpm.store.notify import Listener
 from bpm.store.paging import Page
 from bpm.store.queries import InstanceFields
 from bpm.store.rows import DefinitionRow, IncidentRow, InstanceRow, TaskRow
-from bpm.store.statistics import IncidentCount, InstanceCounts
+from bpm.store.statistics import IncidentCount, LiveCounts
 from bpm.store.task_comments import CommentRow
 from bpm.store.task_filters import InstanceMatch
 from bpm.store.task_queries import ExternalTaskQuery
@@ -94,6 +99,7 @@ __all__ = [
     "ERROR_DETAILS_MAX",
     "ERROR_MESSAGE_MAX",
     "LIVE_INSTANCE",
+    "LIVE_TOKEN",
     "NAME_MAX",
     "NOTIFY_CHANNEL",
     "AccessDenied",
@@ -114,6 +120,7 @@ __all__ = [
     "DefinitionRow",
     "DefinitionStatistics",
     "Deployed",
+    "DeployedForm",
     "DeploymentInvalid",
     "DeploymentQuery",
     "DeploymentResult",
@@ -127,6 +134,7 @@ __all__ = [
     "FilterQuery",
     "FilterRow",
     "Forbidden",
+    "FormInvalid",
     "FormValue",
     "FoundIncident",
     "FoundJob",
@@ -152,6 +160,7 @@ __all__ = [
     "JobQuery",
     "ListFields",
     "Listener",
+    "LiveCounts",
     "LiveInstanceQuery",
     "LockedTask",
     "NoMatchingWait",
@@ -166,6 +175,7 @@ __all__ = [
     "ResourceRow",
     "Role",
     "ScanConfig",
+    "StartForm",
     "StartOptions",
     "Started",
     "TaskClaimed",
@@ -174,6 +184,7 @@ __all__ = [
     "TaskRow",
     "TaskState",
     "Thrown",
+    "TimerState",
     "TokenState",
     "TopicRequest",
     "UnknownProcess",
@@ -187,6 +198,8 @@ __all__ = [
     "Visit",
     "VisitQuery",
     "__version__",
+    "acting_as",
+    "because",
     "broker_dispatcher",
     "broker_mode",
     "credentials",

@@ -83,8 +83,13 @@ def add(
     now: datetime,
     topics: Sequence[str] = (),
     processes: Sequence[str] = (),
+    *,
+    user: str | None = None,
+    groups: Sequence[str] = (),
 ) -> str:
-    """Store a new credential and return its secret (the only time it is seen)."""
+    """Store a new credential and return its secret (the only time it is seen). ``user``:
+    the user id it acts as on the tasklist (default: ``name``), ``groups`` that user's
+    groups (a task offered to one of them is offered to it)."""
     if not _NAME.match(name):
         raise ConfigError(
             f"credential name {name!r}: use 1 to 64 letters, digits, '-' or '_'"
@@ -94,9 +99,19 @@ def add(
         raise ConfigError("--topic limits a worker; this credential's role is " + role.lower())
     if processes and role is not Role.STARTER:
         raise ConfigError("--process limits a starter; this credential's role is " + role.lower())
+    for given in (user, *groups):
+        if given is not None and not given.strip():
+            raise ConfigError("--user and --group take a non-empty name")
     secret = secrets.token_urlsafe(32)
     row = CredentialRow(
-        name, role, tuple(topics) or None, tuple(processes) or None, hash_secret(secret), now
+        name,
+        role,
+        tuple(topics) or None,
+        tuple(processes) or None,
+        hash_secret(secret),
+        now,
+        user,
+        tuple(dict.fromkeys(groups)),
     )
     with db.transaction() as conn:
         if store.get(conn, name) is not None:

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+import bpm_cockpit
 from bpm.api import __version__, credentials
 from bpm_server import problems
 from bpm_server.auth import Authenticator
@@ -23,8 +24,10 @@ from bpm_server.routers import (
     external_task_queries,
     external_tasks,
     filters,
+    forms,
     history,
     history_details,
+    identity,
     incidents,
     jobs,
     messages,
@@ -105,7 +108,10 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         event_subscriptions.router,
         variable_instances.router,
         filters.router,
+        identity.router,
+        forms.router,
     ):
         app.include_router(router, prefix=BASE)
     app.include_router(engine_info.router, prefix=BASE)
+    app.include_router(bpm_cockpit.router, prefix="/cockpit")  # docs/cockpit.md
     return app

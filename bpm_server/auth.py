@@ -60,15 +60,23 @@ ROLE_PERMISSIONS: dict[Role, frozenset[Permission]] = {
 
 @dataclass(frozen=True)
 class Principal:
-    """A verified caller. ``topics`` / ``processes`` None: not limited."""
+    """A verified caller. ``topics`` / ``processes`` None: not limited. ``user``: the user
+    it acts as on the tasklist (None: its name), ``groups`` that user's groups."""
 
     name: str
     role: Role
     topics: frozenset[str] | None = None
     processes: frozenset[str] | None = None
+    user: str | None = None
+    groups: frozenset[str] = frozenset()
 
     def can(self, permission: Permission) -> bool:
         return permission in ROLE_PERMISSIONS[self.role]
+
+    @property
+    def user_id(self) -> str:
+        """The user this caller is on the tasklist: its user, else its credential's name."""
+        return self.user or self.name
 
     def check_topic(self, topic: str) -> None:
         if self.topics is not None and topic not in self.topics:
@@ -99,6 +107,8 @@ class Principal:
             row.role,
             None if row.topics is None else frozenset(row.topics),
             None if row.processes is None else frozenset(row.processes),
+            row.user,
+            frozenset(row.groups),
         )
 
 

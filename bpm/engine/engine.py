@@ -9,7 +9,7 @@ from typing import Any, Unpack
 from uuid import UUID
 
 from bpm.dispatch import Dispatcher, Job
-from bpm.engine.core.causes import because
+from bpm.engine.core.causes import acting_as, because
 from bpm.engine.core.engine_core import CoreOptions, EngineCore
 from bpm.engine.core.ids import as_id, maybe_id
 from bpm.engine.engine_diagrams import EngineDiagrams
@@ -36,7 +36,7 @@ from bpm.engine.operations import (
 from bpm.engine.operations.lifecycle import StartOptions
 from bpm.store import Database
 
-__all__ = ["Engine", "as_id", "because"]
+__all__ = ["Engine", "acting_as", "as_id", "because"]
 
 
 class Engine(UserTaskCalls, FilterCalls, ExternalTaskCalls, EngineReads, EngineDiagrams):

@@ -20,6 +20,7 @@ from bpm.engine.operations import (
     external_views,
     history_views,
     incident_views,
+    instance_counts,
     instance_views,
     queries,
     start_timers,
@@ -41,6 +42,7 @@ from bpm.store.definition_queries import DefinitionQuery
 from bpm.store.deployments import DeploymentQuery, DeploymentRow
 from bpm.store.history_queries import FoundVariable, InstanceHistoryQuery, VariableQuery
 from bpm.store.incident_queries import FoundIncident, IncidentQuery
+from bpm.store.instance_counts import InstanceCounts
 from bpm.store.instance_queries import LiveInstanceQuery
 from bpm.store.job_queries import FoundJob, JobQuery
 from bpm.store.paging import Page
@@ -311,10 +313,9 @@ class EngineReads:
     def live_variables(self, instance_id: UUID | str) -> dict[str, Any]:
         return instance_views.live_variables(self.core, as_id(instance_id, "instance"))
 
-    def definition_statistics(self, *, ended: bool = False) -> list[DefinitionStatistics]:
-        """Every definition, its running and failed instances (and ended ones, if asked: a
-        read of every one) and open incidents."""
-        return statistics.by_definition(self.core, ended=ended)
+    def definition_statistics(self) -> list[DefinitionStatistics]:
+        """Every definition, its running and failed instances and open incidents by type."""
+        return statistics.by_definition(self.core)
 
     def node_statistics(self, definition_id: UUID | str) -> list[NodeStatistics]:
         """The definition's nodes with tokens at work or open incidents, and how many."""
@@ -323,3 +324,7 @@ class EngineReads:
     def activity_tree(self, instance_id: UUID | str) -> ActivityTree:
         """Where a live instance's tokens are, subprocesses holding their inner tokens."""
         return instance_views.activity_tree(self.core, as_id(instance_id, "instance"))
+
+    def instance_counts(self, definition_ids: Sequence[UUID]) -> InstanceCounts:
+        """Those versions' instances by state and open incidents (the cockpit's processes)."""
+        return instance_counts.counts(self.core, definition_ids)

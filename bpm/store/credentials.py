@@ -15,7 +15,8 @@ from bpm.store.schema import api_credentials as c
 
 @dataclass(frozen=True)
 class CredentialRow:
-    """One caller: ``topics`` / ``processes`` None means not limited."""
+    """One caller: ``topics`` / ``processes`` None means not limited. ``user_id``: the user
+    it acts as on the tasklist (None: its name), ``groups`` that user's groups."""
 
     name: str
     role: Role
@@ -23,10 +24,16 @@ class CredentialRow:
     processes: tuple[str, ...] | None
     secret_hash: str
     created_at: datetime
+    user_id: str | None = None
+    groups: tuple[str, ...] = ()
+
+    @property
+    def user(self) -> str:
+        return self.user_id or self.name
 
 
 def _row(r: Sequence[Any]) -> CredentialRow:
-    name, role, topics, processes, secret_hash, created_at = r
+    name, role, topics, processes, secret_hash, created_at, user_id, groups = r
     return CredentialRow(
         name,
         Role(role),
@@ -34,6 +41,8 @@ def _row(r: Sequence[Any]) -> CredentialRow:
         None if processes is None else tuple(processes),
         secret_hash,
         created_at,
+        user_id,
+        tuple(groups or ()),
     )
 
 
@@ -46,6 +55,8 @@ def insert(conn: Connection, row: CredentialRow) -> None:
             processes=None if row.processes is None else list(row.processes),
             secret_hash=row.secret_hash,
             created_at=row.created_at,
+            user_id=row.user_id,
+            groups=list(row.groups) or None,
         )
     )
 

@@ -42,8 +42,13 @@ def _field(conn: Connection, column: ColumnElement[object], name: str) -> Column
     return func.json_extract(column, f"$.{name}", type_=String())
 
 
-def of_definition(conn: Connection, def_id: UUID) -> DefinitionHeat:
-    mine = pi.c.process_def_id == def_id
+def of_definition(conn: Connection, def_id: UUID, recent: int | None = None) -> DefinitionHeat:
+    """``recent``: over the newest that many instances only (a page's heatmap stays fast
+    whatever the definition's history holds); None: over all of them."""
+    mine: ColumnElement[bool] = pi.c.process_def_id == def_id
+    if recent is not None:
+        newest = select(pi.c.id).where(mine).order_by(pi.c.started_at.desc()).limit(recent)
+        mine = pi.c.id.in_(newest.scalar_subquery())
     instances = conn.execute(select(func.count()).select_from(pi).where(mine)).scalar_one()
     forward = or_(
         _field(conn, te.c.data, "mode").is_(None),

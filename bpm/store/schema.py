@@ -105,8 +105,8 @@ process_instances = Table(
         postgresql_where=text("state IN ('RUNNING', 'FAILED')"),
         sqlite_where=text("state IN ('RUNNING', 'FAILED')"),
     ),
-    # A definition's instances (its heatmap: ``bpm.store.heatmap``).
-    Index("ix_process_instances_definition", "process_def_id"),
+    # A definition's instances, newest first (its heatmap: ``bpm.store.heatmap``).
+    Index("ix_process_instances_definition", "process_def_id", "started_at"),
     # Retention: the ended instances of one definition, oldest first.
     Index(
         "ix_process_instances_ended",
@@ -378,7 +378,8 @@ incidents = Table(
 
 
 #: Who may call the HTTP API: a name, its role and the topics or process keys it is limited to
-#: (NULL: not limited), and the scrypt hash of its secret (the secret itself is never stored).
+#: (NULL: not limited), and the scrypt hash of its secret (the secret itself is never stored);
+#: the user it acts as on the tasklist (NULL: its name) and that user's groups (NULL: none).
 api_credentials = Table(
     "api_credentials",
     metadata,
@@ -388,5 +389,7 @@ api_credentials = Table(
     Column("processes", JsonValue),
     Column("secret_hash", Text, nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
+    Column("user_id", Text),
+    Column("groups", JsonValue),
     CheckConstraint(_in("role", ROLES), name="role"),
 )

@@ -151,7 +151,8 @@ def delete(filter_id: str, request: Request, caller: TaskWorker) -> Response:
 def _check_owner(row: FilterRow, caller: Principal) -> None:
     """A filter is changed by its owner or an operator (one without an owner, by anyone
     who may work on tasks)."""
-    if row.owner is not None and row.owner != caller.name and caller.role != Role.OPERATOR:
+    mine = row.owner in (caller.name, caller.user_id)
+    if row.owner is not None and not mine and caller.role != Role.OPERATOR:
         raise Forbidden(f"{caller.name} may not change filter {row.id}, which {row.owner} owns")
 
 
@@ -236,9 +237,9 @@ def _task_filters(
 
 def _resolved(name: str, value: Any, caller: Principal) -> Any:
     if value == CURRENT_USER:
-        return caller.name
+        return caller.user_id
     if value == CURRENT_GROUPS:
-        return list(getattr(caller, "groups", ()) or ())
+        return sorted(caller.groups)
     if isinstance(value, str) and value.startswith(("${", "#{")):
         raise InvalidRequest(
             f"filter property {name}: bpm reads only {CURRENT_USER} and {CURRENT_GROUPS}"

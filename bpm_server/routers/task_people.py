@@ -143,7 +143,7 @@ def comment(task_id: str, comment_id: str, request: Request, caller: Reader) -> 
 def create_comment(
     task_id: str, body: NewCommentDto, request: Request, caller: TaskWorker
 ) -> CommentDto:
-    """Written by the caller; ``processInstanceId``, when given, must be the task's."""
+    """Written by the caller's user; ``processInstanceId``, when given, must be the task's."""
     runtime = runtime_of(request)
     view = runtime.engine.user_task(task_id)
     check_process(view, caller)
@@ -153,5 +153,5 @@ def create_comment(
     if not body.message:
         raise InvalidRequest("a comment needs a message")
     message = body.message
-    made = runtime.run(lambda: runtime.engine.add_comment(view.id, message, user=caller.name))
+    made = runtime.run(lambda: runtime.engine.add_comment(view.id, message, user=caller.user_id))
     return _comment_dto(made)

@@ -18,14 +18,16 @@ from bpm_server.models import wire
 from bpm_server.query_params import Kind, QuerySpec, both, from_query, openapi
 from bpm_server.routing import Reader, TaskWorker, no_content, runtime_of
 from bpm_server.task_models import (
-    CamundaFormRefDto,
     CompleteTaskDto,
     FormDto,
     TaskDto,
     TaskLifecycle,
     UserIdDto,
+    form_key,
+    form_ref,
+    typed_form_value,
 )
-from bpm_server.variables import decode_variables, encode_value, encode_variables
+from bpm_server.variables import decode_variables, encode_variables
 
 router = APIRouter(prefix="/task", tags=["Task"])
 
@@ -209,7 +211,7 @@ def get_task(task_id: str, request: Request, caller: Reader) -> TaskDto:
 @router.get("/{task_id}/form", response_model=FormDto)
 def get_form(task_id: str, request: Request, caller: Reader) -> FormDto:
     view = runtime_of(request).engine.user_task(task_id)
-    return FormDto(key=_form_key(view), camunda_form_ref=_form_ref(view))
+    return FormDto(key=form_key(view.form), camunda_form_ref=form_ref(view.form))
 
 
 @router.get("/{task_id}/form-variables")
@@ -224,7 +226,7 @@ def form_variables(
     -> Date, ``string`` and ``enum`` -> String), else by the value."""
     names = None if variable_names is None else [n for n in variable_names.split(",") if n]
     found = runtime_of(request).engine.user_task_form_values(task_id, names)
-    return {v.name: _typed(v.value, v.type) for v in found}
+    return {v.name: typed_form_value(v.value, v.type) for v in found}
 
 
 @router.get("/{task_id}/variables")
@@ -305,35 +307,7 @@ def task_dto(v: UserTaskView) -> TaskDto:
         process_definition_id=str(v.definition_id),
         process_instance_id=str(v.instance_id),
         task_definition_key=v.node_id,
-        form_key=_form_key(v),
-        camunda_form_ref=_form_ref(v),
+        form_key=form_key(v.form),
+        camunda_form_ref=form_ref(v.form),
         task_state=TaskLifecycle.UPDATED if v.updated_at > v.created_at else TaskLifecycle.CREATED,
     )
-
-
-def _form_key(v: UserTaskView) -> str | None:
-    key = (v.form or {}).get("key")
-    return key if isinstance(key, str) else None
-
-
-def _form_ref(v: UserTaskView) -> CamundaFormRefDto | None:
-    ref = (v.form or {}).get("ref")
-    if not isinstance(ref, Mapping) or not ref.get("id"):
-        return None
-    version = ref.get("version")
-    return CamundaFormRefDto(
-        key=str(ref["id"]),
-        binding=ref.get("binding"),
-        version=version if isinstance(version, int) else None,
-    )
-
-
-_FIELD_TYPES = {"long": "Long", "boolean": "Boolean", "date": "Date", "string": "String"}
-
-
-def _typed(value: Any, field_type: str | None) -> dict[str, Any]:
-    typed = encode_value(value)
-    wanted = _FIELD_TYPES.get(field_type or "", "String" if field_type == "enum" else None)
-    if wanted is not None:
-        typed["type"] = wanted
-    return typed

@@ -1,6 +1,6 @@
-"""A definition's instances are found by an index (its heatmap reads them all).
+"""A definition's instances are found by an index, newest first (its heatmap reads them).
 
-- ix_process_instances_definition on process_instances(process_def_id).
+- ix_process_instances_definition on process_instances(process_def_id, started_at).
 
 Revision ID: 0025
 Revises: 0024
@@ -18,7 +18,9 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.create_index("ix_process_instances_definition", "process_instances", ["process_def_id"])
+    op.create_index(
+        "ix_process_instances_definition", "process_instances", ["process_def_id", "started_at"]
+    )
 
 
 def downgrade() -> None:

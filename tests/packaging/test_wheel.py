@@ -1,8 +1,9 @@
 """A built wheel, installed into a new virtualenv next to the Camunda external task client.
 
 That client installs a top-level ``examples`` package. bpm's wheel must install only names of
-its own (``bpm``, ``bpm_server``, ``bpm_workers``, ``bpm_beat``), or whichever distribution is
-installed last replaces the other's modules and every ``bpm`` command fails to import. Slow
+its own (``bpm``, ``bpm_server``, ``bpm_cockpit``, ``bpm_workers``, ``bpm_beat``), or
+whichever distribution is installed last replaces the other's modules and every ``bpm``
+command fails to import. Slow
 (a build, a virtualenv, an install from the package index; pip's cache makes a second run
 cheap), and skipped when the package index cannot be reached.
 """
@@ -34,13 +35,14 @@ SOURCES = (
     "README.md",
     "bpm",
     "bpm_server",
+    "bpm_cockpit",
     "bpm_workers",
     "bpm_beat",
     "migrations",
 )
 #: A 4.x release of the client that installs a top-level ``examples``.
 CAMUNDA = "camunda-external-task-client-python3==4.5.0"
-OWN_NAMES = {"bpm", "bpm_server", "bpm_workers", "bpm_beat"}
+OWN_NAMES = {"bpm", "bpm_server", "bpm_cockpit", "bpm_workers", "bpm_beat"}
 GENERIC_NAMES = {"examples", "workers", "beat", "tests", "bench"}
 REDIS_URL = redis_url()
 PIP_TIMEOUT = 600
@@ -135,6 +137,13 @@ def test_the_demo_files_are_in_the_wheel(wheel: Path) -> None:
         names = set(archive.namelist())
     for file in ("order_fulfilment.json", "order_saga.json", "order_saga.bpmn"):
         assert f"bpm/demo/{file}" in names
+
+
+def test_the_cockpit_pages_are_in_the_wheel(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    for file in ("templates/base.html", "templates/instance.html", "static/cockpit.js"):
+        assert f"bpm_cockpit/{file}" in names
 
 
 def test_the_camunda_client_keeps_its_examples_package(venv: Path, home: Path) -> None:

@@ -104,14 +104,22 @@ def test_correlation_results_have_no_variables_key_unless_asked(op: httpx.Client
 
 def test_every_count_ignores_paging_and_sorting(server: Server, op: httpx.Client) -> None:
     paths = op.get("/openapi.json").json()["paths"]
-    counts = [(p, m) for p, ops in paths.items() if p.endswith("/count") for m in ops]
+    # A count of one resource's items (/filter/{id}/count) needs that resource: its own test.
+    counts = [
+        (p, m) for p, ops in paths.items() if p.endswith("/count") and "{" not in p for m in ops
+    ]
     assert len(counts) >= 15, counts
     params = {"sortBy": "id", "sortOrder": "asc", "firstResult": "0", "maxResults": "10"}
-    # bpm counts the visits and the event subscriptions of one instance at a time
+    # bpm counts the visits, the variable updates and the event subscriptions of one
+    # instance at a time
     one = {"processInstanceId": start(server.runtime, "sh_msg")}
     for path, method in counts:
         sub = path.removeprefix("/engine-rest")
-        per_instance = ("/history/activity-instance/count", "/event-subscription/count")
+        per_instance = (
+            "/history/activity-instance/count",
+            "/history/detail/count",
+            "/event-subscription/count",
+        )
         query = {**params, **one} if sub in per_instance and method == "get" else params
         body: dict[str, Any] | None = None
         if method == "post":

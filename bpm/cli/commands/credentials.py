@@ -39,11 +39,33 @@ def credentials() -> None:
     metavar="KEY",
     help="A starter: only these process keys (repeat; default all).",
 )
-def add(name: str, role: str, topics: tuple[str, ...], processes: tuple[str, ...]) -> None:
+@click.option(
+    "--user",
+    metavar="ID",
+    help="The user it acts as on the tasklist (assignee, candidate user; default NAME).",
+)
+@click.option(
+    "--group",
+    "groups",
+    multiple=True,
+    metavar="ID",
+    help="A group of that user: tasks offered to the group are offered to it (repeat).",
+)
+def add(
+    name: str,
+    role: str,
+    topics: tuple[str, ...],
+    processes: tuple[str, ...],
+    user: str | None,
+    groups: tuple[str, ...],
+) -> None:
     """Add a credential and print its secret and bearer token (shown only now)."""
     db = Database()
     try:
-        secret = creds.add(db, name, Role(role.upper()), SYSTEM_CLOCK.now(), topics, processes)
+        now = SYSTEM_CLOCK.now()
+        secret = creds.add(
+            db, name, Role(role.upper()), now, topics, processes, user=user, groups=groups
+        )
     finally:
         db.dispose()
     render.line(f"credential {name} ({role}) added; its secret is shown only now:")
@@ -61,13 +83,15 @@ def list_command() -> None:
     finally:
         db.dispose()
     render.table(
-        ["name", "role", "topics", "processes", "created"],
+        ["name", "role", "topics", "processes", "user", "groups", "created"],
         [
             [
                 r.name,
                 r.role.lower(),
                 ", ".join(r.topics) if r.topics else "all" if r.role == Role.WORKER else "",
                 ", ".join(r.processes) if r.processes else "all" if r.role == Role.STARTER else "",
+                r.user,
+                ", ".join(r.groups),
                 r.created_at.isoformat(timespec="seconds"),
             ]
             for r in rows

@@ -24,7 +24,7 @@ from bpm.definitions.code import BUILT_IN
 from bpm.definitions.model import ProcessGraph
 from bpm.definitions.parse.document import compile_definition
 from bpm.dispatch import ADVANCE_TOKEN, RUN_HANDLER, Dispatcher, Job
-from bpm.engine.core.causes import current_cause
+from bpm.engine.core.causes import current_actor, current_cause
 from bpm.engine.core.held import HeldTasks
 from bpm.engine.core.tx import Conflict, Next, NextToken, RunTask, Tx
 from bpm.engine.semantics import condition_changes
@@ -113,7 +113,7 @@ class EngineCore:
             tx = Tx(
                 conn,
                 self.clock.now(),
-                actor or self.worker_id,
+                current_actor() or actor or self.worker_id,
                 runs_inline=self.runs_inline if inline else _never,
             )
             tx.graph_for = lambda iid: self.graph(self.info(tx, iid).def_id, tx.conn)

@@ -19,13 +19,13 @@ from bpm.errors import UnknownProcess
 from bpm.states import TokenState, WaitKind
 from bpm.store import definitions, statistics
 from bpm.store.rows import DefinitionRow
-from bpm.store.statistics import IncidentCount, InstanceCounts
+from bpm.store.statistics import IncidentCount, LiveCounts
 
 
 @dataclass(frozen=True)
 class DefinitionStatistics:
     definition: DefinitionRow
-    instances: InstanceCounts
+    instances: LiveCounts
     incidents: tuple[IncidentCount, ...]
 
     @property
@@ -46,15 +46,14 @@ class NodeStatistics:
         return statistics.failed_jobs(self.incidents)
 
 
-def by_definition(core: EngineCore, *, ended: bool = False) -> list[DefinitionStatistics]:
-    """Every deployed definition, by key and version, with zeros where nothing ran
-    (``ended``: with the ended instances counted, a read of every one)."""
+def by_definition(core: EngineCore) -> list[DefinitionStatistics]:
+    """Every deployed definition, by key and version, with zeros where nothing runs."""
     with core.db.transaction() as conn:
-        counts = statistics.instance_counts(conn, ended=ended)
+        counts = statistics.live_counts(conn)
         incidents = statistics.open_incidents_by_definition(conn)
         found = definitions.every(conn)
     return [
-        DefinitionStatistics(d, counts.get(d.id, InstanceCounts()), tuple(incidents.get(d.id, ())))
+        DefinitionStatistics(d, counts.get(d.id, LiveCounts()), tuple(incidents.get(d.id, ())))
         for d in found
     ]
 
