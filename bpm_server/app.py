@@ -53,7 +53,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        runtime = ServerRuntime(cfg.database_url)
+        runtime = ServerRuntime(cfg.database_url, demo=cfg.demo)
         signals = TaskSignals(cfg.database_url)
         authenticator = Authenticator(
             runtime.db, open_on_loopback=cfg.loopback, ttl=cfg.credential_ttl

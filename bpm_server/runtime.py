@@ -32,7 +32,8 @@ T = TypeVar("T")
 class ServerRuntime:
     """``engine`` for reads; ``run`` for a call that may make steps due."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, demo: bool = False) -> None:
+        """``demo``: a SQLite file is served too (``bpm demo --serve``, one process)."""
         import_handlers()
         self._embedded: EmbeddedRuntime | None = None
         self._lock = threading.Lock()
@@ -43,7 +44,7 @@ class ServerRuntime:
         else:
             self._embedded = EmbeddedRuntime(url, migrate=False)
             self.db, self.engine = self._embedded.db, self._embedded.engine
-        if not self.db.is_postgres:
+        if not self.db.is_postgres and not demo:
             self.close()
             raise ConfigError(
                 "bpm serve needs PostgreSQL (BPM_DATABASE_URL=postgresql+psycopg://...)"

@@ -69,6 +69,9 @@ class ServerSettings:
     #: official clients' tests and the fuzz test read it.
     openapi: bool = True
     limits: InputLimits = InputLimits()
+    #: One process on a SQLite file, the steps run in the requests (``bpm demo --serve``);
+    #: ``bpm serve`` itself needs PostgreSQL.
+    demo: bool = False
 
     @property
     def loopback(self) -> bool:

@@ -39,7 +39,11 @@ class Waiter:
 
 class TaskSignals:
     def __init__(self, database_url: str) -> None:
-        url = make_url(database_url).set(drivername="postgresql")
+        parsed = make_url(database_url)
+        #: SQLite (the demo's one-process server) has no notifications: polls wait out
+        #: their timeout, and the steps a request makes run in that request.
+        self._listens = parsed.get_backend_name() == "postgresql"
+        url = parsed.set(drivername="postgresql")
         self._dsn = url.render_as_string(hide_password=False)
         self._queues: dict[str, dict[int, Waiter]] = {}
         self._keys = itertools.count()
@@ -47,7 +51,8 @@ class TaskSignals:
         self.connected = asyncio.Event()
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._listen(), name="bpm-task-signals")
+        if self._listens:
+            self._task = asyncio.create_task(self._listen(), name="bpm-task-signals")
 
     async def stop(self) -> None:
         if self._task is not None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-from bpm.cli import paths, render
+from bpm.cli import demo_server, paths, render
 from bpm.cli.demo import WORKER_ID, DemoResult, DemoRun, SagaRun, new_database, run_demo
+from bpm.cli.demo_server import leave_for_the_cockpit
 from bpm.cli.invocation import bpm_invocation
 from bpm.demo import ORDER_FULFILMENT, ORDER_SAGA, ORDER_SAGA_BPMN
 from bpm.states import InstanceState
@@ -28,14 +31,22 @@ SAGA_OUTLINES = {
 
 
 @click.command()
-def demo() -> None:
+@click.option(
+    "--serve",
+    is_flag=True,
+    help="Then serve the API and the cockpit on the demo's database (needs bpm[server]).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="With --serve: address.")
+@click.option("--port", type=int, default=8080, show_default=True, help="With --serve: port.")
+def demo(serve: bool, host: str, port: int) -> None:
     """Run the order fulfilment and order saga examples on a fresh SQLite file and show what
     happened.
 
     The saga runs twice, from order_saga.json and then from order_saga.bpmn (the same saga
     drawn in BPMN). Needs nothing running: the jobs run in this process. The database is a new
     file in the temp folder, kept so you can explore it afterwards (the command to do so is
-    printed).
+    printed). With --serve, an order also waits for a clerk's review, and the API and the
+    cockpit serve the database until Ctrl-C; the address and a login are printed.
     """
     database = new_database()
     render.line(
@@ -58,6 +69,20 @@ def demo() -> None:
         _saga_story(saga)
     render.line()
     _epilogue(result)
+    if serve:
+        _serve(database, host, port)
+
+
+def _serve(database: Path, host: str, port: int) -> None:
+    login = leave_for_the_cockpit(database)
+    render.line()
+    render.line("ORDER-3001 waits for a clerk's review (process order_review)", style="bold")
+    render.line(
+        f"cockpit: http://{host}:{port}/cockpit/  (the API: http://{host}:{port}/engine-rest)"
+    )
+    render.line(f"log in as {login.name} with the secret {login.secret}")
+    render.line("  (an operator, and a clerk in the tasklist; Ctrl-C stops the server)")
+    demo_server.serve(database, host, port)
 
 
 def _summary_table(result: DemoResult) -> None:
