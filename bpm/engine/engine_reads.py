@@ -20,6 +20,7 @@ from bpm.engine.operations import (
     history_views,
     incident_views,
     instance_views,
+    metrics,
     queries,
     start_timers,
     task_views,
@@ -30,6 +31,7 @@ from bpm.engine.operations.deployment_views import DeploymentView
 from bpm.engine.operations.external_views import ExternalTaskView, TaskFilter
 from bpm.engine.operations.history_views import InstanceHistory, Visit, VisitQuery
 from bpm.engine.operations.instance_views import ActivityTree
+from bpm.engine.operations.metrics import MetricsSnapshot
 from bpm.engine.operations.task_views import FormValue, UserTaskView
 from bpm.store.definition_queries import DefinitionFilter
 from bpm.store.deployments import DeploymentFilter, DeploymentRow
@@ -293,3 +295,7 @@ class EngineReads:
     def activity_tree(self, instance_id: UUID | str) -> ActivityTree:
         """Where a live instance's tokens are, subprocesses holding their inner tokens."""
         return instance_views.activity_tree(self.core, as_id(instance_id, "instance"))
+
+    def metrics_snapshot(self) -> MetricsSnapshot:
+        """The database's health counts for ``/metrics``: one indexed statement per family."""
+        return metrics.snapshot(self.core)
