@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from bpm import __version__, credentials
-from bpm_server import problems
+from bpm_server import metrics, problems
 from bpm_server.auth import Authenticator
 from bpm_server.browsers import BrowserGuard
 from bpm_server.input_limits import InputLimitGuard
@@ -53,6 +53,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         try:
             app.state.runtime = runtime
             app.state.authenticator = authenticator
+            app.state.metrics = metrics.scrape_registry_for(runtime.engine)
             if credentials.configured(runtime.db) == 0:
                 log.warning(
                     "no API credential is configured: %s",
@@ -78,6 +79,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     problems.install(app)
+    app.add_middleware(metrics.RequestMetrics)  # innermost: it reads the matched route
     app.add_middleware(NulGuard)
     app.add_middleware(CamundaPaths)
     app.add_middleware(BrowserGuard, allowed_origins=cfg.allowed_origins)
@@ -98,4 +100,5 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     ):
         app.include_router(router, prefix=BASE)
     app.include_router(engine_info.router, prefix=BASE)
+    app.include_router(metrics.router)  # /metrics, where Prometheus looks
     return app
