@@ -5,17 +5,20 @@ starts and ends, once each and only after commit), and the database's health cou
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from sqlalchemy import event
 
 from bpm.definitions import ProcessBuilder
 from bpm.dispatch import ADVANCE_TOKEN, InProcessDispatcher
 from bpm.engine.engine import Engine
 from bpm.engine.operations.external import TopicRequest
-from bpm.engine.operations.metrics import MetricsSnapshot, WorkQueue
+from bpm.engine.operations.metrics import LATE_TIMER_BUCKETS, MetricsSnapshot, WorkQueue
 from bpm.handlers import HandlerRegistry
 from bpm.observe import ConflictKind, HandlerOutcome
 from bpm.store import Database
+from bpm.store import metrics as store_metrics
 from tests.helpers.clock import FakeClock
 from tests.helpers.processes import single_task
 from tests.helpers.runtime import Harness, failing
@@ -158,3 +161,32 @@ def test_the_snapshot_counts_waiting_work_late_timers_locks_and_incidents(
     assert _counts(rt.engine.metrics_snapshot().external_tasks) == {("billing", "LOCKED"): 1}
     clock.advance(timedelta(minutes=1))
     assert _counts(rt.engine.metrics_snapshot().expired_locks) == {("EXTERNAL",): 1}
+
+
+def test_every_family_is_read_through_an_index(pg_db: Database) -> None:
+    """With sequential scans priced out, no family's statement reads a whole table: each
+    can go through an index over the live rows (on a small table PostgreSQL would rightly
+    pick a sequential scan, which says nothing)."""
+    sent: list[tuple[str, Any]] = []
+
+    def remember(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        sent.append((statement, parameters))
+
+    now = datetime.now(UTC)
+    with pg_db.transaction() as conn:
+        event.listen(conn, "before_cursor_execute", remember)
+        store_metrics.live_instances(conn)
+        store_metrics.runnable_tokens(conn)
+        store_metrics.runnable_handler_tasks(conn, now)
+        store_metrics.late_timers(conn, now, LATE_TIMER_BUCKETS)
+        store_metrics.expired_locks(conn, now)
+        store_metrics.open_incidents(conn)
+        store_metrics.open_external_tasks(conn)
+        event.remove(conn, "before_cursor_execute", remember)
+        assert len(sent) == 7
+        conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
+        for statement, parameters in sent:
+            lines = conn.exec_driver_sql("EXPLAIN " + statement, parameters).scalars()
+            plan = "\n".join(str(line) for line in lines)
+            assert "Seq Scan" not in plan, f"{statement}\n{plan}"
+            assert "Index" in plan, plan
