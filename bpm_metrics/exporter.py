@@ -4,7 +4,8 @@ format over HTTP, for callers the API itself would let read.
 As on the API, a caller sends an API credential (HTTP Basic, or a bearer token
 ``<name>.<secret>``) whose role may read (viewer or operator); with no credential configured,
 only a port bound to loopback answers without one. A verified credential is trusted for
-``ttl`` seconds, so a scrape every few seconds derives its key once a minute.
+``ttl`` seconds, so a scrape every few seconds derives its key once a minute; a refused
+one is refused for as long without another key derivation (a guessing caller costs one).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class ReaderCheck:
         self._url, self._loopback, self._ttl = url, loopback, ttl
         self._lock = threading.Lock()
         self._trusted: dict[str, float] = {}
+        self._refused: dict[str, float] = {}
         self._open_until = 0.0
 
     def __call__(self, authorization: str | None) -> bool:
@@ -61,10 +63,14 @@ class ReaderCheck:
             digest = hashlib.sha256(authorization.encode()).hexdigest()
             if self._trusted.get(digest, 0.0) > now:
                 return True
-            if not self._verify(authorization):
+            if self._refused.get(digest, 0.0) > now:
                 return False
-            self._trusted[digest] = now + self._ttl
-            return True
+            verified = self._verify(authorization)
+            kept = self._trusted if verified else self._refused
+            if len(kept) > 1000:  # old entries: only the last minute's matter
+                kept.clear()
+            kept[digest] = now + self._ttl
+            return verified
 
     def _none_configured(self, now: float) -> bool:
         if self._open_until > now:

@@ -157,7 +157,11 @@ class EngineCore:
             move.tell(self.observer)
 
     def _key_and_start(self, tx: Tx, instance_id: UUID) -> tuple[str, datetime | None]:
-        info = self.info(tx, instance_id)
+        """For the observer: a measurement never fails the transaction it measures."""
+        try:
+            info = self.info(tx, instance_id)
+        except NotFound:
+            return "", None
         if info.started_at is None:  # known only by a fetch's facts: read it once
             row = instances.get(tx.conn, instance_id)
             info.started_at = row.started_at if row is not None else None
