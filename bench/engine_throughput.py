@@ -32,10 +32,13 @@ from bpm.definitions import ProcessBuilder
 from bpm.dispatch import InProcessDispatcher
 from bpm.engine.engine import Engine
 from bpm.handlers import HandlerContext, HandlerRegistry
+from bpm.observe import NO_OBSERVER, Observer
 from bpm.store import Database
 from bpm.store.migrate import upgrade
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/bpm_bench"
+#: The observer the bench's engines report to (``--prometheus``: Prometheus's).
+OBSERVER: list[Observer] = [NO_OBSERVER]
 
 
 def sequential(steps: int = 10) -> dict[str, Any]:
@@ -119,7 +122,9 @@ def drive(db: Database, registry: HandlerRegistry, key: str, count: int, clients
 
     def client(n: int) -> None:
         dispatcher = InProcessDispatcher()
-        engine = Engine(db, dispatcher, handlers=registry, worker_id=f"bench-{n}")
+        engine = Engine(
+            db, dispatcher, handlers=registry, worker_id=f"bench-{n}", observer=OBSERVER[0]
+        )
         for _ in range(count // clients):
             engine.start(key, {"n": 1})
             while (job := dispatcher.pop(engine.clock.now())) is not None:
@@ -218,7 +223,16 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=1)
     parser.add_argument("--url", default=DEFAULT_URL)
     parser.add_argument("--pgbench-seconds", type=int, default=10)
+    parser.add_argument(
+        "--prometheus",
+        action="store_true",
+        help="the engines count into Prometheus (bpm_metrics' observer), as a worker's do",
+    )
     args = parser.parse_args()
+    if args.prometheus:
+        from bpm_metrics.observer import process_observer
+
+        OBSERVER[0] = process_observer()
 
     fresh_database(args.url)
     db = Database(args.url, pool_size=args.clients + 2)

@@ -32,6 +32,7 @@ from bpm.engine.operations.history_views import InstanceHistory, Visit, VisitQue
 from bpm.engine.operations.instance_views import ActivityNode, ActivityTree
 from bpm.engine.operations.lifecycle import Started, StartOptions
 from bpm.engine.operations.messages import Correlated, CorrelateOptions
+from bpm.engine.operations.metrics import MetricsSnapshot, Runnable, WorkQueue
 from bpm.engine.operations.scans import ScanConfig
 from bpm.engine.operations.signals import Thrown
 from bpm.engine.operations.statistics import DefinitionStatistics, NodeStatistics
@@ -61,6 +62,7 @@ from bpm.errors import (
     UnknownProcess,
 )
 from bpm.limits import ERROR_DETAILS_MAX, ERROR_MESSAGE_MAX, NAME_MAX, quoted, shortened
+from bpm.observe import NO_OBSERVER, ConflictKind, HandlerOutcome, Observer
 from bpm.states import (
     LIVE_INSTANCE,
     LIVE_TOKEN,
@@ -102,6 +104,7 @@ __all__ = [
     "LIVE_TOKEN",
     "NAME_MAX",
     "NOTIFY_CHANNEL",
+    "NO_OBSERVER",
     "AccessDenied",
     "ActivityNode",
     "ActivityTree",
@@ -110,6 +113,7 @@ __all__ = [
     "BpmError",
     "CommentRow",
     "ConfigError",
+    "ConflictKind",
     "CorrelateOptions",
     "Correlated",
     "CredentialRow",
@@ -139,6 +143,7 @@ __all__ = [
     "FoundIncident",
     "FoundJob",
     "FoundVariable",
+    "HandlerOutcome",
     "IncidentCount",
     "IncidentQuery",
     "IncidentRow",
@@ -163,17 +168,20 @@ __all__ = [
     "LiveCounts",
     "LiveInstanceQuery",
     "LockedTask",
+    "MetricsSnapshot",
     "NoMatchingWait",
     "NodeStatistics",
     "NotAuthenticated",
     "NotFound",
     "NotSupported",
+    "Observer",
     "Options",
     "Page",
     "Resource",
     "ResourceKind",
     "ResourceRow",
     "Role",
+    "Runnable",
     "ScanConfig",
     "StartForm",
     "StartOptions",
@@ -197,6 +205,7 @@ __all__ = [
     "VariableUpdateQuery",
     "Visit",
     "VisitQuery",
+    "WorkQueue",
     "__version__",
     "acting_as",
     "because",

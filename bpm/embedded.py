@@ -20,6 +20,7 @@ from bpm.dispatch import InProcessDispatcher, Job
 from bpm.engine.engine import Engine
 from bpm.engine.operations.scans import ScanConfig
 from bpm.handlers import HandlerRegistry
+from bpm.observe import NO_OBSERVER, Observer
 from bpm.store import Database, instances
 from bpm.store.migrate import require_current, upgrade
 
@@ -39,6 +40,7 @@ class EmbeddedRuntime:
         migrate: bool | None = None,
         db: Database | None = None,
         beans: BeanRegistry | None = None,
+        observer: Observer = NO_OBSERVER,
     ) -> None:
         self.db = db or Database(url)
         if migrate if migrate is not None else not self.db.is_postgres:
@@ -46,7 +48,9 @@ class EmbeddedRuntime:
         else:
             require_current(self.db)
         self.dispatcher = InProcessDispatcher()
-        self.engine = Engine(self.db, self.dispatcher, handlers=handlers, clock=clock, beans=beans)
+        self.engine = Engine(
+            self.db, self.dispatcher, handlers=handlers, clock=clock, beans=beans, observer=observer
+        )
 
     def run_until_idle(
         self, *, timeout: float = 60.0, until: Callable[[], bool] | None = None, wait: bool = True

@@ -11,7 +11,7 @@ from fastapi import FastAPI
 
 import bpm_cockpit
 from bpm.api import __version__, credentials
-from bpm_server import problems
+from bpm_server import metrics, problems
 from bpm_server.auth import Authenticator
 from bpm_server.browsers import BrowserGuard
 from bpm_server.input_limits import InputLimitGuard
@@ -61,6 +61,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         try:
             app.state.runtime = runtime
             app.state.authenticator = authenticator
+            app.state.metrics = metrics.scrape_registry_for(runtime.engine)
             if credentials.configured(runtime.db) == 0:
                 log.warning(
                     "no API credential is configured: %s",
@@ -86,6 +87,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     problems.install(app)
+    app.add_middleware(metrics.RequestMetrics)  # innermost: it reads the matched route
     app.add_middleware(NulGuard)
     app.add_middleware(CamundaPaths)
     app.add_middleware(BrowserGuard, allowed_origins=cfg.allowed_origins)
@@ -114,4 +116,5 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         app.include_router(router, prefix=BASE)
     app.include_router(engine_info.router, prefix=BASE)
     app.include_router(bpm_cockpit.router, prefix="/cockpit")  # docs/cockpit.md
+    app.include_router(metrics.router)  # /metrics, where Prometheus looks
     return app

@@ -25,6 +25,7 @@ from bpm.api import (
     import_handlers,
     require_current,
 )
+from bpm_metrics.observer import process_observer
 
 T = TypeVar("T")
 
@@ -40,9 +41,11 @@ class ServerRuntime:
         if broker_mode():
             self.db = Database(url)
             require_current(self.db)
-            self.engine = Engine(self.db, broker_dispatcher(), worker_id="bpm-server")
+            self.engine = Engine(
+                self.db, broker_dispatcher(), worker_id="bpm-server", observer=process_observer()
+            )
         else:
-            self._embedded = EmbeddedRuntime(url, migrate=False)
+            self._embedded = EmbeddedRuntime(url, migrate=False, observer=process_observer())
             self.db, self.engine = self._embedded.db, self._embedded.engine
         if not self.db.is_postgres and not demo:
             self.close()

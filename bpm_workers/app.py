@@ -7,12 +7,19 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import after_setup_logger, beat_init, worker_ready
+from celery.signals import (
+    after_setup_logger,
+    beat_init,
+    worker_init,
+    worker_process_shutdown,
+    worker_ready,
+)
 
 from bpm.engine.jobs.table import RECOVERY_SCANS
 from bpm.handlers import registry as handlers
 from bpm_beat.schedule import beat_schedule
 from bpm_workers.config import celery_config, queue_problem, settings_from_env
+from bpm_workers.metrics import start_exporter, worker_gone
 from bpm_workers.quiet_scans import quiet_celery_lines, stop_sent_events, without_sent_events
 from bpm_workers.runtime import import_handler_modules
 from bpm_workers.tasks import register
@@ -44,6 +51,17 @@ def _beat_sends_quietly(**_: Any) -> None:
     """Beat sends nothing but scans: no "task-sent" event for any (see quiet_scans)."""
     stop_sent_events(app)
     quiet_celery_lines()
+
+
+@worker_init.connect
+def _metrics_port(**_: Any) -> None:
+    """The metrics port, in the main process before its pool forks (``bpm_workers.metrics``)."""
+    start_exporter()
+
+
+@worker_process_shutdown.connect
+def _metrics_child_gone(pid: int | None = None, **_: Any) -> None:
+    worker_gone(pid or os.getpid())
 
 
 @worker_ready.connect

@@ -23,6 +23,7 @@ from bpm.errors import ConfigError
 from bpm.store import Database
 from bpm_workers.config import Settings
 from bpm_workers.dispatcher import CeleryDispatcher
+from bpm_workers.metrics import engine_observer
 
 log = logging.getLogger("bpm.worker")
 _lock = threading.Lock()
@@ -59,6 +60,7 @@ def engine_for(app: Celery, settings: Settings) -> Engine:
                     Database(pool_size=2),
                     CeleryDispatcher(app, settings),
                     worker_id=f"{socket.gethostname()}:{pid}",
+                    observer=engine_observer(),
                 )
                 _engines[pid] = engine
     return engine

@@ -30,6 +30,7 @@ from bpm.limits import shortened
 from bpm.store import DatabaseUnavailable, RetryableDatabaseError
 from bpm.store.outages import until_available
 from bpm_workers.config import MESSAGE_ONLY, SCAN_JOBS, Settings
+from bpm_workers.metrics import job_done
 from bpm_workers.quiet_scans import report_found_work
 from bpm_workers.runtime import engine_for, job_settings
 
@@ -91,6 +92,7 @@ def _run(
         done = Done("failed")
         log.exception("job=%s outcome=failed %s (the scans will retry it)", name, _fmt(ids))
     ms, outcome = (time.perf_counter() - started) * 1000, done.outcome
+    job_done(name, outcome, started)
     # A scan that found nothing is logged at DEBUG: beat sends one every second.
     level = logging.DEBUG if name in SCAN_JOBS and _found_nothing(outcome) else logging.INFO
     log.log(

@@ -22,6 +22,7 @@ from bpm.engine.operations import (
     incident_views,
     instance_counts,
     instance_views,
+    metrics,
     queries,
     start_timers,
     statistics,
@@ -35,6 +36,7 @@ from bpm.engine.operations.event_subscriptions import EventSubscriptionQuery
 from bpm.engine.operations.external_views import ExternalTaskView
 from bpm.engine.operations.history_views import InstanceHistory, Visit, VisitQuery
 from bpm.engine.operations.instance_views import ActivityTree
+from bpm.engine.operations.metrics import MetricsSnapshot
 from bpm.engine.operations.statistics import DefinitionStatistics, NodeStatistics
 from bpm.engine.operations.task_views import FormValue, UserTaskView
 from bpm.engine.operations.variable_updates import VariableUpdate, VariableUpdateQuery
@@ -328,3 +330,7 @@ class EngineReads:
     def instance_counts(self, definition_ids: Sequence[UUID]) -> InstanceCounts:
         """Those versions' instances by state and open incidents (the cockpit's processes)."""
         return instance_counts.counts(self.core, definition_ids)
+
+    def metrics_snapshot(self) -> MetricsSnapshot:
+        """The database's health counts for ``/metrics``: one indexed statement per family."""
+        return metrics.snapshot(self.core)

@@ -38,11 +38,12 @@ SOURCES = (
     "bpm_cockpit",
     "bpm_workers",
     "bpm_beat",
+    "bpm_metrics",
     "migrations",
 )
 #: A 4.x release of the client that installs a top-level ``examples``.
 CAMUNDA = "camunda-external-task-client-python3==4.5.0"
-OWN_NAMES = {"bpm", "bpm_server", "bpm_cockpit", "bpm_workers", "bpm_beat"}
+OWN_NAMES = {"bpm", "bpm_server", "bpm_cockpit", "bpm_workers", "bpm_beat", "bpm_metrics"}
 GENERIC_NAMES = {"examples", "workers", "beat", "tests", "bench"}
 REDIS_URL = redis_url()
 PIP_TIMEOUT = 600

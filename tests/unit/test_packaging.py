@@ -15,7 +15,7 @@ def test_every_package_under_bpm_bpm_workers_and_bpm_beat_is_listed() -> None:
     )
     found = {
         ".".join(init.parent.relative_to(ROOT).parts)
-        for top in ("bpm", "bpm_workers", "bpm_beat")
+        for top in ("bpm", "bpm_workers", "bpm_beat", "bpm_metrics")
         for init in (ROOT / top).rglob("__init__.py")
         if "__pycache__" not in init.parts
     }

@@ -14,6 +14,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import TypedDict, TypeVar
 from uuid import UUID
 
@@ -26,6 +27,7 @@ from bpm.definitions.parse.document import compile_definition
 from bpm.dispatch import ADVANCE_TOKEN, RUN_HANDLER, Dispatcher, Job
 from bpm.engine.core.causes import current_actor, current_cause
 from bpm.engine.core.held import HeldTasks
+from bpm.engine.core.instance_moves import InstanceMove, instance_moves
 from bpm.engine.core.tx import Conflict, Next, NextToken, RunTask, Tx
 from bpm.engine.semantics import condition_changes
 from bpm.errors import NotFound
@@ -34,6 +36,7 @@ from bpm.events import listeners as default_listeners
 from bpm.handlers import HandlerRegistry
 from bpm.handlers import registry as default_registry
 from bpm.juel_values import evaluated_at
+from bpm.observe import NO_OBSERVER, ConflictKind, Observer
 from bpm.store import Connection, Database, RetryableDatabaseError, definitions, instances
 from bpm.store.rows import InstanceRow
 
@@ -56,12 +59,14 @@ class CoreOptions(TypedDict, total=False):
     run_handlers_inline: bool
     listeners: EventListeners | None
     beans: BeanRegistry | None
+    #: Told of steps, handler runs, conflicts and instance starts and ends (``bpm.observe``).
+    observer: Observer
 
 
 class InstanceInfo:
     """What never changes about an instance, cached to save a query per job."""
 
-    __slots__ = ("business_key", "caller", "def_id", "key")
+    __slots__ = ("business_key", "caller", "def_id", "key", "started_at")
 
     def __init__(
         self,
@@ -69,10 +74,13 @@ class InstanceInfo:
         key: str,
         business_key: str | None,
         caller: tuple[UUID, UUID] | None = None,
+        started_at: datetime | None = None,
     ) -> None:
         self.def_id, self.key, self.business_key = def_id, key, business_key
         #: For an instance a call activity started: the calling instance and its token.
         self.caller = caller
+        #: When it started, if known here (an instance's duration, for the observer).
+        self.started_at = started_at
 
 
 class EngineCore:
@@ -89,8 +97,10 @@ class EngineCore:
         run_handlers_inline: bool = True,
         listeners: EventListeners | None = None,
         beans: BeanRegistry | None = None,
+        observer: Observer = NO_OBSERVER,
     ) -> None:
         self.db = db
+        self.observer = observer
         self.beans = beans if beans is not None else default_beans
         self.dispatcher = dispatcher
         self.handlers = handlers if handlers is not None else default_registry
@@ -123,6 +133,11 @@ class EngineCore:
             with evaluated_at(tx.now):  # dateTime() in expressions: the transaction's time
                 yield tx
                 condition_changes.settle(tx)  # the one hook after variable writes
+            moves = (
+                instance_moves(tx, lambda iid: self._key_and_start(tx, iid))
+                if self.observer.enabled
+                else None
+            )
             wanted = [
                 row
                 for table, row in tx.history.rows
@@ -134,6 +149,23 @@ class EngineCore:
             self.dispatcher.dispatch(tx.jobs)
         if events:
             self.listeners.emit(events)
+        if moves:
+            self._tell(moves)
+
+    def _tell(self, moves: list[InstanceMove]) -> None:
+        for move in moves:
+            move.tell(self.observer)
+
+    def _key_and_start(self, tx: Tx, instance_id: UUID) -> tuple[str, datetime | None]:
+        """For the observer: a measurement never fails the transaction it measures."""
+        try:
+            info = self.info(tx, instance_id)
+        except NotFound:
+            return "", None
+        if info.started_at is None:  # known only by a fetch's facts: read it once
+            row = instances.get(tx.conn, instance_id)
+            info.started_at = row.started_at if row is not None else None
+        return info.key, info.started_at
 
     def retrying(
         self, fn: Callable[[], T], attempts: int = 5, also: tuple[type[Exception], ...] = ()
@@ -144,9 +176,13 @@ class EngineCore:
         for attempt in range(attempts):
             try:
                 return fn()
-            except retried:
+            except retried as exc:
                 if attempt == attempts - 1:
                     raise
+                if self.observer.enabled:
+                    self.observer.conflict(
+                        ConflictKind.VERSION if isinstance(exc, Conflict) else ConflictKind.DATABASE
+                    )
                 time.sleep(random.uniform(0.001, 0.005 * (attempt + 1)))
         raise AssertionError("unreachable")
 
@@ -230,7 +266,8 @@ class EngineCore:
             if inst.super_instance_id is not None and inst.super_token_id is not None
             else None
         )
-        self.remember(inst.id, inst.process_def_id, inst.process_key, inst.business_key, caller)
+        key, started = inst.process_key, inst.started_at
+        self.remember(inst.id, inst.process_def_id, key, inst.business_key, caller, started)
 
     def remember(
         self,
@@ -239,8 +276,9 @@ class EngineCore:
         key: str,
         business_key: str | None,
         caller: tuple[UUID, UUID] | None = None,
+        started_at: datetime | None = None,
     ) -> None:
-        self._instances[instance_id] = InstanceInfo(def_id, key, business_key, caller)
+        self._instances[instance_id] = InstanceInfo(def_id, key, business_key, caller, started_at)
         self._instances.move_to_end(instance_id)
         while len(self._instances) > INSTANCE_CACHE:
             self._instances.popitem(last=False)

@@ -26,6 +26,7 @@ from bpm.engine.semantics import (
 )
 from bpm.errors import NotFound
 from bpm.handlers import HandlerContext
+from bpm.observe import HandlerOutcome
 from bpm.store.outages import until_available
 from bpm.store.rows import TaskRow, TokenRow
 from bpm.task_view import TaskFacts
@@ -90,6 +91,7 @@ class JobRunner:
         return None
 
     def _advance_once(self, nxt: NextToken, inline: bool) -> Next:
+        started = time.perf_counter()
         with self.core.transaction(inline=inline) as tx:
             tok = tx.token(nxt.token_id)
             if tok is None:
@@ -99,7 +101,11 @@ class JobRunner:
                     f"token {tok.id} is at version {tok.version}, job expected {nxt.version}"
                 )
             g = self.core.graph_of(tx, tok.instance_id)
-            return steps.carry_through(tx, g, steps.advance(tx, g, tok))
+            node_type = g.node(tok.node_id).type
+            result = steps.carry_through(tx, g, steps.advance(tx, g, tok))
+        if self.core.observer.enabled:  # committed: the step counts
+            self.core.observer.step_done(node_type, time.perf_counter() - started)
+        return result
 
     def _run_handler_once(self, task_id: UUID, inline: bool) -> Next:
         with self.core.transaction() as tx:
@@ -165,7 +171,10 @@ class JobRunner:
         else:
             outcome = handler_runs.invoke(handlers, task, ctx, result_variable)
             outcome = handler_runs.connector_result(node, outcome, values)
-        log.debug("handler %s ran in %.1f ms", task.handler, (time.perf_counter() - started) * 1000)
+        seconds = time.perf_counter() - started
+        log.debug("handler %s ran in %.1f ms", task.handler, seconds * 1000)
+        if self.core.observer.enabled:
+            self.core.observer.handler_done(task.handler or "", seconds, _outcome_of(outcome))
         return self._record(g, task, outcome, token, inline)
 
     def _record(
@@ -209,3 +218,9 @@ class JobRunner:
             )
         except Conflict as exc:
             raise Stale(f"result of task {task.id} dropped: {exc}") from exc
+
+
+def _outcome_of(outcome: handler_runs.Outcome) -> HandlerOutcome:
+    if outcome.variables is not None:
+        return HandlerOutcome.OK
+    return HandlerOutcome.FAILED if outcome.bpmn_code is None else HandlerOutcome.BPMN_ERROR

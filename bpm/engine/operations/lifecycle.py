@@ -185,7 +185,7 @@ def start(
         inst, root = made
         if not run_now:
             tx.advance_later(root.id, 0)
-    core.remember(inst.id, row.id, key, business_key)
+    core.remember(inst.id, row.id, key, business_key, started_at=inst.started_at)
     started = Started(inst.id, key, business_key, InstanceState.RUNNING, True)
     return started, root.id if run_now else None
 
