@@ -183,7 +183,7 @@ def main() -> None:
     print(f"{'read':45} {'median ms':>10} {'spread':>8} {'rows':>6}")
     for name, call in reads(engine, args.instances).items():
         median, spread, answer = timed(call, args.rounds)
-        rows = answer if isinstance(answer, int) else len(answer)
+        rows = answer if isinstance(answer, int) else len(getattr(answer, "by_state", answer))
         print(f"{name:45} {median:10.1f} {spread:8.1f} {rows:6}")
     db.dispose()
 
