@@ -4,8 +4,6 @@ the API; it wants a credential that may read; no label value is an id."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 from uuid import UUID, uuid4
@@ -15,50 +13,28 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from bpm.definitions import ProcessBuilder
-from bpm.embedded import EmbeddedRuntime
 from bpm.states import Role
-from bpm.store import Database
-from tests.conftest import CLONE_PREFIX, create_database, drop_database
-from tests.server.conftest import Server, _free_port, start_server
+from tests.server.conftest import Server
 
 FETCH = "/external-task/fetchAndLock"
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def fresh_scrapes() -> Iterator[None]:
+    """The server reads its database families afresh on every scrape (set before the
+    module's server starts: an autouse fixture comes first)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BPM_METRICS_CACHE_SECONDS", "0")
+        yield
+
+
 @pytest.fixture(scope="module")
-def server(pg_template: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """A server whose database families are read afresh on every scrape."""
-    name = f"{CLONE_PREFIX}{os.getpid()}_{uuid4().hex[:8]}"
-    url = create_database(name, template=pg_template)
-    db = Database(url)
-    runtime = EmbeddedRuntime(url, migrate=False)
-    log = tmp_path_factory.mktemp("server") / "server.log"
-    port = _free_port()
-    srv = Server(f"http://127.0.0.1:{port}/engine-rest", url, log, db, runtime)
-    srv.add("operator", Role.OPERATOR)
-    srv.add("viewer", Role.VIEWER)
-    srv.add("worker", Role.WORKER)
-    saved = os.environ.get("BPM_METRICS_CACHE_SECONDS")
-    os.environ["BPM_METRICS_CACHE_SECONDS"] = "0"
-    try:
-        proc = start_server(url, log, port)
-    finally:
-        if saved is None:
-            os.environ.pop("BPM_METRICS_CACHE_SECONDS")
-        else:
-            os.environ["BPM_METRICS_CACHE_SECONDS"] = saved
-    try:
-        runtime.engine.deploy(_remote("m_remote", "m-topic"))
-        yield srv
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        runtime.close()
-        db.dispose()
-        drop_database(name)
+def deployed(server: Server) -> Server:
+    server.add("viewer", Role.VIEWER)
+    server.add("worker", Role.WORKER)
+    server.runtime.engine.deploy(_remote("m_remote", "m-topic"))
+    return server
 
 
 def _remote(key: str, topic: str) -> dict[str, Any]:
@@ -112,7 +88,8 @@ def _instance(op: httpx.Client, business_key: str) -> str:
     return str(found["id"])
 
 
-def test_values_move_as_instances_start_fail_and_end(server: Server) -> None:
+def test_values_move_as_instances_start_fail_and_end(deployed: Server) -> None:
+    server = deployed
     before = scrape(server)
     with server.client("operator") as op:
         done, broken, stopped = _start(op), _start(op), _start(op)
@@ -153,7 +130,8 @@ def test_values_move_as_instances_start_fail_and_end(server: Server) -> None:
     assert value(after, requests, method="POST", route=complete, status="204") == 1
 
 
-def test_no_label_value_is_an_id(server: Server) -> None:
+def test_no_label_value_is_an_id(deployed: Server) -> None:
+    server = deployed
     with server.client("operator") as op:
         _start(op)
         op.get(f"/process-instance/{uuid4()}")  # a 404 with an id in its path
@@ -167,7 +145,8 @@ def test_no_label_value_is_an_id(server: Server) -> None:
                 raise AssertionError(f"{name} label {label}={text!r} holds an id")
 
 
-def test_a_scrape_needs_a_credential_that_may_read(server: Server) -> None:
+def test_a_scrape_needs_a_credential_that_may_read(deployed: Server) -> None:
+    server = deployed
     url = _metrics_url(server)
     assert httpx.get(url, timeout=30).status_code == 401
     assert httpx.get(url, auth=("viewer", "wrong"), timeout=30).status_code == 401
