@@ -38,7 +38,6 @@ from bpm.engine.operations.signals import Thrown
 from bpm.engine.operations.statistics import DefinitionStatistics, NodeStatistics
 from bpm.engine.operations.task_views import FormValue, UserTaskView
 from bpm.engine.operations.variable_updates import VariableUpdate, VariableUpdateQuery
-from bpm.engine.operations.views import ListFields
 from bpm.errors import (
     AccessDenied,
     AmbiguousCorrelation,
@@ -163,7 +162,6 @@ __all__ = [
     "Job",
     "JobKind",
     "JobQuery",
-    "ListFields",
     "Listener",
     "LiveCounts",
     "LiveInstanceQuery",

@@ -74,12 +74,6 @@ class EngineReads:
         ``bpm.diagram_views``)."""
         return views.diagram(self.core, as_id(instance_id, "instance"), fmt)
 
-    def instances(
-        self, *, limit: int = 100, **match: Unpack[views.ListFields]
-    ) -> list[dict[str, Any]]:
-        """Newest first, by ``state``, ``key`` and ``business_key``."""
-        return views.list_instances(self.core, limit=limit, **match)
-
     def find_instances(
         self, *, limit: int = 100, **filters: Unpack[InstanceFields]
     ) -> list[dict[str, Any]]:

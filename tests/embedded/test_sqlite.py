@@ -88,7 +88,7 @@ def test_a_process_with_fork_join_subprocess_and_retry_completes(
     assert "JoinFired" in types and "SubprocessCompleted" in types
     assert types.count("InstanceCompleted") == 1
     assert any(e["type"] == "MOVED" and e["node_id"] == "high" for e in trace)
-    assert embedded.engine.instances(state="COMPLETED")[0]["id"] == str(iid)
+    assert embedded.engine.find_instances(state="COMPLETED")[0]["id"] == str(iid)
 
 
 def test_failure_retry_and_cancel_on_sqlite(embedded: EmbeddedRuntime, calls: Calls) -> None:

@@ -562,7 +562,7 @@ def test_a_sequential_call_activity_cancelled_by_a_timer_cancels_the_called_inst
     rt.pass_time(timedelta(hours=2))
     assert calls.count("late") == 1
     assert_finished_cleanly(pg_db, iid)
-    states = sorted(i["state"] for i in rt.engine.instances(limit=10) if i["key"] == "child")
+    states = sorted(i["state"] for i in rt.engine.find_instances(limit=10) if i["key"] == "child")
     assert states == ["CANCELLED", "COMPLETED"]
 
 

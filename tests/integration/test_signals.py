@@ -150,14 +150,14 @@ def test_a_signal_start_event_starts_the_latest_version_once(rt: Harness, pg_db:
     thrown = rt.engine.throw_signal("go", {"who": "api"})
     assert thrown.recipients == 1
     rt.drain()
-    [iid] = [i["id"] for i in rt.engine.instances(key="on_signal")]
+    [iid] = [i["id"] for i in rt.engine.find_instances(key="on_signal")]
     assert visited(pg_db, iid, "v2") and not visited(pg_db, iid, "v1")
     assert rt.engine.show(iid)["variables"]["who"] == "api"
     assert [t.node_id for t in rows.live_tokens(pg_db, iid)] == ["again"]
     rt.engine.throw_signal("go")  # the next one: it moves on, and starts another
     rt.drain()
     assert rows.state(pg_db, iid) == InstanceState.COMPLETED
-    assert len(rt.engine.instances(key="on_signal")) == 2
+    assert len(rt.engine.find_instances(key="on_signal")) == 2
 
 
 @pytest.mark.parametrize("interrupting", [True, False])
@@ -377,7 +377,7 @@ def test_a_throw_passes_its_in_variables_to_what_it_reaches(rt: Harness, pg_db: 
     )
     rt.run(doc, {"order": "A-1", "n": 4, "secret": 1})
     assert rt.engine.show(waiting)["variables"] == {"order_id": "A-1", "twice": 8}
-    [started] = [i["id"] for i in rt.engine.instances(key="receiver")]
+    [started] = [i["id"] for i in rt.engine.find_instances(key="receiver")]
     assert rt.engine.show(started)["variables"] == {"order_id": "A-1", "twice": 8}
 
 
@@ -404,7 +404,7 @@ def test_a_signal_boundary_on_a_call_activity_cancels_the_called_instance(
         .build()
     )
     caller = rt.run(doc)
-    [callee] = [i["id"] for i in rt.engine.instances(key="callee")]
+    [callee] = [i["id"] for i in rt.engine.find_instances(key="callee")]
     assert rt.engine.throw_signal("stop").recipients == 1
     rt.drain()
     assert_finished_cleanly(pg_db, caller)

@@ -183,11 +183,11 @@ def test_start_by_id_and_the_idempotency_key(defs: dict[str, object]) -> None:
 def test_bad_starts_are_refused_and_start_nothing(
     defs: dict[str, object], server: Server, body: dict[str, object], needle: str
 ) -> None:
-    before = len(server.runtime.engine.instances(key="pd_b", limit=1000))
+    before = len(server.runtime.engine.find_instances(key="pd_b", limit=1000))
     got = _c(defs).post("/process-definition/key/pd_b/start", json=body)
     assert got.status_code == 400, got.text
     assert needle in got.json()["message"]
-    assert len(server.runtime.engine.instances(key="pd_b", limit=1000)) == before
+    assert len(server.runtime.engine.find_instances(key="pd_b", limit=1000)) == before
 
 
 def test_unknown_key_start_is_404(defs: dict[str, object]) -> None:
@@ -239,7 +239,7 @@ def test_a_start_is_refused_when_a_handler_or_bean_it_calls_is_missing(
     assert got.status_code == 400, got.text
     message = got.json()["message"]
     assert "bean 'creditService'" in message and "handler 'pd_missing_listener'" in message
-    assert server.runtime.engine.instances(key="pd_needs_bean", limit=10) == []
+    assert server.runtime.engine.find_instances(key="pd_needs_bean", limit=10) == []
 
 
 def test_submit_form_checks_the_start_form_and_start_does_not(

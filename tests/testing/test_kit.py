@@ -271,11 +271,11 @@ def test_a_leaves_rows_behind(bpm_kit):
     bpm_kit.handler("boom")(lambda ctx: None)
     bpm_kit.deploy(DOC)
     bpm_kit.start("leftover", business_key="mine")
-    assert len(bpm_kit.engine.instances()) == 1 and len(bpm_kit.user_tasks()) == 1
+    assert len(bpm_kit.engine.find_instances()) == 1 and len(bpm_kit.user_tasks()) == 1
 
 
 def test_b_starts_from_an_empty_database(bpm_kit):
-    assert bpm_kit.engine.instances() == [] and bpm_kit.user_tasks() == []
+    assert bpm_kit.engine.find_instances() == [] and bpm_kit.user_tasks() == []
     assert bpm_kit.handlers.names() == []
     bpm_kit.advance(hours=2)  # the leftover timer is gone: nothing fires, nothing fails
     assert bpm_kit.engine.incidents() == []

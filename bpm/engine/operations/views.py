@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, TypedDict, Unpack
+from typing import Any
 from uuid import UUID
 
 from bpm import diagram as drawing
@@ -292,22 +292,6 @@ def with_old_values(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         event["data"] = {**event["data"], "old": {k: current[k] for k in values if k in current}}
         current.update(values)
     return events
-
-
-class ListFields(TypedDict, total=False):
-    """What ``list_instances`` can match: each field that is given."""
-
-    state: str | None
-    key: str | None
-    business_key: str | None
-
-
-def list_instances(
-    core: EngineCore, *, limit: int = 100, **match: Unpack[ListFields]
-) -> list[dict[str, Any]]:
-    with core.db.transaction() as conn:
-        rows = instances.search(conn, limit=limit, **match)
-    return [instance_summary(r) for r in rows]
 
 
 def open_incidents(core: EngineCore, limit: int = 100) -> list[dict[str, Any]]:

@@ -99,7 +99,7 @@ class Run:
 
     def instances(self) -> list[dict[str, Any]]:
         """The scenario's instances, oldest first."""
-        return list(reversed(self.rt.engine.instances(limit=LIMIT)))
+        return list(reversed(self.rt.engine.find_instances(limit=LIMIT)))
 
     @property
     def instance(self) -> UUID:
