@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from uuid import UUID, uuid4
+from uuid import UUID
 
 from sqlalchemy import Connection, bindparam, func, select
 
 from bpm.states import RecordState
+from bpm.store.ids import new_id
 from bpm.store.rows import RecordRow, from_row
 from bpm.store.schema import compensation_records as t
 from bpm.store.schema import compensation_seq
@@ -55,7 +56,7 @@ def record(
             select(func.coalesce(func.max(t.c.seq), 0) + 1).where(t.c.instance_id == instance_id)
         ).scalar_one()
     row = RecordRow(
-        uuid4(),
+        new_id(),
         instance_id,
         token_id,
         node_id,

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from uuid import UUID, uuid4
+from uuid import UUID
 
 from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.exc import IntegrityError
 
 from bpm.store import versions
+from bpm.store.ids import new_id
 from bpm.store.rows import from_row
 from bpm.store.schema import decision_definitions as t
 
@@ -88,7 +89,7 @@ def insert(
     deployment_id: UUID | None = None,
     resource: str | None = None,
 ) -> DecisionRow:
-    decision_id = uuid4()
+    decision_id = new_id()
     try:
         with conn.begin_nested():
             conn.execute(

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-from uuid import UUID, uuid4
+from uuid import UUID
 
 from sqlalchemy import Connection, and_, delete, func, select, update
 
+from bpm.store.ids import new_id
 from bpm.store.paging import Page, like, ordered
 from bpm.store.schema import filters as t
 
@@ -57,7 +58,7 @@ def insert(
     properties: dict[str, Any] | None,
     now: datetime,
 ) -> FilterRow:
-    row = FilterRow(uuid4(), resource_type, name, owner, query, properties, now)
+    row = FilterRow(new_id(), resource_type, name, owner, query, properties, now)
     conn.execute(t.insert(), dict(zip([c.name for c in _COLS], vars(row).values(), strict=True)))
     return row
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from uuid import UUID, uuid4
+from uuid import UUID
 
 from sqlalchemy import Connection, bindparam, select
 
 from bpm.states import IncidentState
+from bpm.store.ids import new_id
 from bpm.store.rows import IncidentRow, from_row
 from bpm.store.schema import incidents as t
 
@@ -49,7 +50,7 @@ def open_incident(
     now: datetime,
 ) -> IncidentRow:
     row = IncidentRow(
-        uuid4(),
+        new_id(),
         instance_id,
         token_id,
         task_id,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from uuid import UUID, uuid4
+from uuid import UUID
 
 from sqlalchemy import Connection, select
 
+from bpm.store.ids import new_id
 from bpm.store.schema import task_comments as t
 
 
@@ -32,7 +33,7 @@ def insert(
     message: str,
     at: datetime,
 ) -> CommentRow:
-    row = CommentRow(uuid4(), task_id, instance_id, user_id, message, at)
+    row = CommentRow(new_id(), task_id, instance_id, user_id, message, at)
     conn.execute(
         t.insert(),
         {

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
-from uuid import UUID, uuid4
+from uuid import UUID
 
 from bpm.definitions.parse.patterns import MESSAGE_PATTERN
 from bpm.dispatch import Job, JobName
@@ -23,6 +23,7 @@ from bpm.errors import InvalidOperation, NoMatchingWait
 from bpm.limits import NAME_MAX, check_text
 from bpm.states import EngineEvent
 from bpm.store import signals
+from bpm.store.ids import new_id
 from bpm.variables import check_variables
 
 
@@ -61,7 +62,7 @@ def throw(
         with core.transaction("signal") as tx:
             if throw_key is not None and (known := signals.by_key(tx.conn, throw_key)):
                 return Thrown(known, signals.left(tx.conn, known), False)
-            signal_id = uuid4()
+            signal_id = new_id()
             n = signals.throw(
                 tx.conn,
                 signal_id,

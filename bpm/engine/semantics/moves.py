@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
-from uuid import UUID, uuid4
+from uuid import UUID
 
 from bpm.definitions.model import Flow
 from bpm.engine.core.tx import NextToken, Tx
 from bpm.engine.semantics import scopes
 from bpm.states import LinkType, TokenEvent, TokenMode, TokenState
 from bpm.store import tokens
+from bpm.store.ids import new_id
 from bpm.store.rows import TokenRow
 
 
@@ -82,7 +83,7 @@ def new_token(
 ) -> TokenRow:
     """A token row to insert; ``create`` writes a batch of them with their history."""
     return TokenRow(
-        uuid4(),
+        new_id(),
         instance_id,
         node_id,
         state,

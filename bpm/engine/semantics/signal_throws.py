@@ -10,7 +10,6 @@ before the token moves on (docs/bpmn.md).
 from __future__ import annotations
 
 from typing import Any
-from uuid import uuid4
 
 from bpm.definitions.mappings import evaluate
 from bpm.definitions.model import Node, ProcessGraph
@@ -23,6 +22,7 @@ from bpm.engine.semantics.signal_names import picker
 from bpm.errors import BpmError
 from bpm.states import EngineEvent
 from bpm.store import signals
+from bpm.store.ids import new_id
 from bpm.store.rows import TokenRow
 from bpm.variables import check_variables
 
@@ -60,7 +60,7 @@ def throw_at(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> bool:
 def throw(tx: Tx, tok: TokenRow, name: str, values: dict[str, Any] | None = None) -> None:
     """Broadcast ``name`` (with ``values``) from ``tok``: every subscription that exists now
     receives it."""
-    signal_id = uuid4()
+    signal_id = new_id()
     thrower = (tok.instance_id, tok.id)
     pick = picker(tx, name)
     n = signals.throw(tx.conn, signal_id, name, values, tx.now, thrower=thrower, pick=pick)

@@ -12,11 +12,12 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
-from uuid import UUID, uuid4
+from uuid import UUID
 
 from bpm.engine.core.tx import Conflict, Tx
 from bpm.states import TaskEvent, TaskKind, TaskState
 from bpm.store import tasks
+from bpm.store.ids import new_id
 from bpm.store.rows import TaskRow, TokenRow
 
 
@@ -56,7 +57,7 @@ def new_task(
     writes it). ``user_task``: the other columns of a user task (candidate users, dates,
     form)."""
     return TaskRow(
-        uuid4(),
+        new_id(),
         tok.id,
         tok.instance_id,
         node_id,

@@ -10,12 +10,13 @@ needs no lock, as no other transaction can be waiting for it.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from uuid import UUID, uuid4
+from uuid import UUID
 
 from bpm.definitions.model import Node
 from bpm.engine.core.tx import Conflict, Tx
 from bpm.states import EngineEvent, RecordState, TimerState
 from bpm.store import compensation, incidents, timers
+from bpm.store.ids import new_id
 from bpm.store.rows import IncidentRow, RecordRow, TimerRow, TokenRow
 
 # --- timers ------------------------------------------------------------------------------
@@ -25,7 +26,7 @@ def schedule_timer(tx: Tx, tok: TokenRow, timer_node: Node, fire_at: datetime) -
     """A SCHEDULED timer of ``timer_node`` owned by ``tok``."""
     assert timer_node.timer is not None
     row = TimerRow(
-        uuid4(), tok.id, tok.instance_id, timer_node.id, fire_at, TimerState.SCHEDULED, 0, tx.now
+        new_id(), tok.id, tok.instance_id, timer_node.id, fire_at, TimerState.SCHEDULED, 0, tx.now
     )
     timers.insert(tx.conn, [row])
     tx.history.engine(
