@@ -68,3 +68,16 @@ def snapshot(server_pid: int | None = None) -> dict[str, float]:
 def per_task(before: dict[str, float], after: dict[str, float], tasks: int) -> dict[str, float]:
     """Milliseconds of CPU per task, by role (processes that exited in between are lost)."""
     return {k: (after[k] - before.get(k, 0.0)) * 1000 / max(tasks, 1) for k in after}
+
+
+def by_role(worker_pids: list[int]) -> dict[str, float]:
+    """CPU seconds so far of the process trees of ``worker_pids`` (``worker``), of every
+    ``postgres`` process and of every ``redis-server`` process: the three roles a distributed
+    step costs CPU in."""
+    procs = _all()
+    workers = set().union(*(_tree(procs, pid) for pid in worker_pids))
+    return {
+        "worker": sum(procs[p].seconds for p in workers if p in procs),
+        "postgres": sum(p.seconds for p in procs.values() if p.name == "postgres"),
+        "redis": sum(p.seconds for p in procs.values() if p.name == "redis-server"),
+    }
