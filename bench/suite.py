@@ -16,11 +16,14 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import psycopg
 import redis
+from sqlalchemy.engine import make_url
 
 from bench import distributed_throughput as dist
 from bench import engine_throughput as eng
@@ -38,6 +41,9 @@ DIST_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/bpm_bench_suite_dist"
 DBOS_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/bpm_bench_suite_dbos"
 ONE_TASK_KEY = "bench_one_task"
 STEPS = 10
+#: A backend reports its transactions to the statistics at most about once a second, and
+#: when it exits: after a part's workers stopped, wait this long before reading them.
+STATS_FLUSH_S = 1.5
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,7 @@ class Bench:
     registry: HandlerRegistry
     counters: Counters
     dist_db: Database
+    dist_counters: Counters
     broker: redis.Redis
     env: dict[str, str]
     logs: Path
@@ -89,10 +96,34 @@ def per_step(result: dict[str, float], steps: int) -> Round:
     return out
 
 
+def server_transactions(url: str) -> int:
+    """Transactions PostgreSQL has counted in ``url``'s database, from a fresh connection
+    (a session caches the statistics it read)."""
+    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT xact_commit + xact_rollback FROM pg_stat_database"
+            " WHERE datname = current_database()"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def workers_transactions(b: Bench, run: Callable[[], dict[str, float]]) -> dict[str, float]:
+    """``run()``'s figures and ``transactions``: how many the workers made, which is the
+    database's count less this process's own (its polls for completion, this count's)."""
+    server, mine = server_transactions(DIST_URL), b.dist_counters.commits
+    figures = run()
+    b.dist_db.dispose()  # this process's sessions end too, and so report what they counted
+    time.sleep(STATS_FLUSH_S)
+    made = server_transactions(DIST_URL) - server - (b.dist_counters.commits - mine) - 1
+    return figures | {"transactions": float(made)}
+
+
 def bpm_part(k: int) -> Part:
     def run(b: Bench) -> Round:
         n = b.sizes.dist_instances
-        r = dist.run_bpm(k, n, b.env, b.logs, b.dist_db, b.broker)
+        r = workers_transactions(b, lambda: dist.run_bpm(k, n, b.env, b.logs, b.dist_db, b.broker))
+        r["tx_per_step"] = r.pop("transactions") / (n * STEPS)
         return {f"bpm.{k}.{f}": v for f, v in per_step(r, n * STEPS).items()}
 
     return f"bpm K={k}", run
@@ -109,9 +140,14 @@ def chain_part(k: int) -> Part:
 
 def one_task_part(b: Bench) -> Round:
     """Start → one service task → end, sent to the most workers asked for."""
-    n = b.sizes.one_task_instances
-    r = dist.run_bpm(max(b.workers), n, b.env, b.logs, b.dist_db, b.broker, ONE_TASK_KEY, 1)
-    return {"one_task.instances_per_s": r["instances_per_s"]}
+    n, k = b.sizes.one_task_instances, max(b.workers)
+    r = workers_transactions(
+        b, lambda: dist.run_bpm(k, n, b.env, b.logs, b.dist_db, b.broker, ONE_TASK_KEY, 1)
+    )
+    return {
+        "one_task.instances_per_s": r["instances_per_s"],
+        "one_task.tx_per_instance": r["transactions"] / n,
+    }
 
 
 def dbos_part(b: Bench) -> Round:
@@ -147,13 +183,16 @@ def set_up(sizes: Sizes, workers: list[int], logs: Path) -> Bench:
     engine_db, registry, counters = eng.prepare(ENGINE_URL, 1)
     eng.fresh_database(DIST_URL)
     dist_db = Database(DIST_URL)
+    dist_counters = eng.count_sql(dist_db)
     upgrade(dist_db)
     boot = Engine(dist_db, InProcessDispatcher())
     boot.deploy(dist.bench_step_doc(eng.sequential()))
     boot.deploy(dist.bench_step_doc({**eng.sequential(1), "key": ONE_TASK_KEY}))
     broker = redis.Redis.from_url(dist.REDIS_URL)
     env = dist.worker_env(DIST_URL)
-    return Bench(sizes, workers, engine_db, registry, counters, dist_db, broker, env, logs)
+    return Bench(
+        sizes, workers, engine_db, registry, counters, dist_db, dist_counters, broker, env, logs
+    )
 
 
 def main() -> None:

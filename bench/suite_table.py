@@ -5,9 +5,11 @@ and only then summarised over rounds, so a slow round weighs on both sides of a 
 A round is a flat mapping of figure keys to numbers; keys name the part that measured them:
 
 - ``engine.<shape>.steps_per_s`` / ``.tx_per_step`` / ``.stmts_per_step``: the engine alone;
-- ``bpm.<K>.steps_per_s`` / ``.p50_ms`` / ``.cpu_<role>_ms``: bpm with K Celery workers;
-- ``chain.<K>.…``: the plain Celery chain on K workers, the same figures;
-- ``one_task.instances_per_s``: start, one service task, end, with workers;
+- ``bpm.<K>.steps_per_s`` / ``.p50_ms`` / ``.cpu_<role>_ms`` / ``.tx_per_step``: bpm with K
+  Celery workers;
+- ``chain.<K>.…``: the plain Celery chain on K workers, the same figures but transactions;
+- ``one_task.instances_per_s`` / ``.tx_per_instance``: start, one service task, end, with
+  workers;
 - ``peer.dbos.steps_per_s``: DBOS, when the peer ran.
 """
 
@@ -118,6 +120,8 @@ def rows(workers: Sequence[int]) -> list[Row]:
                 Row(f"{label} CPU per step, {role}, K={k}", f"{system}.{k}.cpu_{role}_ms", "ms")
                 for role in ROLES
             ]
+    out += [Row(f"bpm transactions per step, K={k}", f"bpm.{k}.tx_per_step", "") for k in workers]
+    out.append(Row("transactions per instance, one service task", "one_task.tx_per_instance", ""))
     for key, label in ENGINE_SHAPES:
         out.append(Row(f"SQL statements per step, {label}", f"engine.{key}.stmts_per_step", ""))
         out.append(Row(f"transactions per step, {label}", f"engine.{key}.tx_per_step", ""))
