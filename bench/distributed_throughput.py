@@ -26,11 +26,12 @@ from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
+import psycopg
 import redis
 from celery import Celery, chain
 
 from bench import cpu_use
-from bench.engine_throughput import fresh_database, sequential
+from bench.engine_throughput import fresh_database, plain_dsn, sequential
 from bpm.dispatch import InProcessDispatcher
 from bpm.engine.engine import Engine
 from bpm.store import Database, instances
@@ -78,16 +79,28 @@ class Workers:
                 )
         time.sleep(3.0)  # let them connect
         # CPU by role from here to stop(): the workers' start-up is not their steps' cost.
-        self.cpu_at_start = cpu_use.by_role([p.pid for p in self.procs])
+        self.database_url = env["BPM_DATABASE_URL"]
+        self.cpu_at_start = self._cpu()
         self.cpu_used: dict[str, float] = {}
 
+    def _cpu(self) -> dict[str, dict[int, float]]:
+        return cpu_use.by_role([p.pid for p in self.procs], backends(self.database_url))
+
     def stop(self) -> None:
-        after = cpu_use.by_role([p.pid for p in self.procs])
-        self.cpu_used = {k: v - self.cpu_at_start.get(k, 0.0) for k, v in after.items()}
+        self.cpu_used = cpu_use.spent(self.cpu_at_start, self._cpu())
         for p in self.procs:
             os.killpg(p.pid, signal.SIGTERM)
         for p in self.procs:
             p.wait(timeout=30)
+
+
+def backends(url: str) -> set[int]:
+    """The process ids of the PostgreSQL backends connected to ``url``'s database now."""
+    with psycopg.connect(plain_dsn(url), autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+        ).fetchall()
+    return {int(row[0]) for row in rows}
 
 
 def latencies(r: redis.Redis, runs: list[str]) -> tuple[list[float], float, float]:

@@ -121,6 +121,11 @@ def count_sql(db: Database) -> Counters:
     return counters
 
 
+def plain_dsn(url: str) -> str:
+    """A SQLAlchemy URL as the connection string psycopg itself takes."""
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
 def fresh_database(url: str) -> None:
     parsed = make_url(url)
     admin = parsed.set(drivername="postgresql", database="postgres")

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import psycopg
 import redis
-from sqlalchemy.engine import make_url
+
+from bench.engine_throughput import plain_dsn
 
 
 def _cpu_model() -> str:
@@ -25,8 +26,7 @@ def _cpu_model() -> str:
 
 
 def _postgres_version(url: str) -> str:
-    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-    with psycopg.connect(dsn) as conn:
+    with psycopg.connect(plain_dsn(url)) as conn:
         row = conn.execute("SHOW server_version").fetchone()
     return str(row[0]) if row else "unknown"
 

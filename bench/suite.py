@@ -23,11 +23,10 @@ from pathlib import Path
 
 import psycopg
 import redis
-from sqlalchemy.engine import make_url
 
 from bench import distributed_throughput as dist
 from bench import engine_throughput as eng
-from bench.engine_throughput import Counters
+from bench.engine_throughput import Counters, plain_dsn
 from bench.machine import describe
 from bench.suite_table import ENGINE_SHAPES, Round, machine_lines, table
 from bpm.dispatch import InProcessDispatcher
@@ -99,8 +98,7 @@ def per_step(result: dict[str, float], steps: int) -> Round:
 def server_transactions(url: str) -> int:
     """Transactions PostgreSQL has counted in ``url``'s database, from a fresh connection
     (a session caches the statistics it read)."""
-    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with psycopg.connect(plain_dsn(url), autocommit=True) as conn:
         row = conn.execute(
             "SELECT xact_commit + xact_rollback FROM pg_stat_database"
             " WHERE datname = current_database()"
