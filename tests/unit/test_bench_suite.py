@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.suite import Part, rotated
+from bench.suite import Part, per_step, rotated
 from bench.suite_table import ratios, summarise, table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,6 +60,13 @@ def test_the_table_shows_medians_spreads_and_ratios() -> None:
     assert "| bpm CPU per step, worker, K=1 | ms | 1.25 | 1.25 to 1.25 |" in lines
     assert "| one service task, end to end | instances/s | 50.00 | 25.00 to 100 |" in lines
     assert not any("K=4" in line for line in lines), "a figure no round measured is left out"
+
+
+def test_cpu_seconds_become_milliseconds_per_step() -> None:
+    figures = per_step({"steps_per_s": 200.0, "cpu_worker_s": 1.5, "cpu_redis_s": 0.1}, 1000)
+    assert figures == pytest.approx(
+        {"steps_per_s": 200.0, "cpu_worker_ms": 1.5, "cpu_redis_ms": 0.1}
+    )
 
 
 def test_each_round_starts_one_part_further_on() -> None:
