@@ -68,3 +68,29 @@ def snapshot(server_pid: int | None = None) -> dict[str, float]:
 def per_task(before: dict[str, float], after: dict[str, float], tasks: int) -> dict[str, float]:
     """Milliseconds of CPU per task, by role (processes that exited in between are lost)."""
     return {k: (after[k] - before.get(k, 0.0)) * 1000 / max(tasks, 1) for k in after}
+
+
+def by_role(worker_pids: list[int], postgres_pids: set[int]) -> dict[str, dict[int, float]]:
+    """CPU seconds so far of each process by role: the process trees of ``worker_pids``
+    (``worker``), the PostgreSQL backends ``postgres_pids`` (those of the benchmark's
+    database, not the other work the server carries) and every ``redis-server``."""
+    procs = _all()
+    workers: set[int] = set()
+    for pid in worker_pids:
+        workers |= _tree(procs, pid)
+    return {
+        "worker": {p: procs[p].seconds for p in workers if p in procs},
+        "postgres": {p: procs[p].seconds for p in postgres_pids if p in procs},
+        "redis": {p.pid: p.seconds for p in procs.values() if p.name == "redis-server"},
+    }
+
+
+def spent(
+    before: dict[str, dict[int, float]], after: dict[str, dict[int, float]]
+) -> dict[str, float]:
+    """CPU seconds by role between two ``by_role`` readings; a process first seen in the
+    second started after the first, from nothing."""
+    return {
+        role: sum(s - before.get(role, {}).get(pid, 0.0) for pid, s in after[role].items())
+        for role in after
+    }

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import os
 import signal
 import statistics
@@ -25,10 +26,12 @@ from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
+import psycopg
 import redis
 from celery import Celery, chain
 
-from bench.engine_throughput import fresh_database, sequential
+from bench import cpu_use
+from bench.engine_throughput import fresh_database, plain_dsn, sequential
 from bpm.dispatch import InProcessDispatcher
 from bpm.engine.engine import Engine
 from bpm.store import Database, instances
@@ -75,12 +78,29 @@ class Workers:
                     )
                 )
         time.sleep(3.0)  # let them connect
+        # CPU by role from here to stop(): the workers' start-up is not their steps' cost.
+        self.database_url = env["BPM_DATABASE_URL"]
+        self.cpu_at_start = self._cpu()
+        self.cpu_used: dict[str, float] = {}
+
+    def _cpu(self) -> dict[str, dict[int, float]]:
+        return cpu_use.by_role([p.pid for p in self.procs], backends(self.database_url))
 
     def stop(self) -> None:
+        self.cpu_used = cpu_use.spent(self.cpu_at_start, self._cpu())
         for p in self.procs:
             os.killpg(p.pid, signal.SIGTERM)
         for p in self.procs:
             p.wait(timeout=30)
+
+
+def backends(url: str) -> set[int]:
+    """The process ids of the PostgreSQL backends connected to ``url``'s database now."""
+    with psycopg.connect(plain_dsn(url), autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+        ).fetchall()
+    return {int(row[0]) for row in rows}
 
 
 def latencies(r: redis.Redis, runs: list[str]) -> tuple[list[float], float, float]:
@@ -106,8 +126,17 @@ def wait_for(check: Any, timeout: float, what: str) -> None:
 
 
 def run_bpm(
-    k: int, n: int, env: dict[str, str], logs: Path, db: Database, r: redis.Redis
+    k: int,
+    n: int,
+    env: dict[str, str],
+    logs: Path,
+    db: Database,
+    r: redis.Redis,
+    process_key: str = "bench_sequential",
+    steps: int = 10,
 ) -> dict[str, float]:
+    """``n`` instances of ``process_key`` (``steps`` recorded steps each) on ``k`` workers;
+    rates, step latency and the CPU seconds each role spent (``cpu_<role>_s``)."""
     prefix = f"b{uuid4().hex[:6]}."
     env = {**env, "BPM_QUEUE_PREFIX": prefix}
     workers = Workers("bpm_workers", ",".join(prefix + q for q in QUEUES), k, env, logs)
@@ -118,18 +147,23 @@ def run_bpm(
             client.send_task(
                 "bpm.start_instance",
                 queue=f"{prefix}bpm.starts",
-                kwargs={"process_key": "bench_sequential", "variables": {}, "business_key": run},
+                kwargs={"process_key": process_key, "variables": {}, "business_key": run},
             )
         wait_for(
             lambda: (
-                all(r.llen(f"bench:{x}") == 10 for x in runs[-5:]) and _completed(db, prefix) == n
+                all(r.llen(f"bench:{x}") == steps for x in runs[-5:])
+                and _completed(db, prefix) == n
             ),
             600,
             "bpm instances",
         )
     finally:
         workers.stop()
-    return summarise(r, runs, n)
+    return summarise(r, runs, n, steps) | cpu_figures(workers)
+
+
+def cpu_figures(workers: Workers) -> dict[str, float]:
+    return {f"cpu_{role}_s": seconds for role, seconds in workers.cpu_used.items()}
 
 
 def run_bpm_one_at_a_time(
@@ -173,18 +207,39 @@ def run_plain(k: int, n: int, env: dict[str, str], logs: Path, r: redis.Redis) -
         wait_for(lambda: all(r.llen(f"bench:{x}") == 10 for x in runs), 600, "plain chains")
     finally:
         workers.stop()
-    return summarise(r, runs, n)
+    return summarise(r, runs, n) | cpu_figures(workers)
 
 
-def summarise(r: redis.Redis, runs: list[str], n: int) -> dict[str, float]:
+def summarise(r: redis.Redis, runs: list[str], n: int, steps: int = 10) -> dict[str, float]:
+    """Rates from the first step's start to the last one's end; step latency (NaN for a
+    one-step process, which has no step after a step)."""
     gaps, first, last = latencies(r, runs)
     gaps.sort()
     seconds = last - first
     return {
         "instances_per_s": n / seconds,
-        "steps_per_s": n * 10 / seconds,
-        "p50_ms": statistics.median(gaps) * 1000,
-        "p99_ms": gaps[int(len(gaps) * 0.99) - 1] * 1000,
+        "steps_per_s": n * steps / seconds,
+        "p50_ms": statistics.median(gaps) * 1000 if gaps else math.nan,
+        "p99_ms": gaps[int(len(gaps) * 0.99) - 1] * 1000 if gaps else math.nan,
+    }
+
+
+def bench_step_doc(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with every service task running the recording ``bench_step`` handler."""
+    for node in doc["nodes"]:
+        if node["type"] == "serviceTask":
+            node["handler"] = "bench_step"
+    return doc
+
+
+def worker_env(db_url: str) -> dict[str, str]:
+    """The environment both systems' workers run in."""
+    return {
+        **os.environ,
+        "BPM_DATABASE_URL": db_url,
+        "BPM_BROKER_URL": REDIS_URL,
+        "BPM_IMPORTS": "bench.dist_handlers",
+        "PYTHONPATH": str(ROOT),
     }
 
 
@@ -199,19 +254,9 @@ def main() -> None:
     fresh_database(DB_URL)
     db = Database(DB_URL)
     upgrade(db)
-    doc = sequential()
-    for node in doc["nodes"]:
-        if node["type"] == "serviceTask":
-            node["handler"] = "bench_step"
-    Engine(db, InProcessDispatcher()).deploy(doc)
+    Engine(db, InProcessDispatcher()).deploy(bench_step_doc(sequential()))
     r = redis.Redis.from_url(REDIS_URL)
-    env = {
-        **os.environ,
-        "BPM_DATABASE_URL": DB_URL,
-        "BPM_BROKER_URL": REDIS_URL,
-        "BPM_IMPORTS": "bench.dist_handlers",
-        "PYTHONPATH": str(ROOT),
-    }
+    env = worker_env(DB_URL)
     print(
         f"bpm distributed vs plain Celery chain: {args.instances} instances x 10 steps, "
         f"solo pool, Redis {REDIS_URL}, PostgreSQL {db.safe_url}"

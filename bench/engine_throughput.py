@@ -105,7 +105,25 @@ def count_sql(db: Database) -> Counters:
         with lock:
             counters.commits += 1
 
+    @event.listens_for(db.engine, "connect")
+    def _raw_statements(dbapi_connection: Any, _record: Any) -> None:
+        # The store's hot statements go to the driver's connection directly (bpm.store.db's
+        # raw_one), past SQLAlchemy's events: count them where they are sent.
+        execute = dbapi_connection.execute
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            with lock:
+                counters.statements += 1
+            return execute(*args, **kwargs)
+
+        dbapi_connection.execute = counted
+
     return counters
+
+
+def plain_dsn(url: str) -> str:
+    """A SQLAlchemy URL as the connection string psycopg itself takes."""
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 def fresh_database(url: str) -> None:
@@ -154,6 +172,30 @@ def run_shape(
         "stmts_per_step": (counters.statements - before.statements) / steps,
         "seconds": seconds,
     }
+
+
+#: The shapes measured: a name, the process key, the service-task steps one instance runs.
+SHAPES = (
+    ("sequential (10 service tasks)", "bench_sequential", 10),
+    ("fork/join (4 branches + 2)", "bench_fork_join", 6),
+    ("call activity (1 + 5 called + 1)", "bench_call", 7),
+    ("multi-instance (1 + 10 parallel + 1)", "bench_multi_instance", 12),
+)
+
+
+def prepare(url: str, clients: int) -> tuple[Database, HandlerRegistry, Counters]:
+    """A fresh database at ``url`` with every shape deployed, the no-op handler, and the
+    statement and commit counters of its connections."""
+    fresh_database(url)
+    db = Database(url, pool_size=clients + 2)
+    counters = count_sql(db)  # before any connection is made, so that every one is counted
+    upgrade(db)
+    registry = HandlerRegistry()
+    registry.register("noop", noop)
+    boot = Engine(db, InProcessDispatcher(), handlers=registry)
+    for doc in (sequential(), fork_join(), called(), call_activity(), multi_instance()):
+        boot.deploy(doc)
+    return db, registry, counters
 
 
 PGBENCH_SETUP = """
@@ -234,36 +276,15 @@ def main() -> None:
 
         OBSERVER[0] = process_observer()
 
-    fresh_database(args.url)
-    db = Database(args.url, pool_size=args.clients + 2)
-    upgrade(db)
-    registry = HandlerRegistry()
-    registry.register("noop", noop)
-    counters = count_sql(db)
-    boot = Engine(db, InProcessDispatcher(), handlers=registry)
-    boot.deploy(sequential())
-    boot.deploy(fork_join())
-    boot.deploy(called())
-    boot.deploy(call_activity())
-    boot.deploy(multi_instance())
+    db, registry, counters = prepare(args.url, args.clients)
 
     print(
         f"bpm engine throughput: {args.instances} instances per shape, {args.clients} "
         f"client(s), PostgreSQL {db.safe_url}"
     )
     results = {
-        "sequential (10 service tasks)": run_shape(
-            db, registry, counters, "bench_sequential", 10, args.instances, args.clients
-        ),
-        "fork/join (4 branches + 2)": run_shape(
-            db, registry, counters, "bench_fork_join", 6, args.instances, args.clients
-        ),
-        "call activity (1 + 5 called + 1)": run_shape(
-            db, registry, counters, "bench_call", 7, args.instances, args.clients
-        ),
-        "multi-instance (1 + 10 parallel + 1)": run_shape(
-            db, registry, counters, "bench_multi_instance", 12, args.instances, args.clients
-        ),
+        name: run_shape(db, registry, counters, key, steps, args.instances, args.clients)
+        for name, key, steps in SHAPES
     }
     tps = pgbench_tps(args.url, args.clients, args.pgbench_seconds)
     header = f"{'shape':32} {'inst/s':>8} {'steps/s':>9} {'tx/step':>8} {'stmt/step':>10}"
