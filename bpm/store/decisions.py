@@ -10,7 +10,7 @@ from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.exc import IntegrityError
 
 from bpm.store import versions
-from bpm.store.ids import new_id
+from bpm.store.ids import new_named_id
 from bpm.store.rows import from_row
 from bpm.store.schema import decision_definitions as t
 
@@ -89,7 +89,7 @@ def insert(
     deployment_id: UUID | None = None,
     resource: str | None = None,
 ) -> DecisionRow:
-    decision_id = new_id()
+    decision_id = new_named_id()
     try:
         with conn.begin_nested():
             conn.execute(

@@ -10,7 +10,7 @@ from sqlalchemy import Connection, bindparam, func, select
 from sqlalchemy.exc import IntegrityError
 
 from bpm.store import versions
-from bpm.store.ids import new_id
+from bpm.store.ids import new_named_id
 from bpm.store.rows import DefinitionRow, from_row
 from bpm.store.schema import process_definitions as t
 
@@ -85,7 +85,7 @@ def insert(
     deployment_id: UUID | None = None,
     resource: str | None = None,
 ) -> DefinitionRow:
-    def_id = new_id()
+    def_id = new_named_id()
     tag = graph.get("versionTag")
     version_tag = tag if isinstance(tag, str) else None
     try:

@@ -11,7 +11,7 @@ from uuid import UUID
 from sqlalchemy import Connection, func, select
 
 from bpm.store import message_starts, signals
-from bpm.store.ids import new_id
+from bpm.store.ids import new_named_id
 from bpm.store.paging import Page, like, ordered
 from bpm.store.schema import decision_definitions as decisions_t
 from bpm.store.schema import deployment_resources as r
@@ -59,7 +59,7 @@ def insert(
 ) -> DeploymentRow:
     # Milliseconds, as the API writes it: a time read from an answer names this one exactly.
     when = now.replace(microsecond=now.microsecond // 1000 * 1000)
-    row = DeploymentRow(new_id(), name, source, when)
+    row = DeploymentRow(new_named_id(), name, source, when)
     conn.execute(
         t.insert(), {"id": row.id, "name": name, "source": source, "deployment_time": when}
     )
@@ -69,7 +69,7 @@ def insert(
 def add_resource(
     conn: Connection, deployment_id: UUID, name: str, content: bytes, checksum: str
 ) -> ResourceRow:
-    row = ResourceRow(new_id(), deployment_id, name, checksum)
+    row = ResourceRow(new_named_id(), deployment_id, name, checksum)
     conn.execute(
         r.insert(),
         {

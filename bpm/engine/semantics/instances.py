@@ -16,7 +16,7 @@ from bpm.engine.semantics.moves import create as create_tokens
 from bpm.engine.semantics.moves import new_token
 from bpm.states import EngineEvent, InstanceState
 from bpm.store import instances
-from bpm.store.ids import new_id
+from bpm.store.ids import new_named_id
 from bpm.store.rows import DefinitionRow, InstanceRow, TokenRow
 
 
@@ -44,7 +44,7 @@ def create(
         above = instances.get(tx.conn, caller.instance_id)
         root_id = (above.root_instance_id if above else None) or caller.instance_id
     inst = InstanceRow(
-        new_id(),
+        new_named_id(),
         definition.id,
         definition.key,
         business_key,
