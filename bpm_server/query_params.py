@@ -25,6 +25,8 @@ from bpm_server.dates import parse_date
 from bpm_server.models import INT_MAX, nul_at
 
 MAX_RESULTS = 1000
+#: The tenant filters every Camunda list has: refused, naming why, where bpm lists by tenant.
+NO_TENANTS = {"tenantIdIn": "bpm has no tenants", "withoutTenantId": "bpm has no tenants"}
 _PAGING = ("firstResult", "maxResults")
 
 

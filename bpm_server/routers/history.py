@@ -28,7 +28,7 @@ from bpm_server.history_models import (
     HistoricVariableInstanceDto,
 )
 from bpm_server.lists import ListResource, add_list_routes
-from bpm_server.query_params import Kind, QuerySpec, both
+from bpm_server.query_params import NO_TENANTS, Kind, QuerySpec, both
 from bpm_server.routing import Reader, runtime_of
 from bpm_server.variables import encode_value
 
@@ -50,7 +50,6 @@ _STATE_FLAGS = {
     "externallyTerminated": (InstanceState.CANCELLED,),
     "internallyTerminated": (InstanceState.TERMINATED,),
 }
-_NO_TENANTS = {"tenantIdIn": "bpm has no tenants", "withoutTenantId": "bpm has no tenants"}
 
 INSTANCE_SPEC = QuerySpec(
     "history/process-instance",
@@ -86,7 +85,7 @@ INSTANCE_SPEC = QuerySpec(
         "duration": "duration",
     },
     {
-        **_NO_TENANTS,
+        **NO_TENANTS,
         "incidentStatus": "not supported yet: use withIncidents",
         "startedBy": "bpm records no starting user on the instance",
         "caseInstanceId": "bpm has no CMMN cases",
@@ -126,7 +125,7 @@ ACTIVITY_SPEC = QuerySpec(
         "occurrence": "started",
     },
     {
-        **_NO_TENANTS,
+        **NO_TENANTS,
         "activityName": "not supported yet: filter by activityId",
         "taskAssignee": "not supported yet: use GET /task?assignee=",
         "processDefinitionId": "give processInstanceId: visits are read per instance",
@@ -147,7 +146,7 @@ VARIABLE_SPEC = QuerySpec(
     },
     {"instanceId": "instance_id", "variableName": "name"},
     {
-        **_NO_TENANTS,
+        **NO_TENANTS,
         "variableValue": "not supported yet",
         "variableTypeIn": "not supported yet",
         "includeDeleted": "bpm keeps the last value of each variable only",

@@ -20,12 +20,11 @@ from bpm.api import (
 from bpm_server.dates import format_date
 from bpm_server.lists import ListResource, add_list_routes
 from bpm_server.models import Dto
-from bpm_server.query_params import Kind, QuerySpec, both
+from bpm_server.query_params import NO_TENANTS, Kind, QuerySpec, both
 from bpm_server.variables import encode_value
 
 router = APIRouter(prefix="/history", tags=["History"])
 
-_NO_TENANTS = {"tenantIdIn": "bpm has no tenants", "withoutTenantId": "bpm has no tenants"}
 _CASES = "bpm has no CMMN cases"
 
 TASK_SPEC = QuerySpec(
@@ -78,7 +77,7 @@ TASK_SPEC = QuerySpec(
         "tenantId": None,
     },
     {
-        **_NO_TENANTS,
+        **NO_TENANTS,
         "taskName": "names live in the definition, not on the task",
         "taskNameLike": "names live in the definition, not on the task",
         "taskOwner": "bpm has no task owners",
@@ -230,7 +229,7 @@ DETAIL_SPEC = QuerySpec(
         "tenantId": None,
     },
     {
-        **_NO_TENANTS,
+        **NO_TENANTS,
         "executionId": "bpm records variable changes per instance",
         "taskId": "bpm records variable changes per instance",
         "activityInstanceId": "bpm records variable changes per instance",

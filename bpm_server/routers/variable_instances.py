@@ -12,7 +12,7 @@ from fastapi import APIRouter
 from bpm.api import Engine, FoundVariable, VariableQuery
 from bpm_server.lists import ListResource, add_list_routes
 from bpm_server.models import Dto
-from bpm_server.query_params import Kind, QuerySpec, both
+from bpm_server.query_params import Kind, QuerySpec
 from bpm_server.variables import encode_value
 
 router = APIRouter(prefix="/variable-instance", tags=["Variable Instance"])
@@ -66,9 +66,10 @@ class VariableInstanceDto(Dto):
 def variable_query(f: Mapping[str, Any]) -> VariableQuery | None:
     """Execution and activity instance ids name the instance (see ``SPEC``); each given
     list must hold it."""
-    ids = both(f, "processInstanceIdIn", "executionIdIn")
-    if "activityInstanceIdIn" in f:
-        ids = both({"a": ids, "b": f["activityInstanceIdIn"]}, "a", "b")
+    given = [
+        f[n] for n in ("processInstanceIdIn", "executionIdIn", "activityInstanceIdIn") if n in f
+    ]
+    ids = None if not given else [i for i in given[0] if all(i in g for g in given[1:])]
     if ids == []:
         return None
     return VariableQuery(

@@ -100,3 +100,8 @@ def test_deployed_forms_by_key_and_reference(viewer: Server) -> None:
         by_version = c.get(f"/task/{_task_at(viewer, 'referenced', 'version')}/deployed-form")
         assert by_version.json()["components"][0]["label"] == "Address v1"
         assert c.get("/task/7e0c8b8e-3b1c-4a8e-9a49-0a4b5e8e9f10/deployed-form").status_code == 404
+    engine = viewer.runtime.engine
+    definition = engine.process_definition(key=KEY).id
+    for binding, label in (("latest", "Address v3"), ("deployment", "Address v3")):
+        found = engine.deployed_form({"ref": {"id": "fmShip", "binding": binding}}, definition)
+        assert json.loads(found.content)["components"][0]["label"] == label, binding

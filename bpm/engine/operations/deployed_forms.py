@@ -21,7 +21,7 @@ from bpm.definitions.form_values import shown_defaults
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.operations.task_views import FormValue
 from bpm.errors import InvalidRequest, NotFound, UnknownProcess
-from bpm.store import definitions, deployed_forms
+from bpm.store import Connection, definitions, deployed_forms
 from bpm.store.deployed_forms import FormFile
 
 DEPLOYMENT_KEYS = ("camunda-forms:deployment:", "embedded:deployment:", "deployment:")
@@ -55,7 +55,7 @@ def of_form(core: EngineCore, form: Mapping[str, Any] | None, definition_id: UUI
                 raise NotFound(f"form {name!r} was not deployed with the process")
             return _form(found)
         if isinstance(ref, Mapping):
-            return _form(_by_ref(deployed_forms.camunda_forms(conn), ref, row.deployment_id))
+            return _form(_by_ref(conn, ref, row.deployment_id))
     raise InvalidRequest(
         "the form is not a deployed form: its key names no file of a deployment"
         f" ({', '.join(DEPLOYMENT_KEYS)}) and it has no camunda:formRef"
@@ -66,18 +66,25 @@ def _form(found: FormFile) -> DeployedForm:
     return DeployedForm(found.name, found.content, found.deployment_id)
 
 
-def _by_ref(files: list[FormFile], ref: Mapping[str, Any], deployment_id: UUID) -> FormFile:
+def _by_ref(conn: Connection, ref: Mapping[str, Any], deployment_id: UUID) -> FormFile:
+    """Reads only what the binding needs: the definition's deployment (``deployment``), the
+    newest deployments until one holds the id (``latest``), or them all in order
+    (``version``, which counts a form's deployments)."""
     wanted, binding = str(ref.get("id")), ref.get("binding") or "latest"
-    mine = [f for f in files if _form_id(f.content) == wanted]
+    found: FormFile | None = None
     if binding == "deployment":
-        mine = [f for f in mine if f.deployment_id == deployment_id]
+        files = deployed_forms.camunda_forms(conn, deployment_id=deployment_id)
+        found = next((f for f in files if _form_id(f.content) == wanted), None)
     elif binding == "version":
-        version = str(ref.get("version"))
+        mine = [f for f in deployed_forms.camunda_forms(conn) if _form_id(f.content) == wanted]
         versions = {str(n): f for n, f in enumerate(_per_deployment(mine), start=1)}
-        mine = [versions[version]] if version in versions else []
-    if not mine:
+        found = versions.get(str(ref.get("version")))
+    else:
+        files = deployed_forms.camunda_forms(conn, newest_first=True)
+        found = next((f for f in files if _form_id(f.content) == wanted), None)
+    if found is None:
         raise NotFound(f"no deployed Camunda Form has the id {wanted!r} ({binding} binding)")
-    return mine[-1]
+    return found
 
 
 def _per_deployment(files: list[FormFile]) -> list[FormFile]:
