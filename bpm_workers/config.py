@@ -14,12 +14,14 @@ import os
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from kombu.entity import Exchange, Queue
 
 from bpm.engine.jobs.spec import JobQueue
 from bpm.engine.jobs.table import JOBS
 from bpm.engine.operations.retention import ttl_from_env
+from bpm.errors import ConfigError
 
 TOKENS, HANDLERS, COMPENSATION, STARTS, SCANS = (
     JobQueue.TOKENS,
@@ -66,6 +68,10 @@ class Settings:
     state_dir: Path = Path("bpm-state")
     #: Signal deliveries per transaction (``BPM_SIGNAL_BATCH``).
     signal_batch: int = 200
+    #: How far one job goes on in this process (steps, seconds) before it queues the rest
+    #: (``BPM_CHAIN_STEPS``, ``BPM_CHAIN_SECONDS``).
+    chain_steps: int = 100
+    chain_seconds: float = 1.0
 
     def queue(self, name: str) -> str:
         return f"{self.queue_prefix}{name}"
@@ -94,7 +100,17 @@ def settings_from_env() -> Settings:
         job_log_level=os.environ.get("BPM_JOB_LOG_LEVEL", "INFO").upper(),
         state_dir=state_dir_from_env(),
         signal_batch=int(os.environ.get("BPM_SIGNAL_BATCH", "200")),
+        chain_steps=_number("BPM_CHAIN_STEPS", "100", int),
+        chain_seconds=_number("BPM_CHAIN_SECONDS", "1", float),
     )
+
+
+def _number(name: str, default: str, kind: type[int] | type[float]) -> Any:
+    text = os.environ.get(name, default)
+    try:
+        return kind(text)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, got {text!r}") from None
 
 
 def state_dir_from_env() -> Path:

@@ -59,6 +59,8 @@ def engine_for(app: Celery, settings: Settings) -> Engine:
                 engine = Engine(
                     Database(pool_size=2),
                     CeleryDispatcher(app, settings),
+                    chain_limit=settings.chain_steps,
+                    chain_seconds=settings.chain_seconds,
                     worker_id=f"{socket.gethostname()}:{pid}",
                     observer=engine_observer(),
                 )

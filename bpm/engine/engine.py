@@ -18,7 +18,7 @@ from bpm.engine.engine_filters import FilterCalls
 from bpm.engine.engine_reads import EngineReads
 from bpm.engine.engine_tasks import UserTaskCalls
 from bpm.engine.jobs import table
-from bpm.engine.jobs.runner import JobRunner
+from bpm.engine.jobs.runner import CHAIN_SECONDS, JobRunner
 from bpm.engine.operations import (
     condition_starts,
     decisions,
@@ -48,12 +48,15 @@ class Engine(UserTaskCalls, FilterCalls, ExternalTaskCalls, EngineReads, EngineD
         dispatcher: Dispatcher,
         *,
         chain_limit: int = 100,
+        chain_seconds: float = CHAIN_SECONDS,
         **options: Unpack[CoreOptions],
     ) -> None:
-        """``options``: the handler registry, clock, worker id, whether handlers run in this
-        process right after the step that made their task, and the event listeners."""
+        """``chain_limit``, ``chain_seconds``: how far one job goes on in process before it
+        queues the rest; ``options``: the handler registry, clock, worker id, whether handlers
+        run in this process right after the step that made their task, and the event
+        listeners."""
         self.core = EngineCore(db, dispatcher, **options)
-        self.runner = JobRunner(self.core, chain_limit)
+        self.runner = JobRunner(self.core, chain_limit, chain_seconds)
         self.db, self.dispatcher, self.clock = db, dispatcher, self.core.clock
         self.handlers, self.worker_id = self.core.handlers, self.core.worker_id
 

@@ -145,6 +145,7 @@ class EngineFactory:
         *,
         worker_id: str | None = None,
         chain_limit: int = 100,
+        chain_seconds: float = 1.0,
         run_handlers_inline: bool = True,
         handlers: HandlerRegistry | None = None,
     ) -> Harness:
@@ -156,6 +157,7 @@ class EngineFactory:
             clock=self.clock,
             worker_id=worker_id or f"test-worker-{self._count}",
             chain_limit=chain_limit,
+            chain_seconds=chain_seconds,
             run_handlers_inline=run_handlers_inline,
             beans=self.beans,
         )

@@ -3,12 +3,14 @@ subprocesses and joins, parallel variable writes."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
+from typing import Any
 
 import pytest
 
 from bpm.definitions import ProcessBuilder
-from bpm.errors import InvalidOperation
+from bpm.errors import ConfigError, InvalidOperation
 from bpm.handlers import HandlerContext, HandlerRegistry
 from bpm.store import Database
 from tests.helpers import db as rows
@@ -47,6 +49,30 @@ def test_chain_limit_with_handlers_run_from_the_queue(
     iid = rt.run(sequence_of_tasks("chained_queue", 6).build())
     assert calls.count("work") == 6
     assert_finished_cleanly(rt.engine.db, iid)
+
+
+def test_the_chains_time_bound_queues_the_rest_after_a_slow_handler(
+    engine_factory: EngineFactory, calls: Calls
+) -> None:
+    """A job stops going on in process once its time is up: the step that ran past it
+    creates its next task unlocked, and the rest runs from the queue, each task once."""
+    calls.add("work", lambda ctx: time.sleep(0.03))
+    rt = engine_factory(chain_seconds=0.05)
+    rt.deploy(sequence_of_tasks("slow_chain", 12).build())
+    iid = rt.start("slow_chain")
+    outcomes = rt.drain()
+    assert outcomes.count("deferred") >= 2, outcomes
+    assert calls.count("work") == 12
+    assert {t.attempts for t in rows.tasks_of(rt.engine.db, iid)} == {1}
+    assert_finished_cleanly(rt.engine.db, iid)
+
+
+@pytest.mark.parametrize("bad", [{"chain_limit": 0}, {"chain_seconds": 0.0}])
+def test_a_chain_bound_that_allows_nothing_is_refused(
+    engine_factory: EngineFactory, bad: dict[str, Any]
+) -> None:
+    with pytest.raises(ConfigError, match="BPM_CHAIN_"):
+        engine_factory(**bad)
 
 
 def test_a_long_chain_of_automatic_nodes_is_deferred_not_lost(

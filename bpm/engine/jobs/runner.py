@@ -24,7 +24,7 @@ from bpm.engine.semantics import (
     steps,
     task_edits,
 )
-from bpm.errors import NotFound
+from bpm.errors import ConfigError, NotFound
 from bpm.handlers import HandlerContext
 from bpm.observe import HandlerOutcome
 from bpm.store.outages import until_available
@@ -36,13 +36,29 @@ log = logging.getLogger("bpm.engine")
 DONE, STALE, UNKNOWN, DEFERRED = "done", "stale", "unknown", "deferred"
 
 
-class JobRunner:
-    """Follows a job through automatic nodes and inline handler runs, ``chain_limit`` steps
-    at most, so queues stay fair."""
+#: How long one job goes on in process before it queues the rest (``chain_seconds``).
+CHAIN_SECONDS = 1.0
 
-    def __init__(self, core: EngineCore, chain_limit: int = 100) -> None:
+
+class JobRunner:
+    """Follows a job through automatic nodes and inline handler runs, at most
+    ``chain_limit`` steps and about ``chain_seconds``, so queues stay fair: one long
+    instance, or one with slow handlers, cannot keep a worker from the rest of its queue."""
+
+    def __init__(
+        self, core: EngineCore, chain_limit: int = 100, chain_seconds: float = CHAIN_SECONDS
+    ) -> None:
+        if chain_limit < 1:
+            raise ConfigError(
+                f"a job's chain needs at least 1 step (BPM_CHAIN_STEPS), got {chain_limit}"
+            )
+        if not chain_seconds > 0:
+            raise ConfigError(
+                f"a job's chain needs a time above 0 s (BPM_CHAIN_SECONDS), got {chain_seconds}"
+            )
         self.core = core
         self.chain_limit = chain_limit
+        self.chain_seconds = chain_seconds
 
     def advance(self, token_id: UUID, expected_version: int) -> str:
         """Apply the node semantics for this token once; a stale version is a no-op."""
@@ -64,19 +80,25 @@ class JobRunner:
         """Every transaction re-reads and version-checks what it changes; the chain only
         saves the broker hop between them."""
         outcome = DONE
+        until = time.monotonic() + self.chain_seconds
         for step in range(self.chain_limit):
             if nxt is None:
                 return outcome
+            # The last step of a chain (by count or by time) creates its tasks unlocked, so
+            # the job that carries on from it, on any worker, can lock them.
+            last = step == self.chain_limit - 1 or time.monotonic() >= until
             try:
-                # The last step of a chain creates its tasks unlocked, so the job that
-                # carries on from it can lock them.
-                nxt = self._step(nxt, first=step == 0, inline=step < self.chain_limit - 1)
+                nxt = self._step(nxt, first=step == 0, inline=not last)
             except Stale as exc:
                 log.info("no-op: %s", exc, extra={"action": "stale"})
                 return STALE if step == 0 else outcome
             except NotFound as exc:
                 log.warning("dropped: %s", exc, extra={"action": "unknown"})
                 return UNKNOWN
+            if last:
+                break
+        if nxt is None:
+            return outcome
         self.core.send_next(nxt)
         return DEFERRED
 
