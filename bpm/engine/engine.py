@@ -115,11 +115,12 @@ class Engine(UserTaskCalls, FilterCalls, ExternalTaskCalls, EngineReads, EngineD
         """Start an instance, or return the one the same start already made (the key is the
         ``idempotency_key``, else the ``business_key``, else the ``message_id``: see
         ``lifecycle.start_key``); ``version`` picks one other than the latest. ``run_now``
-        advances it in this call (for a worker's job) instead of queueing its first step."""
+        goes on with it in this call (for a worker's job) instead of queueing its first step."""
         with because(f"api start {key}"):
-            started, first = lifecycle.start(self.core, key, variables, run_now, **options)
+            more = self.runner.chain_limit > 1
+            started, first = lifecycle.start(self.core, key, variables, run_now, more, **options)
             if first is not None:
-                self.runner.advance(first, 0)
+                self.runner.go_on(first)
             return started
 
     def evaluate_conditions(

@@ -43,8 +43,10 @@ def _scalar(value: Any) -> str:
 
 #: The columns of external_tasks a new task row is built from, straight from the table's type.
 #: A new task is never locked, so the credential of a lock is left to its default (NULL): only
-#: a fetch or a lock sets it, and the statement stays within psycopg's parse cache.
-TASK_COLUMNS = tuple(c.name for c in external_tasks.c if c.name != "lock_credential")
+#: a fetch or a lock sets it, and the statement stays within psycopg's parse cache. Plain
+#: ``str``: SQLAlchemy's names are a subclass, which orjson refuses as a key (the row would
+#: be encoded the slow way).
+TASK_COLUMNS = tuple(str(c.name) for c in external_tasks.c if c.name != "lock_credential")
 _TOKEN = (
     ("id", "uuid"),
     ("expected", "int"),

@@ -101,3 +101,15 @@ def test_the_write_statement_stays_in_psycopgs_parsed_query_cache() -> None:
     from bpm.store.batch_sql import FLUSH as _FLUSH
 
     assert len(_FLUSH) <= getattr(_queries, "MAX_CACHED_STATEMENT_LENGTH", 4096)
+
+
+def test_a_new_task_row_is_encoded_by_orjson_not_the_slow_way() -> None:
+    """A new task's row is keyed by the table's column names: orjson refuses a key that is a
+    ``str`` subclass (SQLAlchemy's names are), and the fallback encoder costs a step about a
+    twentieth of its CPU."""
+    import orjson
+
+    from bpm.store.batch_sql import TASK_COLUMNS
+
+    assert all(type(name) is str for name in TASK_COLUMNS)
+    orjson.dumps([dict.fromkeys(TASK_COLUMNS)])

@@ -76,12 +76,16 @@ class JobRunner:
         with because(f"bpm.run_handler task={task_id}"):
             return self._chain(RunTask(task_id))
 
-    def _chain(self, nxt: Next) -> str:
+    def go_on(self, nxt: Next) -> str:
+        """Go on from a step the caller committed (a worker's start) as the rest of its run."""
+        return self._chain(nxt, taken=1)
+
+    def _chain(self, nxt: Next, taken: int = 0) -> str:
         """Every transaction re-reads and version-checks what it changes; the chain only
-        saves the broker hop between them."""
+        saves the broker hop between them. ``taken``: steps of this run already committed."""
         outcome = DONE
         until = time.monotonic() + self.chain_seconds
-        for step in range(self.chain_limit):
+        for step in range(taken, self.chain_limit):
             if nxt is None:
                 return outcome
             # The last step of a chain (by count or by time) creates its tasks unlocked, so

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict, Unpack
@@ -11,11 +12,11 @@ from uuid import UUID
 from bpm.definitions.bpmn import compile_bpmn
 from bpm.definitions.form_values import check_submission, shown_defaults
 from bpm.engine.core.engine_core import EngineCore
-from bpm.engine.core.tx import Conflict, Tx
+from bpm.engine.core.tx import Conflict, Next, Tx
 from bpm.engine.operations import deployments
 from bpm.engine.operations.deployments import Deployed as Deployed
 from bpm.engine.semantics import instances as instances_semantics
-from bpm.engine.semantics import process_ends
+from bpm.engine.semantics import process_ends, steps
 from bpm.engine.semantics.cancelling import cancel_token
 from bpm.engine.semantics.instance_state import set_instance_state
 from bpm.errors import DeploymentInvalid, InvalidOperation, NotFound, UnknownProcess
@@ -116,14 +117,18 @@ def start(
     key: str,
     values: Mapping[str, Any] | None = None,
     run_now: bool = False,
+    inline: bool = True,
     **options: Unpack[StartOptions],
-) -> tuple[Started, UUID | None]:
+) -> tuple[Started, Next]:
     """Start an instance, or return the one its start key (``start_key``) already started;
-    with it, the token the caller advances itself.
+    with it, what the caller goes on with itself.
 
-    With ``run_now`` (a worker's start job) the caller goes on advancing the new token
-    itself instead of queueing a job for it, saving a broker hop; if it dies first, the
-    stalled-token scan picks the token up.
+    With ``run_now`` (a worker's start job) the new token goes through the automatic nodes
+    after the start event in the start's own transaction, and a task this process runs is
+    created locked by it, as any step of a job's run does: one transaction and one broker
+    hop less per instance. The caller goes on with what that returns; if it dies first, the
+    scans find the token or the task. ``inline`` false: the caller cannot go on with a task
+    (its run allows no further step), so tasks are created for any worker to lock.
     """
     business_key = options.get("business_key")
     idempotency_key = options.get("idempotency_key")
@@ -139,7 +144,7 @@ def start(
             raise InvalidOperation(f"the {name} must be a non-empty string, got {quoted(given)}")
         check_text(given, f"the {name}", NAME_MAX)
     ikey = start_key(idempotency_key, business_key, message_id)
-    with core.transaction() as tx:
+    with core.transaction(inline=run_now and inline) as tx:
         row = _definition(tx, key, version)
         if ikey is not None:
             existing = instances.by_idempotency_key(tx.conn, key, ikey)
@@ -183,11 +188,17 @@ def start(
             assert existing is not None
             return Started(existing.id, key, existing.business_key, existing.state, False), None
         inst, root = made
-        if not run_now:
+        core.remember(inst.id, row.id, key, business_key, started_at=inst.started_at)
+        nxt: Next = None
+        if run_now:
+            begun = time.perf_counter()
+            nxt = steps.carry_through(tx, graph, steps.advance(tx, graph, root))
+        else:
             tx.advance_later(root.id, 0)
-    core.remember(inst.id, row.id, key, business_key, started_at=inst.started_at)
+    if run_now and core.observer.enabled:  # committed: the start event's step counts
+        core.observer.step_done(graph.node(root.node_id).type, time.perf_counter() - begun)
     started = Started(inst.id, key, business_key, InstanceState.RUNNING, True)
-    return started, root.id if run_now else None
+    return started, nxt
 
 
 def _definition(tx: Tx, key: str, version: int | None) -> DefinitionRow:

@@ -60,6 +60,9 @@ def create(
     )
     if not instances.insert(tx.conn, inst):
         return None
+    # A row this transaction inserted is its own until commit: nobody else can see it, let
+    # alone lock it, so it counts as locked (no statement to lock it again).
+    tx.note_locked(inst.id)
     tx.know_graph(inst.id, graph)  # saves asking for it again (its local variables, its conditions)
     root = new_token(
         tx,
