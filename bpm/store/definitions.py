@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 
 from bpm.store import versions
 from bpm.store.ids import new_named_id
-from bpm.store.rows import DefinitionRow, from_row
+from bpm.store.rows import DefinitionRef, DefinitionRow, from_row
 from bpm.store.schema import process_definitions as t
 
 _COLS = (
@@ -29,6 +29,11 @@ _COLS = (
 )
 _LATEST = select(*_COLS).where(t.c.key == bindparam("key")).order_by(t.c.version.desc()).limit(1)
 _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
+_REF = (t.c.id, t.c.key, t.c.version)
+_LATEST_REF = select(*_REF).where(t.c.key == bindparam("key")).order_by(t.c.version.desc()).limit(1)
+_REF_BY_KEY_VERSION = select(*_REF).where(
+    t.c.key == bindparam("key"), t.c.version == bindparam("version")
+)
 _NEWEST = select(t.c.key, func.max(t.c.version).label("version")).group_by(t.c.key).subquery()
 _LATEST_OF_EACH = (
     select(*_COLS)
@@ -47,6 +52,15 @@ class VersionTaken(Exception):
 def latest(conn: Connection, key: str) -> DefinitionRow | None:
     row = conn.execute(_LATEST, {"key": key}).first()
     return from_row(DefinitionRow, row) if row else None
+
+
+def latest_ref(conn: Connection, key: str, version: int | None = None) -> DefinitionRef | None:
+    """The latest definition of ``key`` (or its ``version``), without its graph."""
+    if version is None:
+        row = conn.execute(_LATEST_REF, {"key": key}).first()
+    else:
+        row = conn.execute(_REF_BY_KEY_VERSION, {"key": key, "version": version}).first()
+    return from_row(DefinitionRef, row) if row else None
 
 
 def latest_of_each_key(conn: Connection) -> list[DefinitionRow]:

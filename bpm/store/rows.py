@@ -24,6 +24,17 @@ class DefinitionRow:
 
 
 @dataclass(frozen=True, slots=True)
+class DefinitionRef:
+    """Which definition, without its graph: all a start needs, since the compiled graph is
+    cached by id (decoding a large model's graph on every start would cost more than the
+    start)."""
+
+    id: UUID
+    key: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
 class InstanceRow:
     id: UUID
     process_def_id: UUID

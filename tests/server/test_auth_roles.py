@@ -23,6 +23,11 @@ from tests.server.ops_processes import (  # noqa: F401 (a fixture)
 from tests.server.processes import deploy, message_bpmn, start
 
 FETCH = "/external-task/fetchAndLock"
+#: How long a poll sent in the background gets to reach its wait before the test changes its
+#: credential. A request still on its way is authorised and fetches as any request in flight
+#: does; only a waiting poll is what these tests are about. Generous: a loaded 2-core machine
+#: took over half a second to get a poll that far.
+POLL_SETTLES = 2.0
 
 
 def _fetch(topic: str, worker: str, timeout_ms: int = 0, max_tasks: int = 1) -> dict[str, Any]:
@@ -76,7 +81,7 @@ def _task(server: Server, instance_id: str) -> dict[str, Any]:
 def test_a_poll_opened_before_its_credential_was_removed_locks_nothing(roles: Server) -> None:
     roles.add("ar-leaving", Role.WORKER)
     out = _in_background(roles, "ar-leaving", _fetch("ar-poll-removed", "gone", 25_000))
-    time.sleep(0.5)  # the poll is waiting
+    time.sleep(POLL_SETTLES)  # the poll is waiting
     credentials.remove(roles.db, "ar-leaving")
     time.sleep(1.5)  # longer than the tests' credential TTL
     instance = start(roles.runtime, "ar_poll_removed", secret="s3cr3t")
@@ -94,7 +99,7 @@ def test_a_task_made_just_after_the_removal_is_not_locked_for_the_removed_caller
     wakes reads the credential's row first."""
     roles.add("ar-leaving-now", Role.WORKER)
     out = _in_background(roles, "ar-leaving-now", _fetch("ar-poll-gone", "gone", 25_000))
-    time.sleep(0.5)  # the poll is waiting
+    time.sleep(POLL_SETTLES)  # the poll is waiting
     credentials.remove(roles.db, "ar-leaving-now")
     instance = start(roles.runtime, "ar_poll_gone", secret="s3cr3t")
     out["thread"].join(40)

@@ -26,7 +26,7 @@ from bpm.states import (
     TokenState,
 )
 from bpm.store import definitions, instances
-from bpm.store.rows import DefinitionRow
+from bpm.store.rows import DefinitionRef
 from bpm.variables import check_variables
 
 OPERATOR = "operator"
@@ -201,12 +201,8 @@ def start(
     return started, nxt
 
 
-def _definition(tx: Tx, key: str, version: int | None) -> DefinitionRow:
-    row = (
-        definitions.latest(tx.conn, key)
-        if version is None
-        else definitions.by_key_version(tx.conn, key, version)
-    )
+def _definition(tx: Tx, key: str, version: int | None) -> DefinitionRef:
+    row = definitions.latest_ref(tx.conn, key, version)
     if row is None:
         which = f"{key!r}" if version is None else f"{key!r} version {version}"
         raise UnknownProcess(

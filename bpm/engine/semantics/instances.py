@@ -17,12 +17,12 @@ from bpm.engine.semantics.moves import new_token
 from bpm.states import EngineEvent, InstanceState
 from bpm.store import instances
 from bpm.store.ids import new_named_id
-from bpm.store.rows import DefinitionRow, InstanceRow, TokenRow
+from bpm.store.rows import DefinitionRef, DefinitionRow, InstanceRow, TokenRow
 
 
 def create(
     tx: Tx,
-    definition: DefinitionRow,
+    definition: DefinitionRef | DefinitionRow,
     graph: ProcessGraph,
     variables: dict[str, Any],
     *,
