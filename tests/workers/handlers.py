@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import psycopg
 from sqlalchemy.engine import make_url
@@ -22,6 +23,9 @@ from bpm.handlers import HandlerContext
 CREATE = """CREATE TABLE IF NOT EXISTS test_calls (
     business_key text, node text, idempotency_key text, attempt int, pid int,
     seq bigserial)"""
+
+#: Seconds the ``gate`` handler waits for its file before it fails.
+GATE_WAIT = 60.0
 
 
 def _dsn() -> str:
@@ -61,6 +65,20 @@ def slow(ctx: HandlerContext) -> None:
     """Announce the worker pid, then take a while: the test kills the worker meanwhile."""
     record(ctx)
     time.sleep(float(ctx.variables.get("slow_seconds", 3)))
+
+
+@bpm.handler("gate")
+def gate(ctx: HandlerContext) -> None:
+    """Announce the worker pid, then wait until the file named by ``gate`` exists: the test
+    kills the worker while it waits, so the kill lands inside this handler every time. A run
+    after the file exists passes straight through; a minute without it fails the handler."""
+    record(ctx)
+    path = Path(str(ctx.variables["gate"]))
+    deadline = time.monotonic() + GATE_WAIT
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{path} did not appear within {GATE_WAIT} s")
+        time.sleep(0.05)
 
 
 @bpm.handler("suicide")

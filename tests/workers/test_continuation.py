@@ -1,0 +1,348 @@
+"""A worker's in-process continuation on real Celery workers (see concepts.md, "Synchronous
+continuation"): a run killed with -9 in the middle, a run that reaches its bound in steps or in
+time, a run that reaches a wait, a run that forks. In each, nothing is lost and nothing is
+done twice.
+
+What shows that a run was local, without a broker hop: every history row names the job that
+wrote it (its ``cause``), so the rows one Celery message wrote share one cause; and each
+worker logs Celery's "Task <name>[<id>] received" line once per message it takes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from typing import Any
+
+from bpm.definitions import ProcessBuilder
+from bpm.dispatch import InProcessDispatcher
+from bpm.engine.engine import Engine
+from bpm.engine.jobs.spec import JobQueue
+from bpm.states import EngineEvent, TaskEvent, TaskState, TokenEvent, TokenState, WaitKind
+from bpm.store import history
+from bpm_workers.config import QUEUES
+from tests.helpers import db as rows
+from tests.helpers.invariants import assert_finished_cleanly
+from tests.workers import handlers
+from tests.workers.cluster import Cluster
+
+assert callable(handlers.gate)
+
+#: A task a killed worker held is offered again once its lock expires.
+TIMEOUT = "PT3S"
+RETRY: dict[str, Any] = {"max_attempts": 2, "backoff": "PT0S"}
+#: Long enough that no run below is cut by time on a loaded machine, unless a test says so.
+NO_TIME_BOUND = {"BPM_CHAIN_SECONDS": "60"}
+#: The jobs that carry an instance on from a queued message.
+CARRY_ON = ("bpm.run_handler", "bpm.advance_token")
+RECEIVED = re.compile(r"Task (bpm\.\w+)\[[^\]]+\] received")
+
+
+def line(key: str, count: int, handler_of: dict[str, str] | None = None) -> dict[str, Any]:
+    """``count`` service tasks ``s1`` .. ``s<count>`` in sequence (``noop`` unless named)."""
+    b = ProcessBuilder(key).start()
+    names = [f"s{i}" for i in range(1, count + 1)]
+    for name in names:
+        handler = (handler_of or {}).get(name, "noop")
+        b.service_task(name, handler=handler, timeout=TIMEOUT, retry=RETRY)
+    return b.end().sequence("start", *names, "end").build()
+
+
+def deploy(cluster: Cluster, *documents: dict[str, Any]) -> None:
+    engine = Engine(cluster.db, InProcessDispatcher())
+    for doc in documents:
+        engine.deploy(doc)
+
+
+def received(cluster: Cluster, *workers: str) -> Counter[str]:
+    """The messages these workers took, by task name (scans are not logged)."""
+    counts: Counter[str] = Counter()
+    for name in workers:
+        counts.update(RECEIVED.findall((cluster.logs / f"{name}.log").read_text()))
+    return counts
+
+
+def causes(cluster: Cluster, business_key: str) -> list[str]:
+    """The job of every history row of the instance, in write order."""
+    with cluster.db.transaction() as conn:
+        trace = history.of_instance(conn, cluster.instance_id(business_key))
+    return [str(e.cause) for e in trace]
+
+
+def runs(cluster: Cluster, business_key: str) -> list[str]:
+    """The jobs that worked on the instance, each once, in the order they first wrote."""
+    return list(dict.fromkeys(causes(cluster, business_key)))
+
+
+def pending(cluster: Cluster) -> int:
+    """Messages of this cluster waiting in its queues or held by a worker."""
+    r = cluster.redis
+    queued = sum(int(r.llen(f"{cluster.prefix}{q}")) for q in QUEUES)
+    held = 0
+    for raw in r.hvals("unacked"):
+        _message, _exchange, routing_key = json.loads(raw)
+        held += routing_key.startswith(cluster.prefix)
+    return queued + held
+
+
+def handler_runs(cluster: Cluster, business_key: str) -> dict[str, list[tuple[int, int]]]:
+    """Every handler call of the instance: node -> [(attempt, pid)] in call order."""
+    with cluster.db.transaction() as conn:
+        found = conn.exec_driver_sql(
+            "SELECT node, attempt, pid FROM test_calls WHERE business_key = %(bk)s ORDER BY seq",
+            {"bk": business_key},
+        ).all()
+    out: dict[str, list[tuple[int, int]]] = {}
+    for node, attempt, pid in found:
+        out.setdefault(str(node), []).append((int(attempt), int(pid)))
+    return out
+
+
+def pids_by_run(cluster: Cluster, business_key: str) -> dict[str, set[int]]:
+    """The worker processes that ran the handlers of the tasks each job completed."""
+    iid = cluster.instance_id(business_key)
+    done = rows.task_events_of(cluster.db, iid, type=TaskEvent.COMPLETED)
+    with cluster.db.transaction() as conn:
+        found = conn.exec_driver_sql(
+            "SELECT idempotency_key, pid FROM test_calls WHERE business_key = %(bk)s",
+            {"bk": business_key},
+        ).all()
+    # The key is the task's id; a handler that ran twice keeps its last process.
+    pid_of = {str(key): int(pid) for key, pid in found}
+    out: dict[str, set[int]] = {}
+    for e in done:
+        out.setdefault(str(e["cause"]), set()).add(pid_of[str(e["task_id"])])
+    return out
+
+
+def completed_by_run(cluster: Cluster, business_key: str) -> Counter[str]:
+    """How many tasks each job (message) completed."""
+    iid = cluster.instance_id(business_key)
+    done = rows.task_events_of(cluster.db, iid, type=TaskEvent.COMPLETED)
+    return Counter(str(e["cause"]) for e in done)
+
+
+def assert_each_step_once(cluster: Cluster, business_key: str, nodes: list[str]) -> None:
+    """Each handler ran once with one key, and ``assert_tasks_once``."""
+    for node in nodes:
+        assert cluster.calls(business_key, node) == (1, 1), (business_key, node)
+    assert_tasks_once(cluster, business_key, nodes)
+
+
+def assert_tasks_once(cluster: Cluster, business_key: str, nodes: list[str]) -> None:
+    """One task per node, completed once; the token started waiting at each node once; the
+    instance ended cleanly."""
+    tasks = cluster.task_rows(business_key)
+    assert Counter(t.node_id for t in tasks) == Counter(nodes), tasks
+    assert {t.state for t in tasks} == {TaskState.DONE}, tasks
+    iid = cluster.instance_id(business_key)
+    done = rows.task_events_of(cluster.db, iid, type=TaskEvent.COMPLETED)
+    assert Counter(e["node_id"] for e in done) == Counter(nodes), done
+    waited = rows.token_events_of(cluster.db, iid, type=TokenEvent.WAITING)
+    assert Counter(e["node_id"] for e in waited if e["node_id"] in nodes) == Counter(nodes)
+    assert_finished_cleanly(cluster.db, iid)
+
+
+def test_a_run_killed_mid_handler_loses_nothing_and_repeats_only_that_handler(
+    cluster: Cluster,
+) -> None:
+    """One start message runs s1..s6 in one worker process; the worker is killed inside s6's
+    handler. The lock scan offers s6 again once its lock expires, and a second worker runs
+    it (same key, attempt 2) and the rest; the start message, redelivered, finds the
+    instance."""
+    nodes = [f"s{i}" for i in range(1, 13)]
+    deploy(cluster, line("line", 12, {"s6": "gate"}))
+    gate = cluster.logs / "gate"
+    cluster.worker("w1", extra_env=NO_TIME_BOUND)
+    cluster.wait_ready()
+    cluster.start("line", {"gate": str(gate)}, "line-1")
+    cluster.wait_until(lambda: cluster.calls("line-1", "s6")[0] == 1, 30, "s6 to start")
+    cluster.kill("w1")
+
+    # What the dead run left: s1..s5 done, s6 locked, nothing further, all of it written by
+    # the one start message, in one process.
+    states = {t.node_id: t.state for t in cluster.task_rows("line-1")}
+    assert states == {**{f"s{i}": TaskState.DONE for i in range(1, 6)}, "s6": TaskState.LOCKED}
+    assert received(cluster, "w1") == Counter({"bpm.start_instance": 1})
+    (first,) = runs(cluster, "line-1")
+    assert first.startswith("bpm.start_instance")
+    calls = handler_runs(cluster, "line-1")
+    assert list(calls) == nodes[:6]
+    (w1_pid,) = {pid for node in nodes[:6] for _attempt, pid in calls[node]}
+
+    gate.touch()
+    # The start message w1 held comes back after the visibility timeout.
+    cluster.worker("w2", extra_env={**NO_TIME_BOUND, "BPM_VISIBILITY_TIMEOUT": "3"})
+    cluster.beat("beat1")
+    cluster.wait_all(1, timeout=60)
+    cluster.wait_until(lambda: pending(cluster) == 0, 30, "the start message to come back")
+
+    assert cluster.instance_count() == 1
+    assert (
+        "job=bpm.start_instance process_key=line business_key=line-1 outcome=existing"
+        in (cluster.logs / "w2.log").read_text()
+    )
+    calls = handler_runs(cluster, "line-1")
+    assert list(calls) == nodes
+    assert [attempt for attempt, _pid in calls["s6"]] == [1, 2]
+    assert cluster.calls("line-1", "s6") == (2, 1)  # one idempotency key
+    for node in nodes[:5] + nodes[6:]:
+        assert cluster.calls("line-1", node) == (1, 1), node
+    assert_tasks_once(cluster, "line-1", nodes)
+    # The rest was one local run too: the lock scan offered s6 once, and the message it
+    # sent ran s6 to the end in one process of the second worker.
+    scan, rest = runs(cluster, "line-1")[1:]
+    assert scan == "bpm.scan_locks"
+    assert rest.startswith("bpm.run_handler")
+    (w2_pid,) = {pid for node in nodes[6:] for _attempt, pid in calls[node]}
+    assert calls["s6"][1][1] == w2_pid != w1_pid
+
+
+def test_a_run_bounded_in_steps_queues_the_rest_and_each_task_runs_once(cluster: Cluster) -> None:
+    """BPM_CHAIN_STEPS=3: a 10-task instance goes on over at least 4 messages, none
+    completing more than 3 tasks. w1 takes only starts and w2 only what runs queue, so the
+    rest of every run crosses to w2: each message runs in one process, and every handler
+    still runs once."""
+    count, instances = 10, 4
+    nodes = [f"s{i}" for i in range(1, count + 1)]
+    deploy(cluster, line("bound", count))
+    bound = {**NO_TIME_BOUND, "BPM_CHAIN_STEPS": "3"}
+    cluster.worker("w1", extra_env=bound, queues=f"{cluster.prefix}{JobQueue.STARTS}")
+    carry_on = ",".join(f"{cluster.prefix}{q}" for q in (JobQueue.TOKENS, JobQueue.HANDLERS))
+    cluster.worker("w2", extra_env=bound, queues=carry_on)
+    cluster.wait_ready()
+    keys = [f"bound-{i}" for i in range(instances)]
+    for key in keys:
+        cluster.start("bound", {}, key)
+    cluster.wait_all(instances, timeout=60)
+    starters: set[int] = set()
+    carriers: set[int] = set()
+    for key in keys:
+        assert_each_step_once(cluster, key, nodes)
+        per_run = completed_by_run(cluster, key)
+        assert sum(per_run.values()) == count
+        assert max(per_run.values()) <= 3, per_run
+        started, *rest = runs(cluster, key)
+        assert started.startswith("bpm.start_instance")
+        assert len(rest) >= 3 and all(r.startswith(CARRY_ON) for r in rest), rest
+        pids = pids_by_run(cluster, key)
+        assert all(len(p) == 1 for p in pids.values()), pids  # one message, one process
+        starters |= pids.pop(started, set())
+        carriers |= set().union(*pids.values())
+    assert len(starters) == len(carriers) == 1 and starters != carriers, (starters, carriers)
+    w1, w2 = received(cluster, "w1"), received(cluster, "w2")
+    assert w1 == Counter({"bpm.start_instance": instances}), w1
+    assert sum(w2[name] for name in CARRY_ON) >= 3 * instances, w2
+
+
+def test_a_run_bounded_in_time_queues_the_rest_and_each_task_runs_once(cluster: Cluster) -> None:
+    """BPM_CHAIN_SECONDS=0.5 with handlers of 0.2 s: a message starts no step after the
+    first one that begins past its half second, so it completes at most 4 tasks; the 8 tasks
+    take at least two messages and every handler runs once."""
+    count = 8
+    nodes = [f"s{i}" for i in range(1, count + 1)]
+    deploy(cluster, line("timed", count, dict.fromkeys(nodes, "slow")))
+    cluster.worker("w1", extra_env={"BPM_CHAIN_SECONDS": "0.5"})
+    cluster.wait_ready()
+    cluster.start("timed", {"slow_seconds": 0.2}, "timed-1")
+    cluster.wait_all(1, timeout=60)
+    assert_each_step_once(cluster, "timed-1", nodes)
+    per_run = completed_by_run(cluster, "timed-1")
+    assert sum(per_run.values()) == count
+    assert max(per_run.values()) <= 4, per_run
+    started, *rest = runs(cluster, "timed-1")
+    assert started.startswith("bpm.start_instance")
+    assert len(rest) >= 1 and all(r.startswith(CARRY_ON) for r in rest), rest
+    assert sum(received(cluster, "w1")[name] for name in CARRY_ON) == len(rest)
+
+
+def waiting_line() -> dict[str, Any]:
+    b = ProcessBuilder("waits").start()
+    for name in ("a1", "a2"):
+        b.service_task(name, handler="noop", timeout=TIMEOUT, retry=RETRY)
+    b.receive_task("wait", message="go")
+    for name in ("b1", "b2"):
+        b.service_task(name, handler="noop", timeout=TIMEOUT, retry=RETRY)
+    return b.end().sequence("start", "a1", "a2", "wait", "b1", "b2", "end").build()
+
+
+def test_a_run_stops_at_a_wait_and_the_message_resumes_it(cluster: Cluster) -> None:
+    """The start message runs a1 and a2 and stops at the receive task: the token waits for
+    its message, nothing of the cluster is queued or held. The correlated message resumes
+    the instance in new messages; every handler runs once."""
+    deploy(cluster, waiting_line())
+    cluster.worker("w1")
+    cluster.wait_ready()
+    cluster.start("waits", {}, "waits-1")
+
+    def live() -> list[tuple[str, str, str | None]]:
+        if "waits-1" not in cluster.states():
+            return []
+        found = rows.live_tokens(cluster.db, cluster.instance_id("waits-1"))
+        return [(t.node_id, t.state, t.wait_kind) for t in found]
+
+    at_wait = [("wait", TokenState.WAITING, WaitKind.MESSAGE)]
+    cluster.wait_until(lambda: live() == at_wait, 30, "the instance to wait for its message")
+    # The worker's start-up scans may still be queued; then nothing is left in flight.
+    cluster.wait_until(lambda: pending(cluster) == 0, 10, "the queues to empty")
+    assert live() == at_wait
+    assert [t.node_id for t in cluster.task_rows("waits-1")] == ["a1", "a2"]
+    assert cluster.calls("waits-1", "b1") == (0, 0)
+    (started,) = runs(cluster, "waits-1")
+    assert started.startswith("bpm.start_instance")
+    assert received(cluster, "w1") == Counter({"bpm.start_instance": 1})
+
+    cluster.client().send_task(
+        "bpm.correlate_message",
+        queue=f"{cluster.prefix}{JobQueue.STARTS}",
+        kwargs={"message": "go", "business_key": "waits-1"},
+    )
+    cluster.wait_all(1, timeout=30)
+    assert_each_step_once(cluster, "waits-1", ["a1", "a2", "b1", "b2"])
+    iid = cluster.instance_id("waits-1")
+    assert len(rows.engine_events_of(cluster.db, iid, type=EngineEvent.MESSAGE_CORRELATED)) == 1
+    resumed = runs(cluster, "waits-1")[1:]
+    assert resumed[0].startswith("bpm.correlate_message"), resumed
+    assert all(r.startswith(CARRY_ON) for r in resumed[1:]), resumed
+    by_run = completed_by_run(cluster, "waits-1")
+    assert by_run[started] == 2 and sum(by_run[r] for r in resumed) == 2, by_run
+    cluster.wait_until(lambda: pending(cluster) == 0, 10, "the queues to empty")
+
+
+def forked() -> dict[str, Any]:
+    b = ProcessBuilder("forked").start().parallel_gateway("fork").parallel_gateway("join")
+    for branch in ("a", "b"):
+        names = [f"{branch}{i}" for i in (1, 2, 3)]
+        for name in names:
+            b.service_task(name, handler="noop", timeout=TIMEOUT, retry=RETRY)
+        b.flow("fork", names[0]).sequence(*names, "join")
+    b.service_task("after", handler="noop", timeout=TIMEOUT, retry=RETRY)
+    return b.end().sequence("start", "fork").sequence("join", "after", "end").build()
+
+
+def test_a_fork_in_a_run_sends_the_other_branch_and_the_join_fires_once(cluster: Cluster) -> None:
+    """The start message follows one branch of the fork in process and sends the other to
+    the queue; with two workers both branches run at once and race to the join. Each
+    branch's handlers run once, in one process each, and the join fires once."""
+    deploy(cluster, forked())
+    cluster.worker("w1", extra_env=NO_TIME_BOUND)
+    cluster.worker("w2", extra_env=NO_TIME_BOUND)
+    cluster.wait_ready()
+    keys = [f"forked-{i}" for i in range(4)]
+    for key in keys:
+        cluster.start("forked", {}, key)
+    cluster.wait_all(len(keys), timeout=60)
+    for key in keys:
+        assert_each_step_once(cluster, key, ["a1", "a2", "a3", "b1", "b2", "b3", "after"])
+        iid = cluster.instance_id(key)
+        assert len(rows.engine_events_of(cluster.db, iid, type=EngineEvent.JOIN_FIRED)) == 1
+        started, *rest = runs(cluster, key)
+        assert started.startswith("bpm.start_instance")
+        assert len(rest) == 1 and rest[0].startswith("bpm.advance_token"), rest
+        pids = pids_by_run(cluster, key)
+        assert all(len(p) == 1 for p in pids.values()), pids
+        calls = handler_runs(cluster, key)
+        for branch in ("a", "b"):
+            assert len({calls[f"{branch}{i}"][0][1] for i in (1, 2, 3)}) == 1, calls
+    assert pending(cluster) == 0
