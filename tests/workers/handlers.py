@@ -133,6 +133,28 @@ def _send_twice(names: frozenset[str]) -> None:
     CeleryDispatcher.dispatch = dispatch  # type: ignore[method-assign]
 
 
+def _die_before_send(name: str, marker: Path) -> None:
+    """The first job named ``name`` that any process of the worker sends kills that process
+    instead (after the commit that made the job, before the send): ``marker`` records that it
+    happened, so the process the pool starts next sends as usual."""
+    from bpm_workers.dispatcher import CeleryDispatcher
+
+    send = CeleryDispatcher.dispatch
+
+    def dispatch(self: CeleryDispatcher, jobs: Sequence[Job]) -> None:
+        if any(job.name == name for job in jobs) and not marker.exists():
+            marker.touch()
+            os._exit(137)
+        send(self, jobs)
+
+    CeleryDispatcher.dispatch = dispatch  # type: ignore[method-assign]
+
+
 # Set only in the environment of the workers of a test that wants duplicates.
 if os.environ.get("BPM_TEST_SEND_TWICE"):
     _send_twice(frozenset(os.environ["BPM_TEST_SEND_TWICE"].split(",")))
+# Set only in the environment of the workers of a test that wants a crash before a send.
+if os.environ.get("BPM_TEST_DIE_BEFORE_SEND"):
+    _die_before_send(
+        os.environ["BPM_TEST_DIE_BEFORE_SEND"], Path(os.environ["BPM_TEST_DIE_MARKER"])
+    )

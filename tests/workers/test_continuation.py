@@ -1,7 +1,8 @@
 """A worker's in-process continuation on real Celery workers (see concepts.md, "Synchronous
-continuation"): a run killed with -9 in the middle, a run that reaches its bound in steps or in
-time, a run that reaches a wait, a run that forks. In each, nothing is lost and nothing is
-done twice.
+continuation"): a run killed with -9 inside a handler (in a start message's run, in a queued
+message's run), a run that reaches its bound in steps or in time (and a worker that dies
+between the bound's last commit and the send of the rest), a run that reaches a wait, a run
+that forks. In each, nothing is lost and nothing is done twice.
 
 What shows that a run was local, without a broker hop: every history row names the job that
 wrote it (its ``cause``), so the rows one Celery message wrote share one cause; and each
@@ -10,7 +11,6 @@ worker logs Celery's "Task <name>[<id>] received" line once per message it takes
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from typing import Any
@@ -19,13 +19,21 @@ from bpm.definitions import ProcessBuilder
 from bpm.dispatch import InProcessDispatcher
 from bpm.engine.engine import Engine
 from bpm.engine.jobs.spec import JobQueue
-from bpm.states import EngineEvent, TaskEvent, TaskState, TokenEvent, TokenState, WaitKind
-from bpm.store import history
-from bpm_workers.config import QUEUES
+from bpm.states import EngineEvent, TaskEvent, TaskState, TokenState, WaitKind
 from tests.helpers import db as rows
-from tests.helpers.invariants import assert_finished_cleanly
 from tests.workers import handlers
 from tests.workers.cluster import Cluster
+from tests.workers.runs import (
+    CARRY_ON,
+    assert_each_step_once,
+    assert_tasks_once,
+    completed_by_run,
+    handler_runs,
+    pending,
+    pids_by_run,
+    received,
+    runs,
+)
 
 assert callable(handlers.gate)
 
@@ -34,9 +42,6 @@ TIMEOUT = "PT3S"
 RETRY: dict[str, Any] = {"max_attempts": 2, "backoff": "PT0S"}
 #: Long enough that no run below is cut by time on a loaded machine, unless a test says so.
 NO_TIME_BOUND = {"BPM_CHAIN_SECONDS": "60"}
-#: The jobs that carry an instance on from a queued message.
-CARRY_ON = ("bpm.run_handler", "bpm.advance_token")
-RECEIVED = re.compile(r"Task (bpm\.\w+)\[[^\]]+\] received")
 
 
 def line(key: str, count: int, handler_of: dict[str, str] | None = None) -> dict[str, Any]:
@@ -53,95 +58,6 @@ def deploy(cluster: Cluster, *documents: dict[str, Any]) -> None:
     engine = Engine(cluster.db, InProcessDispatcher())
     for doc in documents:
         engine.deploy(doc)
-
-
-def received(cluster: Cluster, *workers: str) -> Counter[str]:
-    """The messages these workers took, by task name (scans are not logged)."""
-    counts: Counter[str] = Counter()
-    for name in workers:
-        counts.update(RECEIVED.findall((cluster.logs / f"{name}.log").read_text()))
-    return counts
-
-
-def causes(cluster: Cluster, business_key: str) -> list[str]:
-    """The job of every history row of the instance, in write order."""
-    with cluster.db.transaction() as conn:
-        trace = history.of_instance(conn, cluster.instance_id(business_key))
-    return [str(e.cause) for e in trace]
-
-
-def runs(cluster: Cluster, business_key: str) -> list[str]:
-    """The jobs that worked on the instance, each once, in the order they first wrote."""
-    return list(dict.fromkeys(causes(cluster, business_key)))
-
-
-def pending(cluster: Cluster) -> int:
-    """Messages of this cluster waiting in its queues or held by a worker."""
-    r = cluster.redis
-    queued = sum(int(r.llen(f"{cluster.prefix}{q}")) for q in QUEUES)
-    held = 0
-    for raw in r.hvals("unacked"):
-        _message, _exchange, routing_key = json.loads(raw)
-        held += routing_key.startswith(cluster.prefix)
-    return queued + held
-
-
-def handler_runs(cluster: Cluster, business_key: str) -> dict[str, list[tuple[int, int]]]:
-    """Every handler call of the instance: node -> [(attempt, pid)] in call order."""
-    with cluster.db.transaction() as conn:
-        found = conn.exec_driver_sql(
-            "SELECT node, attempt, pid FROM test_calls WHERE business_key = %(bk)s ORDER BY seq",
-            {"bk": business_key},
-        ).all()
-    out: dict[str, list[tuple[int, int]]] = {}
-    for node, attempt, pid in found:
-        out.setdefault(str(node), []).append((int(attempt), int(pid)))
-    return out
-
-
-def pids_by_run(cluster: Cluster, business_key: str) -> dict[str, set[int]]:
-    """The worker processes that ran the handlers of the tasks each job completed."""
-    iid = cluster.instance_id(business_key)
-    done = rows.task_events_of(cluster.db, iid, type=TaskEvent.COMPLETED)
-    with cluster.db.transaction() as conn:
-        found = conn.exec_driver_sql(
-            "SELECT idempotency_key, pid FROM test_calls WHERE business_key = %(bk)s",
-            {"bk": business_key},
-        ).all()
-    # The key is the task's id; a handler that ran twice keeps its last process.
-    pid_of = {str(key): int(pid) for key, pid in found}
-    out: dict[str, set[int]] = {}
-    for e in done:
-        out.setdefault(str(e["cause"]), set()).add(pid_of[str(e["task_id"])])
-    return out
-
-
-def completed_by_run(cluster: Cluster, business_key: str) -> Counter[str]:
-    """How many tasks each job (message) completed."""
-    iid = cluster.instance_id(business_key)
-    done = rows.task_events_of(cluster.db, iid, type=TaskEvent.COMPLETED)
-    return Counter(str(e["cause"]) for e in done)
-
-
-def assert_each_step_once(cluster: Cluster, business_key: str, nodes: list[str]) -> None:
-    """Each handler ran once with one key, and ``assert_tasks_once``."""
-    for node in nodes:
-        assert cluster.calls(business_key, node) == (1, 1), (business_key, node)
-    assert_tasks_once(cluster, business_key, nodes)
-
-
-def assert_tasks_once(cluster: Cluster, business_key: str, nodes: list[str]) -> None:
-    """One task per node, completed once; the token started waiting at each node once; the
-    instance ended cleanly."""
-    tasks = cluster.task_rows(business_key)
-    assert Counter(t.node_id for t in tasks) == Counter(nodes), tasks
-    assert {t.state for t in tasks} == {TaskState.DONE}, tasks
-    iid = cluster.instance_id(business_key)
-    done = rows.task_events_of(cluster.db, iid, type=TaskEvent.COMPLETED)
-    assert Counter(e["node_id"] for e in done) == Counter(nodes), done
-    waited = rows.token_events_of(cluster.db, iid, type=TokenEvent.WAITING)
-    assert Counter(e["node_id"] for e in waited if e["node_id"] in nodes) == Counter(nodes)
-    assert_finished_cleanly(cluster.db, iid)
 
 
 def test_a_run_killed_mid_handler_loses_nothing_and_repeats_only_that_handler(
@@ -199,6 +115,49 @@ def test_a_run_killed_mid_handler_loses_nothing_and_repeats_only_that_handler(
     assert calls["s6"][1][1] == w2_pid != w1_pid
 
 
+def test_a_run_from_a_queued_message_killed_mid_handler_repeats_only_that_handler(
+    cluster: Cluster,
+) -> None:
+    """BPM_CHAIN_STEPS=3: the start message runs s1 and s2 and queues s3; the worker takes
+    that message, runs s3 and is killed inside s4. The message, redelivered, finds s3 done
+    (a no-op); the lock scan offers s4 again; s4 runs twice with one key, the rest once."""
+    nodes = [f"s{i}" for i in range(1, 9)]
+    deploy(cluster, line("queued", 8, {"s4": "gate"}))
+    gate = cluster.logs / "gate"
+    cluster.worker("w1", extra_env={**NO_TIME_BOUND, "BPM_CHAIN_STEPS": "3"})
+    cluster.wait_ready()
+    cluster.start("queued", {"gate": str(gate)}, "queued-1")
+    cluster.wait_until(lambda: cluster.calls("queued-1", "s4")[0] == 1, 30, "s4 to start")
+    cluster.kill("w1")
+
+    tasks = {t.node_id: t for t in cluster.task_rows("queued-1")}
+    assert {n: t.state for n, t in tasks.items()} == {
+        **{f"s{i}": TaskState.DONE for i in range(1, 4)},
+        "s4": TaskState.LOCKED,
+    }
+    assert received(cluster, "w1") == Counter({"bpm.start_instance": 1, "bpm.run_handler": 1})
+    started, carried = runs(cluster, "queued-1")
+    assert started.startswith("bpm.start_instance")
+    assert carried == f"bpm.run_handler task_id={tasks['s3'].id}"
+    assert completed_by_run(cluster, "queued-1") == Counter({started: 2, carried: 1})
+
+    gate.touch()
+    cluster.worker("w2", extra_env={**NO_TIME_BOUND, "BPM_VISIBILITY_TIMEOUT": "3"})
+    cluster.beat("beat1")
+    cluster.wait_all(1, timeout=60)
+    cluster.wait_until(lambda: pending(cluster) == 0, 30, "the held message to come back")
+
+    w2_log = (cluster.logs / "w2.log").read_text()
+    assert f"job=bpm.run_handler task_id={tasks['s3'].id} outcome=stale" in w2_log
+    calls = handler_runs(cluster, "queued-1")
+    assert [attempt for attempt, _pid in calls["s4"]] == [1, 2]
+    assert cluster.calls("queued-1", "s4") == (2, 1)  # one idempotency key
+    for node in nodes[:3] + nodes[4:]:
+        assert cluster.calls("queued-1", node) == (1, 1), node
+    assert_tasks_once(cluster, "queued-1", nodes)
+    assert runs(cluster, "queued-1")[2] == "bpm.scan_locks"
+
+
 def test_a_run_bounded_in_steps_queues_the_rest_and_each_task_runs_once(cluster: Cluster) -> None:
     """BPM_CHAIN_STEPS=3: a 10-task instance goes on over at least 4 messages, none
     completing more than 3 tasks. w1 takes only starts and w2 only what runs queue, so the
@@ -234,6 +193,52 @@ def test_a_run_bounded_in_steps_queues_the_rest_and_each_task_runs_once(cluster:
     w1, w2 = received(cluster, "w1"), received(cluster, "w2")
     assert w1 == Counter({"bpm.start_instance": instances}), w1
     assert sum(w2[name] for name in CARRY_ON) >= 3 * instances, w2
+
+
+def test_a_worker_dying_as_it_queues_the_rest_of_a_bounded_run_loses_nothing(
+    cluster: Cluster,
+) -> None:
+    """BPM_CHAIN_STEPS=3: the start message's run commits s1, s2 and s3's task (unlocked),
+    then its process dies before the message for s3 is sent. The start message comes back
+    and finds the instance; the scans find s3 ready with no one on it and queue it; every
+    handler runs once."""
+    nodes = [f"s{i}" for i in range(1, 7)]
+    deploy(cluster, line("unsent", 6))
+    marker = cluster.logs / "died"
+    crash = {
+        **NO_TIME_BOUND,
+        "BPM_CHAIN_STEPS": "3",
+        "BPM_VISIBILITY_TIMEOUT": "3",
+        "BPM_TEST_DIE_BEFORE_SEND": "bpm.run_handler",
+        "BPM_TEST_DIE_MARKER": str(marker),
+    }
+    cluster.worker("w1", extra_env=crash)
+    cluster.beat("beat1")
+    cluster.wait_ready()
+    cluster.start("unsent", {}, "unsent-1")
+    cluster.wait_all(1, timeout=60)
+    cluster.wait_until(lambda: pending(cluster) == 0, 30, "the start message to come back")
+
+    assert marker.exists()
+    assert cluster.instance_count() == 1
+    assert_each_step_once(cluster, "unsent-1", nodes)
+    # The dead run committed s1, s2 and s3's task, unlocked, for whoever takes it.
+    started, *rest = runs(cluster, "unsent-1")
+    assert started.startswith("bpm.start_instance")
+    assert completed_by_run(cluster, "unsent-1")[started] == 2
+    s3 = next(t for t in cluster.task_rows("unsent-1") if t.node_id == "s3")
+    created = rows.task_events_of(cluster.db, s3.instance_id, task_id=s3.id)[0]
+    assert (created["type"], created["to_state"], created["cause"]) == (
+        TaskEvent.CREATED,
+        TaskState.READY,
+        started,
+    )
+    # No message for s3 ever left: the scan found the task ready and unattended.
+    log = (cluster.logs / "w1.log").read_text()
+    assert "outcome=existing" in log  # the start message came back, and found the instance
+    assert re.search(r"job=bpm.scan_stalled .*ready_tasks=1", log), log
+    assert rest[0] == f"bpm.run_handler task_id={s3.id}", rest
+    assert all(r.startswith(CARRY_ON) for r in rest), rest
 
 
 def test_a_run_bounded_in_time_queues_the_rest_and_each_task_runs_once(cluster: Cluster) -> None:
