@@ -19,7 +19,7 @@ from bpm.definitions import ProcessBuilder
 from bpm.dispatch import InProcessDispatcher
 from bpm.engine.engine import Engine
 from bpm.engine.jobs.spec import JobQueue
-from bpm.states import EngineEvent, TaskEvent, TaskState, TokenState, WaitKind
+from bpm.states import EngineEvent, TaskEvent, TaskState, TokenEvent, TokenState, WaitKind
 from tests.helpers import db as rows
 from tests.workers import handlers
 from tests.workers.cluster import Cluster
@@ -326,20 +326,26 @@ def forked() -> dict[str, Any]:
     return b.end().sequence("start", "fork").sequence("join", "after", "end").build()
 
 
+#: The service tasks of ``forked``.
+FORKED_TASKS = ["a1", "a2", "a3", "b1", "b2", "b3", "after"]
+
+
 def test_a_fork_in_a_run_sends_the_other_branch_and_the_join_fires_once(cluster: Cluster) -> None:
     """The start message follows one branch of the fork in process and sends the other to
-    the queue; with two workers both branches run at once and race to the join. Each
-    branch's handlers run once, in one process each, and the join fires once."""
+    the queue. w1 takes only starts and w2 only what runs queue, so the two branches run in
+    two processes at once and race to the join. Each branch's handlers run once, in one
+    process each, and the join fires once."""
     deploy(cluster, forked())
-    cluster.worker("w1", extra_env=NO_TIME_BOUND)
-    cluster.worker("w2", extra_env=NO_TIME_BOUND)
+    cluster.worker("w1", extra_env=NO_TIME_BOUND, queues=f"{cluster.prefix}{JobQueue.STARTS}")
+    carry_on = ",".join(f"{cluster.prefix}{q}" for q in (JobQueue.TOKENS, JobQueue.HANDLERS))
+    cluster.worker("w2", extra_env=NO_TIME_BOUND, queues=carry_on)
     cluster.wait_ready()
     keys = [f"forked-{i}" for i in range(4)]
     for key in keys:
         cluster.start("forked", {}, key)
     cluster.wait_all(len(keys), timeout=60)
     for key in keys:
-        assert_each_step_once(cluster, key, ["a1", "a2", "a3", "b1", "b2", "b3", "after"])
+        assert_each_step_once(cluster, key, FORKED_TASKS)
         iid = cluster.instance_id(key)
         assert len(rows.engine_events_of(cluster.db, iid, type=EngineEvent.JOIN_FIRED)) == 1
         started, *rest = runs(cluster, key)
@@ -348,6 +354,46 @@ def test_a_fork_in_a_run_sends_the_other_branch_and_the_join_fires_once(cluster:
         pids = pids_by_run(cluster, key)
         assert all(len(p) == 1 for p in pids.values()), pids
         calls = handler_runs(cluster, key)
-        for branch in ("a", "b"):
-            assert len({calls[f"{branch}{i}"][0][1] for i in (1, 2, 3)}) == 1, calls
-    assert pending(cluster) == 0
+        branch_pids = [{calls[f"{branch}{i}"][0][1] for i in (1, 2, 3)} for branch in "ab"]
+        assert all(len(p) == 1 for p in branch_pids) and branch_pids[0] != branch_pids[1]
+
+
+def test_a_worker_dying_as_it_sends_a_forked_branch_loses_neither_branch(
+    cluster: Cluster,
+) -> None:
+    """The start message's run commits the fork, then its process dies before the message
+    for the other branch is sent (and before it follows its own): the stalled-token scan
+    finds both branches' tokens and moves them on. Each handler runs once, the join fires
+    once."""
+    deploy(cluster, forked())
+    marker = cluster.logs / "died"
+    crash = {
+        **NO_TIME_BOUND,
+        "BPM_TEST_DIE_BEFORE_SEND": "bpm.advance_token",
+        "BPM_TEST_DIE_MARKER": str(marker),
+    }
+    cluster.worker("w1", extra_env=crash)
+    cluster.beat("beat1")
+    cluster.wait_ready()
+    cluster.start("forked", {}, "forked-1")
+    cluster.wait_all(1, timeout=60)
+    assert marker.exists()
+    assert cluster.instance_count() == 1
+    assert_each_step_once(cluster, "forked-1", FORKED_TASKS)
+    iid = cluster.instance_id("forked-1")
+    assert len(rows.engine_events_of(cluster.db, iid, type=EngineEvent.JOIN_FIRED)) == 1
+    # The dead run's last commit was the fork: both branches' tokens were created by it.
+    started, *rest = runs(cluster, "forked-1")
+    assert started.startswith("bpm.start_instance")
+    created = rows.token_events_of(cluster.db, iid, type=TokenEvent.CREATED)
+    branches = [e for e in created if e["node_id"] != "start"]
+    assert sorted((e["node_id"], e["cause"]) for e in branches) == [
+        ("a1", started),
+        ("b1", started),
+    ]
+    assert completed_by_run(cluster, "forked-1")[started] == 0
+    # No message for either branch ever left: the scan found both tokens, one run each.
+    log = (cluster.logs / "w1.log").read_text()
+    assert "outcome=existing" in log  # the start message came back, and found the instance
+    assert re.search(r"job=bpm.scan_stalled .*stalled_tokens=2", log), log
+    assert sorted(rest) == sorted(f"bpm.advance_token token_id={e['token_id']}" for e in branches)
