@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import psycopg
 from sqlalchemy.engine import make_url
@@ -22,6 +23,9 @@ from bpm.handlers import HandlerContext
 CREATE = """CREATE TABLE IF NOT EXISTS test_calls (
     business_key text, node text, idempotency_key text, attempt int, pid int,
     seq bigserial)"""
+
+#: Seconds the ``gate`` handler waits for its file before it fails.
+GATE_WAIT = 60.0
 
 
 def _dsn() -> str:
@@ -61,6 +65,20 @@ def slow(ctx: HandlerContext) -> None:
     """Announce the worker pid, then take a while: the test kills the worker meanwhile."""
     record(ctx)
     time.sleep(float(ctx.variables.get("slow_seconds", 3)))
+
+
+@bpm.handler("gate")
+def gate(ctx: HandlerContext) -> None:
+    """Announce the worker pid, then wait until the file named by ``gate`` exists: the test
+    kills the worker while it waits, so the kill lands inside this handler every time. A run
+    after the file exists passes straight through; a minute without it fails the handler."""
+    record(ctx)
+    path = Path(str(ctx.variables["gate"]))
+    deadline = time.monotonic() + GATE_WAIT
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{path} did not appear within {GATE_WAIT} s")
+        time.sleep(0.05)
 
 
 @bpm.handler("suicide")
@@ -115,6 +133,28 @@ def _send_twice(names: frozenset[str]) -> None:
     CeleryDispatcher.dispatch = dispatch  # type: ignore[method-assign]
 
 
+def _die_before_send(name: str, marker: Path) -> None:
+    """The first job named ``name`` that any process of the worker sends kills that process
+    instead (after the commit that made the job, before the send): ``marker`` records that it
+    happened, so the process the pool starts next sends as usual."""
+    from bpm_workers.dispatcher import CeleryDispatcher
+
+    send = CeleryDispatcher.dispatch
+
+    def dispatch(self: CeleryDispatcher, jobs: Sequence[Job]) -> None:
+        if any(job.name == name for job in jobs) and not marker.exists():
+            marker.touch()
+            os._exit(137)
+        send(self, jobs)
+
+    CeleryDispatcher.dispatch = dispatch  # type: ignore[method-assign]
+
+
 # Set only in the environment of the workers of a test that wants duplicates.
 if os.environ.get("BPM_TEST_SEND_TWICE"):
     _send_twice(frozenset(os.environ["BPM_TEST_SEND_TWICE"].split(",")))
+# Set only in the environment of the workers of a test that wants a crash before a send.
+if os.environ.get("BPM_TEST_DIE_BEFORE_SEND"):
+    _die_before_send(
+        os.environ["BPM_TEST_DIE_BEFORE_SEND"], Path(os.environ["BPM_TEST_DIE_MARKER"])
+    )

@@ -183,3 +183,49 @@ def transaction_cancelled(key: str = "tx_cancel") -> dict[str, Any]:
     b.cancel_boundary("on_cancel", attached_to="tx").service_task("after", handler="noop")
     b.end().end("never")
     return b.sequence("start", "tx", "never").sequence("on_cancel", "after", "end").build()
+
+
+# --- the continuation tests: lock timeouts short enough for a killed worker's task --------
+
+#: A task a killed worker held is offered again once its lock expires.
+CONTINUED_TIMEOUT = "PT3S"
+CONTINUED_RETRY: dict[str, Any] = {"max_attempts": 2, "backoff": "PT0S"}
+
+
+def continued_line(
+    key: str, count: int, handler_of: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """``count`` service tasks ``s1`` .. ``s<count>`` in sequence (``noop`` unless named)."""
+    b = ProcessBuilder(key).start()
+    names = [f"s{i}" for i in range(1, count + 1)]
+    for name in names:
+        handler = (handler_of or {}).get(name, "noop")
+        b.service_task(name, handler=handler, timeout=CONTINUED_TIMEOUT, retry=CONTINUED_RETRY)
+    return b.end().sequence("start", *names, "end").build()
+
+
+def continued_wait() -> dict[str, Any]:
+    """Two service tasks, a receive task waiting for ``go``, two more."""
+    b = ProcessBuilder("waits").start()
+    for name in ("a1", "a2"):
+        b.service_task(name, handler="noop", timeout=CONTINUED_TIMEOUT, retry=CONTINUED_RETRY)
+    b.receive_task("wait", message="go")
+    for name in ("b1", "b2"):
+        b.service_task(name, handler="noop", timeout=CONTINUED_TIMEOUT, retry=CONTINUED_RETRY)
+    return b.end().sequence("start", "a1", "a2", "wait", "b1", "b2", "end").build()
+
+
+#: The service tasks of ``continued_fork``.
+FORKED_TASKS = ["a1", "a2", "a3", "b1", "b2", "b3", "after"]
+
+
+def continued_fork() -> dict[str, Any]:
+    """A fork into branches a1-a3 and b1-b3, a join, then ``after``."""
+    b = ProcessBuilder("forked").start().parallel_gateway("fork").parallel_gateway("join")
+    for branch in ("a", "b"):
+        names = [f"{branch}{i}" for i in (1, 2, 3)]
+        for name in names:
+            b.service_task(name, handler="noop", timeout=CONTINUED_TIMEOUT, retry=CONTINUED_RETRY)
+        b.flow("fork", names[0]).sequence(*names, "join")
+    b.service_task("after", handler="noop", timeout=CONTINUED_TIMEOUT, retry=CONTINUED_RETRY)
+    return b.end().sequence("start", "fork").sequence("join", "after", "end").build()
