@@ -151,8 +151,7 @@ def run_bpm(
             )
         wait_for(
             lambda: (
-                all(r.llen(f"bench:{x}") == steps for x in runs[-5:])
-                and _completed(db, prefix) == n
+                all(r.llen(f"bench:{x}") == steps for x in runs[-5:]) and completed(db, prefix) == n
             ),
             600,
             "bpm instances",
@@ -182,13 +181,13 @@ def run_bpm_one_at_a_time(
                 kwargs={"process_key": "bench_sequential", "variables": {}, "business_key": run},
             )
             done = i + 1
-            wait_for(lambda done=done: _completed(db, prefix) == done, 60, "one instance")
+            wait_for(lambda done=done: completed(db, prefix) == done, 60, "one instance")
     finally:
         workers.stop()
     return summarise(r, runs, n)
 
 
-def _completed(db: Database, prefix: str) -> int:
+def completed(db: Database, prefix: str) -> int:
     with db.transaction() as conn:
         rows = instances.search(conn, state="COMPLETED", limit=100_000)
     return sum(1 for row in rows if (row.business_key or "").startswith(prefix))
