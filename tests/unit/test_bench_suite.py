@@ -75,10 +75,30 @@ def test_each_round_starts_one_part_further_on() -> None:
     assert orders == ["abc", "bca", "cab", "abc"]
 
 
-@pytest.mark.parametrize("module", ["bench.suite", "bench.peers.dbos"])
+@pytest.mark.parametrize("module", ["bench.suite", "bench.peers.dbos", "bench.step_profile"])
 def test_the_entry_points_explain_themselves(module: str) -> None:
     done = subprocess.run(
         [sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
     assert "--rounds" in done.stdout or "--instances" in done.stdout
+
+
+def test_a_profile_sample_counts_for_the_innermost_layer_of_its_stack() -> None:
+    from bench.step_profile import shares
+
+    raw = "\n".join(
+        [
+            "run (bpm/engine/jobs/runner.py:1);execute (psycopg/cursor.py:2);"
+            "dumps (json/__init__.py:3) 5",
+            "run (bpm/engine/jobs/runner.py:1);replace (dataclasses.py:9) 3",
+            "loop (celery/worker.py:1);emit (logging/__init__.py:4) 2",
+            "<module> (threading.py:1) 1",
+        ]
+    )
+    by_layer, total = shares(raw)
+    assert total == 11
+    assert by_layer["JSON encoding"] == 5  # the innermost layer, not the engine that called it
+    assert by_layer["bpm engine (semantics, runner)"] == 3  # a stdlib helper counts for its caller
+    assert by_layer["logging"] == 2
+    assert by_layer["Python itself (interpreter, stdlib)"] == 1
