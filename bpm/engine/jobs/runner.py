@@ -80,6 +80,21 @@ class JobRunner:
         """Go on from a step the caller committed (a worker's start) as the rest of its run."""
         return self._chain(nxt, taken=1)
 
+    def go_on_after(self, nxt: Next, request: str) -> str:
+        """``go_on`` after a request that must not run twice (a correlation) committed: a
+        failure from here on (the database gone, say) is logged, not raised, since raising
+        would put the request's message back on its queue. Nothing is lost: the token or
+        the task the run was at is in the database, and the scans hand it on."""
+        try:
+            return self.go_on(nxt)
+        except Exception:
+            log.warning(
+                "%s is recorded; carrying on after it failed, the scans will pick it up",
+                request,
+                exc_info=True,
+            )
+            return DEFERRED
+
     def _chain(self, nxt: Next, taken: int = 0) -> str:
         """Every transaction re-reads and version-checks what it changes; the chain only
         saves the broker hop between them. ``taken``: steps of this run already committed."""
