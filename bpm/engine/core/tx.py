@@ -36,6 +36,12 @@ class NextToken:
     token_id: UUID
     version: int
     row: TokenRow | None = None
+    #: The token as this transaction made or read it, for the job's next transaction to begin
+    #: from instead of reading it again; never used to go on in this transaction (only the
+    #: token a step moved does, ``row``). Safe across the commit: every write of a token is
+    #: checked against its version, so a row moved meanwhile makes that write a conflict,
+    #: tried again from a fresh read.
+    seen: TokenRow | None = None
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,15 @@ class JobRunner:
 
     def _step(self, nxt: NextToken | RunTask, *, first: bool, inline: bool) -> Next:
         if isinstance(nxt, NextToken):
-            return self.core.retrying(lambda: self._advance_once(nxt, inline))
+            # The row the last transaction saw saves a read on the first try only: a retry
+            # after a lost race reads the token afresh.
+            seen = [nxt.seen]
+
+            def once() -> Next:
+                row, seen[0] = seen[0], None
+                return self._advance_once(nxt, inline, row)
+
+            return self.core.retrying(once)
         if nxt.locked is not None:
             return self._invoke_and_record(nxt.locked, nxt.values or {}, nxt.token, inline)
         if self.core.run_handlers_inline or first:
@@ -131,10 +139,11 @@ class JobRunner:
         self.core.send_next(nxt)
         return None
 
-    def _advance_once(self, nxt: NextToken, inline: bool) -> Next:
+    def _advance_once(self, nxt: NextToken, inline: bool, seen: TokenRow | None) -> Next:
         started = time.perf_counter()
         with self.core.transaction(inline=inline) as tx:
-            tok = tx.token(nxt.token_id)
+            tok = seen if seen is not None and seen.version == nxt.version else None
+            tok = tok or tx.token(nxt.token_id)
             if tok is None:
                 raise NotFound(f"token {nxt.token_id} does not exist")
             if tok.version != nxt.version:

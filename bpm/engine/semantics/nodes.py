@@ -323,7 +323,7 @@ def end_token(tx: Tx, tok: TokenRow, g: ProcessGraph | None = None, *, listened:
     parent = tx.token(tok.parent_token_id)
     if parent is None or not waits_for_children(parent):
         return None
-    return NextToken(parent.id, parent.version)
+    return NextToken(parent.id, parent.version, seen=parent)
 
 
 def _terminate(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
