@@ -18,6 +18,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from bench import cpu_use
 from bpm.store.batch_sql import encode_rows, flush_sql
 
 #: The part of a step's write statement measured here: the task row's and the token's guarded
@@ -93,6 +94,20 @@ def explain(conn: psycopg.Connection, sql: str, params: dict[str, Any], n: int) 
         buffers=int(statistics.median(r[2] for r in runs)),
         partitions=int(statistics.median(r[3] for r in runs)),
     )
+
+
+def backend_cpu_us(conn: psycopg.Connection, sql: str, params: dict[str, Any], n: int) -> float:
+    """Microseconds of the backend's CPU per run of ``sql``, prepared as the engine's hot
+    statements are (psycopg prepares a statement from its fifth run), each rolled back."""
+    pid = {conn.info.backend_pid}
+    for _ in range(6):  # past the prepare threshold and the plan cache's custom plans
+        with conn.transaction(force_rollback=True):
+            conn.execute(sql, params, prepare=True)
+    before = cpu_use.by_role([], pid)
+    for _ in range(n):
+        with conn.transaction(force_rollback=True):
+            conn.execute(sql, params, prepare=True)
+    return cpu_use.spent(before, cpu_use.by_role([], pid))["postgres"] * 1e6 / n
 
 
 def _step(conn: psycopg.Connection, topic: str) -> tuple[str, dict[str, Any]]:

@@ -7,7 +7,8 @@ sequential shape against both, interleaved round by round, and prints steps/s, P
 CPU, statements, WAL and index entries per step with medians. Then runs the hot-path
 statements alone under EXPLAIN (ANALYZE, BUFFERS) on both layouts, as the engine sends them
 and with an instance-id predicate added: execution and planning time, shared buffers (hit or
-read) and relations scanned. First it
+read) and relations scanned; and each prepared, run a few hundred times, with the CPU its
+backend spent per run. First it
 says whether Citus installs from the machine's package sources (the experiment uses
 PostgreSQL's own partitions either way).
 
@@ -26,7 +27,7 @@ import psycopg
 
 from bench.engine_throughput import SHAPES, Counters, plain_dsn, prepare
 from bench.partition_layout import convert
-from bench.partition_queries import Explained, explain, hot_paths
+from bench.partition_queries import Explained, backend_cpu_us, explain, hot_paths
 from bench.step_cost import StepCost, measure
 from bpm.definitions import ProcessBuilder
 from bpm.dispatch import InProcessDispatcher
@@ -165,6 +166,24 @@ def run_explains(urls: dict[str, str], repeat: int) -> None:
             )
 
 
+def run_prepared(urls: dict[str, str], runs: int) -> None:
+    """Each statement prepared and run ``runs`` times: the backend's CPU per run."""
+    print(f"\nhot-path statements prepared, backend CPU per run (us), {runs} runs each:")
+    print(f"{'statement':34} " + " ".join(f"{layout:>12}" for layout in urls))
+    found: dict[str, list[tuple[str, float]]] = {}
+    for layout, url in urls.items():
+        with psycopg.connect(plain_dsn(url)) as conn:
+            found[layout] = [
+                (name, backend_cpu_us(conn, sql, params, runs))
+                for name, sql, params in [
+                    ("SELECT 1 (BEGIN/ROLLBACK baseline)", "SELECT 1", {}),
+                    *hot_paths(conn, TOPIC),
+                ]
+            ]
+    for rows in zip(*found.values(), strict=True):
+        print(f"{rows[0][0]:34} " + " ".join(f"{us:12.0f}" for _, us in rows))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -174,6 +193,7 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=16)
     parser.add_argument("--waiting", type=int, default=200, help="parked instances per wait")
     parser.add_argument("--repeat", type=int, default=7, help="EXPLAIN runs per statement")
+    parser.add_argument("--runs", type=int, default=1000, help="prepared runs per statement")
     parser.add_argument("--url-prefix", default=BASE_URL)
     args = parser.parse_args()
     print(f"Citus from Debian's packages: {citus_packages()}")
@@ -186,6 +206,7 @@ def main() -> None:
     for at in layouts.values():
         at.db.dispose()
     run_explains(urls, args.repeat)
+    run_prepared(urls, args.runs)
 
 
 if __name__ == "__main__":

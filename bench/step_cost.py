@@ -84,12 +84,15 @@ def waldump(oid: int, start: str, end: str) -> Wal | None:
     exe = shutil.which("pg_waldump") or "/usr/lib/postgresql/15/bin/pg_waldump"
     if not Path(exe).exists() or not WAL_DIR.is_dir() or start == end:
         return None
-    out = subprocess.run(
+    done = subprocess.run(
         [exe, "-p", str(WAL_DIR), "-s", start, "-e", end],
         capture_output=True,
         text=True,
         check=False,
-    ).stdout
+    )
+    if done.returncode != 0:
+        print(f"pg_waldump {start}..{end}: {done.stderr.strip()[:200]}")
+    out = done.stdout
     ours = f" rel 1663/{oid}/"
     lines = [(m, line) for line in out.splitlines() if (m := _RECORD.search(line))]
     xids = {m.group(3) for m, line in lines if ours in line and m.group(3) != "0"}
