@@ -96,7 +96,8 @@ def print_cost(clients: int, c: StepCost) -> None:
 
 def project(cost: StepCost, mib_s: float, fsyncs: float | None, url: str) -> None:
     own = cost.own_wal
-    wal = own.bytes / cost.steps if own is not None else cost.wal_bytes
+    # This database's own WAL where pg_waldump read it; else the whole server's.
+    wal = own.bytes / cost.steps if own is not None and own.bytes else cost.wal_bytes
     with psycopg.connect(plain_dsn(url)) as conn:
         row = conn.execute("SHOW max_connections").fetchone()
     print("\nProjection for one primary (from the 1-client figures):")

@@ -92,6 +92,7 @@ def waldump(oid: int, start: str, end: str) -> Wal | None:
     )
     if done.returncode != 0:
         print(f"pg_waldump {start}..{end}: {done.stderr.strip()[:200]}")
+        return None
     out = done.stdout
     ours = f" rel 1663/{oid}/"
     lines = [(m, line) for line in out.splitlines() if (m := _RECORD.search(line))]
@@ -142,6 +143,18 @@ def _lsn(conn: psycopg.Connection) -> tuple[int, str]:
         "SELECT pg_current_wal_lsn() - '0/0'::pg_lsn, pg_current_wal_lsn()::text"
     ).fetchone()
     return (int(row[0]), str(row[1])) if row else (0, "0/0")
+
+
+def _hold_wal(conn: psycopg.Connection) -> None:
+    """Keep the run's WAL on disk until pg_waldump has read it: a checkpoint would recycle
+    it while other databases write. A temporary slot, gone when this session ends."""
+    try:
+        conn.execute(
+            "SELECT pg_create_physical_replication_slot(%s, true, true)",
+            (f"bpm_bench_{os.getpid()}",),
+        )
+    except psycopg.Error as exc:  # no slot left, or no right to make one: read what remains
+        print(f"WAL not held for pg_waldump: {exc}")
 
 
 def _close_pool(db: Database, conn: psycopg.Connection) -> None:
@@ -196,6 +209,7 @@ def measure(
         # Backends report their counts when idle for a while or when they exit: the pool's
         # are closed at both ends of the run, so every count of the run is in (warm-up too).
         _close_pool(db, conn)
+        _hold_wal(conn)
         before = _server_state(conn)
         drive(db, registry, key, warm, clients)  # warm caches and pool
         pids = backend_pids(dsn) - {conn.info.backend_pid}
