@@ -1,16 +1,15 @@
 """bpm's schema as it is against a partitioned layout (``bench/partition_layout.py``: runtime
 tables hashed by instance id, history by day), for docs/scaling.md.
 
-Builds both databases (migrations, then the conversion of one), parks instances at an
-external task and at a message wait in each (with business keys), then runs the engine's
-sequential shape against both, interleaved round by round, and prints steps/s, PostgreSQL
-CPU, statements, WAL and index entries per step with medians. Then runs the hot-path
-statements alone under EXPLAIN (ANALYZE, BUFFERS) on both layouts, as the engine sends them
-and with an instance-id predicate added: execution and planning time, shared buffers (hit or
-read) and relations scanned; and each prepared, run a few hundred times, with the CPU its
-backend spent per run. First it
-says whether Citus installs from the machine's package sources (the experiment uses
-PostgreSQL's own partitions either way).
+First says whether Citus installs from the machine's package sources (the experiment uses
+PostgreSQL's own partitions either way). Builds both databases (migrations, then the
+conversion of one), parks instances at an external task and at a message wait in each (with
+business keys), then runs the engine's sequential shape against both, interleaved round by
+round, and prints steps/s, PostgreSQL CPU, statements, WAL, index entries and full-page
+images per step with medians. Then runs the hot-path statements alone under EXPLAIN
+(ANALYZE, BUFFERS) on both layouts, as the engine sends them and with an instance-id
+predicate added: execution and planning time, shared buffers (hit or read) and relations
+scanned; and each prepared, run a thousand times, with the CPU its backend spent per run.
 
     python -m bench.partitioned [--instances 200] [--rounds 3] [--partitions 16]
 """
@@ -120,11 +119,15 @@ def _own_index(c: StepCost) -> float:
     return c.own_wal.index_inserts / c.steps if c.own_wal else float("nan")
 
 
+def _own_pages(c: StepCost) -> float:
+    return c.own_wal.full_pages / c.steps if c.own_wal else float("nan")
+
+
 def run_rounds(layouts: dict[str, Layout], instances: int, rounds: int) -> None:
     _, key, steps = SHAPES[0]
     print(f"\nsequential shape, {instances} instances a run, 1 client, {rounds} rounds")
     header = f"{'round':>5} {'layout':12} {'steps/s':>8} {'PG ms/step':>10} {'stmt/step':>9}"
-    print(header + f" {'WAL B/step':>10} {'idx/step':>8}")
+    print(header + f" {'WAL B/step':>10} {'idx/step':>8} {'FPI/step':>8}")
     costs: dict[str, list[StepCost]] = {name: [] for name in layouts}
     for r in range(rounds):
         for name, at in layouts.items():
@@ -132,7 +135,8 @@ def run_rounds(layouts: dict[str, Layout], instances: int, rounds: int) -> None:
             costs[name].append(c)
             print(
                 f"{r + 1:5d} {name:12} {c.steps_per_s:8.0f} {c.pg_cpu_ms:10.3f} "
-                f"{c.statements:9.2f} {_own_wal(c):10.0f} {_own_index(c):8.1f}"
+                f"{c.statements:9.2f} {_own_wal(c):10.0f} {_own_index(c):8.1f} "
+                f"{_own_pages(c):8.2f}"
             )
     print("medians:")
     for name, runs in costs.items():
@@ -140,7 +144,7 @@ def run_rounds(layouts: dict[str, Layout], instances: int, rounds: int) -> None:
             f"{'':5} {name:12} {_median(runs, lambda c: c.steps_per_s):8.0f} "
             f"{_median(runs, lambda c: c.pg_cpu_ms):10.3f} "
             f"{_median(runs, lambda c: c.statements):9.2f} {_median(runs, _own_wal):10.0f} "
-            f"{_median(runs, _own_index):8.1f}"
+            f"{_median(runs, _own_index):8.1f} {_median(runs, _own_pages):8.2f}"
         )
 
 
