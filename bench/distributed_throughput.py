@@ -31,7 +31,7 @@ import redis
 from celery import Celery, chain
 
 from bench import cpu_use
-from bench.engine_throughput import fresh_database, plain_dsn, sequential
+from bench.engine_throughput import fresh_database, plain_dsn, sequential, settle
 from bpm.dispatch import InProcessDispatcher
 from bpm.engine.engine import Engine
 from bpm.store import Database, instances
@@ -267,6 +267,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         logs = Path(tmp)
         for k in (int(x) for x in args.workers.split(",")):
+            settle(DB_URL)
             b = run_bpm(k, args.instances, env, logs, db, r)
             p = run_plain(k, args.instances, env, logs, r)
             for name, res in (("bpm", b), ("plain chain", p)):

@@ -135,6 +135,25 @@ def fresh_database(url: str) -> None:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(name))
 
 
+def settle(url: str) -> None:
+    """Vacuum and analyze the bench database, as autovacuum does on a server that runs it.
+
+    Without statistics the plans the server caches per connection (its foreign-key checks
+    among them) are made for the empty tables of the warm-up and kept as the tables grow, and
+    every step leaves dead row versions behind: a server with autovacuum off (as the machine
+    this was found on) then gets slower run after run, which measures the server's setting,
+    not the engine."""
+    with psycopg.connect(plain_dsn(url), autocommit=True) as conn:
+        conn.execute("VACUUM (ANALYZE)")
+
+
+def autovacuum(url: str) -> str:
+    """The server's ``autovacuum`` setting, for the bench's report."""
+    with psycopg.connect(plain_dsn(url), autocommit=True) as conn:
+        row = conn.execute("SHOW autovacuum").fetchone()
+    return str(row[0]) if row else "unknown"
+
+
 def drive(db: Database, registry: HandlerRegistry, key: str, count: int, clients: int) -> float:
     """Start and finish ``count`` instances with ``clients`` threads; return seconds taken."""
 
@@ -161,6 +180,7 @@ def run_shape(
     clients: int,
 ) -> dict[str, float]:
     drive(db, registry, key, max(clients, count // 10), clients)  # warm caches and pool
+    settle(db.url)
     before = Counters(counters.statements, counters.commits)
     seconds = drive(db, registry, key, count, clients)
     done = (count // clients) * clients

@@ -40,7 +40,7 @@ import redis
 from celery import Celery
 
 from bench import distributed_throughput as dist
-from bench.engine_throughput import fresh_database, plain_dsn, sequential
+from bench.engine_throughput import fresh_database, plain_dsn, sequential, settle
 from bpm.dispatch import InProcessDispatcher
 from bpm.engine.engine import Engine
 from bpm.store import Database
@@ -212,6 +212,7 @@ def scaling(n: int) -> None:
     rates = {}
     with tempfile.TemporaryDirectory() as tmp:
         for k in (1, 2):
+            settle(DB_URL)
             pool, prefix = workers(k, env, Path(tmp))
             try:
                 with WaitSampler(DB_URL) as sampler:
