@@ -106,11 +106,16 @@ def settings_from_env() -> Settings:
 
 
 def _number(name: str, default: str, kind: type[int] | type[float]) -> Any:
+    """A positive number from the environment, checked when the worker starts: an engine that
+    refused it later, inside each job, would have every message taken and refused."""
     text = os.environ.get(name, default)
     try:
-        return kind(text)
+        value = kind(text)
     except ValueError:
         raise ConfigError(f"{name} must be a number, got {text!r}") from None
+    if not value > 0:
+        raise ConfigError(f"{name} must be above 0, got {text!r}")
+    return value
 
 
 def state_dir_from_env() -> Path:

@@ -3,7 +3,7 @@ case to ``bpm.engine.operations``; tokens' node semantics are in ``bpm.engine.se
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Unpack
 from uuid import UUID
@@ -12,7 +12,6 @@ from bpm.dispatch import Dispatcher, Job
 from bpm.engine.core.causes import acting_as, because
 from bpm.engine.core.engine_core import CoreOptions, EngineCore
 from bpm.engine.core.ids import as_id, maybe_id
-from bpm.engine.core.tx import Next
 from bpm.engine.engine_diagrams import EngineDiagrams
 from bpm.engine.engine_external import ExternalTaskCalls
 from bpm.engine.engine_filters import FilterCalls
@@ -182,7 +181,6 @@ class Engine(UserTaskCalls, FilterCalls, ExternalTaskCalls, EngineReads, EngineD
         start_messages_only: bool = False,
         idempotency_key: str | None = None,
         message_id: str | None = None,
-        run_now: bool = False,
     ) -> list[UUID]:
         """Deliver a message to the token(s) waiting for it (in the named instance, the
         instances of the business key, or, naming neither, any instance), or, when none
@@ -190,8 +188,7 @@ class Engine(UserTaskCalls, FilterCalls, ExternalTaskCalls, EngineReads, EngineD
         (once per ``idempotency_key``, else business key, else the transport's
         ``message_id``); returns the tokens moved on (a
         started instance's root token). Raises ``NoMatchingWait`` when nothing takes it,
-        ``AmbiguousCorrelation`` when several tokens do and ``all_waiting`` is false.
-        ``run_now`` (a worker's job): the one token it wakes goes on in this call."""
+        ``AmbiguousCorrelation`` when several tokens do and ``all_waiting`` is false."""
         with because(f"api correlate {message}"):
             iid = maybe_id(instance_id, "instance")
             found = messages.correlate_tokens(
@@ -204,16 +201,8 @@ class Engine(UserTaskCalls, FilterCalls, ExternalTaskCalls, EngineReads, EngineD
                 start_messages_only=start_messages_only,
                 idempotency_key=idempotency_key,
                 message_id=message_id,
-                run_now=self._go_on_after(f"message {message!r}") if run_now else None,
             )
             return [c.token_id for c in found]
-
-    def _go_on_after(self, request: str) -> Callable[[list[Next]], object] | None:
-        """Going on in this call needs a step left in the run: the first task is then made
-        locked by this process, and only this run could take it."""
-        if self.runner.chain_limit < 2:
-            return None
-        return lambda nexts: self.runner.go_on_after(nexts[0], request)
 
     def correlate_tokens(
         self, message: str, **options: Unpack[messages.CorrelateOptions]

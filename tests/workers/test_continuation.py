@@ -258,8 +258,8 @@ def test_a_run_bounded_in_time_queues_the_rest_and_each_task_runs_once(cluster: 
 
 def test_a_run_stops_at_a_wait_and_the_message_resumes_it(cluster: Cluster) -> None:
     """The start message runs a1 and a2 and stops at the receive task: the token waits for
-    its message, nothing of the cluster is queued or held. The correlation's message resumes
-    the instance and goes on with it to the end in the same job; every handler runs once."""
+    its message, nothing of the cluster is queued or held. The correlated message resumes
+    the instance in new messages; every handler runs once."""
     deploy(cluster, processes.continued_wait())
     cluster.worker("w1")
     cluster.wait_ready()
@@ -291,11 +291,11 @@ def test_a_run_stops_at_a_wait_and_the_message_resumes_it(cluster: Cluster) -> N
     assert_each_step_once(cluster, "waits-1", ["a1", "a2", "b1", "b2"])
     iid = cluster.instance_id("waits-1")
     assert len(rows.engine_events_of(cluster.db, iid, type=EngineEvent.MESSAGE_CORRELATED)) == 1
-    (resumed,) = runs(cluster, "waits-1")[1:]
-    assert resumed.startswith("bpm.correlate_message"), resumed
+    resumed = runs(cluster, "waits-1")[1:]
+    assert resumed[0].startswith("bpm.correlate_message"), resumed
+    assert all(r.startswith(CARRY_ON) for r in resumed[1:]), resumed
     by_run = completed_by_run(cluster, "waits-1")
-    assert by_run == Counter({started: 2, resumed: 2}), by_run
-    assert received(cluster, "w1") == Counter({"bpm.start_instance": 1, "bpm.correlate_message": 1})
+    assert by_run[started] == 2 and sum(by_run[r] for r in resumed) == 2, by_run
     cluster.wait_until(lambda: pending(cluster) == 0, 10, "the queues to empty")
 
 

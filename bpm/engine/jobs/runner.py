@@ -80,21 +80,6 @@ class JobRunner:
         """Go on from a step the caller committed (a worker's start) as the rest of its run."""
         return self._chain(nxt, taken=1)
 
-    def go_on_after(self, nxt: Next, request: str) -> str:
-        """``go_on`` after a request that must not run twice (a correlation) committed: a
-        failure from here on (the database gone, say) is logged, not raised, since raising
-        would put the request's message back on its queue. Nothing is lost: the token or
-        the task the run was at is in the database, and the scans hand it on."""
-        try:
-            return self.go_on(nxt)
-        except Exception:
-            log.warning(
-                "%s is recorded; carrying on after it failed, the scans will pick it up",
-                request,
-                exc_info=True,
-            )
-            return DEFERRED
-
     def _chain(self, nxt: Next, taken: int = 0) -> str:
         """Every transaction re-reads and version-checks what it changes; the chain only
         saves the broker hop between them. ``taken``: steps of this run already committed."""
@@ -110,7 +95,7 @@ class JobRunner:
                 nxt = self._step(nxt, first=step == 0, inline=not last)
             except Stale as exc:
                 log.info("no-op: %s", exc, extra={"action": "stale"})
-                return STALE if step == 0 else outcome
+                return STALE if step == taken else outcome
             except NotFound as exc:
                 log.warning("dropped: %s", exc, extra={"action": "unknown"})
                 return UNKNOWN

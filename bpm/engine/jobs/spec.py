@@ -82,7 +82,6 @@ class JobEngine(Protocol):
         start_messages_only: bool = False,
         idempotency_key: str | None = None,
         message_id: str | None = None,
-        run_now: bool = False,
     ) -> list[UUID]: ...
 
 

@@ -76,8 +76,6 @@ def _start(call: Call) -> Done:
 
 
 def _correlate(call: Call) -> Done:
-    """Deliver the message and go on with the token it woke in this job (one broker hop
-    less), as a start does."""
     a = call.args
     woken = call.engine.correlate(
         a["message"],
@@ -88,7 +86,6 @@ def _correlate(call: Call) -> Done:
         start_messages_only=a["start_messages_only"],
         idempotency_key=a["idempotency_key"],
         message_id=call.message_id,
-        run_now=True,
     )
     return Done("correlated " + ",".join(str(t) for t in woken))
 

@@ -8,7 +8,7 @@ error unless the caller asks for all of them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict, Unpack
 from uuid import UUID
@@ -65,9 +65,6 @@ class CorrelateOptions(TypedDict, total=False):
     #: per the id of the transport's message that carried the correlation).
     idempotency_key: str | None
     message_id: str | None
-    #: A worker's correlation job: it goes on itself with what the message woke (a single
-    #: token: its tasks are then created locked by this process), instead of queueing it.
-    run_now: Callable[[list[Next]], object] | None
 
 
 @dataclass(frozen=True)
@@ -135,8 +132,6 @@ def correlate_tokens(
     keys = dict(correlation_keys or {})
     allowed = options.get("process_keys")
 
-    run_now = options.get("run_now")
-
     def body() -> tuple[list[Correlated], list[Next]]:
         found: list[Correlated] = []
         with core.transaction("message") as tx:
@@ -145,10 +140,6 @@ def correlate_tokens(
                 if start_only
                 else _waiting(core, tx, message, (business_key, instance_id), keys, allowed)
             )
-            if run_now is not None and len(waiting) == 1:
-                # Only the one woken token's run goes on here: several would leave tasks
-                # locked by this process that the jobs queued for them could not take.
-                tx.runs_inline = core.runs_inline
             if not waiting and instance_id is None:
                 began = message_starts.start(
                     core,
@@ -179,11 +170,8 @@ def correlate_tokens(
         return found, results
 
     woken, nexts = core.retrying(body)
-    if run_now is not None and len(nexts) == 1:
-        run_now(nexts)
-    else:
-        for nxt in nexts:
-            core.send_next(nxt)
+    for nxt in nexts:
+        core.send_next(nxt)
     return woken
 
 
