@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from bpm.definitions import ProcessBuilder
+from bpm.engine.core.tx import NextToken
 from bpm.errors import ConfigError, InvalidOperation
 from bpm.handlers import HandlerContext, HandlerRegistry
 from bpm.store import Database
@@ -321,3 +322,24 @@ def test_implicit_end_inside_a_subprocess_completes_it(rt: Harness, calls: Calls
     assert_finished_cleanly(rt.engine.db, iid)
     assert len(rows.engine_events_of(rt.engine.db, iid, type="SubprocessCompleted")) == 1
     assert calls.count("work") == 1
+
+
+def test_a_stale_row_handed_to_the_next_transaction_changes_nothing(
+    engine_factory: EngineFactory, calls: Calls
+) -> None:
+    """A job's next transaction begins from the row the last one saw (``NextToken.seen``). If
+    another job moved the token meanwhile, the write's version check misses, the retry reads
+    the token afresh and the step is a no-op: nothing is written twice."""
+    calls.add("work")
+    rt = engine_factory()
+    rt.deploy(sequence_of_tasks("seen_row", 2).build())
+    iid = rt.start("seen_row")
+    (root,) = rows.tokens_of(rt.engine.db, iid)
+    assert root.version == 0
+    rt.drain()  # the queued job moves the token on and the instance completes
+    before = snapshot(rt.engine.db)
+    outcome = rt.engine.runner._chain(NextToken(root.id, 0, seen=root))
+    assert outcome == "stale"
+    assert snapshot(rt.engine.db) == before
+    assert calls.count("work") == 2
+    assert_finished_cleanly(rt.engine.db, iid)
