@@ -196,8 +196,12 @@ class Tx:
         """The token's row, locked to decide about it (a scope's children, a saga's next
         step), its instance's row first, in the same statement; as this transaction leaves
         it so far."""
-        row = tokens.lock(self.conn, tok.id, tok.instance_id)
-        self.note_locked(tok.instance_id)
+        return self.lock_token_id(tok.id, tok.instance_id)
+
+    def lock_token_id(self, token_id: UUID, instance_id: UUID) -> TokenRow | None:
+        """``lock_token`` for a token known by its id and its instance's."""
+        row = tokens.lock(self.conn, token_id, instance_id)
+        self.note_locked(instance_id)
         return self.current(row) if row is not None else None
 
     def lock_timer(self, timer_id: UUID) -> TimerRow | None:

@@ -157,9 +157,37 @@ def park_at_join(tx: Tx, g: ProcessGraph, tok: TokenRow) -> Next:
     )
     if tok.parent_token_id is None:
         return None  # a lone token at a join waits forever, as in BPMN
+    join = g.node(tok.node_id)
+    if join.type is NodeType.PARALLEL:
+        return _hand_over_if_last(tx, g, tok, join)
     parent = tx.token(tok.parent_token_id)
     if parent is None or parent.state != TokenState.WAITING:
         return None
+    return NextToken(parent.id, parent.version, seen=parent)
+
+
+def _hand_over_if_last(tx: Tx, g: ProcessGraph, tok: TokenRow, join: Node) -> Next:
+    """A branch at a parallel join hands over to its scope only when it completes the join:
+    under the scope token's lock (its instance's first) it reads the siblings parked there,
+    and a join every incoming flow has reached is the scope's to fire, in its own
+    transaction. Two branches arriving together take turns at the lock and the second
+    reads the first's arrival, so the last one always hands over; a hand-over lost anyway
+    (the worker died after the commit) is found by the waiting-parents scan."""
+    assert tok.parent_token_id is not None
+    parent = tx.lock_token_id(tok.parent_token_id, tok.instance_id)
+    if parent is None or parent.state != TokenState.WAITING:
+        return None
+    if parent.wait_kind != WaitKind.CHILDREN or g.node(parent.node_id).multi_instance is not None:
+        return NextToken(parent.id, parent.version, seen=parent)  # the scope decides it all
+    parked = {
+        child.via_flow
+        for child in tx.live_children(parent.id)
+        if child.state == TokenState.WAITING
+        and child.wait_kind == WaitKind.JOIN
+        and child.node_id == join.id
+    }
+    if not set(join.incoming) <= parked:
+        return None  # a sibling still on its way hands over when it arrives
     return NextToken(parent.id, parent.version, seen=parent)
 
 

@@ -3,7 +3,8 @@
 A decision locks the parent row first (``SELECT ... FOR UPDATE``, its instance's row before
 it: ``Tx.lock_token``), so decisions for one scope serialise; it then re-reads the children
 and acts only on what it finds. Two decisions for one set of arrivals are therefore
-harmless: the second finds nothing to consume.
+harmless: the second finds nothing to consume. A branch arriving at a parallel join asks for a
+decision only when, under the same lock, it finds itself the last (``gateways``).
 """
 
 from __future__ import annotations
