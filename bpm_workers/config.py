@@ -18,6 +18,7 @@ from typing import Any
 
 from kombu.entity import Exchange, Queue
 
+from bpm.engine.jobs.runner import CHAIN_SECONDS, CHAIN_STEPS
 from bpm.engine.jobs.spec import JobQueue
 from bpm.engine.jobs.table import JOBS
 from bpm.engine.operations.retention import ttl_from_env
@@ -70,8 +71,8 @@ class Settings:
     signal_batch: int = 200
     #: How far one job goes on in this process (steps, seconds) before it queues the rest
     #: (``BPM_CHAIN_STEPS``, ``BPM_CHAIN_SECONDS``).
-    chain_steps: int = 100
-    chain_seconds: float = 1.0
+    chain_steps: int = CHAIN_STEPS
+    chain_seconds: float = CHAIN_SECONDS
 
     def queue(self, name: str) -> str:
         return f"{self.queue_prefix}{name}"
@@ -100,8 +101,8 @@ def settings_from_env() -> Settings:
         job_log_level=os.environ.get("BPM_JOB_LOG_LEVEL", "INFO").upper(),
         state_dir=state_dir_from_env(),
         signal_batch=int(os.environ.get("BPM_SIGNAL_BATCH", "200")),
-        chain_steps=_number("BPM_CHAIN_STEPS", "100", int),
-        chain_seconds=_number("BPM_CHAIN_SECONDS", "1", float),
+        chain_steps=_number("BPM_CHAIN_STEPS", str(CHAIN_STEPS), int),
+        chain_seconds=_number("BPM_CHAIN_SECONDS", str(CHAIN_SECONDS), float),
     )
 
 

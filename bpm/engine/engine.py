@@ -18,7 +18,7 @@ from bpm.engine.engine_filters import FilterCalls
 from bpm.engine.engine_reads import EngineReads
 from bpm.engine.engine_tasks import UserTaskCalls
 from bpm.engine.jobs import table
-from bpm.engine.jobs.runner import CHAIN_SECONDS, JobRunner
+from bpm.engine.jobs.runner import CHAIN_SECONDS, CHAIN_STEPS, JobRunner
 from bpm.engine.operations import (
     condition_starts,
     decisions,
@@ -47,7 +47,7 @@ class Engine(UserTaskCalls, FilterCalls, ExternalTaskCalls, EngineReads, EngineD
         db: Database,
         dispatcher: Dispatcher,
         *,
-        chain_limit: int = 100,
+        chain_limit: int = CHAIN_STEPS,
         chain_seconds: float = CHAIN_SECONDS,
         **options: Unpack[CoreOptions],
     ) -> None:

@@ -21,6 +21,7 @@ from bpm.dispatch import (
     JobName,
 )
 from bpm.engine.engine import Engine
+from bpm.engine.jobs.runner import CHAIN_SECONDS, CHAIN_STEPS
 from bpm.engine.operations.external import TopicRequest
 from bpm.handlers import HandlerContext, HandlerRegistry, HandlerResult
 from bpm.store import Database
@@ -144,8 +145,8 @@ class EngineFactory:
         dispatcher: Dispatcher | None = None,
         *,
         worker_id: str | None = None,
-        chain_limit: int = 100,
-        chain_seconds: float = 1.0,
+        chain_limit: int = CHAIN_STEPS,
+        chain_seconds: float = CHAIN_SECONDS,
         run_handlers_inline: bool = True,
         handlers: HandlerRegistry | None = None,
     ) -> Harness:

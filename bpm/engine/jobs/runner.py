@@ -36,8 +36,8 @@ log = logging.getLogger("bpm.engine")
 DONE, STALE, UNKNOWN, DEFERRED = "done", "stale", "unknown", "deferred"
 
 
-#: How long one job goes on in process before it queues the rest (``chain_seconds``).
-CHAIN_SECONDS = 1.0
+#: How far one job goes on in process before it queues the rest: steps and seconds.
+CHAIN_STEPS, CHAIN_SECONDS = 100, 1.0
 
 
 class JobRunner:
@@ -46,7 +46,10 @@ class JobRunner:
     instance, or one with slow handlers, cannot keep a worker from the rest of its queue."""
 
     def __init__(
-        self, core: EngineCore, chain_limit: int = 100, chain_seconds: float = CHAIN_SECONDS
+        self,
+        core: EngineCore,
+        chain_limit: int = CHAIN_STEPS,
+        chain_seconds: float = CHAIN_SECONDS,
     ) -> None:
         if chain_limit < 1:
             raise ConfigError(
@@ -127,8 +130,8 @@ class JobRunner:
     def _advance_once(self, nxt: NextToken, inline: bool, seen: TokenRow | None) -> Next:
         started = time.perf_counter()
         with self.core.transaction(inline=inline) as tx:
-            tok = seen if seen is not None and seen.version == nxt.version else None
-            tok = tok or tx.token(nxt.token_id)
+            fresh = seen is None or seen.version != nxt.version
+            tok = tx.token(nxt.token_id) if fresh else seen
             if tok is None:
                 raise NotFound(f"token {nxt.token_id} does not exist")
             if tok.version != nxt.version:

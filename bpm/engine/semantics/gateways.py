@@ -179,16 +179,31 @@ def _hand_over_if_last(tx: Tx, g: ProcessGraph, tok: TokenRow, join: Node) -> Ne
         return None
     if parent.wait_kind != WaitKind.CHILDREN or g.node(parent.node_id).multi_instance is not None:
         return NextToken(parent.id, parent.version, seen=parent)  # the scope decides it all
-    parked = {
-        child.via_flow
-        for child in tx.live_children(parent.id)
-        if child.state == TokenState.WAITING
-        and child.wait_kind == WaitKind.JOIN
-        and child.node_id == join.id
-    }
-    if not set(join.incoming) <= parked:
+    parked = arrivals(tx.live_children(parent.id)).get(join.id, [])
+    if parallel_pick(join, parked) is None:
         return None  # a sibling still on its way hands over when it arrives
     return NextToken(parent.id, parent.version, seen=parent)
+
+
+def arrivals(children: list[TokenRow]) -> dict[str, list[TokenRow]]:
+    """The children parked at each join, earliest first."""
+    out: dict[str, list[TokenRow]] = {}
+    for child in sorted(children, key=lambda c: (c.updated_at, str(c.id))):
+        if child.state == TokenState.WAITING and child.wait_kind == WaitKind.JOIN:
+            out.setdefault(child.node_id, []).append(child)
+    return out
+
+
+def parallel_pick(join: Node, arrived: list[TokenRow]) -> list[TokenRow] | None:
+    """What a parallel join consumes: the earliest token from each incoming flow, or None
+    while a flow has none yet."""
+    by_flow: dict[str, TokenRow] = {}
+    for child in arrived:
+        if child.via_flow in join.incoming and child.via_flow not in by_flow:
+            by_flow[child.via_flow] = child
+    if len(by_flow) < len(join.incoming):
+        return None
+    return [by_flow[f] for f in join.incoming]
 
 
 def nudge_scope(tx: Tx, tok: TokenRow) -> None:

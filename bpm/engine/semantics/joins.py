@@ -12,7 +12,7 @@ from __future__ import annotations
 from bpm.definitions.model import Node, NodeType, ProcessGraph
 from bpm.engine.core.tx import Next, NextToken, Stale, Tx
 from bpm.engine.semantics import multi_instance
-from bpm.engine.semantics.gateways import leave_by_conditions
+from bpm.engine.semantics.gateways import arrivals, leave_by_conditions, parallel_pick
 from bpm.engine.semantics.moves import create, link, move, new_token
 from bpm.engine.semantics.nodes import depart, end_token, leave
 from bpm.engine.semantics.tree import body_children
@@ -27,7 +27,7 @@ def decide(tx: Tx, g: ProcessGraph, parent: TokenRow) -> Next:
     if multi_instance.is_body(g, locked):
         return depart(tx, g, multi_instance.decide(tx, locked), g.node(locked.node_id))
     children = tx.live_children(locked.id)
-    for join_id, arrived in _arrivals(children).items():
+    for join_id, arrived in arrivals(children).items():
         node = g.node(join_id)
         picked = _pick(g, node, arrived, children)
         if picked is not None:
@@ -58,14 +58,6 @@ def decide(tx: Tx, g: ProcessGraph, parent: TokenRow) -> Next:
     return end_token(tx, locked, g)  # every branch of this scope ended at an end event
 
 
-def _arrivals(children: list[TokenRow]) -> dict[str, list[TokenRow]]:
-    out: dict[str, list[TokenRow]] = {}
-    for child in sorted(children, key=lambda c: (c.updated_at, str(c.id))):
-        if child.state == TokenState.WAITING and child.wait_kind == WaitKind.JOIN:
-            out.setdefault(child.node_id, []).append(child)
-    return out
-
-
 def _pick(
     g: ProcessGraph, node: Node, arrived: list[TokenRow], children: list[TokenRow]
 ) -> list[TokenRow] | None:
@@ -81,13 +73,7 @@ def _pick(
             if g.can_reach(node.id, child.node_id):
                 return None
         return arrived
-    by_flow: dict[str, TokenRow] = {}
-    for child in arrived:
-        if child.via_flow in node.incoming and child.via_flow not in by_flow:
-            by_flow[child.via_flow] = child
-    if len(by_flow) < len(node.incoming):
-        return None
-    return [by_flow[f] for f in node.incoming]
+    return parallel_pick(node, arrived)
 
 
 def _fire_join(
