@@ -19,7 +19,8 @@ import psycopg
 from psycopg.rows import dict_row
 
 from bench import cpu_use
-from bpm.store.batch_sql import encode_rows, flush_sql
+from bpm.store.batch_sql import flush_sql
+from bpm.store.json_rows import encode_rows
 
 #: The part of a step's write statement measured here: the task row's and the token's guarded
 #: updates and their history rows (a step also inserts the next task: an insert is routed by

@@ -23,9 +23,10 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
 from bpm.store import instances, tasks, tokens, variables
-from bpm.store.batch_sql import TASK_COLUMNS, encode_rows, flush_sql, task_row
+from bpm.store.batch_sql import TASK_COLUMNS, flush_sql, task_row
 from bpm.store.db import first_statement_commits, raw_one
 from bpm.store.history import HistoryBuffer
+from bpm.store.json_rows import encode_rows
 from bpm.store.rows import TaskRow, TokenRow
 from bpm.store.schema import HISTORY_BLOCK
 

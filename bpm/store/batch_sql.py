@@ -1,45 +1,17 @@
 """The one write statement of a batch (``bpm.store.batch``) on PostgreSQL: data-modifying
-CTEs over JSON arrays, one per kind of write, built once per combination of parts; and the
-JSON encoding of the rows it is sent. Apart from ``batch`` so the SQL it sends can be read
-(and checked against psycopg's parse cache) on its own.
+CTEs over JSON arrays (encoded by ``json_rows``), one per kind of write, built once per
+combination of parts. Apart from ``batch`` so the SQL it sends can be read (and checked
+against psycopg's parse cache) on its own.
 """
 
 from __future__ import annotations
 
-import json
-from datetime import datetime
 from functools import cache
 from typing import Any
-from uuid import UUID
-
-import orjson
 
 from bpm.store import tasks
 from bpm.store.history import COMMON_COLUMNS, EXTRA_COLUMNS, TABLES
 from bpm.store.schema import external_tasks
-
-
-def encode_rows(rows: list[dict[str, Any]]) -> str:
-    """Rows as one JSON array: encoding it is far cheaper than binding a parameter a column.
-
-    orjson does it about fifteen times faster than the standard library (encoding was a tenth
-    of a step's CPU); a value it refuses (an integer beyond 64 bits, a non-string key) goes
-    the slow way. Variables reach this checked (no NaN or Infinity, JSON types only); the
-    engine's own history data is plain JSON as well.
-    """
-    try:
-        return orjson.dumps(rows).decode()
-    except orjson.JSONEncodeError:
-        return json.dumps(rows, default=_scalar, separators=(",", ":"))
-
-
-def _scalar(value: Any) -> str:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, UUID):
-        return str(value)
-    raise TypeError(f"cannot write {type(value).__name__} to the database")
-
 
 #: The columns of external_tasks a new task row is built from, straight from the table's type.
 #: A new task is never locked, so the credential of a lock is left to its default (NULL): only

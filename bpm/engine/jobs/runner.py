@@ -15,7 +15,7 @@ from uuid import UUID
 from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.causes import because
 from bpm.engine.core.engine_core import EngineCore
-from bpm.engine.core.tx import Conflict, Next, NextToken, RunTask, Stale
+from bpm.engine.core.tx import Conflict, Next, NextToken, RunTask, Stale, Tx
 from bpm.engine.semantics import (
     call_mappings,
     code_runs,
@@ -27,6 +27,7 @@ from bpm.engine.semantics import (
 from bpm.errors import ConfigError, NotFound
 from bpm.handlers import HandlerContext
 from bpm.observe import HandlerOutcome
+from bpm.store.db import first_statement_commits
 from bpm.store.outages import until_available
 from bpm.store.rows import TaskRow, TokenRow
 from bpm.task_view import TaskFacts
@@ -131,7 +132,7 @@ class JobRunner:
         started = time.perf_counter()
         with self.core.transaction(inline=inline) as tx:
             fresh = seen is None or seen.version != nxt.version
-            tok = tx.token(nxt.token_id) if fresh else seen
+            tok = _read_token(tx, nxt.token_id) if fresh else seen
             if tok is None:
                 raise NotFound(f"token {nxt.token_id} does not exist")
             if tok.version != nxt.version:
@@ -256,6 +257,16 @@ class JobRunner:
             )
         except Conflict as exc:
             raise Stale(f"result of task {task.id} dropped: {exc}") from exc
+
+
+def _read_token(tx: Tx, token_id: UUID) -> TokenRow | None:
+    """The job's token, read as a statement of its own when it is the transaction's first: a
+    plain read holds no lock, and under READ COMMITTED every statement sees what was committed
+    when it began, inside a transaction or not; every write after it is checked against the
+    version it read. A step that then only writes sends its write alone, without BEGIN and
+    COMMIT (``first_statement_commits``)."""
+    with first_statement_commits(tx.conn):
+        return tx.token(token_id)
 
 
 def _outcome_of(outcome: handler_runs.Outcome) -> HandlerOutcome:

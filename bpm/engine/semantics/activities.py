@@ -170,4 +170,4 @@ def _enter_subprocess(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Nex
         via_flow=None,
     )
     create(tx, [child], [(tok.id, child.id, LinkType.SUBPROCESS)])
-    return NextToken(child.id, 0, seen=child)
+    return NextToken(child.id, 0, row=child, seen=child)

@@ -97,7 +97,7 @@ def fork(tx: Tx, tok: TokenRow, flows: list[Flow]) -> Next:
     create(tx, children, [(tok.id, c.id, LinkType.FORK) for c in children])
     for child in children[1:]:
         tx.advance_later(child.id, 0)
-    return NextToken(children[0].id, 0, seen=children[0])
+    return NextToken(children[0].id, 0, row=children[0], seen=children[0])
 
 
 def exclusive(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next:

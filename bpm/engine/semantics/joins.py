@@ -145,7 +145,7 @@ def _fire_join(
     create(tx, branches, links)
     for branch in branches[1:]:
         tx.advance_later(branch.id, 0)
-    return NextToken(branches[0].id, 0, seen=branches[0])
+    return NextToken(branches[0].id, 0, row=branches[0], seen=branches[0])
 
 
 def _leave_inclusive(

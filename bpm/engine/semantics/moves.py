@@ -103,8 +103,7 @@ def new_token(
 def create(tx: Tx, rows: list[TokenRow], links: Sequence[tuple[UUID, UUID, str]]) -> None:
     """Insert new tokens and their links (parent, child, kind), each token with its
     ``CREATED`` row."""
-    tokens.insert(tx.conn, rows)
-    link(tx, links)
+    tokens.insert(tx.conn, rows, links)
     for row in rows:
         tx.history.token(
             instance_id=row.instance_id,

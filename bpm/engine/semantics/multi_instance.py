@@ -107,7 +107,7 @@ def enter(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next | Leaving:
     first = _start(tx, g, body, node, items, range(started))
     if g.timer_boundaries(node.id):
         waits.arm_boundaries(tx, g, body, node)
-    return NextToken(first.id, 0, seen=first)
+    return NextToken(first.id, 0, row=first, seen=first)
 
 
 def iteration_done(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next | Leaving:
@@ -166,7 +166,7 @@ def iteration_done(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Next |
             return None
         index = int(counters[COMPLETED])
         following = _start(tx, g, body, node, items, range(index, index + 1))
-        return NextToken(following.id, 0, seen=following)
+        return NextToken(following.id, 0, row=following, seen=following)
     scopes.write(tx, g, body, counters, local=True)
     return None
 
