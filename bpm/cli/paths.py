@@ -119,6 +119,8 @@ def _task_event(found: dict[str, _TaskInfo], token_id: str, event: HistoryEvent)
     data = event.data
     if event.type == TaskEvent.LOCKED:
         info.attempts = max(info.attempts, int(data.get("attempt") or 1))
+    elif event.type == TaskEvent.LOCK_EXTENDED and "attempt" in data:  # a reserved run began
+        info.attempts = max(info.attempts, int(data["attempt"]))
     elif event.type == TaskEvent.FAILED and data.get("error"):
         info.errors.append(f"attempt {data.get('attempt', '?')}: {data['error']}")
 

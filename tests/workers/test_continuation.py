@@ -330,10 +330,11 @@ def test_a_fork_in_a_run_sends_the_other_branch_and_the_join_fires_once(cluster:
 def test_a_worker_dying_as_it_sends_a_forked_branch_loses_neither_branch(
     cluster: Cluster,
 ) -> None:
-    """The start message's run commits the fork, then its process dies before the message
-    for the other branch is sent (and before it follows its own): the stalled-token scan
-    finds both branches' tokens and moves them on. Each handler runs once, the join fires
-    once."""
+    """The start message's run commits the fork, with the first branch's task created in
+    it locked by this run, then its process dies before the message for the other branch is
+    sent (and before it runs its own): the stalled-token scan finds the other branch's
+    token and moves it on, the lock scan offers the first branch's task once its lock has
+    expired. Each handler runs once, the join fires once."""
     deploy(cluster, processes.continued_fork())
     marker = cluster.logs / "died"
     crash = {
@@ -361,8 +362,16 @@ def test_a_worker_dying_as_it_sends_a_forked_branch_loses_neither_branch(
         ("b1", started),
     ]
     assert completed_by_run(cluster, "forked-1")[started] == 0
-    # No message for either branch ever left: the scan found both tokens, one run each.
+    # No message for either branch ever left: the scans found b1's token and a1's locked
+    # task, one run each.
     log = (cluster.logs / "w1.log").read_text()
     assert "outcome=existing" in log  # the start message came back, and found the instance
-    assert re.search(r"job=bpm.scan_stalled .*stalled_tokens=2", log), log
-    assert sorted(rest) == sorted(f"bpm.advance_token token_id={e['token_id']}" for e in branches)
+    assert re.search(r"job=bpm.scan_stalled .*stalled_tokens=1", log), log
+    assert re.search(r"job=bpm.scan_locks .*expired_locks=1", log), log
+    (b1,) = [e for e in branches if e["node_id"] == "b1"]
+    a1 = rows.only_task(cluster.db, iid, "a1")
+    assert sorted(rest) == [
+        f"bpm.advance_token token_id={b1['token_id']}",
+        f"bpm.run_handler task_id={a1.id}",
+        "bpm.scan_locks",  # it released the dead run's lock
+    ], rest

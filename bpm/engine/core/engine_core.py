@@ -24,7 +24,7 @@ from bpm.clock import SYSTEM_CLOCK, Clock
 from bpm.definitions.code import BUILT_IN
 from bpm.definitions.model import ProcessGraph
 from bpm.definitions.parse.document import compile_definition
-from bpm.dispatch import ADVANCE_TOKEN, RUN_HANDLER, Dispatcher, Job
+from bpm.dispatch import ADVANCE_TOKEN, RUN_HANDLER, Dispatcher, InProcessDispatcher, Job
 from bpm.engine.core.causes import current_actor, current_cause
 from bpm.engine.core.held import HeldTasks
 from bpm.engine.core.instance_moves import InstanceMove, instance_moves
@@ -107,6 +107,11 @@ class EngineCore:
         self.clock = clock
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
         self.run_handlers_inline = run_handlers_inline
+        #: Jobs dispatched in process run on the thread that pops them, one after another:
+        #: a fork's other branches gain nothing from a job of their own, and a run that
+        #: forks takes them on (``JobRunner``). Through a broker they are jobs any worker
+        #: can take, so branches run in parallel.
+        self.branches_here = run_handlers_inline and isinstance(dispatcher, InProcessDispatcher)
         self.listeners = listeners if listeners is not None else default_listeners
         self._graphs: dict[UUID, ProcessGraph] = {}
         self._versions: dict[UUID, int] = {}

@@ -127,6 +127,16 @@ class Tx:
 
     #: Instances whose row this transaction has locked (see ``lock_instance``).
     instance_locks: set[UUID] = field(default_factory=set)
+    #: Tokens this transaction created and sent to be advanced by jobs of their own (a
+    #: fork's branches after the first, a parallel multi-instance body's other iterations),
+    #: with those jobs: a runner whose jobs would run on its own thread anyway may take them
+    #: on in this transaction instead (``JobRunner``).
+    branches: list[tuple[TokenRow, Job]] = field(default_factory=list)
+    #: Handler tasks this runner runs are created reserved rather than locked (their attempt
+    #: counts when their run begins): set while a runner takes on branches.
+    reserving: bool = False
+    #: Tasks this transaction changed (completed, failed, cancelled, ...).
+    changed_tasks: set[UUID] = field(default_factory=set)
 
     @property
     def history(self) -> HistoryBuffer:
@@ -226,6 +236,7 @@ class Tx:
 
     def finish_task(self, task: TaskRow, *, miss: str, message: str, **change: Any) -> None:
         """A version-checked task change; at flush a miss raises ``Stale`` or ``Conflict``."""
+        self.changed_tasks.add(task.id)
         self.batch.change_task(tasks.finish_params(task, now=self.now, **change), miss, message)
 
     def insert_task(self, task: TaskRow) -> None:
@@ -272,6 +283,12 @@ class Tx:
         self.jobs.append(
             Job(ADVANCE_TOKEN, {"token_id": str(token_id), "expected_version": version})
         )
+
+    def branch_later(self, tok: TokenRow) -> None:
+        """Advance ``tok``, a token this transaction created, in a job of its own."""
+        job = Job(ADVANCE_TOKEN, {"token_id": str(tok.id), "expected_version": tok.version})
+        self.jobs.append(job)
+        self.branches.append((tok, job))
 
     def run_handler_later(self, task_id: UUID, not_before: datetime | None = None) -> None:
         self.jobs.append(Job(RUN_HANDLER, {"task_id": str(task_id)}, not_before))

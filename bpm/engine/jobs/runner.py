@@ -16,6 +16,7 @@ from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.causes import because
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Conflict, Next, NextToken, RunTask, Stale, Tx
+from bpm.engine.jobs.branches import Branch, TakenBranches
 from bpm.engine.semantics import (
     call_mappings,
     code_runs,
@@ -86,49 +87,67 @@ class JobRunner:
 
     def _chain(self, nxt: Next, taken: int = 0) -> str:
         """Every transaction re-reads and version-checks what it changes; the chain only
-        saves the broker hop between them. ``taken``: steps of this run already committed."""
+        saves the broker hop between them. ``taken``: steps of this run already committed.
+
+        Branches a step took on (``branches``: their tasks are reserved for this runner)
+        run when the path before them stops, even past the bound: nobody else can run them
+        before their locks expire. Past the bound each goes one step, and what follows it is
+        queued."""
         outcome = DONE
         until = time.monotonic() + self.chain_seconds
-        for step in range(taken, self.chain_limit):
+        queued = TakenBranches(self.core)
+        step = taken
+        while nxt is not None or queued:
             if nxt is None:
-                return outcome
+                nxt = queued.pop()
+                if nxt is None:
+                    continue
+            elif step >= self.chain_limit:  # a run that begins at its bound goes no step
+                self.core.send_next(nxt)
+                outcome, nxt = DEFERRED, None
+                continue
             # The last step of a chain (by count or by time) creates its tasks unlocked, so
             # the job that carries on from it, on any worker, can lock them.
-            last = step == self.chain_limit - 1 or time.monotonic() >= until
+            last = step >= self.chain_limit - 1 or time.monotonic() >= until
             try:
-                nxt = self._step(nxt, first=step == 0, inline=not last)
+                nxt = self._step(nxt, first=step == 0, inline=not last, queued=queued)
             except Stale as exc:
                 log.info("no-op: %s", exc, extra={"action": "stale"})
-                return STALE if step == taken else outcome
+                outcome, nxt = (STALE if step == taken else outcome), None
             except NotFound as exc:
                 log.warning("dropped: %s", exc, extra={"action": "unknown"})
-                return UNKNOWN
-            if last:
-                break
-        if nxt is None:
-            return outcome
-        self.core.send_next(nxt)
-        return DEFERRED
+                outcome, nxt = UNKNOWN, None
+            step += 1
+            if last and nxt is not None:
+                self.core.send_next(nxt)
+                outcome, nxt = DEFERRED, None
+        return outcome
 
-    def _step(self, nxt: NextToken | RunTask, *, first: bool, inline: bool) -> Next:
+    def _step(
+        self, nxt: NextToken | RunTask, *, first: bool, inline: bool, queued: TakenBranches
+    ) -> Next:
         if isinstance(nxt, NextToken):
             # The row the last transaction saw saves a read on the first try only: a retry
             # after a lost race reads the token afresh.
             seen = [nxt.seen]
 
-            def once() -> Next:
+            def once() -> tuple[Next, Settled]:
                 row, seen[0] = seen[0], None
-                return self._advance_once(nxt, inline, row)
+                return self._advance_once(nxt, inline, row, queued)
 
-            return self.core.retrying(once)
+            result, settled = self.core.retrying(once)
+            queued.settle(*settled)
+            return result
         if nxt.locked is not None:
-            return self._invoke_and_record(nxt.locked, nxt.values or {}, nxt.token, inline)
+            return self._invoke_and_record(nxt.locked, nxt.values or {}, nxt.token, inline, queued)
         if self.core.run_handlers_inline or first:
-            return self._run_handler_once(nxt.task_id, inline)
+            return self._run_handler_once(nxt.task_id, inline, queued)
         self.core.send_next(nxt)
         return None
 
-    def _advance_once(self, nxt: NextToken, inline: bool, seen: TokenRow | None) -> Next:
+    def _advance_once(
+        self, nxt: NextToken, inline: bool, seen: TokenRow | None, queued: TakenBranches
+    ) -> tuple[Next, Settled]:
         started = time.perf_counter()
         with self.core.transaction(inline=inline) as tx:
             fresh = seen is None or seen.version != nxt.version
@@ -142,11 +161,12 @@ class JobRunner:
             g = self.core.graph_of(tx, tok.instance_id)
             node_type = g.node(tok.node_id).type
             result = steps.carry_through(tx, g, steps.advance(tx, g, tok))
+            settled = _branches_of(tx, g, result, inline, queued)
         if self.core.observer.enabled:  # committed: the step counts
             self.core.observer.step_done(node_type, time.perf_counter() - started)
-        return result
+        return result, settled
 
-    def _run_handler_once(self, task_id: UUID, inline: bool) -> Next:
+    def _run_handler_once(self, task_id: UUID, inline: bool, queued: TakenBranches) -> Next:
         with self.core.transaction() as tx:
             task = handler_runs.lock_task(tx, task_id, handler_runs.DEFAULT_LOCK)
             if task is None:
@@ -157,7 +177,7 @@ class JobRunner:
             task = handler_runs.fit_lock(tx, task, g.node(task.node_id).timeout)
             values = call_mappings.seen_by(tx, g, task)
             user_task = task_edits.facts(tx, g, task)
-        return self._invoke_and_record(task, values, None, inline, user_task)
+        return self._invoke_and_record(task, values, None, inline, queued, user_task)
 
     def _invoke_and_record(
         self,
@@ -165,6 +185,7 @@ class JobRunner:
         values: dict[str, Any],
         token: TokenRow | None,
         inline: bool,
+        queued: TakenBranches,
         user_task: TaskFacts | None = None,
     ) -> Next:
         """Run the handler with no transaction open, then commit its outcome (``user_task``:
@@ -179,7 +200,7 @@ class JobRunner:
         fields = node.fields if step is None else step.listener.fields
         configured = handler_runs.configuration(node, fields, values)
         if isinstance(configured, handler_runs.Outcome):
-            return self._record(g, task, configured, token, inline)
+            return self._record(g, task, configured, token, inline, queued)
         ctx = HandlerContext(
             values,
             str(task.id),
@@ -214,7 +235,7 @@ class JobRunner:
         log.debug("handler %s ran in %.1f ms", task.handler, seconds * 1000)
         if self.core.observer.enabled:
             self.core.observer.handler_done(task.handler or "", seconds, _outcome_of(outcome))
-        return self._record(g, task, outcome, token, inline)
+        return self._record(g, task, outcome, token, inline, queued)
 
     def _record(
         self,
@@ -223,6 +244,7 @@ class JobRunner:
         outcome: handler_runs.Outcome,
         token: TokenRow | None,
         inline: bool,
+        queued: TakenBranches,
     ) -> Next:
         """Commit the outcome. A version race with another row it touches (a sibling branch
         of a subprocess a caught error ends, say) is tried again from fresh reads, the token
@@ -230,16 +252,19 @@ class JobRunner:
         the result."""
         known = [token]
 
-        def once() -> Next:
+        def once() -> tuple[Next, Settled]:
             tok, known[0] = known[0], None
             with self.core.transaction(inline=inline) as tx:
                 tx.know_graph(task.instance_id, g)
-                if outcome.variables is not None:
+                if outcome.variables is None:
+                    result = handler_runs.fail_task(tx, g, task, outcome)
+                else:
                     result = handler_runs.complete_task(
                         tx, g, task, outcome.variables, tok, edits=outcome.task_edits
                     )
-                    return steps.carry_through(tx, g, result)
-                return handler_runs.fail_task(tx, g, task, outcome)
+                    result = steps.carry_through(tx, g, result)
+                settled = _branches_of(tx, g, result, inline, queued)
+            return result, settled
 
         # The result exists only in this process: while the database is unreachable, keep
         # trying for as long as the lock lasts (afterwards the lock scan has offered the task
@@ -250,13 +275,29 @@ class JobRunner:
             else 0.0
         )
         try:
-            return until_available(
+            result, settled = until_available(
                 lambda: self.core.retrying(once),
                 within=max(30.0, held),
                 what=f"recording the result of task {task.id}",
             )
         except Conflict as exc:
             raise Stale(f"result of task {task.id} dropped: {exc}") from exc
+        queued.settle(*settled)
+        return result
+
+
+#: What a step's transaction leaves for the branches of its run (``TakenBranches.settle``).
+Settled = tuple[list[Branch], set[UUID], RunTask | None]
+
+
+def _branches_of(
+    tx: Tx, g: ProcessGraph, result: Next, inline: bool, queued: TakenBranches
+) -> Settled:
+    """In a step's transaction, after its own path: the branches it takes on, and the
+    next queued branch's run begun when the run goes on with it after this commit."""
+    taken = queued.take(tx, g, next_is_theirs=result is None) if inline else []
+    begun = queued.begin_next(tx) if result is None else None
+    return taken, tx.changed_tasks, begun
 
 
 def _read_token(tx: Tx, token_id: UUID) -> TokenRow | None:

@@ -96,7 +96,7 @@ def fork(tx: Tx, tok: TokenRow, flows: list[Flow]) -> Next:
     ]
     create(tx, children, [(tok.id, c.id, LinkType.FORK) for c in children])
     for child in children[1:]:
-        tx.advance_later(child.id, 0)
+        tx.branch_later(child)
     return NextToken(children[0].id, 0, row=children[0], seen=children[0])
 
 

@@ -144,7 +144,7 @@ def _fire_join(
     links += [(parent.id, b.id, LinkType.FORK) for b in branches] if not others else []
     create(tx, branches, links)
     for branch in branches[1:]:
-        tx.advance_later(branch.id, 0)
+        tx.branch_later(branch)
     return NextToken(branches[0].id, 0, row=branches[0], seen=branches[0])
 
 

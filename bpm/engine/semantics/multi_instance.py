@@ -224,7 +224,7 @@ def _start(
         fresh[(row.id, node.id)] = values
     scopes.enter_scopes(tx, body.instance_id, fresh)
     for row in rows[1:]:
-        tx.advance_later(row.id, 0)
+        tx.branch_later(row)
     return rows[0]
 
 

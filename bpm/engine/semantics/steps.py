@@ -3,9 +3,16 @@ automatic nodes after it."""
 
 from __future__ import annotations
 
-from bpm.definitions.model import ProcessGraph
+from bpm.definitions.model import NodeType, ProcessGraph
 from bpm.engine.core.tx import Next, NextToken, Stale, Tx
-from bpm.engine.semantics import call_returns, called_compensation, joins, nodes, sagas
+from bpm.engine.semantics import (
+    call_returns,
+    called_compensation,
+    joins,
+    multi_instance,
+    nodes,
+    sagas,
+)
 from bpm.engine.semantics.failures import end_saga
 from bpm.states import TokenMode, TokenState, WaitKind
 from bpm.store.rows import TokenRow
@@ -49,3 +56,24 @@ def carry_through(tx: Tx, g: ProcessGraph, result: Next) -> Next:
             return result
         result = nodes.arrive(tx, g, result.row)
     return result
+
+
+def handler_task_only(g: ProcessGraph, tok: TokenRow) -> str | None:
+    """The handler of the service task ``tok`` is ACTIVE at, when arriving there does nothing
+    but create its task (no listeners, no multi-instance body though an iteration is fine,
+    no decision, no conditional events, no inclusive join to nudge): such an arrival reads
+    nothing of the instance's other tokens, so it may share a transaction with theirs. None
+    for any other node."""
+    node = g.node(tok.node_id)
+    flow = g.flows.get(tok.via_flow) if tok.via_flow is not None else None
+    plain = (
+        node.type is NodeType.SERVICE_TASK
+        and node.topic is None
+        and node.decision is None
+        and (node.multi_instance is None or multi_instance.is_iteration(tok))
+        and not node.listeners
+        and not g.has_conditions
+        and tok.mode == TokenMode.FORWARD
+        and (flow is None or (not flow.listeners and flow.id not in g.turning_flows))
+    )
+    return node.handler if plain else None

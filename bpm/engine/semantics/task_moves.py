@@ -107,6 +107,51 @@ def create_locked(tx: Tx, task: TaskRow, data: dict[str, Any], lock_for: timedel
     return locked
 
 
+def create_reserved(tx: Tx, task: TaskRow, data: dict[str, Any], lock_for: timedelta) -> TaskRow:
+    """A new task, inserted locked by this transaction's actor, which runs it later in the
+    same run (a fork's other branches, in process): nobody else takes it while the lock
+    lasts, and its attempt counts only when its run begins (``begin_reserved``), so a
+    process that dies before reaching it leaves a task the lock scan offers again without
+    an attempt used up."""
+    reserved = replace(
+        task,
+        state=TaskState.LOCKED,
+        lock_owner=tx.actor,
+        lock_expire_at=tx.now + lock_for,
+        version=task.version + 1,
+    )
+    tx.insert_task(reserved)
+    _history(tx, task, TaskEvent.CREATED, None, task.state, data)
+    _history(tx, reserved, TaskEvent.LOCKED, task.state, reserved.state, {"reserved": True})
+    return reserved
+
+
+def begin_reserved(tx: Tx, task: TaskRow, lock_for: timedelta) -> TaskRow:
+    """The run of a reserved task begins: its attempt counts and its lock runs from now (a
+    ``LOCK_EXTENDED`` row with the attempt; the reservation's ``LOCKED`` row has none)."""
+    begun = replace(
+        task,
+        attempts=task.attempts + 1,
+        retries=task.retries - 1,
+        lock_expire_at=tx.now + lock_for,
+        version=task.version + 1,
+    )
+    change(
+        tx,
+        task,
+        state=TaskState.LOCKED,
+        event=TaskEvent.LOCK_EXTENDED,
+        data={"attempt": begun.attempts},
+        keep_lock=True,
+        attempts=begun.attempts,
+        retries=begun.retries,
+        lock_expire_at=begun.lock_expire_at,
+        miss="stale",
+        message=f"task {task.id} changed before its reserved run began",
+    )
+    return begun
+
+
 def lock(
     tx: Tx,
     task_id: UUID,

@@ -1,0 +1,125 @@
+"""A fork's other branches, run in process by the run that forked.
+
+With an in-process dispatcher a branch's job would only run next on the same thread, a
+transaction of its own to create its task. So a run takes them on: in the transaction that
+created them, each branch whose next node is a handler task this runner runs creates its
+task there, *reserved* (locked by this runner, its attempt not yet counted), and the run
+goes on with them one after another when its own path stops.
+
+A reserved task's run begins (its attempt counts, its lock runs from then) in the
+transaction of the step just before it, or in one of its own when there is none; a process
+that dies before reaching it leaves a task the lock scan offers again without an attempt
+used up. A step of the run that changes a queued task (it ended its scope or instance)
+drops it: a cancelled task's handler never runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from uuid import UUID
+
+from bpm.definitions.model import ProcessGraph
+from bpm.engine.core.engine_core import EngineCore
+from bpm.engine.core.tx import Conflict, NextToken, RunTask, Stale, Tx
+from bpm.engine.semantics import conditions, steps, task_moves
+
+log = logging.getLogger("bpm.engine")
+
+#: How many created branches one transaction takes on; the rest keep their jobs.
+MAX_TAKEN = 50
+
+
+@dataclass
+class Branch:
+    """A branch's task, reserved or (``begun``) locked with its attempt counted."""
+
+    task: RunTask
+    begun: bool
+
+
+class TakenBranches:
+    """The branches one run took on, in the order it runs them."""
+
+    def __init__(self, core: EngineCore) -> None:
+        self.core = core
+        self._queue: list[Branch] = []
+
+    def __bool__(self) -> bool:
+        return bool(self._queue)
+
+    def take(self, tx: Tx, g: ProcessGraph, *, next_is_theirs: bool) -> list[Branch]:
+        """Take on the branches ``tx`` created that only create a handler task this runner
+        runs (``steps.handler_task_only``); any other branch, or one this transaction moved
+        already (the first branch's path may have ended its scope), keeps its job.
+        ``next_is_theirs``: the run goes on with them right after this commit, so the first
+        one's run begins in this transaction (locked, its attempt counted)."""
+        if not self.core.branches_here:
+            return []
+        taken: list[Branch] = []
+        for row, job in tx.branches[:MAX_TAKEN]:
+            handler = steps.handler_task_only(g, row)
+            if tx.current(row) is not row or handler is None or not tx.runs_inline(handler):
+                continue
+            tx.jobs.remove(job)
+            begins = next_is_theirs and not self._queue and not taken
+            tx.reserving = not begins
+            try:
+                nxt = steps.carry_through(tx, g, NextToken(row.id, row.version, row=row))
+            finally:
+                tx.reserving = False
+            if isinstance(nxt, RunTask) and nxt.locked is not None:
+                taken.append(Branch(nxt, begun=begins))
+            else:  # a task that failed to begin (an incident) leads nowhere; anything else
+                conditions.later(tx, nxt)  # is sent, as its job would have sent it
+        tx.branches.clear()
+        return taken
+
+    def begin_next(self, tx: Tx) -> RunTask | None:
+        """In a transaction after which the run goes on with the next queued branch, that
+        branch's run begins (saving a transaction of its own); None when there is none, or
+        this transaction changed its task."""
+        if not self._queue or self._queue[0].begun:
+            return None
+        task = self._queue[0].task
+        if task.task_id in tx.changed_tasks:
+            return None
+        return self._begin(tx, task)
+
+    def settle(self, taken: list[Branch], changed: set[UUID], begun: RunTask | None) -> None:
+        """After a step committed: the branch whose run it began, the ones it took on, and
+        none whose task it changed otherwise (it cancelled them)."""
+        if begun is not None:
+            self._queue[0] = Branch(begun, begun=True)
+        if changed:
+            self._queue = [
+                b for b in self._queue if b.task.task_id not in changed or b.task is begun
+            ]
+        self._queue.extend(taken)
+
+    def pop(self) -> RunTask | None:
+        """The next branch to run, its run begun; None when its task changed meanwhile.
+        Each handler gets a copy of the variables: the branches of one transaction share
+        the dict its write read them into."""
+        branch = self._queue.pop(0)
+        task = branch.task if branch.begun else self._begin_alone(branch.task)
+        if task is None or task.values is None:
+            return task
+        return replace(task, values=dict(task.values))
+
+    def _begin(self, tx: Tx, task: RunTask) -> RunTask:
+        assert task.locked is not None
+        g = self.core.graph_of(tx, task.locked.instance_id)
+        timeout = g.node(task.locked.node_id).timeout
+        return replace(task, locked=task_moves.begin_reserved(tx, task.locked, timeout))
+
+    def _begin_alone(self, task: RunTask) -> RunTask | None:
+        def once() -> RunTask:
+            with self.core.transaction() as tx:
+                return self._begin(tx, task)
+
+        try:
+            return self.core.retrying(once)
+        except (Stale, Conflict) as exc:
+            log.info("no-op: %s", exc, extra={"action": "stale"})
+            return None
