@@ -147,13 +147,17 @@ def _read_history(events: Iterable[Event], marks: Marks) -> _Seen:
             nodes[node_id].called.append(str(e.data.get("instance")))
         if e.is_token or node_id is None:
             continue
-        if e.table is HistoryTable.TASK and e.type == TaskEvent.LOCKED and not backward:
-            if node_id in nodes:
-                nodes[node_id].runs += 1
-        elif e.table is HistoryTable.ENGINE and e.type == EngineEvent.COMPENSATION_COMPLETED:
-            if node_id in nodes:
-                seen.compensated.add(node_id)
+        if e.table is HistoryTable.TASK and _a_run(e) and not backward and node_id in nodes:
+            nodes[node_id].runs += 1
+        elif e.type == EngineEvent.COMPENSATION_COMPLETED and node_id in nodes:
+            seen.compensated.add(node_id)
     return seen
+
+
+def _a_run(e: HistoryEvent) -> bool:
+    """A task was locked to run, or a reserved task's run began (a reservation is none)."""
+    locked = e.type == TaskEvent.LOCKED and not e.data.get("reserved")
+    return locked or (e.type == TaskEvent.LOCK_EXTENDED and "attempt" in e.data)
 
 
 def _at_work(node: Node, token: Token, undoing: set[str]) -> bool:

@@ -117,7 +117,7 @@ def _task_event(found: dict[str, _TaskInfo], token_id: str, event: HistoryEvent)
     task_id = str(event.task_id)
     info = found.setdefault(task_id, _TaskInfo(token_id, str(event.node_id)))
     data = event.data
-    if event.type == TaskEvent.LOCKED:
+    if event.type == TaskEvent.LOCKED and not data.get("reserved"):
         info.attempts = max(info.attempts, int(data.get("attempt") or 1))
     elif event.type == TaskEvent.LOCK_EXTENDED and "attempt" in data:  # a reserved run began
         info.attempts = max(info.attempts, int(data["attempt"]))

@@ -182,6 +182,32 @@ def notify_new(conn: Connection, topics: list[str]) -> None:
             )
 
 
+def begin_reserved(
+    conn: Connection, task: TaskRow, expire: datetime, now: datetime
+) -> TaskRow | None:
+    """A reserved task's run begins (its attempt counts, its lock runs to ``expire``), if it
+    is still as reserved (its version, LOCKED by its owner); None when it is not. A
+    statement of its own, so that a task changed meanwhile fails nothing else."""
+    row = conn.execute(
+        t.update()
+        .where(
+            t.c.id == task.id,
+            t.c.version == task.version,
+            t.c.state == TaskState.LOCKED,
+            t.c.lock_owner == task.lock_owner,
+        )
+        .values(
+            attempts=t.c.attempts + 1,
+            retries=t.c.retries - 1,
+            lock_expire_at=expire,
+            version=t.c.version + 1,
+            updated_at=now,
+        )
+        .returning(*t.c)
+    ).first()
+    return from_row(TaskRow, row) if row else None
+
+
 def set_lock_expiry(conn: Connection, task: TaskRow, expire: datetime) -> None:
     """Adjust the lock taken in this same transaction (no version bump: one change)."""
     conn.execute(

@@ -12,13 +12,16 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from datetime import timedelta
 from pathlib import Path
 
 from bpm.definitions import ProcessBuilder
 from bpm.embedded import EmbeddedRuntime
+from bpm.handlers import HandlerContext
 from bpm.states import EngineEvent
 from bpm.store import Database
 from tests.helpers import db as rows
+from tests.helpers.clock import FakeClock
 from tests.helpers.embedded_child import KILLED_AT, journaling
 from tests.helpers.invariants import assert_finished_cleanly
 from tests.helpers.processes import fork_one_join
@@ -170,4 +173,44 @@ def test_a_process_killed_mid_run_leaves_locked_branches_the_lock_scan_offers_ag
     attempts = {t.node_id: t.attempts for t in rows.tasks_of(pg_db, iid)}
     assert attempts == {"b0": 2, "b1": 1, "b2": 1, "b3": 1, "after": 1}
     assert len(rows.engine_events_of(pg_db, iid, type=EngineEvent.JOIN_FIRED)) == 1
+    assert_finished_cleanly(pg_db, iid)
+
+
+def test_a_branch_offered_again_meanwhile_fails_nothing_and_runs_once(
+    engine_factory: EngineFactory, calls: Calls, clock: FakeClock, pg_db: Database
+) -> None:
+    """While b0's handler runs, b1's reservation expires (its 1 minute timeout) and another
+    engine's lock scan offers it again. The step that records b0 would begin b1's run: that
+    misses and changes nothing, b0's result is recorded all the same, b1 leaves the run's
+    queue, and the other engine runs it, once."""
+    rt, other = engine_factory(), engine_factory()
+
+    def b0(ctx: HandlerContext) -> None:
+        clock.advance(timedelta(minutes=2))
+        other.engine.run_scans()
+
+    calls.add("work")
+    calls.add("first", b0)
+    doc = (
+        ProcessBuilder("offered")
+        .start()
+        .parallel_gateway("fork")
+        .service_task("b0", handler="first", timeout="PT1H")
+        .service_task("b1", handler="work", timeout="PT1M")
+        .parallel_gateway("join")
+        .service_task("after", handler="work")
+        .end()
+        .sequence("start", "fork", "b0", "join", "after", "end")
+        .sequence("fork", "b1", "join")
+        .build()
+    )
+    iid = rt.run(doc)
+    assert calls.count("first") == 1 and calls.count("work") == 0
+    assert {t.node_id: t.state for t in rows.tasks_of(pg_db, iid)} == {
+        "b0": "DONE",
+        "b1": "READY",
+    }
+    other.drain()
+    assert Counter(c.node_id for c in calls.seen["work"]) == Counter(["b1", "after"])
+    assert calls.count("first") == 1
     assert_finished_cleanly(pg_db, iid)

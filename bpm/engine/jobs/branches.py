@@ -15,19 +15,22 @@ drops it: a cancelled task's handler never runs.
 
 from __future__ import annotations
 
+import copy
 import logging
 from dataclasses import dataclass, replace
 from uuid import UUID
 
 from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.engine_core import EngineCore
-from bpm.engine.core.tx import Conflict, NextToken, RunTask, Stale, Tx
+from bpm.engine.core.tx import NextToken, RunTask, Tx
 from bpm.engine.semantics import conditions, steps, task_moves
 
 log = logging.getLogger("bpm.engine")
 
-#: How many created branches one transaction takes on; the rest keep their jobs.
-MAX_TAKEN = 50
+#: How many branches one run holds reserved at a time; the rest keep their jobs. Reserved
+#: branches run even past the run's bound (nobody else can take them while they are
+#: reserved): this bounds how far past it.
+MAX_QUEUED = 20
 
 
 @dataclass
@@ -57,7 +60,9 @@ class TakenBranches:
         if not self.core.branches_here:
             return []
         taken: list[Branch] = []
-        for row, job in tx.branches[:MAX_TAKEN]:
+        for row, job in tx.branches:
+            if len(self._queue) + len(taken) >= MAX_QUEUED:
+                break
             handler = steps.handler_task_only(g, row)
             if tx.current(row) is not row or handler is None or not tx.runs_inline(handler):
                 continue
@@ -77,8 +82,8 @@ class TakenBranches:
 
     def begin_next(self, tx: Tx) -> RunTask | None:
         """In a transaction after which the run goes on with the next queued branch, that
-        branch's run begins (saving a transaction of its own); None when there is none, or
-        this transaction changed its task."""
+        branch's run begins (saving a transaction of its own), by a statement that changes
+        nothing when its task is no longer as reserved; None when it did not begin."""
         if not self._queue or self._queue[0].begun:
             return None
         task = self._queue[0].task
@@ -92,34 +97,49 @@ class TakenBranches:
         if begun is not None:
             self._queue[0] = Branch(begun, begun=True)
         if changed:
-            self._queue = [
-                b for b in self._queue if b.task.task_id not in changed or b.task is begun
-            ]
-        self._queue.extend(taken)
+            self._queue = [b for b in self._queue if b.task.task_id not in changed]
+        # Each handler gets variables of its own: the branches of one transaction were given
+        # the one dict its write read them into, the path that forked included.
+        self._queue.extend(replace(b, task=_own_values(b.task)) for b in taken)
 
     def pop(self) -> RunTask | None:
         """The next branch to run, its run begun; None when its task changed meanwhile.
         Each handler gets a copy of the variables: the branches of one transaction share
         the dict its write read them into."""
         branch = self._queue.pop(0)
-        task = branch.task if branch.begun else self._begin_alone(branch.task)
-        if task is None or task.values is None:
-            return task
-        return replace(task, values=dict(task.values))
+        return branch.task if branch.begun else self._begin_alone(branch.task)
 
-    def _begin(self, tx: Tx, task: RunTask) -> RunTask:
+    def release(self) -> None:
+        """The run failed: the branches it still holds are offered again (READY, a job
+        each) instead of waiting for their locks to expire and a scan. When the database
+        is what failed this fails too, and the lock scan offers them later."""
+        held, self._queue = self._queue, []
+        if not held:
+            return
+        try:
+            with self.core.transaction() as tx:
+                for branch in held:
+                    assert branch.task.locked is not None
+                    task_moves.release(tx, branch.task.locked)
+        except Exception:
+            log.warning("could not release %d reserved branch tasks", len(held), exc_info=True)
+
+    def _begin(self, tx: Tx, task: RunTask) -> RunTask | None:
         assert task.locked is not None
         g = self.core.graph_of(tx, task.locked.instance_id)
-        timeout = g.node(task.locked.node_id).timeout
-        return replace(task, locked=task_moves.begin_reserved(tx, task.locked, timeout))
+        begun = task_moves.begin_reserved(tx, task.locked, g.node(task.locked.node_id).timeout)
+        return replace(task, locked=begun) if begun is not None else None
 
     def _begin_alone(self, task: RunTask) -> RunTask | None:
-        def once() -> RunTask:
+        def once() -> RunTask | None:
             with self.core.transaction() as tx:
                 return self._begin(tx, task)
 
-        try:
-            return self.core.retrying(once)
-        except (Stale, Conflict) as exc:
-            log.info("no-op: %s", exc, extra={"action": "stale"})
-            return None
+        begun = self.core.retrying(once)
+        if begun is None:
+            log.info("no-op: task %s changed before its reserved run began", task.task_id)
+        return begun
+
+
+def _own_values(task: RunTask) -> RunTask:
+    return replace(task, values=copy.deepcopy(task.values)) if task.values is not None else task

@@ -93,9 +93,16 @@ class JobRunner:
         run when the path before them stops, even past the bound: nobody else can run them
         before their locks expire. Past the bound each goes one step, and what follows it is
         queued."""
+        queued = TakenBranches(self.core)
+        try:
+            return self._run(nxt, taken, queued)
+        except BaseException:
+            queued.release()
+            raise
+
+    def _run(self, nxt: Next, taken: int, queued: TakenBranches) -> str:
         outcome = DONE
         until = time.monotonic() + self.chain_seconds
-        queued = TakenBranches(self.core)
         step = taken
         while nxt is not None or queued:
             if nxt is None:

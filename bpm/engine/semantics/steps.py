@@ -60,10 +60,11 @@ def carry_through(tx: Tx, g: ProcessGraph, result: Next) -> Next:
 
 def handler_task_only(g: ProcessGraph, tok: TokenRow) -> str | None:
     """The handler of the service task ``tok`` is ACTIVE at, when arriving there does nothing
-    but create its task (no listeners, no multi-instance body though an iteration is fine,
-    no decision, no conditional events, no inclusive join to nudge): such an arrival reads
-    nothing of the instance's other tokens, so it may share a transaction with theirs. None
-    for any other node."""
+    but create its task (no listeners, no input mappings, no boundary events, no
+    multi-instance body though an iteration is fine, no decision, no conditional events, no
+    inclusive join to nudge): such an arrival cannot fail, and reads nothing of the
+    instance's other tokens, so it may share a transaction with theirs. None for any other
+    node."""
     node = g.node(tok.node_id)
     flow = g.flows.get(tok.via_flow) if tok.via_flow is not None else None
     plain = (
@@ -72,6 +73,8 @@ def handler_task_only(g: ProcessGraph, tok: TokenRow) -> str | None:
         and node.decision is None
         and (node.multi_instance is None or multi_instance.is_iteration(tok))
         and not node.listeners
+        and not node.inputs
+        and not g.boundaries.get(node.id)
         and not g.has_conditions
         and tok.mode == TokenMode.FORWARD
         and (flow is None or (not flow.listeners and flow.id not in g.turning_flows))

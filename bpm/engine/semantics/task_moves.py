@@ -126,30 +126,35 @@ def create_reserved(tx: Tx, task: TaskRow, data: dict[str, Any], lock_for: timed
     return reserved
 
 
-def begin_reserved(tx: Tx, task: TaskRow, lock_for: timedelta) -> TaskRow:
+def begin_reserved(tx: Tx, task: TaskRow, lock_for: timedelta) -> TaskRow | None:
     """The run of a reserved task begins: its attempt counts and its lock runs from now (a
-    ``LOCK_EXTENDED`` row with the attempt; the reservation's ``LOCKED`` row has none)."""
-    begun = replace(
-        task,
-        attempts=task.attempts + 1,
-        retries=task.retries - 1,
-        lock_expire_at=tx.now + lock_for,
-        version=task.version + 1,
-    )
+    ``LOCK_EXTENDED`` row with the attempt; the reservation's ``LOCKED`` row has none).
+    None, changing nothing, when the task is no longer as reserved (cancelled, or offered
+    again after its lock expired). Its instance's row is locked first, as for any row a
+    transaction changes that it did not create."""
+    tx.lock_instance(task.instance_id)
+    begun = tasks.begin_reserved(tx.conn, task, tx.now + lock_for, tx.now)
+    if begun is not None:
+        _history(
+            tx, task, TaskEvent.LOCK_EXTENDED, task.state, begun.state, {"attempt": begun.attempts}
+        )
+    return begun
+
+
+def release(tx: Tx, task: TaskRow) -> None:
+    """A runner gives back a task it locked and did not run: READY again, with a job to run
+    it, its attempts as they were."""
     change(
         tx,
         task,
-        state=TaskState.LOCKED,
-        event=TaskEvent.LOCK_EXTENDED,
-        data={"attempt": begun.attempts},
-        keep_lock=True,
-        attempts=begun.attempts,
-        retries=begun.retries,
-        lock_expire_at=begun.lock_expire_at,
+        state=TaskState.READY,
+        event=TaskEvent.UNLOCKED,
+        data={"owner": task.lock_owner},
+        retry_at=tx.now,
         miss="stale",
-        message=f"task {task.id} changed before its reserved run began",
+        message=f"task {task.id} changed before its runner gave it back",
     )
-    return begun
+    tx.run_handler_later(task.id)
 
 
 def lock(
