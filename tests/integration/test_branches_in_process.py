@@ -14,12 +14,19 @@ import time
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from bpm.definitions import ProcessBuilder
+from bpm.definitions.model import ProcessGraph
 from bpm.embedded import EmbeddedRuntime
+from bpm.engine.core.tx import Tx
+from bpm.engine.semantics import handler_runs
 from bpm.handlers import HandlerContext
 from bpm.states import EngineEvent
 from bpm.store import Database
+from bpm.store.rows import TaskRow
 from tests.helpers import db as rows
 from tests.helpers.clock import FakeClock
 from tests.helpers.embedded_child import KILLED_AT, journaling
@@ -214,3 +221,29 @@ def test_a_branch_offered_again_meanwhile_fails_nothing_and_runs_once(
     assert Counter(c.node_id for c in calls.seen["work"]) == Counter(["b1", "after"])
     assert calls.count("first") == 1
     assert_finished_cleanly(pg_db, iid)
+
+
+def test_a_run_that_fails_gives_back_the_branches_it_holds(
+    rt: Harness, calls: Calls, pg_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recording b0's result fails with an error the run does not handle (as a lost
+    database would): the reserved tasks of b1..b3 go back to READY, a job each, instead of
+    waiting for their locks to expire; run from the queue, each handler runs once."""
+    calls.add("work")
+    rt.deploy(forked_line(4).build())
+    iid = rt.start("forked_line")
+    complete = handler_runs.complete_task
+
+    def broken(tx: Tx, g: ProcessGraph, task: TaskRow, *args: Any, **kwargs: Any) -> Any:
+        if task.node_id == "b0":
+            raise RuntimeError("the database went away")
+        return complete(tx, g, task, *args, **kwargs)
+
+    monkeypatch.setattr(handler_runs, "complete_task", broken)
+    with pytest.raises(RuntimeError):
+        rt.drain()
+    tasks = {t.node_id: (t.state, t.attempts) for t in rows.tasks_of(pg_db, iid)}
+    assert tasks == {"b0": ("LOCKED", 1), **{f"b{i}": ("READY", 0) for i in (1, 2, 3)}}
+    monkeypatch.undo()
+    rt.drain()
+    assert Counter(c.node_id for c in calls.seen["work"]) == Counter(["b0", "b1", "b2", "b3"])
