@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, bindparam, func, or_, select, text
+from sqlalchemy import Connection, bindparam, func, literal_column, or_, select, text
 
 from bpm.states import TaskKind, TaskState
 from bpm.store.db import pg_sql, raw_one
@@ -188,24 +188,39 @@ def begin_reserved(
     """A reserved task's run begins (its attempt counts, its lock runs to ``expire``), if it
     is still as reserved (its version, LOCKED by its owner); None when it is not. A
     statement of its own, so that a task changed meanwhile fails nothing else."""
-    row = conn.execute(
-        t.update()
-        .where(
-            t.c.id == task.id,
-            t.c.version == task.version,
-            t.c.state == TaskState.LOCKED,
-            t.c.lock_owner == task.lock_owner,
-        )
-        .values(
-            attempts=t.c.attempts + 1,
-            retries=t.c.retries - 1,
-            lock_expire_at=expire,
-            version=t.c.version + 1,
-            updated_at=now,
-        )
-        .returning(*t.c)
-    ).first()
-    return from_row(TaskRow, row) if row else None
+    params = {
+        "b_id": task.id,
+        "b_version": task.version,
+        "b_state": TaskState.LOCKED.value,
+        "b_owner": task.lock_owner,
+        "b_expire": expire,
+        "b_now": now,
+    }
+    if conn.dialect.name == "postgresql":
+        row: Sequence[Any] | None = raw_one(conn, _BEGIN_RESERVED_PG, params)
+    else:
+        row = conn.execute(_BEGIN_RESERVED, params).first()
+    return TaskRow(*row) if row is not None else None
+
+
+_BEGIN_RESERVED = (
+    t.update()
+    .where(
+        t.c.id == bindparam("b_id"),
+        t.c.version == bindparam("b_version"),
+        t.c.state == bindparam("b_state"),
+        t.c.lock_owner == bindparam("b_owner"),
+    )
+    .values(
+        attempts=t.c.attempts + literal_column("1"),
+        retries=t.c.retries - literal_column("1"),
+        lock_expire_at=bindparam("b_expire"),
+        version=t.c.version + literal_column("1"),
+        updated_at=bindparam("b_now"),
+    )
+    .returning(*_COLS)
+)
+_BEGIN_RESERVED_PG = pg_sql(_BEGIN_RESERVED)
 
 
 def set_lock_expiry(conn: Connection, task: TaskRow, expire: datetime) -> None:
