@@ -92,6 +92,9 @@ def _changes(tx: Tx, instance_id: UUID) -> Changes:
 
 
 def _evaluate(tx: Tx, g: ProcessGraph, instance_id: UUID, changes: Changes) -> None:
+    """Under the instance's lock (see ``conditions._holds``): a subscription that began in
+    a transaction committed meanwhile is read here, not missed."""
+    tx.lock_instance(instance_id)
     fired: set[tuple[UUID, str]] = set()
     for _ in range(_MOST):
         tree = Tree.read(tx, instance_id)

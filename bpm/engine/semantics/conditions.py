@@ -54,7 +54,14 @@ def evaluate(tx: Tx, g: ProcessGraph, tok: TokenRow, event: Node) -> bool | str:
 
 
 def _holds(tx: Tx, g: ProcessGraph, tok: TokenRow, event: Node) -> bool | None:
-    """``evaluate``, failing ``tok`` with an incident when it cannot (None then)."""
+    """``evaluate``, failing ``tok`` with an incident when it cannot (None then).
+
+    A subscription begins under its instance's lock, as a change of the instance's
+    variables is evaluated (``condition_changes``): either the change committed first and
+    this evaluation, after the lock, sees it, or the subscription did and the change's
+    evaluation sees it waiting. Without the lock each could miss the other, and the
+    condition would never fire."""
+    tx.lock_instance(tok.instance_id)
     result = evaluate(tx, g, tok, event)
     if isinstance(result, str):
         fail_token(tx, tx.current(tok), kind="condition", message=result)
