@@ -125,24 +125,8 @@ def compensating(conn: Connection, instance_id: UUID, record_id: UUID) -> TokenR
     return None
 
 
-#: The columns a new token is written with (``nudged_at`` starts NULL).
-_NEW = (
-    "id",
-    "instance_id",
-    "node_id",
-    "state",
-    "mode",
-    "parent_token_id",
-    "scope_id",
-    "concurrent",
-    "via_flow",
-    "wait_kind",
-    "version",
-    "created_at",
-    "updated_at",
-    "record_id",
-    "waits_for",
-)
+#: The columns a new token is written with, those of ``TokenRow`` (``nudged_at`` starts NULL).
+_NEW = tuple(str(c.name) for c in _COLS)
 _NEW_LIST = ",".join(_NEW)
 #: New tokens and their links in one statement: the links' foreign keys are checked at the
 #: statement's end, when its tokens exist.

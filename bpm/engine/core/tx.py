@@ -286,9 +286,8 @@ class Tx:
 
     def branch_later(self, tok: TokenRow) -> None:
         """Advance ``tok``, a token this transaction created, in a job of its own."""
-        job = Job(ADVANCE_TOKEN, {"token_id": str(tok.id), "expected_version": tok.version})
-        self.jobs.append(job)
-        self.branches.append((tok, job))
+        self.advance_later(tok.id, tok.version)
+        self.branches.append((tok, self.jobs[-1]))
 
     def run_handler_later(self, task_id: UUID, not_before: datetime | None = None) -> None:
         self.jobs.append(Job(RUN_HANDLER, {"task_id": str(task_id)}, not_before))

@@ -16,14 +16,18 @@ drops it: a cancelled task's handler never runs.
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 from dataclasses import dataclass, replace
 from uuid import UUID
 
+from sqlalchemy.exc import DBAPIError
+
 from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.engine_core import EngineCore
-from bpm.engine.core.tx import NextToken, RunTask, Tx
+from bpm.engine.core.tx import NextToken, RunTask, Stale, Tx
 from bpm.engine.semantics import conditions, steps, task_moves
+from bpm.store import DatabaseUnavailable, RetryableDatabaseError
 
 log = logging.getLogger("bpm.engine")
 
@@ -103,26 +107,34 @@ class TakenBranches:
         self._queue.extend(replace(b, task=_own_values(b.task)) for b in taken)
 
     def pop(self) -> RunTask | None:
-        """The next branch to run, its run begun; None when its task changed meanwhile.
-        Each handler gets a copy of the variables: the branches of one transaction share
-        the dict its write read them into."""
+        """The next branch to run, its run begun; None when its task changed meanwhile."""
         branch = self._queue.pop(0)
         return branch.task if branch.begun else self._begin_alone(branch.task)
 
     def release(self) -> None:
         """The run failed: the branches it still holds are offered again (READY, a job
-        each) instead of waiting for their locks to expire and a scan. When the database
-        is what failed this fails too, and the lock scan offers them later."""
+        each) instead of waiting for their locks to expire and a scan. It runs while the
+        run's error propagates, so it must not replace that error: a task that changed
+        meanwhile (``Stale``) has nothing to give back, and when the database is what failed
+        (unreachable, or still refusing after retries) the lock scan offers the rest later."""
         held, self._queue = self._queue, []
-        if not held:
-            return
-        try:
-            with self.core.transaction() as tx:
-                for branch in held:
-                    assert branch.task.locked is not None
-                    task_moves.release(tx, branch.task.locked)
-        except Exception:
-            log.warning("could not release %d reserved branch tasks", len(held), exc_info=True)
+        for n, branch in enumerate(held):
+            try:
+                self.core.retrying(functools.partial(self._release, branch))
+            except Stale:
+                continue
+            except (DatabaseUnavailable, RetryableDatabaseError, DBAPIError):
+                log.warning(
+                    "could not give back %d reserved branch tasks; the lock scan will",
+                    len(held) - n,
+                    exc_info=True,
+                )
+                return
+
+    def _release(self, branch: Branch) -> None:
+        assert branch.task.locked is not None
+        with self.core.transaction() as tx:
+            task_moves.release(tx, branch.task.locked)
 
     def _begin(self, tx: Tx, task: RunTask) -> RunTask | None:
         assert task.locked is not None

@@ -147,8 +147,7 @@ def _create_handler_task(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> 
         return RunTask(task.id)
     # This process runs the handler right after commit, or later in the same run (a branch
     # it took on): lock it in this same transaction.
-    make = task_moves.create_reserved if tx.reserving else task_moves.create_locked
-    locked = make(tx, task, data, node.timeout)
+    locked = task_moves.create_locked(tx, task, data, node.timeout, reserved=tx.reserving)
     values = scopes.view(tx, g, tok) if g.has_mappings else tx.variables_at_commit(tok.instance_id)
     return RunTask(task.id, locked, values, waiting)
 

@@ -88,42 +88,33 @@ def create(tx: Tx, task: TaskRow, data: dict[str, Any]) -> None:
     _history(tx, task, TaskEvent.CREATED, None, task.state, data)
 
 
-def create_locked(tx: Tx, task: TaskRow, data: dict[str, Any], lock_for: timedelta) -> TaskRow:
+def create_locked(
+    tx: Tx, task: TaskRow, data: dict[str, Any], lock_for: timedelta, *, reserved: bool = False
+) -> TaskRow:
     """A new task, inserted already locked by this transaction's actor, which runs it right
     after commit (saving a transaction): the attempt counts from here, and history reads as
-    if it had been created and then locked."""
+    if it had been created and then locked.
+
+    ``reserved``: it runs later in the same run (a fork's other branches, in process).
+    Nobody else takes it while the lock lasts, and its attempt counts only when its run
+    begins (``begin_reserved``), so a process that dies before reaching it leaves a task
+    the lock scan offers again without an attempt used up; its ``LOCKED`` row says
+    ``reserved`` instead of an attempt."""
+    counted = 0 if reserved else 1
     locked = replace(
         task,
         state=TaskState.LOCKED,
         lock_owner=tx.actor,
-        attempts=task.attempts + 1,
-        retries=task.retries - 1,
+        attempts=task.attempts + counted,
+        retries=task.retries - counted,
         lock_expire_at=tx.now + lock_for,
         version=task.version + 1,
     )
     tx.insert_task(locked)
     _history(tx, task, TaskEvent.CREATED, None, task.state, data)
-    _history(tx, locked, TaskEvent.LOCKED, task.state, locked.state, {"attempt": locked.attempts})
+    said = {"reserved": True} if reserved else {"attempt": locked.attempts}
+    _history(tx, locked, TaskEvent.LOCKED, task.state, locked.state, said)
     return locked
-
-
-def create_reserved(tx: Tx, task: TaskRow, data: dict[str, Any], lock_for: timedelta) -> TaskRow:
-    """A new task, inserted locked by this transaction's actor, which runs it later in the
-    same run (a fork's other branches, in process): nobody else takes it while the lock
-    lasts, and its attempt counts only when its run begins (``begin_reserved``), so a
-    process that dies before reaching it leaves a task the lock scan offers again without
-    an attempt used up."""
-    reserved = replace(
-        task,
-        state=TaskState.LOCKED,
-        lock_owner=tx.actor,
-        lock_expire_at=tx.now + lock_for,
-        version=task.version + 1,
-    )
-    tx.insert_task(reserved)
-    _history(tx, task, TaskEvent.CREATED, None, task.state, data)
-    _history(tx, reserved, TaskEvent.LOCKED, task.state, reserved.state, {"reserved": True})
-    return reserved
 
 
 def begin_reserved(tx: Tx, task: TaskRow, lock_for: timedelta) -> TaskRow | None:
