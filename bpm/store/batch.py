@@ -24,7 +24,7 @@ from sqlalchemy.exc import DBAPIError
 
 from bpm.store import instances, tasks, tokens, variables
 from bpm.store.batch_sql import TASK_COLUMNS, flush_sql, task_row
-from bpm.store.db import first_statement_commits, raw_one
+from bpm.store.db import first_statement_commits, raw_one, raw_pipeline
 from bpm.store.history import HistoryBuffer
 from bpm.store.json_rows import encode_rows
 from bpm.store.rows import TaskRow, TokenRow
@@ -99,7 +99,10 @@ class WriteBatch:
         """Whether this batch already changes the instance's state."""
         return any(e.instance_id == instance_id for e in self.instance_ends)
 
-    def flush(self, conn: Connection) -> None:
+    def flush(self, conn: Connection, *, commit: bool = False) -> None:
+        """Write it all. ``commit``: this is the transaction's last statement, and on
+        PostgreSQL its COMMIT goes with it, one round trip for both (the caller's own
+        commit then finds nothing to do)."""
         rows = (
             len(self.history)
             + len(self.task_changes)
@@ -113,7 +116,7 @@ class WriteBatch:
             waiting = [iid for iid in self.values if iid not in self.locked_instances]
             if waiting:
                 _serialise_variable_writers(conn, sorted(waiting, key=str))
-            self._flush_one_statement(conn)
+            self._flush_one_statement(conn, commit)
         else:
             self._flush_each(conn)
         self.__init__()  # type: ignore[misc]
@@ -148,7 +151,7 @@ class WriteBatch:
             instance_id, into = self.read_back
             into.update(variables.load(conn, instance_id))
 
-    def _flush_one_statement(self, conn: Connection) -> None:
+    def _flush_one_statement(self, conn: Connection, commit: bool) -> None:
         read_id, into = self.read_back if self.read_back is not None else (None, None)
         own = dict(self.values.get(read_id, {})) if read_id is not None else {}
         params: dict[str, Any] = {
@@ -207,8 +210,12 @@ class WriteBatch:
         params["notify"] = sorted(self.notify)
         params["ri"] = read_id
         try:
-            with first_statement_commits(conn):
-                row = raw_one(conn, flush_sql(self._parts()), params)
+            sql = flush_sql(self._parts())
+            with first_statement_commits(conn) as alone:
+                if alone or not commit:
+                    row = raw_one(conn, sql, params)
+                else:
+                    row = raw_pipeline(conn, [(sql, params)], commit=True)[0][0]
             assert row is not None
             stored, left = row[0], row[3] or {}
         except DBAPIError as exc:

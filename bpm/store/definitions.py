@@ -6,10 +6,11 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy import Connection, bindparam, func, literal_column, select
 from sqlalchemy.exc import IntegrityError
 
 from bpm.store import versions
+from bpm.store.db import pg_sql, raw_one
 from bpm.store.ids import new_named_id
 from bpm.store.rows import DefinitionRef, DefinitionRow, from_row
 from bpm.store.schema import process_definitions as t
@@ -31,6 +32,7 @@ _LATEST = select(*_COLS).where(t.c.key == bindparam("key")).order_by(t.c.version
 _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
 _REF = (t.c.id, t.c.key, t.c.version)
 _LATEST_REF = select(*_REF).where(t.c.key == bindparam("key")).order_by(t.c.version.desc()).limit(1)
+_LATEST_REF_PG = pg_sql(_LATEST_REF.limit(literal_column("1")))
 _REF_BY_KEY_VERSION = select(*_REF).where(
     t.c.key == bindparam("key"), t.c.version == bindparam("version")
 )
@@ -56,7 +58,9 @@ def latest(conn: Connection, key: str) -> DefinitionRow | None:
 
 def latest_ref(conn: Connection, key: str, version: int | None = None) -> DefinitionRef | None:
     """The latest definition of ``key`` (or its ``version``), without its graph."""
-    if version is None:
+    if version is None and conn.dialect.name == "postgresql":
+        row = raw_one(conn, _LATEST_REF_PG, {"key": key})  # every start's first statement
+    elif version is None:
         row = conn.execute(_LATEST_REF, {"key": key}).first()
     else:
         row = conn.execute(_REF_BY_KEY_VERSION, {"key": key, "version": version}).first()

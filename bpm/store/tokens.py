@@ -17,6 +17,7 @@ from sqlalchemy import (
     func,
     or_,
     select,
+    text,
 )
 
 from bpm.states import (
@@ -31,7 +32,7 @@ from bpm.states import (
     WaitKind,
 )
 from bpm.store import instances
-from bpm.store.db import raw_one
+from bpm.store.db import pg_sql, raw_one, raw_pipeline
 from bpm.store.json_rows import encode_rows
 from bpm.store.rows import TokenRow, from_row
 from bpm.store.schema import (
@@ -80,6 +81,16 @@ _LIVE_CHILDREN = (
     .where(t.c.parent_token_id == bindparam("id"), t.c.state.in_(LIVE))
     .order_by(t.c.created_at, t.c.id)
 )
+_LOCK_AFTER_INSTANCE_PG = pg_sql(_LOCK_AFTER_INSTANCE)
+#: The live states as literals, so that the partial index of live children serves it.
+_LIVE_CHILDREN_PG = pg_sql(
+    select(*_COLS)
+    .where(
+        t.c.parent_token_id == bindparam("id"),
+        text(f"tokens.state IN ({', '.join(repr(str(s)) for s in LIVE)})"),
+    )
+    .order_by(t.c.created_at, t.c.id)
+)
 _OF_INSTANCE = select(*_COLS).where(t.c.instance_id == bindparam("id")).order_by(t.c.created_at)
 _MOVE = (
     t.update()
@@ -111,6 +122,26 @@ def lock(conn: Connection, token_id: UUID, instance_id: UUID) -> TokenRow | None
 
 def live_children(conn: Connection, parent_id: UUID) -> list[TokenRow]:
     return [from_row(TokenRow, row) for row in conn.execute(_LIVE_CHILDREN, {"id": parent_id})]
+
+
+def lock_with_children(
+    conn: Connection, token_id: UUID, instance_id: UUID
+) -> tuple[TokenRow | None, list[TokenRow]]:
+    """``lock`` and then ``live_children`` of the same token, in one round trip on
+    PostgreSQL. Two statements, not one: a statement that waited for the lock would read the
+    children as they were when it began, before the wait, and miss a sibling that committed
+    meanwhile; the second statement begins once the first holds the lock."""
+    if conn.dialect.name != "postgresql":
+        return lock(conn, token_id, instance_id), live_children(conn, token_id)
+    locked, children = raw_pipeline(
+        conn,
+        [
+            (_LOCK_AFTER_INSTANCE_PG, {"id": token_id, "instance_id": instance_id}),
+            (_LIVE_CHILDREN_PG, {"id": token_id}),
+        ],
+    )
+    row = TokenRow(*locked[0]) if locked else None
+    return row, [TokenRow(*child) for child in children]
 
 
 def of_instance(conn: Connection, instance_id: UUID) -> list[TokenRow]:

@@ -233,14 +233,14 @@ def test_a_cancel_racing_the_decision_that_completes_the_instance_does_not_deadl
     rt.drain()
     [task] = rt.engine.user_tasks(instance_id=iid)
     pause = Pause()
-    lock_token = Tx.lock_token
+    lock_token = Tx.lock_token_with_children
 
-    def paused_lock_token(tx: Tx, tok: Any) -> Any:
-        row = lock_token(tx, tok)
+    def paused_lock_token(tx: Tx, token_id: Any, instance_id: Any) -> Any:
+        locked = lock_token(tx, token_id, instance_id)
         pause.hold()
-        return row
+        return locked
 
-    monkeypatch.setattr(Tx, "lock_token", paused_lock_token)
+    monkeypatch.setattr(Tx, "lock_token_with_children", paused_lock_token)
     other = engine_factory()
 
     def complete_the_last() -> None:

@@ -171,7 +171,10 @@ class Tx:
     def live_children(self, parent_id: UUID) -> list[TokenRow]:
         """The live children of a token (oldest first) as this transaction leaves them so
         far: a child it ended is left out, one it moved is as moved."""
-        found = {row.id: self.current(row) for row in tokens.live_children(self.conn, parent_id)}
+        return self._as_left(parent_id, tokens.live_children(self.conn, parent_id))
+
+    def _as_left(self, parent_id: UUID, read: list[TokenRow]) -> list[TokenRow]:
+        found = {row.id: self.current(row) for row in read}
         for _, row in self.batch.token_moves.values():
             if row.parent_token_id == parent_id:
                 found.setdefault(row.id, row)
@@ -213,6 +216,17 @@ class Tx:
         row = tokens.lock(self.conn, token_id, instance_id)
         self.note_locked(instance_id)
         return self.current(row) if row is not None else None
+
+    def lock_token_with_children(
+        self, token_id: UUID, instance_id: UUID
+    ) -> tuple[TokenRow | None, list[TokenRow]]:
+        """``lock_token_id``, then the token's ``live_children`` read once it is locked: one
+        round trip for both (a scope deciding about its branches needs them together)."""
+        row, children = tokens.lock_with_children(self.conn, token_id, instance_id)
+        self.note_locked(instance_id)
+        if row is None:
+            return None, []
+        return self.current(row), self._as_left(token_id, children)
 
     def lock_timer(self, timer_id: UUID) -> TimerRow | None:
         """The timer's row, locked to fire it, its instance's row first, in the same
@@ -268,14 +282,15 @@ class Tx:
             self.batch.read_back = (instance_id, {})
         return self.batch.read_back[1]
 
-    def flush(self) -> None:
-        """Write everything this transaction decided, in one go."""
+    def flush(self, *, commit: bool = False) -> None:
+        """Write everything this transaction decided, in one go; ``commit``: and commit
+        (``WriteBatch.flush``), when nothing is sent after it."""
         for _, row in self.history.rows:
             row["cause"] = self.cause
         self.batch.now = self.now
         self.batch.notify = self.notify_topics
         try:
-            self.batch.flush(self.conn)
+            self.batch.flush(self.conn, commit=commit)
         except BatchMiss as exc:
             raise (Stale if exc.kind == "stale" else Conflict)(exc.message) from exc
 

@@ -174,12 +174,12 @@ def _hand_over_if_last(tx: Tx, g: ProcessGraph, tok: TokenRow, join: Node) -> Ne
     reads the first's arrival, so the last one always hands over; a hand-over lost anyway
     (the worker died after the commit) is found by the waiting-parents scan."""
     assert tok.parent_token_id is not None
-    parent = tx.lock_token_id(tok.parent_token_id, tok.instance_id)
+    parent, children = tx.lock_token_with_children(tok.parent_token_id, tok.instance_id)
     if parent is None or parent.state != TokenState.WAITING:
         return None
     if parent.wait_kind != WaitKind.CHILDREN or g.node(parent.node_id).multi_instance is not None:
         return NextToken(parent.id, parent.version, seen=parent)  # the scope decides it all
-    parked = arrivals(tx.live_children(parent.id)).get(join.id, [])
+    parked = arrivals(children).get(join.id, [])
     if parallel_pick(join, parked) is None:
         return None  # a sibling still on its way hands over when it arrives
     return NextToken(parent.id, parent.version, seen=parent)

@@ -21,12 +21,11 @@ from bpm.store.rows import TokenRow
 
 
 def decide(tx: Tx, g: ProcessGraph, parent: TokenRow) -> Next:
-    locked = tx.lock_token(parent)
+    locked, children = tx.lock_token_with_children(parent.id, parent.instance_id)
     if locked is None or locked.version != parent.version or locked.state != TokenState.WAITING:
         raise Stale(f"token {parent.id} moved on before its decision")
     if multi_instance.is_body(g, locked):
-        return depart(tx, g, multi_instance.decide(tx, locked), g.node(locked.node_id))
-    children = tx.live_children(locked.id)
+        return depart(tx, g, multi_instance.decide(locked, children), g.node(locked.node_id))
     for join_id, arrived in arrivals(children).items():
         node = g.node(join_id)
         picked = _pick(g, node, arrived, children)

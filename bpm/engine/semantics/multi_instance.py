@@ -180,10 +180,11 @@ def _zeebe_names(counters: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def decide(tx: Tx, body: TokenRow) -> Leaving | None:
-    """The body's own decision (a path beside it ended, or a scan): its iterations are
-    counted by the transactions that end them, so it only leaves when none is left."""
-    live = [c for c in tx.live_children(body.id) if is_iteration(c)]
+def decide(body: TokenRow, children: list[TokenRow]) -> Leaving | None:
+    """The body's own decision (a path beside it ended, or a scan), from its live
+    ``children`` read under its lock: its iterations are counted by the transactions that
+    end them, so it only leaves when none is left."""
+    live = [c for c in children if is_iteration(c)]
     return None if live else Leaving(body)
 
 

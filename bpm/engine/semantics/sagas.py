@@ -131,10 +131,10 @@ def throw(tx: Tx, g: ProcessGraph, tok: TokenRow, node: Node) -> Finished | None
 
 def decide(tx: Tx, g: ProcessGraph, anchor: TokenRow) -> Finished | None:
     """Nudged when a compensation ended: start the next one, or finish."""
-    locked = tx.lock_token(anchor)
+    locked, children = tx.lock_token_with_children(anchor.id, anchor.instance_id)
     if locked is None or locked.version != anchor.version or locked.state != TokenState.WAITING:
         raise Stale(f"token {anchor.id} moved on before its compensation decision")
-    if any(c.state in (TokenState.ACTIVE, TokenState.WAITING) for c in tx.live_children(locked.id)):
+    if any(c.state in (TokenState.ACTIVE, TokenState.WAITING) for c in children):
         return None  # one at a time: the running compensation nudges again when it ends
     return next_compensation(tx, g, locked)
 
