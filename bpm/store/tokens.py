@@ -186,7 +186,11 @@ def insert(
 
 
 def link(conn: Connection, links: Sequence[tuple[UUID, UUID, str]]) -> None:
-    if links:
+    """Links alone; on PostgreSQL one statement however many (a join links each branch it
+    consumes)."""
+    if links and conn.dialect.name == "postgresql":
+        insert(conn, [], links)
+    elif links:
         conn.execute(
             token_links.insert(),
             [
