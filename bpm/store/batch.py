@@ -23,7 +23,7 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
 from bpm.store import instances, tasks, tokens, variables
-from bpm.store.batch_sql import TASK_COLUMNS, flush_sql, task_row
+from bpm.store.batch_sql import BEGUN_ROW, TASK_COLUMNS, flush_sql, task_row
 from bpm.store.db import first_statement_commits, raw_one, raw_pipeline
 from bpm.store.history import HistoryBuffer
 from bpm.store.json_rows import encode_rows
@@ -61,6 +61,16 @@ class _InstanceEnd:
 
 
 @dataclass
+class ReservedBegin:
+    """A reserved task's run, begun by the write statement if the task is still as reserved
+    (``tasks.begin_reserved``): ``begun`` is known once the batch is flushed."""
+
+    params: dict[str, Any]
+    row: dict[str, Any]
+    begun: bool | None = None
+
+
+@dataclass
 class WriteBatch:
     history: HistoryBuffer = field(default_factory=HistoryBuffer)
     task_changes: list[_TaskChange] = field(default_factory=list)
@@ -75,7 +85,16 @@ class WriteBatch:
     #: Instances whose row the transaction has locked already: their variable writers need
     #: not queue for it again.
     locked_instances: set[UUID] = field(default_factory=set)
+    #: A reserved task whose run this batch begins (``begin_reserved``).
+    begin: ReservedBegin | None = None
     now: Any = None
+
+    def begin_reserved(self, params: dict[str, Any], row: dict[str, Any]) -> ReservedBegin:
+        """Begin a reserved task's run with this batch (``tasks.begin_reserved``'s
+        ``params``), and write its history ``row`` only if it began: no statement of its own,
+        and a task changed meanwhile fails nothing else."""
+        self.begin = ReservedBegin(params, row)
+        return self.begin
 
     def change_task(self, params: dict[str, Any], miss: str, message: str) -> None:
         self.task_changes.append(_TaskChange(params, miss, message))
@@ -110,9 +129,10 @@ class WriteBatch:
             + sum(len(v) for v in self.values.values())
             + len(self.token_moves)
         )
-        if rows == 0 and self.read_back is None and not self.notify:
+        if rows == 0 and self.read_back is None and not self.notify and self.begin is None:
             return
-        if conn.dialect.name == "postgresql" and len(self.history) <= HISTORY_BLOCK:
+        begun_row = 1 if self.begin is not None else 0
+        if conn.dialect.name == "postgresql" and len(self.history) + begun_row <= HISTORY_BLOCK:
             waiting = [iid for iid in self.values if iid not in self.locked_instances]
             if waiting:
                 _serialise_variable_writers(conn, sorted(waiting, key=str))
@@ -144,6 +164,11 @@ class WriteBatch:
         for instance_id, values in self.values.items():
             variables.write(conn, instance_id, values, self.now)
         self._flush_token_moves(conn)
+        if self.begin is not None:
+            begin = self.begin
+            begin.begun = tasks.begin_reserved_with(conn, begin.params) is not None
+            if begin.begun:
+                self.history.rows.append(("task", begin.row))
         self.history.flush(conn)
         if self.notify:
             tasks.notify_new(conn, sorted(self.notify))
@@ -182,9 +207,7 @@ class WriteBatch:
                     for expected, row in self.token_moves.values()
                 ]
             ),
-            "h": encode_rows(
-                [{"k": k, "tbl": name, **row} for k, (name, row) in enumerate(self.history.rows)]
-            ),
+            "h": encode_rows(self._history_rows()),
             "ie": encode_rows(
                 [
                     {
@@ -209,6 +232,8 @@ class WriteBatch:
         params["nku"] = len(self.token_moves)
         params["notify"] = sorted(self.notify)
         params["ri"] = read_id
+        if self.begin is not None:
+            params.update({f"tb_{k[2:]}": v for k, v in self.begin.params.items()})
         try:
             sql = flush_sql(self._parts())
             with first_statement_commits(conn) as alone:
@@ -224,8 +249,17 @@ class WriteBatch:
             self._raise_miss(json.loads(exc.orig.diag.message_primary or "{}"))  # type: ignore[union-attr]
         for end in self.instance_ends:
             end.row["from_state"] = left.get(str(self._index(end.row)))
+        if self.begin is not None:
+            self.begin.begun = bool(row[4])
         if into is not None:
             into.update({**(stored or {}), **own})
+
+    def _history_rows(self) -> list[dict[str, Any]]:
+        """The rows of ``h``, numbered; a begun run's row last, under its own name."""
+        rows = [{"k": k, "tbl": name, **row} for k, (name, row) in enumerate(self.history.rows)]
+        if self.begin is not None:
+            rows.append({"k": len(rows), "tbl": BEGUN_ROW, **self.begin.row})
+        return rows
 
     def _parts(self) -> frozenset[str]:
         present = {
@@ -236,6 +270,7 @@ class WriteBatch:
             "ku": self.token_moves,
             "notify": self.notify,
             "read": self.read_back,
+            "tb": self.begin,
         }
         return frozenset(
             [

@@ -82,7 +82,14 @@ _HISTORY = (
 
 #: The parts a write statement can have; each batch sends only those it needs (a CTE over an
 #: empty array still costs the server its executor set-up), see ``flush_sql``.
-PARTS = frozenset({"ie", "tu", "ti", "vu", "ku", "notify", "read", *TABLES})
+PARTS = frozenset({"ie", "tu", "ti", "vu", "ku", "tb", "notify", "read", *TABLES})
+#: The history row of a reserved task's run begun (``tb``): written only if it began.
+BEGUN_ROW = "tb"
+
+
+def parts_of(parts: frozenset[str]) -> set[tuple[str, str]]:
+    """The history table each part other than a history table's own writes a row to."""
+    return {("task", "tb")} if "tb" in parts else set()
 
 
 @cache
@@ -103,7 +110,7 @@ def flush_sql(parts: frozenset[str]) -> str:
         )
     )
     after_ie = _AFTER_IE if "ie" in parts else ""
-    history = [name for name in TABLES if name in parts]
+    history = [name for name in TABLES if name in parts or (name, "tb") in parts_of(parts)]
     ctes = []
     if history:
         ctes.append("base AS (SELECT nextval('bpm_history_seq') AS b)")
@@ -151,6 +158,15 @@ def flush_sql(parts: frozenset[str]) -> str:
             f"WHERE k.id = u.id AND k.version = u.expected "
             f"AND k.id = ANY(%(kui)s::uuid[]) {after_ie} RETURNING k.id)"
         )
+    if "tb" in parts:
+        # A reserved task's run begins if it is still as reserved; a miss changes nothing
+        # and fails nothing (it was offered again, or cancelled, meanwhile).
+        ctes.append(
+            "tb AS (UPDATE external_tasks t SET attempts=t.attempts+1,retries=t.retries-1,"
+            "lock_expire_at=%(tb_expire)s,version=t.version+1,updated_at=%(tb_now)s "
+            "WHERE t.id=%(tb_id)s::uuid AND t.version=%(tb_version)s AND t.state=%(tb_state)s "
+            "AND t.lock_owner=%(tb_owner)s RETURNING t.id)"
+        )
     for i, name in enumerate(history):
         columns = [c for c in (*COMMON_COLUMNS, *EXTRA_COLUMNS[name]) if c != "k"]
         values = [
@@ -159,10 +175,16 @@ def flush_sql(parts: frozenset[str]) -> str:
             else "COALESCE(from_state, (SELECT ie.old_state FROM ie WHERE ie.k = h.k))"
             for c in columns
         ]
+        # The row of a reserved run begun (``tb``) is written only if it began.
+        begun = (
+            f" OR h.tbl='{BEGUN_ROW}' AND EXISTS(SELECT FROM tb)"
+            if (name, "tb") in parts_of(parts)
+            else ""
+        )
         ctes.append(
             f"h_{i} AS (INSERT INTO {TABLES[name].name} (id,{','.join(columns)}) "
             f"SELECT base.b + h.k,{','.join(values)} "
-            f"FROM base, h WHERE h.tbl = '{name}')"
+            f"FROM base, h WHERE h.tbl = '{name}'{begun})"
         )
     if "notify" in parts:
         ctes.append(
@@ -195,10 +217,12 @@ def flush_sql(parts: frozenset[str]) -> str:
     left = (
         "(SELECT jsonb_object_agg(ie.k::text, ie.old_state) FROM ie)" if "ie" in parts else "NULL"
     )
+    begun = "(SELECT count(*) FROM tb)" if "tb" in parts else "0"
     return (
         "WITH " + ", ".join(ctes) + " " if ctes else ""
-    ) + f"SELECT {read}, {guard}, {notified}, {left}"
+    ) + f"SELECT {read}, {guard}, {notified}, {left}, {begun}"
 
 
-#: The statement with every part: the longest one.
-FLUSH = flush_sql(PARTS)
+#: The longest statements a batch sends: every part, but a batch that ends its instance
+#: begins no reserved run (the end cancelled the instance's tasks, the reserved ones too).
+LONGEST = (flush_sql(PARTS - {"tb"}), flush_sql(PARTS - {"ie"}))

@@ -182,13 +182,10 @@ def notify_new(conn: Connection, topics: list[str]) -> None:
             )
 
 
-def begin_reserved(
-    conn: Connection, task: TaskRow, expire: datetime, now: datetime
-) -> TaskRow | None:
-    """A reserved task's run begins (its attempt counts, its lock runs to ``expire``), if it
-    is still as reserved (its version, LOCKED by its owner); None when it is not. A
-    statement of its own, so that a task changed meanwhile fails nothing else."""
-    params = {
+def begin_params(task: TaskRow, expire: datetime, now: datetime) -> dict[str, Any]:
+    """What ``begin_reserved`` checks and sets: the task as reserved (its version, LOCKED by
+    its owner), and its lock's new end."""
+    return {
         "b_id": task.id,
         "b_version": task.version,
         "b_state": TaskState.LOCKED.value,
@@ -196,6 +193,20 @@ def begin_reserved(
         "b_expire": expire,
         "b_now": now,
     }
+
+
+def begin_reserved(
+    conn: Connection, task: TaskRow, expire: datetime, now: datetime
+) -> TaskRow | None:
+    """A reserved task's run begins (its attempt counts, its lock runs to ``expire``), if it
+    is still as reserved (its version, LOCKED by its owner); None when it is not. A
+    statement of its own, so that a task changed meanwhile fails nothing else (the write
+    batch can carry it too: ``WriteBatch.begin_reserved``)."""
+    return begin_reserved_with(conn, begin_params(task, expire, now))
+
+
+def begin_reserved_with(conn: Connection, params: dict[str, Any]) -> TaskRow | None:
+    """``begin_reserved`` from its ``begin_params``."""
     if conn.dialect.name == "postgresql":
         row: Sequence[Any] | None = raw_one(conn, _BEGIN_RESERVED_PG, params)
     else:

@@ -9,12 +9,14 @@ statement and after a read, and check that a miss writes nothing at all.
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import timedelta
 from uuid import UUID
 
 import pytest
 
 from bpm.definitions import ProcessBuilder
 from bpm.engine.core.tx import Conflict, Stale, Tx
+from bpm.engine.semantics import task_moves
 from bpm.store import Database, tokens
 from bpm.store.rows import TokenRow
 from tests.helpers import db as rows
@@ -98,9 +100,10 @@ def test_the_write_statement_stays_in_psycopgs_parsed_query_cache() -> None:
     per step): keep the batch statement under it."""
     from psycopg import _queries
 
-    from bpm.store.batch_sql import FLUSH as _FLUSH
+    from bpm.store.batch_sql import LONGEST
 
-    assert len(_FLUSH) <= getattr(_queries, "MAX_CACHED_STATEMENT_LENGTH", 4096)
+    for statement in LONGEST:
+        assert len(statement) <= getattr(_queries, "MAX_CACHED_STATEMENT_LENGTH", 4096)
 
 
 def test_a_new_task_row_is_encoded_by_orjson_not_the_slow_way() -> None:
@@ -113,3 +116,44 @@ def test_a_new_task_row_is_encoded_by_orjson_not_the_slow_way() -> None:
 
     assert all(type(name) is str for name in TASK_COLUMNS)
     orjson.dumps([dict.fromkeys(TASK_COLUMNS)])
+
+
+@pytest.mark.parametrize("still_reserved", [True, False], ids=["reserved", "offered-again"])
+def test_a_reserved_run_begun_by_the_write_statement(rt: Harness, still_reserved: bool) -> None:
+    """The write statement begins a reserved task's run (attempt counted, its history row)
+    only if the task is still as reserved; when it is not, the rest of the batch commits
+    all the same and neither the task nor its history gains anything."""
+    iid, _ = waiting_token(rt)
+    db: Database = rt.engine.db
+    (task,) = rows.tasks_of(db, iid)
+    with db.transaction() as conn:  # reserved by "me", as a forking run leaves it
+        conn.exec_driver_sql(
+            "UPDATE external_tasks SET state = 'LOCKED', lock_owner = 'me', "
+            "version = version + 1 WHERE id = %(id)s",
+            {"id": task.id},
+        )
+    reserved = rows.task(db, task.id)
+    if not still_reserved:  # the lock scan offered it again meanwhile
+        with db.transaction() as conn:
+            conn.exec_driver_sql(
+                "UPDATE external_tasks SET state = 'READY', lock_owner = NULL, "
+                "version = version + 1 WHERE id = %(id)s",
+                {"id": task.id},
+            )
+    with rt.engine.core.transaction() as tx:
+        begins = task_moves.begin_reserved(tx, reserved, timedelta(minutes=5))
+        tx.history.engine(instance_id=iid, at=tx.now, type="Probe", actor=tx.actor)
+        assert tx.batch.begin is not None  # carried by the write, no statement of its own
+    begun = begins()
+    after = rows.task(db, task.id)
+    extended = rows.task_events_of(db, iid, type="LOCK_EXTENDED")
+    assert len(rows.engine_events_of(db, iid, type="Probe")) == 1
+    if still_reserved:
+        assert begun is not None and begun.version == after.version == reserved.version + 1
+        assert (after.attempts, after.retries) == (reserved.attempts + 1, reserved.retries - 1)
+        assert after.lock_expire_at == begun.lock_expire_at
+        assert [e["data"] for e in extended] == [{"attempt": reserved.attempts + 1}]
+    else:
+        assert begun is None
+        assert (after.state, after.attempts) == ("READY", reserved.attempts)
+        assert extended == []

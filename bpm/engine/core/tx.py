@@ -287,6 +287,8 @@ class Tx:
         (``WriteBatch.flush``), when nothing is sent after it."""
         for _, row in self.history.rows:
             row["cause"] = self.cause
+        if self.batch.begin is not None:
+            self.batch.begin.row["cause"] = self.cause
         self.batch.now = self.now
         self.batch.notify = self.notify_topics
         try:

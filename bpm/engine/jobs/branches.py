@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import functools
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from uuid import UUID
 
@@ -35,6 +36,9 @@ log = logging.getLogger("bpm.engine")
 #: branches run even past the run's bound (nobody else can take them while they are
 #: reserved): this bounds how far past it.
 MAX_QUEUED = 20
+#: A branch's run begun in a transaction: the branch as begun, once it has committed (None:
+#: its task was no longer as reserved).
+Begins = Callable[[], RunTask | None]
 
 
 @dataclass
@@ -84,10 +88,10 @@ class TakenBranches:
         tx.branches.clear()
         return taken
 
-    def begin_next(self, tx: Tx) -> RunTask | None:
+    def begin_next(self, tx: Tx) -> Begins | None:
         """In a transaction after which the run goes on with the next queued branch, that
-        branch's run begins (saving a transaction of its own), by a statement that changes
-        nothing when its task is no longer as reserved; None when it did not begin."""
+        branch's run begins (saving a transaction of its own), by a write that changes
+        nothing when its task is no longer as reserved; None when there is none to begin."""
         if not self._queue or self._queue[0].begun:
             return None
         task = self._queue[0].task
@@ -95,11 +99,19 @@ class TakenBranches:
             return None
         return self._begin(tx, task)
 
-    def settle(self, taken: list[Branch], changed: set[UUID], begun: RunTask | None) -> None:
-        """After a step committed: the branch whose run it began, the ones it took on, and
-        none whose task it changed otherwise (it cancelled them)."""
-        if begun is not None:
-            self._queue[0] = Branch(begun, begun=True)
+    def settle(self, taken: list[Branch], changed: set[UUID], begins: Begins | None) -> None:
+        """After a step committed: the branch whose run it began (dropped if it was no
+        longer as reserved), the ones it took on, and none whose task it changed otherwise
+        (it cancelled them)."""
+        if begins is not None:
+            begun = begins()
+            if begun is None:
+                dropped = self._queue.pop(0)
+                log.info(
+                    "no-op: task %s changed before its reserved run began", dropped.task.task_id
+                )
+            else:
+                self._queue[0] = Branch(begun, begun=True)
         if changed:
             self._queue = [b for b in self._queue if b.task.task_id not in changed]
         # Each handler gets variables of its own: the branches of one transaction were given
@@ -136,16 +148,22 @@ class TakenBranches:
         with self.core.transaction() as tx:
             task_moves.release(tx, branch.task.locked)
 
-    def _begin(self, tx: Tx, task: RunTask) -> RunTask | None:
+    def _begin(self, tx: Tx, task: RunTask) -> Begins:
         assert task.locked is not None
         g = self.core.graph_of(tx, task.locked.instance_id)
         begun = task_moves.begin_reserved(tx, task.locked, g.node(task.locked.node_id).timeout)
-        return replace(task, locked=begun) if begun is not None else None
+
+        def begins() -> RunTask | None:
+            row = begun()
+            return replace(task, locked=row) if row is not None else None
+
+        return begins
 
     def _begin_alone(self, task: RunTask) -> RunTask | None:
         def once() -> RunTask | None:
             with self.core.transaction() as tx:
-                return self._begin(tx, task)
+                begins = self._begin(tx, task)
+            return begins()
 
         begun = self.core.retrying(once)
         if begun is None:

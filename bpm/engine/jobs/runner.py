@@ -16,7 +16,7 @@ from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.causes import because
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Conflict, Next, NextToken, RunTask, Stale, Tx
-from bpm.engine.jobs.branches import Branch, TakenBranches
+from bpm.engine.jobs.branches import Begins, Branch, TakenBranches
 from bpm.engine.semantics import (
     call_mappings,
     code_runs,
@@ -294,7 +294,7 @@ class JobRunner:
 
 
 #: What a step's transaction leaves for the branches of its run (``TakenBranches.settle``).
-Settled = tuple[list[Branch], set[UUID], RunTask | None]
+Settled = tuple[list[Branch], set[UUID], Begins | None]
 
 
 def _branches_of(

@@ -9,6 +9,7 @@ READY task is ``lock``ed by one statement that counts the attempt.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -17,6 +18,7 @@ from uuid import UUID
 from bpm.engine.core.tx import Conflict, Tx
 from bpm.states import TaskEvent, TaskKind, TaskState
 from bpm.store import tasks
+from bpm.store.history import HistoryBuffer
 from bpm.store.ids import new_id
 from bpm.store.rows import TaskRow, TokenRow
 
@@ -117,19 +119,53 @@ def create_locked(
     return locked
 
 
-def begin_reserved(tx: Tx, task: TaskRow, lock_for: timedelta) -> TaskRow | None:
+def begin_reserved(tx: Tx, task: TaskRow, lock_for: timedelta) -> Callable[[], TaskRow | None]:
     """The run of a reserved task begins: its attempt counts and its lock runs from now (a
     ``LOCK_EXTENDED`` row with the attempt; the reservation's ``LOCKED`` row has none).
-    None, changing nothing, when the task is no longer as reserved (cancelled, or offered
-    again after its lock expired). Its instance's row is locked first, as for any row a
-    transaction changes that it did not create."""
+    What it returns tells, once the transaction has committed, the task as begun, or None
+    when it changed nothing because the task was no longer as reserved (cancelled, or
+    offered again after its lock expired). On PostgreSQL the transaction's write statement
+    does it (``WriteBatch.begin_reserved``), no statement of its own. Its instance's row is
+    locked first, as for any row a transaction changes that it did not create."""
     tx.lock_instance(task.instance_id)
-    begun = tasks.begin_reserved(tx.conn, task, tx.now + lock_for, tx.now)
-    if begun is not None:
-        _history(
-            tx, task, TaskEvent.LOCK_EXTENDED, task.state, begun.state, {"attempt": begun.attempts}
+    expire = tx.now + lock_for
+    params = tasks.begin_params(task, expire, tx.now)
+    if tx.conn.dialect.name == "postgresql" and tx.batch.begin is None:
+        begun = replace(
+            task,
+            attempts=task.attempts + 1,
+            retries=task.retries - 1,
+            lock_expire_at=expire,
+            version=task.version + 1,
+            updated_at=tx.now,
         )
-    return begun
+        row = _history_row(tx, task, TaskEvent.LOCK_EXTENDED, {"attempt": begun.attempts})
+        pending = tx.batch.begin_reserved(params, row)
+        return lambda: begun if pending.begun else None
+    got = tasks.begin_reserved_with(tx.conn, params)
+    if got is not None:
+        _history(
+            tx, task, TaskEvent.LOCK_EXTENDED, task.state, got.state, {"attempt": got.attempts}
+        )
+    return lambda: got
+
+
+def _history_row(tx: Tx, task: TaskRow, event: str, data: dict[str, Any]) -> dict[str, Any]:
+    """The history row of a change that leaves the task in its state, not yet written."""
+    rows = HistoryBuffer()
+    rows.task(
+        instance_id=task.instance_id,
+        task_id=task.id,
+        token_id=task.token_id,
+        at=tx.now,
+        type=event,
+        node_id=task.node_id,
+        from_state=task.state,
+        to_state=task.state,
+        actor=tx.actor,
+        data=data,
+    )
+    return rows.rows[0][1]
 
 
 def release(tx: Tx, task: TaskRow) -> None:
