@@ -24,7 +24,7 @@ from sqlalchemy.exc import DBAPIError
 
 from bpm.store import instances, tasks, tokens, variables
 from bpm.store.batch_sql import BEGUN_ROW, TASK_COLUMNS, flush_sql, task_row
-from bpm.store.db import first_statement_commits, raw_one, raw_pipeline
+from bpm.store.db import first_statement_commits, raw_one
 from bpm.store.history import HistoryBuffer
 from bpm.store.json_rows import encode_rows
 from bpm.store.rows import TaskRow, TokenRow
@@ -67,6 +67,8 @@ class ReservedBegin:
 
     params: dict[str, Any]
     row: dict[str, Any]
+    #: Where its history row goes among the transaction's: where it was begun.
+    at: int
     begun: bool | None = None
 
 
@@ -93,7 +95,7 @@ class WriteBatch:
         """Begin a reserved task's run with this batch (``tasks.begin_reserved``'s
         ``params``), and write its history ``row`` only if it began: no statement of its own,
         and a task changed meanwhile fails nothing else."""
-        self.begin = ReservedBegin(params, row)
+        self.begin = ReservedBegin(params, row, at=len(self.history.rows))
         return self.begin
 
     def change_task(self, params: dict[str, Any], miss: str, message: str) -> None:
@@ -118,10 +120,7 @@ class WriteBatch:
         """Whether this batch already changes the instance's state."""
         return any(e.instance_id == instance_id for e in self.instance_ends)
 
-    def flush(self, conn: Connection, *, commit: bool = False) -> None:
-        """Write it all. ``commit``: this is the transaction's last statement, and on
-        PostgreSQL its COMMIT goes with it, one round trip for both (the caller's own
-        commit then finds nothing to do)."""
+    def flush(self, conn: Connection) -> None:
         rows = (
             len(self.history)
             + len(self.task_changes)
@@ -129,6 +128,10 @@ class WriteBatch:
             + sum(len(v) for v in self.values.values())
             + len(self.token_moves)
         )
+        if self.begin is not None and self.begin.params["b_id"] in {
+            c.params["b_id"] for c in self.task_changes
+        }:  # the transaction changed the task itself (cancelled it): its run does not begin
+            self.begin.begun, self.begin = False, None
         if rows == 0 and self.read_back is None and not self.notify and self.begin is None:
             return
         begun_row = 1 if self.begin is not None else 0
@@ -136,7 +139,7 @@ class WriteBatch:
             waiting = [iid for iid in self.values if iid not in self.locked_instances]
             if waiting:
                 _serialise_variable_writers(conn, sorted(waiting, key=str))
-            self._flush_one_statement(conn, commit)
+            self._flush_one_statement(conn)
         else:
             self._flush_each(conn)
         self.__init__()  # type: ignore[misc]
@@ -168,7 +171,7 @@ class WriteBatch:
             begin = self.begin
             begin.begun = tasks.begin_reserved_with(conn, begin.params) is not None
             if begin.begun:
-                self.history.rows.append(("task", begin.row))
+                self.history.rows.insert(begin.at, ("task", begin.row))
         self.history.flush(conn)
         if self.notify:
             tasks.notify_new(conn, sorted(self.notify))
@@ -176,7 +179,7 @@ class WriteBatch:
             instance_id, into = self.read_back
             into.update(variables.load(conn, instance_id))
 
-    def _flush_one_statement(self, conn: Connection, commit: bool) -> None:
+    def _flush_one_statement(self, conn: Connection) -> None:
         read_id, into = self.read_back if self.read_back is not None else (None, None)
         own = dict(self.values.get(read_id, {})) if read_id is not None else {}
         params: dict[str, Any] = {
@@ -235,12 +238,8 @@ class WriteBatch:
         if self.begin is not None:
             params.update({f"tb_{k[2:]}": v for k, v in self.begin.params.items()})
         try:
-            sql = flush_sql(self._parts())
-            with first_statement_commits(conn) as alone:
-                if alone or not commit:
-                    row = raw_one(conn, sql, params)
-                else:
-                    row = raw_pipeline(conn, [(sql, params)], commit=True)[0][0]
+            with first_statement_commits(conn):
+                row = raw_one(conn, flush_sql(self._parts()), params)
             assert row is not None
             stored, left = row[0], row[3] or {}
         except DBAPIError as exc:
@@ -254,12 +253,16 @@ class WriteBatch:
         if into is not None:
             into.update({**(stored or {}), **own})
 
-    def _history_rows(self) -> list[dict[str, Any]]:
-        """The rows of ``h``, numbered; a begun run's row last, under its own name."""
-        rows = [{"k": k, "tbl": name, **row} for k, (name, row) in enumerate(self.history.rows)]
+    def _ordered(self) -> list[tuple[str, dict[str, Any]]]:
+        """The history rows in order, a begun run's (under its own name) where it began."""
+        rows = list(self.history.rows)
         if self.begin is not None:
-            rows.append({"k": len(rows), "tbl": BEGUN_ROW, **self.begin.row})
+            rows.insert(self.begin.at, (BEGUN_ROW, self.begin.row))
         return rows
+
+    def _history_rows(self) -> list[dict[str, Any]]:
+        """The rows of ``h``, numbered in order: their ids follow it."""
+        return [{"k": k, "tbl": name, **row} for k, (name, row) in enumerate(self._ordered())]
 
     def _parts(self) -> frozenset[str]:
         present = {
@@ -280,7 +283,7 @@ class WriteBatch:
         )
 
     def _index(self, row: dict[str, Any]) -> int:
-        return next(k for k, (_, r) in enumerate(self.history.rows) if r is row)
+        return next(k for k, (_, r) in enumerate(self._ordered()) if r is row)
 
     def _raise_miss(self, report: dict[str, Any]) -> NoReturn:
         changed = {UUID(x) for x in report.get("tu") or ()}

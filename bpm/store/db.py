@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -302,50 +302,14 @@ def raw_all(conn: Connection, sql: str, params: dict[str, Any]) -> list[tuple[An
     return rows
 
 
-def raw_pipeline(
-    conn: Connection, statements: Sequence[tuple[str, dict[str, Any]]], *, commit: bool = False
-) -> list[list[tuple[Any, ...]]]:
-    """PostgreSQL only: ``raw_all`` for several statements in one round trip, in order, and
-    with ``commit`` the transaction's COMMIT after them; the rows of each.
-
-    The server runs them one after another as if each were sent alone, a BEGIN still to be
-    sent included: each statement takes its snapshot when it starts, after the one before it
-    has finished (a lock it waited for included), and the first error skips the rest, the
-    COMMIT too, and comes out as ``raw_one``'s do. ``commit`` is for the transaction's last
-    write only: what follows it runs in a transaction of its own."""
-    raw = conn.connection.driver_connection
-    assert raw is not None
-    sql = statements[0][0] if statements else "COMMIT"
-    try:
-        with raw.pipeline():
-            cursors = [raw.execute(text, params) for text, params in statements]
-            if commit:
-                raw.commit()
-        return [c.fetchall() if c.description is not None else [] for c in cursors]
-    except raw.Error as exc:
-        raise _wrapped(conn, raw, sql, statements, exc) from exc
-
-
 def _raw(conn: Connection, sql: str, params: dict[str, Any], many: bool) -> Any:
     raw = conn.connection.driver_connection
     assert raw is not None
     try:
-        if _opens_transaction(raw):  # its BEGIN goes in the same round trip
-            with raw.pipeline():
-                cursor = raw.execute(sql, params)
-        else:
-            cursor = raw.execute(sql, params)
+        cursor = raw.execute(sql, params)
         return cursor.fetchall() if many else cursor.fetchone()
     except raw.Error as exc:  # psycopg.Error, without importing the postgres extra
         raise _wrapped(conn, raw, sql, params, exc) from exc
-
-
-def _opens_transaction(raw: Any) -> bool:
-    """Whether the driver sends a BEGIN before the next statement (a transaction not yet
-    begun): alone, that is a round trip of its own."""
-    from psycopg.pq import TransactionStatus  # only installed with the postgres extra
-
-    return not raw.autocommit and raw.info.transaction_status == TransactionStatus.IDLE
 
 
 def _wrapped(conn: Connection, raw: Any, sql: str, params: Any, exc: Exception) -> Exception:

@@ -32,7 +32,7 @@ from bpm.states import (
     WaitKind,
 )
 from bpm.store import instances
-from bpm.store.db import pg_sql, raw_one, raw_pipeline
+from bpm.store.db import pg_sql, raw_all, raw_one
 from bpm.store.json_rows import encode_rows
 from bpm.store.rows import TokenRow, from_row
 from bpm.store.schema import (
@@ -127,21 +127,18 @@ def live_children(conn: Connection, parent_id: UUID) -> list[TokenRow]:
 def lock_with_children(
     conn: Connection, token_id: UUID, instance_id: UUID
 ) -> tuple[TokenRow | None, list[TokenRow]]:
-    """``lock`` and then ``live_children`` of the same token, in one round trip on
-    PostgreSQL. Two statements, not one: a statement that waited for the lock would read the
-    children as they were when it began, before the wait, and miss a sibling that committed
-    meanwhile; the second statement begins once the first holds the lock."""
+    """``lock`` and then ``live_children`` of the same token (a scope deciding about its
+    branches), sent straight to the driver on PostgreSQL. Two statements, not one: a
+    statement that waited for the lock would read the children as they were when it began,
+    before the wait, and miss a sibling that committed meanwhile; the second begins once
+    the first holds the lock."""
     if conn.dialect.name != "postgresql":
         return lock(conn, token_id, instance_id), live_children(conn, token_id)
-    locked, children = raw_pipeline(
-        conn,
-        [
-            (_LOCK_AFTER_INSTANCE_PG, {"id": token_id, "instance_id": instance_id}),
-            (_LIVE_CHILDREN_PG, {"id": token_id}),
-        ],
-    )
-    row = TokenRow(*locked[0]) if locked else None
-    return row, [TokenRow(*child) for child in children]
+    locked = raw_one(conn, _LOCK_AFTER_INSTANCE_PG, {"id": token_id, "instance_id": instance_id})
+    if locked is None:
+        return None, []
+    children = raw_all(conn, _LIVE_CHILDREN_PG, {"id": token_id})
+    return TokenRow(*locked), [TokenRow(*child) for child in children]
 
 
 def of_instance(conn: Connection, instance_id: UUID) -> list[TokenRow]:

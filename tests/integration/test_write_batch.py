@@ -157,3 +157,31 @@ def test_a_reserved_run_begun_by_the_write_statement(rt: Harness, still_reserved
         assert begun is None
         assert (after.state, after.attempts) == ("READY", reserved.attempts)
         assert extended == []
+
+
+def test_a_reserved_run_begun_by_the_transaction_that_cancels_it_does_not_begin(
+    rt: Harness,
+) -> None:
+    """A transaction that changes the task itself (a cancel) and would also begin its run:
+    the change wins, the run does not begin and nothing fails."""
+    iid, _ = waiting_token(rt)
+    db: Database = rt.engine.db
+    (task,) = rows.tasks_of(db, iid)
+    with db.transaction() as conn:
+        conn.exec_driver_sql(
+            "UPDATE external_tasks SET state = 'LOCKED', lock_owner = 'me', "
+            "version = version + 1 WHERE id = %(id)s",
+            {"id": task.id},
+        )
+    reserved = rows.task(db, task.id)
+    with rt.engine.core.transaction() as tx:
+        begins = task_moves.begin_reserved(tx, reserved, timedelta(minutes=5))
+        tx.finish_task(reserved, state="CANCELLED", miss="stale", message="gone")
+    assert begins() is None
+    after = rows.task(db, task.id)
+    assert (after.state, after.attempts, after.version) == (
+        "CANCELLED",
+        reserved.attempts,
+        reserved.version + 1,
+    )
+    assert rows.task_events_of(db, iid, type="LOCK_EXTENDED") == []

@@ -148,7 +148,7 @@ class EngineCore:
                 for table, row in tx.history.rows
                 if table == "engine" and self.listeners.wants(row["type"])
             ]
-            tx.flush(commit=True)  # may fill in rows (an instance's from_state)
+            tx.flush()  # may fill in rows (an instance's from_state)
             events = [dict(row) for row in wanted]
         if tx.jobs:
             self.dispatcher.dispatch(tx.jobs)

@@ -282,9 +282,8 @@ class Tx:
             self.batch.read_back = (instance_id, {})
         return self.batch.read_back[1]
 
-    def flush(self, *, commit: bool = False) -> None:
-        """Write everything this transaction decided, in one go; ``commit``: and commit
-        (``WriteBatch.flush``), when nothing is sent after it."""
+    def flush(self) -> None:
+        """Write everything this transaction decided, in one go."""
         for _, row in self.history.rows:
             row["cause"] = self.cause
         if self.batch.begin is not None:
@@ -292,7 +291,7 @@ class Tx:
         self.batch.now = self.now
         self.batch.notify = self.notify_topics
         try:
-            self.batch.flush(self.conn, commit=commit)
+            self.batch.flush(self.conn)
         except BatchMiss as exc:
             raise (Stale if exc.kind == "stale" else Conflict)(exc.message) from exc
 

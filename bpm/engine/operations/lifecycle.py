@@ -144,10 +144,12 @@ def start(
             raise InvalidOperation(f"the {name} must be a non-empty string, got {quoted(given)}")
         check_text(given, f"the {name}", NAME_MAX)
     ikey = start_key(idempotency_key, business_key, message_id)
-    # A start with a key that started an instance already is found by the insert itself
-    # (ON CONFLICT DO NOTHING): no read before it, one statement less for every start.
     with core.transaction(inline=run_now and inline) as tx:
         row = _definition(tx, key, version)
+        if ikey is not None:
+            existing = instances.by_idempotency_key(tx.conn, key, ikey)
+            if existing is not None:
+                return Started(existing.id, key, existing.business_key, existing.state, False), None
         graph = core.graph(row.id, tx.conn)
         first = graph.start_of(None)
         triggered = [

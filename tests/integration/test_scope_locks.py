@@ -1,10 +1,9 @@
-"""Statements sent together in one round trip keep the meaning they have sent one by one.
+"""A scope's lock and the read of its live children (``tokens.lock_with_children``), the
+statements a scope deciding about its branches sends straight to the driver.
 
-A scope's lock and the read of its live children travel together (``lock_with_children``):
-the read must still begin only once the lock is held, or a branch that parked at the join
-while the scope waited for the lock would be missed and the join never fire. A raw statement
-that opens a transaction carries its BEGIN, and a transaction's write carries its COMMIT:
-the first must still be undone by a rollback, the second must leave nothing when it misses.
+The read must begin only once the lock is held, or a branch that parked at the join while
+the scope waited for the lock would be missed and the join never fire. And a raw statement
+that is a transaction's first opens a real transaction: a rollback undoes it.
 """
 
 from __future__ import annotations
@@ -19,15 +18,13 @@ import psycopg
 import pytest
 
 from bpm.definitions import ProcessBuilder
-from bpm.engine.core.tx import Conflict
 from bpm.store import Database, tokens
 from bpm.store.rows import TokenRow
 from tests.helpers import db as rows
-from tests.helpers.invariants import snapshot
 from tests.helpers.runtime import Harness
 
 FORK = (
-    ProcessBuilder("pipelined")
+    ProcessBuilder("scope_locks")
     .start()
     .parallel_gateway("fork")
     .service_task("a", topic="ta")
@@ -46,7 +43,7 @@ WAIT_S = 20.0
 def forked(rt: Harness) -> tuple[UUID, TokenRow, list[TokenRow]]:
     """An instance whose two branches wait at their tasks, and its scope's token."""
     rt.deploy(FORK)
-    iid = rt.start("pipelined", {})
+    iid = rt.start("scope_locks", {})
     rt.drain()
     live = rows.tokens_of(rt.engine.db, iid)
     (scope,) = [t for t in live if t.parent_token_id is None]
@@ -123,28 +120,3 @@ def test_a_raw_statement_that_opens_a_transaction_is_undone_by_its_rollback(
             assert raw.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
             raise RuntimeError("after the insert")
     assert clone.id not in {t.id for t in rows.tokens_of(db, iid)}
-
-
-def test_a_write_sent_with_its_commit_commits_once_and_a_missed_one_leaves_nothing(
-    rt: Harness,
-) -> None:
-    """After a read the transaction is open: its write goes with the COMMIT. A write that
-    holds is committed by it (the caller's commit then has nothing to do); one that misses
-    skips the COMMIT and the transaction leaves nothing."""
-    iid, _, (first, _) = forked(rt)
-    db: Database = rt.engine.db
-    core = rt.engine.core
-    moved = replace(first, node_id="join", version=first.version + 1)
-    with core.transaction() as tx:
-        assert tx.token(first.id) is not None  # opens the transaction
-        tx.stage_token(first, replace(moved, updated_at=tx.now))
-    assert rows.token(db, first.id).version == first.version + 1
-
-    before = snapshot(db)
-    with pytest.raises(Conflict, match=str(first.id)):
-        with core.transaction() as tx:
-            assert tx.token(first.id) is not None
-            tx.stage_token(first, replace(moved, version=first.version + 2, updated_at=tx.now))
-            tx.history.engine(instance_id=iid, at=tx.now, type="Probe", actor=tx.actor)
-    assert snapshot(db) == before
-    assert rows.engine_events_of(db, iid, type="Probe") == []
