@@ -153,18 +153,7 @@ def begin_reserved(tx: Tx, task: TaskRow, lock_for: timedelta) -> Callable[[], T
 def _history_row(tx: Tx, task: TaskRow, event: str, data: dict[str, Any]) -> dict[str, Any]:
     """The history row of a change that leaves the task in its state, not yet written."""
     rows = HistoryBuffer()
-    rows.task(
-        instance_id=task.instance_id,
-        task_id=task.id,
-        token_id=task.token_id,
-        at=tx.now,
-        type=event,
-        node_id=task.node_id,
-        from_state=task.state,
-        to_state=task.state,
-        actor=tx.actor,
-        data=data,
-    )
+    _history(tx, task, event, task.state, task.state, data, into=rows)
     return rows.rows[0][1]
 
 
@@ -230,8 +219,10 @@ def _history(
     from_state: str | None,
     to_state: str,
     data: dict[str, Any] | None,
+    into: HistoryBuffer | None = None,
 ) -> None:
-    tx.history.task(
+    """The task's history row, in the transaction's history (or ``into``)."""
+    (into if into is not None else tx.history).task(
         instance_id=task.instance_id,
         task_id=task.id,
         token_id=task.token_id,
