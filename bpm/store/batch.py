@@ -169,7 +169,7 @@ class WriteBatch:
         self._flush_token_moves(conn)
         if self.begin is not None:
             begin = self.begin
-            begin.begun = tasks.begin_reserved_with(conn, begin.params) is not None
+            begin.begun = tasks.begin_reserved(conn, begin.params) is not None
             if begin.begun:
                 self.history.rows.insert(begin.at, ("task", begin.row))
         self.history.flush(conn)
@@ -236,7 +236,7 @@ class WriteBatch:
         params["notify"] = sorted(self.notify)
         params["ri"] = read_id
         if self.begin is not None:
-            params.update({f"tb_{k[2:]}": v for k, v in self.begin.params.items()})
+            params.update(self.begin.params)
         try:
             with first_statement_commits(conn):
                 row = raw_one(conn, flush_sql(self._parts()), params)

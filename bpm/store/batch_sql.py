@@ -161,12 +161,7 @@ def flush_sql(parts: frozenset[str]) -> str:
     if "tb" in parts:
         # A reserved task's run begins if it is still as reserved; a miss changes nothing
         # and fails nothing (it was offered again, or cancelled, meanwhile).
-        ctes.append(
-            "tb AS (UPDATE external_tasks t SET attempts=t.attempts+1,retries=t.retries-1,"
-            "lock_expire_at=%(tb_expire)s,version=t.version+1,updated_at=%(tb_now)s "
-            "WHERE t.id=%(tb_id)s::uuid AND t.version=%(tb_version)s AND t.state=%(tb_state)s "
-            "AND t.lock_owner=%(tb_owner)s RETURNING t.id)"
-        )
+        ctes.append(f"tb AS ({tasks.BEGIN_RESERVED_ID_PG})")
     for i, name in enumerate(history):
         columns = [c for c in (*COMMON_COLUMNS, *EXTRA_COLUMNS[name]) if c != "k"]
         values = [

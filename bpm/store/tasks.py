@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -195,18 +196,24 @@ def begin_params(task: TaskRow, expire: datetime, now: datetime) -> dict[str, An
     }
 
 
-def begin_reserved(
-    conn: Connection, task: TaskRow, expire: datetime, now: datetime
-) -> TaskRow | None:
-    """A reserved task's run begins (its attempt counts, its lock runs to ``expire``), if it
-    is still as reserved (its version, LOCKED by its owner); None when it is not. A
-    statement of its own, so that a task changed meanwhile fails nothing else (the write
-    batch can carry it too: ``WriteBatch.begin_reserved``)."""
-    return begin_reserved_with(conn, begin_params(task, expire, now))
+def as_begun(task: TaskRow, expire: datetime, now: datetime) -> TaskRow:
+    """The task as ``begin_reserved`` leaves it when its run begins: what the statement
+    below sets, for a write batch that learns only whether it did."""
+    return replace(
+        task,
+        attempts=task.attempts + 1,
+        retries=task.retries - 1,
+        lock_expire_at=expire,
+        version=task.version + 1,
+        updated_at=now,
+    )
 
 
-def begin_reserved_with(conn: Connection, params: dict[str, Any]) -> TaskRow | None:
-    """``begin_reserved`` from its ``begin_params``."""
+def begin_reserved(conn: Connection, params: dict[str, Any]) -> TaskRow | None:
+    """A reserved task's run begins (its attempt counts, its lock runs to the new end), if
+    it is still as reserved (``begin_params``); None when it is not. A statement of its
+    own, so that a task changed meanwhile fails nothing else; the write batch carries the
+    same update (``BEGIN_RESERVED_ID_PG``) where it can."""
     if conn.dialect.name == "postgresql":
         row: Sequence[Any] | None = raw_one(conn, _BEGIN_RESERVED_PG, params)
     else:
@@ -214,7 +221,7 @@ def begin_reserved_with(conn: Connection, params: dict[str, Any]) -> TaskRow | N
     return TaskRow(*row) if row is not None else None
 
 
-_BEGIN_RESERVED = (
+_BEGIN_RESERVED_UPDATE = (
     t.update()
     .where(
         t.c.id == bindparam("b_id"),
@@ -229,9 +236,11 @@ _BEGIN_RESERVED = (
         version=t.c.version + literal_column("1"),
         updated_at=bindparam("b_now"),
     )
-    .returning(*_COLS)
 )
+_BEGIN_RESERVED = _BEGIN_RESERVED_UPDATE.returning(*_COLS)
 _BEGIN_RESERVED_PG = pg_sql(_BEGIN_RESERVED)
+#: The same update returning only the task's id: a part of the write batch's statement.
+BEGIN_RESERVED_ID_PG = pg_sql(_BEGIN_RESERVED_UPDATE.returning(t.c.id))
 
 
 def set_lock_expiry(conn: Connection, task: TaskRow, expire: datetime) -> None:

@@ -220,8 +220,8 @@ class Tx:
     def lock_token_with_children(
         self, token_id: UUID, instance_id: UUID
     ) -> tuple[TokenRow | None, list[TokenRow]]:
-        """``lock_token_id``, then the token's ``live_children`` read once it is locked: one
-        round trip for both (a scope deciding about its branches needs them together)."""
+        """``lock_token_id``, then the token's ``live_children`` read once it is locked (a
+        scope deciding about its branches needs them together)."""
         row, children = tokens.lock_with_children(self.conn, token_id, instance_id)
         self.note_locked(instance_id)
         if row is None:

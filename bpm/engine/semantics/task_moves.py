@@ -131,18 +131,11 @@ def begin_reserved(tx: Tx, task: TaskRow, lock_for: timedelta) -> Callable[[], T
     expire = tx.now + lock_for
     params = tasks.begin_params(task, expire, tx.now)
     if tx.conn.dialect.name == "postgresql" and tx.batch.begin is None:
-        begun = replace(
-            task,
-            attempts=task.attempts + 1,
-            retries=task.retries - 1,
-            lock_expire_at=expire,
-            version=task.version + 1,
-            updated_at=tx.now,
-        )
+        begun = tasks.as_begun(task, expire, tx.now)
         row = _history_row(tx, task, TaskEvent.LOCK_EXTENDED, {"attempt": begun.attempts})
         pending = tx.batch.begin_reserved(params, row)
         return lambda: begun if pending.begun else None
-    got = tasks.begin_reserved_with(tx.conn, params)
+    got = tasks.begin_reserved(tx.conn, params)
     if got is not None:
         _history(
             tx, task, TaskEvent.LOCK_EXTENDED, task.state, got.state, {"attempt": got.attempts}
