@@ -8,10 +8,12 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Connection, bindparam, delete, exists, select
+from sqlalchemy import Connection, bindparam, delete, exists, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 
 from bpm.store import instances
+from bpm.store.db import pg_sql, raw_all
+from bpm.store.json_rows import encode_rows
 from bpm.store.schema import local_variables as t
 
 
@@ -46,14 +48,38 @@ _END = (
 _INSTANCE = instances.locked_first(bindparam("instance_id"))
 _END_LOCKING = _END.where(exists(select(_INSTANCE.c.id))).add_cte(_INSTANCE)
 
+# PostgreSQL: the statements a scope's entry and end send (a multi-instance iteration's, every
+# step of its body), straight to the driver, as the store's other hot statements.
+_END_LOCKING_PG = pg_sql(_END_LOCKING)
+_OF_INSTANCE_PG = pg_sql(select(*_COLS).where(t.c.instance_id == bindparam("id")))
+_OF_TOKENS_PG = pg_sql(
+    select(*_COLS).where(t.c.instance_id == bindparam("id"), text("scope_token_id = ANY(:ids)"))
+).replace("ANY(%(ids)s)", "ANY(%(ids)s::uuid[])")
+#: Rows as one JSON array (``json_rows``); a JSON null value reads back from the recordset as
+#: SQL NULL, and is JSON's null.
+_UPSERT_PG = (
+    "INSERT INTO local_variables (instance_id,scope_token_id,scope_node_id,name,value,version,"
+    "updated_at) SELECT u.instance_id,u.scope_token_id,u.scope_node_id,u.name,"
+    "COALESCE(u.value,'null'),1,u.updated_at "
+    "FROM jsonb_populate_recordset(NULL::local_variables, %(rows)s::jsonb) AS u "
+    "ON CONFLICT (scope_token_id,scope_node_id,name) DO UPDATE SET value=excluded.value,"
+    "version=local_variables.version+1,updated_at=excluded.updated_at RETURNING 1"
+)
+
 
 def of_instance(conn: Connection, instance_id: UUID) -> list[LocalRow]:
+    if conn.dialect.name == "postgresql":
+        return [LocalRow(*row) for row in raw_all(conn, _OF_INSTANCE_PG, {"id": instance_id})]
     rows = conn.execute(select(*_COLS).where(t.c.instance_id == instance_id))
     return [LocalRow(*row) for row in rows]
 
 
 def of_tokens(conn: Connection, instance_id: UUID, token_ids: list[UUID]) -> list[LocalRow]:
     """The local variables of the scopes these tokens own."""
+    if conn.dialect.name == "postgresql":
+        ids = "{" + ",".join(map(str, token_ids)) + "}"
+        params = {"id": instance_id, "ids": ids}
+        return [LocalRow(*row) for row in raw_all(conn, _OF_TOKENS_PG, params)]
     stmt = select(*_COLS).where(t.c.instance_id == instance_id, t.c.scope_token_id.in_(token_ids))
     return [LocalRow(*row) for row in conn.execute(stmt)]
 
@@ -75,23 +101,7 @@ def write(
     values: Mapping[str, Any],
     now: datetime,
 ) -> None:
-    if not values:
-        return
-    conn.execute(
-        _UPSERTS[conn.dialect.name],
-        [
-            {
-                "instance_id": instance_id,
-                "scope_token_id": token_id,
-                "scope_node_id": node_id,
-                "name": name,
-                "value": value,
-                "version": 1,
-                "updated_at": now,
-            }
-            for name, value in values.items()
-        ],
-    )
+    write_scopes(conn, instance_id, {(token_id, node_id): values}, now)
 
 
 def write_scopes(
@@ -114,13 +124,18 @@ def write_scopes(
         for (token_id, node_id), values in scopes.items()
         for name, value in values.items()
     ]
-    if params:
-        conn.execute(_UPSERTS[conn.dialect.name], params)
+    if not params:
+        return
+    if conn.dialect.name == "postgresql":
+        raw_all(conn, _UPSERT_PG, {"rows": encode_rows(params)})
+        return
+    conn.execute(_UPSERTS[conn.dialect.name], params)
 
 
 def end(conn: Connection, instance_id: UUID, token_id: UUID, node_id: str) -> list[str]:
     """Delete the scope's variables; returns their names. On PostgreSQL the statement locks
     the instance's row first."""
-    stmt = _END_LOCKING if conn.dialect.name == "postgresql" else _END
     params = {"instance_id": instance_id, "token_id": token_id, "node_id": node_id}
-    return sorted(name for (name,) in conn.execute(stmt, params))
+    if conn.dialect.name == "postgresql":
+        return sorted(name for (name,) in raw_all(conn, _END_LOCKING_PG, params))
+    return sorted(name for (name,) in conn.execute(_END, params))

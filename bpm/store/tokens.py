@@ -115,8 +115,11 @@ def get(conn: Connection, token_id: UUID) -> TokenRow | None:
 def lock(conn: Connection, token_id: UUID, instance_id: UUID) -> TokenRow | None:
     """The token row, locked for this transaction; on PostgreSQL its instance's row is
     locked first, by the same statement (SQLite's writers take turns at the database)."""
-    stmt = _LOCK_AFTER_INSTANCE if conn.dialect.name == "postgresql" else _BY_ID
-    row = conn.execute(stmt, {"id": token_id, "instance_id": instance_id}).first()
+    params = {"id": token_id, "instance_id": instance_id}
+    if conn.dialect.name == "postgresql":  # a scope's every decision: straight to the driver
+        locked = raw_one(conn, _LOCK_AFTER_INSTANCE_PG, params)
+        return TokenRow(*locked) if locked is not None else None
+    row = conn.execute(_BY_ID, params).first()
     return from_row(TokenRow, row) if row else None
 
 

@@ -10,9 +10,11 @@ from uuid import UUID
 from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
 
+from bpm.store.db import pg_sql, raw_all
 from bpm.store.schema import variables as t
 
 _ALL = select(t.c.name, t.c.value).where(t.c.instance_id == bindparam("id"))
+_ALL_PG = pg_sql(_ALL)
 _SOME = select(t.c.name, t.c.value).where(
     t.c.instance_id == bindparam("id"), t.c.name.in_(bindparam("names", expanding=True))
 )
@@ -34,6 +36,8 @@ _UPSERTS = {"postgresql": _upsert("postgresql"), "sqlite": _upsert("sqlite")}
 
 
 def load(conn: Connection, instance_id: UUID, names: list[str] | None = None) -> dict[str, Any]:
+    if names is None and conn.dialect.name == "postgresql":  # read by most steps' decisions
+        return {name: value for name, value in raw_all(conn, _ALL_PG, {"id": instance_id})}
     if names is None:
         rows = conn.execute(_ALL, {"id": instance_id})
     else:
