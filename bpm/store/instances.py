@@ -12,7 +12,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from bpm.errors import UnknownProcess
-from bpm.store.db import raw_one
+from bpm.store.db import pg_sql, raw_one
 from bpm.store.rows import InstanceRow, from_row
 from bpm.store.schema import process_instances as t
 
@@ -34,6 +34,8 @@ _COLS = (
 #: The columns of an ``InstanceRow``, in its field order.
 COLUMNS = _COLS
 _BY_ID = select(*_COLS).where(t.c.id == bindparam("id"))
+_BY_ID_PG = pg_sql(_BY_ID)
+_LOCKED_PG = pg_sql(_BY_ID.with_for_update(key_share=True))
 _BY_IDEMPOTENCY = select(*_COLS).where(
     t.c.process_key == bindparam("key"), t.c.idempotency_key == bindparam("ikey")
 )
@@ -51,6 +53,9 @@ _SET_STATE = (
 
 def get(conn: Connection, instance_id: UUID, *, for_update: bool = False) -> InstanceRow | None:
     # FOR NO KEY UPDATE: inserting rows that reference the instance (FOR KEY SHARE) goes on.
+    if conn.dialect.name == "postgresql":  # read or locked by most decisions: the driver's
+        found = raw_one(conn, _LOCKED_PG if for_update else _BY_ID_PG, {"id": instance_id})
+        return InstanceRow(*found) if found is not None else None
     stmt = _BY_ID.with_for_update(key_share=True) if for_update else _BY_ID
     row = conn.execute(stmt, {"id": instance_id}).first()
     return from_row(InstanceRow, row) if row else None

@@ -82,6 +82,7 @@ _LIVE_CHILDREN = (
     .order_by(t.c.created_at, t.c.id)
 )
 _LOCK_AFTER_INSTANCE_PG = pg_sql(_LOCK_AFTER_INSTANCE)
+_BY_ID_PG = pg_sql(_BY_ID)
 #: The live states as literals, so that the partial index of live children serves it.
 _LIVE_CHILDREN_PG = pg_sql(
     select(*_COLS)
@@ -108,6 +109,9 @@ _MOVE = (
 
 
 def get(conn: Connection, token_id: UUID) -> TokenRow | None:
+    if conn.dialect.name == "postgresql":  # every job's first read: straight to the driver
+        found = raw_one(conn, _BY_ID_PG, {"id": token_id})
+        return TokenRow(*found) if found is not None else None
     row = conn.execute(_BY_ID, {"id": token_id}).first()
     return from_row(TokenRow, row) if row else None
 
