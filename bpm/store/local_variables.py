@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -53,8 +54,10 @@ _END_LOCKING = _END.where(exists(select(_INSTANCE.c.id))).add_cte(_INSTANCE)
 _END_LOCKING_PG = pg_sql(_END_LOCKING)
 _OF_INSTANCE_PG = pg_sql(select(*_COLS).where(t.c.instance_id == bindparam("id")))
 _OF_TOKENS_PG = pg_sql(
-    select(*_COLS).where(t.c.instance_id == bindparam("id"), text("scope_token_id = ANY(:ids)"))
-).replace("ANY(%(ids)s)", "ANY(%(ids)s::uuid[])")
+    select(*_COLS).where(
+        t.c.instance_id == bindparam("id"), text("scope_token_id = ANY(CAST(:ids AS uuid[]))")
+    )
+)
 #: Rows as one JSON array (``json_rows``); a JSON null value reads back from the recordset as
 #: SQL NULL, and is JSON's null.
 _UPSERT_PG = (
@@ -126,9 +129,11 @@ def write_scopes(
     ]
     if not params:
         return
-    if conn.dialect.name == "postgresql":
+    if conn.dialect.name == "postgresql" and all(_finite(p["value"]) for p in params):
         raw_all(conn, _UPSERT_PG, {"rows": encode_rows(params)})
         return
+    # A non-finite number goes the way it always went, for PostgreSQL to refuse (JSON has no
+    # NaN or Infinity; the JSON rows would turn it into null).
     conn.execute(_UPSERTS[conn.dialect.name], params)
 
 
@@ -139,3 +144,14 @@ def end(conn: Connection, instance_id: UUID, token_id: UUID, node_id: str) -> li
     if conn.dialect.name == "postgresql":
         return sorted(name for (name,) in raw_all(conn, _END_LOCKING_PG, params))
     return sorted(name for (name,) in conn.execute(_END, params))
+
+
+def _finite(value: Any) -> bool:
+    """Whether a JSON value holds no NaN or infinity, at any depth."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_finite(v) for v in value)
+    return True

@@ -18,6 +18,7 @@ from bpm.definitions import ProcessBuilder
 from bpm.dispatch import InProcessDispatcher
 from bpm.engine.engine import Engine
 from bpm.store import Database, local_variables, schema, tokens, variables
+from bpm.store.db import DatabaseRefused
 from bpm.store.ids import new_id
 from bpm.store.migrate import upgrade
 
@@ -128,3 +129,15 @@ def test_instance_variables_and_a_token_lock_read_as_written(db: Database) -> No
     assert some == {"int": 3, "none": None}
     assert locked == read and locked is not None and locked.id == token_id
     assert missing is None
+
+
+def test_a_non_finite_local_value_is_refused_on_postgresql_and_stores_nothing(
+    pg_db: Database,
+) -> None:
+    instance_id, token_id = _instance(pg_db)
+    with pytest.raises(DatabaseRefused, match="json"), pg_db.transaction() as conn:
+        local_variables.write(
+            conn, instance_id, token_id, "sub", {"ok": 1, "big": [float("inf")]}, NOW
+        )
+    with pg_db.transaction() as conn:
+        assert local_variables.of_instance(conn, instance_id) == []
