@@ -24,7 +24,7 @@ from sqlalchemy.exc import DBAPIError
 
 from bpm.store import instances, tasks, tokens, variables
 from bpm.store.batch_sql import BEGUN_ROW, TASK_COLUMNS, flush_sql, task_row
-from bpm.store.db import first_statement_commits, raw_one
+from bpm.store.db import first_statement_commits, raw_one, uuid_array
 from bpm.store.history import HistoryBuffer
 from bpm.store.json_rows import encode_rows
 from bpm.store.rows import TaskRow, TokenRow
@@ -229,8 +229,8 @@ class WriteBatch:
         # The ids again as arrays: the planner can use an index scan for them (a join with the
         # recordset itself is estimated at 100 rows and planned as a sequential scan).
         changed = sorted({c.params["b_id"] for c in self.task_changes})
-        params["tui"] = _uuid_array(changed)
-        params["kui"] = _uuid_array(sorted(self.token_moves))
+        params["tui"] = uuid_array(changed)
+        params["kui"] = uuid_array(sorted(self.token_moves))
         params["ntu"] = len(changed)
         params["nku"] = len(self.token_moves)
         params["notify"] = sorted(self.notify)
@@ -309,12 +309,6 @@ def _moved_on(end: _InstanceEnd) -> str:
         f"instance {end.instance_id} is no longer {' or '.join(end.only_from)}: it "
         f"changed while this transaction decided to make it {end.state}"
     )
-
-
-def _uuid_array(ids: list[UUID]) -> str:
-    """Ids as an array literal, cast in the statement: adapting a Python list costs the
-    driver far more than the text (it inspects every element to pick the array's type)."""
-    return "{" + ",".join(map(str, ids)) + "}"
 
 
 def _serialise_variable_writers(conn: Connection, instance_ids: list[UUID]) -> None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
+from uuid import UUID
 
 from sqlalchemy import Connection, create_engine, event
 from sqlalchemy.engine import Engine, make_url
@@ -300,6 +301,13 @@ def raw_all(conn: Connection, sql: str, params: dict[str, Any]) -> list[tuple[An
     """``raw_one``, every row."""
     rows: list[tuple[Any, ...]] = _raw(conn, sql, params, many=True)
     return rows
+
+
+def uuid_array(ids: Iterable[UUID]) -> str:
+    """Ids as an array literal for ``raw_one``, cast in the statement (``::uuid[]``): adapting
+    a Python list costs the driver far more than the text (it inspects every element to pick
+    the array's type)."""
+    return "{" + ",".join(map(str, ids)) + "}"
 
 
 def _raw(conn: Connection, sql: str, params: dict[str, Any], many: bool) -> Any:

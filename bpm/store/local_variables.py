@@ -13,7 +13,7 @@ from sqlalchemy import Connection, bindparam, delete, exists, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 
 from bpm.store import instances
-from bpm.store.db import pg_sql, raw_all
+from bpm.store.db import pg_sql, raw_all, uuid_array
 from bpm.store.json_rows import encode_rows
 from bpm.store.schema import local_variables as t
 
@@ -52,7 +52,8 @@ _END_LOCKING = _END.where(exists(select(_INSTANCE.c.id))).add_cte(_INSTANCE)
 # PostgreSQL: the statements a scope's entry and end send (a multi-instance iteration's, every
 # step of its body), straight to the driver, as the store's other hot statements.
 _END_LOCKING_PG = pg_sql(_END_LOCKING)
-_OF_INSTANCE_PG = pg_sql(select(*_COLS).where(t.c.instance_id == bindparam("id")))
+_OF_INSTANCE = select(*_COLS).where(t.c.instance_id == bindparam("id"))
+_OF_INSTANCE_PG = pg_sql(_OF_INSTANCE)
 _OF_TOKENS_PG = pg_sql(
     select(*_COLS).where(
         t.c.instance_id == bindparam("id"), text("scope_token_id = ANY(CAST(:ids AS uuid[]))")
@@ -73,15 +74,13 @@ _UPSERT_PG = (
 def of_instance(conn: Connection, instance_id: UUID) -> list[LocalRow]:
     if conn.dialect.name == "postgresql":
         return [LocalRow(*row) for row in raw_all(conn, _OF_INSTANCE_PG, {"id": instance_id})]
-    rows = conn.execute(select(*_COLS).where(t.c.instance_id == instance_id))
-    return [LocalRow(*row) for row in rows]
+    return [LocalRow(*row) for row in conn.execute(_OF_INSTANCE, {"id": instance_id})]
 
 
 def of_tokens(conn: Connection, instance_id: UUID, token_ids: list[UUID]) -> list[LocalRow]:
     """The local variables of the scopes these tokens own."""
     if conn.dialect.name == "postgresql":
-        ids = "{" + ",".join(map(str, token_ids)) + "}"
-        params = {"id": instance_id, "ids": ids}
+        params = {"id": instance_id, "ids": uuid_array(token_ids)}
         return [LocalRow(*row) for row in raw_all(conn, _OF_TOKENS_PG, params)]
     stmt = select(*_COLS).where(t.c.instance_id == instance_id, t.c.scope_token_id.in_(token_ids))
     return [LocalRow(*row) for row in conn.execute(stmt)]

@@ -128,6 +128,8 @@ def lock(conn: Connection, token_id: UUID, instance_id: UUID) -> TokenRow | None
 
 
 def live_children(conn: Connection, parent_id: UUID) -> list[TokenRow]:
+    if conn.dialect.name == "postgresql":
+        return [TokenRow(*row) for row in raw_all(conn, _LIVE_CHILDREN_PG, {"id": parent_id})]
     return [from_row(TokenRow, row) for row in conn.execute(_LIVE_CHILDREN, {"id": parent_id})]
 
 
@@ -135,17 +137,12 @@ def lock_with_children(
     conn: Connection, token_id: UUID, instance_id: UUID
 ) -> tuple[TokenRow | None, list[TokenRow]]:
     """``lock`` and then ``live_children`` of the same token (a scope deciding about its
-    branches), sent straight to the driver on PostgreSQL. Two statements, not one: a
+    branches). Two statements, not one: a
     statement that waited for the lock would read the children as they were when it began,
     before the wait, and miss a sibling that committed meanwhile; the second begins once
     the first holds the lock."""
-    if conn.dialect.name != "postgresql":
-        return lock(conn, token_id, instance_id), live_children(conn, token_id)
-    locked = raw_one(conn, _LOCK_AFTER_INSTANCE_PG, {"id": token_id, "instance_id": instance_id})
-    if locked is None:
-        return None, []
-    children = raw_all(conn, _LIVE_CHILDREN_PG, {"id": token_id})
-    return TokenRow(*locked), [TokenRow(*child) for child in children]
+    locked = lock(conn, token_id, instance_id)
+    return (locked, live_children(conn, token_id)) if locked is not None else (None, [])
 
 
 def of_instance(conn: Connection, instance_id: UUID) -> list[TokenRow]:
