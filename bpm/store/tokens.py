@@ -92,6 +92,12 @@ _LIVE_CHILDREN_PG = pg_sql(
     )
     .order_by(t.c.created_at, t.c.id)
 )
+#: The token first, then its live children oldest first, as the function returns them.
+_LOCK_WITH_CHILDREN_PG = (
+    f"SELECT {','.join('f.' + str(c.name) for c in _COLS)} "
+    "FROM bpm_lock_with_children(%(id)s::uuid, %(instance_id)s::uuid) "
+    "WITH ORDINALITY AS f ORDER BY f.ordinality"
+)
 _OF_INSTANCE = select(*_COLS).where(t.c.instance_id == bindparam("id")).order_by(t.c.created_at)
 _MOVE = (
     t.update()
@@ -137,10 +143,14 @@ def lock_with_children(
     conn: Connection, token_id: UUID, instance_id: UUID
 ) -> tuple[TokenRow | None, list[TokenRow]]:
     """``lock`` and then ``live_children`` of the same token (a scope deciding about its
-    branches). Two statements, not one: a
-    statement that waited for the lock would read the children as they were when it began,
-    before the wait, and miss a sibling that committed meanwhile; the second begins once
-    the first holds the lock."""
+    branches). The read must begin once the lock is held: a plain statement that waited for
+    the lock would read the children as they were when it began, and miss a sibling that
+    committed meanwhile. On PostgreSQL one round trip, a function whose statements each take
+    a fresh snapshot (migration 0027)."""
+    if conn.dialect.name == "postgresql":
+        params = {"id": token_id, "instance_id": instance_id}
+        found = [TokenRow(*row) for row in raw_all(conn, _LOCK_WITH_CHILDREN_PG, params)]
+        return (found[0], found[1:]) if found and found[0].id == token_id else (None, [])
     locked = lock(conn, token_id, instance_id)
     return (locked, live_children(conn, token_id)) if locked is not None else (None, [])
 

@@ -120,3 +120,15 @@ def test_a_raw_statement_that_opens_a_transaction_is_undone_by_its_rollback(
             assert raw.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
             raise RuntimeError("after the insert")
     assert clone.id not in {t.id for t in rows.tokens_of(db, iid)}
+
+
+def test_the_one_round_trip_reads_what_the_lock_and_the_read_apart_read(rt: Harness) -> None:
+    """On PostgreSQL the lock and the read are one call of ``bpm_lock_with_children``: the
+    token and its children come back as ``lock`` and ``live_children`` read them, oldest
+    first, with every column a token row has (the function spells its columns out)."""
+    iid, scope, branches = forked(rt)
+    with rt.engine.db.transaction() as conn:
+        together = tokens.lock_with_children(conn, scope.id, iid)
+        apart = (tokens.lock(conn, scope.id, iid), tokens.live_children(conn, scope.id))
+    assert together == apart
+    assert [c.id for c in together[1]] == [b.id for b in branches]
