@@ -22,12 +22,12 @@ from uuid import UUID
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
-from bpm.store import instances, tasks, tokens, variables
+from bpm.store import instances, new_tokens, tasks, tokens, variables
 from bpm.store.batch_sql import BEGUN_ROW, TASK_COLUMNS, flush_sql, task_row
-from bpm.store.db import first_statement_commits, raw_one, uuid_array
+from bpm.store.db import defer_write, first_statement_commits, raw_one, take_deferred, uuid_array
 from bpm.store.history import HistoryBuffer
 from bpm.store.json_rows import encode_rows
-from bpm.store.rows import TaskRow, TokenRow
+from bpm.store.rows import InstanceRow, TaskRow, TokenRow
 from bpm.store.schema import HISTORY_BLOCK
 
 
@@ -90,6 +90,57 @@ class WriteBatch:
     #: A reserved task whose run this batch begins (``begin_reserved``).
     begin: ReservedBegin | None = None
     now: Any = None
+    #: New instances, tokens and links (PostgreSQL): written by the batch's statement, or
+    #: before the transaction's next statement if another comes first (``insert_tokens``).
+    instance_inserts: list[InstanceRow] = field(default_factory=list)
+    token_inserts: list[TokenRow] = field(default_factory=list)
+    link_inserts: list[tuple[UUID, UUID, str]] = field(default_factory=list)
+
+    def insert_instance(self, conn: Connection, row: InstanceRow) -> None:
+        """PostgreSQL: write a started instance's row with the batch, as ``insert_tokens``
+        its tokens. If another start took its key (``idempotency_key``) meanwhile, the
+        statement that writes it fails as a whole, with nothing written: ``BatchMiss``
+        ``taken`` at the flush, ``start_taken`` for a statement sent before it."""
+        self.instance_inserts.append(row)
+        defer_write(conn, self._new_rows_write)
+
+    def insert_tokens(
+        self, conn: Connection, rows: list[TokenRow], links: list[tuple[UUID, UUID, str]]
+    ) -> None:
+        """PostgreSQL: write new tokens and links (parent, child, kind) with the batch, so a
+        fork's step costs one statement; a statement sent before then writes them first
+        (``db.defer_write``), so every read and lock finds them. A move of a token still
+        to be written becomes its row (``_fold_moves``)."""
+        self.token_inserts.extend(rows)
+        self.link_inserts.extend(links)
+        defer_write(conn, self._new_rows_write)
+
+    def _new_rows_write(self) -> tuple[str, dict[str, Any]]:
+        """The deferred insert of the new rows so far, sent by itself: they are written."""
+        params = self._new_rows()
+        parts = frozenset(p for p, there in self._new_parts().items() if there)
+        self.instance_inserts, self.token_inserts, self.link_inserts = [], [], []
+        return flush_sql(parts), params
+
+    def _new_parts(self) -> dict[str, Any]:
+        return {"i": self.instance_inserts, "k": self.token_inserts, "l": self.link_inserts}
+
+    def _new_rows(self) -> dict[str, Any]:
+        """The parameters of the new rows' parts."""
+        return {
+            "i": encode_rows(
+                [{c: getattr(row, c) for c in _INSTANCE} for row in self.instance_inserts]
+            ),
+            "ni": len(self.instance_inserts),
+            **new_tokens.insert_params(self.token_inserts, self.link_inserts),
+        }
+
+    def _fold_moves(self) -> None:
+        """A token this batch inserts is inserted as the transaction leaves it: its moves
+        (under version 0, its own) are not updates of a row that does not exist yet."""
+        at = {row.id: i for i, row in enumerate(self.token_inserts)}
+        for token_id in [t for t in self.token_moves if t in at]:
+            self.token_inserts[at[token_id]] = self.token_moves.pop(token_id)[1]
 
     def begin_reserved(self, params: dict[str, Any], row: dict[str, Any]) -> ReservedBegin:
         """Begin a reserved task's run with this batch (``tasks.begin_reserved``'s
@@ -127,6 +178,9 @@ class WriteBatch:
             + len(self.task_inserts)
             + sum(len(v) for v in self.values.values())
             + len(self.token_moves)
+            + len(self.instance_inserts)
+            + len(self.token_inserts)
+            + len(self.link_inserts)
         )
         if self.begin is not None and self.begin.params["b_id"] in {
             c.params["b_id"] for c in self.task_changes
@@ -136,6 +190,8 @@ class WriteBatch:
             return
         begun_row = 1 if self.begin is not None else 0
         if conn.dialect.name == "postgresql" and len(self.history) + begun_row <= HISTORY_BLOCK:
+            take_deferred(conn)  # the new tokens go in the statement
+            self._fold_moves()
             waiting = [iid for iid in self.values if iid not in self.locked_instances]
             if waiting:
                 _serialise_variable_writers(conn, sorted(waiting, key=str))
@@ -152,6 +208,8 @@ class WriteBatch:
         self.token_moves.clear()
 
     def _flush_each(self, conn: Connection) -> None:
+        if (write := take_deferred(conn)) is not None:  # new rows first: moves may name them
+            self._guarded(conn, *write())
         for end in self.instance_ends:  # instance rows first: the engine's lock order
             left = instances.transition(
                 conn, end.instance_id, end.state, self.now, end.ended_at, end.only_from
@@ -211,6 +269,7 @@ class WriteBatch:
                 ]
             ),
             "h": encode_rows(self._history_rows()),
+            **self._new_rows(),
             "ie": encode_rows(
                 [
                     {
@@ -237,21 +296,26 @@ class WriteBatch:
         params["ri"] = read_id
         if self.begin is not None:
             params.update(self.begin.params)
-        try:
-            with first_statement_commits(conn):
-                row = raw_one(conn, flush_sql(self._parts()), params)
-            assert row is not None
-            stored, left = row[0], row[3] or {}
-        except DBAPIError as exc:
-            if getattr(exc.orig, "sqlstate", None) != MISS_SQLSTATE:
-                raise
-            self._raise_miss(json.loads(exc.orig.diag.message_primary or "{}"))  # type: ignore[union-attr]
+        with first_statement_commits(conn):
+            row = self._guarded(conn, flush_sql(self._parts()), params)
+        stored, left = row[0], row[3] or {}
         for end in self.instance_ends:
             end.row["from_state"] = left.get(str(self._index(end.row)))
         if self.begin is not None:
             self.begin.begun = bool(row[4])
         if into is not None:
             into.update({**(stored or {}), **own})
+
+    def _guarded(self, conn: Connection, sql: str, params: dict[str, Any]) -> tuple[Any, ...]:
+        """Send a statement with guarded writes; a miss is raised as ``BatchMiss``."""
+        try:
+            row = raw_one(conn, sql, params)
+        except DBAPIError as exc:
+            if getattr(exc.orig, "sqlstate", None) != MISS_SQLSTATE:
+                raise
+            self._raise_miss(json.loads(exc.orig.diag.message_primary or "{}"))  # type: ignore[union-attr]
+        assert row is not None
+        return row
 
     def _ordered(self) -> list[tuple[str, dict[str, Any]]]:
         """The history rows in order, a begun run's (under its own name) where it began."""
@@ -274,6 +338,7 @@ class WriteBatch:
             "notify": self.notify,
             "read": self.read_back,
             "tb": self.begin,
+            **self._new_parts(),
         }
         return frozenset(
             [
@@ -286,6 +351,8 @@ class WriteBatch:
         return next(k for k, (_, r) in enumerate(self._ordered()) if r is row)
 
     def _raise_miss(self, report: dict[str, Any]) -> NoReturn:
+        if "i" in report and len(report["i"] or ()) != len(self.instance_inserts):
+            raise BatchMiss("taken", "another start took this start's key first")
         changed = {UUID(x) for x in report.get("tu") or ()}
         moved = {UUID(x) for x in report.get("ku") or ()}
         for change in self.task_changes:
@@ -302,6 +369,18 @@ class WriteBatch:
 
 
 MISS_SQLSTATE = "BPM01"
+#: The columns of a new instance's row (``InstanceRow``), as plain ``str`` for orjson.
+_INSTANCE = tuple(str(c.name) for c in instances.COLUMNS)
+
+
+def start_taken(exc: BaseException) -> bool:
+    """Whether ``exc`` is a statement refused because the instance it began to write (sent
+    before the flush, ``insert_instance``) was another start's key."""
+    orig = getattr(exc, "orig", None)
+    if getattr(orig, "sqlstate", None) != MISS_SQLSTATE:
+        return False
+    report = json.loads(orig.diag.message_primary or "{}")  # type: ignore[union-attr]
+    return "i" in report
 
 
 def _moved_on(end: _InstanceEnd) -> str:

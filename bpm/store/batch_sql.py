@@ -82,7 +82,7 @@ _HISTORY = (
 
 #: The parts a write statement can have; each batch sends only those it needs (a CTE over an
 #: empty array still costs the server its executor set-up), see ``flush_sql``.
-PARTS = frozenset({"ie", "tu", "ti", "vu", "ku", "tb", "notify", "read", *TABLES})
+PARTS = frozenset({"ie", "tu", "ti", "vu", "ku", "i", "k", "l", "tb", "notify", "read", *TABLES})
 #: The history row of a reserved task's run begun (``tb``): written only if it began.
 BEGUN_ROW = "tb"
 
@@ -149,6 +149,14 @@ def flush_sql(parts: frozenset[str]) -> str:
             f"ON CONFLICT (instance_id, name) DO UPDATE SET value = excluded.value, "
             f"version = variables.version + 1, updated_at = excluded.updated_at)"
         )
+    for part, table in (("i", "process_instances"), ("k", "tokens"), ("l", "token_links")):
+        # New instances, tokens and links: every column (a new column of these tables, if
+        # any, is NULL here), their foreign keys checked at the statement's end. A start
+        # whose key another start took inserts nothing, and the guard undoes the rest.
+        if part in parts:
+            rows = f"jsonb_populate_recordset(NULL::{table},%({part})s::jsonb)"
+            tail = " ON CONFLICT DO NOTHING RETURNING id" if part == "i" else ""
+            ctes.append(f"n{part} AS (INSERT INTO {table} SELECT * FROM {rows}{tail})")
     if "ku" in parts:
         ctes.append(
             f"ku AS (UPDATE tokens k SET state = u.state, node_id = u.node_id, "
@@ -188,15 +196,18 @@ def flush_sql(parts: frozenset[str]) -> str:
         )
     # A guarded update that missed fails the whole statement (see bpm_guard_miss); otherwise
     # the statement returns the read-back variables (as they were before it wrote).
-    guarded = [(g, f"%(n{g})s") for g in ("tu", "ku", "ie") if g in parts]
+    # (the part, its CTE, the number of rows it must write)
+    guarded = [
+        (g, "ni" if g == "i" else g, f"%(n{g})s") for g in ("tu", "ku", "ie", "i") if g in parts
+    ]
     guard = (
         "NULL"
         if not guarded
         else (
             "CASE WHEN "
-            + " OR ".join(f"(SELECT count(*) FROM {g}) <> {n}" for g, n in guarded)
+            + " OR ".join(f"(SELECT count(*) FROM {c}) <> {n}" for _, c, n in guarded)
             + " THEN bpm_guard_miss(json_build_object("
-            + ", ".join(f"'{g}', (SELECT array_agg(id) FROM {g})" for g, _ in guarded)
+            + ", ".join(f"'{g}', (SELECT array_agg(id) FROM {c})" for g, c, _ in guarded)
             + ")::text) END"
         )
     )
@@ -219,5 +230,12 @@ def flush_sql(parts: frozenset[str]) -> str:
 
 
 #: The longest statements a batch sends: every part, but a batch that ends its instance
-#: begins no reserved run (the end cancelled the instance's tasks, the reserved ones too).
-LONGEST = (flush_sql(PARTS - {"tb"}), flush_sql(PARTS - {"ie"}))
+#: begins no reserved run (the end cancelled the instance's tasks, the reserved ones too)
+#: and, but for rare paths, creates no token (a new token is live: the instance goes on);
+#: a start's (``i``) changes no row that existed before it. A rare longer one still runs;
+#: psycopg parses its text each time.
+LONGEST = (
+    flush_sql(PARTS - {"tb", "i", "k", "l"}),
+    flush_sql(PARTS - {"ie", "i"}),
+    flush_sql(PARTS - {"ie", "tu", "ku", "tb"}),
+)

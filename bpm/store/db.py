@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 from uuid import UUID
@@ -131,6 +131,7 @@ class Database:
                 connect_args={"options": options, **NETWORK_TIMEOUTS},
             )
             _ping_idle_connections(engine)
+            _deferred_write_first(engine)
             return engine
         memory = database in ("", ":memory:")
         kwargs: dict[str, Any] = {"poolclass": StaticPool} if memory else {}
@@ -150,7 +151,12 @@ class Database:
         """
         try:
             with self.engine.begin() as conn:
-                yield conn
+                try:
+                    yield conn
+                    if (write := take_deferred(conn)) is not None:  # no statement took it
+                        raw_one(conn, *write())
+                finally:
+                    conn.info.pop(DEFERRED_WRITE, None)
         except DBAPIError as exc:
             if getattr(exc.orig, "sqlstate", None) in RETRYABLE_SQLSTATES:
                 raise RetryableDatabaseError(str(exc.orig)) from exc
@@ -255,6 +261,45 @@ def _sqlite_transactions(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+#: ``Connection.info`` key of a write the transaction deferred (``defer_write``).
+DEFERRED_WRITE = "bpm.deferred_write"
+#: A deferred write: its SQL (a statement that returns a row) and parameters, asked for when
+#: it is sent.
+Deferred = Callable[[], tuple[str, dict[str, Any]]]
+
+
+def defer_write(conn: Connection, write: Deferred) -> None:
+    """PostgreSQL: send ``write`` just before the transaction's next statement, whichever
+    it is, or before its commit.
+
+    New rows (a fork's tokens) are written this way: the write batch, when it comes next,
+    takes the write into its own statement (``take_deferred``), which saves a round trip
+    and, for a step whose only other statement is the batch, its BEGIN and COMMIT too. Any
+    other statement first sends it on its own, so every statement sees the rows as if they
+    had been written at once. A later deferral replaces the earlier one: the caller's write
+    covers everything deferred so far."""
+    conn.info[DEFERRED_WRITE] = write
+
+
+def take_deferred(conn: Connection) -> Deferred | None:
+    """The deferred write, no longer to be sent by itself: the caller sends it."""
+    write: Deferred | None = conn.info.pop(DEFERRED_WRITE, None)
+    return write
+
+
+def _deferred_write_first(engine: Engine) -> None:
+    """A statement sent through SQLAlchemy sends the transaction's deferred write first, on
+    the same cursor (an error comes out as the statement's own would)."""
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _first(
+        conn: Connection, cursor: Any, _sql: str, _params: Any, _ctx: Any, _many: bool
+    ) -> None:
+        write = take_deferred(conn)
+        if write is not None:
+            cursor.execute(*write())
+
+
 @contextmanager
 def first_statement_commits(conn: Connection) -> Iterator[bool]:
     """Let the next statement be its own transaction if nothing else was sent in this one.
@@ -273,6 +318,9 @@ def first_statement_commits(conn: Connection) -> Iterator[bool]:
 
     raw = conn.connection.dbapi_connection
     if raw is None or raw.info.transaction_status != TransactionStatus.IDLE:
+        yield False
+        return
+    if DEFERRED_WRITE in conn.info:  # sent first, it must share the statement's transaction
         yield False
         return
     raw.autocommit = True
@@ -314,6 +362,9 @@ def _raw(conn: Connection, sql: str, params: dict[str, Any], many: bool) -> Any:
     raw = conn.connection.driver_connection
     assert raw is not None
     try:
+        write = take_deferred(conn)
+        if write is not None:
+            raw.execute(*write())
         cursor = raw.execute(sql, params)
         return cursor.fetchall() if many else cursor.fetchone()
     except raw.Error as exc:  # psycopg.Error, without importing the postgres extra

@@ -87,6 +87,8 @@ _INSERTS = {"postgresql": _insert_new("postgresql"), "sqlite": _insert_new("sqli
 
 #: PostgreSQL's foreign_key_violation.
 FOREIGN_KEY_SQLSTATE = "23503"
+#: The name of the foreign key from an instance to its definition.
+DEFINITION_FK = "fk_process_instances_process_def_id_process_definitions"
 
 
 def insert(conn: Connection, row: InstanceRow) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -33,7 +32,6 @@ from bpm.states import (
 )
 from bpm.store import instances
 from bpm.store.db import pg_sql, raw_all, raw_one
-from bpm.store.json_rows import encode_rows
 from bpm.store.rows import TokenRow, from_row
 from bpm.store.schema import (
     compensation_records,
@@ -165,50 +163,6 @@ def compensating(conn: Connection, instance_id: UUID, record_id: UUID) -> TokenR
         if row.record_id == record_id and row.state == TokenState.WAITING:
             return row
     return None
-
-
-#: The columns a new token is written with, those of ``TokenRow`` (``nudged_at`` starts NULL).
-_NEW = tuple(str(c.name) for c in _COLS)
-_NEW_LIST = ",".join(_NEW)
-#: New tokens and their links in one statement: the links' foreign keys are checked at the
-#: statement's end, when its tokens exist.
-_INSERT_PG = (
-    f"WITH k AS (INSERT INTO tokens ({_NEW_LIST}) SELECT {_NEW_LIST} "
-    f"FROM jsonb_populate_recordset(NULL::tokens, %(k)s::jsonb)), "
-    f"l AS (INSERT INTO token_links (parent_token_id,child_token_id,link_type) "
-    f"SELECT parent_token_id,child_token_id,link_type "
-    f"FROM jsonb_populate_recordset(NULL::token_links, %(l)s::jsonb)) SELECT 1"
-)
-
-
-def insert(
-    conn: Connection, rows: Sequence[TokenRow], links: Sequence[tuple[UUID, UUID, str]] = ()
-) -> None:
-    """New tokens, and links (parent, child, kind) that may name them. On PostgreSQL one
-    statement, one round trip, however many rows: a fork's branches cost what one token
-    does."""
-    if conn.dialect.name == "postgresql":
-        new = [{c: getattr(r, c) for c in _NEW} for r in rows]
-        linked = [{"parent_token_id": p, "child_token_id": c, "link_type": k} for p, c, k in links]
-        raw_one(conn, _INSERT_PG, {"k": encode_rows(new), "l": encode_rows(linked)})
-        return
-    conn.execute(t.insert(), [{c: getattr(r, c) for c in _NEW} for r in rows])
-    link(conn, links)
-
-
-def link(conn: Connection, links: Sequence[tuple[UUID, UUID, str]]) -> None:
-    """Links alone; on PostgreSQL one statement however many (a join links each branch it
-    consumes)."""
-    if links and conn.dialect.name == "postgresql":
-        insert(conn, [], links)
-    elif links:
-        conn.execute(
-            token_links.insert(),
-            [
-                {"parent_token_id": p, "child_token_id": c, "link_type": kind}
-                for p, c, kind in links
-            ],
-        )
 
 
 def forked_from(conn: Connection, child_id: UUID) -> UUID | None:

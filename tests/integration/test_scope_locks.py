@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from bpm.definitions import ProcessBuilder
-from bpm.store import Database, tokens
+from bpm.store import Database, new_tokens, tokens
 from bpm.store.rows import TokenRow
 from tests.helpers import db as rows
 from tests.helpers.runtime import Harness
@@ -114,7 +114,7 @@ def test_a_raw_statement_that_opens_a_transaction_is_undone_by_its_rollback(
     clone = replace(scope, id=UUID(int=scope.id.int ^ 1), parent_token_id=scope.id)
     with pytest.raises(RuntimeError, match="after the insert"):
         with db.transaction() as conn:
-            tokens.insert(conn, [clone])  # the transaction's first statement
+            new_tokens.insert(conn, [clone])  # the transaction's first statement
             raw = conn.connection.driver_connection
             assert raw is not None
             assert raw.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -11,7 +11,7 @@ from uuid import UUID
 from bpm.definitions.model import ProcessGraph
 from bpm.dispatch import ADVANCE_TOKEN, RUN_HANDLER, Job
 from bpm.states import LIVE_TOKEN, EngineEvent
-from bpm.store import Connection, instances, tasks, timers, tokens, variables
+from bpm.store import Connection, instances, new_tokens, tasks, timers, tokens, variables
 from bpm.store.batch import BatchMiss, WriteBatch
 from bpm.store.history import HistoryBuffer
 from bpm.store.rows import InstanceRow, TaskRow, TimerRow, TokenRow
@@ -23,6 +23,11 @@ class Stale(Exception):
 
 class Conflict(Exception):
     """A version check failed inside a decision; the whole transaction is retried."""
+
+
+class StartTaken(Stale):
+    """A start's row, written with its batch (``Tx.insert_instance``), found its start key
+    taken by another start meanwhile: nothing was written; that start's instance stands."""
 
 
 @dataclass(frozen=True)
@@ -253,6 +258,24 @@ class Tx:
         self.changed_tasks.add(task.id)
         self.batch.change_task(tasks.finish_params(task, now=self.now, **change), miss, message)
 
+    def insert_instance(self, row: InstanceRow) -> None:
+        """PostgreSQL: a started instance's row, written with the flush (or before this
+        transaction's next statement); a key taken meanwhile raises ``StartTaken``."""
+        self.batch.insert_instance(self.conn, row)
+
+    def insert_tokens(
+        self, rows: list[TokenRow], links: Sequence[tuple[UUID, UUID, str]] = ()
+    ) -> None:
+        """New tokens and links (parent, child, kind). On PostgreSQL they are written with
+        the flush, or before this transaction's next statement (``WriteBatch.insert_tokens``);
+        on SQLite at once."""
+        if self.conn.dialect.name == "postgresql":
+            self.batch.insert_tokens(self.conn, rows, list(links))
+        elif rows:
+            new_tokens.insert(self.conn, rows, links)
+        else:
+            new_tokens.link(self.conn, links)
+
     def insert_task(self, task: TaskRow) -> None:
         self.batch.task_inserts.append(task)
 
@@ -293,7 +316,8 @@ class Tx:
         try:
             self.batch.flush(self.conn)
         except BatchMiss as exc:
-            raise (Stale if exc.kind == "stale" else Conflict)(exc.message) from exc
+            kinds = {"stale": Stale, "taken": StartTaken}
+            raise kinds.get(exc.kind, Conflict)(exc.message) from exc
 
     def advance_later(self, token_id: UUID, version: int) -> None:
         self.jobs.append(

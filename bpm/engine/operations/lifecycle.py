@@ -9,10 +9,12 @@ from dataclasses import dataclass
 from typing import Any, TypedDict, Unpack
 from uuid import UUID
 
+from sqlalchemy.exc import DBAPIError
+
 from bpm.definitions.bpmn import compile_bpmn
 from bpm.definitions.form_values import check_submission, shown_defaults
 from bpm.engine.core.engine_core import EngineCore
-from bpm.engine.core.tx import Conflict, Next, Tx
+from bpm.engine.core.tx import Conflict, Next, StartTaken, Tx
 from bpm.engine.operations import deployments
 from bpm.engine.operations.deployments import Deployed as Deployed
 from bpm.engine.semantics import instances as instances_semantics
@@ -26,6 +28,8 @@ from bpm.states import (
     TokenState,
 )
 from bpm.store import definitions, instances
+from bpm.store.batch import start_taken
+from bpm.store.db import first_statement_commits
 from bpm.store.rows import DefinitionRef
 from bpm.variables import check_variables
 
@@ -144,61 +148,101 @@ def start(
             raise InvalidOperation(f"the {name} must be a non-empty string, got {quoted(given)}")
         check_text(given, f"the {name}", NAME_MAX)
     ikey = start_key(idempotency_key, business_key, message_id)
-    with core.transaction(inline=run_now and inline) as tx:
-        row = _definition(tx, key, version)
-        if ikey is not None:
-            existing = instances.by_idempotency_key(tx.conn, key, ikey)
-            if existing is not None:
-                return Started(existing.id, key, existing.business_key, existing.state, False), None
-        graph = core.graph(row.id, tx.conn)
-        first = graph.start_of(None)
-        triggered = [
-            *graph.message_starts,
-            *graph.timer_starts,
-            *graph.conditional_starts,
-            *graph.signal_starts,
-        ]
-        if (first.message or first.timer or first.condition or first.signal) and len(triggered) > 1:
-            raise InvalidOperation(
-                f"process {key!r} has no none start event: it starts by its message, timer, "
-                f"conditional or signal start events ({', '.join(sorted(triggered))})"
-            )
-        initiator = graph.start_of(None).initiator
-        if initiator is not None and (options.get("user") is not None or initiator not in checked):
-            checked = {**checked, initiator: options.get("user")}
-        start_form = graph.start_of(None).form
-        if start_form is not None and options.get("submit_form"):
-            defaults = shown_defaults(start_form, checked)
-            fill = check_submission(start_form, checked, {}, defaults, f"starting {key!r}")
-            checked = {**fill, **checked}
-            if business_key is None and (from_form := start_form.business_key(checked)):
-                business_key = from_form
-                check_text(business_key, "the business key", NAME_MAX)
-                if ikey is None:  # the form's business key makes the start happen once too
-                    ikey = business_key
+    try:
+        with core.transaction(inline=run_now and inline) as tx:
+            with first_statement_commits(tx.conn):  # plain reads: no BEGIN for them
+                row = _definition(tx, key, version)
+            if ikey is not None:
+                with first_statement_commits(tx.conn):
                     existing = instances.by_idempotency_key(tx.conn, key, ikey)
-                    if existing is not None:
-                        state = existing.state
-                        return Started(existing.id, key, existing.business_key, state, False), None
-        made = instances_semantics.create(
-            tx, row, graph, checked, business_key=business_key, start_key=ikey
-        )
-        if made is None:  # a concurrent start took the key first (ON CONFLICT DO NOTHING)
-            existing = instances.by_idempotency_key(tx.conn, key, ikey or "")
-            assert existing is not None
-            return Started(existing.id, key, existing.business_key, existing.state, False), None
-        inst, root = made
-        core.remember(inst.id, row.id, key, business_key, started_at=inst.started_at)
-        nxt: Next = None
-        if run_now:
-            begun = time.perf_counter()
-            nxt = steps.carry_through(tx, graph, steps.advance(tx, graph, root))
-        else:
-            tx.advance_later(root.id, 0)
+                if existing is not None:
+                    return Started(
+                        existing.id, key, existing.business_key, existing.state, False
+                    ), None
+            graph = core.graph(row.id, tx.conn)
+            first = graph.start_of(None)
+            triggered = [
+                *graph.message_starts,
+                *graph.timer_starts,
+                *graph.conditional_starts,
+                *graph.signal_starts,
+            ]
+            if (first.message or first.timer or first.condition or first.signal) and len(
+                triggered
+            ) > 1:
+                raise InvalidOperation(
+                    f"process {key!r} has no none start event: it starts by its message, timer, "
+                    f"conditional or signal start events ({', '.join(sorted(triggered))})"
+                )
+            initiator = graph.start_of(None).initiator
+            if initiator is not None and (
+                options.get("user") is not None or initiator not in checked
+            ):
+                checked = {**checked, initiator: options.get("user")}
+            start_form = graph.start_of(None).form
+            if start_form is not None and options.get("submit_form"):
+                defaults = shown_defaults(start_form, checked)
+                fill = check_submission(start_form, checked, {}, defaults, f"starting {key!r}")
+                checked = {**fill, **checked}
+                if business_key is None and (from_form := start_form.business_key(checked)):
+                    business_key = from_form
+                    check_text(business_key, "the business key", NAME_MAX)
+                    if ikey is None:  # the form's business key makes the start happen once too
+                        ikey = business_key
+                        existing = instances.by_idempotency_key(tx.conn, key, ikey)
+                        if existing is not None:
+                            state = existing.state
+                            return Started(
+                                existing.id, key, existing.business_key, state, False
+                            ), None
+            made = instances_semantics.create(
+                tx, row, graph, checked, business_key=business_key, start_key=ikey, with_batch=True
+            )
+            if made is None:  # a concurrent start took the key first (ON CONFLICT DO NOTHING)
+                existing = instances.by_idempotency_key(tx.conn, key, ikey or "")
+                assert existing is not None
+                return Started(existing.id, key, existing.business_key, existing.state, False), None
+            inst, root = made
+            core.remember(inst.id, row.id, key, business_key, started_at=inst.started_at)
+            nxt: Next = None
+            if run_now:
+                begun = time.perf_counter()
+                nxt = steps.carry_through(tx, graph, steps.advance(tx, graph, root))
+            else:
+                tx.advance_later(root.id, 0)
+    except StartTaken:  # another start took the key while this one ran: nothing was written
+        return _taken(core, key, ikey), None
+    except DBAPIError as exc:
+        if start_taken(exc):
+            return _taken(core, key, ikey), None
+        if _definition_gone(exc):
+            raise UnknownProcess(
+                f"process definition {key!r} was deleted (with its deployment) while this "
+                "start ran; nothing was started"
+            ) from None
+        raise
     if run_now and core.observer.enabled:  # committed: the start event's step counts
         core.observer.step_done(graph.node(root.node_id).type, time.perf_counter() - begun)
     started = Started(inst.id, key, business_key, InstanceState.RUNNING, True)
     return started, nxt
+
+
+def _taken(core: EngineCore, key: str, ikey: str | None) -> Started:
+    """The instance of the start that took ``ikey`` first."""
+    with core.transaction() as tx:
+        existing = instances.by_idempotency_key(tx.conn, key, ikey or "")
+    assert existing is not None
+    return Started(existing.id, key, existing.business_key, existing.state, False)
+
+
+def _definition_gone(exc: DBAPIError) -> bool:
+    """Whether the new instance's row found its definition deleted (with its deployment)
+    after the start read it: the delete locks the definition rows, so the insert waited for
+    it and then found none."""
+    diag = getattr(exc.orig, "diag", None)
+    return getattr(exc.orig, "sqlstate", None) == instances.FOREIGN_KEY_SQLSTATE and (
+        getattr(diag, "constraint_name", None) == instances.DEFINITION_FK
+    )
 
 
 def _definition(tx: Tx, key: str, version: int | None) -> DefinitionRef:

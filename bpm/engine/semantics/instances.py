@@ -31,6 +31,7 @@ def create(
     caller: TokenRow | None = None,
     start_event: str | None = None,
     message: str | None = None,
+    with_batch: bool = False,
 ) -> tuple[InstanceRow, TokenRow] | None:
     """The new instance and its root token (ACTIVE at the start event, not yet advanced);
     None when a concurrent start took ``start_key`` first (nothing was written).
@@ -38,7 +39,12 @@ def create(
     event, for a correlated ``message``).
 
     ``caller``: the token of the call activity that starts it; the new instance is linked to
-    it, to its instance, and to the top of the chain of calls."""
+    it, to its instance, and to the top of the chain of calls.
+
+    ``with_batch`` (PostgreSQL, a start with no caller): the row is written with the
+    transaction's write batch, saving its statement; a key taken meanwhile then raises
+    ``StartTaken`` from the flush (or from a statement sent before it) instead of None
+    here, so the caller must handle that."""
     root_id = None
     if caller is not None:
         above = instances.get(tx.conn, caller.instance_id)
@@ -58,7 +64,9 @@ def create(
         caller.id if caller else None,
         root_id,
     )
-    if not instances.insert(tx.conn, inst):
+    if with_batch and caller is None and tx.conn.dialect.name == "postgresql":
+        tx.insert_instance(inst)
+    elif not instances.insert(tx.conn, inst):
         return None
     # A row this transaction inserted is its own until commit: nobody else can see it, let
     # alone lock it, so it counts as locked (no statement to lock it again).

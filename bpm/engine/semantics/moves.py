@@ -11,7 +11,6 @@ from bpm.definitions.model import Flow
 from bpm.engine.core.tx import NextToken, Tx
 from bpm.engine.semantics import scopes
 from bpm.states import LinkType, TokenEvent, TokenMode, TokenState
-from bpm.store import tokens
 from bpm.store.ids import new_id
 from bpm.store.rows import TokenRow
 
@@ -103,7 +102,7 @@ def new_token(
 def create(tx: Tx, rows: list[TokenRow], links: Sequence[tuple[UUID, UUID, str]]) -> None:
     """Insert new tokens and their links (parent, child, kind), each token with its
     ``CREATED`` row."""
-    tokens.insert(tx.conn, rows, links)
+    tx.insert_tokens(rows, links)
     for row in rows:
         tx.history.token(
             instance_id=row.instance_id,
@@ -151,7 +150,7 @@ def spawn_beside(tx: Tx, tok: TokenRow, node_id: str, data: dict[str, Any]) -> T
 def link(tx: Tx, links: Sequence[tuple[UUID, UUID, str]]) -> None:
     """Links (parent, child, kind) between tokens, for the trace: a link has no history row
     of its own, the moves it goes with (a fork's children created, branches joined) do."""
-    tokens.link(tx.conn, links)
+    tx.insert_tokens([], links)
 
 
 def take(tx: Tx, tok: TokenRow, flow: Flow, event: str = TokenEvent.MOVED) -> NextToken:
