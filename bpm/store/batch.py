@@ -14,7 +14,7 @@ On SQLite (and for unusually large batches) the same writes go out one statement
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NoReturn
 from uuid import UUID
@@ -22,11 +22,12 @@ from uuid import UUID
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
-from bpm.store import instances, new_tokens, tasks, tokens, variables
+from bpm.store import instances, tasks, tokens, variables
 from bpm.store.batch_sql import BEGUN_ROW, TASK_COLUMNS, flush_sql, task_row
 from bpm.store.db import defer_write, first_statement_commits, raw_one, take_deferred, uuid_array
 from bpm.store.history import HistoryBuffer
 from bpm.store.json_rows import encode_rows
+from bpm.store.new_rows import NewRows
 from bpm.store.rows import InstanceRow, TaskRow, TokenRow
 from bpm.store.schema import HISTORY_BLOCK
 
@@ -91,18 +92,16 @@ class WriteBatch:
     begin: ReservedBegin | None = None
     now: Any = None
     #: New instances, tokens and links (PostgreSQL): written by the batch's statement, or
-    #: before the transaction's next statement if another comes first (``insert_tokens``).
-    instance_inserts: list[InstanceRow] = field(default_factory=list)
-    token_inserts: list[TokenRow] = field(default_factory=list)
-    link_inserts: list[tuple[UUID, UUID, str]] = field(default_factory=list)
+    #: before the transaction's next statement if another comes first.
+    new: NewRows = field(default_factory=NewRows)
 
     def insert_instance(self, conn: Connection, row: InstanceRow) -> None:
         """PostgreSQL: write a started instance's row with the batch, as ``insert_tokens``
         its tokens. If another start took its key (``idempotency_key``) meanwhile, the
         statement that writes it fails as a whole, with nothing written: ``BatchMiss``
         ``taken`` at the flush, ``start_taken`` for a statement sent before it."""
-        self.instance_inserts.append(row)
-        defer_write(conn, self._new_rows_write)
+        self.new.instances.append(row)
+        defer_write(conn, self.new.sent_alone)
 
     def insert_tokens(
         self, conn: Connection, rows: list[TokenRow], links: list[tuple[UUID, UUID, str]]
@@ -110,37 +109,29 @@ class WriteBatch:
         """PostgreSQL: write new tokens and links (parent, child, kind) with the batch, so a
         fork's step costs one statement; a statement sent before then writes them first
         (``db.defer_write``), so every read and lock finds them. A move of a token still
-        to be written becomes its row (``_fold_moves``)."""
-        self.token_inserts.extend(rows)
-        self.link_inserts.extend(links)
-        defer_write(conn, self._new_rows_write)
+        to be written becomes its row (``NewRows.fold_moves``)."""
+        if rows or links:
+            self.new.tokens.extend(rows)
+            self.new.links.extend(links)
+            defer_write(conn, self.new.sent_alone)
 
-    def _new_rows_write(self) -> tuple[str, dict[str, Any]]:
-        """The deferred insert of the new rows so far, sent by itself: they are written."""
-        params = self._new_rows()
-        parts = frozenset(p for p, there in self._new_parts().items() if there)
-        self.instance_inserts, self.token_inserts, self.link_inserts = [], [], []
-        return flush_sql(parts), params
-
-    def _new_parts(self) -> dict[str, Any]:
-        return {"i": self.instance_inserts, "k": self.token_inserts, "l": self.link_inserts}
-
-    def _new_rows(self) -> dict[str, Any]:
-        """The parameters of the new rows' parts."""
-        return {
-            "i": encode_rows(
-                [{c: getattr(row, c) for c in _INSTANCE} for row in self.instance_inserts]
-            ),
-            "ni": len(self.instance_inserts),
-            **new_tokens.insert_params(self.token_inserts, self.link_inserts),
-        }
-
-    def _fold_moves(self) -> None:
-        """A token this batch inserts is inserted as the transaction leaves it: its moves
-        (under version 0, its own) are not updates of a row that does not exist yet."""
-        at = {row.id: i for i, row in enumerate(self.token_inserts)}
-        for token_id in [t for t in self.token_moves if t in at]:
-            self.token_inserts[at[token_id]] = self.token_moves.pop(token_id)[1]
+    def _fold_ends(self) -> None:
+        """An instance this batch inserts and ends (its first path reached an end at once)
+        is inserted ended: the statement's update of its state would not see the new row."""
+        at = {row.id: i for i, row in enumerate(self.new.instances)}
+        for end in [e for e in self.instance_ends if e.instance_id in at]:
+            row = self.new.instances[at[end.instance_id]]
+            if row.state not in end.only_from or row.state == end.state:
+                raise BatchMiss("stale", _moved_on(end))
+            self.new.instances[at[end.instance_id]] = replace(
+                row,
+                state=end.state,
+                version=row.version + 1,
+                updated_at=self.now,
+                ended_at=end.ended_at,
+            )
+            end.row["from_state"] = row.state
+            self.instance_ends.remove(end)
 
     def begin_reserved(self, params: dict[str, Any], row: dict[str, Any]) -> ReservedBegin:
         """Begin a reserved task's run with this batch (``tasks.begin_reserved``'s
@@ -178,9 +169,7 @@ class WriteBatch:
             + len(self.task_inserts)
             + sum(len(v) for v in self.values.values())
             + len(self.token_moves)
-            + len(self.instance_inserts)
-            + len(self.token_inserts)
-            + len(self.link_inserts)
+            + len(self.new)
         )
         if self.begin is not None and self.begin.params["b_id"] in {
             c.params["b_id"] for c in self.task_changes
@@ -190,8 +179,9 @@ class WriteBatch:
             return
         begun_row = 1 if self.begin is not None else 0
         if conn.dialect.name == "postgresql" and len(self.history) + begun_row <= HISTORY_BLOCK:
-            take_deferred(conn)  # the new tokens go in the statement
-            self._fold_moves()
+            take_deferred(conn)  # the new rows go in the statement
+            self.new.fold_moves(self.token_moves)
+            self._fold_ends()
             waiting = [iid for iid in self.values if iid not in self.locked_instances]
             if waiting:
                 _serialise_variable_writers(conn, sorted(waiting, key=str))
@@ -269,7 +259,7 @@ class WriteBatch:
                 ]
             ),
             "h": encode_rows(self._history_rows()),
-            **self._new_rows(),
+            **self.new.params(),
             "ie": encode_rows(
                 [
                     {
@@ -338,7 +328,7 @@ class WriteBatch:
             "notify": self.notify,
             "read": self.read_back,
             "tb": self.begin,
-            **self._new_parts(),
+            **self.new.parts(),
         }
         return frozenset(
             [
@@ -351,8 +341,6 @@ class WriteBatch:
         return next(k for k, (_, r) in enumerate(self._ordered()) if r is row)
 
     def _raise_miss(self, report: dict[str, Any]) -> NoReturn:
-        if "i" in report and len(report["i"] or ()) != len(self.instance_inserts):
-            raise BatchMiss("taken", "another start took this start's key first")
         changed = {UUID(x) for x in report.get("tu") or ()}
         moved = {UUID(x) for x in report.get("ku") or ()}
         for change in self.task_changes:
@@ -365,12 +353,12 @@ class WriteBatch:
         for end in self.instance_ends:
             if end.instance_id not in ended:
                 raise BatchMiss("stale", _moved_on(end))
+        if "i" in report:  # the other guarded writes all held: the start's row missed
+            raise BatchMiss("taken", "another start took this start's key first")
         raise BatchMiss("conflict", f"a guarded write missed: {report}")
 
 
 MISS_SQLSTATE = "BPM01"
-#: The columns of a new instance's row (``InstanceRow``), as plain ``str`` for orjson.
-_INSTANCE = tuple(str(c.name) for c in instances.COLUMNS)
 
 
 def start_taken(exc: BaseException) -> bool:

@@ -155,7 +155,8 @@ def flush_sql(parts: frozenset[str]) -> str:
         # whose key another start took inserts nothing, and the guard undoes the rest.
         if part in parts:
             rows = f"jsonb_populate_recordset(NULL::{table},%({part})s::jsonb)"
-            tail = " ON CONFLICT DO NOTHING RETURNING id" if part == "i" else ""
+            key = "(process_key,idempotency_key)"
+            tail = f" ON CONFLICT {key} DO NOTHING RETURNING id" if part == "i" else ""
             ctes.append(f"n{part} AS (INSERT INTO {table} SELECT * FROM {rows}{tail})")
     if "ku" in parts:
         ctes.append(

@@ -156,7 +156,8 @@ class Database:
                     if (write := take_deferred(conn)) is not None:  # no statement took it
                         raw_one(conn, *write())
                 finally:
-                    conn.info.pop(DEFERRED_WRITE, None)
+                    if not conn.invalidated:  # a lost connection's info is gone with it
+                        conn.info.pop(DEFERRED_WRITE, None)
         except DBAPIError as exc:
             if getattr(exc.orig, "sqlstate", None) in RETRYABLE_SQLSTATES:
                 raise RetryableDatabaseError(str(exc.orig)) from exc
@@ -361,10 +362,9 @@ def uuid_array(ids: Iterable[UUID]) -> str:
 def _raw(conn: Connection, sql: str, params: dict[str, Any], many: bool) -> Any:
     raw = conn.connection.driver_connection
     assert raw is not None
+    if (write := take_deferred(conn)) is not None:
+        _raw(conn, *write(), many=False)
     try:
-        write = take_deferred(conn)
-        if write is not None:
-            raw.execute(*write())
         cursor = raw.execute(sql, params)
         return cursor.fetchall() if many else cursor.fetchone()
     except raw.Error as exc:  # psycopg.Error, without importing the postgres extra

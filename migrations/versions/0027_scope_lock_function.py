@@ -9,9 +9,9 @@ statement takes a fresh snapshot, so the children's read begins once both locks 
 as a second statement would, without its round trip.
 
 Returns the locked token first, then its live children oldest first (as token rows are
-read); nothing when the token does not exist. The live states are those of the partial index
-on ``parent_token_id``, as literals, so that the index serves the read. PostgreSQL only:
-SQLite's writers take turns at the database.
+read); nothing when the token or its instance does not exist. The live states are those of
+the partial index on ``parent_token_id``, as literals, so that the index serves the read.
+PostgreSQL only: SQLite's writers take turns at the database.
 
 Revision ID: 0027
 Revises: 0026
@@ -62,6 +62,9 @@ def upgrade() -> None:
         #variable_conflict use_column
         BEGIN
             PERFORM 1 FROM process_instances WHERE id = of_instance FOR NO KEY UPDATE;
+            IF NOT FOUND THEN
+                RETURN;
+            END IF;
             RETURN QUERY SELECT {COLUMNS} FROM tokens WHERE id = scope_token FOR NO KEY UPDATE;
             IF NOT FOUND THEN
                 RETURN;

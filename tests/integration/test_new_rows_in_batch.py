@@ -26,10 +26,10 @@ from bpm.engine.semantics import instances as instances_semantics
 from bpm.engine.semantics import moves
 from bpm.errors import UnknownProcess
 from bpm.states import LinkType, TokenEvent, TokenState
-from bpm.store import Database, instances, tokens
+from bpm.store import Database, batch, instances, tokens
 from bpm.store import db as store_db
 from bpm.store.batch import start_taken
-from bpm.store.db import first_statement_commits
+from bpm.store.db import DatabaseUnavailable, first_statement_commits
 from bpm.store.rows import TokenRow
 from bpm.store.schema import token_links
 from tests.helpers import db as rows
@@ -149,7 +149,7 @@ def test_a_token_moved_where_it_was_made_is_inserted_as_moved(rt: Harness) -> No
     with rt.engine.core.transaction() as tx:
         child = spawn(tx, parent)
         moved = moves.move(tx, child, state=TokenState.WAITING, event=TokenEvent.WAITING)
-        assert tx.batch.token_inserts == [child] and child.id in tx.batch.token_moves
+        assert tx.batch.new.tokens == [child] and child.id in tx.batch.token_moves
     stored = rows.token(db, child.id)
     assert stored == moved and (stored.state, stored.version) == ("WAITING", 1)
     events = rows.token_events_of(db, parent.instance_id, token_id=child.id)
@@ -192,13 +192,20 @@ def test_a_start_is_a_read_and_one_statement(rt: Harness, sent: Sent) -> None:
     assert rows.engine_events_of(rt.engine.db, started.id, type="InstanceStarted")
 
 
-@pytest.mark.parametrize("read", [False, True], ids=["at-the-flush", "before-a-read"])
+@pytest.mark.parametrize(
+    ("read", "each"),
+    [(False, False), (True, False), (False, True)],
+    ids=["at-the-flush", "before-a-read", "statement-by-statement"],
+)
 def test_a_start_whose_key_was_taken_meanwhile_writes_nothing_and_returns_the_first(
-    rt: Harness, monkeypatch: pytest.MonkeyPatch, read: bool
+    rt: Harness, monkeypatch: pytest.MonkeyPatch, read: bool, each: bool
 ) -> None:
     """The second start read no instance for its key (the first had not committed yet),
-    then found the key taken when its row was written: with the batch, or before a read the
-    start sent after creating the instance (as a node with work to look up does)."""
+    then found the key taken when its row was written: with the batch, before a read the
+    start sent after creating the instance (as a node with work to look up does), or first
+    of the statements of a batch too large for one."""
+    if each:
+        monkeypatch.setattr(batch, "HISTORY_BLOCK", 0)
     rt.deploy(DOC)
     first = rt.engine.start("new_tokens", {"a": 1}, business_key="order-1")
     db = rt.engine.db
@@ -261,3 +268,32 @@ def test_new_instances_are_written_with_every_column_of_the_table(pg_db: Databas
     with pg_db.engine.connect() as conn:
         columns = [c["name"] for c in inspect(conn).get_columns("process_instances")]
     assert columns == [str(c.name) for c in instances.COLUMNS]
+
+
+def test_a_start_that_ends_in_its_first_transaction_inserts_its_instance_ended(
+    rt: Harness,
+) -> None:
+    """A worker's start goes on at once (``run_now``): reaching the end event in the same
+    transaction ends an instance whose row the same statement inserts."""
+    rt.deploy(ProcessBuilder("at_once").start().end().sequence("start", "end").build())
+    started = rt.engine.start("at_once", {"a": 1}, run_now=True)
+    db = rt.engine.db
+    with db.engine.connect() as conn:
+        state, version, ended = conn.exec_driver_sql(
+            "SELECT state, version, ended_at FROM process_instances WHERE id = %(id)s",
+            {"id": started.id},
+        ).one()
+    assert (state, version) == ("COMPLETED", 1) and ended is not None
+    (row,) = rows.engine_events_of(db, started.id, type="InstanceCompleted")
+    assert (row["from_state"], row["to_state"]) == ("RUNNING", "COMPLETED")
+
+
+def test_a_connection_lost_mid_transaction_is_an_outage(pg_db: Database) -> None:
+    """The deferred write's bookkeeping must not hide the outage behind SQLAlchemy's own
+    complaint about the invalidated connection."""
+    with pytest.raises(DatabaseUnavailable), pg_db.transaction() as conn:
+        pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+        with pg_db.engine.connect() as other:
+            other.exec_driver_sql("SELECT pg_terminate_backend(%(p)s)", {"p": pid})
+            other.commit()
+        conn.exec_driver_sql("SELECT 1")

@@ -77,13 +77,14 @@ def generic_client() -> Path:
 
 
 def _venv(name: str, *packages: str) -> Path:
-    """A virtualenv in the cache holding ``packages``, made once."""
+    """A virtualenv in the cache holding ``packages``, made once. One not marked ready was
+    left half made (a run stopped while it was made, say): it is made again from scratch."""
     folder = cache_dir() / name
     python = folder / "bin" / "python"
     ready = folder / ".installed"
     if not ready.exists():
-        if not python.exists():
-            _run([sys.executable, "-m", "venv", str(folder)], cache_dir(), "a virtualenv")
+        made = [sys.executable, "-m", "venv", "--clear", str(folder)]
+        _run(made, cache_dir(), "a virtualenv")
         _run([str(python), "-m", "pip", "install", "-q", *packages], folder, packages[0])
         ready.touch()
     return python
