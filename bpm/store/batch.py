@@ -341,16 +341,18 @@ class WriteBatch:
         return next(k for k, (_, r) in enumerate(self._ordered()) if r is row)
 
     def _raise_miss(self, report: dict[str, Any]) -> NoReturn:
+        """Which guarded write of the statement missed; a part the statement did not carry
+        (the new rows sent alone carry only theirs) is not judged."""
         changed = {UUID(x) for x in report.get("tu") or ()}
         moved = {UUID(x) for x in report.get("ku") or ()}
-        for change in self.task_changes:
+        for change in self.task_changes if "tu" in report else ():
             if change.params["b_id"] not in changed:
                 raise BatchMiss(change.miss, change.message)
-        for token_id, (expected, _) in self.token_moves.items():
+        for token_id, (expected, _) in self.token_moves.items() if "ku" in report else ():
             if token_id not in moved:
                 raise BatchMiss("conflict", f"token {token_id} changed since version {expected}")
         ended = {UUID(x) for x in report.get("ie") or ()}
-        for end in self.instance_ends:
+        for end in self.instance_ends if "ie" in report else ():
             if end.instance_id not in ended:
                 raise BatchMiss("stale", _moved_on(end))
         if "i" in report:  # the other guarded writes all held: the start's row missed

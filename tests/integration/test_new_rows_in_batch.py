@@ -193,17 +193,30 @@ def test_a_start_is_a_read_and_one_statement(rt: Harness, sent: Sent) -> None:
 
 
 @pytest.mark.parametrize(
-    ("read", "each"),
-    [(False, False), (True, False), (False, True)],
-    ids=["at-the-flush", "before-a-read", "statement-by-statement"],
+    ("read", "each", "run_now"),
+    [
+        (False, False, False),
+        (True, False, False),
+        (False, True, False),
+        (False, True, True),
+        (False, False, True),
+    ],
+    ids=[
+        "at-the-flush",
+        "before-a-read",
+        "statement-by-statement",
+        "statement-by-statement-going-on",
+        "at-the-flush-going-on",
+    ],
 )
 def test_a_start_whose_key_was_taken_meanwhile_writes_nothing_and_returns_the_first(
-    rt: Harness, monkeypatch: pytest.MonkeyPatch, read: bool, each: bool
+    rt: Harness, monkeypatch: pytest.MonkeyPatch, read: bool, each: bool, run_now: bool
 ) -> None:
     """The second start read no instance for its key (the first had not committed yet),
     then found the key taken when its row was written: with the batch, before a read the
     start sent after creating the instance (as a node with work to look up does), or first
-    of the statements of a batch too large for one."""
+    of the statements of a batch too large for one; also when the start goes on at once
+    (``run_now``, a worker's start), its root token moved to its first task."""
     if each:
         monkeypatch.setattr(batch, "HISTORY_BLOCK", 0)
     rt.deploy(DOC)
@@ -234,7 +247,7 @@ def test_a_start_whose_key_was_taken_meanwhile_writes_nothing_and_returns_the_fi
         return refused[-1]
 
     monkeypatch.setattr(lifecycle, "start_taken", noted)
-    again = rt.engine.start("new_tokens", {"a": 1}, business_key="order-1")
+    again = rt.engine.start("new_tokens", {"a": 1}, business_key="order-1", run_now=run_now)
     assert (again.id, again.created) == (first.id, False)
     assert snapshot(db) == before
     assert instances_keyed(db, "order-1") == [first.id]

@@ -3,6 +3,7 @@ cache outside the repository (``~/.cache/bpm-tests``, or ``BPM_TEST_CACHE``)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -82,9 +83,13 @@ def _venv(name: str, *packages: str) -> Path:
     folder = cache_dir() / name
     python = folder / "bin" / "python"
     ready = folder / ".installed"
-    if not ready.exists():
-        made = [sys.executable, "-m", "venv", "--clear", str(folder)]
-        _run(made, cache_dir(), "a virtualenv")
-        _run([str(python), "-m", "pip", "install", "-q", *packages], folder, packages[0])
-        ready.touch()
+    # Test processes running side by side (pytest-xdist) take turns: one makes it, the
+    # others then find it ready.
+    with (cache_dir() / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not ready.exists():
+            made = [sys.executable, "-m", "venv", "--clear", str(folder)]
+            _run(made, cache_dir(), "a virtualenv")
+            _run([str(python), "-m", "pip", "install", "-q", *packages], folder, packages[0])
+            ready.touch()
     return python
