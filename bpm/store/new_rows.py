@@ -8,13 +8,15 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from bpm.store import instances, new_tokens
+from bpm.store import instances, tokens
 from bpm.store.batch_sql import flush_sql
 from bpm.store.json_rows import encode_rows
 from bpm.store.rows import InstanceRow, TokenRow
 
 #: The columns of a new instance's row (``InstanceRow``), as plain ``str`` for orjson.
 _INSTANCE = tuple(str(c.name) for c in instances.COLUMNS)
+#: The columns a new token is written with, those of ``TokenRow`` (``nudged_at`` starts NULL).
+NEW_TOKEN_COLUMNS = tuple(str(c.name) for c in tokens.COLUMNS)
 
 
 @dataclass
@@ -38,7 +40,15 @@ class NewRows:
         return {
             "i": encode_rows([{c: getattr(row, c) for c in _INSTANCE} for row in self.instances]),
             "ni": len(self.instances),
-            **new_tokens.insert_params(self.tokens, self.links),
+            "k": encode_rows(
+                [{c: getattr(row, c) for c in NEW_TOKEN_COLUMNS} for row in self.tokens]
+            ),
+            "l": encode_rows(
+                [
+                    {"parent_token_id": p, "child_token_id": c, "link_type": k}
+                    for p, c, k in self.links
+                ]
+            ),
         }
 
     def sent_alone(self) -> tuple[str, dict[str, Any]]:

@@ -28,8 +28,9 @@ from bpm.errors import UnknownProcess
 from bpm.states import LinkType, TokenEvent, TokenState
 from bpm.store import Database, batch, instances, tokens
 from bpm.store import db as store_db
-from bpm.store.batch import start_taken
+from bpm.store.batch import WriteBatch, start_taken
 from bpm.store.db import DatabaseUnavailable, first_statement_commits
+from bpm.store.ids import new_id
 from bpm.store.rows import TokenRow
 from bpm.store.schema import token_links
 from tests.helpers import db as rows
@@ -310,3 +311,14 @@ def test_a_connection_lost_mid_transaction_is_an_outage(pg_db: Database) -> None
             other.exec_driver_sql("SELECT pg_terminate_backend(%(p)s)", {"p": pid})
             other.commit()
         conn.exec_driver_sql("SELECT 1")
+
+
+def test_a_deferred_write_no_statement_took_is_sent_before_the_commit(rt: Harness) -> None:
+    """New rows deferred in a transaction that sends nothing after them are still written:
+    deferring never drops them."""
+    parent = waiting_token(rt)
+    child = replace(parent, id=new_id(), parent_token_id=parent.id, concurrent=True, version=0)
+    with rt.engine.db.transaction() as conn:
+        WriteBatch().insert_tokens(conn, [child], [(parent.id, child.id, LinkType.FORK)])
+    assert rows.token(rt.engine.db, child.id) == child
+    assert links_of(rt.engine.db, child.id) == [(parent.id, "FORK")]

@@ -13,6 +13,7 @@ from sqlalchemy.exc import DBAPIError
 
 from bpm.definitions.bpmn import compile_bpmn
 from bpm.definitions.form_values import check_submission, shown_defaults
+from bpm.definitions.model import ProcessGraph
 from bpm.engine.core.engine_core import EngineCore
 from bpm.engine.core.tx import Conflict, Next, StartTaken, Tx
 from bpm.engine.operations import deployments
@@ -30,7 +31,7 @@ from bpm.states import (
 from bpm.store import definitions, instances
 from bpm.store.batch import start_taken
 from bpm.store.db import first_statement_commits
-from bpm.store.rows import DefinitionRef
+from bpm.store.rows import DefinitionRef, InstanceRow
 from bpm.variables import check_variables
 
 OPERATOR = "operator"
@@ -156,52 +157,21 @@ def start(
                 with first_statement_commits(tx.conn):
                     existing = instances.by_idempotency_key(tx.conn, key, ikey)
                 if existing is not None:
-                    return Started(
-                        existing.id, key, existing.business_key, existing.state, False
-                    ), None
+                    return _found(existing, key), None
             graph = core.graph(row.id, tx.conn)
-            first = graph.start_of(None)
-            triggered = [
-                *graph.message_starts,
-                *graph.timer_starts,
-                *graph.conditional_starts,
-                *graph.signal_starts,
-            ]
-            if (first.message or first.timer or first.condition or first.signal) and len(
-                triggered
-            ) > 1:
-                raise InvalidOperation(
-                    f"process {key!r} has no none start event: it starts by its message, timer, "
-                    f"conditional or signal start events ({', '.join(sorted(triggered))})"
-                )
-            initiator = graph.start_of(None).initiator
-            if initiator is not None and (
-                options.get("user") is not None or initiator not in checked
-            ):
-                checked = {**checked, initiator: options.get("user")}
-            start_form = graph.start_of(None).form
-            if start_form is not None and options.get("submit_form"):
-                defaults = shown_defaults(start_form, checked)
-                fill = check_submission(start_form, checked, {}, defaults, f"starting {key!r}")
-                checked = {**fill, **checked}
-                if business_key is None and (from_form := start_form.business_key(checked)):
-                    business_key = from_form
-                    check_text(business_key, "the business key", NAME_MAX)
-                    if ikey is None:  # the form's business key makes the start happen once too
-                        ikey = business_key
-                        existing = instances.by_idempotency_key(tx.conn, key, ikey)
-                        if existing is not None:
-                            state = existing.state
-                            return Started(
-                                existing.id, key, existing.business_key, state, False
-                            ), None
+            checked, business_key = _start_values(graph, key, checked, business_key, options)
+            if ikey is None and business_key is not None:
+                ikey = business_key  # the start form's business key makes it happen once too
+                existing = instances.by_idempotency_key(tx.conn, key, ikey)
+                if existing is not None:
+                    return _found(existing, key), None
             made = instances_semantics.create(
                 tx, row, graph, checked, business_key=business_key, start_key=ikey, with_batch=True
             )
             if made is None:  # a concurrent start took the key first (ON CONFLICT DO NOTHING)
                 existing = instances.by_idempotency_key(tx.conn, key, ikey or "")
                 assert existing is not None
-                return Started(existing.id, key, existing.business_key, existing.state, False), None
+                return _found(existing, key), None
             inst, root = made
             core.remember(inst.id, row.id, key, business_key, started_at=inst.started_at)
             nxt: Next = None
@@ -227,12 +197,53 @@ def start(
     return started, nxt
 
 
+def _start_values(
+    graph: ProcessGraph,
+    key: str,
+    checked: dict[str, Any],
+    business_key: str | None,
+    options: StartOptions,
+) -> tuple[dict[str, Any], str | None]:
+    """The start's variables and business key as its start event makes them: the
+    ``initiator`` variable, and a start form's defaults and business key field."""
+    first = graph.start_of(None)
+    triggered = [
+        *graph.message_starts,
+        *graph.timer_starts,
+        *graph.conditional_starts,
+        *graph.signal_starts,
+    ]
+    if (first.message or first.timer or first.condition or first.signal) and len(triggered) > 1:
+        raise InvalidOperation(
+            f"process {key!r} has no none start event: it starts by its message, timer, "
+            f"conditional or signal start events ({', '.join(sorted(triggered))})"
+        )
+    if first.initiator is not None and (
+        options.get("user") is not None or first.initiator not in checked
+    ):
+        checked = {**checked, first.initiator: options.get("user")}
+    start_form = first.form
+    if start_form is not None and options.get("submit_form"):
+        defaults = shown_defaults(start_form, checked)
+        fill = check_submission(start_form, checked, {}, defaults, f"starting {key!r}")
+        checked = {**fill, **checked}
+        if business_key is None and (from_form := start_form.business_key(checked)):
+            business_key = from_form
+            check_text(business_key, "the business key", NAME_MAX)
+    return checked, business_key
+
+
+def _found(existing: InstanceRow, key: str) -> Started:
+    """The instance an earlier start with the same key made."""
+    return Started(existing.id, key, existing.business_key, existing.state, False)
+
+
 def _taken(core: EngineCore, key: str, ikey: str | None) -> Started:
     """The instance of the start that took ``ikey`` first."""
     with core.transaction() as tx:
         existing = instances.by_idempotency_key(tx.conn, key, ikey or "")
     assert existing is not None
-    return Started(existing.id, key, existing.business_key, existing.state, False)
+    return _found(existing, key)
 
 
 def _definition_gone(exc: DBAPIError) -> bool:
